@@ -25,6 +25,14 @@ app = typer.Typer(
 )
 
 
+@app.command()
+def version() -> None:
+    """Print harnessfit's version."""
+    from harnessfit import __version__
+
+    typer.echo(__version__)
+
+
 def _register_all() -> None:
     from harnessfit.convert import commands as convert_cmds
     from harnessfit.dataset import commands as dataset_cmds
