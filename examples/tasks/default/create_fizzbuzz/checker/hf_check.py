@@ -1,0 +1,6 @@
+from fizzbuzz import fizzbuzz
+
+assert fizzbuzz(15)[-1] == "FizzBuzz"
+assert fizzbuzz(3) == ["1", "2", "Fizz"]
+assert fizzbuzz(0) == []
+print("checker passed")

@@ -1,0 +1,6 @@
+from wordcount import count_words
+
+assert count_words("the quick  brown fox") == 4
+assert count_words("") == 0
+assert count_words("one\ntwo\tthree") == 3
+print("checker passed")

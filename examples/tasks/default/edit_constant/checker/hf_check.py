@@ -1,0 +1,5 @@
+import config
+
+assert config.MAX_RETRIES == 5, config.MAX_RETRIES
+assert config.TIMEOUT_SECONDS == 30, config.TIMEOUT_SECONDS
+print("checker passed")

@@ -1,0 +1,3 @@
+# Client settings.
+MAX_RETRIES = 3
+TIMEOUT_SECONDS = 30

@@ -1,0 +1,5 @@
+from units import km_to_miles
+
+assert abs(km_to_miles(10) - 6.21371) < 1e-9
+assert abs(km_to_miles(1) - 0.621371) < 1e-12
+print("checker passed")

@@ -1,0 +1,7 @@
+import pathlib
+
+from report import heading
+
+assert heading("weekly report") == "Weekly Report\n============="
+assert "def titlecase" in pathlib.Path("textutils.py").read_text()
+print("checker passed")

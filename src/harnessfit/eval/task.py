@@ -1,0 +1,203 @@
+"""Eval task spec: one folder with ``task.yaml``, the fixture files the agent starts from, and a hidden checker.
+
+A task says what the agent is asked (the prompt, which names the validation command it should run), what change
+counts as made (file predicates), how success is judged independently (a checker command whose files are copied
+into the workspace only after the agent stopped, so the agent can neither read nor tamper with them), the limits
+of one episode, and a reference solution (the tool calls a golden solver plays, step by step).
+
+Folder layout::
+
+    <suite>/<task>/task.yaml
+    <suite>/<task>/workspace/...   copied into a fresh workspace before the agent starts
+    <suite>/<task>/checker/...     copied into the workspace after the agent stops
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from harnessfit.errors import UserError
+from harnessfit.jsonio import sha256_bytes
+
+__all__ = [
+    "TaskKind",
+    "ExpectedChange",
+    "Checker",
+    "Limits",
+    "ReferenceStep",
+    "Task",
+    "load_task",
+    "load_suite",
+    "DEFAULT_MAX_OUTPUT_BYTES",
+]
+
+DEFAULT_MAX_OUTPUT_BYTES = 50 * 1024 * 1024
+
+
+class TaskKind(StrEnum):
+    """The three kinds of the published benchmark."""
+
+    edit = "edit"  # read -> exact edit -> validate
+    recover = "recover"  # first validation run fails (planted bug / missing file); fix, re-run
+    create = "create"  # create a file and validate it
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ExpectedChange(_Strict):
+    """A predicate over one workspace file after the agent stopped (before checker files are copied in).
+
+    Exactly one of ``contains``/``not_contains``/``equals``/``exists`` must be given.
+    """
+
+    path: str
+    contains: str | None = None
+    not_contains: str | None = None
+    equals: str | None = None
+    exists: bool | None = None
+
+    @model_validator(mode="after")
+    def _one_predicate(self) -> ExpectedChange:
+        given = [k for k in ("contains", "not_contains", "equals", "exists") if getattr(self, k) is not None]
+        if len(given) != 1:
+            raise ValueError(
+                f"expected_change for {self.path!r} needs exactly one of contains/not_contains/equals/exists "
+                f"(got {given or 'none'})"
+            )
+        return self
+
+    def holds(self, workspace: Path) -> bool:
+        target = workspace / self.path
+        if self.exists is not None:
+            return target.is_file() == self.exists
+        if not target.is_file():
+            return False
+        text = target.read_text(encoding="utf-8", errors="replace")
+        if self.contains is not None:
+            return self.contains in text
+        if self.not_contains is not None:
+            return self.not_contains not in text
+        return text == self.equals
+
+
+class Checker(_Strict):
+    """The independent check: ``command`` run with the workspace as cwd after the checker files were copied in."""
+
+    command: str
+    timeout_s: float = 60.0
+
+
+class Limits(_Strict):
+    """Per-episode caps: model turns (an extension aborts Pi at turn N), wall clock, captured output bytes."""
+
+    max_turns: int = Field(default=10, ge=1)
+    max_seconds: float = Field(default=300.0, gt=0)
+    max_output_bytes: int = Field(default=DEFAULT_MAX_OUTPUT_BYTES, gt=0)
+
+
+class ReferenceStep(_Strict):
+    """One step of the reference solution: a tool call, or the final answer.
+
+    ``expect`` (optional) is text the previous tool result must contain before this step is played — the golden
+    solver reads tool results (e.g. a recover task sees the first validation fail before fixing).
+    """
+
+    tool: Literal["read", "bash", "edit", "write"] | None = None
+    args: dict[str, Any] | None = None
+    final: str | None = None
+    expect: str | None = None
+
+    @model_validator(mode="after")
+    def _call_or_final(self) -> ReferenceStep:
+        if (self.tool is None) == (self.final is None):
+            raise ValueError("a reference step is either a tool call (tool + args) or a final answer (final)")
+        if self.tool is not None and self.args is None:
+            raise ValueError(f"reference step calling {self.tool!r} needs args")
+        return self
+
+
+class Task(_Strict):
+    """One eval task, loaded from ``task.yaml``; ``root`` and ``id`` are filled by the loader."""
+
+    id: str = ""
+    root: Path = Path(".")
+    kind: TaskKind
+    prompt: str
+    validation_command: str
+    expected_change: list[ExpectedChange] = Field(min_length=1)
+    checker: Checker
+    limits: Limits = Field(default_factory=Limits)
+    reference: list[ReferenceStep] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Task:
+        if self.validation_command not in self.prompt:
+            raise ValueError("the prompt must name the validation command verbatim (validation_command)")
+        if self.reference[-1].final is None:
+            raise ValueError("the reference solution must end with a final answer (final: ...)")
+        if any(step.final is not None for step in self.reference[:-1]):
+            raise ValueError("only the last reference step may be a final answer")
+        return self
+
+    @property
+    def workspace_dir(self) -> Path:
+        return self.root / "workspace"
+
+    @property
+    def checker_dir(self) -> Path:
+        return self.root / "checker"
+
+    def fingerprint(self) -> str:
+        """SHA-256 over task.yaml and every fixture/checker file (names + bytes), sorted."""
+        parts: list[bytes] = []
+        for path in sorted(p for p in self.root.rglob("*") if p.is_file() and "__pycache__" not in p.parts):
+            parts.append(path.relative_to(self.root).as_posix().encode() + b"\0" + path.read_bytes())
+        return sha256_bytes(b"\1".join(parts))
+
+
+def load_task(task_dir: Path) -> Task:
+    """Load and validate one task folder; every problem is a one-line ``UserError`` naming the file."""
+    task_dir = Path(task_dir)
+    spec = task_dir / "task.yaml"
+    if not spec.is_file():
+        raise UserError(f"{spec}: missing (a task folder needs task.yaml)")
+    try:
+        data = yaml.safe_load(spec.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        raise UserError(f"{spec}: not valid YAML: {str(exc).splitlines()[0]}") from exc
+    if not isinstance(data, dict):
+        raise UserError(f"{spec}: expected a mapping at the top level, got {type(data).__name__}")
+    data.setdefault("id", task_dir.name)
+    data["root"] = task_dir.resolve()
+    try:
+        task = Task.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        loc = ".".join(str(p) for p in first["loc"]) or "(top level)"
+        raise UserError(f"{spec}: {loc}: {first['msg']} ({exc.error_count()} problem(s))") from exc
+    if not task.checker_dir.is_dir():
+        raise UserError(f"{spec}: checker/ folder missing beside task.yaml (the independent checker's files)")
+    return task
+
+
+def load_suite(suite_dir: Path) -> list[Task]:
+    """All tasks of a suite (sub-folders holding task.yaml), sorted by id; ids must be unique."""
+    suite_dir = Path(suite_dir)
+    if not suite_dir.is_dir():
+        raise UserError(f"suite folder not found: {suite_dir}")
+    tasks = [load_task(p) for p in sorted(suite_dir.iterdir()) if (p / "task.yaml").is_file()]
+    if not tasks:
+        raise UserError(f"{suite_dir}: no tasks (expected <task>/task.yaml sub-folders)")
+    seen: set[str] = set()
+    for task in tasks:
+        if task.id in seen:
+            raise UserError(f"{suite_dir}: duplicate task id {task.id!r}")
+        seen.add(task.id)
+    return sorted(tasks, key=lambda t: t.id)
