@@ -1,1 +1,29 @@
-"""models stage."""
+"""models stage: one way to load tokenizers and models (embedded SmolLM2, local folder, Hugging Face id) and the
+training chat template that audit, training and serving all share."""
+
+from harnessfit.models.embedded import EMBEDDED_ALIASES, EMBEDDED_MODEL, embedded_dir, ensure_embedded, gguf_path
+from harnessfit.models.loading import (
+    load_model,
+    load_tokenizer,
+    native_context_length,
+    resolve_model,
+    stop_token_ids,
+)
+from harnessfit.models.templates import CHATML_TOOLS, TemplateInfo, choose_template, template_info
+
+__all__ = [
+    "EMBEDDED_MODEL",
+    "EMBEDDED_ALIASES",
+    "CHATML_TOOLS",
+    "TemplateInfo",
+    "resolve_model",
+    "load_tokenizer",
+    "load_model",
+    "stop_token_ids",
+    "native_context_length",
+    "choose_template",
+    "template_info",
+    "embedded_dir",
+    "ensure_embedded",
+    "gguf_path",
+]

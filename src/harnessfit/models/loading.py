@@ -1,0 +1,164 @@
+"""Loading tokenizers and models from one spec: the embedded alias, a local folder, or a Hugging Face id.
+
+Every stage (audit, train, serve) loads through here so that all of them see the same training chat template and
+the same stop tokens.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from harnessfit.errors import UserError
+from harnessfit.models.embedded import ensure_embedded, is_embedded
+from harnessfit.models.templates import CHATML_TOOLS, TEMPLATE_KEY, chatml_tools_template, choose_template
+
+__all__ = ["resolve_model", "load_tokenizer", "load_model", "stop_token_ids", "native_context_length"]
+
+
+def _looks_local(spec: str) -> bool:
+    return spec.startswith((".", "/", "~")) or Path(spec).expanduser().exists() or spec.count("/") > 1
+
+
+def resolve_model(spec: str) -> Path | str:
+    """Embedded alias → cached converted folder; local folder → Path; anything else → a Hugging Face id (str)."""
+    spec = str(spec).strip()
+    if not spec:
+        raise UserError("no model given: pass an alias (smollm2-135m), a local folder, or a Hugging Face id")
+    if is_embedded(spec):
+        return ensure_embedded()
+    path = Path(spec).expanduser()
+    if _looks_local(spec):
+        if not path.exists():
+            raise UserError(f"model folder not found: {spec}")
+        if not path.is_dir():
+            raise UserError(f"model path is not a folder: {spec}")
+        return path.resolve()
+    return spec
+
+
+def load_tokenizer(spec: str, *, template: str = "auto"):
+    """A tokenizer whose ``chat_template`` is the training template; the choice is in ``init_kwargs``.
+
+    ``tokenizer.init_kwargs["harnessfit_template"]`` names the template (``native``, ``trl:<name>``,
+    ``chatml-tools`` or ``file:<name>``); ``harnessfit.models.template_info(tok)`` adds its sha256 and text.
+    A tokenizer saved by ``save_pretrained`` keeps the template, so loading that folder again with
+    ``template="native"`` gives the same one back.
+    """
+    from transformers import AutoTokenizer
+
+    where = resolve_model(spec)
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(str(where))
+    except OSError as exc:
+        raise UserError(f"cannot load a tokenizer from {spec}: {str(exc).splitlines()[0]}") from exc
+    saved_name = tokenizer.init_kwargs.get(TEMPLATE_KEY)
+    name, text = choose_template(tokenizer, template, model=str(spec))
+    if text == chatml_tools_template():
+        name = CHATML_TOOLS
+    elif name == "native" and saved_name:  # a folder saved by us: keep the name it was saved under
+        name = saved_name
+    tokenizer.chat_template = text
+    tokenizer.init_kwargs[TEMPLATE_KEY] = name
+    if name == CHATML_TOOLS:
+        _add_chatml_response_parser(tokenizer)
+    return tokenizer
+
+
+def _add_chatml_response_parser(tokenizer) -> None:
+    """Let ``tokenizer.parse_response`` (and ``transformers serve``) turn ``<tool_call>`` text into tool calls."""
+    import trl.chat_template_utils as ctu
+
+    if getattr(ctu, "_SUPPORTS_RESPONSE_TEMPLATE", False):
+        tokenizer.response_template = ctu.qwen3_template
+    else:  # pragma: no cover - older transformers
+        tokenizer.response_schema = ctu.qwen3_schema
+
+
+def load_model(spec: str, *, dtype: Any = None, quantization: str = "none", device: str = "cpu"):
+    """A causal LM. ``dtype`` None → float32 on CPU, bfloat16 on CUDA. ``quantization="nf4"`` → 4-bit NF4 with
+    double quantisation (bitsandbytes), for QLoRA."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    where = resolve_model(spec)
+    if isinstance(dtype, str):
+        dtype = getattr(torch, dtype)
+    if dtype is None:
+        dtype = torch.bfloat16 if device.startswith("cuda") else torch.float32
+    kwargs: dict[str, Any] = {"dtype": dtype}
+    if quantization == "nf4":
+        try:
+            import bitsandbytes  # noqa: F401
+        except ImportError as exc:
+            raise UserError("quantization nf4 needs bitsandbytes: pip install bitsandbytes==0.50.2") from exc
+        from transformers import BitsAndBytesConfig
+
+        kwargs["quantization_config"] = BitsAndBytesConfig(
+            load_in_4bit=True,
+            bnb_4bit_quant_type="nf4",
+            bnb_4bit_use_double_quant=True,
+            bnb_4bit_compute_dtype=dtype,
+        )
+        kwargs["device_map"] = {"": device}
+    elif quantization != "none":
+        raise UserError(f"unknown quantization {quantization!r}: use none or nf4")
+    try:
+        model = AutoModelForCausalLM.from_pretrained(str(where), **kwargs)
+    except OSError as exc:
+        raise UserError(f"cannot load a model from {spec}: {str(exc).splitlines()[0]}") from exc
+    if quantization == "none":
+        model = model.to(device)
+    return model
+
+
+def _as_list(value: Any) -> list[int]:
+    if value is None:
+        return []
+    if isinstance(value, int):
+        return [value]
+    return [int(v) for v in value]
+
+
+def stop_token_ids(spec_or_tokenizer: Any) -> list[int]:
+    """Every stop token: ``eos_token_id`` of generation_config.json (one or many), then the tokenizer's eos."""
+    if isinstance(spec_or_tokenizer, (str, Path)):
+        tokenizer = load_tokenizer(str(spec_or_tokenizer), template="auto")
+        where = resolve_model(str(spec_or_tokenizer))
+    else:
+        tokenizer = spec_or_tokenizer
+        where = getattr(tokenizer, "name_or_path", None)
+    ids: list[int] = []
+    if where:
+        try:
+            from transformers import GenerationConfig
+
+            ids += _as_list(GenerationConfig.from_pretrained(str(where)).eos_token_id)
+        except (OSError, ValueError):
+            pass
+    ids += _as_list(tokenizer.eos_token_id)
+    if tokenizer.init_kwargs.get(TEMPLATE_KEY) == CHATML_TOOLS:
+        ids += _as_list(tokenizer.convert_tokens_to_ids("<|im_end|>"))
+    out: list[int] = []
+    for i in ids:
+        if i not in out:
+            out.append(i)
+    return out
+
+
+def native_context_length(spec: str) -> int | None:
+    """The model's trained context (``max_position_embeddings`` or similar), or None when unknown."""
+    from transformers import AutoConfig
+
+    where = resolve_model(spec)
+    try:
+        config = AutoConfig.from_pretrained(str(where))
+    except (OSError, ValueError):
+        return None
+    for key in ("max_position_embeddings", "n_positions", "max_sequence_length", "seq_length"):
+        value = getattr(config, key, None)
+        if isinstance(value, int) and value > 0:
+            return value
+    text_config = getattr(config, "text_config", None)
+    value = getattr(text_config, "max_position_embeddings", None) if text_config is not None else None
+    return value if isinstance(value, int) else None
