@@ -1,0 +1,208 @@
+"""Claude Code session reader (``~/.claude/projects/<project>/<session>.jsonl``).
+
+Why: Claude Code writes one API message over several lines (one content block per line, same ``message.id``),
+puts tool results into *user* lines, and interleaves many bookkeeping line types. This reader merges split
+messages, turns tool_result blocks into tool steps (keeping ``toolUseResult`` in ``meta`` for the mapping), and
+counts noise lines instead of treating them as data.
+
+Policies:
+- Noise (not rejections; counted in ``Trajectory`` meta-less stats via ``provenance.transformations``):
+  file-history-snapshot, progress, queue-operation, summary, system, permission-mode, attachment, ai-title,
+  last-prompt, custom-title, any other non user/assistant line type, and ``isMeta`` user lines.
+- Slash-command echoes (``<command-name>``, ``<local-command-stdout>``…) are local UI, not prompts: dropped and
+  recorded. "[Request interrupted by user…]" markers are dropped and recorded (Pi drops the aborted turn).
+- ``isSidechain`` lines or a file under ``subagents/`` → flag ``subagent`` (gate rejects: a sub-agent's prompt is
+  written by the parent agent, not a user, and Pi has no Task tool).
+- A user's rejection of a tool call (``is_error`` result "doesn't want to proceed…") → flag
+  ``user_rejected_tool``: Pi has no approval step, so the gate rejects it as ``aborted_or_error_turn``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from harnessfit.convert.rejection import Reason, Rejection
+from harnessfit.traces.readers.base import (
+    JsonLine,
+    file_problem,
+    file_sha256,
+    first_json_line,
+    iter_json_lines,
+    make_trajectory,
+    reject,
+    sniff,
+)
+from harnessfit.traces.trajectory import Step, ToolCall, Trajectory
+
+__all__ = ["ClaudeCodeReader", "NOISE_TYPES", "USER_REJECTION_MARK"]
+
+NOISE_TYPES = frozenset(
+    {
+        "file-history-snapshot", "progress", "queue-operation", "summary", "system", "permission-mode", "attachment",
+        "ai-title", "last-prompt", "custom-title", "tag", "agent-name",
+    }
+)
+USER_REJECTION_MARK = "doesn't want to proceed with this tool use"
+_LOCAL_COMMAND_TAGS = ("<command-name>", "<command-message>", "<local-command-stdout>", "<local-command-stderr>",
+                       "<local-command-caveat>", "<bash-input>", "<bash-stdout>", "<bash-stderr>")
+_INTERRUPT_MARKS = ("[Request interrupted by user", )
+_CLAUDE_KEYS = {"sessionId", "parentUuid", "uuid", "userType", "isSidechain"}
+
+
+def _result_text(content: Any) -> tuple[str, int]:
+    if isinstance(content, str):
+        return content, 0
+    if isinstance(content, list):
+        texts = [b.get("text") or "" for b in content if isinstance(b, dict) and b.get("type") == "text"]
+        images = sum(1 for b in content if isinstance(b, dict) and b.get("type") == "image")
+        return "\n".join(texts), images
+    return "", 0
+
+
+class ClaudeCodeReader:
+    """Reads one Claude Code session file into one trajectory (plus per-line rejections for unreadable lines)."""
+
+    name = "claude_code"
+
+    def detect(self, path: Path) -> bool:
+        if not path.is_file():
+            return False
+        head = sniff(path, 65536)
+        if b'"sessionId"' not in head and b'"parentUuid"' not in head:
+            return False
+        first = first_json_line(path)
+        return isinstance(first, dict) and (
+            bool(_CLAUDE_KEYS & set(first)) or first.get("type") in NOISE_TYPES
+        )
+
+    def read(self, path: Path) -> Iterator[Trajectory | Rejection]:
+        sha = file_sha256(path)
+        problem = file_problem(path, self.name, sha)
+        if problem is not None:
+            yield problem
+            return
+        steps: list[Step] = []
+        flags: set[str] = set()
+        transformations: list[str] = []
+        noise = 0
+        cwd = date = version = None
+        first_line = last_line = None
+        last_msg_id: str | None = None
+        if "subagents" in path.parts:
+            flags.add("subagent")
+        for item in iter_json_lines(path, self.name, sha):
+            if isinstance(item, Rejection):
+                flags.add("lines_lost")
+                if item.reason == Reason.truncated_file:
+                    flags.add("truncated")
+                yield item
+                continue
+            assert isinstance(item, JsonLine)
+            line = item.value
+            if not isinstance(line, dict):
+                flags.add("lines_lost")
+                yield reject(path, self.name, Reason.parse_error, f"line {item.lineno}: not a JSON object",
+                             "each line must be one object", sha256=sha, line_start=item.lineno, line_end=item.lineno)
+                continue
+            kind = line.get("type")
+            msg = line.get("message")
+            if kind not in ("user", "assistant") or not isinstance(msg, dict) or line.get("isMeta"):
+                noise += 1
+                continue
+            cwd = cwd or (line.get("cwd") if isinstance(line.get("cwd"), str) else None)
+            ts = line.get("timestamp")
+            date = date or (ts[:10] if isinstance(ts, str) and len(ts) >= 10 else None)
+            version = version or (line.get("version") if isinstance(line.get("version"), str) else None)
+            if line.get("isSidechain"):
+                flags.add("subagent")
+            first_line = first_line or item.lineno
+            last_line = item.lineno
+            content = msg.get("content")
+            if kind == "assistant":
+                mid = msg.get("id") if isinstance(msg.get("id"), str) else None
+                if mid is not None and mid == last_msg_id and steps and steps[-1].role == "assistant":
+                    step = steps[-1]
+                    transformations.append("claude.merge_split_message")
+                else:
+                    step = Step(role="assistant", stop_reason=msg.get("stop_reason"))
+                    steps.append(step)
+                last_msg_id = mid
+                self._add_assistant_blocks(step, content)
+                if msg.get("stop_reason"):
+                    step.stop_reason = msg.get("stop_reason")
+                continue
+            last_msg_id = None
+            self._add_user(line, content, steps, flags, transformations)
+        if not steps:
+            yield reject(path, self.name, Reason.empty, f"no user/assistant messages ({noise} bookkeeping lines)",
+                         "the session holds no conversation", sha256=sha)
+            return
+        if noise:
+            transformations.insert(0, f"claude.noise_lines_skipped:{noise}")
+        yield make_trajectory(
+            fmt=self.name, path=path, sha256=sha, key="session", steps=steps, cwd=cwd, date=date,
+            source_harness_version=version, flags=sorted(flags), line_start=first_line, line_end=last_line,
+            transformations=list(dict.fromkeys(transformations)),
+        )
+
+    @staticmethod
+    def _add_assistant_blocks(step: Step, content: Any) -> None:
+        blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
+        if not isinstance(blocks, list):
+            return
+        for b in blocks:
+            if not isinstance(b, dict):
+                continue
+            kind = b.get("type")
+            if kind == "text":
+                text = b.get("text") or ""
+                if text.strip():
+                    step.text = (step.text or "") + text
+            elif kind == "thinking":
+                thought = b.get("thinking") or ""
+                if thought.strip():
+                    step.reasoning = (step.reasoning + "\n" if step.reasoning else "") + thought
+            elif kind == "tool_use":
+                step.tool_calls.append(
+                    ToolCall(id=str(b.get("id") or ""), name=str(b.get("name") or ""), arguments=b.get("input"))
+                )
+
+    @staticmethod
+    def _add_user(line: dict[str, Any], content: Any, steps: list[Step], flags: set[str], tr: list[str]) -> None:
+        blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
+        if not isinstance(blocks, list):
+            return
+        texts: list[str] = []
+        images = 0
+        for b in blocks:
+            if not isinstance(b, dict):
+                continue
+            kind = b.get("type")
+            if kind == "tool_result":
+                text, imgs = _result_text(b.get("content"))
+                is_error = bool(b.get("is_error"))
+                if is_error and USER_REJECTION_MARK in text:
+                    flags.add("user_rejected_tool")
+                steps.append(
+                    Step(
+                        role="tool", tool_call_id=str(b.get("tool_use_id") or ""), text=text, is_error=is_error,
+                        images=imgs, meta={"toolUseResult": line.get("toolUseResult")},
+                    )
+                )
+            elif kind == "text":
+                texts.append(b.get("text") or "")
+            elif kind == "image":
+                images += 1
+        text = "\n".join(texts)
+        stripped = text.strip()
+        if not stripped and not images:
+            return
+        if stripped.startswith(_LOCAL_COMMAND_TAGS):
+            tr.append("claude.drop_local_command_echo")
+            return
+        if stripped.startswith(_INTERRUPT_MARKS):
+            tr.append("claude.drop_interrupt_marker")
+            return
+        steps.append(Step(role="user", text=text, images=images, meta={"parts": [text] if text else []}))
