@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import tempfile
+from pathlib import Path
+
 import typer
 
 __all__ = ["register"]
@@ -9,3 +13,64 @@ __all__ = ["register"]
 
 def register(app: typer.Typer) -> None:
     """Add this stage's commands to the main app."""
+
+    @app.command("serve")
+    def serve(
+        model: str = typer.Argument(..., help="Embedded alias (smollm2-135m), a local model folder, or a Hugging Face id."),
+        adapter: Path | None = typer.Option(None, "--adapter", help="LoRA adapter folder (PEFT) to apply."),
+        tokenizer: Path | None = typer.Option(
+            None, "--tokenizer", help="Tokenizer folder with the training chat template (default: found beside the "
+            "adapter, in MODEL/tokenizer, or chosen like training does)."
+        ),
+        backend: str = typer.Option("auto", "--backend", help="builtin (CPU, transformers), vllm (GPU), or auto."),
+        port: int = typer.Option(8000, "--port", help="Port on 127.0.0.1 (0 = any free port)."),
+        max_tokens: int = typer.Option(512, "--max-tokens", help="Server-side output cap; a request may ask for less."),
+        model_id: str | None = typer.Option(None, "--model-id", help="Model id clients send (default: adapter or model name)."),
+        pi_config: Path | None = typer.Option(
+            None, "--pi-config", help="Write Pi's models.json/settings.json for this server into this folder."
+        ),
+        threads: int = typer.Option(1, "--threads", help="torch threads of the built-in backend."),
+        ready_file: Path | None = typer.Option(None, "--ready-file", hidden=True),
+    ) -> None:
+        """Serve MODEL as an OpenAI-compatible endpoint on 127.0.0.1 (/v1/models, /v1/chat/completions)."""
+        from harnessfit.serve.launcher import choose_backend
+
+        kind = choose_backend(backend)
+        if kind == "vllm":
+            _serve_vllm(model, adapter, tokenizer, port, max_tokens, model_id, pi_config)
+            return
+        from harnessfit.serve.engine import load_engine
+        from harnessfit.serve.server import serve_engine
+
+        typer.echo(f"loading {model}{f' + {adapter}' if adapter else ''} …", err=True)
+        engine = load_engine(model, adapter=adapter, tokenizer=tokenizer, max_tokens=max_tokens, model_id=model_id,
+                             threads=threads)
+
+        def ready(base_url: str) -> None:
+            if pi_config is not None:
+                from harnessfit.harness.pi import write_pi_agent_config
+
+                write_pi_agent_config(pi_config, base_url, engine.model_id,
+                                      context_window=engine.context_window or 32768, max_tokens=engine.max_tokens)
+                typer.echo(f"Pi config written to {pi_config} (use: pi --model local/{engine.model_id})", err=True)
+            typer.echo(f"serving {engine.model_id} at {base_url} (stop tokens {engine.stop_ids}, "
+                       f"max {engine.max_tokens} tokens); Ctrl-C to stop", err=True)
+
+        serve_engine(engine, port=port, ready_file=ready_file, on_ready=ready)
+
+
+def _serve_vllm(model, adapter, tokenizer, port, max_tokens, model_id, pi_config) -> None:
+    from harnessfit.serve.launcher import _free_port
+    from harnessfit.serve.vllm import prepare_vllm
+
+    real_port = port or _free_port()
+    workdir = Path(tempfile.mkdtemp(prefix="harnessfit-vllm-"))
+    launch = prepare_vllm(model, workdir=workdir, port=real_port, adapter=adapter, tokenizer=tokenizer,
+                          max_tokens=max_tokens, model_id=model_id)
+    base_url = f"http://127.0.0.1:{real_port}/v1"
+    if pi_config is not None:
+        from harnessfit.harness.pi import write_pi_agent_config
+
+        write_pi_agent_config(pi_config, base_url, launch.model_id, max_tokens=max_tokens)
+    typer.echo(f"serving {launch.model_id} at {base_url} via: {' '.join(launch.command)}", err=True)
+    os.execvp(launch.command[0], launch.command)

@@ -1,0 +1,184 @@
+"""The OpenAI chat-completions request as the built-in backend accepts it, and its translation into the messages the
+training chat template renders.
+
+Why a translation step: the wire format (Pi's) carries tool-call ``arguments`` as JSON text and user content as a
+list of text parts, while the training template wants argument objects and plain strings. Doing the same
+conversion as training (arguments parsed to objects, parts joined, ``null`` content → ``""``) is what makes the
+served prompt byte-identical to a training prompt. Unknown request fields (``store``, ``stream_options`` extras,
+``parallel_tool_calls`` …) are accepted and ignored, as OpenAI-compatible servers do.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
+
+__all__ = ["ApiError", "ChatRequest", "parse_chat_request", "template_messages", "template_tools"]
+
+
+class ApiError(Exception):
+    """A request the server refuses: HTTP status + one clear message (sent as an OpenAI-style error body)."""
+
+    def __init__(self, status: int, message: str, *, param: str | None = None, code: str | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.param = param
+        self.code = code
+
+    def body(self) -> dict[str, Any]:
+        kind = "invalid_request_error" if self.status < 500 else "server_error"
+        return {"error": {"message": self.message, "type": kind, "param": self.param, "code": self.code}}
+
+
+class _Open(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+
+class FunctionCall(_Open):
+    name: str
+    arguments: str = "{}"
+
+
+class ToolCall(_Open):
+    id: str | None = None
+    type: Literal["function"] = "function"
+    function: FunctionCall
+
+
+class Message(_Open):
+    role: Literal["system", "developer", "user", "assistant", "tool"]
+    content: str | list[dict[str, Any]] | None = None
+    tool_calls: list[ToolCall] | None = None
+    tool_call_id: str | None = None
+    name: str | None = None
+
+
+class FunctionDef(_Open):
+    name: str
+    description: str | None = None
+    parameters: dict[str, Any] | None = None
+
+
+class Tool(_Open):
+    type: Literal["function"] = "function"
+    function: FunctionDef
+
+
+class StreamOptions(_Open):
+    include_usage: bool = False
+
+
+class ChatRequest(_Open):
+    """The fields the built-in backend uses; ``max_completion_tokens`` wins over the older ``max_tokens``."""
+
+    model: str
+    messages: list[Message] = Field(min_length=1)
+    tools: list[Tool] | None = None
+    tool_choice: Any = None
+    stream: bool = False
+    stream_options: StreamOptions | None = None
+    max_tokens: int | None = Field(default=None, ge=1)
+    max_completion_tokens: int | None = Field(default=None, ge=1)
+    temperature: float | None = Field(default=None, ge=0.0, le=2.0)
+    top_p: float | None = Field(default=None, gt=0.0, le=1.0)
+    seed: int | None = None
+    n: int = Field(default=1, ge=1, le=1)
+    _raw_tools: list[dict[str, Any]] | None = PrivateAttr(default=None)
+
+    @field_validator("tool_choice")
+    @classmethod
+    def _tool_choice(cls, value: Any) -> Any:
+        if value is None or value in ("auto", "none"):
+            return value
+        raise ValueError("only tool_choice 'auto' or 'none' is supported by the built-in backend")
+
+    @model_validator(mode="after")
+    def _tool_results_follow_calls(self) -> ChatRequest:
+        for i, msg in enumerate(self.messages):
+            if msg.role == "tool" and not msg.tool_call_id:
+                raise ValueError(f"messages[{i}]: a tool message needs tool_call_id")
+        return self
+
+    def requested_max_tokens(self) -> int | None:
+        return self.max_completion_tokens if self.max_completion_tokens is not None else self.max_tokens
+
+
+def _describe(err: ValidationError) -> str:
+    first = err.errors()[0]
+    where = ".".join(str(p) for p in first.get("loc", ())) or "body"
+    more = len(err.errors()) - 1
+    msg = first.get("msg", "invalid value").removeprefix("Value error, ")
+    return f"invalid request at {where}: {msg}" + (f" (+{more} more problems)" if more else "")
+
+
+def parse_chat_request(body: bytes) -> ChatRequest:
+    """Bytes of a POST body → ChatRequest, or an ApiError(400) naming the first problem."""
+    try:
+        data = json.loads(body)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise ApiError(400, f"request body is not valid JSON: {exc}") from None
+    if not isinstance(data, dict):
+        raise ApiError(400, "request body must be a JSON object")
+    try:
+        request = ChatRequest.model_validate(data)
+    except ValidationError as exc:
+        raise ApiError(400, _describe(exc)) from None
+    request._raw_tools = data.get("tools")  # exactly as sent: key order is part of the rendered prompt
+    return request
+
+
+def _text(content: str | list[dict[str, Any]] | None, where: str) -> str:
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    parts = []
+    for j, part in enumerate(content):
+        if part.get("type") != "text" or not isinstance(part.get("text"), str):
+            raise ApiError(400, f"{where}.content[{j}]: only text parts are supported (got type {part.get('type')!r})")
+        parts.append(part["text"])
+    return "\n".join(parts) if len(parts) > 1 else "".join(parts)
+
+
+def _arguments(text: str) -> Any:
+    """Arguments for the template: the parsed JSON value (an object normally; a string when the model double-encoded,
+    so the template re-renders exactly what it wrote); raw text when it is not JSON at all."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+def template_messages(request: ChatRequest) -> list[dict[str, Any]]:
+    """The request's messages as the training template expects them (see the module docstring)."""
+    out: list[dict[str, Any]] = []
+    for i, msg in enumerate(request.messages):
+        role = "system" if msg.role == "developer" else msg.role
+        item: dict[str, Any] = {"role": role, "content": _text(msg.content, f"messages[{i}]")}
+        if msg.tool_calls:
+            item["tool_calls"] = [
+                {
+                    "id": call.id,
+                    "type": "function",
+                    "function": {"name": call.function.name, "arguments": _arguments(call.function.arguments)},
+                }
+                for call in msg.tool_calls
+            ]
+        if msg.role == "tool":
+            item["tool_call_id"] = msg.tool_call_id
+            if msg.name:
+                item["name"] = msg.name
+        out.append(item)
+    return out
+
+
+def template_tools(request: ChatRequest) -> list[dict[str, Any]] | None:
+    """Tool schemas as sent (key order kept), or None; ``tool_choice: "none"`` hides them from the model."""
+    if not request.tools or request.tool_choice == "none":
+        return None
+    if request._raw_tools is not None:
+        return request._raw_tools
+    return [tool.model_dump(mode="python", exclude_none=True) for tool in request.tools]

@@ -1,0 +1,63 @@
+"""Run the built-in backend in this process: bind 127.0.0.1 (port 0 → a free port), announce, serve until stopped.
+
+Why announce through a file: ``start_server`` launches this in a subprocess and must learn the port the OS chose
+and when the model finished loading; the ready file (written after loading and binding, atomically) carries both.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from pathlib import Path
+
+import orjson
+
+from harnessfit.serve.engine import Engine
+
+__all__ = ["HOST", "bind", "serve_engine"]
+
+HOST = "127.0.0.1"
+
+
+def bind(port: int) -> socket.socket:
+    """A listening socket on 127.0.0.1 (only loopback, always)."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((HOST, port))
+    except OSError as exc:
+        sock.close()
+        from harnessfit.errors import UserError
+
+        raise UserError(f"cannot listen on {HOST}:{port}: {exc.strerror}") from exc
+    sock.listen(64)
+    sock.set_inheritable(True)
+    return sock
+
+
+def _announce(ready_file: Path, info: dict) -> None:
+    tmp = ready_file.with_name(ready_file.name + ".tmp")
+    tmp.write_bytes(orjson.dumps(info))
+    os.replace(tmp, ready_file)
+
+
+def serve_engine(engine: Engine, *, port: int = 0, ready_file: Path | None = None, on_ready=None) -> None:
+    """Serve until SIGINT/SIGTERM. ``on_ready(base_url)`` is called once the socket listens."""
+    import uvicorn
+
+    from harnessfit.serve.app import create_app
+
+    sock = bind(port)
+    real_port = sock.getsockname()[1]
+    base_url = f"http://{HOST}:{real_port}/v1"
+    config = uvicorn.Config(create_app(engine), log_level="warning", access_log=False, timeout_graceful_shutdown=2)
+    server = uvicorn.Server(config)
+    if ready_file is not None:
+        _announce(
+            Path(ready_file),
+            {"port": real_port, "base_url": base_url, "model_id": engine.model_id, "pid": os.getpid(),
+             "context_window": engine.context_window, "max_tokens": engine.max_tokens},
+        )
+    if on_ready is not None:
+        on_ready(base_url)
+    server.run(sockets=[sock])
