@@ -1,0 +1,83 @@
+"""What one episode (one task x one seed) left behind, as the runner observed it, and the metrics scored from it.
+
+``EpisodeFacts`` holds only what the runner saw from outside (exit code, why it killed Pi, the checker's exit
+code, whether the expected change holds, wall time) plus the paths of the event stream and the session file.
+``EpisodeMetrics`` is computed from those files by the scorers alone, so a results file can be re-scored later.
+``status == "error"`` means the harness or runner failed: the episode is unscored and kept out of every rate.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+__all__ = ["EpisodeFacts", "EpisodeMetrics", "Episode", "FAILURES"]
+
+# Names for what went wrong, most specific first; ``EpisodeMetrics.failure`` is the first that applies.
+FAILURES = (
+    "runaway",  # output capture cap hit: the model streamed without end
+    "timeout",  # wall-clock cap hit
+    "endpoint_error",  # the last model request failed (Pi json mode still exits 0)
+    "turn_cap",  # the turn cap aborted the agent: it never stopped calling tools
+    "double_encoded_arguments",  # tool arguments sent as a JSON string of the object; Pi rejects them
+    "invalid_tool_calls",  # other calls that the card's validator or Pi rejected
+    "no_final_response",  # the agent stopped without a final text answer
+    "checker_failed",  # the independent checker did not pass
+)
+
+
+class EpisodeFacts(BaseModel):
+    """Runner observations; paths are relative to the run's output folder."""
+
+    task_id: str
+    seed: int
+    status: Literal["success", "error"] = "success"
+    error: str | None = None
+    sandbox: str
+    pi_exit_code: int | None = None
+    killed: Literal["output_cap", "wall_clock"] | None = None
+    turn_cap_hit: bool = False
+    max_turns: int
+    wall_seconds: float = 0.0
+    output_bytes: int = 0
+    expected_change: bool | None = None
+    checker_exit_code: int | None = None
+    checker_output: str = ""
+    events_file: str
+    stderr_file: str
+    session_file: str | None = None
+
+
+class EpisodeMetrics(BaseModel):
+    """Per-episode metrics, read from the session file, the event stream and the checker result."""
+
+    complete_loop: bool
+    expected_change: bool
+    validation_used: bool
+    finished_with_response: bool
+    checker_passed: bool
+    tool_calls_total: int
+    tool_calls_valid: int
+    tool_calls_invalid: int
+    invalid_by_reason: dict[str, int] = Field(default_factory=dict)
+    pi_tool_errors: dict[str, int] = Field(default_factory=dict)
+    double_encoded_arguments: int
+    runaway: bool
+    timed_out: bool
+    turn_cap_hit: bool
+    endpoint_error: bool
+    turns: int
+    tokens_input: int
+    tokens_output: int
+    tokens_total: int
+    wall_seconds: float
+    stop_reason: str | None
+    failure: str | None
+
+
+class Episode(BaseModel):
+    """One scored episode as stored in results.json; ``metrics`` is None when unscored (status error)."""
+
+    facts: EpisodeFacts
+    metrics: EpisodeMetrics | None = None

@@ -1,0 +1,170 @@
+"""Versioned eval results: every episode (facts + metrics) and the aggregates, as JSON and Markdown.
+
+Like inspect_ai's EvalLog, a results file carries a ``version`` and a ``status`` (``started`` while running,
+``success`` or ``error`` at the end) that consumers check before trusting the numbers. Unscored episodes
+(runner/harness errors) are listed but kept out of every rate.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter, defaultdict
+from pathlib import Path
+from typing import Any, Literal
+
+import orjson
+from pydantic import BaseModel, Field
+
+from harnessfit.errors import UserError
+from harnessfit.eval.episode import FAILURES, Episode
+from harnessfit.eval.stats import mean_over_tasks, pass_at_k, pass_hat_k, rate
+
+__all__ = ["RESULTS_VERSION", "RATE_METRICS", "EvalResults", "aggregate", "load_results", "write_results",
+           "render_markdown"]
+
+RESULTS_VERSION = 1
+
+# Boolean per-episode metrics reported as rates (label, field, True-is-good).
+RATE_METRICS: tuple[tuple[str, str, bool], ...] = (
+    ("Complete loop (checker passed + final response)", "complete_loop", True),
+    ("Expected change made", "expected_change", True),
+    ("Requested validation command used", "validation_used", True),
+    ("Finished with a response", "finished_with_response", True),
+    ("Independent checker passed", "checker_passed", True),
+    ("Runaway (output cap hit)", "runaway", False),
+    ("Turn cap hit", "turn_cap_hit", False),
+    ("Wall-clock cap hit", "timed_out", False),
+    ("Endpoint error", "endpoint_error", False),
+)
+
+
+class EvalResults(BaseModel):
+    """One eval run of one model on one suite."""
+
+    version: int = RESULTS_VERSION
+    status: Literal["started", "success", "error"] = "started"
+    error: str | None = None
+    model: dict[str, str]
+    suite: dict[str, Any]
+    config: dict[str, Any]
+    sandbox: str
+    pi_version: str
+    episodes: list[Episode] = Field(default_factory=list)
+    aggregates: dict[str, Any] = Field(default_factory=dict)
+
+
+def aggregate(episodes: list[Episode], seeds: int) -> dict[str, Any]:
+    """Rates with 95% Wilson intervals, tool-call totals, failures by name, pass@k / pass^k over seeds."""
+    scored = [e for e in episodes if e.facts.status == "success" and e.metrics is not None]
+    n = len(scored)
+    out: dict[str, Any] = {"episodes": len(episodes), "scored": n, "unscored": len(episodes) - n}
+    out["rates"] = {
+        field: rate(sum(1 for e in scored if getattr(e.metrics, field)), n).as_dict() for _, field, _ in RATE_METRICS
+    }
+    calls = sum(e.metrics.tool_calls_total for e in scored)
+    valid = sum(e.metrics.tool_calls_valid for e in scored)
+    out["tool_calls"] = {
+        "total": calls,
+        "valid": valid,
+        "invalid": calls - valid,
+        "valid_rate": rate(valid, calls).as_dict(),
+        "invalid_by_reason": dict(sorted(sum((Counter(e.metrics.invalid_by_reason) for e in scored), Counter()).items())),
+        "double_encoded_arguments": sum(e.metrics.double_encoded_arguments for e in scored),
+    }
+    failures = Counter(e.metrics.failure for e in scored if e.metrics.failure)
+    out["failures"] = {name: failures[name] for name in FAILURES if failures[name]}
+
+    def mean(field: str) -> float | None:
+        vals = [getattr(e.metrics, field) for e in scored]
+        return round(sum(vals) / len(vals), 3) if vals else None
+
+    out["means"] = {f: mean(f) for f in ("turns", "tokens_total", "tokens_output", "wall_seconds")}
+    per_task: dict[str, list[bool]] = defaultdict(list)
+    for e in scored:
+        per_task[e.facts.task_id].append(e.metrics.complete_loop)
+    pairs = [(len(v), sum(v)) for _, v in sorted(per_task.items())]
+
+    def clean(x: float) -> float | None:
+        return None if math.isnan(x) else round(x, 6)
+
+    out["pass_at_k"] = {str(k): clean(mean_over_tasks(pairs, k, pass_at_k)) for k in range(1, seeds + 1)}
+    out["pass_hat_k"] = {str(k): clean(mean_over_tasks(pairs, k, pass_hat_k)) for k in range(1, seeds + 1)}
+    out["per_task"] = {t: {"n": len(v), "complete_loop": sum(v)} for t, v in sorted(per_task.items())}
+    return out
+
+
+def write_results(results: EvalResults, out_dir: Path) -> Path:
+    """Write ``results.json`` (and ``results.md`` once finished); returns the JSON path."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / "results.json"
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_bytes(orjson.dumps(results.model_dump(mode="json"), option=orjson.OPT_INDENT_2) + b"\n")
+    tmp.replace(path)
+    if results.status != "started":
+        (out_dir / "results.md").write_text(render_markdown(results), encoding="utf-8")
+    return path
+
+
+def load_results(path: Path) -> EvalResults:
+    """Read a results file (a folder holding results.json also works); clear errors for wrong files."""
+    path = Path(path)
+    if path.is_dir():
+        path = path / "results.json"
+    if not path.is_file():
+        raise UserError(f"results file not found: {path}")
+    try:
+        data = orjson.loads(path.read_bytes())
+    except orjson.JSONDecodeError as exc:
+        raise UserError(f"{path}: not JSON ({exc})") from exc
+    if not isinstance(data, dict) or data.get("version") != RESULTS_VERSION:
+        raise UserError(f"{path}: not a harnessfit eval results file of version {RESULTS_VERSION}")
+    return EvalResults.model_validate(data)
+
+
+def fmt_rate(r: dict[str, Any]) -> str:
+    if r.get("rate") is None:
+        return "n/a (0 scored)"
+    return f"{100 * r['rate']:.0f}% [{100 * r['ci95_low']:.0f}–{100 * r['ci95_high']:.0f}] ({r['successes']}/{r['n']})"
+
+
+def render_markdown(results: EvalResults) -> str:
+    agg = results.aggregates
+    lines = [
+        f"# Eval: {results.model.get('name', '?')} on {results.suite.get('name', '?')}",
+        "",
+        f"- status: **{results.status}**" + (f" — {results.error}" if results.error else ""),
+        f"- sandbox: {results.sandbox}",
+        f"- Pi {results.pi_version}; seeds {results.config.get('seeds')}; "
+        f"episodes {agg.get('episodes', 0)} (scored {agg.get('scored', 0)}, unscored {agg.get('unscored', 0)})",
+        "",
+        "| Metric | Rate [95% CI] |",
+        "|---|---|",
+    ]
+    for label, field, _ in RATE_METRICS:
+        if field in agg.get("rates", {}):
+            lines.append(f"| {label} | {fmt_rate(agg['rates'][field])} |")
+    tc = agg.get("tool_calls", {})
+    if tc:
+        lines.append(f"| Valid tool calls | {fmt_rate(tc['valid_rate'])} |")
+        lines.append(f"| Double-encoded arguments (calls) | {tc['double_encoded_arguments']} |")
+    for k, v in agg.get("pass_at_k", {}).items():
+        lines.append(f"| pass@{k} | {'n/a' if v is None else f'{100 * v:.0f}%'} |")
+    for k, v in agg.get("pass_hat_k", {}).items():
+        lines.append(f"| pass^{k} | {'n/a' if v is None else f'{100 * v:.0f}%'} |")
+    lines += ["", "| Task | Seed | Result | Failure | Turns | Tool calls (invalid) | Stop reason | Wall s |",
+              "|---|---|---|---|---|---|---|---|"]
+    for e in results.episodes:
+        f, m = e.facts, e.metrics
+        if m is None:
+            lines.append(f"| {f.task_id} | {f.seed} | unscored (error) | {f.error or ''} | | | | |")
+            continue
+        lines.append(
+            f"| {f.task_id} | {f.seed} | {'pass' if m.complete_loop else 'fail'} | {m.failure or ''} | {m.turns} | "
+            f"{m.tool_calls_total} ({m.tool_calls_invalid}) | {m.stop_reason or ''} | {m.wall_seconds:.1f} |"
+        )
+    if tc.get("invalid_by_reason"):
+        lines += ["", "Invalid tool calls by reason: "
+                  + ", ".join(f"`{k}` {v}" for k, v in tc["invalid_by_reason"].items())]
+    if agg.get("failures"):
+        lines += ["", "Failures: " + ", ".join(f"`{k}` {v}" for k, v in agg["failures"].items())]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,164 @@
+"""``run_eval``: every task x seed of a suite against one model, in parallel episodes, scored and written.
+
+The model is an ``Endpoint`` (already running), a scripted model name (``scripted:golden`` …, served here by a
+``ScriptedEndpoint``), an ``http://…`` URL, or a model spec that ``harnessfit.serve.start_server`` serves for the
+duration of the run. ``workers`` episodes run at once (a thread each, driving one Pi subprocess).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from harnessfit.errors import UserError
+from harnessfit.eval.episode import Episode, EpisodeFacts
+from harnessfit.eval.results import EvalResults, aggregate, write_results
+from harnessfit.eval.runner import Endpoint, run_episode
+from harnessfit.eval.sandbox import sandbox_status
+from harnessfit.eval.scorers import load_card_or_none, score_episode
+from harnessfit.eval.scripted_models import Responder, responder_for
+from harnessfit.eval.task import Task, load_suite
+from harnessfit.harness.pi import DEFAULT_PI_VERSION, pi_binary
+from harnessfit.jsonio import sha256_bytes
+
+__all__ = ["run_eval", "open_endpoint", "resolve_model_id"]
+
+
+def resolve_model_id(base_url: str) -> str:
+    """First model id an OpenAI-compatible endpoint lists under ``/models``."""
+    import httpx
+
+    try:
+        data = httpx.get(base_url.rstrip("/") + "/models", timeout=10).json()
+        return str(data["data"][0]["id"])
+    except Exception as exc:  # noqa: BLE001 - any failure means the user must say which model
+        raise UserError(f"could not list models at {base_url}/models ({exc}); pass --model-id") from exc
+
+
+@contextlib.contextmanager
+def open_endpoint(model: Endpoint | str, tasks: Sequence[Task], *, model_id: str | None = None,
+                  responder: Responder | None = None, **serve_kwargs: Any) -> Iterator[Endpoint]:
+    """An endpoint for ``model`` that lives as long as the ``with`` block (see the module docstring)."""
+    if isinstance(model, Endpoint):
+        yield model
+        return
+    if responder is not None or model.startswith("scripted:"):
+        from harnessfit.serve.scripted import ScriptedEndpoint
+
+        resp = responder or responder_for(model, tasks)
+        name = model if model.startswith("scripted:") else f"scripted:{model}"
+        with ScriptedEndpoint(resp, model_id=name.replace(":", "-")) as ep:
+            yield Endpoint(ep.base_url, ep.model_id, name)
+        return
+    if model.startswith(("http://", "https://")):
+        base = model.rstrip("/")
+        yield Endpoint(base, model_id or resolve_model_id(base), model)
+        return
+    try:
+        from harnessfit.serve import start_server
+    except ImportError as exc:
+        raise UserError("serving a model needs harnessfit.serve.start_server, which this install lacks; "
+                        "start `harnessfit serve` yourself and pass --endpoint URL") from exc
+    handle = start_server(model, **serve_kwargs)
+    try:
+        yield Endpoint(handle.base_url, handle.model_id, model)
+    finally:
+        handle.stop()
+
+
+def _suite_info(suite_dir: Path, tasks: Sequence[Task]) -> dict[str, Any]:
+    digest = sha256_bytes("\n".join(f"{t.id}:{t.fingerprint()}" for t in tasks).encode())
+    return {"name": suite_dir.resolve().name, "path": str(suite_dir), "tasks": [t.id for t in tasks],
+            "sha256": digest}
+
+
+def run_eval(
+    endpoint_or_model: Endpoint | str,
+    suite_dir: Path,
+    out_dir: Path,
+    *,
+    seeds: int = 1,
+    workers: int = 1,
+    max_turns: int | None = None,
+    max_seconds: float | None = None,
+    max_output_bytes: int | None = None,
+    sandbox: bool = True,
+    pi_version: str = DEFAULT_PI_VERSION,
+    model_id: str | None = None,
+    responder: Responder | None = None,
+    task_ids: Sequence[str] | None = None,
+    progress: bool = True,
+    on_episode: Callable[[Episode], None] | None = None,
+    **serve_kwargs: Any,
+) -> EvalResults:
+    """Run the suite ``seeds`` times against the model; writes ``out_dir/results.{json,md}`` and episode folders.
+
+    The results file is written with ``status: started`` first, then ``success`` (or ``error`` with the reason).
+    """
+    if seeds < 1 or workers < 1:
+        raise UserError("--seeds and --workers must be at least 1")
+    suite_dir, out_dir = Path(suite_dir), Path(out_dir)
+    tasks = load_suite(suite_dir)
+    if task_ids:
+        unknown = sorted(set(task_ids) - {t.id for t in tasks})
+        if unknown:
+            raise UserError(f"unknown task id(s) {', '.join(unknown)} in {suite_dir}")
+        tasks = [t for t in tasks if t.id in set(task_ids)]
+    pi_binary(pi_version)  # a clear error now rather than one error per episode
+    status = sandbox_status() if sandbox else "none: disabled by the caller (--no-sandbox)"
+    config = {"seeds": seeds, "workers": workers, "max_turns": max_turns, "max_seconds": max_seconds,
+              "max_output_bytes": max_output_bytes, "sandbox_requested": sandbox}
+    results = EvalResults(model={"name": str(endpoint_or_model)}, suite=_suite_info(suite_dir, tasks),
+                          config=config, sandbox=status, pi_version=pi_version)
+    write_results(results, out_dir)
+    card = load_card_or_none()
+    jobs = [(t, s) for t in tasks for s in range(seeds)]
+    try:
+        with open_endpoint(endpoint_or_model, tasks, model_id=model_id, responder=responder,
+                           **serve_kwargs) as endpoint:
+            results.model = {"name": endpoint.label, "model_id": endpoint.model_id}
+
+            def one(job: tuple[Task, int]) -> Episode:
+                task, seed = job
+                facts = run_episode(task, seed, endpoint, out_dir, pi_version=pi_version, sandbox=sandbox,
+                                    max_turns=max_turns, max_seconds=max_seconds, max_output_bytes=max_output_bytes)
+                return _score(facts, task, out_dir, card)
+
+            episodes: list[Episode] = []
+            with Progress(TextColumn("eval {task.description}"), BarColumn(), MofNCompleteColumn(),
+                          TimeElapsedColumn(), disable=not progress, transient=True) as bar:
+                tid = bar.add_task(endpoint.label, total=len(jobs))
+                with ThreadPoolExecutor(max_workers=workers) as pool:
+                    for ep in pool.map(one, jobs):
+                        episodes.append(ep)
+                        bar.advance(tid)
+                        if on_episode is not None:
+                            on_episode(ep)
+    except UserError as exc:
+        results.status, results.error = "error", str(exc)
+        write_results(results, out_dir)
+        raise
+    except Exception as exc:
+        results.status, results.error = "error", f"{type(exc).__name__}: {exc}"
+        write_results(results, out_dir)
+        raise
+    results.episodes = sorted(episodes, key=lambda e: (e.facts.task_id, e.facts.seed))
+    results.aggregates = aggregate(results.episodes, seeds)
+    results.status = "success"
+    write_results(results, out_dir)
+    return results
+
+
+def _score(facts: EpisodeFacts, task: Task, out_dir: Path, card: Any) -> Episode:
+    if facts.status != "success":
+        return Episode(facts=facts)
+    try:
+        return Episode(facts=facts, metrics=score_episode(facts, task, out_dir, card))
+    except Exception as exc:  # noqa: BLE001 - a scorer crash makes the episode unscored, not failed
+        facts.status, facts.error = "error", f"scorer failed: {type(exc).__name__}: {exc}"
+        return Episode(facts=facts)

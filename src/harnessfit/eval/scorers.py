@@ -1,0 +1,182 @@
+"""Scorers: turn one episode's files (event stream, Pi session, runner facts) into ``EpisodeMetrics``.
+
+They read the episode only — never the live process or the endpoint — so any results folder can be re-scored.
+Tool-call validity combines two sources: the harness card's validator (when a card is installed) and Pi's own
+error texts in the tool results (``Validation failed for tool …``, ``Tool X not found``), which is what the
+harness really did with the call.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from harnessfit.eval.episode import EpisodeFacts, EpisodeMetrics
+from harnessfit.eval.task import Task
+
+__all__ = ["read_jsonl_tolerant", "episode_messages", "score_episode", "load_card_or_none"]
+
+_UNKNOWN_TOOL = re.compile(r"^Tool \S+ not found")
+
+
+def read_jsonl_tolerant(path: Path | None) -> list[dict[str, Any]]:
+    """JSON objects of a JSONL file; a truncated or broken line (a killed process) is skipped, not fatal."""
+    if path is None or not path.is_file():
+        return []
+    rows: list[dict[str, Any]] = []
+    with path.open("rb") as fh:
+        for line in fh:
+            if not line.strip():
+                continue
+            try:
+                obj = orjson.loads(line)
+            except orjson.JSONDecodeError:
+                continue
+            if isinstance(obj, dict):
+                rows.append(obj)
+    return rows
+
+
+def episode_messages(session: list[dict[str, Any]], events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Messages in order: from the session file when it has any, else from ``message_end`` events."""
+    msgs = [e["message"] for e in session if e.get("type") == "message" and isinstance(e.get("message"), dict)]
+    if msgs:
+        return msgs
+    return [e["message"] for e in events if e.get("type") == "message_end" and isinstance(e.get("message"), dict)]
+
+
+def load_card_or_none():
+    """The installed Pi harness card, or None when no card can be loaded (validity then rests on Pi's texts)."""
+    try:
+        from harnessfit.harness.card import load_card
+    except ImportError:
+        return None
+    try:
+        return load_card()
+    except Exception:  # noqa: BLE001 - a missing/corrupt card must not stop scoring; Pi's own texts still count
+        return None
+
+
+def _is_double_encoded(arguments: Any) -> bool:
+    if not isinstance(arguments, str):
+        return False
+    try:
+        inner = orjson.loads(arguments)
+    except orjson.JSONDecodeError:
+        return False
+    return isinstance(inner, dict)
+
+
+def _text_of(message: dict[str, Any]) -> str:
+    content = message.get("content")
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(p.get("text", "") for p in content if isinstance(p, dict) and p.get("type") == "text")
+    return ""
+
+
+def _card_reasons(card: Any, name: str, arguments: Any) -> set[str]:
+    if card is None:
+        return set()
+    try:
+        violations = card.validate_call(name, arguments)
+    except Exception:  # noqa: BLE001 - a validator crash is not the model's fault; fall back to Pi's texts
+        return set()
+    return {str(getattr(v, "code", v)) for v in violations}
+
+
+def _normalise(cmd: str) -> str:
+    return " ".join(cmd.split())
+
+
+def score_episode(facts: EpisodeFacts, task: Task, run_dir: Path, card: Any = None) -> EpisodeMetrics:
+    """Metrics of one finished episode (``facts.status`` must be ``"success"``)."""
+    events = read_jsonl_tolerant(run_dir / facts.events_file)
+    session = read_jsonl_tolerant(run_dir / facts.session_file) if facts.session_file else []
+    messages = episode_messages(session, events)
+    assistants = [m for m in messages if m.get("role") == "assistant"]
+    results = {m.get("toolCallId"): m for m in messages if m.get("role") == "toolResult"}
+
+    total = valid = double = 0
+    reasons: Counter[str] = Counter()
+    pi_errors: Counter[str] = Counter()
+    validation_used = False
+    wanted = _normalise(task.validation_command)
+    for msg in assistants:
+        for part in msg.get("content") or []:
+            if not isinstance(part, dict) or part.get("type") != "toolCall":
+                continue
+            total += 1
+            name, args = str(part.get("name")), part.get("arguments")
+            why = _card_reasons(card, name, args)
+            if _is_double_encoded(args):
+                why.add("arguments_double_encoded")
+                double += 1
+            result = results.get(part.get("id"))
+            if result is not None and result.get("isError"):
+                text = _text_of(result)
+                if text.startswith("Validation failed for tool"):
+                    why.add("pi_validation_failed")
+                elif _UNKNOWN_TOOL.match(text):
+                    why.add("unknown_tool")
+                else:
+                    pi_errors[name] += 1  # a valid call whose execution failed (ENOENT, no match, exit code)
+            if why:
+                reasons.update(why)
+            else:
+                valid += 1
+            if name == "bash" and isinstance(args, dict) and wanted in _normalise(str(args.get("command", ""))):
+                validation_used = True
+
+    last = assistants[-1] if assistants else None
+    stop_reason = last.get("stopReason") if last else None
+    has_calls = bool(last) and any(
+        isinstance(p, dict) and p.get("type") == "toolCall" for p in last.get("content") or []
+    )
+    finished = bool(last) and stop_reason == "stop" and not has_calls and bool(_text_of(last).strip())
+    finished = finished and facts.killed is None and not facts.turn_cap_hit
+    checker_passed = facts.checker_exit_code == 0
+    endpoint_error = stop_reason == "error"
+    usage = [m.get("usage") or {} for m in assistants]
+    metrics = dict(
+        complete_loop=checker_passed and finished,
+        expected_change=bool(facts.expected_change),
+        validation_used=validation_used,
+        finished_with_response=finished,
+        checker_passed=checker_passed,
+        tool_calls_total=total,
+        tool_calls_valid=valid,
+        tool_calls_invalid=total - valid,
+        invalid_by_reason=dict(sorted(reasons.items())),
+        pi_tool_errors=dict(sorted(pi_errors.items())),
+        double_encoded_arguments=double,
+        runaway=facts.killed == "output_cap",
+        timed_out=facts.killed == "wall_clock",
+        turn_cap_hit=facts.turn_cap_hit,
+        endpoint_error=endpoint_error,
+        turns=sum(1 for m in assistants if m.get("stopReason") != "aborted" or _text_of(m) or m.get("content")),
+        tokens_input=sum(int(u.get("input") or 0) for u in usage),
+        tokens_output=sum(int(u.get("output") or 0) for u in usage),
+        tokens_total=sum(int(u.get("totalTokens") or 0) for u in usage),
+        wall_seconds=round(facts.wall_seconds, 3),
+        stop_reason=stop_reason,
+    )
+    failure = None
+    if not metrics["complete_loop"]:
+        checks = {
+            "runaway": metrics["runaway"],
+            "timeout": metrics["timed_out"],
+            "endpoint_error": endpoint_error,
+            "turn_cap": facts.turn_cap_hit,
+            "double_encoded_arguments": double > 0,
+            "invalid_tool_calls": total - valid > 0,
+            "no_final_response": not finished,
+            "checker_failed": not checker_passed,
+        }
+        failure = next((name for name, hit in checks.items() if hit), "checker_failed")
+    return EpisodeMetrics(**metrics, failure=failure)

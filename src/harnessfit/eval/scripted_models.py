@@ -1,0 +1,170 @@
+"""Scripted models: endpoints with known behaviour, for tests, smoke evals and synthetic trajectories.
+
+Each is a responder for ``harnessfit.serve.scripted.ScriptedEndpoint``: a function of the request body alone (no
+state between requests), so one endpoint serves many parallel episodes. The task is recognised from the first
+user message (the task prompt) and the step from the number of assistant turns already in the request.
+
+- ``golden``: plays the task's reference solution; before a step with ``expect`` it checks that the last tool
+  result contains that text (a recover task sees the validation fail before fixing it).
+- ``double-encode``: the same calls, arguments sent as a JSON string of the object (Pi rejects them).
+- ``recovering``: the first call double-encoded, then — after Pi's validation error — the whole reference with
+  object arguments (a contrast example for training data).
+- ``runaway``: streams text without end.
+- ``never-stop``: calls a harmless tool forever, never answers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from harnessfit.errors import UserError
+from harnessfit.eval.task import ReferenceStep, Task
+from harnessfit.jsonio import dumps_compact_str
+from harnessfit.serve.scripted import Reply
+
+__all__ = ["SCRIPTED_MODELS", "responder_for", "golden", "double_encode", "recovering", "runaway", "never_stop",
+           "escape", "Responder"]
+
+Responder = Callable[[dict, int], Reply]
+
+
+def _text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(p.get("text", "") for p in content if isinstance(p, dict))
+    return ""
+
+
+def _prompt(body: dict) -> str:
+    for msg in body.get("messages") or []:
+        if msg.get("role") == "user":
+            return _text(msg.get("content"))
+    return ""
+
+
+def _assistant_turns(body: dict) -> int:
+    return sum(1 for m in body.get("messages") or [] if m.get("role") == "assistant")
+
+
+def _last_tool_result(body: dict) -> str:
+    for msg in reversed(body.get("messages") or []):
+        if msg.get("role") == "tool":
+            return _text(msg.get("content"))
+    return ""
+
+
+def _task_for(tasks: Sequence[Task], body: dict) -> Task | None:
+    prompt = _prompt(body).strip()
+    for task in tasks:
+        if task.prompt.strip() == prompt or task.prompt.strip() in prompt:
+            return task
+    return None
+
+
+def _play(step: ReferenceStep, *, stringify: bool = False) -> Reply:
+    if step.final is not None:
+        return Reply(text=step.final)
+    args = dumps_compact_str(step.args)
+    if stringify:
+        args = dumps_compact_str(args)
+    return Reply(tool_calls=[(step.tool, args)])
+
+
+def _checked(step: ReferenceStep, body: dict) -> Reply | None:
+    if step.expect is not None and step.expect not in _last_tool_result(body):
+        got = _last_tool_result(body)[-300:]
+        return Reply(text=f"golden solver stopped: expected {step.expect!r} in the last tool result, got {got!r}")
+    return None
+
+
+def golden(tasks: Sequence[Task]) -> Responder:
+    def respond(body: dict, index: int) -> Reply:
+        task = _task_for(tasks, body)
+        if task is None:
+            return Reply(text="golden solver: this prompt is not a task of the suite")
+        i = _assistant_turns(body)
+        if i >= len(task.reference):
+            return Reply(text="golden solver: reference solution exhausted")
+        step = task.reference[i]
+        return _checked(step, body) or _play(step)
+
+    return respond
+
+
+def double_encode(tasks: Sequence[Task]) -> Responder:
+    def respond(body: dict, index: int) -> Reply:
+        task = _task_for(tasks, body)
+        i = _assistant_turns(body)
+        if task is None or i >= len(task.reference):
+            return Reply(text="done")
+        return _play(task.reference[i], stringify=True)
+
+    return respond
+
+
+def recovering(tasks: Sequence[Task]) -> Responder:
+    def respond(body: dict, index: int) -> Reply:
+        task = _task_for(tasks, body)
+        if task is None:
+            return Reply(text="recovering solver: this prompt is not a task of the suite")
+        i = _assistant_turns(body)
+        if i == 0:
+            return _play(task.reference[0], stringify=task.reference[0].final is None)
+        if i == 1:  # the recovery: Pi's validation error is the last tool result; retry with an object
+            return _play(task.reference[0])
+        j = i - 1
+        if j >= len(task.reference):
+            return Reply(text="recovering solver: reference solution exhausted")
+        step = task.reference[j]
+        return _checked(step, body) or _play(step)
+
+    return respond
+
+
+def runaway(tasks: Sequence[Task]) -> Responder:
+    def respond(body: dict, index: int) -> Reply:
+        return Reply(text="Let me think about this ", endless=True)
+
+    return respond
+
+
+def never_stop(tasks: Sequence[Task]) -> Responder:
+    def respond(body: dict, index: int) -> Reply:
+        return Reply(tool_calls=[("bash", dumps_compact_str({"command": f"ls -la  # look {_assistant_turns(body)}"}))])
+
+    return respond
+
+
+def escape(target: str) -> Callable[[Sequence[Task]], Responder]:
+    """A model that tries to write ``target`` (a path outside the workspace) with bash, then answers."""
+
+    def factory(tasks: Sequence[Task]) -> Responder:
+        def respond(body: dict, index: int) -> Reply:
+            if _assistant_turns(body) == 0:
+                cmd = f"mkdir -p $(dirname {target}) ; echo escaped > {target} ; cat {target}"
+                return Reply(tool_calls=[("bash", dumps_compact_str({"command": cmd}))])
+            return Reply(text="I tried to write outside the workspace.")
+
+        return respond
+
+    return factory
+
+
+SCRIPTED_MODELS: dict[str, Callable[[Sequence[Task]], Responder]] = {
+    "golden": golden,
+    "double-encode": double_encode,
+    "recovering": recovering,
+    "runaway": runaway,
+    "never-stop": never_stop,
+}
+
+
+def responder_for(spec: str, tasks: Sequence[Task]) -> Responder:
+    """Responder for ``scripted:<name>`` (or a bare name) over ``tasks``; a UserError lists the known names."""
+    name = spec.removeprefix("scripted:")
+    if name not in SCRIPTED_MODELS:
+        raise UserError(f"unknown scripted model {spec!r}: choose one of "
+                        + ", ".join(f"scripted:{n}" for n in SCRIPTED_MODELS))
+    return SCRIPTED_MODELS[name](tasks)
