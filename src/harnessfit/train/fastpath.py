@@ -1,0 +1,142 @@
+"""Deciding the fast-path switches for one run: device, dtype, quantization, attention kernel, packing, gradient
+checkpointing, Liger, torch.compile.
+
+Each recipe switch is 'auto' by default and resolved here from what the machine has, so a recipe written on a GPU box
+also runs on a laptop; every decision comes with a one-line note that goes into the report.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from typing import Any
+
+import torch
+from pydantic import BaseModel
+
+from harnessfit.train.recipe import TrainRecipe
+
+__all__ = ["FastPath", "plan_fast_path", "activation_bytes_estimate"]
+
+GIB = 1024**3
+
+
+class FastPath(BaseModel):
+    """Resolved switches for one run plus the reason for each (shown once, written to the report)."""
+
+    device: str
+    dtype: str  # "bf16" | "fp32"
+    quantization: str  # "nf4" | "none"
+    attn_implementation: str
+    padding_free: bool
+    records_per_row: int
+    per_device_batch: int
+    grad_accum: int
+    gradient_checkpointing: bool
+    liger: bool
+    torch_compile: bool
+    memory_estimate_gib: float | None = None
+    notes: list[str] = []
+
+
+def _has(module: str) -> bool:
+    return importlib.util.find_spec(module) is not None
+
+
+def activation_bytes_estimate(cfg: Any, row_tokens: int, dtype_bytes: int) -> float:
+    """Activations kept for backward without checkpointing, per row: tokens x layers x (10 h + 4 ffn) x bytes.
+
+    Calibrated against the anchor run (Qwen3-8B shape, 12,195 tokens, bf16, no checkpointing: 92.7 GiB peak incl.
+    16 GiB of weights); deliberately on the high side.
+    """
+    h = getattr(cfg, "hidden_size", 0) or 0
+    ffn = getattr(cfg, "intermediate_size", 4 * h) or 4 * h
+    layers = getattr(cfg, "num_hidden_layers", 0) or 0
+    return float(row_tokens) * layers * (10 * h + 4 * ffn) * dtype_bytes
+
+
+def _param_bytes(cfg: Any, dtype_bytes: float) -> float:
+    h = getattr(cfg, "hidden_size", 0) or 0
+    ffn = getattr(cfg, "intermediate_size", 4 * h) or 4 * h
+    layers = getattr(cfg, "num_hidden_layers", 0) or 0
+    vocab = getattr(cfg, "vocab_size", 0) or 0
+    return (layers * (4 * h * h + 3 * h * ffn) + 2 * vocab * h) * dtype_bytes
+
+
+def plan_fast_path(recipe: TrainRecipe, model_cfg: Any, lengths: list[int], *, world_size: int = 1) -> FastPath:
+    """Resolve every 'auto' switch of ``recipe`` for this machine, the model's config and the record lengths."""
+    notes: list[str] = []
+    cuda = torch.cuda.is_available()
+    device = recipe.device if recipe.device != "auto" else ("cuda" if cuda else "cpu")
+    if device == "cuda" and not cuda:
+        from harnessfit.errors import UserError
+
+        raise UserError("recipe asks for device: cuda but no CUDA device is visible; set device: auto or cpu")
+    on_gpu = device == "cuda"
+    dtype = recipe.dtype if recipe.dtype != "auto" else ("bf16" if on_gpu else "fp32")
+    if dtype == "bf16" and not on_gpu:
+        notes.append("bf16 on CPU is about 10x slower than fp32 here (kept because the recipe asks for it)")
+
+    quant = recipe.quantization
+    if quant == "auto":
+        quant = "nf4" if on_gpu and _has("bitsandbytes") else "none"
+        if quant == "none":
+            notes.append("QLoRA (NF4) needs CUDA + bitsandbytes: training plain LoRA on full-precision weights")
+    elif quant == "nf4" and not _has("bitsandbytes"):
+        from harnessfit.errors import UserError
+
+        raise UserError("quantization: nf4 needs bitsandbytes: pip install bitsandbytes, or set quantization: auto")
+
+    attn = recipe.attn_implementation
+    if attn == "auto":
+        if on_gpu and recipe.padding_free:
+            attn = "flex_attention"
+            notes.append("flex attention: block-sparse per-record masks for packed rows")
+        else:
+            attn = "sdpa"
+
+    rpr = recipe.records_per_row
+    if rpr == "auto":
+        rpr = 4 if (on_gpu and recipe.padding_free and recipe.records_per_step() % 4 == 0) else 1
+    if not recipe.padding_free:
+        rpr = 1
+    per_step = recipe.records_per_step()
+    if rpr > 1:
+        per_device, accum = rpr, max(1, per_step // (rpr * world_size))
+    else:
+        per_device, accum = recipe.batch_size, max(1, recipe.grad_accum // world_size)
+    if world_size > 1 and per_step % (per_device * world_size):
+        notes.append(f"{per_step} records per step do not split evenly over {world_size} processes")
+
+    dtype_bytes = 2 if dtype == "bf16" else 4
+    longest = sorted(lengths, reverse=True)
+    row_tokens = sum(longest[:per_device]) if rpr > 1 else max(longest[: recipe.batch_size] or [0]) * recipe.batch_size
+    est = activation_bytes_estimate(model_cfg, row_tokens, dtype_bytes)
+    weights = _param_bytes(model_cfg, 0.55 if quant == "nf4" else dtype_bytes)
+    est_gib = (est + weights) / GIB
+    gc = recipe.gradient_checkpointing
+    if gc == "auto":
+        if on_gpu:
+            total = torch.cuda.get_device_properties(0).total_memory / GIB
+            gc_on = est_gib > 0.85 * total
+            notes.append(f"gradient checkpointing {'on' if gc_on else 'off'}: estimated peak {est_gib:.1f} GiB "
+                         f"without it vs {total:.0f} GiB on the device")
+        else:
+            gc_on = False
+            notes.append("gradient checkpointing off on CPU (memory is not the limit; recomputation only costs time)")
+    else:
+        gc_on = gc == "on"
+
+    liger = recipe.liger
+    liger_on = (on_gpu and _has("liger_kernel")) if liger == "auto" else liger == "on"
+    if liger_on and not _has("liger_kernel"):
+        from harnessfit.errors import UserError
+
+        raise UserError("liger: on needs liger-kernel installed (GPU only); set liger: auto")
+    if liger == "auto" and on_gpu and not liger_on:
+        notes.append("liger-kernel not installed: standard layers (TRL's chunked LM-head loss is still used)")
+
+    compile_on = recipe.torch_compile == "on"
+    return FastPath(device=device, dtype=dtype, quantization=quant, attn_implementation=attn,
+                    padding_free=recipe.padding_free, records_per_row=rpr, per_device_batch=per_device,
+                    grad_accum=accum, gradient_checkpointing=gc_on, liger=liger_on, torch_compile=compile_on,
+                    memory_estimate_gib=round(est_gib, 2), notes=notes)

@@ -1,0 +1,108 @@
+"""``train_report.md`` + PNG curves, rebuilt from the run folder's files (metrics.jsonl, guard.jsonl) only, so a
+report can be regenerated for any run without the trainer."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from harnessfit.jsonio import read_jsonl
+from harnessfit.train.fastpath import FastPath
+from harnessfit.train.guard import envelope
+from harnessfit.train.recipe import TrainRecipe
+
+__all__ = ["write_report", "plot_curves"]
+
+
+def _rows(path: Path) -> list[dict]:
+    return list(read_jsonl(path)) if path.is_file() else []
+
+
+def plot_curves(metrics: list[dict], plots_dir: Path) -> list[Path]:
+    """Validation loss (log scale), token accuracy and learning rate against the optimizer step."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    plots_dir.mkdir(parents=True, exist_ok=True)
+    out = []
+    series = [
+        ("val_loss.png", "loss (log scale)", [("eval_loss", "validation"), ("loss", "train")], True),
+        ("token_accuracy.png", "mean token accuracy",
+         [("eval_mean_token_accuracy", "validation"), ("mean_token_accuracy", "train")], False),
+        ("learning_rate.png", "learning rate", [("learning_rate", "lr")], False),
+    ]
+    for name, ylabel, keys, log in series:
+        fig, ax = plt.subplots(figsize=(6, 3.5), dpi=100)
+        drawn = False
+        for key, label in keys:
+            pts = [(r["step"], r[key]) for r in metrics if isinstance(r.get(key), (int, float))]
+            if pts:
+                ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o" if len(pts) < 30 else None,
+                        markersize=3, label=label)
+                drawn = True
+        if log and drawn:
+            ax.set_yscale("log")
+        ax.set_xlabel("optimizer step")
+        ax.set_ylabel(ylabel)
+        if drawn:
+            ax.legend()
+        ax.grid(alpha=0.3)
+        fig.tight_layout()
+        path = plots_dir / name
+        fig.savefig(path, metadata={"Software": None})
+        plt.close(fig)
+        out.append(path)
+    return out
+
+
+def _fmt(x: float | None, digits: int = 4) -> str:
+    return "–" if x is None else f"{x:.{digits}f}"
+
+
+def write_report(out_dir: Path, *, recipe: TrainRecipe, fast_path: FastPath, summary: dict, status: str,
+                 stop_reason: str | None, train_records: int, skipped: int) -> Path:
+    metrics = _rows(out_dir / "metrics.jsonl")
+    samples = [s for s in _rows(out_dir / "guard.jsonl") if "error" not in s]
+    plots = plot_curves(metrics, out_dir / "plots")
+    evals = [r for r in metrics if "eval_loss" in r]
+    lines = [f"# Training report — {status}", ""]
+    if stop_reason:
+        lines += [f"**Stopped by the health guard:** {stop_reason}. A checkpoint was saved; "
+                  "`harnessfit train sft RECIPE --resume` continues from it.", ""]
+    init, final, best = summary["initial_val_loss"], summary["final_val_loss"], summary["best_val_loss"]
+    gap = None if final is None or best is None else final - best
+    lines += [
+        "| | value |", "|---|---|",
+        f"| base model | `{recipe.model or '(from audit)'}` |",
+        f"| training records | {train_records} (skipped: {skipped}, see skipped.jsonl) |",
+        f"| optimizer steps | {metrics[-1]['step'] if metrics else 0} |",
+        f"| validation loss before training | {_fmt(init)} |",
+        f"| final validation loss | {_fmt(final)} |",
+        f"| best validation loss | {_fmt(best)} at step {summary['best_step']} |",
+        f"| final − best gap | {_fmt(gap)} |",
+        "",
+        "## Validation", "", "| step | val loss | val token accuracy |", "|---|---|---|",
+    ]
+    lines += [f"| {r['step']} | {_fmt(r['eval_loss'])} | {_fmt(r.get('eval_mean_token_accuracy'))} |" for r in evals]
+    lines += ["", "## Curves", ""] + [f"![{p.stem}](plots/{p.name})" for p in plots]
+    fpd = fast_path.model_dump()
+    notes = fpd.pop("notes")
+    lines += ["", "## Fast path and precision", "", "| switch | value |", "|---|---|"]
+    lines += [f"| {k} | {v} |" for k, v in fpd.items()]
+    lines += [""] + [f"- {n}" for n in notes]
+    lines += ["", "## Resource envelope (health guard)", ""]
+    env = envelope(samples, recipe.guard)
+    if env:
+        lines += [f"{len(samples)} samples every {recipe.guard.interval_s:g} s.", "",
+                  "| quantity | average | peak / minimum | stop rule | headroom |", "|---|---|---|---|---|"]
+        for r in env:
+            rule = "–" if r["limit"] is None else f"{'≥' if r['worst_kind'] == 'peak' else '<'} {r['limit']:g} {r['unit']}"
+            mark = " **(closest)**" if r.get("closest") else ""
+            lines.append(f"| {r['quantity']} | {r['avg']:.2f} {r['unit']} | {r['worst_kind']} {r['worst']:.2f} "
+                         f"{r['unit']} | {rule} | {_fmt(r['headroom'], 2)}{mark} |")
+    else:
+        lines.append("No guard samples (guard disabled or the run was shorter than one interval).")
+    path = out_dir / "train_report.md"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path

@@ -1,0 +1,329 @@
+"""``train_sft``: LoRA/QLoRA SFT on the audited tokenized set with TRL's SFTTrainer + PEFT.
+
+One function owns the run folder:
+```
+OUT/checkpoints/checkpoint-N/   resumable (optimizer, scheduler, RNG, data position)
+OUT/adapter/                    final adapter (safetensors) + harnessfit_adapter.json (base id + revision pinned)
+OUT/metrics.jsonl  OUT/guard.jsonl  OUT/tensorboard/  OUT/skipped.jsonl  OUT/recipe.json  OUT/result.json
+OUT/train_report.md  OUT/plots/*.png
+```
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+from typing import Literal
+
+import orjson
+import torch
+from pydantic import BaseModel
+from rich.console import Console
+from transformers import TrainerCallback
+
+from harnessfit.errors import UserError
+from harnessfit.jsonio import read_jsonl, write_jsonl
+from harnessfit.train.data import find_eval_split, load_meta, load_split
+from harnessfit.train.fastpath import FastPath, plan_fast_path
+from harnessfit.train.guard import HealthGuard, ReadingSource
+from harnessfit.train.recipe import RecipeSFTConfig, TrainRecipe
+
+__all__ = ["TrainResult", "train_sft", "newest_checkpoint", "model_fingerprint", "STOPPED_EXIT_CODE"]
+
+STOPPED_EXIT_CODE = 3
+ADAPTER_META = "harnessfit_adapter.json"
+
+
+class TrainResult(BaseModel):
+    """What a run produced and how it ended (``status`` 'stopped' = the health guard stopped it)."""
+
+    status: Literal["completed", "stopped"]
+    out_dir: Path
+    adapter_dir: Path | None
+    report_path: Path | None
+    metrics_path: Path
+    guard_path: Path | None
+    checkpoint_dir: Path | None
+    global_step: int
+    initial_val_loss: float | None
+    final_val_loss: float | None
+    best_val_loss: float | None
+    best_step: int | None
+    stop_reason: str | None = None
+    resumed_from: Path | None = None
+
+
+def _rank() -> int:
+    return int(os.environ.get("RANK", "0"))
+
+
+def _world() -> int:
+    return int(os.environ.get("WORLD_SIZE", "1"))
+
+
+def newest_checkpoint(ckpt_dir: Path) -> Path | None:
+    """The newest *complete* checkpoint (``trainer_state.json`` is written last, so a folder cut by ``kill -9``
+    mid-save lacks it and is skipped)."""
+    if not ckpt_dir.is_dir():
+        return None
+    done = [p for p in ckpt_dir.glob("checkpoint-*") if (p / "trainer_state.json").is_file()
+            and p.name.split("-")[-1].isdigit()]
+    return max(done, key=lambda p: int(p.name.split("-")[-1]), default=None)
+
+
+def model_fingerprint(path: Path) -> str:
+    """A cheap content pin for a local model folder: SHA-256 of config.json plus each weight file's name and size."""
+    import hashlib
+
+    h = hashlib.sha256()
+    cfg = path / "config.json"
+    if cfg.is_file():
+        h.update(cfg.read_bytes())
+    for f in sorted(path.glob("*.safetensors")) + sorted(path.glob("*.bin")) + sorted(path.glob("*.gguf")):
+        h.update(f"{f.name}:{f.stat().st_size}\n".encode())
+    return "sha256:" + h.hexdigest()
+
+
+def _resolve_model(spec: str) -> str:
+    if Path(spec).expanduser().is_dir():
+        return str(Path(spec).expanduser().resolve())
+    try:
+        from harnessfit.models import resolve_model  # type: ignore[attr-defined]
+    except ImportError:
+        if spec.count("/") == 1 and not Path(spec).exists():
+            return spec  # a Hugging Face id
+        raise UserError(f"model {spec!r} is not a local folder and harnessfit.models is not available") from None
+    return str(resolve_model(spec))
+
+
+def _load_model(path: str, fp: FastPath):
+    from transformers import AutoModelForCausalLM
+
+    dtype = torch.bfloat16 if fp.dtype == "bf16" else torch.float32
+    kwargs: dict = {"dtype": dtype, "attn_implementation": fp.attn_implementation}
+    if fp.quantization == "nf4":
+        from transformers import BitsAndBytesConfig
+
+        kwargs["quantization_config"] = BitsAndBytesConfig(
+            load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_use_double_quant=True, bnb_4bit_compute_dtype=dtype)
+        if fp.device == "cuda":
+            kwargs["device_map"] = {"": int(os.environ.get("LOCAL_RANK", "0"))}
+    try:
+        model = AutoModelForCausalLM.from_pretrained(path, **kwargs)
+    except OSError as exc:
+        raise UserError(f"cannot load model {path}: {str(exc).splitlines()[0]}") from None
+    if fp.liger:
+        from liger_kernel.transformers import _apply_liger_kernel_to_instance  # type: ignore
+
+        _apply_liger_kernel_to_instance(model=model, fused_linear_cross_entropy=False)
+    return model
+
+
+class MetricsLog(TrainerCallback):
+    """Every log row (train loss, lr, eval loss, eval token accuracy) appended to ``metrics.jsonl`` as it happens."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        if not state.is_world_process_zero or not logs:
+            return
+        row = {"step": state.global_step, "epoch": round(state.epoch or 0.0, 6)}
+        row.update({k: (float(v) if isinstance(v, (int, float)) else v) for k, v in logs.items()})
+        with self.path.open("ab") as fh:
+            fh.write(orjson.dumps(row) + b"\n")
+
+
+class GuardStop(TrainerCallback):
+    """Turns the guard's stop flag into a graceful stop: save a checkpoint at this step, then end training.
+
+    Under several processes the flag is max-reduced so every rank stops at the same step."""
+
+    def __init__(self, guard: HealthGuard | None) -> None:
+        self.guard = guard
+        self.fired = False
+
+    def _flag(self) -> bool:
+        local = bool(self.guard and self.guard.should_stop())
+        if torch.distributed.is_available() and torch.distributed.is_initialized():
+            dev = "cuda" if torch.cuda.is_available() and torch.distributed.get_backend() == "nccl" else "cpu"
+            t = torch.tensor([1.0 if local else 0.0], device=dev)
+            torch.distributed.all_reduce(t, op=torch.distributed.ReduceOp.MAX)
+            return bool(t.item() > 0)
+        return local
+
+    def on_step_end(self, args, state, control, **kwargs):
+        if self._flag():
+            self.fired = True
+            control.should_save = True
+            control.should_training_stop = True
+
+
+def _truncate_metrics(path: Path, step: int) -> None:
+    """On resume, drop rows logged after the checkpoint (they will be logged again) so the curve stays single."""
+    if path.is_file():
+        rows = [r for r in read_jsonl(path) if r.get("step", 0) <= step]
+        write_jsonl(path, rows)
+
+
+def _curve_summary(metrics_path: Path) -> dict:
+    evals = [r for r in read_jsonl(metrics_path) if "eval_loss" in r] if metrics_path.is_file() else []
+    if not evals:
+        return {"initial_val_loss": None, "final_val_loss": None, "best_val_loss": None, "best_step": None}
+    best = min(evals, key=lambda r: (r["eval_loss"], r["step"]))
+    return {"initial_val_loss": evals[0]["eval_loss"], "final_val_loss": evals[-1]["eval_loss"],
+            "best_val_loss": best["eval_loss"], "best_step": best["step"]}
+
+
+def train_sft(recipe: TrainRecipe, out_dir: Path, *, resume: bool = False,
+              reading_source: ReadingSource | None = None) -> TrainResult:
+    """Train a LoRA adapter as ``recipe`` says, writing everything under ``out_dir``.
+
+    ``resume`` continues from the newest complete checkpoint (optimizer, scheduler, RNG and data position restored).
+    ``reading_source`` replaces the health guard's sensors (tests and drills).
+    """
+    from peft import LoraConfig
+    from transformers import AutoTokenizer
+    from transformers.integrations import TensorBoardCallback
+    from trl import SFTTrainer
+    from trl.trainer.callbacks import RichProgressCallback
+
+    console = Console(stderr=True)
+    out_dir = Path(out_dir).resolve()
+    ckpt_dir = out_dir / "checkpoints"
+    resume_from = newest_checkpoint(ckpt_dir) if resume else None
+    if resume and resume_from is None:
+        console.print(f"[yellow]--resume: no complete checkpoint in {ckpt_dir}; starting from step 0[/]")
+    if not resume and newest_checkpoint(ckpt_dir) is not None:
+        raise UserError(f"{out_dir} already holds checkpoints: pass --resume to continue, or choose another --out")
+    if recipe.threads:
+        torch.set_num_threads(recipe.threads)
+
+    audit_dir = Path(recipe.audit_dir).expanduser().resolve()
+    meta = load_meta(audit_dir)
+    train = load_split(audit_dir, recipe.train_split, max_records=recipe.max_train_records, max_length=recipe.max_length)
+    eval_name = find_eval_split(audit_dir, recipe.eval_split)
+    evalset = (load_split(audit_dir, eval_name, max_records=recipe.max_eval_records, max_length=recipe.max_length)
+               if eval_name else None)
+    spec = recipe.model or meta.get("model") or meta.get("model_spec")
+    if not spec:
+        raise UserError("recipe has no model and the audit's meta.json names none: set model: in the recipe")
+    model_path = _resolve_model(str(spec))
+    tok_dir = audit_dir / "tokenizer"
+    tokenizer = AutoTokenizer.from_pretrained(tok_dir if tok_dir.is_dir() else model_path)
+
+    from transformers import AutoConfig
+
+    cfg = AutoConfig.from_pretrained(model_path)
+    fp = plan_fast_path(recipe, cfg, train.lengths, world_size=_world())
+    if _rank() == 0:
+        for note in fp.notes:
+            console.print(f"[dim]train:[/] {note}")
+    model = _load_model(model_path, fp)
+    revision = getattr(model.config, "_commit_hash", None)
+    pin = revision or (model_fingerprint(Path(model_path)) if Path(model_path).is_dir() else None)
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    metrics_path = out_dir / "metrics.jsonl"
+    if _rank() == 0:
+        (out_dir / "recipe.json").write_bytes(orjson.dumps(recipe.model_dump(), option=orjson.OPT_INDENT_2))
+        write_jsonl(out_dir / "skipped.jsonl", [s.model_dump() for s in train.skipped + (evalset.skipped if evalset else [])])
+        if resume_from is not None:
+            _truncate_metrics(metrics_path, int(resume_from.name.split("-")[-1]))
+        elif metrics_path.exists():
+            metrics_path.unlink()
+
+    args = RecipeSFTConfig(
+        output_dir=str(ckpt_dir),
+        per_device_train_batch_size=fp.per_device_batch,
+        per_device_eval_batch_size=1,
+        gradient_accumulation_steps=fp.grad_accum,
+        learning_rate=recipe.learning_rate,
+        lr_scheduler_type=recipe.lr_scheduler,
+        warmup_steps=recipe.warmup_ratio,
+        num_train_epochs=recipe.epochs,
+        max_steps=recipe.max_steps,
+        seed=recipe.seed,
+        data_seed=recipe.seed,
+        bf16=fp.dtype == "bf16",
+        use_cpu=fp.device == "cpu",
+        gradient_checkpointing=fp.gradient_checkpointing,
+        torch_compile=fp.torch_compile,
+        padding_free=fp.padding_free,
+        max_length=None,
+        completion_only_loss=True,
+        eval_strategy="steps" if evalset else "no",
+        eval_steps=recipe.eval_every,
+        eval_on_start=bool(evalset) and resume_from is None,
+        save_strategy="steps",
+        save_steps=recipe.save_every,
+        save_total_limit=recipe.save_total_limit,
+        metric_for_best_model="eval_loss" if evalset else None,
+        greater_is_better=False if evalset else None,
+        logging_steps=recipe.logging_steps,
+        report_to="none",
+        disable_tqdm=True,
+        dataloader_num_workers=0,
+        dataset_num_proc=None,
+        remove_unused_columns=True,
+        harnessfit_recipe=recipe.model_dump(),
+    )
+    lora = LoraConfig(r=recipe.lora_r, lora_alpha=recipe.lora_alpha, lora_dropout=recipe.lora_dropout,
+                      target_modules=recipe.target_modules, task_type="CAUSAL_LM")
+
+    guard = None
+    if recipe.guard.enabled and _rank() == 0:
+        guard = HealthGuard(recipe.guard, out_dir, reading_source).start()
+    guard_cb = GuardStop(guard)
+    callbacks: list = [MetricsLog(metrics_path), guard_cb]
+    if _rank() == 0:
+        from torch.utils.tensorboard import SummaryWriter
+
+        callbacks.append(TensorBoardCallback(tb_writer=SummaryWriter(log_dir=str(out_dir / "tensorboard"))))
+        if console.is_terminal:
+            callbacks.append(RichProgressCallback())
+    try:
+        trainer = SFTTrainer(model=model, args=args, train_dataset=train.dataset,
+                             eval_dataset=evalset.dataset if evalset else None, processing_class=tokenizer,
+                             peft_config=lora, callbacks=callbacks)
+        trainer.train(resume_from_checkpoint=str(resume_from) if resume_from else None)
+    finally:
+        if guard is not None:
+            guard.close()
+
+    stop = guard.reason() if (guard is not None and guard_cb.fired) else None
+    status: Literal["completed", "stopped"] = "stopped" if guard_cb.fired else "completed"
+    adapter_dir = None
+    report_path = None
+    if status == "completed" and trainer.is_world_process_zero():
+        adapter_dir = out_dir / "adapter"
+        if adapter_dir.exists():
+            shutil.rmtree(adapter_dir)
+        trainer.model.save_pretrained(str(adapter_dir))
+        tokenizer.save_pretrained(str(adapter_dir))
+        adapter_meta = {
+            "base_model": str(spec), "base_model_path": model_path, "base_model_revision": pin,
+            "template": meta.get("template"), "template_sha256": meta.get("template_sha256"),
+            "stop_token_ids": meta.get("stop_token_ids") or meta.get("stop_ids"),
+            "audit_dir": str(audit_dir), "train_records": len(train.ids), "global_step": trainer.state.global_step,
+            "fast_path": fp.model_dump(), "recipe": recipe.model_dump(),
+        }
+        (adapter_dir / ADAPTER_META).write_bytes(orjson.dumps(adapter_meta, option=orjson.OPT_INDENT_2))
+    if torch.distributed.is_available() and torch.distributed.is_initialized():
+        torch.distributed.barrier()
+    summary = _curve_summary(metrics_path)
+    if trainer.is_world_process_zero():
+        from harnessfit.train.report import write_report
+
+        report_path = write_report(out_dir, recipe=recipe, fast_path=fp, summary=summary, status=status,
+                                   stop_reason=stop.reason if stop else None, train_records=len(train.ids),
+                                   skipped=len(train.skipped) + (len(evalset.skipped) if evalset else 0))
+    result = TrainResult(
+        status=status, out_dir=out_dir, adapter_dir=adapter_dir, report_path=report_path, metrics_path=metrics_path,
+        guard_path=guard.samples_path if guard else None, checkpoint_dir=newest_checkpoint(ckpt_dir),
+        global_step=trainer.state.global_step, stop_reason=stop.reason if stop else None,
+        resumed_from=resume_from, **summary)
+    if trainer.is_world_process_zero():
+        (out_dir / "result.json").write_bytes(orjson.dumps(result.model_dump(mode="json"), option=orjson.OPT_INDENT_2))
+    return result
