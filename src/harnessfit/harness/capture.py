@@ -1,0 +1,497 @@
+"""Capture a HarnessCard from the installed Pi CLI: drive the real binary against the scripted endpoint and read
+exactly what it sends.
+
+Three runs in one temporary folder (isolated HOME, fixed fixture files):
+
+1. context run (no ``-nc``): two AGENTS.md files, a plain answer → the system prompt with a "# Project Context";
+2. main run (``-nc``): scripted rounds — a text+reasoning+read round trip, bash (output, none, exit codes,
+   timeout), read notes (line cap, byte cap, ``limit``, bad offset), edit and write, then the error kinds
+   (missing file, non-matching edit, disabled tool, double-encoded / Claude-style / non-object / broken JSON
+   arguments) and Pi's lenient repairs (legacy edit, ``edits`` as a string, truncated JSON, ``"1"`` for a number);
+3. orphan run: Pi killed while a tool runs, then ``-c`` continues the session → the "No result provided" text.
+
+Every learned template is checked to reproduce the captured text it came from (``CaptureError`` otherwise).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harnessfit.errors import UserError
+from harnessfit.harness.card import ContextTemplate, HarnessCard, PromptTemplate, pi_pretty_json
+from harnessfit.harness.pi import DEFAULT_PI_VERSION, pi_binary, pi_command, pi_env, run_pi, write_pi_agent_config
+from harnessfit.serve.scripted import Reply, ScriptedEndpoint
+
+__all__ = ["CaptureError", "Probe", "PROBES", "ROUNDS", "CaptureLog", "capture_pi", "run_probes"]
+
+MODEL_ID = "capture"
+_PKG = Path("node_modules") / "@mariozechner" / "pi-coding-agent"
+
+
+class CaptureError(UserError):
+    """Pi did something the capture did not expect (a failed run, a text no template reproduces)."""
+
+
+@dataclass(frozen=True)
+class Probe:
+    """One scripted tool call: ``label`` names it, ``arguments`` is the raw text sent, ``runs`` says whether Pi is
+    expected to run the tool (True) or answer with a validation/lookup error (False)."""
+
+    label: str
+    name: str
+    arguments: str
+    runs: bool
+
+
+def _j(obj: Any) -> str:
+    return json.dumps(obj, separators=(",", ":"))
+
+
+PROBES: dict[str, Probe] = {
+    p.label: p
+    for p in [
+        Probe("read", "read", _j({"path": "hello.txt"}), True),
+        Probe("bash", "bash", _j({"command": "printf 'hi\\n'"}), True),
+        Probe("bash_no_output", "bash", _j({"command": "true"}), True),
+        Probe("bash_exit_code", "bash", _j({"command": "echo oops; exit 3"}), True),
+        Probe("bash_exit_silent", "bash", _j({"command": "exit 4"}), True),
+        Probe("bash_timeout", "bash", _j({"command": "sleep 5", "timeout": 1}), True),
+        Probe("read_truncated_lines", "read", _j({"path": "big.txt"}), True),
+        Probe("read_more_lines", "read", _j({"path": "big.txt", "offset": 3, "limit": 4}), True),
+        Probe("read_truncated_bytes", "read", _j({"path": "wide.txt"}), True),
+        Probe("offset_beyond_end", "read", _j({"path": "hello.txt", "offset": 99}), True),
+        Probe("edit", "edit", _j({"path": "note.txt", "edits": [{"oldText": "alpha", "newText": "beta"}]}), True),
+        Probe("write", "write", _j({"path": "new.txt", "content": "x\ny\n"}), True),
+        Probe("file_not_found", "read", _j({"path": "missing.txt"}), True),
+        Probe("edit_no_match", "edit", _j({"path": "note.txt", "edits": [{"oldText": "zzz", "newText": "q"}]}), True),
+        Probe("tool_not_found", "grep", _j({"pattern": "x"}), False),
+        Probe("claude_tool_name", "Read", _j({"file_path": "hello.txt"}), False),
+        Probe("double_encoded", "read", json.dumps(json.dumps({"path": "hello.txt"})), False),
+        Probe("claude_edit_names", "edit", _j({"file_path": "note.txt", "old_string": "beta", "new_string": "x"}), False),
+        Probe("not_object", "read", "[1,2]", False),
+        Probe("not_json", "read", "not json", False),
+        Probe("missing_required", "write", _j({"path": "a.txt"}), False),
+        Probe("wrong_type", "read", _j({"path": ["hello.txt"]}), False),
+        Probe("legacy_edit", "edit", _j({"path": "note.txt", "oldText": "beta", "newText": "delta"}), True),
+        Probe("coerced_number", "read", _j({"path": "hello.txt", "limit": "1"}), True),
+        Probe("coerced_string", "bash", _j({"command": True}), True),
+        Probe("truncated_json", "read", '{"path":"hello.txt"', True),
+        Probe("ignored_property", "bash", _j({"command": "true", "cwd": "/"}), True),
+        Probe("edits_json_string", "edit", _j({"path": "note.txt", "edits": _j([{"oldText": "delta", "newText": "eps"}])}), True),
+    ]
+}
+
+# rounds of the main run; edits of note.txt sit in different rounds so their order is fixed
+ROUNDS: list[list[str]] = [
+    ["read"],
+    ["bash", "bash_no_output", "bash_exit_code", "bash_exit_silent", "bash_timeout"],
+    ["read_truncated_lines", "read_more_lines", "read_truncated_bytes", "offset_beyond_end"],
+    ["edit", "write"],
+    ["file_not_found", "edit_no_match", "tool_not_found", "claude_tool_name"],
+    ["double_encoded", "claude_edit_names", "not_object", "not_json", "missing_required", "wrong_type"],
+    ["legacy_edit", "coerced_number", "coerced_string", "truncated_json", "ignored_property"],
+    ["edits_json_string"],
+]
+
+
+def _fixtures(cwd: Path) -> None:
+    cwd.mkdir(parents=True, exist_ok=True)
+    (cwd / "hello.txt").write_text("hello\nworld\n")
+    (cwd / "big.txt").write_text("".join(f"line {i}\n" for i in range(1, 2101)))
+    (cwd / "wide.txt").write_text("".join(f"{i:04d}" + "x" * 95 + "\n" for i in range(1000)))
+    (cwd / "note.txt").write_text("alpha\n")
+
+
+@dataclass
+class CaptureLog:
+    """Raw material of a main run: request bodies, tool-result text per probe label, and Pi's events."""
+
+    requests: list[dict[str, Any]]
+    results: dict[str, str] = field(default_factory=dict)
+    wire_calls: dict[str, dict[str, Any]] = field(default_factory=dict)
+    events: list[dict[str, Any]] = field(default_factory=list)
+    cwd: Path = Path()
+
+
+def run_probes(
+    version: str,
+    root: Path,
+    rounds: list[list[str]],
+    *,
+    first_text: str | None = "Let me look.",
+    first_reasoning: str | None = "The user wants the file.",
+) -> CaptureLog:
+    """Run Pi (``-nc``) in ``root/work`` through ``rounds`` of probes and collect what came back for each."""
+    cwd = root / "work"
+    home = root / "home-probes"
+    _fixtures(cwd)
+    script: list[Reply] = []
+    ids: dict[str, str] = {}
+    for r, labels in enumerate(rounds):
+        calls = []
+        for k, label in enumerate(labels):
+            probe = PROBES[label]
+            calls.append((probe.name, probe.arguments))
+            ids[label] = f"call_{r + 1:03d}_{k}"
+        if r == 0:
+            script.append(Reply(text=first_text, reasoning=first_reasoning, tool_calls=calls))
+        else:
+            script.append(Reply(tool_calls=calls))
+    script.append(Reply(text="Done."))
+    with ScriptedEndpoint(script, model_id=MODEL_ID) as ep:
+        write_pi_agent_config(home / ".pi" / "agent", ep.base_url, MODEL_ID)
+        run = run_pi(pi_command(version, MODEL_ID, "Look at the files."), cwd=cwd, env=pi_env(home), timeout=180)
+        requests = list(ep.requests)
+    if run.stop_reason() != "stop" or len(requests) != len(script):
+        raise CaptureError(
+            f"Pi run ended with stopReason={run.stop_reason()!r} after {len(requests)} of {len(script)} requests "
+            f"(exit {run.returncode}): {run.stderr.strip()[:300]}"
+        )
+    log = CaptureLog(requests=requests, events=run.events, cwd=cwd)
+    by_id: dict[str, str] = {}
+    calls_by_id: dict[str, dict[str, Any]] = {}
+    for msg in requests[-1]["messages"]:
+        if msg.get("role") == "tool":
+            by_id[msg["tool_call_id"]] = msg["content"]
+        for tc in msg.get("tool_calls") or []:
+            calls_by_id[tc["id"]] = tc
+    for label, cid in ids.items():
+        log.results[label] = by_id.get(cid, "")
+        log.wire_calls[label] = calls_by_id.get(cid, {})
+    return log
+
+
+# -- templating helpers --------------------------------------------------------------------------------------
+
+
+def _esc(text: str) -> str:
+    return text.replace("{", "{{").replace("}", "}}")
+
+
+def _templ(text: str, values: list[tuple[str, str]], prefix: tuple[str, str] | None = None) -> str:
+    """Turn a captured text into a ``str.format`` template: ``prefix`` (value, name) must start the text; each
+    (value, name) elsewhere is replaced where it stands alone (not inside a longer word or number)."""
+    head = ""
+    if prefix is not None:
+        value, name = prefix
+        if not text.startswith(value):
+            raise CaptureError(f"captured text does not start with the expected {name}: {text[:120]!r}")
+        head, text = "{" + name + "}", text[len(value) :]
+    out = _esc(text)
+    for value, name in values:
+        pattern = r"(?<![0-9A-Za-z_.])" + re.escape(_esc(value)) + r"(?![0-9A-Za-z_])"
+        out = re.sub(pattern, "{" + name + "}", out)
+    return head + out
+
+
+def _split_vars(text: str, values: dict[str, str]) -> list[dict[str, str]]:
+    """Split a prompt into fixed texts and variables, matching the longest values first."""
+    parts: list[dict[str, str]] = [{"text": text}]
+    for name, value in sorted(values.items(), key=lambda kv: -len(kv[1])):
+        if not value:
+            continue
+        new: list[dict[str, str]] = []
+        for part in parts:
+            if "text" not in part:
+                new.append(part)
+                continue
+            pieces = part["text"].split(value)
+            for i, piece in enumerate(pieces):
+                if i:
+                    new.append({"var": name})
+                if piece:
+                    new.append({"text": piece})
+        parts = new
+    return parts
+
+
+# -- the capture ---------------------------------------------------------------------------------------------
+
+
+def _context_run(version: str, root: Path, cwd: Path) -> tuple[dict[str, Any], list[tuple[str, str]]]:
+    home = root / "home-context"
+    agent = home / ".pi" / "agent"
+    with ScriptedEndpoint([Reply(text="Hello.")], model_id=MODEL_ID) as ep:
+        write_pi_agent_config(agent, ep.base_url, MODEL_ID)
+        files = [(agent / "AGENTS.md", "Global rule: be brief.\n"), (cwd / "AGENTS.md", "Project rule {x}: use tabs.\nTest.\n")]
+        for path, content in files:
+            path.write_text(content)
+        try:
+            run = run_pi(
+                pi_command(version, MODEL_ID, "Hi.", context_files=True), cwd=cwd, env=pi_env(home), timeout=120
+            )
+        finally:
+            (cwd / "AGENTS.md").unlink()
+        if run.stop_reason() != "stop" or not ep.requests:
+            raise CaptureError(f"Pi context run failed (exit {run.returncode}): {run.stderr.strip()[:300]}")
+        return ep.requests[0], [(str(p), c) for p, c in files]
+
+
+def _orphan_run(version: str, root: Path) -> str:
+    """Kill Pi while a tool runs, continue the session: the replayed result of the orphaned call."""
+    cwd = root / "orphan"
+    cwd.mkdir()
+    home = root / "home-orphan"
+    sessions = root / "sessions-orphan"
+    script = [Reply(tool_calls=[("bash", _j({"command": "sleep 60"}))]), Reply(text="Ok.")]
+    with ScriptedEndpoint(script, model_id=MODEL_ID) as ep:
+        write_pi_agent_config(home / ".pi" / "agent", ep.base_url, MODEL_ID)
+        proc = subprocess.Popen(
+            pi_command(version, MODEL_ID, "Wait.", session_dir=sessions),
+            cwd=cwd,
+            env=pi_env(home),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        try:
+            deadline = time.monotonic() + 60
+            assert proc.stdout is not None
+            while time.monotonic() < deadline:
+                line = proc.stdout.readline()
+                if not line or b'"tool_execution_start"' in line:
+                    break
+            time.sleep(0.3)
+        finally:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        run_pi(
+            pi_command(version, MODEL_ID, "Go on.", session_dir=sessions, extra_args=["-c"]),
+            cwd=cwd,
+            env=pi_env(home),
+            timeout=120,
+        )
+        if len(ep.requests) < 2:
+            raise CaptureError("Pi did not continue the killed session")
+        for msg in ep.requests[-1]["messages"]:
+            if msg.get("role") == "tool":
+                return msg["content"]
+    raise CaptureError("the continued session has no tool result for the orphaned call")
+
+
+def _learn_results(log: CaptureLog) -> tuple[dict[str, str], dict[str, str], list[tuple[str, dict[str, Any]]]]:
+    """Result and error templates from the probes' texts, with the values each check must reproduce."""
+    res = log.results
+    hello = "hello\nworld\n"
+    big_lines = [f"line {i}" for i in range(1, 2101)] + [""]
+    results: dict[str, str] = {}
+    errors: dict[str, str] = {}
+    checks: list[tuple[str, dict[str, Any]]] = []
+
+    def learn(into: dict[str, str], key: str, label: str, values: dict[str, Any], prefix: str | None = None,
+              literal: bool = False) -> None:
+        text = res[label]
+        if literal:
+            into[key] = _esc(text)
+        else:
+            pairs = [(str(v), k) for k, v in values.items() if k != prefix]
+            pre = (str(values[prefix]), prefix) if prefix else None
+            into[key] = _templ(text, pairs, pre)
+        checks.append((label, {"key": key, **values}))
+
+    learn(results, "read", "read", {"content": hello}, prefix="content")
+    learn(results, "read_more_lines", "read_more_lines",
+          {"content": "\n".join(big_lines[2:6]), "remaining": 2101 - 6, "next_offset": 7}, prefix="content")
+    learn(results, "read_truncated_lines", "read_truncated_lines",
+          {"content": "\n".join(big_lines[:2000]), "start": 1, "end": 2000, "total": 2101, "next_offset": 2001},
+          prefix="content")
+    wide = res["read_truncated_bytes"]
+    shown = wide.split("\n\n[", 1)[0]
+    n = shown.count("\n") + 1
+    learn(results, "read_truncated_bytes", "read_truncated_bytes",
+          {"content": shown, "start": 1, "end": n, "total": 1001, "next_offset": n + 1}, prefix="content")
+    learn(results, "bash", "bash", {"output": "hi\n"}, prefix="output")
+    learn(results, "bash_no_output", "bash_no_output", {}, literal=True)
+    learn(results, "bash_exit_code", "bash_exit_code", {"output": "oops\n", "code": 3}, prefix="output")
+    checks.append(("bash_exit_silent", {"key": "bash_exit_code", "output": res["bash_no_output"], "code": 4}))
+    learn(results, "bash_timeout", "bash_timeout", {"seconds": 1})
+    learn(results, "edit", "edit", {"count": 1, "path": "note.txt"})
+    learn(results, "write", "write", {"bytes": 4, "path": "new.txt"})
+    learn(errors, "file_not_found", "file_not_found", {"abs_path": str(log.cwd / "missing.txt")})
+    learn(errors, "offset_beyond_end", "offset_beyond_end", {"offset": 99, "total": 3})
+    learn(errors, "tool_not_found", "tool_not_found", {"name": "grep"})
+    checks.append(("claude_tool_name", {"key": "tool_not_found", "name": "Read"}))
+    learn(errors, "edit_no_match", "edit_no_match", {"path": "note.txt"})
+
+    # validation failures: a header line, problem lines ("  - path: message"), then the received arguments
+    text = res["double_encoded"]
+    args_text = pi_pretty_json(json.loads(PROBES["double_encoded"].arguments))
+    if not text.endswith(args_text):
+        raise CaptureError(f"validation text does not end with the received arguments: {text[-120:]!r}")
+    head = text[: -len(args_text)]
+    lines = head.split("\n")
+    problem_idx = [i for i, ln in enumerate(lines) if ln.startswith("  - ")]
+    if not problem_idx:
+        raise CaptureError(f"no problem lines in the validation text: {text[:200]!r}")
+    first, last = problem_idx[0], problem_idx[-1]
+    header = "\n".join(lines[:first]) + "\n"
+    trailer = "\n" + "\n".join(lines[last + 1 :])
+    errors["validation_failed"] = _templ(header, [("read", "name")]) + "{problems}" + _esc(trailer) + "{arguments}"
+    ppath, pmsg = lines[first][4:].split(": ", 1)
+    errors["validation_problem"] = _esc("  - ") + "{path}" + _esc(": ") + "{message}"
+    for label in ("double_encoded", "claude_edit_names", "not_object", "not_json", "missing_required", "wrong_type"):
+        probe = PROBES[label]
+        body = res[label]
+        problems = [ln[4:].split(": ", 1) for ln in body.split("\n") if ln.startswith("  - ")]
+        parsed = json.loads(log.wire_calls[label]["function"]["arguments"])
+        checks.append((label, {"key": "validation", "name": probe.name, "problems": problems, "arguments": parsed}))
+    return results, errors, checks
+
+
+def _serialisation(log: CaptureLog) -> dict[str, Any]:
+    reqs = log.requests
+    second = reqs[1]["messages"]
+    assistant = next(m for m in second if m["role"] == "assistant")
+    tool_msg = next(m for m in second if m["role"] == "tool")
+    last = reqs[-1]["messages"]
+    no_text = next(m for m in last if m["role"] == "assistant" and m.get("tool_calls") and m is not assistant
+                   and m.get("content") is None)
+    user = next(m for m in reqs[0]["messages"] if m["role"] == "user")
+    # every replayed argument text equals the compact JSON of the arguments as Pi parsed them
+    reserialised = all(
+        tc["function"]["arguments"] == json.dumps(json.loads(tc["function"]["arguments"]), separators=(",", ":"), ensure_ascii=False)
+        for m in last for tc in (m.get("tool_calls") or [])
+    )
+    return {
+        "system_role": reqs[0]["messages"][0]["role"],
+        "user_message_keys": list(user),
+        "user_content": "parts" if isinstance(user["content"], list) else "string",
+        "user_part_keys": list(user["content"][0]) if isinstance(user["content"], list) else [],
+        "assistant_message_keys": list(assistant),
+        "assistant_message_keys_no_reasoning": list(no_text),
+        "assistant_content_without_text": no_text.get("content"),
+        "reasoning_field": "reasoning_content" if "reasoning_content" in assistant else None,
+        "tool_call_keys": list(assistant["tool_calls"][0]),
+        "tool_call_function_keys": list(assistant["tool_calls"][0]["function"]),
+        "tool_call_arguments": "compact_json_of_parsed" if reserialised else "verbatim",
+        "tool_message_keys": list(tool_msg),
+        "tool_results_order": "tool_call_order",
+        "received_arguments_format": "JSON.stringify(arguments, null, 2)",
+    }
+
+
+def capture_pi(version: str = DEFAULT_PI_VERSION, *, progress: Callable[[str], None] | None = None) -> HarnessCard:
+    """Drive the installed Pi ``version`` and build its HarnessCard (needs ``harnessfit harness install pi``)."""
+    binary = pi_binary(version)
+    install_dir = str(binary.parent.parent.parent / _PKG)
+    say = progress or (lambda _msg: None)
+    with tempfile.TemporaryDirectory(prefix="harnessfit-capture-") as tmp:
+        root = Path(tmp).resolve()
+        say("main run: scripted tool calls")
+        log = run_probes(version, root, ROUNDS)
+        cwd = log.cwd
+        say("context run: AGENTS.md files")
+        ctx_req, ctx_files = _context_run(version, root, cwd)
+        say("orphan run: killed tool call")
+        no_result = _orphan_run(version, root)
+
+        first = log.requests[0]
+        plain = first["messages"][0]["content"]
+        with_ctx = ctx_req["messages"][0]["content"]
+        m = re.search(r"Current date: (\d{4}-\d{2}-\d{2})", plain)
+        if not m:
+            raise CaptureError("no 'Current date: YYYY-MM-DD' line in Pi's system prompt")
+        date = m.group(1)
+        # the context section is what the context run's prompt has between the common prefix and suffix
+        pre = os.path.commonprefix([plain, with_ctx])
+        suf = os.path.commonprefix([plain[::-1], with_ctx[::-1]])[::-1]
+        if len(pre) + len(suf) > len(plain):
+            suf = suf[len(pre) + len(suf) - len(plain) :]
+        section = with_ctx[len(pre) : len(with_ctx) - len(suf)]
+        (p1, c1), (p2, c2) = ctx_files
+        i1, j1 = section.index(p1), section.index(c1)
+        i2, j2 = section.index(p2), section.index(c2)
+        context = ContextTemplate(
+            header=section[:i1],
+            file="{path}" + section[i1 + len(p1) : j1] + "{content}",
+            separator=section[j1 + len(c1) : i2],
+            footer=section[j2 + len(c2) :],
+        )
+        if section[i2 + len(p2) : j2] != section[i1 + len(p1) : j1]:
+            raise CaptureError("context files are not rendered the same way each")
+        values = {"install_dir": install_dir, "date": date, "cwd": str(cwd)}
+        parts = _split_vars(pre, values) + [{"var": "context"}] + _split_vars(suf, values)
+        variables = []
+        for part in parts:
+            if "var" in part and part["var"] not in variables:
+                variables.append(part["var"])
+        template = PromptTemplate(parts=_merge_texts(parts), context=context, variables=variables)
+
+        results, errors, checks = _learn_results(log)
+        errors["no_result"] = _esc(no_result)
+        request = {
+            "keys": list(first),
+            "params": {k: v for k, v in first.items() if k not in ("model", "messages", "tools")},
+        }
+        card = HarnessCard(
+            harness="pi",
+            version=version,
+            request=request,
+            system_prompt=template,
+            tools=first["tools"],
+            default_tools=[t["function"]["name"] for t in first["tools"]],
+            serialisation=_serialisation(log),
+            results=results,
+            errors=errors,
+            examples=[
+                {
+                    "label": p.label,
+                    "name": p.name,
+                    "arguments": p.arguments,
+                    "ran": _ran(log.results[p.label]),
+                    "result": _normalise_example(log.results[p.label], cwd),
+                }
+                for p in (PROBES[label] for labels in ROUNDS for label in labels)
+            ],
+        )
+        # self-checks: the card reproduces what Pi sent
+        if card.render_system_prompt(str(cwd), date, install_dir=install_dir) != plain:
+            raise CaptureError("the learned system-prompt template does not reproduce Pi's prompt (no context)")
+        if card.render_system_prompt(str(cwd), date, ctx_files, install_dir=install_dir) != with_ctx:
+            raise CaptureError("the learned system-prompt template does not reproduce Pi's prompt (context files)")
+        if ctx_req["tools"] != first["tools"]:
+            raise CaptureError("Pi sent different tools with context files on")
+        for label, spec in checks:
+            spec = dict(spec)
+            key = spec.pop("key")
+            if key == "validation":
+                got = card.validation_failed_text(spec["name"], [tuple(p) for p in spec["problems"]], spec["arguments"])
+            else:
+                got = card.format_result(key, **spec)
+            if got != log.results[label]:
+                raise CaptureError(f"template {key!r} does not reproduce probe {label!r}: {got[:200]!r} != {log.results[label][:200]!r}")
+        return card
+
+
+def _ran(text: str) -> bool:
+    """Whether Pi executed the tool (False: it answered with a validation or tool-lookup error)."""
+    return not (text.startswith("Validation failed for tool") or re.fullmatch(r"Tool \S+ not found", text) is not None)
+
+
+def _normalise_example(text: str, cwd: Path) -> str:
+    """Example texts without the capture's temporary folder (so cards compare across captures)."""
+    text = text.replace(str(cwd), "{cwd}")
+    if len(text) > 600:
+        text = text[:300] + f"…[{len(text) - 600} characters]…" + text[-300:]
+    return text
+
+
+def _merge_texts(parts: list[dict[str, str]]) -> list[dict[str, str]]:
+    out: list[dict[str, str]] = []
+    for part in parts:
+        if "text" in part and out and "text" in out[-1]:
+            out[-1] = {"text": out[-1]["text"] + part["text"]}
+        else:
+            out.append(part)
+    return out

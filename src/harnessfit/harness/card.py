@@ -1,0 +1,451 @@
+"""HarnessCard: the contract of one harness version — what it sends and what it accepts — captured from the real CLI.
+
+A card is what every later stage renders against: the converter builds wire conversations with its system prompt,
+tool schemas and result texts; the validator gates tool calls with ``validate_call``; eval compares against it.
+It is stored as JSON (``cards/<harness>-<version>.json``, key order kept) and identified by ``id`` + ``sha256``.
+
+System prompt: ``system_prompt.parts`` is a list of fixed texts (``{"text": …}``) and variables (``{"var": …}``):
+``install_dir`` (the Pi package folder named in the docs block; default: where ``harnessfit harness install``
+puts it, ``<HARNESSFIT_HOME>/harness/pi/<version>/node_modules/@mariozechner/pi-coding-agent``), ``date``
+(``YYYY-MM-DD``), ``cwd`` (absolute) and ``context`` (the "# Project Context" section built from context files with
+``system_prompt.context`` = ``header`` + files joined by ``separator`` (each ``file`` template with ``{path}``/
+``{content}``) + ``footer``; empty when there are none, as with ``-nc``).
+
+Result and error texts (``results`` / ``errors``) are ``str.format`` templates; ``format_result(key, **values)``
+fills one. Keys:
+
+- ``read`` ``{content}``; ``read_more_lines`` (a ``limit`` stopped early) ``{content} {remaining} {next_offset}``;
+  ``read_truncated_lines`` (2000-line cap) and ``read_truncated_bytes`` (50 KB cap)
+  ``{content} {start} {end} {total} {next_offset}``;
+- ``bash`` ``{output}``; ``bash_no_output`` (the literal ``(no output)``); ``bash_exit_code`` ``{output} {code}``
+  (``output`` is ``(no output)`` when empty); ``bash_timeout`` ``{seconds}`` (no output);
+- ``edit`` ``{count} {path}``; ``write`` ``{bytes} {path}``;
+- errors: ``file_not_found`` ``{abs_path}`` (ENOENT); ``offset_beyond_end`` ``{offset} {total}``;
+  ``tool_not_found`` ``{name}``; ``edit_no_match`` ``{path}``; ``validation_failed`` ``{name} {problems}
+  {arguments}`` where ``problems`` are ``validation_problem`` lines (``{path} {message}``) joined by ``\\n`` and
+  ``arguments`` is ``pi_pretty_json(arguments as parsed)``; ``no_result`` (the literal ``No result provided``, sent
+  for a tool call that never got a result).
+
+``examples`` keeps the captured calls (name, raw arguments, whether Pi ran the tool, the result text) that the
+error texts were learned from.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from enum import StrEnum
+from importlib import resources
+from pathlib import Path
+from typing import Any, Literal
+
+import jsonschema
+import orjson
+from pydantic import BaseModel, ConfigDict, Field
+
+from harnessfit.errors import UserError
+from harnessfit.jsonio import sha256_bytes
+from harnessfit.paths import harness_dir
+
+__all__ = [
+    "ViolationCode",
+    "Violation",
+    "PromptTemplate",
+    "HarnessCard",
+    "load_card",
+    "card_path",
+    "pi_pretty_json",
+    "WARNING_CODES",
+]
+
+
+class ViolationCode(StrEnum):
+    """Closed set of reasons a tool call is not what the harness accepts (errors) or only accepts by repair (warnings)."""
+
+    unknown_tool = "unknown_tool"
+    invalid_json = "invalid_json"
+    arguments_not_object = "arguments_not_object"
+    arguments_double_encoded = "arguments_double_encoded"
+    missing_required = "missing_required"
+    unexpected_property = "unexpected_property"
+    wrong_type = "wrong_type"
+    invalid_value = "invalid_value"
+    # warnings: Pi repairs these and runs the tool
+    legacy_edit_arguments = "legacy_edit_arguments"
+    edits_json_string = "edits_json_string"
+    repaired_truncated_json = "repaired_truncated_json"
+    repaired_json_string = "repaired_json_string"
+    coerced_type = "coerced_type"
+    ignored_property = "ignored_property"
+
+
+WARNING_CODES = frozenset(
+    {
+        ViolationCode.legacy_edit_arguments,
+        ViolationCode.edits_json_string,
+        ViolationCode.repaired_truncated_json,
+        ViolationCode.repaired_json_string,
+        ViolationCode.coerced_type,
+        ViolationCode.ignored_property,
+    }
+)
+
+
+class Violation(BaseModel):
+    """One finding about a tool call: a closed ``code``, ``error`` (Pi refuses the call) or ``warning`` (Pi repairs it)."""
+
+    code: ViolationCode
+    severity: Literal["error", "warning"]
+    detail: str
+
+
+def _v(code: ViolationCode, detail: str) -> Violation:
+    return Violation(code=code, severity="warning" if code in WARNING_CODES else "error", detail=detail)
+
+
+def pi_pretty_json(value: Any) -> str:
+    """``JSON.stringify(value, null, 2)`` as Pi prints received arguments in validation errors."""
+    return json.dumps(value, indent=2, ensure_ascii=False)
+
+
+class ContextTemplate(BaseModel):
+    """How context files (AGENTS.md…) become the "# Project Context" section of the system prompt."""
+
+    header: str
+    file: str
+    separator: str
+    footer: str
+
+    def render(self, context_files: Sequence[tuple[str, str]]) -> str:
+        if not context_files:
+            return ""
+        blocks = [_fill_file(self.file, p, c) for p, c in context_files]
+        return self.header + self.separator.join(blocks) + self.footer
+
+
+def _fill_file(template: str, path: str, content: str) -> str:
+    # split on the placeholders rather than str.format: context files contain braces freely
+    before, rest = template.split("{path}", 1)
+    middle, after = rest.split("{content}", 1)
+    return before + path + middle + content + after
+
+
+class PromptTemplate(BaseModel):
+    """The system prompt as fixed texts and named variables, in order."""
+
+    parts: list[dict[str, str]]
+    context: ContextTemplate
+    variables: list[str]
+
+    def render(self, values: dict[str, str]) -> str:
+        out = []
+        for part in self.parts:
+            if "text" in part:
+                out.append(part["text"])
+            else:
+                out.append(values[part["var"]])
+        return "".join(out)
+
+
+class HarnessCard(BaseModel):
+    """The contract of one harness version (see the module docstring for the fields and result keys)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    harness: str
+    version: str
+    request: dict[str, Any]
+    system_prompt: PromptTemplate
+    tools: list[dict[str, Any]]
+    default_tools: list[str]
+    serialisation: dict[str, Any]
+    results: dict[str, str]
+    errors: dict[str, str]
+    examples: list[dict[str, Any]] = Field(default_factory=list)
+
+    # -- identity --------------------------------------------------------------------------------------------
+    @property
+    def id(self) -> str:
+        return f"{self.harness}-{self.version}"
+
+    def to_json_bytes(self, *, indent: bool = True) -> bytes:
+        """The card as stored: fields in declaration order, dict key order kept."""
+        option = orjson.OPT_INDENT_2 if indent else 0
+        return orjson.dumps(self.model_dump(mode="json"), option=option) + (b"\n" if indent else b"")
+
+    @property
+    def sha256(self) -> str:
+        """SHA-256 of the canonical (compact) card JSON."""
+        return sha256_bytes(self.to_json_bytes(indent=False))
+
+    # -- system prompt ---------------------------------------------------------------------------------------
+    def default_install_dir(self) -> str:
+        """Where ``harnessfit harness install`` puts this harness's package (the default ``install_dir``)."""
+        return str(harness_dir(self.harness, self.version) / "node_modules" / "@mariozechner" / "pi-coding-agent")
+
+    def render_system_prompt(
+        self,
+        cwd: str,
+        date: str,
+        context_files: Sequence[tuple[str, str]] = (),
+        install_dir: str | None = None,
+    ) -> str:
+        """The exact system prompt for ``cwd`` and ``date`` (``YYYY-MM-DD``), with ``(path, content)`` context files."""
+        values = {
+            "cwd": cwd,
+            "date": date,
+            "install_dir": install_dir if install_dir is not None else self.default_install_dir(),
+            "context": self.system_prompt.context.render(context_files),
+        }
+        return self.system_prompt.render(values)
+
+    # -- tools -----------------------------------------------------------------------------------------------
+    @property
+    def _schemas(self) -> dict[str, dict[str, Any]]:
+        return {t["function"]["name"]: t["function"]["parameters"] for t in self.tools}
+
+    def tool_names(self) -> list[str]:
+        return [t["function"]["name"] for t in self.tools]
+
+    def validate_call(
+        self, name: str, arguments: str | dict | Any, *, active_tools: Sequence[str] | None = None
+    ) -> list[Violation]:
+        """Check one tool call the way Pi would: errors mean Pi answers with an error instead of running the tool,
+        warnings mean Pi repairs the call and runs it. ``[]`` means the call is clean."""
+        active = list(active_tools) if active_tools is not None else self.default_tools
+        if name not in active or name not in self._schemas:
+            return [_v(ViolationCode.unknown_tool, f"tool {name!r} is not active (active: {', '.join(active)})")]
+        schema = self._schemas[name]
+        found: list[Violation] = []
+        if isinstance(arguments, (str, bytes)):
+            text = arguments.decode("utf-8", "replace") if isinstance(arguments, bytes) else arguments
+            parsed, note = _parse_like_pi(text)
+            if note is not None:
+                found.append(note)
+        else:
+            parsed = arguments
+        if isinstance(parsed, str):
+            try:
+                inner = json.loads(parsed)
+            except ValueError:
+                inner = None
+            if isinstance(inner, dict):
+                return found + [_v(ViolationCode.arguments_double_encoded, "arguments are a JSON string holding an object")]
+            return found + [_v(ViolationCode.arguments_not_object, "arguments are a string, not an object")]
+        if not isinstance(parsed, dict):
+            return found + [_v(ViolationCode.arguments_not_object, f"arguments are {type(parsed).__name__}, not an object")]
+        args = json.loads(json.dumps(parsed))  # deep copy
+        if name == "edit":
+            args, notes = _prepare_edit(args)
+            found += notes
+        args, coerced = _coerce(args, schema, "")
+        found += [_v(ViolationCode.coerced_type, d) for d in coerced]
+        errors = sorted(jsonschema.Draft7Validator(schema).iter_errors(args), key=lambda e: list(e.absolute_path))
+        for err in errors:
+            found.append(_from_schema_error(err))
+        if not any(v.code == ViolationCode.unexpected_property for v in found):
+            props = schema.get("properties", {})
+            for key in args:
+                if key not in props and schema.get("additionalProperties", True) is not False:
+                    found.append(_v(ViolationCode.ignored_property, f"property {key!r} is not in the schema; Pi ignores it"))
+        if any(v.code == ViolationCode.invalid_json for v in found) and not any(
+            v.severity == "error" and v.code != ViolationCode.invalid_json for v in found
+        ):
+            # Pi parsed the broken text as {} and the tool would accept that: it runs, so only a warning
+            found = [v if v.code != ViolationCode.invalid_json else Violation(code=v.code, severity="warning", detail=v.detail) for v in found]
+        return found
+
+    # -- results ---------------------------------------------------------------------------------------------
+    def format_result(self, key: str, **values: Any) -> str:
+        """Fill one ``results``/``errors`` template, e.g. ``format_result("bash_exit_code", output="..", code=2)``."""
+        template = self.results.get(key, self.errors.get(key))
+        if template is None:
+            known = ", ".join(sorted([*self.results, *self.errors]))
+            raise KeyError(f"card {self.id} has no result/error text {key!r} (known: {known})")
+        return template.format(**values)
+
+    def validation_failed_text(self, name: str, problems: Sequence[tuple[str, str]], arguments: Any) -> str:
+        """Pi's validation error text for ``(path, message)`` problems and the arguments as parsed."""
+        lines = "\n".join(self.format_result("validation_problem", path=p, message=m) for p, m in problems)
+        return self.format_result("validation_failed", name=name, problems=lines, arguments=pi_pretty_json(arguments))
+
+
+# -- Pi-like argument handling -------------------------------------------------------------------------------
+
+
+def _parse_like_pi(text: str) -> tuple[Any, Violation | None]:
+    """Parse argument text as Pi does: JSON, then string repair, then partial-JSON completion, else ``{}``."""
+    if not text.strip():
+        return {}, None
+    try:
+        return json.loads(text), None
+    except ValueError:
+        pass
+    try:
+        return json.loads(text, strict=False), _v(ViolationCode.repaired_json_string, "raw control characters in strings")
+    except ValueError:
+        pass
+    completed = _complete_partial_json(text)
+    if completed is not None:
+        try:
+            return json.loads(completed, strict=False), _v(
+                ViolationCode.repaired_truncated_json, "truncated JSON; Pi completes it"
+            )
+        except ValueError:
+            pass
+    return {}, _v(ViolationCode.invalid_json, "arguments are not JSON; Pi treats them as {}")
+
+
+def _complete_partial_json(text: str) -> str | None:
+    """Close an unterminated string and open brackets of JSON cut short; None when it is not a JSON prefix."""
+    stack: list[str] = []
+    in_str = False
+    esc = False
+    s = text.rstrip()
+    if not s or s[0] not in "{[":
+        return None
+    for ch in s:
+        if in_str:
+            if esc:
+                esc = False
+            elif ch == "\\":
+                esc = True
+            elif ch == '"':
+                in_str = False
+        elif ch == '"':
+            in_str = True
+        elif ch in "{[":
+            stack.append("}" if ch == "{" else "]")
+        elif ch in "}]":
+            if not stack or stack.pop() != ch:
+                return None
+    out = s
+    if in_str:
+        out += '"'
+    out = out.rstrip()
+    if out.endswith(","):
+        out = out[:-1]
+    if out.endswith(":"):
+        out += "null"
+    return out + "".join(reversed(stack))
+
+
+def _prepare_edit(args: dict[str, Any]) -> tuple[dict[str, Any], list[Violation]]:
+    notes: list[Violation] = []
+    if isinstance(args.get("edits"), str):
+        try:
+            inner = json.loads(args["edits"])
+        except ValueError:
+            inner = None
+        if isinstance(inner, list):
+            args["edits"] = inner
+            notes.append(_v(ViolationCode.edits_json_string, "edits was a JSON string; Pi unwraps it"))
+    if isinstance(args.get("oldText"), str) and isinstance(args.get("newText"), str):
+        edits = list(args["edits"]) if isinstance(args.get("edits"), list) else []
+        edits.append({"oldText": args.pop("oldText"), "newText": args.pop("newText")})
+        args["edits"] = edits
+        notes.append(_v(ViolationCode.legacy_edit_arguments, "{path, oldText, newText}; Pi converts it to edits[]"))
+    return args, notes
+
+
+def _coerce_scalar(value: Any, typ: str) -> Any:
+    if typ in ("number", "integer"):
+        if value is None:
+            return 0
+        if isinstance(value, str) and value.strip():
+            try:
+                num = float(value)
+            except ValueError:
+                return value
+            if num != num or num in (float("inf"), float("-inf")):
+                return value
+            if typ == "integer" and not num.is_integer():
+                return value
+            return int(num) if num.is_integer() else num
+        if isinstance(value, bool):
+            return 1 if value else 0
+        return value
+    if typ == "boolean":
+        if value is None:
+            return False
+        if value == "true":
+            return True
+        if value == "false":
+            return False
+        if not isinstance(value, bool) and isinstance(value, (int, float)) and value in (0, 1):
+            return value == 1
+        return value
+    if typ == "string":
+        if value is None:
+            return ""
+        if isinstance(value, bool):
+            return "true" if value else "false"
+        if isinstance(value, (int, float)):
+            return json.dumps(value)
+        return value
+    return value
+
+
+def _matches(value: Any, typ: str) -> bool:
+    return {
+        "number": isinstance(value, (int, float)) and not isinstance(value, bool),
+        "integer": isinstance(value, int) and not isinstance(value, bool),
+        "boolean": isinstance(value, bool),
+        "string": isinstance(value, str),
+        "null": value is None,
+        "array": isinstance(value, list),
+        "object": isinstance(value, dict),
+    }.get(typ, False)
+
+
+def _coerce(value: Any, schema: dict[str, Any], where: str) -> tuple[Any, list[str]]:
+    """Pi's type coercion (string ↔ number/boolean, null → zero value), reporting every change."""
+    notes: list[str] = []
+    typ = schema.get("type")
+    types = [typ] if isinstance(typ, str) else list(typ or [])
+    if types and not any(_matches(value, t) for t in types):
+        for t in types:
+            new = _coerce_scalar(value, t)
+            if new is not value and _matches(new, t):
+                notes.append(f"{where or 'root'}: {json.dumps(value)} coerced to {t}")
+                value = new
+                break
+    if isinstance(value, dict):
+        for key, sub in (schema.get("properties") or {}).items():
+            if key in value:
+                value[key], more = _coerce(value[key], sub, f"{where}.{key}" if where else key)
+                notes += more
+    if isinstance(value, list) and isinstance(schema.get("items"), dict):
+        for i, item in enumerate(value):
+            value[i], more = _coerce(item, schema["items"], f"{where}[{i}]")
+            notes += more
+    return value, notes
+
+
+def _from_schema_error(err: jsonschema.ValidationError) -> Violation:
+    where = ".".join(str(p) for p in err.absolute_path) or "root"
+    if err.validator == "required":
+        return _v(ViolationCode.missing_required, f"{where}: {err.message}")
+    if err.validator == "additionalProperties":
+        return _v(ViolationCode.unexpected_property, f"{where}: {err.message}")
+    if err.validator == "type":
+        return _v(ViolationCode.wrong_type, f"{where}: {err.message}")
+    return _v(ViolationCode.invalid_value, f"{where}: {err.message}")
+
+
+# -- loading -------------------------------------------------------------------------------------------------
+
+
+def card_path(name: str = "pi", version: str = "0.73.1") -> Path:
+    """Where the committed card of ``name``/``version`` lives inside the package."""
+    return Path(str(resources.files("harnessfit.harness") / "cards" / f"{name}-{version}.json"))
+
+
+def load_card(name: str = "pi", version: str = "0.73.1") -> HarnessCard:
+    """The committed card for ``name``/``version`` (package data)."""
+    path = card_path(name, version)
+    if not path.is_file():
+        raise UserError(
+            f"no harness card for {name} {version}: run `harnessfit harness capture {name} --version {version}`"
+        )
+    return HarnessCard.model_validate(orjson.loads(path.read_bytes()))
