@@ -2,10 +2,92 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Annotated, Optional
+
 import typer
 
 __all__ = ["register"]
 
 
+def _summary(report, out_dir: Path) -> None:  # noqa: ANN001
+    from rich.console import Console
+    from rich.table import Table
+
+    m = report.manifest
+    c = m["counts"]
+    con = Console()
+    t = Table(title=f"dataset → {out_dir}")
+    t.add_column("stage")
+    t.add_column("count", justify="right")
+    t.add_column("seconds", justify="right")
+    s = report.seconds
+    t.add_row("read", str(c["read"]), f"{s.get('convert', 0):.2f}")
+    t.add_row("rejected at conversion", str(c["rejected_convert"]), "")
+    t.add_row("changed by redaction", str(c["redacted_conversations"]), f"{s.get('redact', 0):.2f}")
+    t.add_row("duplicates dropped (exact / near)", f"{c['duplicate_exact']} / {c['duplicate_near']}", f"{s.get('dedup', 0):.2f}")
+    t.add_row("kept", str(c["kept"]), "")
+    for name, v in m["splits"]["per_split"].items():
+        t.add_row(f"  {name}: groups / conversations / actions", f"{v['groups']} / {v['conversations']} / {v['sft']}", "")
+    t.add_row("root requests in two splits", str(m["splits"]["group_overlap"]), f"{s.get('split', 0):.2f}")
+    t.add_row("export", f"{len(m['outputs'])} files", f"{s.get('export', 0):.2f}")
+    con.print(t)
+    fp = m["redaction"]["false_positive"]
+    if fp:
+        con.print(f"redaction: {dict(m['redaction']['found'])}; false-positive rate on ordinary code "
+                  f"{fp['rate'] * 100:.2f}% of {fp['probes']} probe lines")
+
+
 def register(app: typer.Typer) -> None:
     """Add this stage's commands to the main app."""
+
+    @app.command()
+    def build(
+        config: Annotated[Optional[Path], typer.Argument(help="TOML or YAML build config")] = None,
+        inputs: Annotated[Optional[list[Path]], typer.Option("--inputs", "-i", help="trace file or folder (repeatable)")] = None,
+        out: Annotated[Optional[Path], typer.Option("--out", "-o", help="output folder")] = None,
+        workers: Annotated[Optional[int], typer.Option(help="worker processes (output bytes never depend on it)")] = None,
+        seed: Annotated[Optional[int], typer.Option(help="split seed")] = None,
+        harness: Annotated[str, typer.Option(help="harness card name")] = "pi",
+        harness_version: Annotated[str, typer.Option(help="harness card version")] = "0.73.1",
+        no_redact: Annotated[bool, typer.Option("--no-redact", help="skip redaction")] = False,
+        no_parquet: Annotated[bool, typer.Option("--no-parquet", help="skip the Parquet copies")] = False,
+    ) -> None:
+        """Build a training set: read → convert → redact → dedup → grouped split → export (+ ledger, card, manifest)."""
+        from harnessfit.dataset.build import build_dataset
+        from harnessfit.dataset.config import config_from_values, load_build_config
+        from harnessfit.errors import UserError
+
+        if config is None and not inputs:
+            raise UserError("give a build config (harnessfit build CONFIG) or --inputs PATH [--out DIR]")
+        if config is not None:
+            cfg, base = load_build_config(config, workers=workers)
+            if inputs:
+                cfg = cfg.model_copy(update={"inputs": config_from_values(inputs=[str(p) for p in inputs]).inputs})
+                base = Path.cwd()
+        else:
+            cfg = config_from_values(inputs=[str(p) for p in inputs or []], workers=workers, harness=harness,
+                                     harness_version=harness_version)
+            base = Path.cwd()
+        if seed is not None:
+            cfg = cfg.model_copy(update={"split": cfg.split.model_copy(update={"seed": seed})})
+        if no_redact:
+            cfg = cfg.model_copy(update={"redaction": cfg.redaction.model_copy(update={"enabled": False})})
+        if no_parquet:
+            cfg = cfg.model_copy(update={"parquet": False})
+        out_dir = (Path(out) if out else base / cfg.out).resolve()
+        report = build_dataset(cfg, base, out=out_dir, progress=True)
+        _summary(report, out_dir)
+
+    @app.command()
+    def verify(
+        folder: Annotated[Path, typer.Argument(help="dataset folder (holds manifest.json)")],
+        workers: Annotated[int, typer.Option(help="worker processes for the rebuild")] = 1,
+    ) -> None:
+        """Rebuild a dataset in memory from its manifest and compare byte for byte; exit 1 on any difference."""
+        from harnessfit.dataset.verify import verify_dataset
+
+        result = verify_dataset(folder, workers=workers, progress=True)
+        typer.echo(result.message())
+        if not result.ok:
+            raise typer.Exit(1)

@@ -1,0 +1,322 @@
+"""The build: read/convert → redact → dedup → grouped split → export, plus ledger, card and manifest.
+
+Everything goes through a ``Sink`` (disk for ``build``, comparison for ``verify``), in a fixed order, so the same
+inputs and config give the same bytes whatever the worker count. Timings are returned to the caller only; they
+never enter an output file.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sys
+import time
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import orjson
+from pydantic import BaseModel
+
+from harnessfit.convert.conversation import Conversation, ConversationMeta
+from harnessfit.convert.rejection import Rejection
+from harnessfit.dataset.card import render_card
+from harnessfit.dataset.config import BuildConfig, InputSpec
+from harnessfit.dataset.dedup import Deduper
+from harnessfit.dataset.exports import (PARQUET_SCHEMAS, ParquetOut, conversation_row, decision_points, dp_row,
+                                        sft_records, sft_row)
+from harnessfit.dataset.probe import measure_false_positive_rate
+from harnessfit.dataset.redact import Redactor
+from harnessfit.dataset.sink import Sink
+from harnessfit.dataset.split import assign_splits, check_no_overlap
+from harnessfit.errors import UserError
+from harnessfit.jsonio import sha256_file
+
+__all__ = ["BuildReport", "run_build", "build_dataset", "input_files", "MANIFEST_FORMAT"]
+
+MANIFEST_FORMAT = "harnessfit-dataset/1"
+_PACKAGES = ("pydantic", "orjson", "datasketch", "detect-secrets", "pyarrow")
+
+
+class BuildReport(BaseModel):
+    """What a build did: the manifest body, the produced files, and per-stage seconds (never written to disk)."""
+
+    manifest: dict[str, Any]
+    seconds: dict[str, float]
+    input_bytes: int
+
+
+def input_files(inputs: list[InputSpec]) -> list[Path]:
+    """Every regular file under the inputs, sorted (hidden files and folders skipped)."""
+    out: list[Path] = []
+    for spec in inputs:
+        p = Path(spec.path)
+        if p.is_file():
+            out.append(p)
+        elif p.is_dir():
+            for root, dirs, files in os.walk(p):
+                dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+                out += [Path(root) / f for f in sorted(files) if not f.startswith(".")]
+        else:
+            raise UserError(f"input not found: {p}")
+    return sorted(set(out))
+
+
+def _versions() -> dict[str, str]:
+    from harnessfit import __version__
+
+    v = {"harnessfit": __version__, "python": f"{sys.version_info.major}.{sys.version_info.minor}"}
+    for name in _PACKAGES:
+        try:
+            v[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            v[name] = "missing"
+    return v
+
+
+def _card_info(config: BuildConfig) -> tuple[Any, dict[str, Any]]:
+    try:
+        from harnessfit.harness.card import load_card  # type: ignore[import-not-found]
+    except ImportError:
+        return None, {"id": f"{config.harness}-{config.harness_version}", "sha256": None}
+    card = load_card(config.harness, config.harness_version)
+    return card, {"id": card.id, "sha256": card.sha256}
+
+
+def _convert_stream(inputs: list[InputSpec], card: Any, workers: int) -> Iterator[Conversation | Rejection]:
+    try:
+        from harnessfit.convert import iter_convert  # type: ignore[attr-defined]
+    except ImportError:
+        raise UserError("the convert stage is not available in this installation (harnessfit.convert.iter_convert)") from None
+    if card is None:
+        raise UserError("harness cards are not available in this installation (harnessfit.harness.card)")
+    kinds = {tuple(i.formats) if i.formats else None for i in inputs}
+    if len(kinds) == 1:
+        fmts = next(iter(kinds))
+        yield from iter_convert([Path(i.path) for i in inputs], card, workers=workers, formats=list(fmts) if fmts else None)
+    else:
+        for i in inputs:
+            yield from iter_convert([Path(i.path)], card, workers=workers, formats=i.formats)
+
+
+# -- redaction + hashing, possibly in worker processes --------------------------------------------------------------
+_W: dict[str, Any] = {}
+
+
+def _init_worker(red_kwargs: dict[str, Any] | None, dedup_kwargs: dict[str, Any]) -> None:
+    _W["redactor"] = Redactor(**red_kwargs) if red_kwargs is not None else None
+    _W["deduper"] = Deduper(**dedup_kwargs)
+
+
+def _work(item: Conversation | Rejection) -> tuple[Any, ...]:
+    if isinstance(item, Rejection):
+        return ("rej", item)
+    t0 = time.perf_counter()
+    red = _W["redactor"]
+    conv, found, replaced, changed = item, Counter(), Counter(), False
+    if red is not None:
+        res = red.redact(item)
+        conv, found, replaced, changed = res.conversation, res.found, res.replaced, res.conversation is not item
+    t1 = time.perf_counter()
+    sig = _W["deduper"].signature(conv)
+    t2 = time.perf_counter()
+    body = orjson.dumps(conv.model_dump(mode="json"))
+    return ("conv", conv.id, conv.meta, body, dict(found), dict(replaced), changed, sig, t1 - t0, t2 - t1)
+
+
+def _processed(stream: Iterable[Conversation | Rejection], config: BuildConfig,
+               red_kwargs: dict[str, Any] | None, dedup_kwargs: dict[str, Any], clock: dict[str, float]) -> Iterator[tuple]:
+    def timed(it: Iterable[Any]) -> Iterator[Any]:
+        it = iter(it)
+        while True:
+            t0 = time.perf_counter()
+            try:
+                x = next(it)
+            except StopIteration:
+                return
+            clock["convert"] += time.perf_counter() - t0
+            yield x
+
+    if config.workers <= 1:
+        _init_worker(red_kwargs, dedup_kwargs)
+        for item in timed(stream):
+            yield _work(item)
+        return
+    import multiprocessing as mp
+
+    with mp.get_context().Pool(config.workers, initializer=_init_worker, initargs=(red_kwargs, dedup_kwargs)) as pool:
+        yield from pool.imap(_work, timed(stream), chunksize=4)
+
+
+def run_build(config: BuildConfig, base_dir: Path, sink: Sink, *, out_dir: Path,
+              items: Iterable[Conversation | Rejection] | None = None, progress: bool = False) -> BuildReport:
+    """Run the whole build into ``sink``. ``items`` replaces read/convert (tests, in-memory sources)."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    clock: dict[str, float] = Counter()
+    inputs = config.resolved_inputs(base_dir)
+    files = input_files(inputs)
+    t0 = time.perf_counter()
+    input_rows = [{"path": os.path.relpath(p, out_dir), "sha256": sha256_file(p), "bytes": p.stat().st_size} for p in files]
+    clock["hash_inputs"] = time.perf_counter() - t0
+    card, card_info = _card_info(config)
+    stream = items if items is not None else _convert_stream(inputs, card, config.workers)
+
+    rc = config.redaction
+    red_kwargs = ({"kinds": rc.kinds, "high_entropy": rc.high_entropy, "detect_secrets": rc.detect_secrets}
+                  if rc.enabled else None)
+    dc = config.dedup
+    dedup_kwargs = {"exact": dc.exact, "near": dc.near, "threshold": dc.threshold, "num_perm": dc.num_perm,
+                    "shingle_size": dc.shingle_size, "seed": dc.seed}
+    deduper = Deduper(**dedup_kwargs)
+
+    ledger: list[Rejection] = []
+    spool: list[tuple[str, str, bytes, str]] = []  # id, group, json bytes, source
+    counts: Counter[str] = Counter()
+    found: Counter[str] = Counter()
+    replaced: Counter[str] = Counter()
+    rejected_by_reason: Counter[str] = Counter()
+    with Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                  TimeElapsedColumn(), disable=not progress, transient=True) as bar:
+        task = bar.add_task("read → convert → redact → dedup", total=None)
+        for row in _processed(stream, config, red_kwargs, dedup_kwargs, clock):
+            counts["read"] += 1
+            bar.advance(task)
+            if row[0] == "rej":
+                counts["rejected_convert"] += 1
+                rejected_by_reason[str(row[1].reason)] += 1
+                ledger.append(row[1])
+                continue
+            _, cid, meta, body, f, r, changed, sig, t_red, t_sig = row
+            clock["redact"] += t_red
+            clock["dedup"] += t_sig
+            counts["converted"] += 1
+            counts["redacted_conversations"] += int(changed)
+            found.update(f)
+            replaced.update(r)
+            t = time.perf_counter()
+            dup = deduper.check_signed(cid, meta if isinstance(meta, ConversationMeta) else ConversationMeta(**meta), sig)
+            clock["dedup"] += time.perf_counter() - t
+            if dup is not None:
+                counts[str(dup.reason)] += 1
+                rejected_by_reason[str(dup.reason)] += 1
+                ledger.append(dup)
+                continue
+            spool.append((cid, meta.root_request_id, body, meta.source))
+
+        # -- split ----------------------------------------------------------------------------------------------
+        t = time.perf_counter()
+        ratios = config.split.ratios()
+        assignment = assign_splits((g for _, g, _, _ in spool), ratios, config.split.seed)
+        split_groups = {s: {g for g, a in assignment.items() if a == s} for s in ratios}
+        check_no_overlap(split_groups)
+        overlap = sum(1 for g in assignment if sum(g in gs for gs in split_groups.values()) > 1)
+        clock["split"] = time.perf_counter() - t
+
+        # -- export ---------------------------------------------------------------------------------------------
+        t = time.perf_counter()
+        per_split: dict[str, dict[str, int]] = {}
+        kept_by_source: Counter[str] = Counter()
+        wtask = bar.add_task("export", total=len(spool))
+        for split in ratios:
+            cf = sink.open(f"conversations/{split}.jsonl")
+            sf = sink.open(f"sft/{split}.jsonl")
+            df = sink.open(f"decision_points/{split}.jsonl")
+            pq_out = ({k: ParquetOut(sink.open(f"parquet/{k}/{split}.parquet"), PARQUET_SCHEMAS[k])
+                       for k in ("conversations", "sft", "decision_points")} if config.parquet else None)
+            n = {"groups": len(split_groups[split]), "conversations": 0, "sft": 0, "decision_points": 0}
+            for cid, group, body, source in spool:
+                if assignment[group] != split:
+                    continue
+                conv = orjson.loads(body)
+                cf.mark(cid)
+                cf.write(body + b"\n")
+                n["conversations"] += 1
+                kept_by_source[source] += 1
+                for rec in sft_records(conv, split):
+                    sf.mark(rec.id)
+                    sf.write(orjson.dumps(rec.model_dump(mode="json")) + b"\n")
+                    n["sft"] += 1
+                    if pq_out:
+                        pq_out["sft"].add(sft_row(rec))
+                for dp in decision_points(conv, split):
+                    df.mark(dp.id)
+                    df.write(orjson.dumps(dp.model_dump(mode="json")) + b"\n")
+                    n["decision_points"] += 1
+                    if pq_out:
+                        pq_out["decision_points"].add(dp_row(dp))
+                if pq_out:
+                    pq_out["conversations"].add(conversation_row(conv))
+                bar.advance(wtask)
+            for f in (cf, sf, df):
+                f.close()
+            for p in (pq_out or {}).values():
+                p.close()
+            per_split[split] = n
+        clock["export"] = time.perf_counter() - t
+
+    # -- ledger, card, manifest -----------------------------------------------------------------------------------
+    t = time.perf_counter()
+    counts["kept"] = len(spool)
+    rejected = counts["rejected_convert"] + counts["duplicate_exact"] + counts["duplicate_near"]
+    if counts["kept"] + rejected != counts["read"]:
+        raise AssertionError(f"accounting broken: kept {counts['kept']} + rejected {rejected} != read {counts['read']}")
+    lf = sink.open("ledger.jsonl")
+    for rej in ledger:
+        lf.mark(rej.record_id)
+        lf.write(orjson.dumps(rej.model_dump(mode="json")) + b"\n")
+    lf.close()
+    by_source: Counter[str] = Counter(r.source for r in ledger)
+    summary = {"read": counts["read"], "accepted": counts["kept"], "rejected": rejected,
+               "by_reason": dict(sorted(rejected_by_reason.items())), "by_source": dict(sorted(by_source.items()))}
+    _write_whole(sink, "ledger_summary.json", orjson.dumps(summary, option=orjson.OPT_INDENT_2) + b"\n")
+
+    fp = measure_false_positive_rate(Redactor(**red_kwargs)) if red_kwargs is not None else None
+    semantic = config.semantic_dict()
+    semantic["inputs"] = [{"path": os.path.relpath(i.path, out_dir), "formats": i.formats} for i in inputs]
+    config_bytes = orjson.dumps(semantic, option=orjson.OPT_SORT_KEYS)
+    manifest: dict[str, Any] = {
+        "format": MANIFEST_FORMAT,
+        "config": semantic,
+        "config_sha256": hashlib.sha256(config_bytes).hexdigest(),
+        "harness_card": card_info,
+        "packages": _versions(),
+        "inputs": input_rows,
+        "counts": {
+            "read": counts["read"], "converted": counts["converted"], "rejected_convert": counts["rejected_convert"],
+            "redacted_conversations": counts["redacted_conversations"], "duplicate_exact": counts["duplicate_exact"],
+            "duplicate_near": counts["duplicate_near"], "kept": counts["kept"],
+            "rejected_by_reason": dict(sorted(rejected_by_reason.items())),
+            "kept_by_source": dict(sorted(kept_by_source.items())),
+        },
+        "splits": {"seed": config.split.seed, "ratios": ratios, "group_overlap": overlap, "per_split": per_split},
+        "redaction": {"enabled": red_kwargs is not None, "found": dict(sorted(found.items())),
+                      "replaced": dict(sorted(replaced.items())),
+                      "false_positive": fp.model_dump() if fp else None},
+    }
+    _write_whole(sink, "README.md", render_card(manifest).encode("utf-8"))
+    manifest["outputs"] = [{"path": f.relpath, "sha256": f.sha256, "bytes": f.size, "records": f.records}
+                           for f in sorted(sink.files, key=lambda f: f.relpath)]
+    _write_whole(sink, "manifest.json", orjson.dumps(manifest, option=orjson.OPT_INDENT_2) + b"\n")
+    sink.finish()
+    clock["manifest"] = time.perf_counter() - t
+    return BuildReport(manifest=manifest, seconds={k: round(v, 4) for k, v in clock.items()},
+                       input_bytes=sum(r["bytes"] for r in input_rows))
+
+
+def _write_whole(sink: Sink, relpath: str, data: bytes) -> None:
+    f = sink.open(relpath)
+    f.mark(relpath)
+    f.write(data)
+    f.close()
+
+
+def build_dataset(config: BuildConfig, base_dir: Path, *, out: Path | None = None,
+                  items: Iterable[Conversation | Rejection] | None = None, progress: bool = False) -> BuildReport:
+    """Build onto disk: ``out`` (default: ``config.out`` resolved against ``base_dir``)."""
+    from harnessfit.dataset.sink import DiskSink
+
+    out_dir = (Path(out) if out is not None else base_dir / config.out).resolve()
+    return run_build(config, base_dir, DiskSink(out_dir), out_dir=out_dir, items=items, progress=progress)

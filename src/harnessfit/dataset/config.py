@@ -1,0 +1,147 @@
+"""BuildConfig: everything a dataset build depends on, with defaults, so a build is reproducible from it alone."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from harnessfit.errors import UserError
+
+__all__ = ["InputSpec", "RedactionConfig", "DedupConfig", "SplitConfig", "BuildConfig", "load_build_config",
+           "config_from_values"]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class InputSpec(_Strict):
+    """One input file or folder; ``formats`` restricts which readers may claim it (None = detect)."""
+
+    path: str
+    formats: list[str] | None = None
+
+
+class RedactionConfig(_Strict):
+    """Which redactors run. ``kinds`` None = all (see ``Redactor.KINDS``)."""
+
+    enabled: bool = True
+    kinds: list[str] | None = None
+    high_entropy: bool = True
+    detect_secrets: bool = True
+
+
+class DedupConfig(_Strict):
+    """Exact (SHA-256 of the normalised conversation) and near (MinHash LSH) duplicate removal."""
+
+    exact: bool = True
+    near: bool = True
+    threshold: float = Field(0.85, gt=0.0, le=1.0, description="estimated Jaccard similarity that counts as a twin")
+    num_perm: int = Field(128, ge=16, le=1024)
+    shingle_size: int = Field(5, ge=1, le=32, description="word n-gram size of the shingles")
+    seed: int = 1
+
+
+class SplitConfig(_Strict):
+    """Grouped split ratios (groups = root requests) and the seed of the hash-based assignment."""
+
+    train: float = Field(0.8, ge=0.0)
+    validation: float = Field(0.1, ge=0.0)
+    test: float = Field(0.1, ge=0.0)
+    seed: int = 0
+
+    @model_validator(mode="after")
+    def _sum_to_one(self) -> SplitConfig:
+        total = self.train + self.validation + self.test
+        if abs(total - 1.0) > 1e-6:
+            raise ValueError(f"split ratios must add up to 1 (got {total:g}); e.g. train=0.8 validation=0.1 test=0.1")
+        if self.train <= 0:
+            raise ValueError("split.train must be > 0")
+        return self
+
+    def ratios(self) -> dict[str, float]:
+        return {name: r for name, r in (("train", self.train), ("validation", self.validation), ("test", self.test)) if r > 0}
+
+
+class BuildConfig(_Strict):
+    """A dataset build: inputs, harness card, policies, redaction, dedup, split, workers, output folder.
+
+    Relative input paths and ``out`` are resolved against ``base_dir`` (the config file's folder, or the working
+    directory for command-line builds). ``workers`` never changes the output bytes.
+    """
+
+    inputs: list[InputSpec]
+    harness: str = "pi"
+    harness_version: str = "0.73.1"
+    policies: dict[str, Any] = Field(default_factory=dict)
+    redaction: RedactionConfig = Field(default_factory=RedactionConfig)
+    dedup: DedupConfig = Field(default_factory=DedupConfig)
+    split: SplitConfig = Field(default_factory=SplitConfig)
+    parquet: bool = True
+    workers: int = Field(1, ge=1, le=64)
+    out: str = "out/dataset"
+
+    @field_validator("inputs", mode="before")
+    @classmethod
+    def _inputs(cls, v: Any) -> Any:
+        if isinstance(v, (str, Path)):
+            v = [v]
+        return [{"path": str(x)} if isinstance(x, (str, Path)) else x for x in v]
+
+    @field_validator("inputs")
+    @classmethod
+    def _nonempty(cls, v: list[InputSpec]) -> list[InputSpec]:
+        if not v:
+            raise ValueError("at least one input is required")
+        return v
+
+    def resolved_inputs(self, base_dir: Path) -> list[InputSpec]:
+        return [InputSpec(path=str((base_dir / i.path).resolve()), formats=i.formats) for i in self.inputs]
+
+    def semantic_dict(self) -> dict[str, Any]:
+        """What the output depends on (``workers`` and ``out`` excluded): hashed into the manifest."""
+        return self.model_dump(mode="json", exclude={"workers", "out"})
+
+
+def _errors_line(exc: ValidationError) -> str:
+    parts = []
+    for e in exc.errors():
+        loc = ".".join(str(x) for x in e["loc"]) or "config"
+        parts.append(f"{loc}: {e['msg']}")
+    return "; ".join(parts)
+
+
+def load_build_config(path: Path, **overrides: Any) -> tuple[BuildConfig, Path]:
+    """Read a TOML or YAML build config; returns the config and the folder relative paths resolve against."""
+    path = Path(path)
+    if not path.is_file():
+        raise UserError(f"build config not found: {path}")
+    text = path.read_text(encoding="utf-8")
+    try:
+        if path.suffix.lower() == ".toml":
+            data = tomllib.loads(text)
+        elif path.suffix.lower() in (".yaml", ".yml"):
+            data = yaml.safe_load(text) or {}
+        else:
+            raise UserError(f"build config must be .toml, .yaml or .yml: {path}")
+    except (tomllib.TOMLDecodeError, yaml.YAMLError) as exc:
+        raise UserError(f"cannot parse {path}: {str(exc).splitlines()[0]}") from None
+    if not isinstance(data, dict):
+        raise UserError(f"{path}: expected a table/mapping at the top level")
+    data.update({k: v for k, v in overrides.items() if v is not None})
+    try:
+        return BuildConfig.model_validate(data), path.parent.resolve()
+    except ValidationError as exc:
+        raise UserError(f"{path}: {_errors_line(exc)}") from None
+
+
+def config_from_values(**values: Any) -> BuildConfig:
+    """Command-line builds: same validation, same one-line errors."""
+    try:
+        return BuildConfig.model_validate({k: v for k, v in values.items() if v is not None})
+    except ValidationError as exc:
+        raise UserError(_errors_line(exc)) from None

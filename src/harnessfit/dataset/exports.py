@@ -1,0 +1,133 @@
+"""Record shapes written by a build: conversation lines, per-action SFT records, decision points, Parquet copies.
+
+Parquet note: messages, tools, actions and states are stored as JSON *text* columns. Arrow gives every struct in
+a column the union of all keys, so heterogeneous tool arguments would silently gain ``null`` fields
+(``{"path": …, "command": null}``) that a trainer would then learn; JSON text keeps each record byte-exact.
+Decode with ``json.loads`` after ``datasets.load_dataset("parquet", data_files=…)``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import orjson
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from harnessfit.dataset.records import DecisionPoint, SFTRecord
+from harnessfit.dataset.sink import OutFile
+from harnessfit.traces.ids import content_id
+
+__all__ = ["sft_records", "decision_points", "ParquetOut", "PARQUET_SCHEMAS", "conversation_row", "sft_row", "dp_row"]
+
+
+def _parse_args(call: dict[str, Any]) -> dict[str, Any]:
+    fn = dict(call.get("function") or {})
+    args = fn.get("arguments")
+    if isinstance(args, str):
+        try:
+            fn["arguments"] = orjson.loads(args)
+        except orjson.JSONDecodeError:
+            pass
+    return {**call, "function": fn}
+
+
+def sft_records(conv: dict[str, Any], split: str) -> Iterator[SFTRecord]:
+    """One record per assistant message: the context before it (system prompt first) and the action, wire form."""
+    msgs = conv["messages"]
+    meta = conv["meta"]
+    k = 0
+    for i, m in enumerate(msgs):
+        if m.get("role") != "assistant":
+            continue
+        yield SFTRecord(id=content_id("sft", conv["id"], str(i)), conversation_id=conv["id"], split=split,
+                        action_index=k, messages=msgs[:i], tools=conv["tools"], action=m, source=meta["source"],
+                        group=meta["root_request_id"])
+        k += 1
+
+
+def decision_points(conv: dict[str, Any], split: str) -> Iterator[DecisionPoint]:
+    """One per assistant turn: the state before it, the turn with tool-call arguments parsed to objects, and the
+    tool results that answered its calls in the trace."""
+    msgs = conv["messages"]
+    meta = conv["meta"]
+    k = 0
+    for i, m in enumerate(msgs):
+        if m.get("role") != "assistant":
+            continue
+        turn = dict(m)
+        if m.get("tool_calls"):
+            turn["tool_calls"] = [_parse_args(tc) for tc in m["tool_calls"]]
+        ids = {tc.get("id") for tc in m.get("tool_calls") or []}
+        results = []
+        for nxt in msgs[i + 1:]:
+            if nxt.get("role") != "tool":
+                break
+            if nxt.get("tool_call_id") in ids:
+                results.append(nxt)
+        yield DecisionPoint(id=content_id("dp", conv["id"], str(i)), conversation_id=conv["id"], split=split,
+                            turn_index=k, state=msgs[:i], tools=conv["tools"], next_turn=turn, tool_results=results,
+                            source=meta["source"], group=meta["root_request_id"])
+        k += 1
+
+
+def _j(v: Any) -> str:
+    return orjson.dumps(v).decode("utf-8")
+
+
+PARQUET_SCHEMAS: dict[str, pa.Schema] = {
+    "conversations": pa.schema([("id", pa.string()), ("messages", pa.string()), ("tools", pa.string()),
+                                ("meta", pa.string()), ("source", pa.string()), ("group", pa.string())]),
+    "sft": pa.schema([("id", pa.string()), ("conversation_id", pa.string()), ("split", pa.string()),
+                      ("action_index", pa.int64()), ("messages", pa.string()), ("tools", pa.string()),
+                      ("action", pa.string()), ("source", pa.string()), ("group", pa.string())]),
+    "decision_points": pa.schema([("id", pa.string()), ("conversation_id", pa.string()), ("split", pa.string()),
+                                  ("turn_index", pa.int64()), ("state", pa.string()), ("tools", pa.string()),
+                                  ("next_turn", pa.string()), ("tool_results", pa.string()), ("source", pa.string()),
+                                  ("group", pa.string())]),
+}
+
+
+def conversation_row(conv: dict[str, Any]) -> dict[str, Any]:
+    return {"id": conv["id"], "messages": _j(conv["messages"]), "tools": _j(conv["tools"]), "meta": _j(conv["meta"]),
+            "source": conv["meta"]["source"], "group": conv["meta"]["root_request_id"]}
+
+
+def sft_row(r: SFTRecord) -> dict[str, Any]:
+    return {"id": r.id, "conversation_id": r.conversation_id, "split": r.split, "action_index": r.action_index,
+            "messages": _j(r.messages), "tools": _j(r.tools), "action": _j(r.action), "source": r.source, "group": r.group}
+
+
+def dp_row(d: DecisionPoint) -> dict[str, Any]:
+    return {"id": d.id, "conversation_id": d.conversation_id, "split": d.split, "turn_index": d.turn_index,
+            "state": _j(d.state), "tools": _j(d.tools), "next_turn": _j(d.next_turn),
+            "tool_results": _j(d.tool_results), "source": d.source, "group": d.group}
+
+
+class ParquetOut:
+    """Buffers rows and writes them as row groups of ``batch`` rows through an ``OutFile`` (deterministic bytes:
+    fixed schema, fixed batch size, no timestamps in Parquet metadata)."""
+
+    def __init__(self, out: OutFile, schema: pa.Schema, batch: int = 512) -> None:
+        self.out = out
+        self.schema = schema
+        self.batch = batch
+        self._rows: list[dict[str, Any]] = []
+        self._writer = pq.ParquetWriter(pa.PythonFile(out, mode="w"), schema, compression="zstd")
+
+    def add(self, row: dict[str, Any]) -> None:
+        self._rows.append(row)
+        if len(self._rows) >= self.batch:
+            self._flush()
+
+    def _flush(self) -> None:
+        if self._rows:
+            self.out.mark(self._rows[0]["id"])
+            self._writer.write_table(pa.Table.from_pylist(self._rows, schema=self.schema))
+            self._rows = []
+
+    def close(self) -> None:
+        self._flush()
+        self._writer.close()
+        self.out.close()

@@ -1,0 +1,363 @@
+"""Redaction: secrets, e-mail addresses and home-folder user names replaced by stable placeholders.
+
+Why per conversation: a trajectory reads a file and later edits it with ``oldText`` copied from what it read. If a
+secret in that file were replaced by a different placeholder in each place, the edit would no longer match. So a
+conversation is scanned as a whole first (every text, every tool-call argument value, every tool result), each
+distinct secret gets one placeholder (``REDACTED_<KIND>_<n>``, numbered by first appearance), and then the same
+value → placeholder map is applied everywhere in that conversation. Tool-call ``arguments`` are parsed, redacted
+value by value and re-serialised compactly, so they stay valid JSON; untouched arguments keep their exact bytes.
+
+Placeholders are shell-safe identifiers (no ``<``/``>``), so a redacted ``bash`` command still parses.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import orjson
+
+from harnessfit.convert.conversation import Conversation
+
+__all__ = ["Redactor", "RedactionResult", "redact_text_values"]
+
+_SECRET_MIN_LEN = 8
+
+# --- known token shapes (our own patterns; the group named ``v`` is the secret when present) -----------------------
+_SHAPES: list[tuple[str, re.Pattern[str]]] = [
+    ("private_key", re.compile(
+        r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----[\s\S]{16,}?-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----")),
+    ("anthropic_key", re.compile(r"(?<![A-Za-z0-9_-])sk-ant-[A-Za-z0-9]{2,8}-[A-Za-z0-9_-]{20,}")),
+    ("openai_key", re.compile(r"(?<![A-Za-z0-9_-])sk-(?!ant-)(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}")),
+    ("github_token", re.compile(r"(?<![A-Za-z0-9_])(?:gh[pousr]_[A-Za-z0-9]{36,251}|github_pat_[A-Za-z0-9_]{22,255})")),
+    ("gitlab_token", re.compile(r"(?<![A-Za-z0-9_])glpat-[A-Za-z0-9_-]{20,}")),
+    ("slack_token", re.compile(r"(?<![A-Za-z0-9_])xox[abposr]-[A-Za-z0-9-]{10,}")),
+    ("slack_webhook", re.compile(r"https://hooks\.slack\.com/services/[A-Za-z0-9_/-]{20,}")),
+    ("aws_access_key", re.compile(r"(?<![A-Za-z0-9])(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[A-Z0-9]{16}(?![A-Za-z0-9])")),
+    ("aws_secret_key", re.compile(
+        r"(?i)aws_?secret(?:_?access)?_?key[\"']?\s*[:=]\s*[\"']?(?P<v>[A-Za-z0-9/+=]{40})(?![A-Za-z0-9/+=])")),
+    ("google_api_key", re.compile(r"(?<![A-Za-z0-9_-])AIza[0-9A-Za-z_-]{35}(?![A-Za-z0-9_-])")),
+    ("stripe_key", re.compile(r"(?<![A-Za-z0-9_])(?:sk|rk)_(?:live|test)_[0-9A-Za-z]{16,}")),
+    ("huggingface_token", re.compile(r"(?<![A-Za-z0-9_])hf_[A-Za-z0-9]{30,}")),
+    ("npm_token", re.compile(r"(?<![A-Za-z0-9_])npm_[A-Za-z0-9]{36}(?![A-Za-z0-9])")),
+    ("pypi_token", re.compile(r"(?<![A-Za-z0-9_])pypi-AgE[A-Za-z0-9_-]{50,}")),
+    ("jwt", re.compile(r"(?<![A-Za-z0-9_-])eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{16,}")),
+    ("bearer_token", re.compile(r"(?i)\bbearer\s+(?P<v>[A-Za-z0-9._~+/=-]{20,})")),
+    ("url_credentials", re.compile(r"(?i)\b[a-z][a-z0-9+.-]*://[^\s:/@\"']{1,64}:(?P<v>[^\s:/@\"']{6,128})@[A-Za-z0-9.-]+")),
+    ("password_assignment", re.compile(
+        r"(?i)[A-Za-z0-9_]*(?:passw(?:or)?d|secret|token|api_?key|apikey|access_?key|auth_?key|private_?key|credentials?)"
+        r"[A-Za-z0-9_]*[\"']?\s*[:=]\s*(?P<q>[\"'])(?P<v>[^\"'\s]{8,200})(?P=q)")),
+    ("password_assignment", re.compile(
+        r"(?m)^\s*(?:export\s+)?[A-Z0-9_]*(?:PASSWORD|PASSWD|SECRET|TOKEN|API_KEY|APIKEY|ACCESS_KEY|PRIVATE_KEY)[A-Z0-9_]*"
+        r"\s*=\s*(?P<v>[^\s\"'#$]{8,200})")),
+]
+
+_EMAIL = re.compile(r"(?<![A-Za-z0-9._%+-])[A-Za-z0-9._%+-]{1,64}@(?:[A-Za-z0-9-]{1,63}\.)+[A-Za-z]{2,24}(?![A-Za-z0-9-])")
+_EMAIL_SKIP_DOMAINS = re.compile(r"(?i)(?:^|\.)(?:example\.(?:com|org|net)|[a-z0-9-]+\.(?:invalid|test|example|localhost))$")
+_FILE_EXTENSIONS = {"png", "jpg", "jpeg", "gif", "svg", "webp", "ico", "js", "ts", "tsx", "jsx", "mjs", "cjs", "json",
+                    "css", "scss", "md", "py", "html", "txt", "yml", "yaml", "toml", "lock", "map", "wasm", "rs", "go"}
+
+_HOME = re.compile(r"(?P<pre>/home/|/Users/|[A-Za-z]:(?:\\\\|\\|/)Users(?:\\\\|\\|/))(?P<name>[A-Za-z0-9][A-Za-z0-9._-]{0,63})(?![A-Za-z0-9._-])")
+_GENERIC_USERS = {"user", "username", "users", "me", "you", "shared", "public", "default", "runner", "ubuntu", "node",
+                  "root", "admin", "guest", "app", "vscode", "codespace", "coder", "jovyan", "linuxbrew", "all", "your",
+                  "yourname", "name", "example", "someone", "test", "dev", "work"}
+_PLACEHOLDER_USER = re.compile(r"^user\d+$")
+
+# --- high-entropy strings ------------------------------------------------------------------------------------------
+_TOKEN = re.compile(r"(?<![A-Za-z0-9+/=_.-])(?P<v>[A-Za-z0-9+/_-]{24,}={0,2})(?![A-Za-z0-9+/=_-])")
+_HASH_PREFIX = re.compile(r"(?i)(?:sha(?:1|224|256|384|512)[-:=]|md5[-:=]|integrity|checksum|digest|hash)[\"'\s:=]*$")
+
+
+def _entropy(s: str) -> float:
+    counts = Counter(s)
+    n = len(s)
+    return -sum(c / n * math.log2(c / n) for c in counts.values())
+
+
+def _is_high_entropy_secret(token: str, text: str, start: int) -> bool:
+    body = token.rstrip("=")
+    if not (24 <= len(body) <= 128):
+        return False
+    if re.fullmatch(r"[0-9a-fA-F-]+", body):  # git SHAs, sha256 hex, UUIDs
+        return False
+    if "/" in body and re.search(r"[A-Za-z]{3,}/[A-Za-z]{3,}", body):  # paths and URLs
+        return False
+    upper = sum(ch.isupper() for ch in body)
+    lower = sum(ch.islower() for ch in body)
+    digits = sum(ch.isdigit() for ch in body)
+    if upper < 2 or lower < 2 or digits < 2:
+        return False
+    if _entropy(body) < 4.2:
+        return False
+    if _HASH_PREFIX.search(text[max(0, start - 24):start]):
+        return False
+    # a line of a wrapped base64 blob (MIME, PEM certificate, data files): the whole line is one long token and a
+    # neighbouring line is one too
+    line_start = text.rfind("\n", 0, start) + 1
+    line_end = text.find("\n", start)
+    line_end = len(text) if line_end < 0 else line_end
+    if text[line_start:line_end].strip() == token and len(token) >= 60:
+        prev_line = text[text.rfind("\n", 0, max(0, line_start - 1)) + 1:max(0, line_start - 1)].strip()
+        nxt_end = text.find("\n", line_end + 1)
+        next_line = text[line_end + 1:(len(text) if nxt_end < 0 else nxt_end)].strip()
+        if any(len(x) >= 40 and re.fullmatch(r"[A-Za-z0-9+/=]+", x) for x in (prev_line, next_line)):
+            return False
+    return True
+
+
+def _bad_value(value: str) -> bool:
+    """Values that look like templates, references or existing placeholders: never secrets."""
+    if len(value) < _SECRET_MIN_LEN or "REDACTED_" in value:
+        return True
+    low = value.lower()
+    if re.fullmatch(r"[a-z_.\-]+", value) or re.fullmatch(r"[A-Z_]+", value):
+        return True  # identifiers and env-var names
+    if any(t in low for t in ("${", "{{", "%(", "process.env", "os.environ", "getenv", "xxxx", "****", "your_", "your-",
+                              "<", "example", "placeholder", "dummy", "changeme", "redacted")):
+        return True
+    return False
+
+
+def _detect_secrets_plugins() -> list[Any]:
+    """Token-shape plugins of detect-secrets (its regex detectors; keyword/entropy/IP ones are ours, tuned for code)."""
+    from detect_secrets.plugins import (aws, azure_storage_key, basic_auth, discord, github_token, gitlab_token, jwt,
+                                        mailchimp, npm, openai, pypi_token, sendgrid, slack, square_oauth, stripe,
+                                        telegram_token, twilio)
+
+    classes = [aws.AWSKeyDetector, azure_storage_key.AzureStorageKeyDetector, basic_auth.BasicAuthDetector,
+               discord.DiscordBotTokenDetector, github_token.GitHubTokenDetector, gitlab_token.GitLabTokenDetector,
+               jwt.JwtTokenDetector, mailchimp.MailchimpDetector, npm.NpmDetector, openai.OpenAIDetector,
+               pypi_token.PypiTokenDetector, sendgrid.SendGridDetector, slack.SlackDetector,
+               square_oauth.SquareOAuthDetector, stripe.StripeDetector, telegram_token.TelegramBotTokenDetector,
+               twilio.TwilioKeyDetector]
+    return [cls() for cls in classes]
+
+
+def _slug(secret_type: str) -> str:
+    return "ds_" + re.sub(r"[^a-z0-9]+", "_", secret_type.lower()).strip("_")
+
+
+class RedactionResult:
+    """One redacted conversation and what was found in it (``found``: distinct values per kind,
+    ``replaced``: occurrences replaced)."""
+
+    __slots__ = ("conversation", "found", "replaced")
+
+    def __init__(self, conversation: Conversation, found: Counter[str], replaced: Counter[str]) -> None:
+        self.conversation = conversation
+        self.found = found
+        self.replaced = replaced
+
+
+class Redactor:
+    """Finds secrets, e-mails and home-folder user names in a conversation and replaces them consistently.
+
+    ``kinds`` limits what is redacted (``None`` = everything); kinds are the names in ``KINDS`` plus ``email``,
+    ``home_user``, ``high_entropy`` and ``ds_*`` (detect-secrets plugin types).
+    """
+
+    KINDS = sorted({k for k, _ in _SHAPES} | {"email", "home_user", "high_entropy", "detect_secrets"})
+
+    def __init__(self, kinds: list[str] | None = None, *, high_entropy: bool = True, detect_secrets: bool = True) -> None:
+        self.kinds = set(kinds) if kinds else None
+        self._shapes = [(k, p) for k, p in _SHAPES if self._on(k)]
+        self._plugins = _detect_secrets_plugins() if detect_secrets and self._on("detect_secrets") else []
+        self._high_entropy = high_entropy and self._on("high_entropy")
+        self._email = self._on("email")
+        self._home = self._on("home_user")
+
+    def _on(self, kind: str) -> bool:
+        return self.kinds is None or kind in self.kinds
+
+    # -- detection ------------------------------------------------------------------------------------------------
+    def find(self, text: str) -> Iterator[tuple[str, str]]:
+        """(kind, value) pairs found in one text, in order of detectors then position."""
+        if not text:
+            return
+        for kind, pat in self._shapes:
+            for m in pat.finditer(text):
+                v = m.group("v") if "v" in pat.groupindex else m.group(0)
+                if v and (kind in ("private_key", "aws_access_key") or not _bad_value(v)):
+                    yield kind, v
+        for plugin in self._plugins:
+            for v in plugin.analyze_string(text):
+                if isinstance(v, str) and not _bad_value(v):
+                    yield _slug(plugin.secret_type), v
+        if self._email and "@" in text:
+            for m in _EMAIL.finditer(text):
+                v = m.group(0)
+                local, _, domain = v.rpartition("@")
+                if local.lower() == "git" or _EMAIL_SKIP_DOMAINS.search(domain):
+                    continue
+                if domain.rsplit(".", 1)[-1].lower() in _FILE_EXTENSIONS:
+                    continue
+                yield "email", v
+        if self._high_entropy:
+            for m in _TOKEN.finditer(text):
+                if _is_high_entropy_secret(m.group("v"), text, m.start()):
+                    yield "high_entropy", m.group("v")
+
+    def find_users(self, text: str) -> Iterator[str]:
+        if not self._home or not text:
+            return
+        for m in _HOME.finditer(text):
+            name = m.group("name")
+            if name.lower() in _GENERIC_USERS or _PLACEHOLDER_USER.match(name):
+                continue
+            yield name
+
+    # -- redaction ------------------------------------------------------------------------------------------------
+    def redact(self, conv: Conversation) -> RedactionResult:
+        """Return a redacted copy (or the same object when nothing was found) plus counts per kind."""
+        texts = list(_iter_texts(conv))
+        secrets: dict[str, str] = {}  # value -> placeholder
+        users: dict[str, str] = {}  # name -> placeholder name
+        per_kind: Counter[str] = Counter()
+        found: Counter[str] = Counter()
+        for text in texts:
+            for kind, value in self.find(text):
+                if value in secrets or any(value in s for s in secrets):
+                    continue
+                per_kind[kind] += 1
+                found[kind] += 1
+                if kind == "email":
+                    secrets[value] = f"email{per_kind[kind]}@redacted.invalid"
+                else:
+                    secrets[value] = f"REDACTED_{kind.upper()}_{per_kind[kind]}"
+            for name in self.find_users(text):
+                if name not in users:
+                    users[name] = f"user{len(users) + 1}"
+                    found["home_user"] += 1
+        replaced: Counter[str] = Counter()
+        if not secrets and not users:
+            return RedactionResult(conv, found, replaced)
+        sub = _make_substituter(secrets, users, replaced)
+        data = conv.model_dump()
+        data["messages"] = [_redact_message(m, sub) for m in data["messages"]]
+        data["meta"]["cwd"] = sub(data["meta"]["cwd"])
+        return RedactionResult(Conversation.model_validate(data), found, _kinds_of(replaced))
+
+
+def _kinds_of(replaced: Counter[str]) -> Counter[str]:
+    out: Counter[str] = Counter()
+    for placeholder, n in replaced.items():
+        if placeholder.startswith("user") and "@" not in placeholder:
+            out["home_user"] += n
+        elif placeholder.startswith("email"):
+            out["email"] += n
+        else:
+            out[placeholder[len("REDACTED_"):].rsplit("_", 1)[0].lower()] += n
+    return out
+
+
+def _make_substituter(secrets: dict[str, str], users: dict[str, str],
+                      replaced: Counter[str]) -> Callable[[str | None], str | None]:
+    pat = None
+    if secrets:
+        alts = sorted(secrets, key=lambda s: (-len(s), s))
+        pat = re.compile("|".join(re.escape(a) for a in alts))
+    user_pat = None
+    if users:
+        names = "|".join(re.escape(n) for n in sorted(users, key=lambda s: (-len(s), s)))
+        user_pat = re.compile(
+            r"(?P<pre>/home/|/Users/|[A-Za-z]:(?:\\\\|\\|/)Users(?:\\\\|\\|/)|-home-|-Users-)(?P<name>" + names + r")(?![A-Za-z0-9._])")
+
+    def one(m: re.Match[str]) -> str:
+        ph = secrets[m.group(0)]
+        replaced[ph] += 1
+        return ph
+
+    def one_user(m: re.Match[str]) -> str:
+        ph = users[m.group("name")]
+        replaced[ph] += 1
+        return m.group("pre") + ph
+
+    def sub(text: str | None) -> str | None:
+        if not text:
+            return text
+        if pat is not None:
+            text = pat.sub(one, text)
+        if user_pat is not None:
+            text = user_pat.sub(one_user, text)
+        return text
+
+    return sub
+
+
+def _iter_texts(conv: Conversation) -> Iterator[str]:
+    yield conv.meta.cwd
+    for msg in conv.messages:
+        yield from _content_texts(msg.get("content"))
+        for tc in msg.get("tool_calls") or []:
+            args = (tc.get("function") or {}).get("arguments")
+            if isinstance(args, str):
+                try:
+                    yield from _walk_strings(orjson.loads(args))
+                except orjson.JSONDecodeError:
+                    yield args
+            elif args is not None:
+                yield from _walk_strings(args)
+
+
+def _content_texts(content: Any) -> Iterator[str]:
+    if isinstance(content, str):
+        yield content
+    elif isinstance(content, list):
+        for part in content:
+            if isinstance(part, dict) and isinstance(part.get("text"), str):
+                yield part["text"]
+
+
+def _walk_strings(value: Any) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for v in value.values():
+            yield from _walk_strings(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from _walk_strings(v)
+
+
+def redact_text_values(value: Any, sub: Callable[[str], str]) -> Any:
+    """Apply ``sub`` to every string value inside a JSON-like value (keys untouched, order kept)."""
+    if isinstance(value, str):
+        return sub(value)
+    if isinstance(value, dict):
+        return {k: redact_text_values(v, sub) for k, v in value.items()}
+    if isinstance(value, list):
+        return [redact_text_values(v, sub) for v in value]
+    return value
+
+
+def _redact_message(msg: dict[str, Any], sub: Callable[[str], str]) -> dict[str, Any]:
+    out = dict(msg)
+    content = msg.get("content")
+    if isinstance(content, str):
+        out["content"] = sub(content)
+    elif isinstance(content, list):
+        out["content"] = [
+            {**part, "text": sub(part["text"])} if isinstance(part, dict) and isinstance(part.get("text"), str) else part
+            for part in content
+        ]
+    if msg.get("tool_calls"):
+        calls = []
+        for tc in msg["tool_calls"]:
+            fn = tc.get("function") or {}
+            args = fn.get("arguments")
+            if isinstance(args, str):
+                try:
+                    parsed = orjson.loads(args)
+                except orjson.JSONDecodeError:
+                    new_args = sub(args)
+                else:
+                    red = redact_text_values(parsed, sub)
+                    new_args = args if red == parsed else orjson.dumps(red).decode("utf-8")
+            else:
+                new_args = redact_text_values(args, sub)
+            calls.append({**tc, "function": {**fn, "arguments": new_args}})
+        out["tool_calls"] = calls
+    return out

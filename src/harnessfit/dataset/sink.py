@@ -1,0 +1,169 @@
+"""Where a build's bytes go: to disk (``DiskSink``) or compared against disk (``CompareSink``, used by verify).
+
+The build writes every output through one of these, record by record, so ``verify`` re-runs the exact same code
+path and can name the first record whose bytes differ, without holding the dataset in memory.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+from pathlib import Path
+from typing import BinaryIO
+
+__all__ = ["OutFile", "Sink", "DiskSink", "CompareSink", "Mismatch"]
+
+
+class OutFile:
+    """One output file being produced: ``mark(record_id)`` before each record, then ``write`` its bytes."""
+
+    def __init__(self, relpath: str) -> None:
+        self.relpath = relpath
+        self._h = hashlib.sha256()
+        self.size = 0
+        self.records = 0
+        self.current: str | None = None
+        self.closed = False
+
+    def mark(self, record_id: str) -> None:
+        self.records += 1
+        self.current = record_id
+
+    def write(self, data: bytes) -> int:
+        self._h.update(data)
+        self.size += len(data)
+        self._emit(data)
+        return len(data)
+
+    def _emit(self, data: bytes) -> None:  # overridden
+        pass
+
+    def close(self) -> None:
+        self.closed = True
+
+    # pyarrow writes through file-like objects
+    def flush(self) -> None:
+        pass
+
+    def tell(self) -> int:
+        return self.size
+
+    @property
+    def sha256(self) -> str:
+        return self._h.hexdigest()
+
+
+class Mismatch:
+    """First difference found in one file: which record (id and 1-based line/row position) and why."""
+
+    def __init__(self, relpath: str, record_id: str | None, position: int, detail: str) -> None:
+        self.relpath, self.record_id, self.position, self.detail = relpath, record_id, position, detail
+
+    def __str__(self) -> str:
+        rec = f" record {self.record_id} (record #{self.position})" if self.record_id else ""
+        return f"{self.relpath}:{rec} {self.detail}"
+
+
+class Sink:
+    """Base: collects the produced files in order (for the manifest)."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = Path(root)
+        self.files: list[OutFile] = []
+
+    def open(self, relpath: str) -> OutFile:
+        f = self._open(relpath)
+        self.files.append(f)
+        return f
+
+    def _open(self, relpath: str) -> OutFile:
+        raise NotImplementedError
+
+    def finish(self) -> None:
+        pass
+
+
+class _DiskFile(OutFile):
+    def __init__(self, relpath: str, fh: BinaryIO) -> None:
+        super().__init__(relpath)
+        self._fh = fh
+
+    def _emit(self, data: bytes) -> None:
+        self._fh.write(data)
+
+    def close(self) -> None:
+        if not self.closed:
+            self._fh.close()
+        super().close()
+
+
+class DiskSink(Sink):
+    """Writes into ``root``; an earlier harnessfit build there is replaced, any other non-empty folder refused."""
+
+    OWNED = ("conversations", "sft", "decision_points", "parquet", "ledger.jsonl", "ledger_summary.json",
+             "README.md", "manifest.json")
+
+    def __init__(self, root: Path) -> None:
+        super().__init__(root)
+        from harnessfit.errors import UserError
+
+        if self.root.exists():
+            if not self.root.is_dir():
+                raise UserError(f"output path exists and is not a folder: {self.root}")
+            if any(self.root.iterdir()) and not (self.root / "manifest.json").is_file():
+                raise UserError(f"output folder is not empty and holds no harnessfit dataset: {self.root}")
+            for name in self.OWNED:
+                p = self.root / name
+                if p.is_dir():
+                    shutil.rmtree(p)
+                elif p.exists():
+                    p.unlink()
+        self.root.mkdir(parents=True, exist_ok=True)
+
+    def _open(self, relpath: str) -> OutFile:
+        p = self.root / relpath
+        p.parent.mkdir(parents=True, exist_ok=True)
+        return _DiskFile(relpath, p.open("wb"))
+
+
+class _CompareFile(OutFile):
+    def __init__(self, relpath: str, path: Path, sink: CompareSink) -> None:
+        super().__init__(relpath)
+        self._sink = sink
+        self._fh = path.open("rb") if path.is_file() else None
+        if self._fh is None:
+            sink.report(Mismatch(relpath, None, 0, "missing on disk"))
+
+    def _emit(self, data: bytes) -> None:
+        if self._fh is None or self.relpath in self._sink.mismatches:
+            return
+        disk = self._fh.read(len(data))
+        if disk != data:
+            self._sink.report(Mismatch(self.relpath, self.current, self.records, "differs from the rebuilt bytes"))
+
+    def close(self) -> None:
+        if not self.closed and self._fh is not None:
+            if self.relpath not in self._sink.mismatches and self._fh.read(1):
+                self._sink.report(Mismatch(self.relpath, None, self.records, "has extra bytes after the last record"))
+            self._fh.close()
+        super().close()
+
+
+class CompareSink(Sink):
+    """Compares the rebuilt bytes with the files under ``root``; writes nothing."""
+
+    def __init__(self, root: Path) -> None:
+        super().__init__(root)
+        self.mismatches: dict[str, Mismatch] = {}
+
+    def report(self, m: Mismatch) -> None:
+        self.mismatches.setdefault(m.relpath, m)
+
+    def _open(self, relpath: str) -> OutFile:
+        return _CompareFile(relpath, self.root / relpath, self)
+
+    def first_mismatch(self) -> Mismatch | None:
+        for f in self.files:  # production order = manifest order
+            if f.relpath in self.mismatches:
+                return self.mismatches[f.relpath]
+        return next(iter(self.mismatches.values()), None)
