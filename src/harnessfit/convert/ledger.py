@@ -1,0 +1,194 @@
+"""The convert run's output folder: conversations, reject ledger, ledger summary, accounting.
+
+Files written by ``convert``:
+- ``conversations.jsonl`` — one ``Conversation`` per line (compact JSON, key order kept);
+- ``ledger.jsonl`` — one ``Rejection`` per line (record id, source, file, lines, reason, detail, repair hint);
+- ``ledger_summary.md`` — a table by reason (count, an example detail, the repair hint) and by file;
+- ``accounting.json`` — per file and in total: ``read``, ``accepted``, ``rejected``, reasons. The identity
+  ``read == accepted + rejected`` is asserted for every file and the total before the run reports success.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from harnessfit.convert.conversation import Conversation
+from harnessfit.convert.rejection import Reason, Rejection
+from harnessfit.convert.runner import UnitResult, iter_unit_results
+from harnessfit.traces.readers.registry import iter_units
+
+__all__ = ["FileAccount", "Accounting", "ConvertSummary", "convert", "write_ledger_summary", "AccountingError"]
+
+
+class AccountingError(AssertionError):
+    """read != accepted + rejected somewhere: a record was dropped or duplicated (a bug, never bad data)."""
+
+
+@dataclass
+class FileAccount:
+    file: str
+    format: str
+    bytes: int = 0
+    read: int = 0
+    accepted: int = 0
+    rejected: int = 0
+    reasons: Counter = field(default_factory=Counter)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"file": self.file, "format": self.format, "bytes": self.bytes, "read": self.read,
+                "accepted": self.accepted, "rejected": self.rejected, "reasons": dict(sorted(self.reasons.items()))}
+
+
+@dataclass
+class Accounting:
+    """Counts per file and in total; ``add`` takes one unit's result, ``check`` asserts the identity."""
+
+    files: list[FileAccount] = field(default_factory=list)
+
+    def add(self, res: UnitResult) -> FileAccount:
+        acc = FileAccount(file=res.label, format=res.format, bytes=res.size, read=res.read)
+        for out in res.outputs:
+            if isinstance(out, Conversation):
+                acc.accepted += 1
+            else:
+                acc.rejected += 1
+                acc.reasons[out.reason.value] += 1
+        self.files.append(acc)
+        return acc
+
+    @property
+    def read(self) -> int:
+        return sum(f.read for f in self.files)
+
+    @property
+    def accepted(self) -> int:
+        return sum(f.accepted for f in self.files)
+
+    @property
+    def rejected(self) -> int:
+        return sum(f.rejected for f in self.files)
+
+    def reasons(self) -> Counter:
+        total: Counter = Counter()
+        for f in self.files:
+            total.update(f.reasons)
+        return total
+
+    def check(self) -> None:
+        for f in self.files:
+            if f.read != f.accepted + f.rejected:
+                raise AccountingError(f"{f.file}: read {f.read} != accepted {f.accepted} + rejected {f.rejected}")
+        if self.read != self.accepted + self.rejected:
+            raise AccountingError(f"total: read {self.read} != accepted {self.accepted} + rejected {self.rejected}")
+
+    def as_dict(self) -> dict[str, Any]:
+        by_format: dict[str, dict[str, int]] = {}
+        for f in self.files:
+            d = by_format.setdefault(f.format, {"files": 0, "read": 0, "accepted": 0, "rejected": 0})
+            d["files"] += 1
+            d["read"] += f.read
+            d["accepted"] += f.accepted
+            d["rejected"] += f.rejected
+        return {
+            "total": {"files": len(self.files), "bytes": sum(f.bytes for f in self.files), "read": self.read,
+                      "accepted": self.accepted, "rejected": self.rejected},
+            "identity_holds": all(f.read == f.accepted + f.rejected for f in self.files)
+            and self.read == self.accepted + self.rejected,
+            "by_reason": dict(sorted(self.reasons().items())),
+            "by_format": dict(sorted(by_format.items())),
+            "files": [f.as_dict() for f in self.files],
+        }
+
+
+@dataclass
+class ConvertSummary:
+    """What a convert run produced (paths and counts); ``accounting`` holds the per-file numbers."""
+
+    out_dir: Path
+    card: str
+    card_sha256: str
+    accounting: Accounting
+
+    @property
+    def read(self) -> int:
+        return self.accounting.read
+
+    @property
+    def accepted(self) -> int:
+        return self.accounting.accepted
+
+    @property
+    def rejected(self) -> int:
+        return self.accounting.rejected
+
+
+def write_ledger_summary(path: Path, accounting: Accounting, examples: dict[str, Rejection]) -> None:
+    """Markdown table by reason (in gate order) and by file."""
+    reasons = accounting.reasons()
+    lines = [
+        "# Reject ledger summary",
+        "",
+        f"read {accounting.read} = accepted {accounting.accepted} + rejected {accounting.rejected}",
+        "",
+        "| reason | count | example | repair hint |",
+        "|---|---:|---|---|",
+    ]
+    for reason in Reason:
+        n = reasons.get(reason.value, 0)
+        if not n:
+            continue
+        ex = examples[reason.value]
+        detail = ex.detail.replace("|", "\\|").replace("\n", " ")[:160]
+        hint = ex.repair_hint.replace("|", "\\|").replace("\n", " ")
+        lines.append(f"| {reason.value} | {n} | {ex.file}: {detail} | {hint} |")
+    lines += ["", "| file | format | read | accepted | rejected |", "|---|---|---:|---:|---:|"]
+    for f in accounting.files:
+        lines.append(f"| {f.file} | {f.format} | {f.read} | {f.accepted} | {f.rejected} |")
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def convert(
+    inputs: Sequence[Path | str],
+    out_dir: Path | str,
+    card: Any,
+    *,
+    workers: int = 1,
+    formats: Sequence[str] | None = None,
+    on_units: Callable[[int, int], None] | None = None,
+    on_unit: Callable[[UnitResult], None] | None = None,
+) -> ConvertSummary:
+    """Convert ``inputs`` into ``out_dir`` (see the module docstring for the files). ``on_units(n, bytes)`` is
+    called once with the number and size of units, ``on_unit`` after each unit (for progress bars)."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    units = iter_units([Path(p) for p in inputs], formats)
+    if on_units is not None:
+        from harnessfit.convert.runner import _size
+
+        on_units(len(units), sum(_size(u.path) for u in units))
+    accounting = Accounting()
+    examples: dict[str, Rejection] = {}
+    with (out / "conversations.jsonl").open("wb") as conv_fh, (out / "ledger.jsonl").open("wb") as led_fh:
+        for res in iter_unit_results(inputs, card, workers=workers, formats=formats, units=units):
+            accounting.add(res)
+            for item in res.outputs:
+                if isinstance(item, Conversation):
+                    conv_fh.write(orjson.dumps(item.model_dump(mode="json")))
+                    conv_fh.write(b"\n")
+                else:
+                    examples.setdefault(item.reason.value, item)
+                    led_fh.write(orjson.dumps(item.model_dump(mode="json")))
+                    led_fh.write(b"\n")
+            if on_unit is not None:
+                on_unit(res)
+    accounting.check()
+    write_ledger_summary(out / "ledger_summary.md", accounting, examples)
+    doc = {"card": card.id, "card_sha256": card.sha256, **accounting.as_dict()}
+    (out / "accounting.json").write_bytes(orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n")
+    return ConvertSummary(out_dir=out, card=card.id, card_sha256=card.sha256, accounting=accounting)

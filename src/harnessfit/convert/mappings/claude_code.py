@@ -1,0 +1,226 @@
+"""Claude Code → Pi mapping table (exact mappings only; everything else is rejected with a reason).
+
+| Claude | Pi | notes |
+|---|---|---|
+| Read{file_path, offset?, limit?} | read{path, offset?, limit?} | result: file text without ``N→``/``N\\t`` prefixes or ``<system-reminder>`` blocks, Pi's "more lines" note |
+| Edit{file_path, old_string, new_string} | edit{path, edits:[{oldText, newText}]} | ``replace_all: true`` → unmappable (Pi replaces one match) |
+| MultiEdit{file_path, edits[]} | edit{path, edits:[…]} | one Pi edit with several entries; any replace_all → unmappable |
+| Write{file_path, content} | write{path, content} | result ``Successfully wrote N bytes to PATH`` |
+| Bash{command, timeout?} | bash{command, timeout?} | timeout ms → s (ceil); non-zero exit → Pi's exit-code text |
+| TodoWrite, ExitPlanMode | dropped | policy ``noop_tool``: they change nothing in the workspace |
+| AskUserQuestion | unsupported | it hands control to the user mid-turn; Pi has no such tool |
+| Glob, Grep, LS, Task, WebFetch, WebSearch, NotebookEdit, mcp__* … | unsupported | not in Pi's default tool set |
+
+Errors are re-worded as Pi words them where the meaning is the same (missing file → ``ENOENT…``; edit text not
+found → Pi's "Could not find the exact text…"); any other error result is rejected rather than guessed.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+from harnessfit.convert.mappings.base import (
+    Drop,
+    Failure,
+    MapContext,
+    MapOutcome,
+    PiCall,
+    arg_failure,
+    parse_arguments,
+    unsupported,
+)
+from harnessfit.convert.pi_results import bash_result, card_text, edit_result, js_length, read_result, write_result
+from harnessfit.convert.rejection import Reason
+from harnessfit.traces.trajectory import Step, ToolCall
+
+__all__ = ["ClaudeCodeMapping", "strip_read_prefixes", "strip_system_reminders", "NOOP_TOOLS"]
+
+NOOP_TOOLS = frozenset({"TodoWrite", "ExitPlanMode", "TodoRead"})
+_LINE_PREFIX = re.compile(r"^ *\d+(?:\u2192|\t)", re.MULTILINE)
+_REMINDER = re.compile(r"\n*<system-reminder>.*?</system-reminder>\n*", re.DOTALL)
+_EXIT = re.compile(r"^(?:Error: )?Exit code (\d+)\n?")
+
+
+def strip_system_reminders(text: str) -> str:
+    """Remove ``<system-reminder>…</system-reminder>`` blocks Claude Code appends to results."""
+    return _REMINDER.sub("", text)
+
+
+def strip_read_prefixes(text: str) -> str:
+    """Remove Claude's ``     N→`` (or ``N<TAB>``) line-number prefixes from a Read result."""
+    return _LINE_PREFIX.sub("", text)
+
+
+def _tool_use_result(result: Step | None) -> Any:
+    return (result.meta or {}).get("toolUseResult") if result is not None else None
+
+
+class ClaudeCodeMapping:
+    """Maps Claude Code tool calls to Pi's read/bash/edit/write (see the module table)."""
+
+    format = "claude_code"
+
+    def map_call(self, call: ToolCall, result: Step | None, ctx: MapContext) -> MapOutcome:
+        name = call.name
+        if name in NOOP_TOOLS:
+            return Drop(f"noop_tool:{name}")
+        handler = {"Read": self._read, "Edit": self._edit, "MultiEdit": self._multi_edit, "Write": self._write,
+                   "Bash": self._bash}.get(name)
+        if handler is None:
+            return unsupported(name)
+        args = parse_arguments(call.arguments, name)
+        if isinstance(args, Failure):
+            return args
+        if result is not None and result.images:
+            return Failure(Reason.image_content, f"{name} result holds {result.images} image(s)",
+                           "drop the image read or convert with a vision-capable target")
+        return handler(args, result, ctx)
+
+    # -- read ------------------------------------------------------------------------------------------------
+    def _read(self, args: dict[str, Any], result: Step | None, ctx: MapContext) -> MapOutcome:
+        path = args.get("file_path")
+        if not isinstance(path, str):
+            return arg_failure("Read", "file_path missing or not a string", "give Read a file_path")
+        extra = set(args) - {"file_path", "offset", "limit"}
+        if extra:
+            return arg_failure("Read", f"arguments Pi's read lacks: {sorted(extra)}", "drop them (e.g. pages)")
+        pi_args: dict[str, Any] = {"path": path}
+        for key in ("offset", "limit"):
+            if args.get(key) is not None:
+                pi_args[key] = args[key]
+        tr = ["claude.Read->read"]
+        if result is None:
+            return PiCall("read", pi_args, None, tuple(tr))
+        if result.is_error:
+            text = result.text or ""
+            if "does not exist" in text or "ENOENT" in text:
+                abs_path = path if path.startswith("/") else f"{ctx.cwd.rstrip('/')}/{path}"
+                msg = card_text(ctx.card, "file_not_found", f"ENOENT: no such file or directory, access '{abs_path}'",
+                                abs_path=abs_path)
+                return PiCall("read", pi_args, msg, (*tr, "error.file_not_found"))
+            return Failure(Reason.aborted_or_error_turn, f"Read error without a Pi equivalent: {text[:100]!r}",
+                           "drop the failed read from the trajectory")
+        tur = _tool_use_result(result)
+        file_info = tur.get("file") if isinstance(tur, dict) else None
+        if isinstance(file_info, dict) and isinstance(file_info.get("content"), str):
+            content = file_info["content"]
+            tr.append("read_result.from_toolUseResult")
+            start = int(file_info.get("startLine") or 1)
+            shown = file_info.get("numLines")
+            total = file_info.get("totalLines")
+        else:
+            content = strip_read_prefixes(strip_system_reminders(result.text or ""))
+            tr.append("read_result.strip_line_numbers")
+            start, shown, total = int(pi_args.get("offset") or 1), None, None
+        limited = "limit" in pi_args
+        if limited and isinstance(shown, int) and isinstance(total, int) and start - 1 + shown < total:
+            end = start - 1 + shown
+            text = card_text(ctx.card, "read_more_lines", read_result(content, start_line=start, shown_lines=shown,
+                             total_lines=total, user_limited=True), content=content, remaining=total - end,
+                             next_offset=end + 1)
+        else:
+            text = card_text(ctx.card, "read", content, content=content)
+        return PiCall("read", pi_args, text, tuple(tr))
+
+    # -- edit ------------------------------------------------------------------------------------------------
+    def _edit_result(self, path: str, count: int, result: Step | None, ctx: MapContext, tr: list[str]) -> MapOutcome:
+        if result is None:
+            return PiCall("edit", {}, None, tuple(tr))
+        if result.is_error:
+            text = result.text or ""
+            if "not found in file" in text or "String to replace not found" in text:
+                msg = card_text(
+                    ctx.card, "edit_no_match",
+                    f"Could not find the exact text in {path}. The old text must match exactly including all "
+                    "whitespace and newlines.", path=path,
+                )
+                return PiCall("edit", {}, msg, (*tr, "error.edit_no_match"))
+            return Failure(Reason.aborted_or_error_turn, f"Edit error without a Pi equivalent: {text[:100]!r}",
+                           "drop the failed edit from the trajectory")
+        return PiCall("edit", {}, card_text(ctx.card, "edit", edit_result(path, count), count=count, path=path),
+                      tuple(tr))
+
+    def _edit(self, args: dict[str, Any], result: Step | None, ctx: MapContext) -> MapOutcome:
+        path = args.get("file_path")
+        old, new = args.get("old_string"), args.get("new_string")
+        if not isinstance(path, str) or not isinstance(old, str) or not isinstance(new, str):
+            return arg_failure("Edit", "file_path/old_string/new_string missing or not strings", "complete the call")
+        if args.get("replace_all"):
+            return arg_failure("Edit", "replace_all=true replaces every match; Pi's edit replaces exactly one",
+                               "split into one edit per occurrence with unique context")
+        extra = set(args) - {"file_path", "old_string", "new_string", "replace_all"}
+        if extra:
+            return arg_failure("Edit", f"unknown arguments {sorted(extra)}", "drop them")
+        out = self._edit_result(path, 1, result, ctx, ["claude.Edit->edit"])
+        if isinstance(out, PiCall):
+            return PiCall("edit", {"path": path, "edits": [{"oldText": old, "newText": new}]}, out.result,
+                          out.transformations)
+        return out
+
+    def _multi_edit(self, args: dict[str, Any], result: Step | None, ctx: MapContext) -> MapOutcome:
+        path, edits = args.get("file_path"), args.get("edits")
+        if not isinstance(path, str) or not isinstance(edits, list) or not edits:
+            return arg_failure("MultiEdit", "file_path/edits missing", "complete the call")
+        pi_edits = []
+        for e in edits:
+            if not isinstance(e, dict) or not isinstance(e.get("old_string"), str) or not isinstance(
+                e.get("new_string"), str
+            ):
+                return arg_failure("MultiEdit", "an edit lacks old_string/new_string", "complete each edit")
+            if e.get("replace_all"):
+                return arg_failure("MultiEdit", "replace_all=true in an edit", "split it into unique edits")
+            pi_edits.append({"oldText": e["old_string"], "newText": e["new_string"]})
+        out = self._edit_result(path, len(pi_edits), result, ctx, ["claude.MultiEdit->edit"])
+        if isinstance(out, PiCall):
+            return PiCall("edit", {"path": path, "edits": pi_edits}, out.result, out.transformations)
+        return out
+
+    # -- write -----------------------------------------------------------------------------------------------
+    def _write(self, args: dict[str, Any], result: Step | None, ctx: MapContext) -> MapOutcome:
+        path, content = args.get("file_path"), args.get("content")
+        if not isinstance(path, str) or not isinstance(content, str):
+            return arg_failure("Write", "file_path/content missing or not strings", "complete the call")
+        pi_args = {"path": path, "content": content}
+        tr = ("claude.Write->write",)
+        if result is None:
+            return PiCall("write", pi_args, None, tr)
+        if result.is_error:
+            return Failure(Reason.aborted_or_error_turn, f"Write error: {(result.text or '')[:100]!r}",
+                           "drop the failed write from the trajectory")
+        text = card_text(ctx.card, "write", write_result(path, content), bytes=js_length(content), path=path)
+        return PiCall("write", pi_args, text, tr)
+
+    # -- bash ------------------------------------------------------------------------------------------------
+    def _bash(self, args: dict[str, Any], result: Step | None, ctx: MapContext) -> MapOutcome:
+        command = args.get("command")
+        if not isinstance(command, str):
+            return arg_failure("Bash", "command missing or not a string", "complete the call")
+        if args.get("run_in_background"):
+            return arg_failure("Bash", "run_in_background has no Pi equivalent", "run it in the foreground")
+        pi_args: dict[str, Any] = {"command": command}
+        tr = ["claude.Bash->bash"]
+        timeout = args.get("timeout")
+        if isinstance(timeout, (int, float)) and not isinstance(timeout, bool) and timeout > 0:
+            pi_args["timeout"] = math.ceil(timeout / 1000)
+            tr.append("bash.timeout_ms->s")
+        if result is None:
+            return PiCall("bash", pi_args, None, tuple(tr))
+        text = strip_system_reminders(result.text or "")
+        tur = _tool_use_result(result)
+        if isinstance(tur, dict) and tur.get("interrupted"):
+            return Failure(Reason.aborted_or_error_turn, "Bash command was interrupted", "drop the interrupted call")
+        if result.is_error:
+            m = _EXIT.match(text)
+            if not m:
+                return Failure(Reason.aborted_or_error_turn, f"Bash error without an exit code: {text[:100]!r}",
+                               "drop the failed call")
+            code = int(m.group(1))
+            output = text[m.end():]
+            body = bash_result(output, code)
+            out = card_text(ctx.card, "bash_exit_code", body, output=output or "(no output)", code=code)
+            return PiCall("bash", pi_args, out, (*tr, "bash_result.exit_code"))
+        if not text:
+            return PiCall("bash", pi_args, card_text(ctx.card, "bash_no_output", bash_result("", 0)), tuple(tr))
+        return PiCall("bash", pi_args, card_text(ctx.card, "bash", text, output=text), tuple(tr))
