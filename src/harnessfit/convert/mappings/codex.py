@@ -47,6 +47,8 @@ from harnessfit.convert.mappings.base import (
     parse_arguments,
     unsupported,
 )
+from harnessfit.convert import pi_results
+from harnessfit.convert.pi_results import card_text
 from harnessfit.convert.rejection import Reason
 from harnessfit.traces.trajectory import Step, ToolCall
 
@@ -72,26 +74,29 @@ CODEX_TRUNCATION = re.compile(r"\[\.\.\. omitted \d+ of \d+ lines \.\.\.\]|…\d
 HEREDOC = re.compile(r"\Aapply_patch\s+<<-?\s*(['\"]?)(\w+)\1[ \t]*\n(?P<body>.*?)\n(\2)[ \t]*\n?\s*\Z", re.S)
 
 
-# ---------------------------------------------------------------- Pi result texts (as Pi 0.73.1 writes them)
+# ---------------------------------------------------------------- Pi result texts (the card wins when it has the key)
 def _fits_pi(output: str) -> bool:
     return output.count("\n") + 1 <= PI_MAX_LINES and len(output.encode("utf-8")) <= PI_MAX_BYTES
 
 
-def pi_bash_result(output: str, exit_code: int | None) -> str:
+def pi_bash_result(output: str, exit_code: int | None, card: Any = None) -> str:
     """Pi's bash result text: the merged output or ``(no output)``, then the exit status when non-zero."""
-    text = output or "(no output)"
+    fallback = pi_results.bash_result(output, exit_code)
     if exit_code not in (0, None):
-        text = f"{text}\n\nCommand exited with code {exit_code}"
-    return text
+        return card_text(card, "bash_exit_code", fallback, output=output or pi_results.NO_OUTPUT, code=exit_code)
+    if not output:
+        return card_text(card, "bash_no_output", fallback)
+    return card_text(card, "bash", fallback, output=output)
 
 
-def pi_write_result(path: str, content: str) -> str:
+def pi_write_result(path: str, content: str, card: Any = None) -> str:
     """Pi counts ``content.length`` (UTF-16 code units), not UTF-8 bytes."""
-    return f"Successfully wrote {len(content.encode('utf-16-le')) // 2} bytes to {path}"
+    fallback = pi_results.write_result(path, content)
+    return card_text(card, "write", fallback, bytes=pi_results.js_length(content), path=path)
 
 
-def pi_edit_result(path: str, n_edits: int) -> str:
-    return f"Successfully replaced {n_edits} block(s) in {path}."
+def pi_edit_result(path: str, n_edits: int, card: Any = None) -> str:
+    return card_text(card, "edit", pi_results.edit_result(path, n_edits), count=n_edits, path=path)
 
 
 # ---------------------------------------------------------------- commands
@@ -249,7 +254,7 @@ def _map_patch(text: str, workdir: Any, ctx: MapContext, output: str | None) -> 
             )
     if f.op == "add":
         content = "\n".join(f.add_lines) + "\n" if f.add_lines else ""
-        result = pi_write_result(path, content) if output is not None else None
+        result = pi_write_result(path, content, ctx.card) if output is not None else None
         return PiCall("write", {"path": path, "content": content}, result, ("codex.apply_patch.add->write", *notes))
     if not f.hunks:
         return arg_failure("apply_patch", f"Update File {f.path} has no hunks", "include at least one hunk")
@@ -269,7 +274,7 @@ def _map_patch(text: str, workdir: Any, ctx: MapContext, output: str | None) -> 
                     "apply_patch", f"hunks {i + 1} and {j + 1} of {f.path} overlap (old text not unique)",
                     "merge the hunks or add distinguishing context",
                 )
-    result = pi_edit_result(path, len(edits)) if output is not None else None
+    result = pi_edit_result(path, len(edits), ctx.card) if output is not None else None
     return PiCall("edit", {"path": path, "edits": edits}, result, ("codex.apply_patch.update->edit", *notes))
 
 
@@ -321,7 +326,7 @@ def _parse_output(text: str) -> tuple[str, int | None] | Failure:
     )
 
 
-def _bash_result(result: Step | None) -> str | None | Failure:
+def _bash_result(result: Step | None, card: Any) -> str | None | Failure:
     if result is None:
         return None
     parsed = _parse_output(result.text or "")
@@ -340,7 +345,7 @@ def _bash_result(result: Step | None) -> str | None | Failure:
             "Pi would truncate it and name a random temp file",
             "trim the command's output (head/tail) so it fits 2000 lines / 50 KB",
         )
-    return pi_bash_result(output, code)
+    return pi_bash_result(output, code, card)
 
 
 # ---------------------------------------------------------------- the mapping
@@ -388,7 +393,7 @@ class CodexMapping:
             if not isinstance(timeout_ms, int) or isinstance(timeout_ms, bool) or timeout_ms <= 0:
                 return arg_failure("shell", f"timeout_ms {timeout_ms!r} is not a positive integer", "fix timeout_ms")
             arguments["timeout"] = timeout_ms // 1000 if timeout_ms % 1000 == 0 else timeout_ms / 1000
-        rendered = _bash_result(result)
+        rendered = _bash_result(result, ctx.card)
         if isinstance(rendered, Failure):
             return rendered
         return PiCall("bash", arguments, rendered, (note, *notes))
@@ -408,7 +413,7 @@ class CodexMapping:
             return _map_patch(m.group("body"), args.get("workdir"), ctx, None if result is None else result.text or "")
         command, notes = _with_workdir(cmd, args.get("workdir"), ctx.cwd)
         dropped = sorted(k for k in args if k not in ("cmd", "workdir"))
-        rendered = _bash_result(result)
+        rendered = _bash_result(result, ctx.card)
         if isinstance(rendered, Failure):
             return rendered
         extra = tuple(f"codex.exec_command.drop:{k}" for k in dropped)

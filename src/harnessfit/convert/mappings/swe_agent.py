@@ -24,6 +24,7 @@ Failed editor operations (SWE-agent's error texts) are rejected too: Pi words it
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
 
 from harnessfit.convert.mappings.base import (
@@ -58,10 +59,12 @@ def _result_failure(tool: str, text: str) -> Failure:
     )
 
 
-def map_str_replace_editor(args: dict[str, Any], result: Step | None, prefix: str, success: dict[str, str]) -> MapOutcome:
+def map_str_replace_editor(
+    args: dict[str, Any], result: Step | None, prefix: str, success: Callable[[str, str], bool], card: Any = None
+) -> MapOutcome:
     """Shared by SWE-agent and OpenHands (both use the ``str_replace_editor`` family).
 
-    ``success`` maps a command to the text its successful observation contains.
+    ``success(command, observation_text)`` says whether the observation proves the operation succeeded.
     """
     command = args.get("command")
     path = args.get("path")
@@ -74,9 +77,9 @@ def map_str_replace_editor(args: dict[str, Any], result: Step | None, prefix: st
         content = args.get("file_text")
         if not isinstance(content, str):
             return arg_failure("str_replace_editor", "create without file_text", "give the file text")
-        if text is not None and success["create"] not in text:
+        if text is not None and not success("create", text):
             return _result_failure("str_replace_editor create", text)
-        out = None if text is None else pi_write_result(path, content)
+        out = None if text is None else pi_write_result(path, content, card)
         return PiCall("write", {"path": path, "content": content}, out, (f"{prefix}.str_replace_editor.create->write",))
     if command == "str_replace":
         old, new = args.get("old_str"), args.get("new_str", "")
@@ -86,9 +89,9 @@ def map_str_replace_editor(args: dict[str, Any], result: Step | None, prefix: st
             new = ""
         if not isinstance(new, str):
             return arg_failure("str_replace_editor", "new_str is not a string", "new_str must be text")
-        if text is not None and success["str_replace"] not in text:
+        if text is not None and not success("str_replace", text):
             return _result_failure("str_replace_editor str_replace", text)
-        out = None if text is None else pi_edit_result(path, 1)
+        out = None if text is None else pi_edit_result(path, 1, card)
         return PiCall(
             "edit", {"path": path, "edits": [{"oldText": old, "newText": new}]}, out,
             (f"{prefix}.str_replace_editor.str_replace->edit",),
@@ -107,6 +110,11 @@ def map_str_replace_editor(args: dict[str, Any], result: Step | None, prefix: st
     return arg_failure("str_replace_editor", f"unknown command {command!r}", "use view/create/str_replace")
 
 
+def _swe_success(command: str, text: str) -> bool:
+    marker = {"create": "File created successfully at", "str_replace": "has been edited"}[command]
+    return marker in text
+
+
 class SweAgentMapping:
     """Maps SWE-agent function-calling tool calls to Pi (see the module table)."""
 
@@ -122,7 +130,7 @@ class SweAgentMapping:
         if name == "str_replace_editor":
             return map_str_replace_editor(
                 args, result, "swe_agent",
-                {"create": "File created successfully at", "str_replace": "has been edited"},
+                _swe_success, ctx.card,
             )
         if name == "create":
             path = args.get("filename")
@@ -133,7 +141,7 @@ class SweAgentMapping:
             text = None if result is None else strip_swe_prompt(result.text or "").replace("\r\n", "\n")
             if text is not None and not re.fullmatch(r"\[File: [^\n]*\(1 lines total\)\]\n1:\s*", text):
                 return _result_failure("create", text)
-            out = None if text is None else pi_write_result(path, "\n")
+            out = None if text is None else pi_write_result(path, "\n", ctx.card)
             return PiCall("write", {"path": path, "content": "\n"}, out, ("swe_agent.create->write",))
         if name == "bash":
             return Failure(

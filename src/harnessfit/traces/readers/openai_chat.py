@@ -1,0 +1,268 @@
+"""OpenAI chat-completions message lists and ShareGPT conversations into one Trajectory per conversation.
+
+Accepted layouts (detected by content):
+
+- a JSON list of messages (one conversation), a JSON list of conversations (each a message list, a
+  ``{"messages", "tools"?}`` object or a ShareGPT object), or one ``{"messages": …}`` object;
+- JSONL with one conversation object per line (``{"messages": …}`` or ``{"conversations": …}``);
+- ShareGPT (LLaMA-Factory style): ``conversations`` with ``from`` human / gpt / function_call / observation /
+  system, and ``tools`` as a JSON *string*.
+
+Tool-call ``arguments`` are kept exactly as stored (object, JSON text, or a string of a string) so the mapping can
+tell double encoding apart. A conversation that declares tools Pi lacks but never calls one is rejected here as
+``unsupported_tool``: its answers were written with those tools on offer (e.g. "I can't order that, I can only
+search recipes"), which a Pi model with read/bash/edit/write must not learn. Conversations that call tools go on to
+the mapping, which rejects each non-Pi call by name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from harnessfit.convert.rejection import Reason, Rejection
+from harnessfit.traces.readers.base import (
+    file_problem,
+    file_sha256,
+    first_json_line,
+    iter_json_lines,
+    load_json_document,
+    make_trajectory,
+    reject,
+    sniff,
+)
+from harnessfit.traces.trajectory import Step, ToolCall, Trajectory
+
+__all__ = ["OpenAIChatReader", "PI_TOOL_NAMES"]
+
+FORMAT = "openai_chat"
+PI_TOOL_NAMES = frozenset({"read", "bash", "edit", "write"})
+SHAREGPT_ROLES = {"human": "user", "user": "user", "gpt": "assistant", "assistant": "assistant", "system": "system"}
+
+
+def _content_text(content: Any) -> tuple[str, int]:
+    if content is None:
+        return "", 0
+    if isinstance(content, str):
+        return content, 0
+    if isinstance(content, list):
+        texts, images = [], 0
+        for p in content:
+            if isinstance(p, dict):
+                if p.get("type") in ("image_url", "image", "input_image"):
+                    images += 1
+                elif isinstance(p.get("text"), str):
+                    texts.append(p["text"])
+            elif isinstance(p, str):
+                texts.append(p)
+        return "".join(texts), images
+    return str(content), 0
+
+
+def _is_message(m: Any) -> bool:
+    return isinstance(m, dict) and "role" in m
+
+
+def _is_conversation(x: Any) -> bool:
+    return (isinstance(x, list) and bool(x) and all(_is_message(m) for m in x)) or (
+        isinstance(x, dict) and (isinstance(x.get("messages"), list) or isinstance(x.get("conversations"), list))
+    )
+
+
+def _declared_tools(tools: Any) -> tuple[list[str], str | None]:
+    """Tool names a conversation declares; ``tools`` may be a list or a JSON string (ShareGPT)."""
+    if tools is None or tools == "" or tools == []:
+        return [], None
+    if isinstance(tools, str):
+        try:
+            tools = orjson.loads(tools)
+        except orjson.JSONDecodeError:
+            return [], "tools is a string that is not JSON"
+    if not isinstance(tools, list):
+        return [], "tools is not a list"
+    names = []
+    for t in tools:
+        if isinstance(t, dict):
+            fn = t.get("function") if isinstance(t.get("function"), dict) else t
+            if isinstance(fn.get("name"), str):
+                names.append(fn["name"])
+    return names, None
+
+
+def _openai_steps(messages: list[Any], notes: list[str]) -> list[Step]:
+    steps: list[Step] = []
+    pending_legacy: list[str] = []
+    for i, m in enumerate(messages):
+        if not isinstance(m, dict):
+            notes.append(f"openai_chat: message {i} is not an object (skipped)")
+            continue
+        role = m.get("role")
+        text, images = _content_text(m.get("content"))
+        if role in ("system", "developer"):
+            steps.append(Step(role="system", text=text))
+        elif role == "user":
+            steps.append(Step(role="user", text=text, images=images))
+        elif role == "assistant":
+            calls = []
+            for j, tc in enumerate(m.get("tool_calls") or []):
+                if not isinstance(tc, dict):
+                    continue
+                fn = tc.get("function") if isinstance(tc.get("function"), dict) else {}
+                calls.append(ToolCall(id=str(tc.get("id") or f"call_{i}_{j}"), name=str(fn.get("name") or ""),
+                                      arguments=fn.get("arguments")))
+            fc = m.get("function_call")
+            if isinstance(fc, dict):
+                cid = f"legacy_call_{i}"
+                pending_legacy.append(cid)
+                calls.append(ToolCall(id=cid, name=str(fc.get("name") or ""), arguments=fc.get("arguments")))
+            reasoning = m.get("reasoning_content") if isinstance(m.get("reasoning_content"), str) else None
+            steps.append(Step(role="assistant", text=text or None, tool_calls=calls, reasoning=reasoning))
+        elif role == "tool":
+            steps.append(Step(role="tool", tool_call_id=str(m.get("tool_call_id") or ""), text=text, images=images,
+                              tool_name=m.get("name") if isinstance(m.get("name"), str) else None))
+        elif role == "function":
+            cid = pending_legacy.pop(0) if pending_legacy else f"legacy_orphan_{i}"
+            steps.append(Step(role="tool", tool_call_id=cid, text=text, tool_name=m.get("name")))
+        else:
+            notes.append(f"openai_chat: message {i} has unknown role {role!r} (skipped)")
+    return steps
+
+
+def _sharegpt_steps(turns: list[Any], notes: list[str]) -> list[Step] | str:
+    steps: list[Step] = []
+    last_call: str | None = None
+    for i, t in enumerate(turns):
+        if not isinstance(t, dict):
+            return f"turn {i} is not an object"
+        who, value = t.get("from"), t.get("value")
+        value = value if isinstance(value, str) else ""
+        if who in SHAREGPT_ROLES:
+            steps.append(Step(role=SHAREGPT_ROLES[who], text=value))  # type: ignore[arg-type]
+        elif who == "function_call":
+            try:
+                obj = orjson.loads(value)
+            except orjson.JSONDecodeError:
+                obj = None
+            name = obj.get("name") if isinstance(obj, dict) else None
+            args = obj.get("arguments") if isinstance(obj, dict) else value
+            last_call = f"sharegpt_call_{i}"
+            call = ToolCall(id=last_call, name=str(name or ""), arguments=args)
+            if steps and steps[-1].role == "assistant" and not steps[-1].tool_calls:
+                steps[-1].tool_calls.append(call)
+            else:
+                steps.append(Step(role="assistant", tool_calls=[call]))
+        elif who == "observation":
+            steps.append(Step(role="tool", tool_call_id=last_call or f"sharegpt_orphan_{i}", text=value))
+            last_call = None
+        else:
+            return f"turn {i} has unknown speaker {who!r}"
+    notes.append("openai_chat: ShareGPT turns mapped to chat roles")
+    return steps
+
+
+class OpenAIChatReader:
+    """Reads OpenAI chat JSON/JSONL and ShareGPT conversation files (see the module docstring for layouts)."""
+
+    name = FORMAT
+
+    def detect(self, path: Path) -> bool:
+        try:
+            if not path.is_file():
+                return False
+            head = sniff(path).lstrip()
+            if head.startswith(b"["):
+                return (b'"role"' in head and b'"content"' in head) or (b'"conversations"' in head and b'"from"' in head)
+            if head.startswith(b"{"):
+                first = first_json_line(path)
+                if isinstance(first, dict):
+                    return _is_conversation(first)
+                return b'"messages"' in head[:4096] and b'"role"' in head
+            return False
+        except Exception:  # noqa: BLE001 - detect must never raise
+            return False
+
+    def read(self, path: Path) -> Iterator[Trajectory | Rejection]:
+        sha = file_sha256(path)
+        problem = file_problem(path, FORMAT, sha)
+        if problem is not None:
+            yield problem
+            return
+        first = first_json_line(path)
+        whole = None
+        if first is None or not isinstance(first, dict) or not _is_conversation(first):
+            whole = load_json_document(path, FORMAT, sha)
+        elif path.suffix != ".jsonl":
+            # one object on the first line may still be a whole single-line document: try the document first
+            doc = load_json_document(path, FORMAT, sha)
+            whole = doc if not isinstance(doc, Rejection) else None
+        if whole is not None:
+            if isinstance(whole, Rejection):
+                yield whole
+                return
+            yield from self._document(path, sha, whole)
+            return
+        for item in iter_json_lines(path, FORMAT, sha):
+            if isinstance(item, Rejection):
+                yield item
+                continue
+            yield self._one(path, sha, item.value, key=f"line{item.lineno}", line=item.lineno)
+
+    def _document(self, path: Path, sha: str, doc: Any) -> Iterator[Trajectory | Rejection]:
+        if isinstance(doc, list) and doc and all(_is_message(m) for m in doc):
+            yield self._one(path, sha, {"messages": doc}, key="doc", line=None)
+            return
+        if isinstance(doc, dict):
+            yield self._one(path, sha, doc, key="doc", line=None)
+            return
+        if isinstance(doc, list) and doc:
+            for i, conv in enumerate(doc):
+                yield self._one(path, sha, conv if not isinstance(conv, list) else {"messages": conv},
+                                key=f"item{i}", line=None, index=i)
+            return
+        yield reject(path, FORMAT, Reason.empty if doc == [] else Reason.parse_error,
+                     "no conversations in the document", "pass a message list or a list of conversations", sha256=sha)
+
+    def _one(self, path: Path, sha: str, conv: Any, *, key: str, line: int | None, index: int | None = None) -> Trajectory | Rejection:
+        where = f"conversation {index}" if index is not None else "conversation"
+        rid_key = f"{key}"
+
+        def bad(reason: Reason, detail: str, hint: str) -> Rejection:
+            from harnessfit.traces.ids import content_id
+
+            return reject(path, FORMAT, reason, f"{where}: {detail}", hint, sha256=sha, line_start=line, line_end=line,
+                          record_id=content_id("traj", FORMAT, sha, rid_key))
+
+        if not isinstance(conv, dict) or not _is_conversation(conv):
+            return bad(Reason.parse_error, "not a message list, {messages} or {conversations} object",
+                       "give each conversation as {\"messages\": [...]}")
+        notes: list[str] = []
+        if isinstance(conv.get("messages"), list):
+            steps = _openai_steps(conv["messages"], notes)
+        else:
+            got = _sharegpt_steps(conv["conversations"], notes)
+            if isinstance(got, str):
+                return bad(Reason.parse_error, got, "use from = human/gpt/function_call/observation/system")
+            steps = got
+            if isinstance(conv.get("system"), str) and conv["system"]:
+                steps.insert(0, Step(role="system", text=conv["system"]))
+        if not steps:
+            return bad(Reason.empty, "no messages", "drop the empty conversation")
+        declared, problem = _declared_tools(conv.get("tools"))
+        if problem:
+            return bad(Reason.parse_error, problem, "tools must be a list of tool schemas (or its JSON text)")
+        foreign = sorted(set(declared) - PI_TOOL_NAMES)
+        called = any(s.tool_calls for s in steps)
+        if foreign and not called:
+            return bad(
+                Reason.unsupported_tool,
+                f"declares tools Pi lacks ({', '.join(foreign)}); none is called, but the answers were written with "
+                "them on offer",
+                "keep only conversations whose tool list is Pi's read/bash/edit/write (or that declare no tools)",
+            )
+        if declared:
+            notes.append(f"openai_chat: declared tools {','.join(sorted(set(declared)))}")
+        return make_trajectory(fmt=FORMAT, path=path, sha256=sha, key=rid_key, steps=steps, line_start=line,
+                               line_end=line, transformations=notes)

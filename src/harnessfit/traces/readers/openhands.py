@@ -1,0 +1,296 @@
+"""OpenHands runs into one Trajectory each: V0 event-list JSON files and V1 SDK conversation folders.
+
+- **V0** (one JSON list): actions and observations are separate events. An observation pairs with its action by
+  ``cause`` (the action's event id) or by ``tool_call_metadata.tool_call_id``. A tool action's arguments are taken
+  from the model response stored in ``tool_call_metadata`` (the raw JSON string the model sent); the assistant text
+  is ``args.thought``. Actions from runs without function calling (``run``, ``read``…) become calls named
+  ``action:<kind>`` with the event's ``args`` object. Noise (``agent_state_changed``, ``null`` observations,
+  recalls) is skipped and counted.
+- **V1** (a folder: ``base_state.json`` + ``events/event-*.json``, one event per file with a ``kind``): the folder
+  is one unit; events are read in file-name order. ``MessageEvent`` / ``ActionEvent`` / ``ObservationEvent`` /
+  ``AgentErrorEvent`` carry the conversation.
+
+``finish`` is how an OpenHands agent ends its turn, not a workspace tool: its message becomes the assistant's final
+text and the call and its echo observation are removed (recorded as ``openhands.finish->final_text``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from harnessfit.convert.rejection import Reason, Rejection
+from harnessfit.jsonio import dumps_compact_str
+from harnessfit.traces.readers.base import file_sha256, load_json_document, make_trajectory, reject, sniff
+from harnessfit.traces.trajectory import Step, ToolCall, Trajectory
+
+__all__ = ["OpenHandsReader"]
+
+FORMAT = "openhands"
+V0_NOISE_OBSERVATIONS = frozenset({"agent_state_changed", "null", "recall", "user_rejected_confirmation"})
+V0_NOISE_ACTIONS = frozenset({"change_agent_state", "recall", "null", "condensation"})
+DEFAULT_CWD = "/workspace"
+
+
+def _parts_text(parts: Any) -> str:
+    if isinstance(parts, str):
+        return parts
+    if isinstance(parts, list):
+        return "".join(p.get("text", "") for p in parts if isinstance(p, dict) and isinstance(p.get("text"), str))
+    return ""
+
+
+def _parts_images(parts: Any) -> int:
+    if not isinstance(parts, list):
+        return 0
+    return sum(1 for p in parts if isinstance(p, dict) and p.get("type") in ("image", "image_url"))
+
+
+class _Steps:
+    """Step accumulator shared by both versions: groups calls of one model response into one assistant step."""
+
+    def __init__(self) -> None:
+        self.steps: list[Step] = []
+        self.counts: dict[str, int] = {}
+        self.finish_ids: set[str] = set()
+        self._response: str | None = None
+
+    def count(self, key: str) -> None:
+        self.counts[key] = self.counts.get(key, 0) + 1
+
+    def text(self, role: str, text: str, images: int = 0) -> None:
+        self._response = None
+        self.steps.append(Step(role=role, text=text, images=images))  # type: ignore[arg-type]
+
+    def call(self, response_id: str | None, thought: str, call: ToolCall) -> None:
+        if response_id is None or response_id != self._response or not self.steps or self.steps[-1].role != "assistant":
+            self.steps.append(Step(role="assistant", text=thought or None))
+        elif thought and not self.steps[-1].text:
+            self.steps[-1].text = thought
+        self._response = response_id
+        self.steps[-1].tool_calls.append(call)
+
+    def finish(self, response_id: str | None, call_id: str, thought: str, message: str) -> None:
+        """The agent's end of turn: its message becomes the final assistant text."""
+        self.finish_ids.add(call_id)
+        self.count("finish->final_text")
+        final = message or thought
+        same = response_id is not None and response_id == self._response
+        if same and self.steps and self.steps[-1].role == "assistant":
+            self.steps[-1].text = self.steps[-1].text or final
+        else:
+            self.steps.append(Step(role="assistant", text=final))
+        self._response = None
+
+    def result(self, call_id: str, text: str, *, is_error: bool, exit_code: int | None, kind: str) -> None:
+        if call_id in self.finish_ids:
+            self.count("finish_observation_dropped")
+            return
+        step = Step(role="tool", tool_call_id=call_id, text=text, is_error=is_error, exit_code=exit_code)
+        step.meta["observation"] = kind
+        self.steps.append(step)
+
+
+class OpenHandsReader:
+    """Reads OpenHands V0 event lists (one ``.json``) and V1 conversation folders (``base_state.json`` + events)."""
+
+    name = FORMAT
+
+    def detect(self, path: Path) -> bool:
+        try:
+            if path.is_dir():
+                return (path / "base_state.json").is_file() and (path / "events").is_dir()
+            head = sniff(path).lstrip()
+            if not head.startswith(b"["):
+                return False
+            return b'"source"' in head and (b'"action"' in head or b'"observation"' in head) and b'"role"' not in head[:200]
+        except Exception:  # noqa: BLE001 - detect must never raise
+            return False
+
+    def read(self, path: Path) -> Iterator[Trajectory | Rejection]:
+        if path.is_dir():
+            yield from self._read_v1(path)
+        else:
+            yield from self._read_v0(path)
+
+    # ------------------------------------------------------------------------------------------------ V0
+    def _read_v0(self, path: Path) -> Iterator[Trajectory | Rejection]:
+        sha = file_sha256(path)
+        doc = load_json_document(path, FORMAT, sha)
+        if isinstance(doc, Rejection):
+            yield doc
+            return
+        if not isinstance(doc, list) or not all(isinstance(e, dict) for e in doc):
+            yield reject(path, FORMAT, Reason.parse_error, "not a list of event objects", "pass an OpenHands event list", sha256=sha)
+            return
+        acc = _Steps()
+        call_of_event: dict[Any, str] = {}
+        cwd = None
+        for ev in doc:
+            self._v0_event(ev, acc, call_of_event)
+            extras = ev.get("extras") if isinstance(ev.get("extras"), dict) else {}
+            meta = extras.get("metadata") if isinstance(extras.get("metadata"), dict) else {}
+            if cwd is None and isinstance(meta.get("working_dir"), str):
+                cwd = meta["working_dir"]
+        if not any(s.role in ("user", "assistant") for s in acc.steps):
+            yield reject(path, FORMAT, Reason.empty, "no user or agent messages", "nothing to train on: drop the file", sha256=sha)
+            return
+        date = next((e["timestamp"][:10] for e in doc if isinstance(e.get("timestamp"), str)), None)
+        notes = [f"openhands: {k} x{v}" for k, v in sorted(acc.counts.items())]
+        notes.append("openhands.v0: default cwd /workspace" if cwd is None else "openhands.v0: cwd from observation")
+        yield make_trajectory(
+            fmt=FORMAT, path=path, sha256=sha, key="v0", steps=acc.steps, cwd=cwd or DEFAULT_CWD, date=date,
+            transformations=notes,
+        )
+
+    @staticmethod
+    def _v0_event(ev: dict[str, Any], acc: _Steps, call_of_event: dict[Any, str]) -> None:
+        args = ev.get("args") if isinstance(ev.get("args"), dict) else {}
+        tcm = ev.get("tool_call_metadata") if isinstance(ev.get("tool_call_metadata"), dict) else None
+        if "action" in ev:
+            action = ev.get("action")
+            if action in V0_NOISE_ACTIONS:
+                acc.count(f"action_{action}_skipped")
+                return
+            if action == "system":
+                acc.text("system", str(args.get("content") or ev.get("message") or ""))
+                return
+            if action == "message":
+                role = "user" if ev.get("source") == "user" else "assistant"
+                images = len(args.get("image_urls") or []) if isinstance(args.get("image_urls"), list) else 0
+                acc.text(role, str(args.get("content") or ev.get("message") or ""), images)
+                return
+            thought = args.get("thought") if isinstance(args.get("thought"), str) else ""
+            if tcm is not None:
+                call_id = str(tcm.get("tool_call_id") or f"oh_event_{ev.get('id')}")
+                name = str(tcm.get("function_name") or action)
+                raw: Any = None
+                resp = tcm.get("model_response") if isinstance(tcm.get("model_response"), dict) else {}
+                response_id = resp.get("id") if isinstance(resp.get("id"), str) else None
+                for choice in resp.get("choices") or []:
+                    msg = choice.get("message") if isinstance(choice, dict) else None
+                    for tc in (msg or {}).get("tool_calls") or []:
+                        if isinstance(tc, dict) and tc.get("id") == call_id:
+                            raw = (tc.get("function") or {}).get("arguments")
+                if raw is None:
+                    raw = {k: v for k, v in args.items() if k != "thought"}
+                    acc.count("arguments_from_event_args")
+            else:
+                call_id = f"oh_event_{ev.get('id')}"
+                name = f"action:{action}"
+                raw = {k: v for k, v in args.items() if k != "thought"}
+                response_id = None
+            call_of_event[ev.get("id")] = call_id
+            if action == "finish" or name == "finish":
+                message = args.get("final_thought") or args.get("message") or ev.get("message") or ""
+                acc.finish(response_id, call_id, thought, message if isinstance(message, str) else "")
+                return
+            acc.call(response_id, thought, ToolCall(id=call_id, name=name, arguments=raw))
+            return
+        if "observation" in ev:
+            kind = str(ev.get("observation"))
+            if kind in V0_NOISE_OBSERVATIONS:
+                acc.count(f"observation_{kind}_skipped")
+                return
+            call_id = call_of_event.get(ev.get("cause"))
+            if call_id is None and tcm is not None:
+                call_id = str(tcm.get("tool_call_id") or "")
+            if not call_id:
+                acc.count(f"observation_{kind}_without_action")
+                call_id = f"oh_orphan_{ev.get('id')}"
+            extras = ev.get("extras") if isinstance(ev.get("extras"), dict) else {}
+            meta = extras.get("metadata") if isinstance(extras.get("metadata"), dict) else {}
+            code = meta.get("exit_code", extras.get("exit_code"))
+            content = ev.get("content")
+            acc.result(
+                call_id, content if isinstance(content, str) else dumps_compact_str(content),
+                is_error=kind == "error", exit_code=code if isinstance(code, int) else None, kind=kind,
+            )
+            return
+        acc.count("unknown_event_skipped")
+
+    # ------------------------------------------------------------------------------------------------ V1
+    def _read_v1(self, folder: Path) -> Iterator[Trajectory | Rejection]:
+        sha = file_sha256(folder)
+        state = load_json_document(folder / "base_state.json", FORMAT, sha)
+        if isinstance(state, Rejection):
+            yield state
+            return
+        files = sorted(p for p in (folder / "events").iterdir() if p.is_file() and p.suffix == ".json")
+        if not files:
+            yield reject(folder, FORMAT, Reason.empty, "events/ holds no event files", "re-export the conversation", sha256=sha)
+            return
+        acc = _Steps()
+        lost = False
+        date = None
+        for i, f in enumerate(files, start=1):
+            ev = load_json_document(f, FORMAT, sha)
+            if isinstance(ev, Rejection):
+                lost = True
+                yield reject(
+                    folder, FORMAT, ev.reason, f"{f.name}: {ev.detail}", ev.repair_hint, sha256=sha,
+                    line_start=i, line_end=i,
+                )
+                continue
+            if not isinstance(ev, dict):
+                lost = True
+                yield reject(folder, FORMAT, Reason.parse_error, f"{f.name}: not an event object", "fix the event file",
+                             sha256=sha, line_start=i, line_end=i)
+                continue
+            if date is None and isinstance(ev.get("timestamp"), str):
+                date = ev["timestamp"][:10]
+            self._v1_event(ev, acc)
+        ws = state.get("workspace") if isinstance(state, dict) and isinstance(state.get("workspace"), dict) else {}
+        cwd = ws.get("working_dir") if isinstance(ws.get("working_dir"), str) else None
+        if not any(s.role in ("user", "assistant") for s in acc.steps):
+            if not lost:
+                yield reject(folder, FORMAT, Reason.empty, "no user or agent messages", "nothing to train on", sha256=sha)
+            return
+        notes = [f"openhands: {k} x{v}" for k, v in sorted(acc.counts.items())]
+        notes.append("openhands.v1: events read in file-name order")
+        yield make_trajectory(
+            fmt=FORMAT, path=folder, sha256=sha, key="v1", steps=acc.steps, cwd=cwd or DEFAULT_CWD, date=date,
+            flags=["lines_lost"] if lost else [], line_start=1, line_end=len(files), transformations=notes,
+        )
+
+    @staticmethod
+    def _v1_event(ev: dict[str, Any], acc: _Steps) -> None:
+        kind = ev.get("kind")
+        if kind == "SystemPromptEvent":
+            sp = ev.get("system_prompt")
+            acc.text("system", sp.get("text", "") if isinstance(sp, dict) else str(sp or ""))
+        elif kind == "MessageEvent":
+            msg = ev.get("llm_message") if isinstance(ev.get("llm_message"), dict) else {}
+            role = msg.get("role")
+            if role not in ("user", "assistant"):
+                acc.count(f"message_role_{role}_skipped")
+                return
+            acc.text(role, _parts_text(msg.get("content")), _parts_images(msg.get("content")))
+        elif kind == "ActionEvent":
+            tc = ev.get("tool_call") if isinstance(ev.get("tool_call"), dict) else {}
+            call_id = str(ev.get("tool_call_id") or tc.get("id") or f"oh_event_{ev.get('id')}")
+            name = str(ev.get("tool_name") or tc.get("name") or "")
+            thought = _parts_text(ev.get("thought"))
+            response_id = ev.get("llm_response_id") if isinstance(ev.get("llm_response_id"), str) else None
+            action = ev.get("action") if isinstance(ev.get("action"), dict) else {}
+            if name == "finish" or action.get("kind") == "FinishAction":
+                msg = action.get("message") if isinstance(action.get("message"), str) else ""
+                acc.finish(response_id, call_id, thought, msg)
+                return
+            raw = tc.get("arguments") if "arguments" in tc else {k: v for k, v in action.items() if k != "kind"}
+            acc.call(response_id, thought, ToolCall(id=call_id, name=name, arguments=raw))
+        elif kind in ("ObservationEvent", "UserRejectObservation", "AgentErrorEvent"):
+            obs = ev.get("observation") if isinstance(ev.get("observation"), dict) else {}
+            call_id = str(ev.get("tool_call_id") or "")
+            if kind == "ObservationEvent":
+                text = _parts_text(obs.get("content"))
+                code = obs.get("exit_code")
+                acc.result(call_id, text, is_error=bool(obs.get("is_error")),
+                           exit_code=code if isinstance(code, int) else None, kind=str(obs.get("kind") or kind))
+            else:
+                text = str(ev.get("error") or ev.get("rejection_reason") or "")
+                acc.result(call_id, text, is_error=True, exit_code=None, kind=kind)
+        else:
+            acc.count(f"event_{kind}_skipped")
+
