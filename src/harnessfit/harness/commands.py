@@ -2,10 +2,169 @@
 
 from __future__ import annotations
 
+import datetime as _dt
+import difflib
+import re
+from pathlib import Path
+from typing import Annotated, Optional
+
+import orjson
 import typer
+from rich.console import Console
+
+from harnessfit.errors import UserError
 
 __all__ = ["register"]
+
+harness_app = typer.Typer(
+    name="harness",
+    help="Install the real agent harness (Pi), capture its HarnessCard, render its exact prompt, validate tool calls.",
+    no_args_is_help=True,
+)
+
+HarnessArg = Annotated[str, typer.Argument(help="Harness name (only `pi` so far).")]
+VersionOpt = Annotated[str, typer.Option("--version", "-v", help="Harness version.")]
+
+
+def _check_harness(name: str) -> None:
+    if name != "pi":
+        raise UserError(f"unknown harness {name!r}: only `pi` is supported")
+
+
+def _default_version() -> str:
+    from harnessfit.harness.pi import DEFAULT_PI_VERSION
+
+    return DEFAULT_PI_VERSION
+
+
+@harness_app.command("install")
+def install_cmd(harness: HarnessArg = "pi", version: VersionOpt = "0.73.1") -> None:
+    """Install the harness CLI from npm into harnessfit's own folder (idempotent) and check `pi --version`."""
+    from harnessfit.harness.pi import install_pi
+
+    _check_harness(harness)
+    binary = install_pi(version)
+    typer.echo(f"pi {version} installed: {binary}")
+
+
+@harness_app.command("capture")
+def capture_cmd(
+    harness: HarnessArg = "pi",
+    version: VersionOpt = "0.73.1",
+    out: Annotated[Optional[Path], typer.Option("--out", help="Write the captured card JSON here.")] = None,
+    check: Annotated[
+        bool, typer.Option("--check", help="Exit 1 when the capture differs from the committed card (or none exists).")
+    ] = False,
+) -> None:
+    """Run the real harness against a scripted endpoint, build its HarnessCard, and diff it with the committed one."""
+    from harnessfit.harness.capture import capture_pi
+    from harnessfit.harness.card import card_path
+
+    _check_harness(harness)
+    console = Console(stderr=True)
+    card = capture_pi(version, progress=lambda msg: console.print(f"[dim]capture:[/] {msg}", highlight=False))
+    data = card.to_json_bytes()
+    if out is not None:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_bytes(data)
+        typer.echo(f"wrote {out}")
+    committed = card_path(harness, version)
+    typer.echo(f"{card.id} sha256 {card.sha256}: {len(card.tools)} tools, "
+               f"{len(card.results)} result texts, {len(card.errors)} error texts")
+    if not committed.is_file():
+        typer.echo(f"no committed card for {card.id} at {committed}")
+        if check:
+            raise typer.Exit(1)
+        return
+    old = committed.read_bytes()
+    if old == data:
+        typer.echo(f"capture equals the committed card {committed.name}")
+        return
+    diff = difflib.unified_diff(
+        old.decode().splitlines(), data.decode().splitlines(), f"committed/{committed.name}", "captured", lineterm=""
+    )
+    typer.echo("\n".join(diff))
+    typer.echo(f"capture differs from the committed card {committed.name}")
+    if check:
+        raise typer.Exit(1)
+
+
+@harness_app.command("render")
+def render_cmd(
+    cwd: Annotated[Optional[Path], typer.Option("--cwd", help="Working directory Pi runs in (default: current).")] = None,
+    date: Annotated[Optional[str], typer.Option("--date", help="Date in the prompt, YYYY-MM-DD (default: today).")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print {system, tools} as one JSON object.")] = False,
+    context_file: Annotated[
+        Optional[list[Path]], typer.Option("--context-file", help="A context file (AGENTS.md…) to append; repeatable.")
+    ] = None,
+    install_dir: Annotated[
+        Optional[str], typer.Option("--install-dir", help="Pi package folder named in the prompt (default: harnessfit's).")
+    ] = None,
+    harness: Annotated[str, typer.Option("--harness", help="Harness name.")] = "pi",
+    version: VersionOpt = "0.73.1",
+) -> None:
+    """Print the exact system prompt and tools the harness would send for a working directory and date."""
+    from harnessfit.harness.card import load_card
+
+    _check_harness(harness)
+    card = load_card(harness, version)
+    day = date or _dt.date.today().isoformat()
+    if not re.fullmatch(r"\d{4}-\d{2}-\d{2}", day):
+        raise UserError(f"--date must look like YYYY-MM-DD, got {day!r}")
+    where = str((cwd or Path.cwd()).expanduser().absolute())
+    files = []
+    for path in context_file or []:
+        if not path.is_file():
+            raise UserError(f"context file not found: {path}")
+        files.append((str(path.expanduser().absolute()), path.read_text(encoding="utf-8")))
+    prompt = card.render_system_prompt(where, day, files, install_dir=install_dir)
+    if as_json:
+        typer.echo(orjson.dumps({"card": card.id, "system": prompt, "tools": card.tools}, option=orjson.OPT_INDENT_2).decode())
+    else:
+        typer.echo(prompt)
+        typer.echo("\n--- tools (JSON, as sent) ---")
+        typer.echo(orjson.dumps(card.tools, option=orjson.OPT_INDENT_2).decode())
+
+
+@harness_app.command("card")
+def card_cmd(
+    harness: HarnessArg = "pi",
+    version: VersionOpt = "0.73.1",
+) -> None:
+    """Print a summary of the committed HarnessCard (id, hash, tools, result and error texts)."""
+    from harnessfit.harness.card import card_path, load_card
+
+    _check_harness(harness)
+    card = load_card(harness, version)
+    typer.echo(f"card     {card.id}  ({card_path(harness, version)})")
+    typer.echo(f"sha256   {card.sha256}")
+    typer.echo(f"request  {', '.join(card.request['keys'])}")
+    typer.echo(f"prompt   variables: {', '.join(card.system_prompt.variables)}")
+    typer.echo(f"tools    {', '.join(card.default_tools)}")
+    typer.echo(f"results  {', '.join(card.results)}")
+    typer.echo(f"errors   {', '.join(card.errors)}")
+
+
+@harness_app.command("validate")
+def validate_cmd(
+    name: Annotated[str, typer.Argument(help="Tool name, e.g. read.")],
+    arguments: Annotated[str, typer.Argument(help="Raw arguments text, e.g. '{\"path\":\"a.txt\"}'.")],
+    harness: Annotated[str, typer.Option("--harness", help="Harness name.")] = "pi",
+    version: VersionOpt = "0.73.1",
+) -> None:
+    """Check one tool call against the card; exit 1 when the harness would refuse it (errors), 0 otherwise."""
+    from harnessfit.harness.card import load_card
+
+    _check_harness(harness)
+    found = load_card(harness, version).validate_call(name, arguments)
+    if not found:
+        typer.echo("ok")
+    for v in found:
+        typer.echo(f"{v.severity:7} {v.code}: {v.detail}")
+    if any(v.severity == "error" for v in found):
+        raise typer.Exit(1)
 
 
 def register(app: typer.Typer) -> None:
     """Add this stage's commands to the main app."""
+    app.add_typer(harness_app, name="harness")
