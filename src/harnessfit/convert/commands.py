@@ -2,10 +2,68 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import typer
 
 __all__ = ["register"]
 
 
+def _convert_cmd(
+    inputs: list[Path] = typer.Argument(..., help="Trace files or folders (walked recursively, sorted)."),
+    out: Path = typer.Option(..., "--out", "-o", help="Output folder (conversations.jsonl, ledger.jsonl, "
+                             "ledger_summary.md, accounting.json)."),
+    workers: int = typer.Option(1, "--workers", "-w", min=1, help="Worker processes (output is identical for any count)."),
+    formats: list[str] = typer.Option(None, "--format", "-f", help="Only these formats (repeatable); default: detect."),
+    harness: str = typer.Option("pi", "--harness", help="Harness whose card defines the wire format."),
+    harness_version: str = typer.Option("0.73.1", "--harness-version", help="Harness version of the card."),
+) -> None:
+    """Convert traces into the harness's exact wire format, with a reject ledger and accounting."""
+    from rich.console import Console
+    from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn, TransferSpeedColumn
+    from rich.table import Table
+
+    from harnessfit.convert.ledger import convert
+    from harnessfit.convert.rejection import Reason
+    from harnessfit.harness.card import load_card
+
+    card = load_card(harness, harness_version)
+    console = Console(stderr=True)
+    with Progress(
+        TextColumn("[bold]convert[/]"), BarColumn(), DownloadColumn(), TransferSpeedColumn(), TimeRemainingColumn(),
+        TextColumn("{task.fields[files]} files"), console=console, transient=False,
+    ) as progress:
+        task = progress.add_task("convert", total=None, files=0)
+
+        def on_units(n: int, size: int) -> None:
+            progress.update(task, total=size)
+
+        def on_unit(res) -> None:  # noqa: ANN001
+            progress.update(task, advance=res.size, files=progress.tasks[0].fields["files"] + 1)
+
+        summary = convert(inputs, out, card, workers=workers, formats=formats or None, on_units=on_units,
+                          on_unit=on_unit)
+    acc = summary.accounting
+    table = Table(title=f"convert → {out}  (card {summary.card})")
+    for col in ("format", "files", "read", "accepted", "rejected"):
+        table.add_column(col, justify="left" if col == "format" else "right")
+    for fmt, d in sorted(acc.as_dict()["by_format"].items()):
+        table.add_row(fmt, str(d["files"]), str(d["read"]), str(d["accepted"]), str(d["rejected"]))
+    table.add_row("[bold]total", str(len(acc.files)), str(acc.read), str(acc.accepted), str(acc.rejected))
+    out_console = Console()
+    out_console.print(table)
+    reasons = acc.reasons()
+    if reasons:
+        rt = Table(title="rejections by reason (gate order)")
+        rt.add_column("reason")
+        rt.add_column("count", justify="right")
+        for r in Reason:
+            if reasons.get(r.value):
+                rt.add_row(r.value, str(reasons[r.value]))
+        out_console.print(rt)
+    out_console.print(f"read {acc.read} = accepted {acc.accepted} + rejected {acc.rejected}")
+
+
 def register(app: typer.Typer) -> None:
     """Add this stage's commands to the main app."""
+    app.command("convert")(_convert_cmd)

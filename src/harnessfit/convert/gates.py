@@ -31,6 +31,7 @@ class Draft:
     messages: list[dict[str, Any]] = field(default_factory=list)
     problems: dict[Reason, tuple[str, str]] = field(default_factory=dict)
     transformations: list[str] = field(default_factory=list)
+    mergeable: set[int] = field(default_factory=set)
 
     def problem(self, reason: Reason, detail: str, hint: str) -> None:
         self.problems.setdefault(reason, (detail, hint))

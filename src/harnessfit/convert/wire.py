@@ -28,6 +28,7 @@ from harnessfit.convert.gates import Draft, first_rejection
 from harnessfit.convert.mappings.base import Drop, Failure, MapContext, PiCall
 from harnessfit.convert.mappings.registry import get_mapping
 from harnessfit.convert.rejection import Reason, Rejection
+from harnessfit.convert.validate import card_wire_tools
 from harnessfit.traces.ids import content_id
 from harnessfit.traces.trajectory import Step, Trajectory
 
@@ -115,20 +116,26 @@ def _assistant(draft: Draft, step: Step, results: list[Step], ctx: MapContext) -
         msg["tool_calls"] = calls
     if msg["content"] is None and not calls:
         return []
+    if step.tool_calls and not calls:
+        draft.mergeable.add(id(msg))  # every call was dropped: the next turn continues this message
     return [msg, *tool_msgs]
 
 
 def _append(draft: Draft, msgs: list[dict[str, Any]]) -> None:
     for m in msgs:
         prev = draft.messages[-1] if draft.messages else None
-        if m["role"] == "assistant" and prev is not None and prev["role"] == "assistant" and "tool_calls" not in prev:
+        if m["role"] == "assistant" and prev is not None and id(prev) in draft.mergeable:
             # an answer whose only calls were dropped, followed by the next turn: Pi would have sent one message
             merged = (prev["content"] or "") + (m["content"] or "")
             prev["content"] = merged or None
             if "tool_calls" in m:
                 prev["tool_calls"] = m["tool_calls"]
             draft.transformed("merge_assistant_after_drop")
+            if id(m) not in draft.mergeable:
+                draft.mergeable.discard(id(prev))
             continue
+        if prev is not None:
+            draft.mergeable.discard(id(prev))
         draft.messages.append(m)
 
 
@@ -144,6 +151,9 @@ def to_conversation(traj: Trajectory, card: Any) -> Conversation | Rejection:
         draft.transformed("default_cwd")
     if not traj.date:
         draft.transformed("default_date")
+    if "user_rejected_tool" in traj.flags:
+        draft.problem(Reason.aborted_or_error_turn, "the user rejected a tool call (Pi has no approval step)",
+                      "cut the session before the rejected call")
     ctx = MapContext(card=card, trajectory=traj, cwd=cwd)
     draft.messages.append({"role": "system", "content": card.render_system_prompt(cwd, date)})
     for step, results in _turns(traj.steps):
@@ -191,7 +201,7 @@ def to_conversation(traj: Trajectory, card: Any) -> Conversation | Rejection:
         root_request_id=traj.root_request_id, repository=traj.repository, card=card.id, cwd=cwd, date=date,
         transformations=draft.transformations,
     )
-    return Conversation(id=content_id("conv", card.id, traj.id), messages=draft.messages, tools=card.tools, meta=meta)
+    return Conversation(id=content_id("conv", card.id, traj.id), messages=draft.messages, tools=card_wire_tools(card), meta=meta)
 
 
 def _traj_gates():
