@@ -2,10 +2,84 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import typer
 
 __all__ = ["register"]
 
+eval_app = typer.Typer(help="Evaluate models inside the real harness (Pi) on task suites.", no_args_is_help=True)
+
+_DEFAULT_SUITE = Path("examples/tasks/default")
+
+
+@eval_app.command("agent")
+def agent(
+    model: str = typer.Option(None, "--model", help="Model spec to serve (path, HF id) or scripted:golden|"
+                              "scripted:double-encode|scripted:runaway|scripted:never-stop|scripted:recovering."),
+    endpoint: str = typer.Option(None, "--endpoint", help="Running OpenAI-compatible endpoint, e.g. "
+                                 "http://127.0.0.1:8000/v1 (instead of --model)."),
+    model_id: str = typer.Option(None, "--model-id", help="Model id at --endpoint (default: the first it lists)."),
+    suite: Path = typer.Option(_DEFAULT_SUITE, "--suite", help="Task suite folder (<task>/task.yaml)."),
+    seeds: int = typer.Option(1, "--seeds", help="Runs per task (pass@k / pass^k use them)."),
+    workers: int = typer.Option(1, "--workers", help="Episodes run in parallel."),
+    out: Path = typer.Option(Path("runs/eval"), "--out", help="Output folder (results.json, results.md, episodes/)."),
+    max_turns: int = typer.Option(None, "--max-turns", help="Override every task's turn cap."),
+    max_seconds: float = typer.Option(None, "--max-seconds", help="Override every task's wall-clock cap."),
+    max_output_bytes: int = typer.Option(None, "--max-output-bytes", help="Override the output capture cap "
+                                         "(default 50 MiB; hitting it counts as runaway)."),
+    task: list[str] = typer.Option(None, "--task", help="Only these task ids (repeatable)."),
+    no_sandbox: bool = typer.Option(False, "--no-sandbox", help="Run Pi without bubblewrap (results say so)."),
+    adapter: Path = typer.Option(None, "--adapter", help="LoRA adapter folder for --model (served by harnessfit)."),
+) -> None:
+    """Run every task x seed through the real Pi CLI against one model; write results JSON + Markdown."""
+    from harnessfit.errors import UserError
+    from harnessfit.eval.run import run_eval
+
+    if (model is None) == (endpoint is None):
+        raise UserError("give exactly one of --model SPEC or --endpoint URL")
+    extra = {"adapter": adapter} if adapter is not None else {}
+    results = run_eval(model or endpoint, suite, out, seeds=seeds, workers=workers, max_turns=max_turns,
+                       max_seconds=max_seconds, max_output_bytes=max_output_bytes, sandbox=not no_sandbox,
+                       model_id=model_id, task_ids=task or None, **extra)
+    agg = results.aggregates
+    loop = agg["rates"]["complete_loop"]
+    typer.echo(f"{results.model['name']}: complete loop {loop['successes']}/{loop['n']} "
+               f"(unscored {agg['unscored']}); sandbox {results.sandbox}")
+    if agg.get("failures"):
+        typer.echo("failures: " + ", ".join(f"{k} {v}" for k, v in agg["failures"].items()))
+    typer.echo(f"wrote {out / 'results.json'} and {out / 'results.md'}")
+
+
+@eval_app.command("compare")
+def compare_cmd(
+    results: list[Path] = typer.Argument(..., help="Two or more results.json files (or their folders)."),
+    out: Path = typer.Option(Path("runs/compare.md"), "--out", help="Markdown file to write (+ .json beside it)."),
+) -> None:
+    """Side-by-side before/after table of two or more eval results."""
+    from harnessfit.report import compare
+
+    path = compare(results, out)
+    typer.echo(path.read_text(encoding="utf-8"))
+
+
+def synth_cmd(
+    suite: Path = typer.Option(_DEFAULT_SUITE, "--suite", help="Task suite folder."),
+    out: Path = typer.Option(Path("runs/synth"), "--out", help="Output folder (sessions/, manifest.json)."),
+    seeds: int = typer.Option(1, "--seeds", help="Golden runs per task."),
+    workers: int = typer.Option(2, "--workers", help="Episodes run in parallel."),
+    contrast: bool = typer.Option(True, "--contrast/--no-contrast", help="Also record the double-encoded-then-"
+                                  "recovered contrast sessions."),
+) -> None:
+    """Record real Pi session files of the golden solver (and contrast examples) for `harnessfit build`."""
+    from harnessfit.eval.synth import synth
+
+    manifest = synth(suite, out, seeds=seeds, workers=workers, contrast=contrast)
+    typer.echo(f"wrote {len(manifest['files'])} session files under {out / 'sessions'} "
+               f"({len(manifest['skipped'])} skipped); manifest {out / 'manifest.json'}")
+
 
 def register(app: typer.Typer) -> None:
     """Add this stage's commands to the main app."""
+    app.add_typer(eval_app, name="eval")
+    app.command("synth")(synth_cmd)

@@ -1,0 +1,68 @@
+"""Recorded trajectories: scripted solvers run through the real Pi, their Pi session files kept as training input.
+
+``synth`` plays the golden solver on every task x seed (sessions that show read → edit → validate, recover after
+a failing validation, create-and-validate that ends promptly) and, as contrast examples, the recovering solver
+(its first call's arguments are a JSON string of the object: Pi rejects it with its validation error, and the
+session shows the corrected call and the rest of the solution). Only episodes whose loop completed are kept; the
+manifest lists every file with its SHA-256 and every skipped episode with why.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from harnessfit.errors import UserError
+from harnessfit.eval.run import run_eval
+from harnessfit.harness.pi import DEFAULT_PI_VERSION
+from harnessfit.jsonio import sha256_file
+
+__all__ = ["synth", "SYNTH_KINDS"]
+
+SYNTH_KINDS = {"golden": "scripted:golden", "contrast": "scripted:recovering"}
+
+
+def synth(
+    suite_dir: Path,
+    out_dir: Path,
+    *,
+    seeds: int = 1,
+    workers: int = 2,
+    contrast: bool = True,
+    pi_version: str = DEFAULT_PI_VERSION,
+    progress: bool = True,
+) -> dict[str, Any]:
+    """Write ``out_dir/sessions/{golden,contrast}/<task>-s<seed>.jsonl`` (real Pi v3 sessions) + ``manifest.json``."""
+    out_dir = Path(out_dir)
+    kinds = {k: v for k, v in SYNTH_KINDS.items() if contrast or k == "golden"}
+    files: list[dict[str, Any]] = []
+    skipped: list[dict[str, Any]] = []
+    for kind, model in kinds.items():
+        run_dir = out_dir / "runs" / kind
+        results = run_eval(model, suite_dir, run_dir, seeds=seeds, workers=workers, pi_version=pi_version,
+                           progress=progress)
+        target = out_dir / "sessions" / kind
+        if target.exists():
+            shutil.rmtree(target)
+        target.mkdir(parents=True)
+        for ep in results.episodes:
+            f, m = ep.facts, ep.metrics
+            name = f"{f.task_id}-s{f.seed}.jsonl"
+            if m is None or not m.complete_loop or f.session_file is None:
+                why = f.error if m is None else (m.failure or "no session file")
+                skipped.append({"kind": kind, "task": f.task_id, "seed": f.seed, "reason": why})
+                continue
+            dst = target / name
+            shutil.copyfile(run_dir / f.session_file, dst)
+            files.append({"path": dst.relative_to(out_dir).as_posix(), "kind": kind, "task": f.task_id,
+                          "seed": f.seed, "sha256": sha256_file(dst),
+                          "double_encoded_calls": m.double_encoded_arguments})
+    if not files:
+        raise UserError(f"synth produced no sessions for {suite_dir} (every episode failed; see {out_dir}/runs)")
+    manifest = {"stage": "synth", "suite": str(suite_dir), "seeds": seeds, "pi_version": pi_version,
+                "files": sorted(files, key=lambda r: r["path"]), "skipped": skipped}
+    (out_dir / "manifest.json").write_bytes(orjson.dumps(manifest, option=orjson.OPT_INDENT_2) + b"\n")
+    return manifest
