@@ -82,6 +82,7 @@ PROBES: dict[str, Probe] = {
         Probe("not_json", "read", "not json", False),
         Probe("missing_required", "write", _j({"path": "a.txt"}), False),
         Probe("wrong_type", "read", _j({"path": ["hello.txt"]}), False),
+        Probe("edit_empty", "edit", _j({"path": "note.txt", "edits": []}), False),
         Probe("legacy_edit", "edit", _j({"path": "note.txt", "oldText": "beta", "newText": "delta"}), True),
         Probe("coerced_number", "read", _j({"path": "hello.txt", "limit": "1"}), True),
         Probe("coerced_string", "bash", _j({"command": True}), True),
@@ -98,7 +99,7 @@ ROUNDS: list[list[str]] = [
     ["read_truncated_lines", "read_more_lines", "read_truncated_bytes", "offset_beyond_end"],
     ["edit", "write"],
     ["file_not_found", "edit_no_match", "tool_not_found", "claude_tool_name"],
-    ["double_encoded", "claude_edit_names", "not_object", "not_json", "missing_required", "wrong_type"],
+    ["double_encoded", "claude_edit_names", "not_object", "not_json", "missing_required", "wrong_type", "edit_empty"],
     ["legacy_edit", "coerced_number", "coerced_string", "truncated_json", "ignored_property"],
     ["edits_json_string"],
 ]
@@ -323,6 +324,7 @@ def _learn_results(log: CaptureLog) -> tuple[dict[str, str], dict[str, str], lis
     learn(errors, "tool_not_found", "tool_not_found", {"name": "grep"})
     checks.append(("claude_tool_name", {"key": "tool_not_found", "name": "Read"}))
     learn(errors, "edit_no_match", "edit_no_match", {"path": "note.txt"})
+    learn(errors, "edit_empty", "edit_empty", {}, literal=True)
 
     # validation failures: a header line, problem lines ("  - path: message"), then the received arguments
     text = res["double_encoded"]
@@ -476,7 +478,10 @@ def capture_pi(version: str = DEFAULT_PI_VERSION, *, progress: Callable[[str], N
 
 def _ran(text: str) -> bool:
     """Whether Pi executed the tool (False: it answered with a validation or tool-lookup error)."""
-    return not (text.startswith("Validation failed for tool") or re.fullmatch(r"Tool \S+ not found", text) is not None)
+    return not (
+        text.startswith(("Validation failed for tool", "Edit tool input is invalid"))
+        or re.fullmatch(r"Tool \S+ not found", text) is not None
+    )
 
 
 def _normalise_example(text: str, cwd: Path) -> str:

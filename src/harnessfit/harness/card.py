@@ -21,7 +21,7 @@ fills one. Keys:
   (``output`` is ``(no output)`` when empty); ``bash_timeout`` ``{seconds}`` (no output);
 - ``edit`` ``{count} {path}``; ``write`` ``{bytes} {path}``;
 - errors: ``file_not_found`` ``{abs_path}`` (ENOENT); ``offset_beyond_end`` ``{offset} {total}``;
-  ``tool_not_found`` ``{name}``; ``edit_no_match`` ``{path}``; ``validation_failed`` ``{name} {problems}
+  ``tool_not_found`` ``{name}``; ``edit_no_match`` ``{path}``; ``edit_empty`` (edits is ``[]``); ``validation_failed`` ``{name} {problems}
   {arguments}`` where ``problems`` are ``validation_problem`` lines (``{path} {message}``) joined by ``\\n`` and
   ``arguments`` is ``pi_pretty_json(arguments as parsed)``; ``no_result`` (the literal ``No result provided``, sent
   for a tool call that never got a result).
@@ -238,6 +238,8 @@ class HarnessCard(BaseModel):
         if name == "edit":
             args, notes = _prepare_edit(args)
             found += notes
+        if name == "edit" and args.get("edits") == []:
+            found.append(_v(ViolationCode.invalid_value, "edits is empty; Pi's edit tool refuses it"))
         args, coerced = _coerce(args, schema, "")
         found += [_v(ViolationCode.coerced_type, d) for d in coerced]
         errors = sorted(jsonschema.Draft7Validator(schema).iter_errors(args), key=lambda e: list(e.absolute_path))

@@ -250,7 +250,7 @@ class _Handler(BaseHTTPRequestHandler):
                 while not stopping.is_set():
                     self.wfile.write(chunk({"content": "and on "}))
                     self.wfile.flush()
-                    time.sleep(0.005)
+                    time.sleep(0.001)
                 return
             for k, (name, arguments) in enumerate(reply.tool_calls):
                 head = {"index": k, "id": _tool_call_id(index, k), "type": "function", "function": {"name": name, "arguments": ""}}

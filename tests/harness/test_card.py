@@ -1,0 +1,127 @@
+"""The committed HarnessCard: identity, exact prompt rendering, result texts, and the validator's verdicts."""
+
+from __future__ import annotations
+
+import json
+
+import orjson
+import pytest
+from typer.testing import CliRunner
+
+from harnessfit.cli import app
+from harnessfit.harness.card import HarnessCard, ViolationCode, card_path, load_card
+
+
+@pytest.fixture(scope="module")
+def card() -> HarnessCard:
+    return load_card("pi", "0.73.1")
+
+
+def test_card_identity_and_round_trip(card: HarnessCard) -> None:
+    assert card.id == "pi-0.73.1"
+    assert card.to_json_bytes() == card_path().read_bytes()  # stored bytes are the canonical form
+    assert len(card.sha256) == 64 and card.sha256 == load_card().sha256
+    assert card.default_tools == ["read", "bash", "edit", "write"]
+    assert card.request["keys"] == ["model", "messages", "stream", "stream_options", "max_tokens", "tools"]
+    edit = next(t for t in card.tools if t["function"]["name"] == "edit")
+    assert list(edit) == ["type", "function"] and edit["function"]["strict"] is False
+    assert edit["function"]["parameters"]["additionalProperties"] is False
+
+
+def test_render_system_prompt_places_variables(card: HarnessCard) -> None:
+    prompt = card.render_system_prompt("/srv/project", "2025-03-04", install_dir="/opt/pi")
+    assert prompt.startswith("You are an expert coding assistant operating inside pi")
+    assert prompt.endswith("Current date: 2025-03-04\nCurrent working directory: /srv/project")
+    assert prompt.count("/opt/pi/") == 3 and "{" + "install_dir" not in prompt
+    default = card.render_system_prompt("/srv/project", "2025-03-04")
+    assert card.default_install_dir() in default and card.default_install_dir().endswith("@mariozechner/pi-coding-agent")
+    with_ctx = card.render_system_prompt(
+        "/srv/project", "2025-03-04", [("/srv/project/AGENTS.md", "Use {braces}.\n"), ("/srv/x/AGENTS.md", "b\n")],
+        install_dir="/opt/pi",
+    )
+    assert "# Project Context" in with_ctx and "## /srv/project/AGENTS.md\n\nUse {braces}.\n" in with_ctx
+    assert with_ctx.index("/srv/project/AGENTS.md") < with_ctx.index("/srv/x/AGENTS.md") < with_ctx.index("Current date")
+    assert "# Project Context" not in prompt
+
+
+def test_format_result_templates(card: HarnessCard) -> None:
+    assert card.format_result("bash_exit_code", output="boom\n", code=2) == "boom\n\n\nCommand exited with code 2"
+    assert card.format_result("bash_no_output") == "(no output)"
+    assert card.format_result("read_more_lines", content="a\nb", remaining=5, next_offset=3) == (
+        "a\nb\n\n[5 more lines in file. Use offset=3 to continue.]"
+    )
+    assert card.format_result("file_not_found", abs_path="/w/x") == "ENOENT: no such file or directory, access '/w/x'"
+    assert card.format_result("tool_not_found", name="grep") == "Tool grep not found"
+    assert card.format_result("write", bytes=3, path="a") == "Successfully wrote 3 bytes to a"
+    assert card.format_result("edit", count=1, path="f.py") == "Successfully replaced 1 block(s) in f.py."
+    assert card.format_result("no_result") == "No result provided"
+    assert card.validation_failed_text("read", [("root", "must be object")], "x") == (
+        'Validation failed for tool "read":\n  - root: must be object\n\nReceived arguments:\n"x"'
+    )
+    for key in ("read", "read_truncated_lines", "read_truncated_bytes", "bash", "edit_no_match", "validation_failed"):
+        assert key in card.results or key in card.errors
+    with pytest.raises(KeyError, match="no result/error text"):
+        card.format_result("nope")
+
+
+def _codes(found) -> list[tuple[str, str]]:
+    return [(v.code.value, v.severity) for v in found]
+
+
+@pytest.mark.parametrize(
+    ("name", "arguments", "expected"),
+    [
+        ("read", '{"path":"a"}', []),
+        ("read", {"path": "a", "offset": 2, "limit": 3}, []),
+        ("grep", '{"pattern":"x"}', [("unknown_tool", "error")]),
+        ("read", json.dumps('{"path":"a"}'), [("arguments_double_encoded", "error")]),
+        ("read", '"just text"', [("arguments_not_object", "error")]),
+        ("read", "[1]", [("arguments_not_object", "error")]),
+        ("read", "nope", [("invalid_json", "error"), ("missing_required", "error")]),
+        ("write", '{"path":"a"}', [("missing_required", "error")]),
+        ("read", '{"path":"a","limit":"x"}', [("wrong_type", "error")]),
+        ("edit", '{"path":"a","edits":[]}', [("invalid_value", "error")]),
+        ("edit", '{"path":"a","edits":[{"oldText":"x","newText":"y"}],"mode":1}', [("unexpected_property", "error")]),
+        ("edit", '{"path":"a","oldText":"x","newText":"y"}', [("legacy_edit_arguments", "warning")]),
+        ("edit", '{"path":"a","edits":"[{\\"oldText\\":\\"x\\",\\"newText\\":\\"y\\"}]"}', [("edits_json_string", "warning")]),
+        ("read", '{"path":"a","limit":"10"}', [("coerced_type", "warning")]),
+        ("bash", '{"command":"ls","timeout":"5"}', [("coerced_type", "warning")]),
+        ("read", '{"path":"a"', [("repaired_truncated_json", "warning")]),
+        ("read", '{"path":"a\nb"}', [("repaired_json_string", "warning")]),
+        ("bash", '{"command":"ls","cwd":"/"}', [("ignored_property", "warning")]),
+    ],
+)
+def test_validate_call_codes(card: HarnessCard, name: str, arguments, expected) -> None:
+    found = card.validate_call(name, arguments)
+    assert _codes(found) == expected
+    assert all(v.code in ViolationCode for v in found)
+
+
+def test_validate_call_respects_active_tools(card: HarnessCard) -> None:
+    assert _codes(card.validate_call("bash", '{"command":"ls"}', active_tools=["read"])) == [("unknown_tool", "error")]
+
+
+def test_cli_render_and_card_and_validate(card: HarnessCard, tmp_path) -> None:
+    runner = CliRunner()
+    ctx = tmp_path / "AGENTS.md"
+    ctx.write_text("Be nice.\n")
+    res = runner.invoke(app, ["harness", "render", "--cwd", "/w", "--date", "2024-02-29", "--json", "--context-file", str(ctx)])
+    assert res.exit_code == 0, res.output
+    out = orjson.loads(res.stdout)
+    assert out["tools"] == card.tools
+    assert out["system"] == card.render_system_prompt("/w", "2024-02-29", [(str(ctx), "Be nice.\n")])
+    plain = runner.invoke(app, ["harness", "render", "--cwd", "/w", "--date", "2024-02-29"])
+    assert plain.exit_code == 0 and plain.stdout.startswith(card.render_system_prompt("/w", "2024-02-29"))
+    bad = runner.invoke(app, ["harness", "render", "--date", "29.02.2024"])
+    assert bad.exit_code != 0
+    summary = runner.invoke(app, ["harness", "card"])
+    assert summary.exit_code == 0 and card.sha256 in summary.stdout
+    assert runner.invoke(app, ["harness", "validate", "read", '{"path":"a"}']).exit_code == 0
+    refused = runner.invoke(app, ["harness", "validate", "read", json.dumps('{"path":"a"}')])
+    assert refused.exit_code == 1 and "arguments_double_encoded" in refused.stdout
+
+
+@pytest.mark.parametrize("sub", ["install", "capture", "render", "card", "validate"])
+def test_every_subcommand_has_help(sub: str) -> None:
+    res = CliRunner().invoke(app, ["harness", sub, "--help"])
+    assert res.exit_code == 0 and len(res.stdout.split("Usage:")[1]) > 80
