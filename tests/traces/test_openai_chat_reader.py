@@ -66,3 +66,17 @@ def test_bad_inputs(tmp_path: Path) -> None:
     odd.write_text(json.dumps([{"conversations": [{"from": "alien", "value": "x"}], "tools": "[]"}]))
     (r,) = list(OpenAIChatReader().read(odd))
     assert isinstance(r, Rejection) and r.reason == Reason.parse_error and "alien" in r.detail
+
+
+def test_each_real_file_claimed_by_exactly_one_of_these_readers(traces_dir: Path) -> None:
+    from harnessfit.traces.readers.codex import CodexReader
+    from harnessfit.traces.readers.openhands import OpenHandsReader
+    from harnessfit.traces.readers.swe_agent import SweAgentReader
+
+    readers = [CodexReader(), SweAgentReader(), OpenHandsReader(), OpenAIChatReader()]
+    for d in ("codex", "swe_agent", "openhands", "openai_chat"):
+        for p in sorted((traces_dir / d).iterdir()):
+            assert [r.name for r in readers if r.detect(p)] == [d], p.name
+    for d in ("pi", "claude_code"):
+        for p in sorted((traces_dir / d).iterdir()):
+            assert not any(r.detect(p) for r in readers), p.name

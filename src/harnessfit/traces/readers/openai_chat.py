@@ -17,6 +17,7 @@ the mapping, which rejects each non-Pi call by name.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -40,6 +41,8 @@ __all__ = ["OpenAIChatReader", "PI_TOOL_NAMES"]
 
 FORMAT = "openai_chat"
 PI_TOOL_NAMES = frozenset({"read", "bash", "edit", "write"})
+_FIRST_KEY = re.compile(rb'\A\[\s*(?:\[\s*)?\{\s*"(\w+)"')
+_CHAT_KEYS = frozenset({b"role", b"content", b"messages", b"conversations", b"tools", b"system", b"name", b"tool_calls"})
 SHAREGPT_ROLES = {"human": "user", "user": "user", "gpt": "assistant", "assistant": "assistant", "system": "system"}
 
 
@@ -174,6 +177,9 @@ class OpenAIChatReader:
                 return False
             head = sniff(path).lstrip()
             if head.startswith(b"["):
+                m = _FIRST_KEY.match(head)
+                if m is None or m.group(1) not in _CHAT_KEYS:
+                    return False  # e.g. an OpenHands event list starts with "id"/"source"
                 return (b'"role"' in head and b'"content"' in head) or (b'"conversations"' in head and b'"from"' in head)
             if head.startswith(b"{"):
                 first = first_json_line(path)
