@@ -72,12 +72,6 @@ _WORKER: dict[str, Any] = {}
 def _init_worker(card: Any, formats: Sequence[str] | None) -> None:
     _WORKER["card"] = card
     _WORKER["formats"] = formats
-    try:
-        import torch  # noqa: F401  (only if already importable; keep each worker to one thread)
-
-        torch.set_num_threads(1)
-    except Exception:
-        pass
 
 
 def _work(unit: Unit) -> UnitResult:

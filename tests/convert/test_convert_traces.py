@@ -1,0 +1,132 @@
+"""The whole shared traces folder: every file read, identity per file and total, every accepted conversation valid,
+every rejection with a reason a test asserts, 1 vs 2 workers byte-identical, and the CLI."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from harnessfit.cli import app
+from harnessfit.convert import Conversation, Reason, convert, iter_convert, validate_conversation
+from harnessfit.harness.card import load_card
+
+# Reasons a real trace in ../shared/traces may be rejected for (anything else is a regression to look at).
+EXPECTED_REAL_REASONS = {
+    Reason.unknown_format,  # SOURCES.md
+    Reason.unsupported_tool,  # AskUserQuestion, Glob, non-Pi tools in other formats
+    Reason.unmappable_arguments,
+    Reason.arguments_double_encoded,
+    Reason.schema_violation,
+    Reason.missing_tool_result,
+    Reason.orphan_tool_result,
+    Reason.aborted_or_error_turn,
+    Reason.image_content,
+    Reason.no_final_response,
+    Reason.empty,
+    Reason.subagent,
+}
+
+
+@pytest.fixture(scope="module")
+def card():
+    return load_card("pi", "0.73.1")
+
+
+@pytest.fixture(scope="module")
+def converted(traces_dir: Path, card, tmp_path_factory):
+    out = tmp_path_factory.mktemp("convert1")
+    summary = convert([traces_dir], out, card, workers=1)
+    return summary, out
+
+
+def test_every_file_read_and_identity_holds(converted, traces_dir: Path):
+    summary, out = converted
+    acc = json.loads((out / "accounting.json").read_text())
+    files_on_disk = set()
+    for p in traces_dir.rglob("*"):
+        if p.is_file():
+            rel = p.relative_to(traces_dir.parent).as_posix()
+            # a folder unit (OpenHands V1) covers the files under it
+            files_on_disk.add(rel)
+    labels = [f["file"] for f in acc["files"]]
+    covered = {f for f in files_on_disk if any(f == lab or f.startswith(lab + "/") for lab in labels)}
+    assert covered == files_on_disk
+    assert acc["identity_holds"] is True
+    for f in acc["files"]:
+        assert f["read"] == f["accepted"] + f["rejected"] >= 1, f
+    assert acc["total"]["read"] == acc["total"]["accepted"] + acc["total"]["rejected"] == summary.read
+    conv_lines = (out / "conversations.jsonl").read_bytes().count(b"\n")
+    ledger_lines = (out / "ledger.jsonl").read_bytes().count(b"\n")
+    assert conv_lines == summary.accepted and ledger_lines == summary.rejected
+    assert summary.accepted > 0 and summary.rejected > 0
+    assert "| reason | count |" in (out / "ledger_summary.md").read_text()
+
+
+def test_every_accepted_conversation_validates_against_the_card(converted, card):
+    _, out = converted
+    n = 0
+    for line in (out / "conversations.jsonl").read_bytes().splitlines():
+        conv = Conversation.model_validate_json(line)
+        assert validate_conversation(conv, card) == [], conv.meta.file
+        assert conv.meta.card == card.id
+        n += 1
+    assert n > 0
+
+
+def test_every_rejection_has_an_expected_reason(converted):
+    _, out = converted
+    seen = set()
+    for line in (out / "ledger.jsonl").read_bytes().splitlines():
+        row = json.loads(line)
+        reason = Reason(row["reason"])
+        assert reason in EXPECTED_REAL_REASONS, row
+        assert row["detail"] and row["repair_hint"] and row["record_id"] and row["file"]
+        seen.add((row["file"].split("/")[1], reason))
+    assert ("SOURCES.md", Reason.unknown_format) in seen
+    assert ("claude_code", Reason.unsupported_tool) in seen
+
+
+def test_pinned_outcomes_for_pi_and_claude(converted):
+    _, out = converted
+    acc = {f["file"]: f for f in json.loads((out / "accounting.json").read_text())["files"]}
+    assert acc["traces/pi/badlogic__pi-mono__large-session.jsonl"]["accepted"] == 1
+    assert acc["traces/pi/kvsankar__agent-history__session-01.jsonl"]["accepted"] == 1
+    assert acc["traces/claude_code/marot__spotter__short.jsonl"]["reasons"] == {"unsupported_tool": 1}
+
+
+def test_one_and_two_workers_give_identical_bytes(traces_dir: Path, card, converted, tmp_path: Path):
+    _, out1 = converted
+    out2 = tmp_path / "w2"
+    convert([traces_dir], out2, card, workers=2)
+    for name in ("conversations.jsonl", "ledger.jsonl", "ledger_summary.md", "accounting.json"):
+        assert (out1 / name).read_bytes() == (out2 / name).read_bytes(), name
+
+
+def test_iter_convert_matches_written_files(traces_dir: Path, card, converted):
+    _, out = converted
+    items = list(iter_convert([traces_dir / "pi", traces_dir / "claude_code"], card))
+    assert [type(i).__name__ for i in items].count("Conversation") == 3
+    convs = [json.loads(line) for line in (out / "conversations.jsonl").read_bytes().splitlines()]
+    by_id = {c["id"]: c for c in convs}
+    for item in items:
+        if isinstance(item, Conversation):
+            got = item.model_dump(mode="json")
+            want = by_id[item.id]
+            # labels are relative to the input argument's parent: traces/pi/… vs pi/…
+            assert want["meta"].pop("file") == "traces/" + got["meta"].pop("file")
+            assert want == got
+
+
+def test_cli_convert(traces_dir: Path, tmp_path: Path):
+    result = CliRunner().invoke(app, ["convert", str(traces_dir / "pi"), str(traces_dir / "claude_code"),
+                                      "--out", str(tmp_path / "o")])
+    assert result.exit_code == 0, result.output
+    assert "read 5 = accepted 3 + rejected 2" in result.output
+    assert (tmp_path / "o" / "accounting.json").is_file()
+    result = CliRunner().invoke(app, ["convert", str(traces_dir / "pi"), "--out", str(tmp_path / "p"),
+                                      "--format", "claude_code"])
+    assert result.exit_code == 0, result.output
+    assert "unknown_format" in result.output
