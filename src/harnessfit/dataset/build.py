@@ -25,8 +25,7 @@ from harnessfit.convert.rejection import Rejection
 from harnessfit.dataset.card import render_card
 from harnessfit.dataset.config import BuildConfig, InputSpec
 from harnessfit.dataset.dedup import Deduper
-from harnessfit.dataset.exports import (PARQUET_SCHEMAS, ParquetOut, conversation_row, decision_points, dp_row,
-                                        sft_records, sft_row)
+from harnessfit.dataset.exports import PARQUET_SCHEMAS, ConversationExport, ParquetOut, conversation_row
 from harnessfit.dataset.probe import measure_false_positive_rate
 from harnessfit.dataset.redact import Redactor
 from harnessfit.dataset.sink import Sink
@@ -87,7 +86,7 @@ def _card_info(config: BuildConfig) -> tuple[Any, dict[str, Any]]:
 
 def _convert_stream(inputs: list[InputSpec], card: Any, workers: int) -> Iterator[Conversation | Rejection]:
     try:
-        from harnessfit.convert import iter_convert  # type: ignore[attr-defined]
+        from harnessfit.convert.runner import iter_convert
     except ImportError:
         raise UserError("the convert stage is not available in this installation (harnessfit.convert.iter_convert)") from None
     if card is None:
@@ -235,18 +234,19 @@ def run_build(config: BuildConfig, base_dir: Path, sink: Sink, *, out_dir: Path,
                 cf.write(body + b"\n")
                 n["conversations"] += 1
                 kept_by_source[source] += 1
-                for rec in sft_records(conv, split):
-                    sf.mark(rec.id)
-                    sf.write(orjson.dumps(rec.model_dump(mode="json")) + b"\n")
+                ex = ConversationExport(conv, split)
+                for rid, line, row in ex.sft():
+                    sf.mark(rid)
+                    sf.write(line + b"\n")
                     n["sft"] += 1
                     if pq_out:
-                        pq_out["sft"].add(sft_row(rec))
-                for dp in decision_points(conv, split):
-                    df.mark(dp.id)
-                    df.write(orjson.dumps(dp.model_dump(mode="json")) + b"\n")
+                        pq_out["sft"].add(row)
+                for rid, line, row in ex.decision_points():
+                    df.mark(rid)
+                    df.write(line + b"\n")
                     n["decision_points"] += 1
                     if pq_out:
-                        pq_out["decision_points"].add(dp_row(dp))
+                        pq_out["decision_points"].add(row)
                 if pq_out:
                     pq_out["conversations"].add(conversation_row(conv))
                 bar.advance(wtask)

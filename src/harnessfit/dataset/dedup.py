@@ -70,6 +70,7 @@ class Deduper:
         self.num_perm = num_perm
         self.shingle_size = shingle_size
         self.seed = seed
+        self.threshold = threshold
         self._seen: dict[str, str] = {}
         self._lsh = MinHashLSH(threshold=threshold, num_perm=num_perm) if near else None
         self._hashes: dict[str, MinHash] = {}
@@ -78,7 +79,7 @@ class Deduper:
         """Hashes of one conversation (pure, so workers can compute them in parallel)."""
         text = normalised_text(conv)
         mh = minhash_of(text, num_perm=self.num_perm, shingle_size=self.shingle_size, seed=self.seed) if self.near else None
-        return exact_key(text), (mh.hashvalues if mh is not None else None)
+        return exact_key(text), ((mh.hashvalues, mh.scheme) if mh is not None else None)
 
     def check(self, conv: Conversation, signature: tuple[str, Any] | None = None) -> Rejection | None:
         """Record ``conv`` as kept (None) or return the ledger row of a dropped twin."""
@@ -90,12 +91,12 @@ class Deduper:
         if self.exact and key in self._seen:
             return _dup(conv_id, meta, Reason.duplicate_exact, self._seen[key], "identical to an earlier conversation after normalisation")
         if self._lsh is not None:
-            mh = MinHash(num_perm=self.num_perm, seed=self.seed, hashvalues=hv)
+            mh = MinHash(num_perm=self.num_perm, seed=self.seed, hashvalues=hv[0], scheme=hv[1])
             candidates = sorted(self._lsh.query(mh))
             best = None
             for cid in candidates:  # LSH candidates are few; confirm with the estimated Jaccard and keep the closest
                 j = mh.jaccard(self._hashes[cid])
-                if j >= self._lsh.threshold and (best is None or j > best[0]):
+                if j >= self.threshold and (best is None or j > best[0]):
                     best = (j, cid)
             if best is not None:
                 return _dup(conv_id, meta, Reason.duplicate_near, best[1], f"near-duplicate (estimated Jaccard {best[0]:.2f})")

@@ -19,7 +19,7 @@ from harnessfit.dataset.records import DecisionPoint, SFTRecord
 from harnessfit.dataset.sink import OutFile
 from harnessfit.traces.ids import content_id
 
-__all__ = ["sft_records", "decision_points", "ParquetOut", "PARQUET_SCHEMAS", "conversation_row", "sft_row", "dp_row"]
+__all__ = ["sft_records", "decision_points", "ConversationExport", "ParquetOut", "PARQUET_SCHEMAS", "conversation_row", "sft_row", "dp_row"]
 
 
 def _parse_args(call: dict[str, Any]) -> dict[str, Any]:
@@ -131,3 +131,68 @@ class ParquetOut:
         self._flush()
         self._writer.close()
         self.out.close()
+
+
+# -- fast path used by the build: the same bytes as ``orjson.dumps(record.model_dump())``, but the context prefix of
+# each action is assembled from per-message bytes instead of re-serialising it (output stays quadratic in actions,
+# the serialisation work does not).
+
+def _obj(pairs: list[tuple[str, bytes]]) -> bytes:
+    return b"{" + b",".join(orjson.dumps(k) + b":" + v for k, v in pairs) + b"}"
+
+
+def _arr(items: list[bytes]) -> bytes:
+    return b"[" + b",".join(items) + b"]"
+
+
+class ConversationExport:
+    """Pre-serialised pieces of one conversation, from which every export line is assembled."""
+
+    def __init__(self, conv: dict[str, Any], split: str) -> None:
+        self.conv = conv
+        self.split = split
+        self.msgs = conv["messages"]
+        self.mb = [orjson.dumps(m) for m in self.msgs]
+        self.tools = orjson.dumps(conv["tools"])
+        self.cid = orjson.dumps(conv["id"])
+        self.src = orjson.dumps(conv["meta"]["source"])
+        self.grp = orjson.dumps(conv["meta"]["root_request_id"])
+        self.sp = orjson.dumps(split)
+        self.actions = [i for i, m in enumerate(self.msgs) if m.get("role") == "assistant"]
+
+    def sft(self) -> Iterator[tuple[str, bytes, dict[str, Any]]]:
+        """(record id, JSONL line without newline, Parquet row) per assistant action."""
+        for k, i in enumerate(self.actions):
+            rid = content_id("sft", self.conv["id"], str(i))
+            ctx = _arr(self.mb[:i])
+            line = _obj([("id", orjson.dumps(rid)), ("conversation_id", self.cid), ("split", self.sp),
+                         ("action_index", orjson.dumps(k)), ("messages", ctx), ("tools", self.tools),
+                         ("action", self.mb[i]), ("source", self.src), ("group", self.grp)])
+            row = {"id": rid, "conversation_id": self.conv["id"], "split": self.split, "action_index": k,
+                   "messages": ctx.decode(), "tools": self.tools.decode(), "action": self.mb[i].decode(),
+                   "source": self.conv["meta"]["source"], "group": self.conv["meta"]["root_request_id"]}
+            yield rid, line, row
+
+    def decision_points(self) -> Iterator[tuple[str, bytes, dict[str, Any]]]:
+        for k, i in enumerate(self.actions):
+            m = self.msgs[i]
+            rid = content_id("dp", self.conv["id"], str(i))
+            turn = dict(m)
+            if m.get("tool_calls"):
+                turn["tool_calls"] = [_parse_args(tc) for tc in m["tool_calls"]]
+            ids = {tc.get("id") for tc in m.get("tool_calls") or []}
+            res: list[bytes] = []
+            for j in range(i + 1, len(self.msgs)):
+                if self.msgs[j].get("role") != "tool":
+                    break
+                if self.msgs[j].get("tool_call_id") in ids:
+                    res.append(self.mb[j])
+            state, nt, tr = _arr(self.mb[:i]), orjson.dumps(turn), _arr(res)
+            line = _obj([("id", orjson.dumps(rid)), ("conversation_id", self.cid), ("split", self.sp),
+                         ("turn_index", orjson.dumps(k)), ("state", state), ("tools", self.tools), ("next_turn", nt),
+                         ("tool_results", tr), ("source", self.src), ("group", self.grp)])
+            row = {"id": rid, "conversation_id": self.conv["id"], "split": self.split, "turn_index": k,
+                   "state": state.decode(), "tools": self.tools.decode(), "next_turn": nt.decode(),
+                   "tool_results": tr.decode(), "source": self.conv["meta"]["source"],
+                   "group": self.conv["meta"]["root_request_id"]}
+            yield rid, line, row

@@ -48,12 +48,40 @@ _SHAPES: list[tuple[str, re.Pattern[str]]] = [
     ("bearer_token", re.compile(r"(?i)\bbearer\s+(?P<v>[A-Za-z0-9._~+/=-]{20,})")),
     ("url_credentials", re.compile(r"(?i)\b[a-z][a-z0-9+.-]*://[^\s:/@\"']{1,64}:(?P<v>[^\s:/@\"']{6,128})@[A-Za-z0-9.-]+")),
     ("password_assignment", re.compile(
-        r"(?i)[A-Za-z0-9_]*(?:passw(?:or)?d|secret|token|api_?key|apikey|access_?key|auth_?key|private_?key|credentials?)"
-        r"[A-Za-z0-9_]*[\"']?\s*[:=]\s*(?P<q>[\"'])(?P<v>[^\"'\s]{8,200})(?P=q)")),
+        r"(?i)(?:passw(?:or)?d|secret|token|api_?key|apikey|access_?key|auth_?key|private_?key|credentials?)"
+        r"[A-Za-z0-9_]{0,40}[\"']?\s{0,4}[:=]\s{0,4}(?P<q>[\"'])(?P<v>[^\"'\s]{8,200})(?P=q)")),
     ("password_assignment", re.compile(
         r"(?m)^\s*(?:export\s+)?[A-Z0-9_]*(?:PASSWORD|PASSWD|SECRET|TOKEN|API_KEY|APIKEY|ACCESS_KEY|PRIVATE_KEY)[A-Z0-9_]*"
         r"\s*=\s*(?P<v>[^\s\"'#$]{8,200})")),
 ]
+
+# cheap substring guards: a shape's regex runs only when one of these occurs in the text (``lower`` = case-insensitive)
+_GUARDS: dict[str, tuple[bool, tuple[str, ...]]] = {
+    "private_key": (False, ("PRIVATE KEY",)), "anthropic_key": (False, ("sk-ant-",)), "openai_key": (False, ("sk-",)),
+    "github_token": (False, ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_")), "gitlab_token": (False, ("glpat-",)),
+    "slack_token": (False, ("xox",)), "slack_webhook": (False, ("hooks.slack.com",)),
+    "aws_access_key": (False, ("AKIA", "ASIA", "ABIA", "ACCA", "A3T")), "aws_secret_key": (True, ("secret",)),
+    "google_api_key": (False, ("AIza",)), "stripe_key": (False, ("_live_", "_test_")), "huggingface_token": (False, ("hf_",)),
+    "npm_token": (False, ("npm_",)), "pypi_token": (False, ("pypi-",)), "jwt": (False, ("eyJ",)), "bearer_token": (True, ("bearer",)),
+    "url_credentials": (False, ("://",)),
+    "password_assignment": (True, ("passw", "secret", "token", "key", "credential")),
+}
+_PLUGIN_GUARDS: dict[str, tuple[str, ...]] = {
+    "AWSKeyDetector": ("AKIA", "ASIA", "ABIA", "ACCA", "A3T", "ws"), "AzureStorageKeyDetector": ("AccountKey",),
+    "BasicAuthDetector": ("://",), "DiscordBotTokenDetector": (".",), "GitHubTokenDetector": ("gh", "github_pat"),
+    "GitLabTokenDetector": ("gl", "GR1348941"), "JwtTokenDetector": ("eyJ",), "MailchimpDetector": ("-us",),
+    "NpmDetector": ("npm", "_authToken"), "OpenAIDetector": ("sk-", "T3BlbkFJ"), "PypiTokenDetector": ("pypi-",),
+    "SendGridDetector": ("SG.",), "SlackDetector": ("xox", "hooks.slack"), "SquareOAuthDetector": ("sq0",),
+    "StripeDetector": ("_live_", "_test_"), "TelegramBotTokenDetector": (":",), "TwilioKeyDetector": ("AC", "SK"),
+}
+
+
+def _guard_ok(guard: tuple[bool, tuple[str, ...]] | None, text: str, lower: str) -> bool:
+    if guard is None:
+        return True
+    hay = lower if guard[0] else text
+    return any(g in hay for g in guard[1])
+
 
 _EMAIL = re.compile(r"(?<![A-Za-z0-9._%+-])[A-Za-z0-9._%+-]{1,64}@(?:[A-Za-z0-9-]{1,63}\.)+[A-Za-z]{2,24}(?![A-Za-z0-9-])")
 _EMAIL_SKIP_DOMAINS = re.compile(r"(?i)(?:^|\.)(?:example\.(?:com|org|net)|[a-z0-9-]+\.(?:invalid|test|example|localhost))$")
@@ -91,6 +119,10 @@ def _is_high_entropy_secret(token: str, text: str, start: int) -> bool:
     if upper < 2 or lower < 2 or digits < 2:
         return False
     if _entropy(body) < 4.2:
+        return False
+    # random strings switch character class (lower/upper/digit/other) often; camelCase identifiers rarely
+    cls = [0 if ch.islower() else 1 if ch.isupper() else 2 if ch.isdigit() else 3 for ch in body]
+    if sum(a != b for a, b in zip(cls, cls[1:])) < 0.35 * len(body):
         return False
     if _HASH_PREFIX.search(text[max(0, start - 24):start]):
         return False
@@ -177,12 +209,18 @@ class Redactor:
         """(kind, value) pairs found in one text, in order of detectors then position."""
         if not text:
             return
+        lower = text.lower()
         for kind, pat in self._shapes:
+            if not _guard_ok(_GUARDS.get(kind), text, lower):
+                continue
             for m in pat.finditer(text):
                 v = m.group("v") if "v" in pat.groupindex else m.group(0)
                 if v and (kind in ("private_key", "aws_access_key") or not _bad_value(v)):
                     yield kind, v
         for plugin in self._plugins:
+            guard = _PLUGIN_GUARDS.get(type(plugin).__name__)
+            if guard is not None and not any(g in text for g in guard):
+                continue
             for v in plugin.analyze_string(text):
                 if isinstance(v, str) and not _bad_value(v):
                     yield _slug(plugin.secret_type), v

@@ -1,0 +1,94 @@
+import random
+import string
+
+import orjson
+
+from harnessfit.dataset.probe import measure_false_positive_rate
+from harnessfit.dataset.redact import Redactor
+
+from dataset_convs import make_conv
+
+
+def _rs(rng, n, alpha=string.ascii_letters + string.digits):
+    return "".join(rng.choice(alpha) for _ in range(n))
+
+
+def planted_secrets(seed: int = 5) -> list[tuple[str, str]]:
+    """(kind, text containing one secret) — generated at test time, never stored."""
+    rng = random.Random(seed)
+    up = string.ascii_uppercase + string.digits
+    out = []
+    for _ in range(3):
+        out += [
+            ("openai", "OPENAI_API_KEY=sk-proj-" + _rs(rng, 48)),
+            ("anthropic", "key: sk-ant-api03-" + _rs(rng, 90)),
+            ("github", "git push https://x-access-token:ghp_" + _rs(rng, 36) + "@github.com/a/b"),
+            ("github_pat", "token github_pat_" + _rs(rng, 22) + "_" + _rs(rng, 59)),
+            ("aws", "AKIA" + _rs(rng, 16, up)),
+            ("aws_secret", 'aws_secret_access_key = "' + _rs(rng, 40) + '"'),
+            ("slack", "SLACK=xoxb-" + _rs(rng, 11, string.digits) + "-" + _rs(rng, 24)),
+            ("google", "maps key AIza" + _rs(rng, 35)),
+            ("stripe", "stripe sk_live_" + _rs(rng, 24)),
+            ("hf", "HF_TOKEN=hf_" + _rs(rng, 34)),
+            ("jwt", "Authorization: Bearer eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiI" + _rs(rng, 12) + "In0." + _rs(rng, 43)),
+            ("email", f"contact {_rs(rng, 6, string.ascii_lowercase)}.{_rs(rng, 5, string.ascii_lowercase)}@corp-mail.io"),
+            ("private_key", "-----BEGIN OPENSSH PRIVATE KEY-----\n" + "\n".join(_rs(rng, 70) for _ in range(4)) + "\n-----END OPENSSH PRIVATE KEY-----"),
+            ("password", 'DB_PASSWORD="' + _rs(rng, 14) + '!"'),
+        ]
+    return out
+
+
+def _secret_of(text: str) -> str:
+    # the part a leak check looks for: the random tail
+    for sep in ("=", ": ", "sk_live_", "AIza", "Bearer ", "contact ", "-----\n", "token ", "access-token:"):
+        if sep in text:
+            text = text.split(sep, 1)[1]
+    return text.strip('"!').split("@github")[0][:40]
+
+
+def test_planted_secrets_all_removed_and_placeholders_consistent():
+    secrets = planted_secrets()
+    assert len(secrets) >= 30 and len({k for k, _ in secrets}) >= 10
+    steps = []
+    for i, (_, text) in enumerate(secrets):
+        steps.append(("read", {"path": f"config/{i}.env"}, f"# settings\n{text}\nDEBUG=1\n"))
+    # the agent edits the file it read, quoting the secret line: oldText must still match after redaction
+    steps.append(("edit", {"path": "config/0.env", "oldText": secrets[0][1], "newText": "OPENAI_API_KEY="}, "ok"))
+    conv = make_conv("Clean up the config files in /home/alice/app, mail me at alice@corp-mail.io", steps)
+    res = Redactor().redact(conv)
+    dumped = orjson.dumps(res.conversation.model_dump()).decode()
+    for _, text in secrets:
+        assert _secret_of(text) not in dumped, text
+    assert "alice" not in dumped
+    assert "/home/user1/app" in dumped
+    msgs = res.conversation.messages
+    read_result = msgs[3]["content"]
+    edit_args = orjson.loads(msgs[-3]["tool_calls"][0]["function"]["arguments"])
+    assert edit_args["oldText"] in read_result  # same placeholder everywhere in the trajectory
+    assert edit_args["oldText"].startswith("OPENAI_API_KEY=REDACTED_")
+    assert sum(res.found.values()) >= 30
+
+
+def test_untouched_arguments_keep_their_bytes_and_json_stays_valid():
+    conv = make_conv("List files", [("bash", {"command": "ls -la  src", "timeout": 30}, "a.py\nb.py")])
+    res = Redactor().redact(conv)
+    assert res.conversation is conv
+    conv2 = make_conv("x", [("bash", {"command": "echo ghp_" + "a1B2" * 9, "n": [1, {"k": "v"}]}, "ok")])
+    args = Redactor().redact(conv2).conversation.messages[2]["tool_calls"][0]["function"]["arguments"]
+    assert orjson.loads(args) == {"command": "echo REDACTED_GITHUB_TOKEN_1", "n": [1, {"k": "v"}]}
+    assert args == '{"command":"echo REDACTED_GITHUB_TOKEN_1","n":[1,{"k":"v"}]}'
+
+
+def test_ordinary_code_false_positive_rate_is_measured_and_small():
+    rep = measure_false_positive_rate(Redactor())
+    assert rep.probes >= 500
+    for shape in ("git_sha", "uuid", "npm_integrity", "pip_hash", "docker_digest", "base64_block", "identifier"):
+        assert rep.by_shape[shape][0] == 0, shape
+    assert rep.rate < 0.10
+
+
+def test_redaction_kinds_can_be_limited():
+    conv = make_conv("mail bob@corp-mail.io about AKIA" + "ABCDEFGHIJKLMNOP", [])
+    only_email = Redactor(kinds=["email"]).redact(conv)
+    text = orjson.dumps(only_email.conversation.messages).decode()
+    assert "bob@corp-mail.io" not in text and "AKIAABCDEFGHIJKLMNOP" in text
