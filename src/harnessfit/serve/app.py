@@ -16,6 +16,10 @@ from collections.abc import Iterator
 from typing import Any
 
 import orjson
+from fastapi import FastAPI, Request
+from fastapi.concurrency import run_in_threadpool
+from fastapi.responses import JSONResponse, Response, StreamingResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from harnessfit.serve.engine import Engine, GenerationResult
 from harnessfit.serve.protocol import ApiError, ChatRequest, parse_chat_request
@@ -151,12 +155,7 @@ def _stream(engine: Engine, prep: _Prepared) -> Iterator[bytes]:
 
 
 def create_app(engine: Engine):
-    """A FastAPI app serving ``engine`` (imported lazily so that importing harnessfit.serve stays cheap)."""
-    from fastapi import FastAPI, Request
-    from fastapi.concurrency import run_in_threadpool
-    from fastapi.responses import JSONResponse, Response, StreamingResponse
-    from starlette.exceptions import HTTPException as StarletteHTTPException
-
+    """A FastAPI app serving ``engine`` (this module is imported only by the server process)."""
     app = FastAPI(title="harnessfit built-in backend", docs_url=None, redoc_url=None, openapi_url=None)
 
     def error(exc: ApiError) -> JSONResponse:

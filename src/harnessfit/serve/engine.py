@@ -19,7 +19,7 @@ from harnessfit.errors import UserError
 from harnessfit.serve.protocol import ApiError, ChatRequest, template_messages, template_tools
 from harnessfit.serve.sources import ServeSource, collect_stop_ids, resolve_source
 
-__all__ = ["Engine", "GenerationResult", "load_engine"]
+__all__ = ["Engine", "GenerationResult", "load_engine", "render_prompt"]
 
 
 @dataclass
@@ -66,17 +66,8 @@ class Engine:
 
     # -- rendering ---------------------------------------------------------------------------------------------
     def render(self, request: ChatRequest) -> list[int]:
-        """Prompt token ids for a request: the training template with ``add_generation_prompt=True``."""
-        messages = template_messages(request)
-        tools = template_tools(request)
-        try:
-            text = self.tokenizer.apply_chat_template(
-                messages, tools=tools, add_generation_prompt=True, tokenize=False
-            )
-        except Exception as exc:  # jinja errors from the template: the request does not fit it
-            raise ApiError(400, f"the chat template cannot render these messages: {exc}") from None
-        ids = self.tokenizer(text, add_special_tokens=False)["input_ids"]
-        return list(ids)
+        """Prompt token ids for a request (see ``render_prompt``)."""
+        return render_prompt(self.tokenizer, request)
 
     def completion_budget(self, request: ChatRequest, prompt_len: int) -> int:
         """Output cap: the server's max, lowered by the request's max_(completion_)tokens and by the context left."""
@@ -182,6 +173,18 @@ class Engine:
                 yield text[len(sent) :]
             result.text = text
             result.finish_reason = "stop" if stopped else "length"
+
+
+def render_prompt(tokenizer: Any, request: ChatRequest) -> list[int]:
+    """Prompt token ids: the tokenizer's (training) template with ``add_generation_prompt=True``, tokenized without
+    extra special tokens (the template already writes them). A request the template cannot render → ApiError 400."""
+    messages = template_messages(request)
+    tools = template_tools(request)
+    try:
+        text = tokenizer.apply_chat_template(messages, tools=tools, add_generation_prompt=True, tokenize=False)
+    except Exception as exc:  # noqa: BLE001 - jinja errors: the request does not fit the template
+        raise ApiError(400, f"the chat template cannot render these messages: {exc}") from None
+    return list(tokenizer(text, add_special_tokens=False)["input_ids"])
 
 
 def _model_id(source: ServeSource) -> str:

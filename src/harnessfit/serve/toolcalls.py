@@ -128,6 +128,7 @@ class ToolCallStream:
         self._buf = ""
         self._in_block = False
         self._after_call = False
+        self._ws_before = ""  # whitespace cut before the open block: given back if the block is not a call
 
     def feed(self, delta: str) -> list[tuple[str, object]]:
         self._buf += delta
@@ -144,7 +145,9 @@ class ToolCallStream:
                 continue
             start = self._buf.find(OPEN_TAG)
             if start >= 0:
-                events.extend(self._emit_content(self._buf[:start].rstrip(_WS)))
+                text = self._buf[:start].rstrip(_WS)
+                events.extend(self._emit_content(text))
+                self._ws_before = self._buf[len(text) : start]
                 self._buf = self._buf[start + len(OPEN_TAG) :]
                 self._in_block = True
                 continue
@@ -173,8 +176,8 @@ class ToolCallStream:
 
     def _emit_block(self, inner: str, *, closed: bool) -> list[tuple[str, object]]:
         call = parse_tool_block(inner)
+        ws, self._ws_before = self._ws_before, ""
         if call is None:
-            self._after_call = False
-            return [("content", OPEN_TAG + inner + (CLOSE_TAG if closed else ""))]
+            return self._emit_content(ws + OPEN_TAG + inner + (CLOSE_TAG if closed else ""))
         self._after_call = True
         return [("tool_call", call)]
