@@ -1,0 +1,146 @@
+"""What ``audit`` leaves on disk: ``audit.json``, ``audit.md``, ``lengths.png``, ``violations.jsonl``,
+``tokenized/{split}.parquet`` + ``tokenized/meta.json`` (read unchanged by training) and ``tokenizer/`` (the
+tokenizer with the training template, loaded by training and serving so all three use the same template)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from harnessfit import jsonio
+
+__all__ = ["TOKENIZED_SCHEMA", "write_outputs", "read_tokenized", "render_markdown"]
+
+TOKENIZED_SCHEMA = pa.schema([
+    ("id", pa.string()),
+    ("input_ids", pa.list_(pa.int32())),
+    ("assistant_masks", pa.list_(pa.int8())),
+    ("n_tokens", pa.int32()),
+    ("n_supervised", pa.int32()),
+    ("source", pa.string()),
+    ("group", pa.string()),
+])
+
+
+def _write_split(path: Path, rows: list) -> None:
+    rows = sorted(rows, key=lambda t: t[1].id)
+    table = pa.table({
+        "id": [r.id for _, r, _ in rows],
+        "input_ids": [x.input_ids for _, _, x in rows],
+        "assistant_masks": [x.assistant_masks for _, _, x in rows],
+        "n_tokens": [x.n_tokens for _, _, x in rows],
+        "n_supervised": [x.n_supervised for _, _, x in rows],
+        "source": [r.source for _, r, _ in rows],
+        "group": [r.group for _, r, _ in rows],
+    }, schema=TOKENIZED_SCHEMA)
+    pq.write_table(table, path, compression="zstd")
+
+
+def read_tokenized(out_dir: Path, split: str) -> pa.Table:
+    return pq.read_table(Path(out_dir) / "tokenized" / f"{split}.parquet")
+
+
+def _histogram(path: Path, lengths: list[int], caps: list[int], applied: int | None) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 3.5), dpi=100)
+    ax.hist(lengths or [0], bins=40, color="#4477aa")
+    for cap in caps:
+        if lengths and cap <= max(lengths) * 1.5:
+            ax.axvline(cap, color="#cc3311" if cap == applied else "#999999", linestyle="--", linewidth=1)
+    ax.set_xlabel("tokens per record (prompt + action)")
+    ax.set_ylabel("records")
+    ax.set_title("Record lengths" + (f" — cap {applied}" if applied else ""))
+    fig.tight_layout()
+    fig.savefig(path, metadata={"Software": None})
+    plt.close(fig)
+
+
+def render_markdown(report) -> str:
+    r = report
+    lines = [f"# Token audit: {r.dataset}", "",
+             f"Model `{r.model}`, template `{r.template['name']}` (sha256 `{r.template['sha256'][:12]}…`), "
+             f"think in labels: {r.think_in_labels}.", "",
+             f"Records read {r.records_read}, rendered {r.records_rendered}, clean {r.records_clean}.", "",
+             "## Tokens", "", "| split | records | prompt tokens | supervised tokens | total |", "|---|---:|---:|---:|---:|"]
+    for name, s in [*r.splits.items(), ("**total**", r.total)]:
+        lines.append(f"| {name} | {s.records} | {s.prompt_tokens:,} | {s.supervised_tokens:,} | {s.total_tokens:,} |")
+    L = r.lengths
+    lines += ["", f"Length per record: min {L['min']:.0f}, median {L['median']:.0f}, p95 {L['p95']:.0f}, "
+              f"max {L['max']:.0f} tokens.", "", "![lengths](lengths.png)", "",
+              "## Context caps", "", "| cap | records kept | dropped | supervised kept | share |",
+              "|---:|---:|---:|---:|---:|"]
+    for c in r.caps:
+        label = f"{c.cap} (native)" if c.native else str(c.cap)
+        lines.append(f"| {label} | {c.records_kept} | {c.records_dropped} | {c.supervised_kept:,} | "
+                     f"{c.supervised_fraction:.2%} |")
+    lines += ["", f"**Recommended cap: {r.recommended_cap}** — {r.recommendation_reason}.",
+              f"Cap applied to the tokenized set: {r.cap_applied} ({r.excluded_over_cap} record(s) over it excluded).",
+              "", "## Mask checks", "", "| check | violations | example ids |", "|---|---:|---|"]
+    for kind, f in r.violations.items():
+        lines.append(f"| {kind} | {f.count} | {', '.join(f.ids[:3])} |")
+    lines += ["", "## Records that could not be used", "", "| problem | count | example ids |", "|---|---:|---|"]
+    for kind, f in r.problems.items():
+        lines.append(f"| {kind} | {f.count} | {', '.join(f.ids[:3])} |")
+    lines += ["", "Full list: `violations.jsonl`. Tokenized set: `tokenized/` (" +
+              ", ".join(f"{k}: {v}" for k, v in r.tokenized.items()) + " records).", ""]
+    return "\n".join(lines)
+
+
+def write_outputs(out_dir: Path, report, kept: list, bad_rows: list[dict[str, Any]], tokenizer, info, *,
+                  model: str, resolved: Path | str, lengths: list[int]) -> None:
+    from harnessfit.models import stop_token_ids
+    from harnessfit.tokens.render import end_of_turn_ids
+
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    tok_dir = out_dir / "tokenized"
+    if tok_dir.exists():
+        shutil.rmtree(tok_dir)
+    tok_dir.mkdir()
+    by_split: dict[str, list] = {}
+    for row in kept:
+        by_split.setdefault(row[0], []).append(row)
+    for split in sorted(set(report.splits) | set(by_split)):
+        _write_split(tok_dir / f"{split}.parquet", by_split.get(split, []))
+        report.tokenized[split] = len(by_split.get(split, []))
+
+    revision = None
+    if isinstance(resolved, Path):
+        marker = resolved / "harnessfit-model.json"
+        if marker.is_file():
+            revision = jsonio.loads(marker.read_bytes()).get("source_sha256")
+    meta = {
+        "model": model,
+        "resolved": str(resolved) if isinstance(resolved, Path) else resolved,
+        "revision": revision,
+        "template_name": info.name,
+        "template_sha256": info.sha256,
+        "template": info.text,
+        "stop_token_ids": stop_token_ids(tokenizer),
+        "end_of_turn_ids": sorted(end_of_turn_ids(tokenizer)),
+        "eos_token_id": tokenizer.eos_token_id,
+        "pad_token_id": tokenizer.pad_token_id,
+        "recommended_cap": report.recommended_cap,
+        "cap_applied": report.cap_applied,
+        "excluded_over_cap": report.excluded_over_cap,
+        "think_in_labels": report.think_in_labels,
+        "records": dict(report.tokenized),
+        "mask": "1 = supervised: the action's tokens after the generation prompt, through its last end-of-turn token",
+    }
+    (tok_dir / "meta.json").write_bytes(jsonio.dumps(meta))
+    tdir = out_dir / "tokenizer"
+    if tdir.exists():
+        shutil.rmtree(tdir)
+    tokenizer.save_pretrained(tdir)
+    jsonio.write_jsonl(out_dir / "violations.jsonl", bad_rows)
+    _histogram(out_dir / "lengths.png", lengths, [c.cap for c in report.caps], report.cap_applied)
+    (out_dir / "audit.json").write_bytes(jsonio.dumps(report.model_dump(mode="json")))
+    (out_dir / "audit.md").write_text(render_markdown(report), encoding="utf-8")
