@@ -122,9 +122,12 @@ def _guard_main(source: ReadingSource, rules: GuardRules, samples_path: str, sto
     import time
 
     start = time.monotonic()
+    parent = mp.parent_process()
     history: list[Reading] = []
     with open(samples_path, "ab") as fh:
         while not quit_event.is_set():
+            if parent is not None and not parent.is_alive():
+                return  # the trainer was killed (e.g. kill -9): the guard goes with it
             try:
                 reading = source.read()
             except Exception as exc:  # a broken sensor must not kill the guard; record and go on
