@@ -15,7 +15,7 @@ from pathlib import Path
 
 from harnessfit.convert.rejection import Reason, Rejection
 from harnessfit.errors import UserError
-from harnessfit.traces.readers.base import Reader, file_sha256, reject
+from harnessfit.traces.readers.base import Reader, file_problem, file_sha256, reject
 from harnessfit.traces.trajectory import Trajectory
 
 __all__ = [
@@ -164,6 +164,10 @@ def read_unit(unit: Unit, formats: Sequence[str] | None = None) -> Iterator[Traj
     name = detect_format(unit.path, formats)
     if name is None:
         sha = file_sha256(unit.path)
+        problem = file_problem(unit.path, "unknown", sha) if unit.path.is_file() else None
+        if problem is not None:  # empty or binary: say so rather than "unknown format"
+            yield relabel(problem, unit.label)
+            return
         yield relabel(
             reject(
                 unit.path, "unknown", Reason.unknown_format, "no reader recognised this file's content",

@@ -1,0 +1,71 @@
+"""Fuzz: mutated real traces (byte flips, truncation, line drops, line duplication) never raise and always keep
+read = accepted + rejected. Bounded examples so it stays well under a minute on two cores."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from harnessfit.convert import Conversation, Rejection
+from harnessfit.convert.runner import convert_unit
+from harnessfit.harness.card import load_card
+from harnessfit.traces.readers.registry import iter_units
+
+# small real files of several formats (the big ones make each example slow without adding shapes)
+SOURCES = [
+    "pi/kvsankar__agent-history__session-01.jsonl",
+    "claude_code/marot__spotter__short.jsonl",
+    "claude_code/iampkuhz__feipi-session-browser__8a283a61-e3f0-4e8f-ba06-6711e2fcf2ed.jsonl",
+    "openai_chat/OpenHands__software-agent-sdk__fncall-llm-message.json",
+    "openhands/All-Hands-AI__OpenHands__basic.json",
+]
+CARD = load_card("pi", "0.73.1")
+TRACES = Path(__file__).resolve().parents[2].parent / "shared" / "traces"
+
+
+@st.composite
+def mutation(draw):
+    name = draw(st.sampled_from(SOURCES))
+    data = bytearray((TRACES / name).read_bytes())
+    kind = draw(st.sampled_from(["flip", "truncate", "drop_line", "dup_line", "splice"]))
+    if kind == "flip":
+        for _ in range(draw(st.integers(1, 8))):
+            i = draw(st.integers(0, len(data) - 1))
+            data[i] = draw(st.integers(0, 255))
+    elif kind == "truncate":
+        data = data[: draw(st.integers(0, len(data)))]
+    else:
+        lines = bytes(data).split(b"\n")
+        i = draw(st.integers(0, max(0, len(lines) - 1)))
+        if kind == "drop_line":
+            del lines[i]
+        elif kind == "dup_line":
+            lines.insert(i, lines[i])
+        else:
+            lines[i] = lines[i][: draw(st.integers(0, len(lines[i])))] + b'{"x":'
+        data = bytearray(b"\n".join(lines))
+    return name, bytes(data)
+
+
+@settings(max_examples=300, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(mutation())
+def test_mutated_traces_never_crash_and_identity_holds(tmp_path_factory, case):
+    name, data = case
+    d = tmp_path_factory.mktemp("fuzz")
+    target = d / Path(name).name
+    target.write_bytes(data)
+    units = iter_units([target])
+    assert len(units) == 1
+    res = convert_unit(units[0], CARD)
+    assert res.read == len(res.outputs) >= 1
+    for out in res.outputs:
+        assert isinstance(out, (Conversation, Rejection))
+        if isinstance(out, Rejection):
+            assert out.reason and out.detail and out.repair_hint
+    # no reader/converter crash leaked as a generic failure row
+    assert not any(isinstance(o, Rejection) and ("failed after" in o.detail or "converter failed" in o.detail)
+                   for o in res.outputs), [o.detail for o in res.outputs if isinstance(o, Rejection)]
