@@ -127,12 +127,13 @@ class CaptureLog:
 def run_probes(
     version: str,
     root: Path,
-    rounds: list[list[str]],
+    rounds: list[list[Probe]],
     *,
     first_text: str | None = "Let me look.",
     first_reasoning: str | None = "The user wants the file.",
 ) -> CaptureLog:
-    """Run Pi (``-nc``) in ``root/work`` through ``rounds`` of probes and collect what came back for each."""
+    """Run Pi (``-nc``) in ``root/work`` through ``rounds`` of probes (one scripted reply each) and collect the
+    tool-result text Pi sent back for every probe label."""
     cwd = root / "work"
     home = root / "home-probes"
     _fixtures(cwd)
@@ -140,10 +141,9 @@ def run_probes(
     ids: dict[str, str] = {}
     for r, labels in enumerate(rounds):
         calls = []
-        for k, label in enumerate(labels):
-            probe = PROBES[label]
+        for k, probe in enumerate(labels):
             calls.append((probe.name, probe.arguments))
-            ids[label] = f"call_{r + 1:03d}_{k}"
+            ids[probe.label] = f"call_{r + 1:03d}_{k}"
         if r == 0:
             script.append(Reply(text=first_text, reasoning=first_reasoning, tool_calls=calls))
         else:
@@ -391,7 +391,7 @@ def capture_pi(version: str = DEFAULT_PI_VERSION, *, progress: Callable[[str], N
     with tempfile.TemporaryDirectory(prefix="harnessfit-capture-") as tmp:
         root = Path(tmp).resolve()
         say("main run: scripted tool calls")
-        log = run_probes(version, root, ROUNDS)
+        log = run_probes(version, root, [[PROBES[label] for label in labels] for labels in ROUNDS])
         cwd = log.cwd
         say("context run: AGENTS.md files")
         ctx_req, ctx_files = _context_run(version, root, cwd)

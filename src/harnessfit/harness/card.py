@@ -33,6 +33,7 @@ error texts were learned from.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from enum import StrEnum
 from importlib import resources
@@ -350,41 +351,57 @@ def _prepare_edit(args: dict[str, Any]) -> tuple[dict[str, Any], list[Violation]
     return args, notes
 
 
+_JS_NUMBER = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?")
+
+
+def _js_number_text(value: float | int) -> str:
+    if isinstance(value, float) and value.is_integer() and abs(value) < 1e21:
+        return str(int(value))
+    return str(value)
+
+
 def _coerce_scalar(value: Any, typ: str) -> Any:
+    """TypeBox ``Value.Convert`` for one value (what Pi runs on tool arguments before validating them)."""
     if typ in ("number", "integer"):
+        num: Any = value
         if value is None:
-            return 0
-        if isinstance(value, str) and value.strip():
-            try:
-                num = float(value)
-            except ValueError:
-                return value
-            if num != num or num in (float("inf"), float("-inf")):
-                return value
-            if typ == "integer" and not num.is_integer():
-                return value
-            return int(num) if num.is_integer() else num
-        if isinstance(value, bool):
-            return 1 if value else 0
-        return value
+            num = 0
+        elif isinstance(value, bool):
+            num = 1 if value else 0
+        elif isinstance(value, str):
+            text = value.strip()
+            if text == "":
+                num = 0
+            elif _JS_NUMBER.fullmatch(text):
+                f = float(text)
+                num = int(f) if f.is_integer() and abs(f) < 2**53 else f
+            elif text.lower() in ("true", "false"):
+                num = 1 if text.lower() == "true" else 0
+        if typ == "integer" and isinstance(num, float) and not num.is_integer():
+            return value
+        return num
     if typ == "boolean":
         if value is None:
             return False
-        if value == "true":
-            return True
-        if value == "false":
-            return False
+        if isinstance(value, str):
+            low = value.lower()
+            if low in ("true", "false"):
+                return low == "true"
+            if value in ("0", "1"):
+                return value == "1"
         if not isinstance(value, bool) and isinstance(value, (int, float)) and value in (0, 1):
             return value == 1
         return value
     if typ == "string":
         if value is None:
-            return ""
+            return "null"
         if isinstance(value, bool):
             return "true" if value else "false"
         if isinstance(value, (int, float)):
-            return json.dumps(value)
+            return _js_number_text(value)
         return value
+    if typ == "array" and not isinstance(value, list):
+        return [value]
     return value
 
 

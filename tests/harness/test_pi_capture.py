@@ -1,0 +1,56 @@
+"""Against the real Pi CLI: the committed card re-captures byte-equal, and the validator agrees with what Pi did."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from harnessfit.cli import app
+from harnessfit.harness.capture import PROBES, Probe, run_probes
+from harnessfit.harness.card import card_path, load_card
+from harnessfit.harness.pi import DEFAULT_PI_VERSION
+
+pytestmark = [pytest.mark.pi, pytest.mark.slow]
+
+
+def test_recapture_equals_committed_card(pi_bin: Path, tmp_path: Path) -> None:
+    out = tmp_path / "card.json"
+    res = CliRunner().invoke(app, ["harness", "capture", "pi", "--version", DEFAULT_PI_VERSION, "--out", str(out), "--check"])
+    assert res.exit_code == 0, res.output
+    assert "capture equals the committed card" in res.stdout
+    assert out.read_bytes() == card_path().read_bytes()
+
+
+# beyond the capture's own probes: more valid calls and more ways to get a call wrong
+EXTRA = [
+    Probe("x_read_offset", "read", '{"path":"hello.txt","offset":2}', True),
+    Probe("x_write_subdir", "write", '{"path":"sub/new.md","content":"# t\\n"}', True),
+    Probe("x_bash_ls", "bash", '{"command":"ls"}', True),
+    Probe("x_edit_extra", "edit", '{"path":"note.txt","edits":[{"oldText":"alpha","newText":"a"}],"extra":true}', False),
+    Probe("x_bash_cmd", "bash", '{"cmd":"ls"}', False),
+    Probe("x_write_list", "write", '{"path":"x.txt","content":["a"]}', False),
+    Probe("x_ls_disabled", "ls", '{"path":"."}', False),
+    Probe("x_limit_word", "read", '{"path":"hello.txt","limit":"ten"}', False),
+    Probe("x_edits_object", "edit", '{"path":"note.txt","edits":{"oldText":"a","newText":"b"}}', True),  # Pi wraps it in a list
+]
+
+
+def test_validator_agrees_with_real_pi(pi_bin: Path, tmp_path: Path) -> None:
+    card = load_card()
+    probes = [*PROBES.values(), *EXTRA]
+    # one call per round keeps edits of the same file in order; every round goes through one Pi run
+    log = run_probes(DEFAULT_PI_VERSION, tmp_path, [[p] for p in probes])
+    disagreements = []
+    for probe in probes:
+        text = log.results[probe.label]
+        pi_refused = text.startswith(("Validation failed for tool", "Edit tool input is invalid")) or (
+            text.startswith("Tool ") and text.endswith(" not found")
+        )
+        verdict = card.validate_call(probe.name, probe.arguments)
+        if any(v.severity == "error" for v in verdict) != pi_refused or pi_refused == probe.runs:
+            disagreements.append((probe.label, [v.code.value for v in verdict], text[:160]))
+    assert disagreements == []
+    assert len(probes) >= 12
+    assert sum(not p.runs for p in probes) >= 6 and sum(p.runs for p in probes) >= 6
