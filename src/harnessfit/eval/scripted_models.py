@@ -137,13 +137,13 @@ def never_stop(tasks: Sequence[Task]) -> Responder:
     return respond
 
 
-def escape(target: str) -> Callable[[Sequence[Task]], Responder]:
-    """A model that tries to write ``target`` (a path outside the workspace) with bash, then answers."""
+def escape(*targets: str) -> Callable[[Sequence[Task]], Responder]:
+    """A model that tries to write each of ``targets`` (paths outside the workspace) with bash, then answers."""
 
     def factory(tasks: Sequence[Task]) -> Responder:
         def respond(body: dict, index: int) -> Reply:
             if _assistant_turns(body) == 0:
-                cmd = f"mkdir -p $(dirname {target}) ; echo escaped > {target} ; cat {target}"
+                cmd = " ; ".join(f"mkdir -p $(dirname {t}) ; echo escaped > {t} && echo wrote {t}" for t in targets)
                 return Reply(tool_calls=[("bash", dumps_compact_str({"command": cmd}))])
             return Reply(text="I tried to write outside the workspace.")
 

@@ -1,0 +1,82 @@
+"""Real Pi CLI in the loop: golden solver 9/9, each faulty scripted model fails with the right metric."""
+
+from __future__ import annotations
+
+import orjson
+import pytest
+from typer.testing import CliRunner
+
+from harnessfit.cli import app
+from harnessfit.eval.results import load_results
+from harnessfit.eval.run import run_eval
+
+pytestmark = [pytest.mark.pi]
+
+
+@pytest.mark.slow
+def test_golden_solver_scores_all_tasks(pi_installed, default_suite, tmp_path):
+    out = tmp_path / "golden"
+    results = run_eval("scripted:golden", default_suite, out, seeds=1, workers=2, progress=False)
+    assert results.status == "success"
+    agg = results.aggregates
+    assert agg["scored"] == len(results.episodes) >= 9
+    assert agg["rates"]["complete_loop"]["successes"] == agg["scored"], [
+        (e.facts.task_id, e.metrics and e.metrics.failure, e.facts.error) for e in results.episodes]
+    assert agg["rates"]["validation_used"]["rate"] == 1.0
+    assert agg["rates"]["expected_change"]["rate"] == 1.0
+    assert agg["tool_calls"]["invalid"] == 0
+    assert agg["pass_at_k"] == {"1": 1.0}
+    for ep in results.episodes:
+        assert ep.facts.sandbox == results.sandbox
+        assert ep.metrics.stop_reason == "stop" and ep.metrics.turns >= 2
+        session = out / ep.facts.session_file
+        header = orjson.loads(session.read_bytes().splitlines()[0])
+        assert header["type"] == "session" and header["version"] == 3
+    # the results file on disk is the finished, versioned one, with a Markdown twin
+    on_disk = load_results(out)
+    assert on_disk.status == "success" and on_disk.version == 1
+    assert "| Complete loop" in (out / "results.md").read_text()
+
+
+def test_double_encoding_model_is_named(pi_installed, small_suite, tmp_path):
+    results = run_eval("scripted:double-encode", small_suite, tmp_path / "de", workers=2, progress=False)
+    for ep in results.episodes:
+        m = ep.metrics
+        assert not m.complete_loop
+        assert m.failure == "double_encoded_arguments"
+        assert m.double_encoded_arguments == m.tool_calls_total > 0
+        assert m.invalid_by_reason["arguments_double_encoded"] == m.tool_calls_total
+        assert m.invalid_by_reason["pi_validation_failed"] == m.tool_calls_total  # Pi's own error text
+        assert not m.expected_change
+    assert results.aggregates["failures"] == {"double_encoded_arguments": 2}
+
+
+def test_never_stopping_model_hits_turn_cap(pi_installed, small_suite, tmp_path):
+    results = run_eval("scripted:never-stop", small_suite, tmp_path / "ns", workers=2, max_turns=3, progress=False)
+    for ep in results.episodes:
+        m = ep.metrics
+        assert m.failure == "turn_cap" and m.turn_cap_hit
+        assert not m.finished_with_response
+        assert m.turns == 3 and m.tool_calls_total == 3
+        assert m.stop_reason == "aborted"
+
+
+def test_runaway_model_via_cli(pi_installed, small_suite, tmp_path):
+    out = tmp_path / "ra"
+    res = CliRunner().invoke(app, ["eval", "agent", "--model", "scripted:runaway", "--suite", str(small_suite),
+                                   "--task", "create_hello_script", "--out", str(out),
+                                   "--max-output-bytes", str(2 * 1024 * 1024)])
+    assert res.exit_code == 0, res.output
+    assert "runaway 1" in res.output
+    results = load_results(out / "results.json")
+    (ep,) = results.episodes
+    assert ep.facts.killed == "output_cap" and ep.facts.output_bytes > 2 * 1024 * 1024
+    assert ep.metrics.runaway and ep.metrics.failure == "runaway"
+    assert not ep.metrics.finished_with_response
+
+
+def test_cli_rejects_unknown_scripted_model(tmp_path, small_suite):
+    res = CliRunner().invoke(app, ["eval", "agent", "--model", "scripted:nope", "--suite", str(small_suite),
+                                   "--out", str(tmp_path / "x")])
+    assert res.exit_code != 0
+    assert "unknown scripted model" in str(res.exception)

@@ -1,0 +1,93 @@
+import shutil
+import subprocess
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from harnessfit.errors import UserError
+from harnessfit.eval.task import TaskKind, load_suite, load_task
+
+
+def test_default_suite_has_three_tasks_per_kind(default_suite):
+    tasks = load_suite(default_suite)
+    assert len(tasks) >= 9
+    kinds = Counter(t.kind for t in tasks)
+    assert all(kinds[k] >= 3 for k in TaskKind)
+    for t in tasks:
+        assert t.validation_command in t.prompt
+        assert t.reference[-1].final
+        assert (t.workspace_dir.is_dir() or t.kind == TaskKind.create) and t.checker_dir.is_dir()
+
+
+def test_checker_fails_on_untouched_fixture(default_suite, tmp_path):
+    """The independent checker must be able to fail: it fails before the agent did anything."""
+    for t in load_suite(default_suite):
+        ws = tmp_path / t.id
+        ws.mkdir()
+        if t.workspace_dir.is_dir():
+            shutil.copytree(t.workspace_dir, ws, dirs_exist_ok=True)
+        assert not all(c.holds(ws) for c in t.expected_change), t.id
+        shutil.copytree(t.checker_dir, ws, dirs_exist_ok=True)
+        proc = subprocess.run(["bash", "-c", t.checker.command], cwd=ws, capture_output=True)
+        assert proc.returncode != 0, t.id
+
+
+def _copy_task(default_suite: Path, tmp_path: Path, name: str = "edit_greeting") -> Path:
+    dst = tmp_path / "suite" / name
+    shutil.copytree(default_suite / name, dst)
+    return dst
+
+
+def test_missing_yaml(tmp_path):
+    with pytest.raises(UserError, match="missing"):
+        load_task(tmp_path)
+
+
+def test_bad_yaml(default_suite, tmp_path):
+    d = _copy_task(default_suite, tmp_path)
+    (d / "task.yaml").write_text("kind: [edit\n")
+    with pytest.raises(UserError, match="not valid YAML"):
+        load_task(d)
+
+
+def test_prompt_must_name_validation_command(default_suite, tmp_path):
+    d = _copy_task(default_suite, tmp_path)
+    text = (d / "task.yaml").read_text().replace("validation_command: python3 check_greet.py",
+                                                  "validation_command: python3 other.py")
+    (d / "task.yaml").write_text(text)
+    with pytest.raises(UserError, match="validation command"):
+        load_task(d)
+
+
+def test_unknown_field_and_bad_kind(default_suite, tmp_path):
+    d = _copy_task(default_suite, tmp_path)
+    base = (d / "task.yaml").read_text()
+    (d / "task.yaml").write_text(base + "surprise: 1\n")
+    with pytest.raises(UserError, match="surprise"):
+        load_task(d)
+    (d / "task.yaml").write_text(base.replace("kind: edit", "kind: refactor"))
+    with pytest.raises(UserError, match="kind"):
+        load_task(d)
+
+
+def test_reference_must_end_with_final(default_suite, tmp_path):
+    d = _copy_task(default_suite, tmp_path)
+    text = (d / "task.yaml").read_text()
+    cut = text[: text.index("  - final:")]
+    (d / "task.yaml").write_text(cut)
+    with pytest.raises(UserError, match="final answer"):
+        load_task(d)
+
+
+def test_missing_checker_folder_and_empty_suite(default_suite, tmp_path):
+    d = _copy_task(default_suite, tmp_path)
+    shutil.rmtree(d / "checker")
+    with pytest.raises(UserError, match="checker/"):
+        load_task(d)
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(UserError, match="no tasks"):
+        load_suite(empty)
+    with pytest.raises(UserError, match="not found"):
+        load_suite(tmp_path / "nope")
