@@ -199,18 +199,12 @@ def load_engine(
 ) -> Engine:
     """Load everything the built-in backend needs (the slow part of start-up, ~seconds on the embedded model)."""
     import torch
-    from transformers import AutoTokenizer
 
     from harnessfit.models import load_model, load_tokenizer
 
     torch.set_num_threads(max(1, threads))
     source = resolve_source(model, adapter=adapter, tokenizer=tokenizer)
-    if source.tokenizer_dir is not None:
-        tok = AutoTokenizer.from_pretrained(str(source.tokenizer_dir))
-        if not isinstance(tok.chat_template, str) or not tok.chat_template:
-            raise UserError(f"the tokenizer in {source.tokenizer_dir} has no chat template")
-    else:
-        tok = load_tokenizer(model, template="auto")
+    tok = load_tokenizer(str(source.tokenizer_dir or model), template="auto")
     net = load_model(model)
     if source.adapter is not None:
         from peft import PeftModel

@@ -3,7 +3,8 @@
 Why this matters: a model tuned on one rendering and served with another sees prompts it never trained on. The
 template therefore comes, in order, from: ``--tokenizer DIR``; the adapter's training output (``ADAPTER/tokenizer``,
 the adapter folder itself, or ``ADAPTER/../tokenizer``); the model folder's ``tokenizer/`` (an audit or merged
-output); and only then from ``harnessfit.models.load_tokenizer(MODEL)`` — the same choice audit and training make.
+output); and only then from the model itself. Each is loaded through ``harnessfit.models.load_tokenizer(...,
+template="auto")`` — the same choice audit and training make, so a saved training template is kept as it is.
 """
 
 from __future__ import annotations

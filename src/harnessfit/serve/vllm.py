@@ -86,16 +86,11 @@ def prepare_vllm(
 ) -> VllmLaunch:
     """Resolve the model/adapter/tokenizer like the built-in backend does, write the template and generation config
     files into ``workdir``, and return the command. Needs no GPU (tokenizer files only)."""
-    from transformers import AutoTokenizer
-
     from harnessfit.models import load_tokenizer
     from harnessfit.serve.sources import collect_stop_ids, resolve_source
 
     source = resolve_source(model, adapter=adapter, tokenizer=tokenizer)
-    if source.tokenizer_dir is not None:
-        tok = AutoTokenizer.from_pretrained(str(source.tokenizer_dir))
-    else:
-        tok = load_tokenizer(model, template="auto")
+    tok = load_tokenizer(str(source.tokenizer_dir or model), template="auto")
     workdir.mkdir(parents=True, exist_ok=True)
     template = workdir / "chat_template.jinja"
     template.write_text(tok.chat_template)

@@ -1,0 +1,151 @@
+"""vLLM command builder, backend choice, LoRA adapter + tokenizer pickup, and the ``harnessfit serve`` CLI."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+from typer.testing import CliRunner
+
+from harnessfit.cli import app
+from harnessfit.errors import UserError
+from harnessfit.serve import build_vllm_command, choose_backend, prepare_vllm
+
+MSGS = [{"role": "system", "content": "sys"}, {"role": "user", "content": "hi"}]
+
+
+def test_build_vllm_command_pins_template_parser_lora_and_loopback(tmp_path: Path) -> None:
+    cmd = build_vllm_command(
+        "/models/base", port=8123, served_name="base", chat_template=tmp_path / "t.jinja",
+        generation_config_dir=tmp_path / "gen", adapter=Path("/runs/sft/adapter"), adapter_name="tuned",
+        lora_rank=32, max_model_len=16384,
+    )
+    assert cmd[:3] == ["vllm", "serve", "/models/base"]
+    pairs = {cmd[i]: cmd[i + 1] for i in range(3, len(cmd) - 1) if cmd[i].startswith("--")}
+    assert pairs["--host"] == "127.0.0.1" and pairs["--port"] == "8123"
+    assert pairs["--chat-template"] == str(tmp_path / "t.jinja")
+    assert pairs["--tool-call-parser"] == "hermes"
+    assert pairs["--generation-config"] == str(tmp_path / "gen")
+    assert pairs["--max-model-len"] == "16384"
+    assert pairs["--lora-modules"] == "tuned=/runs/sft/adapter"
+    assert pairs["--max-lora-rank"] == "32"
+    assert "--enable-auto-tool-choice" in cmd and "--enable-lora" in cmd
+
+
+def test_auto_backend_is_builtin_without_vllm_and_cuda() -> None:
+    import importlib.util
+
+    import torch
+
+    if importlib.util.find_spec("vllm") is not None and torch.cuda.is_available():
+        pytest.skip("this machine has vLLM and CUDA")
+    assert choose_backend("auto") == "builtin"
+    with pytest.raises(UserError, match="vllm"):
+        choose_backend("vllm")
+    with pytest.raises(UserError, match="unknown backend"):
+        choose_backend("llamacpp")
+
+
+RUN_MARK = "{#- saved by this training run #}"
+
+
+def _tiny_adapter(model_dir: Path, out: Path, training_tokenizer) -> Path:
+    """A training run's output: a LoRA adapter (B starts at zero, so it changes nothing) and ``tokenizer/`` holding
+    the run's training template (marked, so the test can tell it from the model's)."""
+    import copy
+
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForCausalLM
+
+    base = AutoModelForCausalLM.from_pretrained(str(model_dir))
+    peft_model = get_peft_model(base, LoraConfig(r=4, lora_alpha=8, target_modules=["c_attn"], fan_in_fan_out=True))
+    peft_model.save_pretrained(str(out / "adapter"))
+    tok = copy.deepcopy(training_tokenizer)
+    tok.chat_template = RUN_MARK + tok.chat_template
+    tok.save_pretrained(str(out / "tokenizer"))
+    return out / "adapter"
+
+
+@pytest.fixture(scope="module")
+def scripted_hello(scripted_factory) -> Path:
+    f = scripted_factory
+    body = {"model": "m", "messages": MSGS}
+    im_end = f.token_id("<|im_end|>")
+    return f.build("hello-only", [(f.prompt_len(body), f.encode("Hello") + [im_end])], eos_ids=[im_end])
+
+
+@pytest.mark.slow
+def test_prepare_vllm_writes_training_template_and_every_stop_id(scripted_factory, scripted_hello, tmp_path) -> None:
+    adapter = _tiny_adapter(scripted_hello, tmp_path / "run", scripted_factory.tokenizer)
+    launch = prepare_vllm(str(scripted_hello), workdir=tmp_path / "vllm", port=9000, adapter=adapter, max_tokens=64)
+    assert launch.model_id == "adapter"
+    template = launch.files["chat_template"].read_text()
+    assert template == RUN_MARK + scripted_factory.tokenizer.chat_template  # the run's template, not SmolLM2's
+    gen = json.loads((launch.files["generation"] / "generation_config.json").read_text())
+    assert scripted_factory.token_id("<|im_end|>") in gen["eos_token_id"]
+    assert gen["max_new_tokens"] == 64
+    assert f"adapter={adapter}" in launch.command
+    assert launch.command[launch.command.index("--max-lora-rank") + 1] == "8"
+
+
+@pytest.mark.slow
+def test_adapter_is_applied_and_its_tokenizer_used(scripted_factory, scripted_hello, tmp_path) -> None:
+    from harnessfit.serve.engine import GenerationResult, load_engine
+    from harnessfit.serve.protocol import parse_chat_request
+
+    adapter = _tiny_adapter(scripted_hello, tmp_path / "run", scripted_factory.tokenizer)
+    engine = load_engine(str(scripted_hello), adapter=adapter, max_tokens=8)
+    assert engine.model_id == "adapter"
+    assert engine.tokenizer.chat_template.startswith(RUN_MARK)
+    assert not hasattr(engine.model, "peft_config")  # merged into the base weights
+    request = parse_chat_request(json.dumps({"model": "adapter", "messages": MSGS}).encode())
+    ids = engine.render(request)
+    result = GenerationResult(prompt_tokens=len(ids))
+    text = "".join(engine.generate(ids, max_new_tokens=8, temperature=None, top_p=None, seed=None, result=result))
+    assert (text, result.finish_reason) == ("Hello", "stop")
+
+
+def test_cli_bad_inputs_end_with_one_line(tmp_path: Path) -> None:
+    runner = CliRunner()
+    missing = runner.invoke(app, ["serve", str(tmp_path / "nope"), "--backend", "builtin"], standalone_mode=False)
+    assert isinstance(missing.exception, UserError) and "not found" in str(missing.exception)
+    (tmp_path / "m").mkdir()
+    bad_adapter = runner.invoke(app, ["serve", str(tmp_path / "m"), "--adapter", str(tmp_path)], standalone_mode=False)
+    assert isinstance(bad_adapter.exception, UserError) and "adapter_config.json" in str(bad_adapter.exception)
+    proc = subprocess.run([sys.executable, "-m", "harnessfit.cli", "serve", str(tmp_path / "nope"), "--backend",
+                           "builtin"], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2
+    assert "Traceback" not in proc.stderr and "model folder not found" in proc.stderr
+
+
+@pytest.mark.slow
+def test_cli_serve_writes_pi_config(scripted_hello, tmp_path: Path) -> None:
+    ready = tmp_path / "ready.json"
+    agent = tmp_path / "agent"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "harnessfit.cli", "serve", str(scripted_hello), "--port", "0", "--backend", "builtin",
+         "--model-id", "m", "--max-tokens", "16", "--pi-config", str(agent), "--ready-file", str(ready)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True,
+    )
+    try:
+        deadline = time.monotonic() + 180
+        while not (ready.exists() and (agent / "models.json").exists()):
+            assert proc.poll() is None, proc.stderr.read().decode()
+            assert time.monotonic() < deadline
+            time.sleep(0.2)
+        info = json.loads(ready.read_text())
+        provider = json.loads((agent / "models.json").read_text())["providers"]["local"]
+        assert provider["baseUrl"] == info["base_url"]
+        assert provider["models"][0]["id"] == "m" and provider["models"][0]["maxTokens"] == 16
+        r = httpx.post(f"{info['base_url']}/chat/completions", json={"model": "m", "messages": MSGS}, timeout=60)
+        assert r.json()["choices"][0]["message"]["content"] == "Hello"
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=30)
