@@ -1,0 +1,102 @@
+"""Installing and configuring the real Pi CLI: idempotent install, clear one-line errors, isolated runs."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import orjson
+import pytest
+
+from harnessfit.errors import UserError
+from harnessfit.harness.pi import (
+    DEFAULT_PI_VERSION,
+    install_pi,
+    pi_binary,
+    pi_command,
+    pi_env,
+    pi_version,
+    run_pi,
+    write_pi_agent_config,
+)
+from harnessfit.serve.scripted import Reply, ScriptedEndpoint
+
+HARNESSFIT = Path(sys.executable).parent / "harnessfit"
+
+
+@pytest.mark.slow
+def test_install_is_idempotent_and_checked(pi_bin: Path) -> None:
+    assert pi_bin == pi_binary(DEFAULT_PI_VERSION)
+    assert pi_version(pi_bin) == DEFAULT_PI_VERSION
+    before = pi_bin.resolve().stat().st_mtime_ns
+    assert install_pi(DEFAULT_PI_VERSION) == pi_bin  # second call keeps the install
+    assert pi_bin.resolve().stat().st_mtime_ns == before
+    res = subprocess.run([str(HARNESSFIT), "harness", "install", "pi"], capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0 and DEFAULT_PI_VERSION in res.stdout
+
+
+def test_missing_node_is_one_clear_line(tmp_path: Path) -> None:
+    env = {"PATH": str(HARNESSFIT.parent), "HARNESSFIT_HOME": str(tmp_path / "home"), "HOME": str(tmp_path)}
+    res = subprocess.run([str(HARNESSFIT), "harness", "install", "pi"], capture_output=True, text=True, env=env, timeout=120)
+    assert res.returncode == 2
+    lines = [ln for ln in res.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and "node" in lines[0] and "Traceback" not in res.stderr
+
+
+def test_not_installed_says_how_to_install(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HARNESSFIT_HOME", str(tmp_path))
+    with pytest.raises(UserError, match=r"harnessfit harness install pi"):
+        pi_binary("0.73.1")
+
+
+def test_npm_failure_is_one_clear_line(tmp_path: Path) -> None:
+    env = {**os.environ, "HARNESSFIT_HOME": str(tmp_path / "home")}
+    res = subprocess.run(
+        [str(HARNESSFIT), "harness", "install", "pi", "--version", "0.0.0-no-such-version"],
+        capture_output=True, text=True, env=env, timeout=300,
+    )
+    assert res.returncode == 2
+    lines = [ln for ln in res.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and "npm install of @mariozechner/pi-coding-agent@0.0.0-no-such-version failed" in lines[0]
+    assert not (tmp_path / "home" / "harness" / "pi" / "0.0.0-no-such-version").exists()  # no half install left
+
+
+def test_agent_config_env_and_command(tmp_path: Path, pi_bin: Path) -> None:
+    agent = tmp_path / "agent"
+    write_pi_agent_config(agent, "http://127.0.0.1:9/v1", "my/model", context_window=8192, max_tokens=256)
+    models = orjson.loads((agent / "models.json").read_bytes())
+    local = models["providers"]["local"]
+    assert local["baseUrl"] == "http://127.0.0.1:9/v1" and local["api"] == "openai-completions"
+    assert local["compat"]["maxTokensField"] == "max_tokens" and local["compat"]["supportsStore"] is False
+    assert local["models"] == [{"id": "my/model", "reasoning": False, "contextWindow": 8192, "maxTokens": 256}]
+    settings = orjson.loads((agent / "settings.json").read_bytes())
+    assert settings["retry"]["enabled"] is False and settings["compaction"]["enabled"] is False
+    env = pi_env(tmp_path / "h", agent)
+    assert env["HOME"] == str(tmp_path / "h") and env["PI_OFFLINE"] == "1" and env["PI_CODING_AGENT_DIR"] == str(agent)
+    assert "OPENAI_API_KEY" not in env
+    cmd = pi_command(DEFAULT_PI_VERSION, "my/model", "hi", session_dir=tmp_path / "s", tools=("read", "bash"))
+    assert cmd[0] == str(pi_bin) and cmd[-1] == "hi"
+    assert cmd[1:9] == ["--mode", "json", "--no-extensions", "--no-skills", "--no-prompt-templates", "--no-themes", "-nc", "--model"]
+    assert cmd[9:13] == ["local/my/model", "--tools", "read,bash", "--session-dir"]
+
+
+@pytest.mark.pi
+@pytest.mark.slow
+def test_a_real_run_sends_the_card_prompt_and_tools(tmp_path: Path, pi_bin: Path) -> None:
+    from harnessfit.harness.card import load_card
+
+    card = load_card()
+    cwd = tmp_path / "work"
+    cwd.mkdir()
+    with ScriptedEndpoint([Reply(text="Hi!")], model_id="m") as ep:
+        write_pi_agent_config(tmp_path / "h" / ".pi" / "agent", ep.base_url, "m")
+        run = run_pi(pi_command(DEFAULT_PI_VERSION, "m", "Hello"), cwd=cwd, env=pi_env(tmp_path / "h"))
+    assert run.returncode == 0 and run.stop_reason() == "stop"
+    assert run.messages()[-1]["content"] == [{"type": "text", "text": "Hi!"}]
+    body = ep.requests[0]
+    system = body["messages"][0]["content"]
+    date = system.rsplit("Current date: ", 1)[1][:10]
+    assert system == card.render_system_prompt(str(cwd), date)  # default install_dir is where install_pi put Pi
+    assert body["tools"] == card.tools and body["messages"][1] == {"role": "user", "content": [{"type": "text", "text": "Hello"}]}
