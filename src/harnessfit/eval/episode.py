@@ -61,7 +61,8 @@ class EpisodeMetrics(BaseModel):
     tool_calls_valid: int
     tool_calls_invalid: int
     invalid_by_reason: dict[str, int] = Field(default_factory=dict)
-    pi_tool_errors: dict[str, int] = Field(default_factory=dict)
+    pi_tool_errors: dict[str, int] = Field(default_factory=dict)  # valid calls whose execution failed, by tool
+    repaired_by_reason: dict[str, int] = Field(default_factory=dict)  # card warnings: Pi repaired the call and ran it
     double_encoded_arguments: int
     runaway: bool
     timed_out: bool

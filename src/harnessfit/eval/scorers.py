@@ -17,6 +17,7 @@ import orjson
 
 from harnessfit.eval.episode import EpisodeFacts, EpisodeMetrics
 from harnessfit.eval.task import Task
+from harnessfit.jsonio import dumps_compact_str
 
 __all__ = ["read_jsonl_tolerant", "episode_messages", "score_episode", "load_card_or_none"]
 
@@ -80,14 +81,21 @@ def _text_of(message: dict[str, Any]) -> str:
     return ""
 
 
-def _card_reasons(card: Any, name: str, arguments: Any) -> set[str]:
+def _card_reasons(card: Any, name: str, arguments: Any) -> tuple[set[str], set[str]]:
+    """(error codes, warning codes) of the card's validator for a call as the session stored it.
+
+    Pi stores the arguments after parsing the wire text once, so the wire text is re-created as compact JSON of
+    what was stored (a stored string means the model sent a JSON string: double encoding).
+    """
     if card is None:
-        return set()
+        return set(), set()
     try:
-        violations = card.validate_call(name, arguments)
+        violations = card.validate_call(name, dumps_compact_str(arguments))
     except Exception:  # noqa: BLE001 - a validator crash is not the model's fault; fall back to Pi's texts
-        return set()
-    return {str(getattr(v, "code", v)) for v in violations}
+        return set(), set()
+    errors = {str(getattr(v, "code", v)) for v in violations if getattr(v, "severity", "error") == "error"}
+    warnings = {str(getattr(v, "code", v)) for v in violations if getattr(v, "severity", "error") != "error"}
+    return errors, warnings
 
 
 def _normalise(cmd: str) -> str:
@@ -105,6 +113,7 @@ def score_episode(facts: EpisodeFacts, task: Task, run_dir: Path, card: Any = No
     total = valid = double = 0
     reasons: Counter[str] = Counter()
     pi_errors: Counter[str] = Counter()
+    warnings: Counter[str] = Counter()
     validation_used = False
     wanted = _normalise(task.validation_command)
     for msg in assistants:
@@ -113,7 +122,8 @@ def score_episode(facts: EpisodeFacts, task: Task, run_dir: Path, card: Any = No
                 continue
             total += 1
             name, args = str(part.get("name")), part.get("arguments")
-            why = _card_reasons(card, name, args)
+            why, repaired = _card_reasons(card, name, args)
+            warnings.update(repaired)
             if _is_double_encoded(args):
                 why.add("arguments_double_encoded")
                 double += 1
@@ -154,6 +164,7 @@ def score_episode(facts: EpisodeFacts, task: Task, run_dir: Path, card: Any = No
         tool_calls_invalid=total - valid,
         invalid_by_reason=dict(sorted(reasons.items())),
         pi_tool_errors=dict(sorted(pi_errors.items())),
+        repaired_by_reason=dict(sorted(warnings.items())),
         double_encoded_arguments=double,
         runaway=facts.killed == "output_cap",
         timed_out=facts.killed == "wall_clock",

@@ -1,0 +1,61 @@
+"""Scorers read only the episode files: a hand-written Pi v3 session exercises the validity reasons."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import orjson
+
+from harnessfit.eval.episode import EpisodeFacts
+from harnessfit.eval.scorers import load_card_or_none, score_episode
+from harnessfit.eval.task import load_task
+
+
+def _msg(i: int, message: dict) -> dict:
+    return {"type": "message", "id": f"{i:08x}", "parentId": f"{i - 1:08x}" if i else None, "message": message}
+
+
+def _assistant(calls=(), text=None, stop="toolUse"):
+    content = ([{"type": "text", "text": text}] if text else []) + [
+        {"type": "toolCall", "id": cid, "name": name, "arguments": args} for cid, name, args in calls]
+    return {"role": "assistant", "content": content, "stopReason": stop,
+            "usage": {"input": 100, "output": 10, "totalTokens": 110}}
+
+
+def _result(cid, name, text, is_error):
+    return {"role": "toolResult", "toolCallId": cid, "toolName": name, "content": [{"type": "text", "text": text}],
+            "isError": is_error}
+
+
+def test_scores_invalid_calls_and_final_answer(tmp_path: Path, default_suite: Path):
+    task = load_task(default_suite / "edit_greeting")
+    msgs = [
+        {"role": "user", "content": [{"type": "text", "text": task.prompt}]},
+        _assistant([("c1", "grep", {"pattern": "Hello"})]),
+        _result("c1", "grep", "Tool grep not found", True),
+        _assistant([("c2", "edit", {"file_path": "greet.py", "old_string": "a", "new_string": "b"})]),
+        _result("c2", "edit", 'Validation failed for tool "edit":\n  - path: must have required property', True),
+        _assistant([("c3", "read", '{"path":"greet.py"}')]),
+        _result("c3", "read", 'Validation failed for tool "read":\n  - root: must be object', True),
+        _assistant([("c4", "bash", {"command": "python3  check_greet.py"})]),
+        _result("c4", "bash", "FAIL\n\nCommand exited with code 1", True),
+        _assistant(text="I could not finish.", stop="stop"),
+    ]
+    rows = [{"type": "session", "version": 3, "id": "x", "cwd": "/w"}] + [_msg(i, m) for i, m in enumerate(msgs)]
+    (tmp_path / "s.jsonl").write_bytes(b"\n".join(orjson.dumps(r) for r in rows) + b"\n")
+    facts = EpisodeFacts(task_id=task.id, seed=0, sandbox="bwrap", max_turns=8, events_file="none.jsonl",
+                         stderr_file="none.txt", session_file="s.jsonl", pi_exit_code=0, expected_change=False,
+                         checker_exit_code=1)
+    card = load_card_or_none()
+    m = score_episode(facts, task, tmp_path, card)
+    assert m.tool_calls_total == 4 and m.tool_calls_valid == 1 and m.tool_calls_invalid == 3
+    assert m.invalid_by_reason["unknown_tool"] == 1
+    assert m.invalid_by_reason["arguments_double_encoded"] == 1 and m.double_encoded_arguments == 1
+    assert m.invalid_by_reason["pi_validation_failed"] == 2
+    if card is not None:  # the card's validator names the Claude-style edit's problems too
+        assert any(k in m.invalid_by_reason for k in ("missing_required", "unexpected_property"))
+    assert m.pi_tool_errors == {"bash": 1}  # a valid call whose command failed
+    assert m.validation_used  # whitespace-normalised match of the requested command
+    assert m.finished_with_response and not m.complete_loop
+    assert m.failure == "double_encoded_arguments"
+    assert m.turns == 5 and m.tokens_total == 550 and m.stop_reason == "stop"
