@@ -4,6 +4,7 @@ exactly what it sends.
 Three runs in one temporary folder (isolated HOME, fixed fixture files):
 
 1. context run (no ``-nc``): two AGENTS.md files, a plain answer → the system prompt with a "# Project Context";
+   continued with ``-c`` → how a text-only assistant message is replayed;
 2. main run (``-nc``): scripted rounds — a text+reasoning+read round trip, bash (output, none, exit codes,
    timeout), read notes (line cap, byte cap, ``limit``, bad offset), edit and write, then the error kinds
    (missing file, non-matching edit, disabled tool, double-encoded / Claude-style / non-object / broken JSON
@@ -219,23 +220,32 @@ def _split_vars(text: str, values: dict[str, str]) -> list[dict[str, str]]:
 # -- the capture ---------------------------------------------------------------------------------------------
 
 
-def _context_run(version: str, root: Path, cwd: Path) -> tuple[dict[str, Any], list[tuple[str, str]]]:
+def _context_run(version: str, root: Path, cwd: Path) -> tuple[dict[str, Any], list[tuple[str, str]], dict[str, Any]]:
+    """A plain answer with two context files on, then ``-c`` continues it: the first request (prompt with a
+    "# Project Context") and the replayed text-only assistant message."""
     home = root / "home-context"
     agent = home / ".pi" / "agent"
-    with ScriptedEndpoint([Reply(text="Hello.")], model_id=MODEL_ID) as ep:
+    sessions = root / "sessions-context"
+    with ScriptedEndpoint([Reply(text="Hello."), Reply(text="Again.")], model_id=MODEL_ID) as ep:
         write_pi_agent_config(agent, ep.base_url, MODEL_ID)
         files = [(agent / "AGENTS.md", "Global rule: be brief.\n"), (cwd / "AGENTS.md", "Project rule {x}: use tabs.\nTest.\n")]
         for path, content in files:
             path.write_text(content)
         try:
             run = run_pi(
-                pi_command(version, MODEL_ID, "Hi.", context_files=True), cwd=cwd, env=pi_env(home), timeout=120
+                pi_command(version, MODEL_ID, "Hi.", context_files=True, session_dir=sessions),
+                cwd=cwd, env=pi_env(home), timeout=120,
+            )
+            again = run_pi(
+                pi_command(version, MODEL_ID, "More.", context_files=True, session_dir=sessions, extra_args=["-c"]),
+                cwd=cwd, env=pi_env(home), timeout=120,
             )
         finally:
             (cwd / "AGENTS.md").unlink()
-        if run.stop_reason() != "stop" or not ep.requests:
+        if run.stop_reason() != "stop" or again.stop_reason() != "stop" or len(ep.requests) != 2:
             raise CaptureError(f"Pi context run failed (exit {run.returncode}): {run.stderr.strip()[:300]}")
-        return ep.requests[0], [(str(p), c) for p, c in files]
+        replayed = next(m for m in ep.requests[1]["messages"] if m.get("role") == "assistant")
+        return ep.requests[0], [(str(p), c) for p, c in files], replayed
 
 
 def _orphan_run(version: str, root: Path) -> str:
@@ -394,7 +404,7 @@ def capture_pi(version: str = DEFAULT_PI_VERSION, *, progress: Callable[[str], N
         log = run_probes(version, root, [[PROBES[label] for label in labels] for labels in ROUNDS])
         cwd = log.cwd
         say("context run: AGENTS.md files")
-        ctx_req, ctx_files = _context_run(version, root, cwd)
+        ctx_req, ctx_files, text_only = _context_run(version, root, cwd)
         say("orphan run: killed tool call")
         no_result = _orphan_run(version, root)
 
@@ -443,7 +453,11 @@ def capture_pi(version: str = DEFAULT_PI_VERSION, *, progress: Callable[[str], N
             system_prompt=template,
             tools=first["tools"],
             default_tools=[t["function"]["name"] for t in first["tools"]],
-            serialisation=_serialisation(log),
+            serialisation={
+                **_serialisation(log),
+                "assistant_text_only_keys": list(text_only),
+                "assistant_text_only_content": "string" if text_only.get("content") == "Hello." else "other",
+            },
             results=results,
             errors=errors,
             examples=[

@@ -72,21 +72,24 @@ def capture_cmd(
     typer.echo(f"{card.id} sha256 {card.sha256}: {len(card.tools)} tools, "
                f"{len(card.results)} result texts, {len(card.errors)} error texts")
     if not committed.is_file():
-        typer.echo(f"no committed card for {card.id} at {committed}")
+        typer.echo(f"no committed card for {card.id}; comparing with the default version's card")
+        committed = card_path(harness, _default_version())
         if check:
+            _print_diff(committed.read_bytes(), data, committed.name)
             raise typer.Exit(1)
-        return
     old = committed.read_bytes()
     if old == data:
         typer.echo(f"capture equals the committed card {committed.name}")
         return
-    diff = difflib.unified_diff(
-        old.decode().splitlines(), data.decode().splitlines(), f"committed/{committed.name}", "captured", lineterm=""
-    )
-    typer.echo("\n".join(diff))
+    _print_diff(old, data, committed.name)
     typer.echo(f"capture differs from the committed card {committed.name}")
     if check:
         raise typer.Exit(1)
+
+
+def _print_diff(old: bytes, new: bytes, name: str) -> None:
+    diff = difflib.unified_diff(old.decode().splitlines(), new.decode().splitlines(), f"committed/{name}", "captured", lineterm="")
+    typer.echo("\n".join(diff))
 
 
 @harness_app.command("render")
