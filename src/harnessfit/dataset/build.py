@@ -21,10 +21,10 @@ import orjson
 from pydantic import BaseModel
 
 from harnessfit.convert.conversation import Conversation, ConversationMeta
-from harnessfit.convert.rejection import Rejection
+from harnessfit.convert.rejection import Reason, Rejection
 from harnessfit.dataset.card import render_card
 from harnessfit.dataset.config import BuildConfig, InputSpec
-from harnessfit.dataset.dedup import Deduper
+from harnessfit.dataset.dedup import Deduper, exact_key, normalised_text
 from harnessfit.dataset.exports import PARQUET_SCHEMAS, ConversationExport, ParquetOut, conversation_row
 from harnessfit.dataset.probe import measure_false_positive_rate
 from harnessfit.dataset.redact import Redactor
@@ -109,9 +109,11 @@ def _init_worker(red_kwargs: dict[str, Any] | None, dedup_kwargs: dict[str, Any]
     _W["deduper"] = Deduper(**dedup_kwargs)
 
 
-def _work(item: Conversation | Rejection) -> tuple[Any, ...]:
+def _work(item: Any) -> tuple[Any, ...]:
     if isinstance(item, Rejection):
         return ("rej", item)
+    if isinstance(item, tuple):  # ("rawdup", id, meta, first_id): identical input content, nothing to redact
+        return item
     t0 = time.perf_counter()
     red = _W["redactor"]
     conv, found, replaced, changed = item, Counter(), Counter(), False
@@ -138,15 +140,29 @@ def _processed(stream: Iterable[Conversation | Rejection], config: BuildConfig,
             clock["convert"] += time.perf_counter() - t0
             yield x
 
+    def premark(it: Iterable[Any]) -> Iterator[Any]:
+        """Conversations whose unredacted content equals an earlier one's: redaction is per-conversation and
+        deterministic, so they are exact duplicates after it too; skip redaction/hashing and resolve them against
+        the earlier one's verdict in the main loop (order-preserving, so any worker count gives the same result)."""
+        first: dict[str, str] = {}
+        for item in it:
+            if config.dedup.exact and isinstance(item, Conversation):
+                key = exact_key(normalised_text(item))
+                if key in first:
+                    yield ("rawdup", item.id, item.meta, first[key])
+                    continue
+                first[key] = item.id
+            yield item
+
     if config.workers <= 1:
         _init_worker(red_kwargs, dedup_kwargs)
-        for item in timed(stream):
+        for item in premark(timed(stream)):
             yield _work(item)
         return
     import multiprocessing as mp
 
     with mp.get_context().Pool(config.workers, initializer=_init_worker, initargs=(red_kwargs, dedup_kwargs)) as pool:
-        yield from pool.imap(_work, timed(stream), chunksize=4)
+        yield from pool.imap(_work, premark(timed(stream)), chunksize=4)
 
 
 def run_build(config: BuildConfig, base_dir: Path, sink: Sink, *, out_dir: Path,
@@ -172,6 +188,7 @@ def run_build(config: BuildConfig, base_dir: Path, sink: Sink, *, out_dir: Path,
     deduper = Deduper(**dedup_kwargs)
 
     ledger: list[Rejection] = []
+    verdicts: dict[str, Rejection | None] = {}
     spool: list[tuple[str, str, bytes, str]] = []  # id, group, json bytes, source
     counts: Counter[str] = Counter()
     found: Counter[str] = Counter()
@@ -188,6 +205,19 @@ def run_build(config: BuildConfig, base_dir: Path, sink: Sink, *, out_dir: Path,
                 rejected_by_reason[str(row[1].reason)] += 1
                 ledger.append(row[1])
                 continue
+            if row[0] == "rawdup":
+                _, cid, meta, first_id = row
+                prior = verdicts[first_id]
+                dup = Rejection(record_id=cid, source=meta.source, file=meta.file, line_start=meta.line_start,
+                                line_end=meta.line_end, reason=prior.reason if prior else Reason.duplicate_exact,
+                                detail="identical to an earlier conversation after normalisation",
+                                repair_hint="nothing to repair: the kept twin carries the same work",
+                                kept_id=prior.kept_id if prior else first_id)
+                counts["converted"] += 1
+                counts[str(dup.reason)] += 1
+                rejected_by_reason[str(dup.reason)] += 1
+                ledger.append(dup)
+                continue
             _, cid, meta, body, f, r, changed, sig, t_red, t_sig = row
             clock["redact"] += t_red
             clock["dedup"] += t_sig
@@ -198,6 +228,7 @@ def run_build(config: BuildConfig, base_dir: Path, sink: Sink, *, out_dir: Path,
             t = time.perf_counter()
             dup = deduper.check_signed(cid, meta if isinstance(meta, ConversationMeta) else ConversationMeta(**meta), sig)
             clock["dedup"] += time.perf_counter() - t
+            verdicts[cid] = dup
             if dup is not None:
                 counts[str(dup.reason)] += 1
                 rejected_by_reason[str(dup.reason)] += 1

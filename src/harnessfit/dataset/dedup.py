@@ -20,6 +20,7 @@ from harnessfit.convert.rejection import Reason, Rejection
 __all__ = ["normalised_text", "exact_key", "minhash_of", "Deduper"]
 
 _WS = re.compile(r"\s+")
+NEAR_CHARS = 200_000
 _WORD = re.compile(r"\w+|[^\w\s]")
 
 
@@ -78,7 +79,9 @@ class Deduper:
     def signature(self, conv: Conversation) -> tuple[str, Any]:
         """Hashes of one conversation (pure, so workers can compute them in parallel)."""
         text = normalised_text(conv)
-        mh = minhash_of(text, num_perm=self.num_perm, shingle_size=self.shingle_size, seed=self.seed) if self.near else None
+        # near-duplicates are judged on the first NEAR_CHARS characters (the exact key covers everything): keeps
+        # MinHash cost bounded per conversation
+        mh = minhash_of(text[:NEAR_CHARS], num_perm=self.num_perm, shingle_size=self.shingle_size, seed=self.seed) if self.near else None
         return exact_key(text), ((mh.hashvalues, mh.scheme) if mh is not None else None)
 
     def check(self, conv: Conversation, signature: tuple[str, Any] | None = None) -> Rejection | None:
