@@ -38,6 +38,7 @@ def test_golden_solver_scores_all_tasks(pi_installed, default_suite, tmp_path):
     assert "| Complete loop" in (out / "results.md").read_text()
 
 
+@pytest.mark.slow
 def test_double_encoding_model_is_named(pi_installed, small_suite, tmp_path):
     results = run_eval("scripted:double-encode", small_suite, tmp_path / "de", workers=2, progress=False)
     for ep in results.episodes:
@@ -51,6 +52,7 @@ def test_double_encoding_model_is_named(pi_installed, small_suite, tmp_path):
     assert results.aggregates["failures"] == {"double_encoded_arguments": 2}
 
 
+@pytest.mark.slow
 def test_never_stopping_model_hits_turn_cap(pi_installed, small_suite, tmp_path):
     results = run_eval("scripted:never-stop", small_suite, tmp_path / "ns", workers=2, max_turns=3, progress=False)
     for ep in results.episodes:

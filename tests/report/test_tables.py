@@ -9,6 +9,9 @@ from harnessfit.errors import UserError
 from harnessfit.eval.episode import Episode, EpisodeFacts, EpisodeMetrics
 from harnessfit.eval.results import EvalResults, aggregate, write_results
 from harnessfit.report import compare
+from typer.testing import CliRunner
+
+from harnessfit.cli import app
 
 
 def _episode(task: str, seed: int, ok: bool, failure: str | None = None, error: str | None = None) -> Episode:
@@ -61,3 +64,11 @@ def test_compare_refuses_unfinished_and_single(tmp_path):
     (tmp_path / "junk.json").write_text("{}")
     with pytest.raises(UserError, match="not a harnessfit eval results file"):
         compare([done, tmp_path / "junk.json"], tmp_path / "x.md")
+
+
+def test_compare_cli(tmp_path):
+    a = _write(tmp_path, "a", [_episode("a", 0, True)])
+    b = _write(tmp_path, "b", [_episode("a", 0, False, "checker_failed")])
+    res = CliRunner().invoke(app, ["eval", "compare", str(a), str(b), "--out", str(tmp_path / "t.md")])
+    assert res.exit_code == 0, res.output
+    assert "| Metric | a | b |" in res.output and (tmp_path / "t.json").is_file()
