@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import orjson
 import pytest
+from typer.testing import CliRunner
 
+from harnessfit.cli import app
 from harnessfit.errors import UserError
 from harnessfit.eval.episode import Episode, EpisodeFacts, EpisodeMetrics
 from harnessfit.eval.results import EvalResults, aggregate, write_results
 from harnessfit.report import compare
-from typer.testing import CliRunner
-
-from harnessfit.cli import app
 
 
 def _episode(task: str, seed: int, ok: bool, failure: str | None = None, error: str | None = None) -> Episode:
