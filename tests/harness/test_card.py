@@ -89,6 +89,12 @@ def _codes(found) -> list[tuple[str, str]]:
         ("read", '{"path":"a"', [("repaired_truncated_json", "warning")]),
         ("read", '{"path":"a\nb"}', [("repaired_json_string", "warning")]),
         ("bash", '{"command":"ls","cwd":"/"}', [("ignored_property", "warning")]),
+        ("edit", '{"path":"a","edits":{"oldText":"x","newText":"y"}}', [("coerced_type", "warning")]),
+        ("bash", '{"command":null}', [("coerced_type", "warning")]),
+        ("read", '{"path":"a","limit":"1_0"}', [("wrong_type", "error")]),
+        ("read", '{"path":"a","limit":""}', [("coerced_type", "warning")]),
+        ("read", '{"path":"a","limit":"TRUE"}', [("coerced_type", "warning")]),
+        ("read", '{"path":"a","limit":[1]}', [("wrong_type", "error")]),
     ],
 )
 def test_validate_call_codes(card: HarnessCard, name: str, arguments, expected) -> None:

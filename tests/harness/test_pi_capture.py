@@ -32,6 +32,11 @@ EXTRA = [
     Probe("x_bash_cmd", "bash", '{"cmd":"ls"}', False),
     Probe("x_write_list", "write", '{"path":"x.txt","content":["a"]}', False),
     Probe("x_ls_disabled", "ls", '{"path":"."}', False),
+    Probe("x_command_null", "bash", '{"command":null}', True),
+    Probe("x_limit_empty", "read", '{"path":"hello.txt","limit":""}', True),
+    Probe("x_limit_true", "read", '{"path":"hello.txt","limit":"TRUE"}', True),
+    Probe("x_limit_underscore", "read", '{"path":"hello.txt","limit":"1_0"}', False),
+    Probe("x_limit_list", "read", '{"path":"hello.txt","limit":[1]}', False),
     Probe("x_limit_word", "read", '{"path":"hello.txt","limit":"ten"}', False),
     Probe("x_edits_object", "edit", '{"path":"note.txt","edits":{"oldText":"a","newText":"b"}}', True),  # Pi wraps it in a list
 ]
