@@ -18,6 +18,8 @@ from harnessfit.cli import app
 from harnessfit.errors import UserError
 from harnessfit.serve import build_vllm_command, choose_backend, prepare_vllm
 
+pytestmark = pytest.mark.xdist_group("serve-builtin")  # share the scripted-model factory with test_server
+
 MSGS = [{"role": "system", "content": "sys"}, {"role": "user", "content": "hi"}]
 
 
