@@ -1,0 +1,8 @@
+from uploads import ALLOWED_EXTENSIONS, is_allowed
+
+assert sorted(ALLOWED_EXTENSIONS) == [".csv", ".md", ".txt"], ALLOWED_EXTENSIONS
+assert is_allowed("REPORT.CSV")
+assert is_allowed("a.txt") and is_allowed("b.md")
+assert not is_allowed("image.png")
+assert not is_allowed("csv")
+print("checker passed")

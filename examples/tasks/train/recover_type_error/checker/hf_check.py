@@ -1,0 +1,6 @@
+from labels import shelf_label
+
+assert shelf_label("B", 7) == "B7"
+assert shelf_label("A", 12) == "A12"
+assert shelf_label("C", 0) == "C0"
+print("checker passed")
