@@ -160,6 +160,30 @@ class GuardStop(TrainerCallback):
             control.should_training_stop = True
 
 
+class RankTally(TrainerCallback):
+    """Counts the micro-batches this process ran (so a multi-process run can show that every rank trained)."""
+
+    def __init__(self) -> None:
+        self.micro_batches = 0
+
+    def on_substep_end(self, args, state, control, **kwargs):
+        self.micro_batches += 1
+
+    def on_step_end(self, args, state, control, **kwargs):
+        self.micro_batches += 1
+
+
+def _adapter_digest(model) -> str:
+    import hashlib
+
+    h = hashlib.sha256()
+    for name, p in sorted(model.named_parameters()):
+        if p.requires_grad:
+            h.update(name.encode())
+            h.update(p.detach().float().cpu().numpy().tobytes())
+    return h.hexdigest()
+
+
 def _truncate_metrics(path: Path, step: int) -> None:
     """On resume, drop rows logged after the checkpoint (they will be logged again) so the curve stays single."""
     if path.is_file():
@@ -276,7 +300,8 @@ def train_sft(recipe: TrainRecipe, out_dir: Path, *, resume: bool = False,
     if recipe.guard.enabled and _rank() == 0:
         guard = HealthGuard(recipe.guard, out_dir, reading_source).start()
     guard_cb = GuardStop(guard)
-    callbacks: list = [MetricsLog(metrics_path), guard_cb]
+    tally = RankTally()
+    callbacks: list = [MetricsLog(metrics_path), guard_cb, tally]
     if _rank() == 0:
         from torch.utils.tensorboard import SummaryWriter
 
@@ -292,6 +317,11 @@ def train_sft(recipe: TrainRecipe, out_dir: Path, *, resume: bool = False,
         if guard is not None:
             guard.close()
 
+    ranks_dir = out_dir / "ranks"
+    ranks_dir.mkdir(exist_ok=True)
+    (ranks_dir / f"rank{_rank()}.json").write_bytes(orjson.dumps({
+        "rank": _rank(), "world_size": _world(), "global_step": trainer.state.global_step,
+        "micro_batches": tally.micro_batches, "adapter_sha256": _adapter_digest(trainer.model)}))
     stop = guard.reason() if (guard is not None and guard_cb.fired) else None
     status: Literal["completed", "stopped"] = "stopped" if guard_cb.fired else "completed"
     adapter_dir = None
