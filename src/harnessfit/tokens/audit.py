@@ -136,90 +136,117 @@ def recommend_cap(cap_rows: list[CapRow], native: int | None) -> tuple[int | Non
     return None, f"every candidate cap exceeds the native context {native}"
 
 
+class _Row:
+    """What the audit keeps per rendered record: counts always, token arrays only when the record can still be
+    trained (clean and within the largest cap), so memory stays near the size of the kept token arrays."""
+
+    __slots__ = ("split", "id", "source", "group", "n_tokens", "n_supervised", "clean", "ids", "mask")
+
+    def __init__(self, split: str, rec: SFTRecord, x: Rendered, keep_arrays: bool) -> None:
+        import numpy as np
+
+        self.split, self.id, self.source, self.group = split, rec.id, rec.source, rec.group
+        self.n_tokens, self.n_supervised, self.clean = x.n_tokens, x.n_supervised, not x.violations
+        self.ids = np.asarray(x.input_ids, dtype=np.int32) if keep_arrays else None
+        self.mask = np.asarray(x.assistant_masks, dtype=np.int8) if keep_arrays else None
+
+
+def _count_lines(dataset_dir: Path) -> int:
+    total = 0
+    for path in sorted((dataset_dir / "sft").glob("*.jsonl")):
+        with path.open("rb") as fh:
+            total += sum(1 for line in fh if line.strip())
+    return total
+
+
 def audit(dataset_dir: Path, model: str, out_dir: Path, *, caps: Sequence[int] | None = None,
           think_in_labels: bool = False, workers: int = 1, template: str = "auto",
           cap: int | None = None, progress: bool = True) -> AuditReport:
     """Audit ``dataset_dir`` (a ``harnessfit build`` output) with ``model``; write the report and tokenized set to
     ``out_dir``. ``cap`` overrides the recommended cap applied to the tokenized set. ``workers`` is accepted for
     API stability; tokenisation already uses every core through the tokenizer's own thread pool."""
+    from rich.progress import Progress
+
     from harnessfit.models import load_tokenizer, native_context_length, resolve_model, template_info
     from harnessfit.tokens.output import write_outputs
 
     dataset_dir = Path(dataset_dir)
     if not dataset_dir.is_dir():
         raise UserError(f"dataset folder not found: {dataset_dir}")
+    if cap is not None and cap <= 0:
+        raise UserError(f"--cap must be a positive token count, not {cap}")
     tokenizer = load_tokenizer(model, template=template)
     native = native_context_length(model)
     cap_list = sorted(set(caps or DEFAULT_CAPS) | ({native} if native else set()))
+    biggest = max(cap_list + ([cap] if cap else []))
     info = template_info(tokenizer)
 
-    records = list(_read_records(dataset_dir))
-    rendered: list[tuple[str, SFTRecord, Rendered]] = []
     problems: dict[str, Finding] = {p.value: Finding() for p in Problem}
     violations: dict[str, Finding] = {v.value: Finding() for v in Violation}
     bad_rows: list[dict[str, Any]] = []
+    rows: list[_Row] = []
+    read = 0
 
     def note(table: dict[str, Finding], kind: str, rid: str, detail: str) -> None:
         table[kind].count += 1
         table[kind].ids.append(rid)
         bad_rows.append({"id": rid, "kind": kind, "detail": detail})
 
-    todo = [(split, rec) for split, rec, _ in records if isinstance(rec, SFTRecord)]
-    for split, rec, fallback in records:
-        if isinstance(rec, RecordError):
-            note(problems, rec.problem.value, fallback, str(rec))
-    _render_all(tokenizer, todo, think_in_labels, progress, rendered, problems, violations, note)
+    def flush(batch: list[tuple[str, SFTRecord]]) -> None:
+        results = render_many(tokenizer, [r for _, r in batch], think_in_labels=think_in_labels)
+        for (split, rec), res in zip(batch, results):
+            if isinstance(res, RecordError):
+                note(problems, res.problem.value, rec.id, str(res))
+                continue
+            for v in res.violations:
+                note(violations, v.value, rec.id, f"{v.value} in {split}")
+            if not res.violations and res.n_tokens > biggest:
+                note(problems, Problem.too_long.value, rec.id, f"{res.n_tokens} tokens > every cap (largest {biggest})")
+            rows.append(_Row(split, rec, res, keep_arrays=not res.violations and res.n_tokens <= biggest))
 
-    clean = [(s, r, x) for s, r, x in rendered if not x.violations]
-    rows = [(x.n_tokens, x.n_supervised) for _, _, x in clean]
-    cap_rows = _cap_rows(rows, cap_list, native)
+    with Progress(disable=not progress, transient=True) as bar:
+        task = bar.add_task("rendering + tokenizing + masking", total=_count_lines(dataset_dir))
+        batch: list[tuple[str, SFTRecord]] = []
+        for split, rec, fallback in _read_records(dataset_dir):
+            read += 1
+            if isinstance(rec, RecordError):
+                note(problems, rec.problem.value, fallback, str(rec))
+            else:
+                batch.append((split, rec))
+            if len(batch) >= _BATCH:
+                flush(batch)
+                bar.advance(task, len(batch))
+                batch = []
+        if batch:
+            flush(batch)
+
+    clean = [r for r in rows if r.clean]
+    cap_rows = _cap_rows([(r.n_tokens, r.n_supervised) for r in clean], cap_list, native)
     recommended, reason = recommend_cap(cap_rows, native)
     applied = cap if cap is not None else recommended
-    biggest = max(cap_list) if cap_list else None
-    for _, rec, x in clean:
-        if biggest is not None and x.n_tokens > biggest:
-            note(problems, Problem.too_long.value, rec.id, f"{x.n_tokens} tokens > every cap (largest {biggest})")
-    kept = [(s, r, x) for s, r, x in clean if applied is None or x.n_tokens <= applied]
+    kept = [r for r in clean if applied is None or r.n_tokens <= applied]
 
     splits: dict[str, SplitStats] = {}
     total = SplitStats()
-    for split, _, x in sorted(rendered, key=lambda t: (t[0], t[1].id)):
-        for st in (splits.setdefault(split, SplitStats()), total):
+    for r in rows:
+        for st in (splits.setdefault(r.split, SplitStats()), total):
             st.records += 1
-            st.prompt_tokens += x.n_tokens - x.n_supervised
-            st.supervised_tokens += x.n_supervised
-            st.total_tokens += x.n_tokens
+            st.prompt_tokens += r.n_tokens - r.n_supervised
+            st.supervised_tokens += r.n_supervised
+            st.total_tokens += r.n_tokens
     for table in (problems, violations):
         for f in table.values():
             f.ids = sorted(f.ids)[:_MAX_IDS]
     report = AuditReport(
         dataset=str(dataset_dir), model=model,
         template={"name": info.name, "sha256": info.sha256},
-        think_in_labels=think_in_labels, records_read=len(records), records_rendered=len(rendered),
+        think_in_labels=think_in_labels, records_read=read, records_rendered=len(rows),
         records_clean=len(clean), splits=dict(sorted(splits.items())), total=total,
-        lengths=length_stats([x.n_tokens for _, _, x in rendered]), native_context=native, caps=cap_rows,
+        lengths=length_stats([r.n_tokens for r in rows]), native_context=native, caps=cap_rows,
         recommended_cap=recommended, recommendation_reason=reason, cap_applied=applied,
         excluded_over_cap=len(clean) - len(kept), violations=violations, problems=problems,
         tokenized={},
     )
     write_outputs(out_dir, report, kept, sorted(bad_rows, key=lambda r: (r["kind"], r["id"])), tokenizer, info,
-                  model=model, resolved=resolve_model(model), lengths=[x.n_tokens for _, _, x in clean])
+                  model=model, resolved=resolve_model(model), lengths=[r.n_tokens for r in clean])
     return report
-
-
-def _render_all(tokenizer, todo, think_in_labels, progress, rendered, problems, violations, note) -> None:
-    from rich.progress import Progress
-
-    with Progress(disable=not progress, transient=True) as bar:
-        task = bar.add_task("rendering + tokenizing", total=len(todo))
-        for i in range(0, len(todo), _BATCH):
-            chunk = todo[i:i + _BATCH]
-            results = render_many(tokenizer, [r for _, r in chunk], think_in_labels=think_in_labels)
-            for (split, rec), res in zip(chunk, results):
-                if isinstance(res, RecordError):
-                    note(problems, res.problem.value, rec.id, str(res))
-                    continue
-                for v in res.violations:
-                    note(violations, v.value, rec.id, f"{v.value} in {split}")
-                rendered.append((split, rec, res))
-            bar.advance(task, len(chunk))

@@ -27,15 +27,17 @@ TOKENIZED_SCHEMA = pa.schema([
 
 
 def _write_split(path: Path, rows: list) -> None:
-    rows = sorted(rows, key=lambda t: t[1].id)
+    rows = sorted(rows, key=lambda r: r.id)
+    ids = pa.array([r.ids for r in rows], type=pa.list_(pa.int32())) if rows else pa.array([], pa.list_(pa.int32()))
+    masks = pa.array([r.mask for r in rows], type=pa.list_(pa.int8())) if rows else pa.array([], pa.list_(pa.int8()))
     table = pa.table({
-        "id": [r.id for _, r, _ in rows],
-        "input_ids": [x.input_ids for _, _, x in rows],
-        "assistant_masks": [x.assistant_masks for _, _, x in rows],
-        "n_tokens": [x.n_tokens for _, _, x in rows],
-        "n_supervised": [x.n_supervised for _, _, x in rows],
-        "source": [r.source for _, r, _ in rows],
-        "group": [r.group for _, r, _ in rows],
+        "id": pa.array([r.id for r in rows], pa.string()),
+        "input_ids": ids,
+        "assistant_masks": masks,
+        "n_tokens": pa.array([r.n_tokens for r in rows], pa.int32()),
+        "n_supervised": pa.array([r.n_supervised for r in rows], pa.int32()),
+        "source": pa.array([r.source for r in rows], pa.string()),
+        "group": pa.array([r.group for r in rows], pa.string()),
     }, schema=TOKENIZED_SCHEMA)
     pq.write_table(table, path, compression="zstd")
 
@@ -107,7 +109,7 @@ def write_outputs(out_dir: Path, report, kept: list, bad_rows: list[dict[str, An
     tok_dir.mkdir()
     by_split: dict[str, list] = {}
     for row in kept:
-        by_split.setdefault(row[0], []).append(row)
+        by_split.setdefault(row.split, []).append(row)
     for split in sorted(set(report.splits) | set(by_split)):
         _write_split(tok_dir / f"{split}.parquet", by_split.get(split, []))
         report.tokenized[split] = len(by_split.get(split, []))
