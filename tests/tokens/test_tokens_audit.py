@@ -96,7 +96,7 @@ def test_second_run_is_identical(audited, tmp_path: Path) -> None:
     _, out, ds = audited
     audit(ds, "embedded", tmp_path / "again", caps=[128, 4096], progress=False)
     for rel in ("audit.json", "audit.md", "violations.jsonl", "tokenized/meta.json", "tokenized/train.parquet",
-                "tokenized/test.parquet"):
+                "tokenized/test.parquet", "manifest.json"):
         assert (tmp_path / "again" / rel).read_bytes() == (out / rel).read_bytes(), rel
 
 

@@ -25,6 +25,7 @@ __all__ = ["AuditReport", "SplitStats", "DEFAULT_CAPS", "KEEP_FRACTION", "audit"
 DEFAULT_CAPS: tuple[int, ...] = (4096, 8192, 16384, 20480, 32768)
 KEEP_FRACTION = 0.95  # a cap is good enough when it keeps this share of the supervised tokens
 _BATCH = 64
+_BATCH_BYTES = 8 << 20  # long agent sessions make single records of ~200 k tokens: bound a batch by size too
 _MAX_IDS = 50  # record ids listed per violation/problem kind in audit.json (all are in violations.jsonl)
 
 
@@ -75,8 +76,8 @@ class AuditReport(BaseModel):
     tokenized: dict[str, int]
 
 
-def _read_records(dataset_dir: Path) -> Iterator[tuple[str, SFTRecord | RecordError, str]]:
-    """(split, record or problem, fallback id) for every line of ``sft/*.jsonl``, sorted by split then line."""
+def _read_records(dataset_dir: Path) -> Iterator[tuple[str, SFTRecord | RecordError, str, int]]:
+    """(split, record or problem, fallback id, line bytes) for every line of ``sft/*.jsonl``, sorted by split then line."""
     sft = dataset_dir / "sft"
     files = sorted(sft.glob("*.jsonl")) if sft.is_dir() else []
     if not files:
@@ -89,10 +90,10 @@ def _read_records(dataset_dir: Path) -> Iterator[tuple[str, SFTRecord | RecordEr
                     continue
                 fallback = f"{path.name}:{n}"
                 try:
-                    yield split, SFTRecord.model_validate(jsonio.loads(line)), fallback
+                    yield split, SFTRecord.model_validate(jsonio.loads(line)), fallback, len(line)
                 except (ValidationError, ValueError) as exc:
                     detail = str(exc).splitlines()[0][:200]
-                    yield split, RecordError(Problem.invalid_record, detail), fallback
+                    yield split, RecordError(Problem.invalid_record, detail), fallback, len(line)
 
 
 def length_stats(lengths: Sequence[int]) -> dict[str, float]:
@@ -207,16 +208,18 @@ def audit(dataset_dir: Path, model: str, out_dir: Path, *, caps: Sequence[int] |
     with Progress(disable=not progress, transient=True) as bar:
         task = bar.add_task("rendering + tokenizing + masking", total=_count_lines(dataset_dir))
         batch: list[tuple[str, SFTRecord]] = []
-        for split, rec, fallback in _read_records(dataset_dir):
+        size = 0
+        for split, rec, fallback, nbytes in _read_records(dataset_dir):
             read += 1
             if isinstance(rec, RecordError):
                 note(problems, rec.problem.value, fallback, str(rec))
             else:
                 batch.append((split, rec))
-            if len(batch) >= _BATCH:
+                size += nbytes
+            if len(batch) >= _BATCH or size >= _BATCH_BYTES:
                 flush(batch)
                 bar.advance(task, len(batch))
-                batch = []
+                batch, size = [], 0
         if batch:
             flush(batch)
 

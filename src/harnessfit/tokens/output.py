@@ -1,4 +1,4 @@
-"""What ``audit`` leaves on disk: ``audit.json``, ``audit.md``, ``lengths.png``, ``violations.jsonl``,
+"""What ``audit`` leaves on disk: ``audit.json``, ``audit.md``, ``lengths.png``, ``violations.jsonl``, ``manifest.json``,
 ``tokenized/{split}.parquet`` + ``tokenized/meta.json`` (read unchanged by training) and ``tokenizer/`` (the
 tokenizer with the training template, loaded by training and serving so all three use the same template)."""
 
@@ -146,3 +146,17 @@ def write_outputs(out_dir: Path, report, kept: list, bad_rows: list[dict[str, An
     _histogram(out_dir / "lengths.png", lengths, [c.cap for c in report.caps], report.cap_applied)
     (out_dir / "audit.json").write_bytes(jsonio.dumps(report.model_dump(mode="json")))
     (out_dir / "audit.md").write_text(render_markdown(report), encoding="utf-8")
+    _write_manifest(out_dir, Path(report.dataset))
+
+
+def _write_manifest(out_dir: Path, dataset_dir: Path) -> None:
+    """``manifest.json``: SHA-256 of every output file, and of the dataset manifest the audit read."""
+    files = sorted(p for p in out_dir.rglob("*") if p.is_file() and p.name != "manifest.json")
+    source = dataset_dir / "manifest.json"
+    manifest = {
+        "format": "harnessfit-audit/1",
+        "dataset_manifest_sha256": jsonio.sha256_file(source) if source.is_file() else None,
+        "outputs": [{"path": p.relative_to(out_dir).as_posix(), "sha256": jsonio.sha256_file(p),
+                     "bytes": p.stat().st_size} for p in files],
+    }
+    (out_dir / "manifest.json").write_bytes(jsonio.dumps(manifest))
