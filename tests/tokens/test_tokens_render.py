@@ -73,14 +73,22 @@ def test_planted_double_encoded_arguments(tok) -> None:
 
 
 def test_planted_think_in_labels(tok) -> None:
-    # a Qwen3-style template that always opens the assistant turn with an (empty) think block
+    # a template that writes a thought into every assistant turn
     thinking = chatml_tools_template().replace(
-        "{%- generation %}", "{%- generation %}{{- '\\n<think>\\n\\n</think>' }}")
+        "{%- generation %}", "{%- generation %}{{- '\\n<think>\\nplan first\\n</think>' }}")
     rec = SFTRecord(**conversation_records(1)[0])
     r = render_record(_with_template(tok, thinking), rec)
     assert Violation.think_in_labels in r.violations
     assert Violation.think_in_labels not in render_record(_with_template(tok, thinking), rec,
                                                           think_in_labels=True).violations
+    # an empty think pair (Qwen3's "no thinking" marker) carries no thought: allowed
+    empty = chatml_tools_template().replace(
+        "{%- generation %}", "{%- generation %}{{- '\\n<think>\\n\\n</think>' }}")
+    assert Violation.think_in_labels not in render_record(_with_template(tok, empty), rec).violations
+    # a thought in the middle of the data's text is caught
+    mid = dict(conversation_records(1)[0])
+    mid["action"] = {"role": "assistant", "content": "Reading it. <think>the user is wrong</think> Done."}
+    assert Violation.think_in_labels in render_record(tok, SFTRecord(**mid)).violations
     # thinking in the data is dropped from labels unless asked for
     data = dict(conversation_records(1)[0])
     data["action"] = {**data["action"], "reasoning_content": "I should read f0."}

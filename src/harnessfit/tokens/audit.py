@@ -20,13 +20,31 @@ from harnessfit.dataset.records import SFTRecord
 from harnessfit.errors import UserError
 from harnessfit.tokens.render import Problem, RecordError, Rendered, Violation, render_many
 
-__all__ = ["AuditReport", "SplitStats", "DEFAULT_CAPS", "KEEP_FRACTION", "audit", "recommend_cap", "length_stats"]
+__all__ = ["AuditReport", "SplitStats", "DEFAULT_CAPS", "KEEP_FRACTION", "EXPLANATIONS", "audit", "recommend_cap", "length_stats"]
 
 DEFAULT_CAPS: tuple[int, ...] = (4096, 8192, 16384, 20480, 32768)
 KEEP_FRACTION = 0.95  # a cap is good enough when it keeps this share of the supervised tokens
 _BATCH = 64
 _BATCH_BYTES = 8 << 20  # long agent sessions make single records of ~200 k tokens: bound a batch by size too
 _MAX_IDS = 50  # record ids listed per violation/problem kind in audit.json (all are in violations.jsonl)
+
+
+EXPLANATIONS: dict[str, str] = {
+    "prompt_in_loss": "supervised tokens outside the action (the template renders the prompt differently once the "
+                      "action follows, or outside its {% generation %} block); record kept out of training",
+    "missing_end_of_turn": "the action's supervised tokens do not end on an end-of-turn token, so the model would not "
+                           "learn to stop; record kept out of training",
+    "think_in_labels": "thinking text (<think>…</think> with content) in the supervised tokens although "
+                       "think_in_labels is off; record kept out of training",
+    "prefix_unstable": "the prompt's own tokens differ from the first tokens of prompt + action (template or "
+                       "tokenizer merges across the boundary); record kept out of training",
+    "double_encoded_arguments": "tool-call arguments are a JSON string holding JSON (Pi rejects these) or render "
+                                "as a string; record kept out of training",
+    "invalid_record": "the line is not a valid SFT record",
+    "empty_action": "the assistant action has no text and no tool calls",
+    "render_error": "the chat template raised an error on this record",
+    "too_long": "longer than every candidate cap; never trainable with these caps",
+}
 
 
 class SplitStats(BaseModel):
@@ -74,6 +92,7 @@ class AuditReport(BaseModel):
     violations: dict[str, Finding]
     problems: dict[str, Finding]
     tokenized: dict[str, int]
+    explained: dict[str, str] = Field(default_factory=dict)
 
 
 def _read_records(dataset_dir: Path) -> Iterator[tuple[str, SFTRecord | RecordError, str, int]]:
@@ -249,6 +268,7 @@ def audit(dataset_dir: Path, model: str, out_dir: Path, *, caps: Sequence[int] |
         recommended_cap=recommended, recommendation_reason=reason, cap_applied=applied,
         excluded_over_cap=len(clean) - len(kept), violations=violations, problems=problems,
         tokenized={},
+        explained={k: EXPLANATIONS[k] for k, f in sorted({**violations, **problems}.items()) if f.count},
     )
     write_outputs(out_dir, report, kept, sorted(bad_rows, key=lambda r: (r["kind"], r["id"])), tokenizer, info,
                   model=model, resolved=resolve_model(model), lengths=[r.n_tokens for r in clean])

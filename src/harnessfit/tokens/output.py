@@ -91,6 +91,8 @@ def render_markdown(report) -> str:
     lines += ["", "## Records that could not be used", "", "| problem | count | example ids |", "|---|---:|---|"]
     for kind, f in r.problems.items():
         lines.append(f"| {kind} | {f.count} | {', '.join(f.ids[:3])} |")
+    if r.explained:
+        lines += ["", "What each finding means:", ""] + [f"- **{k}**: {v}." for k, v in r.explained.items()]
     lines += ["", "Full list: `violations.jsonl`. Tokenized set: `tokenized/` (" +
               ", ".join(f"{k}: {v}" for k, v in r.tokenized.items()) + " records).", ""]
     return "\n".join(lines)

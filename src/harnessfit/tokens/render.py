@@ -24,6 +24,8 @@ __all__ = ["Violation", "Problem", "Rendered", "RecordError", "prepare_record", 
 
 _REASONING_KEYS = ("reasoning_content", "reasoning", "thinking")
 _LEADING_THINK = re.compile(r"^\s*<think>.*?</think>\s*", re.DOTALL)
+# thinking with content; an empty <think></think> pair (Qwen3-style "no thinking" marker) teaches no thoughts
+_THINK_CONTENT = re.compile(r"<think>(?!\s*</think>)", re.DOTALL)
 # arguments rendered as a JSON string (a quote right after the key) = a JSON string inside JSON
 _DOUBLE_ENCODED = re.compile(r'"arguments"\s*:\s*"')
 
@@ -259,7 +261,7 @@ def _finish(record_id: str, full_text: str, prefix_text: str, enc, k: int, tail_
     if end <= start or full_ids[end - 1] not in eot:
         found.append(Violation.missing_end_of_turn)
     label_text = full_text[c0:c1]
-    if not think_in_labels and ("<think>" in label_text or "</think>" in label_text):
+    if not think_in_labels and _THINK_CONTENT.search(label_text):
         found.append(Violation.think_in_labels)
     if bad_input_args or _DOUBLE_ENCODED.search(label_text):
         found.append(Violation.double_encoded_arguments)
