@@ -106,9 +106,9 @@ def test_cli_audit_and_user_errors(tmp_path: Path) -> None:
     res = runner.invoke(app, ["audit", str(ds), "--model", "embedded", "--caps", "1024,2048"])
     assert res.exit_code == 0, res.output
     assert "mask violations: none" in res.output
-    data = orjson.loads((ds / "audit" / "audit.json").read_bytes())
+    data = orjson.loads((tmp_path / "ds-audit" / "audit.json").read_bytes())
     assert data["recommended_cap"] == 1024 and data["records_clean"] == 3
-    assert pq.read_table(ds / "audit" / "tokenized" / "train.parquet").num_rows == 3
+    assert pq.read_table(tmp_path / "ds-audit" / "tokenized" / "train.parquet").num_rows == 3
     with pytest.raises(UserError, match="no SFT records"):
         audit(tmp_path, "embedded", tmp_path / "o", progress=False)
     with pytest.raises(UserError, match="--caps"):

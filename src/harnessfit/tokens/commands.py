@@ -27,7 +27,7 @@ def audit_command(
     dataset: Path = typer.Argument(..., help="A dataset folder written by `harnessfit build` (reads sft/*.jsonl)."),
     model: str = typer.Option("smollm2-135m", "--model", "-m",
                               help="Model: smollm2-135m (embedded), a local folder, or a Hugging Face id."),
-    out: Path = typer.Option(None, "--out", "-o", help="Output folder (default: DATASET/audit)."),
+    out: Path = typer.Option(None, "--out", "-o", help="Output folder (default: DATASET-audit beside the dataset, so a rebuild never mixes with it)."),
     caps: str = typer.Option(None, "--caps", help="Candidate caps, comma-separated (default 4096,8192,16384,20480,"
                                                   "32768; the model's native context is always added)."),
     cap: int = typer.Option(None, "--cap", help="Cap applied to the tokenized set (default: the recommended one)."),
@@ -42,7 +42,7 @@ def audit_command(
 
     from harnessfit.tokens.audit import audit
 
-    out_dir = out or (dataset / "audit")
+    out_dir = out or dataset.resolve().parent / f"{dataset.resolve().name}-audit"
     report = audit(dataset, model, out_dir, caps=_parse_caps(caps), cap=cap, template=template,
                    think_in_labels=think_in_labels)
     console = Console()
