@@ -56,6 +56,10 @@ def main() -> None:
     except UserError as exc:
         Console(stderr=True).print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
         sys.exit(exc.exit_code)
+    except OSError as exc:  # an unwritable --out, a vanished input: the user's to fix, so one line
+        where = f": {exc.filename}" if getattr(exc, "filename", None) else ""
+        Console(stderr=True).print(f"[bold red]error:[/] {exc.strerror or exc}{where}", highlight=False, soft_wrap=True)
+        sys.exit(2)
     except KeyboardInterrupt:
         sys.exit(130)
 

@@ -30,6 +30,7 @@ class SkipReason(StrEnum):
     nothing_supervised = "nothing_supervised"
     over_max_length = "over_max_length"
     empty = "empty"
+    source_not_selected = "source_not_selected"
 
 
 class SkippedRecord(BaseModel):
@@ -79,8 +80,11 @@ def _have(tok: Path) -> str:
 
 
 def load_split(audit_dir: Path, split: str, *, max_records: int | None = None,
-               max_length: int | None = None) -> TokenizedSplit:
-    """Load one split in file order, keeping ``input_ids`` and ``assistant_masks`` unchanged."""
+               max_length: int | None = None, sources: list[str] | None = None) -> TokenizedSplit:
+    """Load one split in file order, keeping ``input_ids`` and ``assistant_masks`` unchanged.
+
+    ``sources`` keeps only rows whose ``source`` column (the trace format) is listed; the others are recorded as
+    skipped with ``source_not_selected``."""
     path = audit_dir / "tokenized" / f"{split}.parquet"
     if not path.is_file():
         raise UserError(f"split {split!r} not found in {audit_dir / 'tokenized'} (have: {_have(path.parent)})")
@@ -91,13 +95,17 @@ def load_split(audit_dir: Path, split: str, *, max_records: int | None = None,
     ids = table.column("id").to_pylist()
     all_ids = table.column("input_ids").to_pylist()
     all_masks = table.column("assistant_masks").to_pylist()
+    all_sources = (table.column("source").to_pylist() if "source" in table.column_names
+                   else [None] * len(ids))
     rows_ids: list[list[int]] = []
     rows_masks: list[list[int]] = []
     kept: list[str] = []
     skipped: list[SkippedRecord] = []
-    for rid, ids_, mask in zip(ids, all_ids, all_masks, strict=True):
+    for rid, ids_, mask, source in zip(ids, all_ids, all_masks, all_sources, strict=True):
         reason = detail = None
-        if not ids_:
+        if sources is not None and source not in sources:
+            reason, detail = SkipReason.source_not_selected, f"source {source!r} not in {sources}"
+        elif not ids_:
             reason, detail = SkipReason.empty, "no tokens"
         elif mask is None or len(mask) != len(ids_):
             reason, detail = SkipReason.mask_length_mismatch, f"{len(ids_)} ids, {0 if mask is None else len(mask)} mask"

@@ -41,6 +41,9 @@ class TrainRecipe(BaseModel):
     eval_split: str = Field("auto", description="Held-out split; 'auto' = first of validation/val/valid/test present.")
     max_train_records: int | None = Field(None, ge=1, description="Use only the first N training records (demos).")
     max_eval_records: int | None = Field(None, ge=1, description="Use only the first N held-out records.")
+    sources: list[str] | None = Field(
+        None, description="Train and evaluate only on records from these trace formats (e.g. [pi]); None = all. "
+        "The others are listed in skipped.jsonl as source_not_selected.")
     # adapter
     lora_r: int = Field(32, ge=1, description="LoRA rank.")
     lora_alpha: int = Field(64, ge=1, description="LoRA alpha (scale = alpha / r).")

@@ -226,9 +226,11 @@ def train_sft(recipe: TrainRecipe, out_dir: Path, *, resume: bool = False,
 
     audit_dir = Path(recipe.audit_dir).expanduser().resolve()
     meta = load_meta(audit_dir)
-    train = load_split(audit_dir, recipe.train_split, max_records=recipe.max_train_records, max_length=recipe.max_length)
+    train = load_split(audit_dir, recipe.train_split, max_records=recipe.max_train_records, max_length=recipe.max_length,
+                       sources=recipe.sources)
     eval_name = find_eval_split(audit_dir, recipe.eval_split)
-    evalset = (load_split(audit_dir, eval_name, max_records=recipe.max_eval_records, max_length=recipe.max_length)
+    evalset = (load_split(audit_dir, eval_name, max_records=recipe.max_eval_records, max_length=recipe.max_length,
+                          sources=recipe.sources)
                if eval_name else None)
     spec = recipe.model or meta.get("model") or meta.get("model_spec")
     if not spec:
