@@ -50,10 +50,10 @@ class DemoPlan:
     eval_suite: Path | None = None
     recipe: Path | None = None
     seeds: int = 1
-    eval_max_turns: int = 4
-    eval_max_seconds: float = 120.0
-    serve_max_tokens: int = 96
-    synth_seeds: int = 2
+    eval_max_turns: int = 3
+    eval_max_seconds: float = 60.0
+    serve_max_tokens: int = 80
+    synth_seeds: int = 1
 
     def resolved(self) -> DemoPlan:
         ex = examples_dir()
