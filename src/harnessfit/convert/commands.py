@@ -17,6 +17,8 @@ def _convert_cmd(
     formats: list[str] = typer.Option(None, "--format", "-f", help="Only these formats (repeatable); default: detect."),
     harness: str = typer.Option("pi", "--harness", help="Harness whose card defines the wire format."),
     harness_version: str = typer.Option("0.73.1", "--harness-version", help="Harness version of the card."),
+    install_dir: str = typer.Option(None, "--install-dir", help="Harness folder the system prompt names "
+                                    "(default: where `harnessfit harness install` puts it on this machine)."),
 ) -> None:
     """Convert traces into the harness's exact wire format, with a reject ledger and accounting."""
     from rich.console import Console
@@ -42,7 +44,7 @@ def _convert_cmd(
             progress.update(task, advance=res.size, files=progress.tasks[0].fields["files"] + 1)
 
         summary = convert(inputs, out, card, workers=workers, formats=formats or None, on_units=on_units,
-                          on_unit=on_unit)
+                          on_unit=on_unit, install_dir=install_dir)
     acc = summary.accounting
     table = Table(title=f"convert → {out}  (card {summary.card})")
     for col in ("format", "files", "read", "accepted", "rejected"):

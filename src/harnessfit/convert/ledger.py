@@ -162,9 +162,11 @@ def convert(
     formats: Sequence[str] | None = None,
     on_units: Callable[[int, int], None] | None = None,
     on_unit: Callable[[UnitResult], None] | None = None,
+    install_dir: str | None = None,
 ) -> ConvertSummary:
     """Convert ``inputs`` into ``out_dir`` (see the module docstring for the files). ``on_units(n, bytes)`` is
-    called once with the number and size of units, ``on_unit`` after each unit (for progress bars)."""
+    called once with the number and size of units, ``on_unit`` after each unit (for progress bars).
+    ``install_dir``: the harness folder the system prompt names (default: the card's ``default_install_dir()``)."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     units = iter_units([Path(p) for p in inputs], formats)
@@ -175,7 +177,8 @@ def convert(
     accounting = Accounting()
     examples: dict[str, Rejection] = {}
     with (out / "conversations.jsonl").open("wb") as conv_fh, (out / "ledger.jsonl").open("wb") as led_fh:
-        for res in iter_unit_results(inputs, card, workers=workers, formats=formats, units=units):
+        for res in iter_unit_results(inputs, card, workers=workers, formats=formats, units=units,
+                                     install_dir=install_dir):
             accounting.add(res)
             for item in res.outputs:
                 if isinstance(item, Conversation):

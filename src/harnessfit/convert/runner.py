@@ -43,15 +43,17 @@ def _size(path: Path) -> int:
         return 0
 
 
-def convert_unit(unit: Unit, card: Any, formats: Sequence[str] | None = None) -> UnitResult:
-    """Read one unit and convert each trajectory; reader rejections pass through."""
+def convert_unit(unit: Unit, card: Any, formats: Sequence[str] | None = None,
+                 install_dir: str | None = None) -> UnitResult:
+    """Read one unit and convert each trajectory; reader rejections pass through. ``install_dir`` is the harness
+    folder the system prompt names (``None``: the card's default, where ``harnessfit harness install`` puts it)."""
     res = UnitResult(index=unit.index, label=unit.label, format="unknown", size=_size(unit.path))
     for record in read_unit(unit, formats):
         res.read += 1
         if isinstance(record, Trajectory):
             res.format = record.source
             try:
-                out = to_conversation(record, card)
+                out = to_conversation(record, card, install_dir=install_dir)
             except Exception as exc:  # a converter bug on odd data must not stop the run
                 from harnessfit.convert.gates import rejection_for
                 from harnessfit.convert.rejection import Reason
@@ -69,35 +71,40 @@ def convert_unit(unit: Unit, card: Any, formats: Sequence[str] | None = None) ->
 _WORKER: dict[str, Any] = {}
 
 
-def _init_worker(card: Any, formats: Sequence[str] | None) -> None:
+def _init_worker(card: Any, formats: Sequence[str] | None, install_dir: str | None) -> None:
     _WORKER["card"] = card
     _WORKER["formats"] = formats
+    _WORKER["install_dir"] = install_dir
 
 
 def _work(unit: Unit) -> UnitResult:
-    return convert_unit(unit, _WORKER["card"], _WORKER["formats"])
+    return convert_unit(unit, _WORKER["card"], _WORKER["formats"], _WORKER["install_dir"])
 
 
 def iter_unit_results(
     inputs: Sequence[Path | str], card: Any, *, workers: int = 1, formats: Sequence[str] | None = None,
-    units: list[Unit] | None = None,
+    units: list[Unit] | None = None, install_dir: str | None = None,
 ) -> Iterator[UnitResult]:
     """Per-unit results in unit order (the building block of ``iter_convert`` and ``convert``)."""
     units = units if units is not None else iter_units(inputs, formats)
     if workers <= 1 or len(units) <= 1:
         for unit in units:
-            yield convert_unit(unit, card, formats)
+            yield convert_unit(unit, card, formats, install_dir)
         return
     ctx = mp.get_context("fork") if "fork" in mp.get_all_start_methods() else mp.get_context()
-    with ctx.Pool(processes=workers, initializer=_init_worker, initargs=(card, formats)) as pool:
+    with ctx.Pool(processes=workers, initializer=_init_worker, initargs=(card, formats, install_dir)) as pool:
         yield from pool.imap(_work, units, chunksize=1)
 
 
 def iter_convert(
     inputs: Sequence[Path], card: Any, *, workers: int = 1, formats: Sequence[str] | None = None,
+    install_dir: str | None = None,
 ) -> Iterator[Conversation | Rejection]:
-    """Every input record as a Conversation or a Rejection, in deterministic order (any worker count)."""
-    for res in iter_unit_results(inputs, card, workers=workers, formats=formats):
+    """Every input record as a Conversation or a Rejection, in deterministic order (any worker count).
+
+    ``install_dir`` fixes the harness folder named in the system prompt (default: the card's
+    ``default_install_dir()``, which depends on ``$HARNESSFIT_HOME``); fix it for machine-independent output."""
+    for res in iter_unit_results(inputs, card, workers=workers, formats=formats, install_dir=install_dir):
         yield from res.outputs
 
 

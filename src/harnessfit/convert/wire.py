@@ -1,8 +1,10 @@
 """Trajectory → Conversation in Pi's exact wire form (``openai-completions`` provider), or a Rejection.
 
 Serialisation, as Pi 0.73.1 sends it (``pi-ai/providers/openai-completions.js`` + ``transform-messages.js``):
-- ``{"role":"system","content": card.render_system_prompt(cwd, date)}``; cwd/date from the session, else
-  ``DEFAULT_CWD``/``DEFAULT_DATE`` (recorded as ``default_cwd``/``default_date``).
+- ``{"role":"system","content": card.render_system_prompt(cwd, date, install_dir=…)}``; cwd/date from the
+  session, else ``DEFAULT_CWD``/``DEFAULT_DATE`` (recorded as ``default_cwd``/``default_date``); the install folder
+  is the caller's ``install_dir`` or the card's default (``$HARNESSFIT_HOME``-dependent: fix it for
+  machine-independent data).
 - user: ``{"role":"user","content":[{"type":"text","text":…}, …]}`` (one part per text block); no text → skipped.
 - assistant: ``{"role":"assistant","content": <non-blank text blocks joined with "">|null, "tool_calls":[{"id",
   "type":"function","function":{"name","arguments": compact JSON}}]}``; ``tool_calls`` omitted when none; a message
@@ -139,8 +141,11 @@ def _append(draft: Draft, msgs: list[dict[str, Any]]) -> None:
         draft.messages.append(m)
 
 
-def to_conversation(traj: Trajectory, card: Any) -> Conversation | Rejection:
-    """Convert one trajectory with ``card``; the first gate (in ``GATE_ORDER``) that fires rejects it."""
+def to_conversation(traj: Trajectory, card: Any, *, install_dir: str | None = None) -> Conversation | Rejection:
+    """Convert one trajectory with ``card``; the first gate (in ``GATE_ORDER``) that fires rejects it.
+
+    ``install_dir`` is the harness folder the system prompt names; ``None`` = ``card.default_install_dir()`` (where
+    ``harnessfit harness install`` puts Pi on this machine, so prompts equal what Pi sends here)."""
     draft = Draft(traj, transformations=list(traj.provenance.transformations))
     early = first_rejection(traj, gates=_traj_gates())
     if early is not None:
@@ -155,7 +160,7 @@ def to_conversation(traj: Trajectory, card: Any) -> Conversation | Rejection:
         draft.problem(Reason.aborted_or_error_turn, "the user rejected a tool call (Pi has no approval step)",
                       "cut the session before the rejected call")
     ctx = MapContext(card=card, trajectory=traj, cwd=cwd)
-    draft.messages.append({"role": "system", "content": card.render_system_prompt(cwd, date)})
+    draft.messages.append({"role": "system", "content": card.render_system_prompt(cwd, date, install_dir=install_dir)})
     for step, results in _turns(traj.steps):
         if step.role == "system":
             draft.transformed("source_system_prompt_replaced")

@@ -84,7 +84,8 @@ def _card_info(config: BuildConfig) -> tuple[Any, dict[str, Any]]:
     return card, {"id": card.id, "sha256": card.sha256}
 
 
-def _convert_stream(inputs: list[InputSpec], card: Any, workers: int) -> Iterator[Conversation | Rejection]:
+def _convert_stream(inputs: list[InputSpec], card: Any, workers: int,
+                    install_dir: str | None) -> Iterator[Conversation | Rejection]:
     try:
         from harnessfit.convert.runner import iter_convert
     except ImportError:
@@ -94,10 +95,11 @@ def _convert_stream(inputs: list[InputSpec], card: Any, workers: int) -> Iterato
     kinds = {tuple(i.formats) if i.formats else None for i in inputs}
     if len(kinds) == 1:
         fmts = next(iter(kinds))
-        yield from iter_convert([Path(i.path) for i in inputs], card, workers=workers, formats=list(fmts) if fmts else None)
+        yield from iter_convert([Path(i.path) for i in inputs], card, workers=workers,
+                                formats=list(fmts) if fmts else None, install_dir=install_dir)
     else:
         for i in inputs:
-            yield from iter_convert([Path(i.path)], card, workers=workers, formats=i.formats)
+            yield from iter_convert([Path(i.path)], card, workers=workers, formats=i.formats, install_dir=install_dir)
 
 
 # -- redaction + hashing, possibly in worker processes --------------------------------------------------------------
@@ -177,10 +179,16 @@ def run_build(config: BuildConfig, base_dir: Path, sink: Sink, *, out_dir: Path,
     input_rows = [{"path": os.path.relpath(p, out_dir), "sha256": sha256_file(p), "bytes": p.stat().st_size} for p in files]
     clock["hash_inputs"] = time.perf_counter() - t0
     card, card_info = _card_info(config)
-    stream = items if items is not None else _convert_stream(inputs, card, config.workers)
+    # the harness folder the system prompt names: fixed by the config, else this machine's install folder; the
+    # resolved value goes into the manifest's config, so ``verify`` rebuilds with the same one anywhere
+    install_dir = config.install_dir if config.install_dir is not None else (
+        card.default_install_dir() if card is not None else None)
+    card_info["install_dir"] = install_dir
+    stream = items if items is not None else _convert_stream(inputs, card, config.workers, install_dir)
 
     rc = config.redaction
-    red_kwargs = ({"kinds": rc.kinds, "high_entropy": rc.high_entropy, "detect_secrets": rc.detect_secrets}
+    red_kwargs = ({"kinds": rc.kinds, "high_entropy": rc.high_entropy, "detect_secrets": rc.detect_secrets,
+                   "keep": [install_dir] if install_dir else None}
                   if rc.enabled else None)
     dc = config.dedup
     dedup_kwargs = {"exact": dc.exact, "near": dc.near, "threshold": dc.threshold, "num_perm": dc.num_perm,
@@ -306,6 +314,7 @@ def run_build(config: BuildConfig, base_dir: Path, sink: Sink, *, out_dir: Path,
 
     fp = measure_false_positive_rate(Redactor(**red_kwargs)) if red_kwargs is not None else None
     semantic = config.semantic_dict()
+    semantic["install_dir"] = install_dir
     semantic["inputs"] = [{"path": os.path.relpath(i.path, out_dir), "formats": i.formats} for i in inputs]
     config_bytes = orjson.dumps(semantic, option=orjson.OPT_SORT_KEYS)
     manifest: dict[str, Any] = {

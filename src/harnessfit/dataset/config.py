@@ -72,6 +72,13 @@ class BuildConfig(_Strict):
 
     Relative input paths and ``out`` are resolved against ``base_dir`` (the config file's folder, or the working
     directory for command-line builds). ``workers`` never changes the output bytes.
+
+    ``install_dir`` is the harness package folder that Pi's system prompt names (its docs paths). ``None`` (the
+    default) uses where ``harnessfit harness install`` puts Pi on *this* machine
+    (``$HARNESSFIT_HOME/harness/pi/<version>/node_modules/@mariozechner/pi-coding-agent``), so training prompts
+    equal what Pi sends during ``harnessfit eval`` here — but the bytes then depend on the machine. Fix it (e.g.
+    ``/opt/pi``) to build machine-independent data; either way the manifest records the value used and ``verify``
+    reuses it. Redaction never rewrites this exact string (a user name in it stays, so the prompt stays Pi's).
     """
 
     inputs: list[InputSpec]
@@ -81,6 +88,7 @@ class BuildConfig(_Strict):
     redaction: RedactionConfig = Field(default_factory=RedactionConfig)
     dedup: DedupConfig = Field(default_factory=DedupConfig)
     split: SplitConfig = Field(default_factory=SplitConfig)
+    install_dir: str | None = None
     parquet: bool = True
     workers: int = Field(1, ge=1, le=64)
     out: str = "out/dataset"

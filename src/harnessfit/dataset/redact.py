@@ -8,6 +8,10 @@ value → placeholder map is applied everywhere in that conversation. Tool-call 
 value by value and re-serialised compactly, so they stay valid JSON; untouched arguments keep their exact bytes.
 
 Placeholders are shell-safe identifiers (no ``<``/``>``), so a redacted ``bash`` command still parses.
+
+``keep`` strings are never rewritten nor scanned: the build passes the harness install folder, which the system
+prompt names and which must stay byte-equal to what Pi sends (a ``/home/alice/...`` install folder would otherwise
+become ``/home/user1/...`` in the prompt). A user name elsewhere (cwd, tool calls, results) is still redacted.
 """
 
 from __future__ import annotations
@@ -193,8 +197,11 @@ class Redactor:
 
     KINDS = sorted({k for k, _ in _SHAPES} | {"email", "home_user", "high_entropy", "detect_secrets"})
 
-    def __init__(self, kinds: list[str] | None = None, *, high_entropy: bool = True, detect_secrets: bool = True) -> None:
+    def __init__(self, kinds: list[str] | None = None, *, high_entropy: bool = True, detect_secrets: bool = True,
+                 keep: list[str] | None = None) -> None:
         self.kinds = set(kinds) if kinds else None
+        kept = sorted({k for k in keep or () if k}, key=lambda k: (-len(k), k))
+        self._keep = re.compile("(" + "|".join(re.escape(k) for k in kept) + ")") if kept else None
         self._shapes = [(k, p) for k, p in _SHAPES if self._on(k)]
         self._plugins = _detect_secrets_plugins() if detect_secrets and self._on("detect_secrets") else []
         self._high_entropy = high_entropy and self._on("high_entropy")
@@ -248,9 +255,15 @@ class Redactor:
             yield name
 
     # -- redaction ------------------------------------------------------------------------------------------------
+    def _pieces(self, text: str) -> list[str]:
+        """``text`` without the ``keep`` strings: the parts redaction may look at."""
+        if self._keep is None or not text:
+            return [text]
+        return self._keep.split(text)[0::2]
+
     def redact(self, conv: Conversation) -> RedactionResult:
         """Return a redacted copy (or the same object when nothing was found) plus counts per kind."""
-        texts = list(_iter_texts(conv))
+        texts = [piece for text in _iter_texts(conv) for piece in self._pieces(text)]
         secrets: dict[str, str] = {}  # value -> placeholder
         users: dict[str, str] = {}  # name -> placeholder name
         per_kind: Counter[str] = Counter()
@@ -272,7 +285,7 @@ class Redactor:
         replaced: Counter[str] = Counter()
         if not secrets and not users:
             return RedactionResult(conv, found, replaced)
-        sub = _make_substituter(secrets, users, replaced)
+        sub = _make_substituter(secrets, users, replaced, self._keep)
         data = conv.model_dump()
         data["messages"] = [_redact_message(m, sub) for m in data["messages"]]
         data["meta"]["cwd"] = sub(data["meta"]["cwd"])
@@ -291,8 +304,8 @@ def _kinds_of(replaced: Counter[str]) -> Counter[str]:
     return out
 
 
-def _make_substituter(secrets: dict[str, str], users: dict[str, str],
-                      replaced: Counter[str]) -> Callable[[str | None], str | None]:
+def _make_substituter(secrets: dict[str, str], users: dict[str, str], replaced: Counter[str],
+                      keep: re.Pattern[str] | None = None) -> Callable[[str | None], str | None]:
     pat = None
     if secrets:
         alts = sorted(secrets, key=lambda s: (-len(s), s))
@@ -313,14 +326,20 @@ def _make_substituter(secrets: dict[str, str], users: dict[str, str],
         replaced[ph] += 1
         return m.group("pre") + ph
 
-    def sub(text: str | None) -> str | None:
-        if not text:
-            return text
+    def sub_piece(text: str) -> str:
         if pat is not None:
             text = pat.sub(one, text)
         if user_pat is not None:
             text = user_pat.sub(one_user, text)
         return text
+
+    def sub(text: str | None) -> str | None:
+        if not text:
+            return text
+        if keep is None:
+            return sub_piece(text)
+        parts = keep.split(text)  # odd indices are the kept strings themselves
+        return "".join(p if i % 2 else sub_piece(p) for i, p in enumerate(parts))
 
     return sub
 
