@@ -9,6 +9,7 @@ from harnessfit.models.loading import (
     resolve_model,
     stop_token_ids,
 )
+from harnessfit.models.messages import content_text, parse_arguments, to_template_messages
 from harnessfit.models.templates import CHATML_TOOLS, TemplateInfo, choose_template, template_info
 
 __all__ = [
@@ -26,4 +27,7 @@ __all__ = [
     "embedded_dir",
     "ensure_embedded",
     "gguf_path",
+    "content_text",
+    "parse_arguments",
+    "to_template_messages",
 ]

@@ -2,9 +2,10 @@
 training chat template renders.
 
 Why a translation step: the wire format (Pi's) carries tool-call ``arguments`` as JSON text and user content as a
-list of text parts, while the training template wants argument objects and plain strings. Doing the same
-conversion as training (arguments parsed to objects, parts joined, ``null`` content → ``""``) is what makes the
-served prompt byte-identical to a training prompt. Unknown request fields (``store``, ``stream_options`` extras,
+list of text parts, while the training template wants argument objects and plain strings. The translation is
+``harnessfit.models.messages.to_template_messages`` — the very function the audit applies to SFT records — and the
+tools are passed as sent, so for the same conversation the served prompt's token ids equal the audited prompt's
+(``tests/serve/test_prompt_parity.py`` checks it). Unknown request fields (``store``, ``stream_options`` extras,
 ``parallel_tool_calls`` …) are accepted and ignored, as OpenAI-compatible servers do.
 """
 
@@ -14,6 +15,8 @@ import json
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
+
+from harnessfit.models.messages import MessageError, to_template_messages
 
 __all__ = ["ApiError", "ChatRequest", "parse_chat_request", "template_messages", "template_tools"]
 
@@ -130,49 +133,26 @@ def parse_chat_request(body: bytes) -> ChatRequest:
     return request
 
 
-def _text(content: str | list[dict[str, Any]] | None, where: str) -> str:
-    if content is None:
-        return ""
-    if isinstance(content, str):
-        return content
-    parts = []
-    for j, part in enumerate(content):
-        if part.get("type") != "text" or not isinstance(part.get("text"), str):
-            raise ApiError(400, f"{where}.content[{j}]: only text parts are supported (got type {part.get('type')!r})")
-        parts.append(part["text"])
-    return "\n".join(parts) if len(parts) > 1 else "".join(parts)
-
-
-def _arguments(text: str) -> Any:
-    """Arguments for the template: the parsed JSON value (an object normally; a string when the model double-encoded,
-    so the template re-renders exactly what it wrote); raw text when it is not JSON at all."""
-    try:
-        return json.loads(text)
-    except ValueError:
-        return text
+def _wire_message(msg: Message) -> dict[str, Any]:
+    item: dict[str, Any] = {"role": msg.role, "content": msg.content}
+    if msg.tool_calls:
+        item["tool_calls"] = [{"id": c.id, "type": c.type, "function": {"name": c.function.name,
+                                                                        "arguments": c.function.arguments}}
+                              for c in msg.tool_calls]
+    if msg.tool_call_id is not None:
+        item["tool_call_id"] = msg.tool_call_id
+    if msg.name is not None:
+        item["name"] = msg.name
+    return item
 
 
 def template_messages(request: ChatRequest) -> list[dict[str, Any]]:
-    """The request's messages as the training template expects them (see the module docstring)."""
-    out: list[dict[str, Any]] = []
-    for i, msg in enumerate(request.messages):
-        role = "system" if msg.role == "developer" else msg.role
-        item: dict[str, Any] = {"role": role, "content": _text(msg.content, f"messages[{i}]")}
-        if msg.tool_calls:
-            item["tool_calls"] = [
-                {
-                    "id": call.id,
-                    "type": "function",
-                    "function": {"name": call.function.name, "arguments": _arguments(call.function.arguments)},
-                }
-                for call in msg.tool_calls
-            ]
-        if msg.role == "tool":
-            item["tool_call_id"] = msg.tool_call_id
-            if msg.name:
-                item["name"] = msg.name
-        out.append(item)
-    return out
+    """The request's messages as the training template expects them: ``harnessfit.models.messages``'s conversion,
+    the one the audit applies to SFT records. A non-text content part → ApiError 400 naming it."""
+    try:
+        return to_template_messages([_wire_message(m) for m in request.messages])
+    except MessageError as err:
+        raise ApiError(400, str(err), param=err.where) from None
 
 
 def template_tools(request: ChatRequest) -> list[dict[str, Any]] | None:

@@ -18,6 +18,7 @@ from typing import Any
 import orjson
 
 from harnessfit.dataset.records import SFTRecord
+from harnessfit.models.messages import MessageError, content_text, to_template_message
 
 __all__ = ["Violation", "Problem", "Rendered", "RecordError", "prepare_record", "render_record", "render_many",
            "end_of_turn_ids"]
@@ -77,58 +78,26 @@ class Rendered:
         return sum(self.assistant_masks)
 
 
-def _text_of(content: Any) -> str:
-    if content is None:
-        return ""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        parts = []
-        for part in content:
-            if isinstance(part, dict):
-                parts.append(str(part.get("text", "")) if part.get("type", "text") == "text" else "")
-            else:
-                parts.append(str(part))
-        return "".join(parts)
-    return str(content)
-
-
-def _parse_arguments(args: Any) -> Any:
-    if isinstance(args, str):
-        try:
-            return orjson.loads(args)
-        except orjson.JSONDecodeError:
-            return args  # left as text: the double-encoding check flags it in the rendered output
-    return args
-
-
-def _message(msg: dict[str, Any], *, keep_reasoning: bool) -> dict[str, Any]:
-    out = dict(msg)
-    out["content"] = _text_of(msg.get("content"))
-    if msg.get("tool_calls"):
-        calls = []
-        for call in msg["tool_calls"]:
-            call = dict(call)
-            fn = dict(call.get("function") or {})
-            fn["arguments"] = _parse_arguments(fn.get("arguments"))
-            call["function"] = fn
-            calls.append(call)
-        out["tool_calls"] = calls
-    if not keep_reasoning:
-        for key in _REASONING_KEYS:
-            out.pop(key, None)
-    return out
+def _message(msg: dict[str, Any], where: str) -> dict[str, Any]:
+    try:
+        return to_template_message(msg, where=where)
+    except MessageError as err:
+        raise RecordError(Problem.invalid_record, str(err)) from None
 
 
 def prepare_record(record: SFTRecord, *, think_in_labels: bool = False) -> tuple[list[dict], dict, list[dict]]:
-    """Messages, action and tools ready for a template: arguments parsed to objects, list content flattened to
-    text, ``None`` content as "". The action's thinking is dropped unless ``think_in_labels`` (then it is put in
-    front of the content as ``<think>…</think>``, the form reasoning models emit)."""
-    messages = [_message(m, keep_reasoning=False) for m in record.messages]
-    action = _message(record.action, keep_reasoning=False)
+    """Messages, action and tools ready for a template, converted by ``harnessfit.models.messages`` — the same
+    conversion the server applies to a request, so the audited prompt is the served prompt. The action's thinking is
+    dropped unless ``think_in_labels`` (then it is put in front of the content as ``<think>…</think>``, the form
+    reasoning models emit)."""
+    messages = [_message(m, f"messages[{i}]") for i, m in enumerate(record.messages)]
+    action = _message(record.action, "action")
     if action.get("role") != "assistant":
         raise RecordError(Problem.invalid_record, f"action role is {action.get('role')!r}, not assistant")
-    reasoning = next((_text_of(record.action.get(k)) for k in _REASONING_KEYS if record.action.get(k)), "")
+    try:
+        reasoning = next((content_text(record.action.get(k)) for k in _REASONING_KEYS if record.action.get(k)), "")
+    except MessageError as err:
+        raise RecordError(Problem.invalid_record, f"action reasoning: {err}") from None
     if think_in_labels:
         if reasoning:
             action["content"] = f"<think>\n{reasoning}\n</think>\n\n" + action["content"]
