@@ -12,6 +12,9 @@ from harnessfit.convert.mappings.codex import CodexMapping, argv_to_command, par
 from harnessfit.convert.rejection import Reason
 from harnessfit.traces.readers.codex import CodexReader
 from harnessfit.traces.trajectory import Step, ToolCall, Trajectory
+from harnessfit.harness.card import load_card
+
+CARD = load_card("pi", "0.73.1")
 
 FIXTURES = Path(__file__).parents[1] / "traces" / "fixtures"
 R2026 = "codex/iampkuhz__feipi-session-browser__rollout-2026-06-19T10-14-27-019edda8-7eca-7710-b78b-6ce7607beaa1.jsonl"
@@ -20,7 +23,7 @@ CWD = "/home/dev/proj"
 
 def outcomes(traj: Trajectory) -> dict[str, object]:
     results = {s.tool_call_id: s for s in traj.steps if s.role == "tool"}
-    ctx = MapContext(card=None, trajectory=traj, cwd=traj.cwd or "/")
+    ctx = MapContext(card=CARD, trajectory=traj, cwd=traj.cwd or "/")
     m = CodexMapping()
     return {c.id: m.map_call(c, results.get(c.id), ctx) for s in traj.steps for c in s.tool_calls}
 
@@ -79,7 +82,7 @@ def _call(name: str, args: object, output: str | None) -> object:
         provenance={"format": "codex", "file": "f", "sha256": "0"},
     )
     result = None if output is None else Step(role="tool", tool_call_id="x", text=output)
-    return CodexMapping().map_call(ToolCall(id="x", name=name, arguments=args), result, MapContext(None, traj, CWD))
+    return CodexMapping().map_call(ToolCall(id="x", name=name, arguments=args), result, MapContext(CARD, traj, CWD))
 
 
 @pytest.mark.parametrize("patch, why", [

@@ -11,6 +11,9 @@ from harnessfit.convert.mappings.base import Failure, MapContext, PiCall
 from harnessfit.convert.mappings.openai_chat import OpenAIChatMapping
 from harnessfit.convert.rejection import Reason
 from harnessfit.traces.readers.openai_chat import OpenAIChatReader
+from harnessfit.harness.card import load_card
+
+CARD = load_card("pi", "0.73.1")
 
 FIXTURES = Path(__file__).parents[1] / "traces" / "fixtures"
 
@@ -18,7 +21,7 @@ FIXTURES = Path(__file__).parents[1] / "traces" / "fixtures"
 def first_outcome(traj) -> object:
     results = {s.tool_call_id: s for s in traj.steps if s.role == "tool"}
     call = next(c for s in traj.steps for c in s.tool_calls)
-    return OpenAIChatMapping().map_call(call, results.get(call.id), MapContext(None, traj, "/"))
+    return OpenAIChatMapping().map_call(call, results.get(call.id), MapContext(CARD, traj, "/"))
 
 
 def test_pi_named_calls_and_double_encoding() -> None:

@@ -10,6 +10,9 @@ from harnessfit.convert.mappings.openhands import OpenHandsMapping, split_openha
 from harnessfit.convert.rejection import Reason
 from harnessfit.traces.readers.openhands import OpenHandsReader
 from harnessfit.traces.trajectory import Step, ToolCall, Trajectory
+from harnessfit.harness.card import load_card
+
+CARD = load_card("pi", "0.73.1")
 
 V0 = "openhands/All-Hands-AI__OpenHands__basic.json"
 V1 = "openhands/OpenHands__software-agent-sdk__v1_conversation_cd94562403b9487ebdd4018e3f531dfd"
@@ -17,7 +20,7 @@ V1 = "openhands/OpenHands__software-agent-sdk__v1_conversation_cd94562403b9487eb
 
 def outcomes(traj: Trajectory) -> list[object]:
     results = {s.tool_call_id: s for s in traj.steps if s.role == "tool"}
-    ctx = MapContext(card=None, trajectory=traj, cwd=traj.cwd or "/")
+    ctx = MapContext(card=CARD, trajectory=traj, cwd=traj.cwd or "/")
     return [OpenHandsMapping().map_call(c, results.get(c.id), ctx) for s in traj.steps for c in s.tool_calls]
 
 
@@ -40,7 +43,7 @@ def test_v1_terminal_empty_output(traces_dir: Path) -> None:
 def _map(name: str, args: dict, result: Step | None) -> object:
     traj = Trajectory(id="t", source="openhands", steps=[], cwd="/w", root_request_id="r",
                       provenance={"format": "openhands", "file": "f", "sha256": "0"})
-    return OpenHandsMapping().map_call(ToolCall(id="x", name=name, arguments=args), result, MapContext(None, traj, "/w"))
+    return OpenHandsMapping().map_call(ToolCall(id="x", name=name, arguments=args), result, MapContext(CARD, traj, "/w"))
 
 
 def test_terminal_results() -> None:

@@ -9,6 +9,9 @@ from harnessfit.convert.mappings.swe_agent import SweAgentMapping, strip_swe_pro
 from harnessfit.convert.rejection import Reason
 from harnessfit.traces.readers.swe_agent import SweAgentReader
 from harnessfit.traces.trajectory import Trajectory
+from harnessfit.harness.card import load_card
+
+CARD = load_card("pi", "0.73.1")
 
 FIXTURES = Path(__file__).parents[1] / "traces" / "fixtures"
 REAL = "swe_agent/SWE-agent__SWE-agent__marshmallow-code__marshmallow-1867__function_calling_replace.traj"
@@ -16,7 +19,7 @@ REAL = "swe_agent/SWE-agent__SWE-agent__marshmallow-code__marshmallow-1867__func
 
 def outcomes(traj: Trajectory) -> list[object]:
     results = {s.tool_call_id: s for s in traj.steps if s.role == "tool"}
-    ctx = MapContext(card=None, trajectory=traj, cwd=traj.cwd or "/")
+    ctx = MapContext(card=CARD, trajectory=traj, cwd=traj.cwd or "/")
     return [SweAgentMapping().map_call(c, results.get(c.id), ctx) for s in traj.steps for c in s.tool_calls]
 
 
@@ -52,13 +55,14 @@ def test_real_trajectory_outcomes(traces_dir: Path) -> None:
 
 def test_editor_failures_and_view_rejected() -> None:
     from harnessfit.convert.mappings.swe_agent import map_str_replace_editor
+    from harnessfit.harness.card import load_card
     from harnessfit.traces.trajectory import Step
 
     bad = Step(role="tool", tool_call_id="x", text="No replacement was performed, old_str `a` did not appear verbatim")
     out = map_str_replace_editor({"command": "str_replace", "path": "/a", "old_str": "a", "new_str": "b"}, bad,
-                                 "swe_agent", lambda c, t: "has been edited" in t)
+                                 "swe_agent", lambda c, t: "has been edited" in t, load_card())
     assert isinstance(out, Failure) and out.reason == Reason.unmappable_arguments
-    view = map_str_replace_editor({"command": "view", "path": "/a"}, None, "swe_agent", lambda c, t: True)
+    view = map_str_replace_editor({"command": "view", "path": "/a"}, None, "swe_agent", lambda c, t: True, load_card())
     assert isinstance(view, Failure) and "cat -n" in view.detail
 
 

@@ -1,37 +1,40 @@
-"""Pi's tool-result wording, so converted results read exactly as Pi 0.73.1's tools would have returned them.
+"""The one renderer of Pi tool-result texts: every mapping words its results through these functions.
 
-Facts from Pi's own tool code (``core/tools/{read,bash,edit,write}.js``) and ``pi-harness.md``; when the harness
-card carries a result template for a key (``card.format_result``), the card wins.
+Why one place: a model learns the result texts it sees, so each must be a text Pi itself could have produced. All
+wording comes from the committed harness card (``card.format_result``; a missing key is a bug and raises). What the
+card cannot express — Pi's output limits — is checked here too: Pi cuts a bash output over 2000 lines or 50 KB to its
+tail and names a random temp file, and cuts a read over those limits with a continuation note; a source result of
+that size cannot be re-rendered exactly, so the renderer returns a ``Failure`` (``unmappable_arguments``, detail
+"<tool> result: …") and the mapping rejects the trajectory.
+
+Facts from Pi 0.73.1's own tools (``core/tools/{read,bash,edit,write,truncate}.js``).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from harnessfit.convert.mappings.base import Failure
+from harnessfit.convert.rejection import Reason
+
 __all__ = [
     "NO_OUTPUT",
-    "bash_result",
-    "bash_user_text",
-    "read_result",
-    "edit_result",
-    "write_result",
+    "PI_MAX_LINES",
+    "PI_MAX_BYTES",
     "js_length",
-    "card_text",
+    "over_pi_limits",
+    "pi_bash_result",
+    "pi_read_result",
+    "pi_edit_result",
+    "pi_write_result",
+    "pi_file_not_found",
+    "pi_edit_no_match",
+    "bash_user_text",
 ]
 
 NO_OUTPUT = "(no output)"
-
-
-def card_text(card: Any, key: str, fallback: str, **values: Any) -> str:
-    """``card.format_result(key, **values)`` when the card knows ``key``; otherwise the measured ``fallback``."""
-    fmt = getattr(card, "format_result", None)
-    if fmt is None:
-        return fallback
-    try:
-        text = fmt(key, **values)
-    except Exception:  # unknown key or missing value in this card version: keep the measured text
-        return fallback
-    return text if isinstance(text, str) else fallback
+PI_MAX_LINES = 2000
+PI_MAX_BYTES = 50 * 1024
 
 
 def js_length(text: str) -> int:
@@ -39,17 +42,74 @@ def js_length(text: str) -> int:
     return len(text.encode("utf-16-le", "surrogatepass")) // 2
 
 
-def bash_result(output: str, exit_code: int | None) -> str:
-    """Pi's bash text: merged stdout+stderr, ``(no output)`` when empty, and on a non-zero exit the status line
-    ``Command exited with code N`` after a blank line."""
-    text = output if output else NO_OUTPUT
-    if exit_code not in (None, 0):
-        text = f"{text}\n\nCommand exited with code {exit_code}"
-    return text
+def over_pi_limits(text: str) -> str | None:
+    """Why Pi would truncate ``text`` (its lines are ``split("\\n")``, its size UTF-8 bytes), or ``None``."""
+    lines = text.count("\n") + 1
+    size = len(text.encode("utf-8"))
+    if lines <= PI_MAX_LINES and size <= PI_MAX_BYTES:
+        return None
+    return f"{lines} lines, {size} bytes: over Pi's limits ({PI_MAX_LINES} lines / {PI_MAX_BYTES // 1024} KB)"
+
+
+def pi_bash_result(card: Any, output: str, exit_code: int | None, tool: str = "bash") -> str | Failure:
+    """Pi's bash text: the merged output or ``(no output)``, then the exit status when non-zero; a ``Failure`` when
+    Pi would have truncated the output (its note names a random temp file, which no source can give)."""
+    why = over_pi_limits(output)
+    if why is not None:
+        return Failure(
+            Reason.unmappable_arguments,
+            f"{tool} result: output {why}; Pi would keep the tail and name a random temp file",
+            "trim the command's output (head/tail) so it fits 2000 lines / 50 KB, or re-run under Pi",
+        )
+    if exit_code not in (0, None):
+        return card.format_result("bash_exit_code", output=output or NO_OUTPUT, code=exit_code)
+    if not output:
+        return card.format_result("bash_no_output")
+    return card.format_result("bash", output=output)
+
+
+def pi_read_result(card: Any, content: str, *, start: int, total: int | None, limited: bool,
+                   shown: int | None = None, tool: str = "read") -> str | Failure:
+    """Pi's read text for ``content`` shown from line ``start`` of a file of ``total`` lines (``None``: unknown);
+    ``shown`` lines (default: counted in ``content``).
+
+    ``limited``: the call had a ``limit``. When it stopped before the end, Pi adds ``[N more lines in file…]``.
+    Content that Pi's own 2000-line / 50 KB cap would cut is a ``Failure``: the source's file view is not Pi's."""
+    why = over_pi_limits(content)
+    if why is not None:
+        return Failure(
+            Reason.unmappable_arguments, f"{tool} result: content {why}; Pi would cut it and add its own note",
+            "read the file in parts (offset/limit) that fit Pi's limits, or re-run under Pi",
+        )
+    if shown is None:
+        shown = content.count("\n") + 1
+    end = start - 1 + shown
+    if limited and total is not None and end < total:
+        return card.format_result("read_more_lines", content=content, remaining=total - end, next_offset=end + 1)
+    return card.format_result("read", content=content)
+
+
+def pi_edit_result(card: Any, path: str, n_edits: int) -> str:
+    """``Successfully replaced N block(s) in PATH.`` (the path as the call gave it)."""
+    return card.format_result("edit", count=n_edits, path=path)
+
+
+def pi_write_result(card: Any, path: str, content: str) -> str:
+    """Pi counts ``content.length`` (UTF-16 code units), not UTF-8 bytes."""
+    return card.format_result("write", bytes=js_length(content), path=path)
+
+
+def pi_file_not_found(card: Any, abs_path: str) -> str:
+    return card.format_result("file_not_found", abs_path=abs_path)
+
+
+def pi_edit_no_match(card: Any, path: str) -> str:
+    return card.format_result("edit_no_match", path=path)
 
 
 def bash_user_text(command: str, output: str, exit_code: int | None, cancelled: bool = False) -> str:
-    """The user message Pi sends for a user's ``!cmd`` (``bashExecutionToText``)."""
+    """The user message Pi sends for a user's ``!cmd`` (``bashExecutionToText``; not a tool result, so not in the
+    card)."""
     text = f"Ran `{command}`\n"
     text += f"```\n{output}\n```" if output else NO_OUTPUT
     if cancelled:
@@ -57,22 +117,3 @@ def bash_user_text(command: str, output: str, exit_code: int | None, cancelled: 
     elif exit_code not in (None, 0):
         text += f"\n\nCommand exited with code {exit_code}"
     return text
-
-
-def read_result(content: str, *, start_line: int = 1, shown_lines: int | None = None, total_lines: int | None = None,
-                user_limited: bool = False) -> str:
-    """Pi's read text: the file lines without numbers; when a user ``limit`` stopped before the end of the file,
-    the note ``[N more lines in file. Use offset=K to continue.]``."""
-    if user_limited and total_lines is not None and shown_lines is not None:
-        end = start_line - 1 + shown_lines
-        if end < total_lines:
-            return f"{content}\n\n[{total_lines - end} more lines in file. Use offset={end + 1} to continue.]"
-    return content
-
-
-def edit_result(path: str, blocks: int) -> str:
-    return f"Successfully replaced {blocks} block(s) in {path}."
-
-
-def write_result(path: str, content: str) -> str:
-    return f"Successfully wrote {js_length(content)} bytes to {path}"

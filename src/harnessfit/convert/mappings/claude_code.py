@@ -31,7 +31,14 @@ from harnessfit.convert.mappings.base import (
     parse_arguments,
     unsupported,
 )
-from harnessfit.convert.pi_results import bash_result, card_text, edit_result, js_length, read_result, write_result
+from harnessfit.convert.pi_results import (
+    pi_bash_result,
+    pi_edit_no_match,
+    pi_edit_result,
+    pi_file_not_found,
+    pi_read_result,
+    pi_write_result,
+)
 from harnessfit.convert.rejection import Reason
 from harnessfit.traces.trajectory import Step, ToolCall
 
@@ -97,9 +104,7 @@ class ClaudeCodeMapping:
             text = result.text or ""
             if "does not exist" in text or "ENOENT" in text:
                 abs_path = path if path.startswith("/") else f"{ctx.cwd.rstrip('/')}/{path}"
-                msg = card_text(ctx.card, "file_not_found", f"ENOENT: no such file or directory, access '{abs_path}'",
-                                abs_path=abs_path)
-                return PiCall("read", pi_args, msg, (*tr, "error.file_not_found"))
+                return PiCall("read", pi_args, pi_file_not_found(ctx.card, abs_path), (*tr, "error.file_not_found"))
             return Failure(Reason.aborted_or_error_turn, f"Read error without a Pi equivalent: {text[:100]!r}",
                            "drop the failed read from the trajectory")
         tur = _tool_use_result(result)
@@ -115,13 +120,10 @@ class ClaudeCodeMapping:
             tr.append("read_result.strip_line_numbers")
             start, shown, total = int(pi_args.get("offset") or 1), None, None
         limited = "limit" in pi_args
-        if limited and isinstance(shown, int) and isinstance(total, int) and start - 1 + shown < total:
-            end = start - 1 + shown
-            text = card_text(ctx.card, "read_more_lines", read_result(content, start_line=start, shown_lines=shown,
-                             total_lines=total, user_limited=True), content=content, remaining=total - end,
-                             next_offset=end + 1)
-        else:
-            text = card_text(ctx.card, "read", content, content=content)
+        text = pi_read_result(ctx.card, content, start=start, total=total if isinstance(total, int) else None,
+                              shown=shown if isinstance(shown, int) else None, limited=limited, tool="Read")
+        if isinstance(text, Failure):
+            return text
         return PiCall("read", pi_args, text, tuple(tr))
 
     # -- edit ------------------------------------------------------------------------------------------------
@@ -131,16 +133,10 @@ class ClaudeCodeMapping:
         if result.is_error:
             text = result.text or ""
             if "not found in file" in text or "String to replace not found" in text:
-                msg = card_text(
-                    ctx.card, "edit_no_match",
-                    f"Could not find the exact text in {path}. The old text must match exactly including all "
-                    "whitespace and newlines.", path=path,
-                )
-                return PiCall("edit", {}, msg, (*tr, "error.edit_no_match"))
+                return PiCall("edit", {}, pi_edit_no_match(ctx.card, path), (*tr, "error.edit_no_match"))
             return Failure(Reason.aborted_or_error_turn, f"Edit error without a Pi equivalent: {text[:100]!r}",
                            "drop the failed edit from the trajectory")
-        return PiCall("edit", {}, card_text(ctx.card, "edit", edit_result(path, count), count=count, path=path),
-                      tuple(tr))
+        return PiCall("edit", {}, pi_edit_result(ctx.card, path, count), tuple(tr))
 
     def _edit(self, args: dict[str, Any], result: Step | None, ctx: MapContext) -> MapOutcome:
         path = args.get("file_path")
@@ -189,8 +185,7 @@ class ClaudeCodeMapping:
         if result.is_error:
             return Failure(Reason.aborted_or_error_turn, f"Write error: {(result.text or '')[:100]!r}",
                            "drop the failed write from the trajectory")
-        text = card_text(ctx.card, "write", write_result(path, content), bytes=js_length(content), path=path)
-        return PiCall("write", pi_args, text, tr)
+        return PiCall("write", pi_args, pi_write_result(ctx.card, path, content), tr)
 
     # -- bash ------------------------------------------------------------------------------------------------
     def _bash(self, args: dict[str, Any], result: Step | None, ctx: MapContext) -> MapOutcome:
@@ -217,10 +212,10 @@ class ClaudeCodeMapping:
                 return Failure(Reason.aborted_or_error_turn, f"Bash error without an exit code: {text[:100]!r}",
                                "drop the failed call")
             code = int(m.group(1))
-            output = text[m.end():]
-            body = bash_result(output, code)
-            out = card_text(ctx.card, "bash_exit_code", body, output=output or "(no output)", code=code)
-            return PiCall("bash", pi_args, out, (*tr, "bash_result.exit_code"))
-        if not text:
-            return PiCall("bash", pi_args, card_text(ctx.card, "bash_no_output", bash_result("", 0)), tuple(tr))
-        return PiCall("bash", pi_args, card_text(ctx.card, "bash", text, output=text), tuple(tr))
+            output, notes = text[m.end():], (*tr, "bash_result.exit_code")
+        else:
+            code, output, notes = 0, text, tuple(tr)
+        rendered = pi_bash_result(ctx.card, output, code, tool="Bash")
+        if isinstance(rendered, Failure):
+            return rendered
+        return PiCall("bash", pi_args, rendered, notes)

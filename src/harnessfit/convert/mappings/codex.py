@@ -47,8 +47,7 @@ from harnessfit.convert.mappings.base import (
     parse_arguments,
     unsupported,
 )
-from harnessfit.convert import pi_results
-from harnessfit.convert.pi_results import card_text
+from harnessfit.convert.pi_results import pi_bash_result, pi_edit_result, pi_write_result
 from harnessfit.convert.rejection import Reason
 from harnessfit.traces.trajectory import Step, ToolCall
 
@@ -58,45 +57,13 @@ __all__ = [
     "PatchFile",
     "parse_patch",
     "argv_to_command",
-    "pi_bash_result",
-    "pi_write_result",
-    "pi_edit_result",
-    "PI_MAX_LINES",
-    "PI_MAX_BYTES",
 ]
 
-PI_MAX_LINES = 2000
-PI_MAX_BYTES = 50 * 1024
 SUBAGENT_TOOLS = frozenset({"spawn_agent", "wait_agent", "close_agent", "send_input", "resume_agent", "list_agents"})
 DROP_TOOLS = {"update_plan": "codex.update_plan:no-workspace-change"}
 SHELL_WRAPPERS = {("bash", "-lc"), ("bash", "-c"), ("/bin/bash", "-lc"), ("/bin/bash", "-c")}
 CODEX_TRUNCATION = re.compile(r"\[\.\.\. omitted \d+ of \d+ lines \.\.\.\]|…\d+ tokens truncated…|tokens truncated")
 HEREDOC = re.compile(r"\Aapply_patch\s+<<-?\s*(['\"]?)(\w+)\1[ \t]*\n(?P<body>.*?)\n(\2)[ \t]*\n?\s*\Z", re.S)
-
-
-# ---------------------------------------------------------------- Pi result texts (the card wins when it has the key)
-def _fits_pi(output: str) -> bool:
-    return output.count("\n") + 1 <= PI_MAX_LINES and len(output.encode("utf-8")) <= PI_MAX_BYTES
-
-
-def pi_bash_result(output: str, exit_code: int | None, card: Any = None) -> str:
-    """Pi's bash result text: the merged output or ``(no output)``, then the exit status when non-zero."""
-    fallback = pi_results.bash_result(output, exit_code)
-    if exit_code not in (0, None):
-        return card_text(card, "bash_exit_code", fallback, output=output or pi_results.NO_OUTPUT, code=exit_code)
-    if not output:
-        return card_text(card, "bash_no_output", fallback)
-    return card_text(card, "bash", fallback, output=output)
-
-
-def pi_write_result(path: str, content: str, card: Any = None) -> str:
-    """Pi counts ``content.length`` (UTF-16 code units), not UTF-8 bytes."""
-    fallback = pi_results.write_result(path, content)
-    return card_text(card, "write", fallback, bytes=pi_results.js_length(content), path=path)
-
-
-def pi_edit_result(path: str, n_edits: int, card: Any = None) -> str:
-    return card_text(card, "edit", pi_results.edit_result(path, n_edits), count=n_edits, path=path)
 
 
 # ---------------------------------------------------------------- commands
@@ -254,7 +221,7 @@ def _map_patch(text: str, workdir: Any, ctx: MapContext, output: str | None) -> 
             )
     if f.op == "add":
         content = "\n".join(f.add_lines) + "\n" if f.add_lines else ""
-        result = pi_write_result(path, content, ctx.card) if output is not None else None
+        result = pi_write_result(ctx.card, path, content) if output is not None else None
         return PiCall("write", {"path": path, "content": content}, result, ("codex.apply_patch.add->write", *notes))
     if not f.hunks:
         return arg_failure("apply_patch", f"Update File {f.path} has no hunks", "include at least one hunk")
@@ -274,7 +241,7 @@ def _map_patch(text: str, workdir: Any, ctx: MapContext, output: str | None) -> 
                     "apply_patch", f"hunks {i + 1} and {j + 1} of {f.path} overlap (old text not unique)",
                     "merge the hunks or add distinguishing context",
                 )
-    result = pi_edit_result(path, len(edits), ctx.card) if output is not None else None
+    result = pi_edit_result(ctx.card, path, len(edits)) if output is not None else None
     return PiCall("edit", {"path": path, "edits": edits}, result, ("codex.apply_patch.update->edit", *notes))
 
 
@@ -338,14 +305,7 @@ def _bash_result(result: Step | None, card: Any) -> str | None | Failure:
             Reason.unmappable_arguments, "shell result was truncated by Codex",
             "the full output is needed to render Pi's result: re-run the command",
         )
-    if not _fits_pi(output):
-        return Failure(
-            Reason.unmappable_arguments,
-            f"shell output over Pi's limits ({output.count(chr(10)) + 1} lines, {len(output.encode())} bytes): "
-            "Pi would truncate it and name a random temp file",
-            "trim the command's output (head/tail) so it fits 2000 lines / 50 KB",
-        )
-    return pi_bash_result(output, code, card)
+    return pi_bash_result(card, output, code, tool="shell")
 
 
 # ---------------------------------------------------------------- the mapping

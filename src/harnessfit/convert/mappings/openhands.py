@@ -33,8 +33,8 @@ from harnessfit.convert.mappings.base import (
     parse_arguments,
     unsupported,
 )
-from harnessfit.convert.mappings.codex import pi_bash_result
 from harnessfit.convert.mappings.swe_agent import map_str_replace_editor
+from harnessfit.convert.pi_results import pi_bash_result
 from harnessfit.convert.rejection import Reason
 from harnessfit.traces.trajectory import Step, ToolCall
 
@@ -125,4 +125,7 @@ class OpenHandsMapping:
                 f"{name} result: OpenHands strips the output's final newline, so Pi's exact text is unknown",
                 "re-run the command under Pi (or a runner that keeps raw output)",
             )
-        return PiCall("bash", arguments, pi_bash_result("", code, ctx.card), notes)
+        rendered = pi_bash_result(ctx.card, "", code, tool=name)
+        if isinstance(rendered, Failure):
+            return rendered
+        return PiCall("bash", arguments, rendered, notes)

@@ -37,7 +37,7 @@ from harnessfit.convert.mappings.base import (
     parse_arguments,
     unsupported,
 )
-from harnessfit.convert.mappings.codex import pi_edit_result, pi_write_result
+from harnessfit.convert.pi_results import pi_edit_result, pi_write_result
 from harnessfit.convert.rejection import Reason
 from harnessfit.traces.trajectory import Step, ToolCall
 
@@ -60,7 +60,7 @@ def _result_failure(tool: str, text: str) -> Failure:
 
 
 def map_str_replace_editor(
-    args: dict[str, Any], result: Step | None, prefix: str, success: Callable[[str, str], bool], card: Any = None
+    args: dict[str, Any], result: Step | None, prefix: str, success: Callable[[str, str], bool], card: Any
 ) -> MapOutcome:
     """Shared by SWE-agent and OpenHands (both use the ``str_replace_editor`` family).
 
@@ -79,7 +79,7 @@ def map_str_replace_editor(
             return arg_failure("str_replace_editor", "create without file_text", "give the file text")
         if text is not None and not success("create", text):
             return _result_failure("str_replace_editor create", text)
-        out = None if text is None else pi_write_result(path, content, card)
+        out = None if text is None else pi_write_result(card, path, content)
         return PiCall("write", {"path": path, "content": content}, out, (f"{prefix}.str_replace_editor.create->write",))
     if command == "str_replace":
         old, new = args.get("old_str"), args.get("new_str", "")
@@ -91,7 +91,7 @@ def map_str_replace_editor(
             return arg_failure("str_replace_editor", "new_str is not a string", "new_str must be text")
         if text is not None and not success("str_replace", text):
             return _result_failure("str_replace_editor str_replace", text)
-        out = None if text is None else pi_edit_result(path, 1, card)
+        out = None if text is None else pi_edit_result(card, path, 1)
         return PiCall(
             "edit", {"path": path, "edits": [{"oldText": old, "newText": new}]}, out,
             (f"{prefix}.str_replace_editor.str_replace->edit",),
@@ -141,7 +141,7 @@ class SweAgentMapping:
             text = None if result is None else strip_swe_prompt(result.text or "").replace("\r\n", "\n")
             if text is not None and not re.fullmatch(r"\[File: [^\n]*\(1 lines total\)\]\n1:\s*", text):
                 return _result_failure("create", text)
-            out = None if text is None else pi_write_result(path, "\n", ctx.card)
+            out = None if text is None else pi_write_result(ctx.card, path, "\n")
             return PiCall("write", {"path": path, "content": "\n"}, out, ("swe_agent.create->write",))
         if name == "bash":
             return Failure(
