@@ -13,7 +13,7 @@ from harnessfit.errors import UserError
 from harnessfit.models.embedded import ensure_embedded, is_embedded
 from harnessfit.models.templates import CHATML_TOOLS, TEMPLATE_KEY, chatml_tools_template, choose_template
 
-__all__ = ["resolve_model", "load_tokenizer", "load_model", "stop_token_ids", "native_context_length"]
+__all__ = ["END_OF_TURN_TOKENS", "resolve_model", "load_tokenizer", "load_model", "stop_token_ids", "native_context_length"]
 
 
 def _looks_local(spec: str) -> bool:
@@ -120,14 +120,26 @@ def _as_list(value: Any) -> list[int]:
     return [int(v) for v in value]
 
 
-def stop_token_ids(spec_or_tokenizer: Any) -> list[int]:
-    """Every stop token: ``eos_token_id`` of generation_config.json (one or many), then the tokenizer's eos."""
+# Tokens that end an assistant turn in the common chat-template families; each one present in the vocabulary is a
+# stop id (ChatML, Llama 3, Gemma, Phi, gpt-oss).
+END_OF_TURN_TOKENS = ("<|im_end|>", "<|eot_id|>", "<end_of_turn>", "<|end|>", "<|return|>")
+
+
+def stop_token_ids(spec_or_tokenizer: Any, *, model_path: str | Path | None = None,
+                   extra: Any = None) -> list[int]:
+    """Every id that ends an assistant turn — the ONE list the audit's masks treat as end-of-turn (so training teaches
+    the model to emit them) and the server stops on.
+
+    In order, unique: ``eos_token_id`` of ``generation_config.json`` (one or many; read from ``model_path``, else
+    from the tokenizer's own folder), the tokenizer's eos, every ``END_OF_TURN_TOKENS`` entry in the vocabulary,
+    then ``extra`` (ids an audit or adapter recorded). ``spec_or_tokenizer`` is a model spec or a loaded tokenizer.
+    """
     if isinstance(spec_or_tokenizer, (str, Path)):
         tokenizer = load_tokenizer(str(spec_or_tokenizer), template="auto")
-        where = resolve_model(str(spec_or_tokenizer))
+        where = model_path or resolve_model(str(spec_or_tokenizer))
     else:
         tokenizer = spec_or_tokenizer
-        where = getattr(tokenizer, "name_or_path", None)
+        where = model_path or getattr(tokenizer, "name_or_path", None)
     ids: list[int] = []
     if where:
         try:
@@ -137,8 +149,9 @@ def stop_token_ids(spec_or_tokenizer: Any) -> list[int]:
         except (OSError, ValueError):
             pass
     ids += _as_list(tokenizer.eos_token_id)
-    if tokenizer.init_kwargs.get(TEMPLATE_KEY) == CHATML_TOOLS:
-        ids += _as_list(tokenizer.convert_tokens_to_ids("<|im_end|>"))
+    vocab = tokenizer.get_vocab()
+    ids += [vocab[t] for t in END_OF_TURN_TOKENS if t in vocab]
+    ids += _as_list(extra)
     out: list[int] = []
     for i in ids:
         if i not in out:

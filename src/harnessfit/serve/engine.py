@@ -211,5 +211,5 @@ def load_engine(
 
         net = PeftModel.from_pretrained(net, str(source.adapter)).merge_and_unload()
     net.eval()
-    stop_ids = collect_stop_ids(tok, source.model_path)
+    stop_ids = collect_stop_ids(tok, source)
     return Engine(net, tok, stop_ids=stop_ids, max_tokens=max_tokens, model_id=model_id or _model_id(source))

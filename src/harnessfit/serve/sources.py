@@ -12,9 +12,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+import orjson
+
 from harnessfit.errors import UserError
 
-__all__ = ["ServeSource", "resolve_source", "collect_stop_ids"]
+__all__ = ["ServeSource", "resolve_source", "collect_stop_ids", "recorded_stop_ids"]
 
 _TOKENIZER_FILES = ("tokenizer_config.json", "tokenizer.json")
 
@@ -69,27 +71,43 @@ def resolve_source(model: str, *, adapter: Path | None = None, tokenizer: Path |
     return ServeSource(model=model, model_path=str(model_path), adapter=adapter, tokenizer_dir=tok_dir)
 
 
-def collect_stop_ids(tokenizer, model_path: str, extra: list[int] | None = None) -> list[int]:
-    """Every id that ends a reply: all ``eos_token_id`` entries of the model's generation_config.json (some models
-    list several), the tokenizer's eos, ``<|im_end|>`` when the vocabulary has it, and ``extra``. Order kept, unique."""
-    from transformers import GenerationConfig
+def _ids_from(path: Path, keys: tuple[str, ...]) -> list[int]:
+    try:
+        data = orjson.loads(path.read_bytes())
+    except (OSError, ValueError):
+        return []
+    out: list[int] = []
+    for key in keys:
+        value = data.get(key) if isinstance(data, dict) else None
+        if isinstance(value, int):
+            value = [value]
+        out += [int(v) for v in (value or []) if isinstance(v, int)]
+    return out
 
+
+def recorded_stop_ids(source: ServeSource) -> list[int]:
+    """End-of-turn ids that training was taught, as recorded beside the served artifacts: the adapter's
+    ``harnessfit_adapter.json`` and the audit's ``tokenized/meta.json`` next to the tokenizer folder used."""
+    files: list[Path] = []
+    if source.adapter is not None:
+        files.append(source.adapter / "harnessfit_adapter.json")
+    if source.tokenizer_dir is not None:
+        files += [source.tokenizer_dir / "harnessfit_adapter.json", source.tokenizer_dir.parent / "tokenized" / "meta.json",
+                  source.tokenizer_dir / "tokenized" / "meta.json"]
+    ids: list[int] = []
+    for path in files:
+        if path.is_file():
+            ids += _ids_from(path, ("stop_token_ids", "end_of_turn_ids"))
+    return ids
+
+
+def collect_stop_ids(tokenizer, source: ServeSource) -> list[int]:
+    """Every id that ends a reply: ``harnessfit.models.stop_token_ids`` (the model's generation_config.json eos list,
+    the tokenizer's eos, end-of-turn tokens in the vocabulary) plus the ids the audit/adapter recorded, so every token
+    the masks taught as end-of-turn also stops generation. Order kept, unique."""
     from harnessfit.models import stop_token_ids
 
-    ids: list[int] = list(extra or [])
-    try:
-        eos = GenerationConfig.from_pretrained(model_path).eos_token_id
-        ids += [eos] if isinstance(eos, int) else list(eos or [])
-    except (OSError, ValueError):
-        pass
-    ids += stop_token_ids(tokenizer)
-    im_end = tokenizer.get_vocab().get("<|im_end|>")
-    if im_end is not None:
-        ids.append(im_end)
-    out: list[int] = []
-    for i in ids:
-        if int(i) not in out:
-            out.append(int(i))
+    out = stop_token_ids(tokenizer, model_path=source.model_path, extra=recorded_stop_ids(source))
     if not out:
-        raise UserError(f"no stop token known for {model_path}: add eos_token_id to its generation_config.json")
+        raise UserError(f"no stop token known for {source.model_path}: add eos_token_id to its generation_config.json")
     return out

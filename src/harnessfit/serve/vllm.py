@@ -96,7 +96,7 @@ def prepare_vllm(
     template.write_text(tok.chat_template)
     gen_dir = workdir / "generation"
     gen_dir.mkdir(exist_ok=True)
-    stops = collect_stop_ids(tok, source.model_path)
+    stops = collect_stop_ids(tok, source)
     gen = {"eos_token_id": stops, "max_new_tokens": max_tokens, "do_sample": False}
     (gen_dir / "generation_config.json").write_text(json.dumps(gen, indent=2) + "\n")
     base_name = Path(source.model).name if source.model_is_local else source.model

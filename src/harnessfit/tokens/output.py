@@ -101,7 +101,6 @@ def render_markdown(report) -> str:
 def write_outputs(out_dir: Path, report, kept: list, bad_rows: list[dict[str, Any]], tokenizer, info, *,
                   model: str, resolved: Path | str, lengths: list[int]) -> None:
     from harnessfit.models import stop_token_ids
-    from harnessfit.tokens.render import end_of_turn_ids
 
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -128,8 +127,8 @@ def write_outputs(out_dir: Path, report, kept: list, bad_rows: list[dict[str, An
         "template_name": info.name,
         "template_sha256": info.sha256,
         "template": info.text,
+        # the end-of-turn ids the masks supervised; serving stops on every one of them (same helper, same list)
         "stop_token_ids": stop_token_ids(tokenizer),
-        "end_of_turn_ids": sorted(end_of_turn_ids(tokenizer)),
         "eos_token_id": tokenizer.eos_token_id,
         "pad_token_id": tokenizer.pad_token_id,
         "recommended_cap": report.recommended_cap,

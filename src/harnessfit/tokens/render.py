@@ -20,8 +20,7 @@ import orjson
 from harnessfit.dataset.records import SFTRecord
 from harnessfit.models.messages import MessageError, content_text, to_template_message
 
-__all__ = ["Violation", "Problem", "Rendered", "RecordError", "prepare_record", "render_record", "render_many",
-           "end_of_turn_ids"]
+__all__ = ["Violation", "Problem", "Rendered", "RecordError", "prepare_record", "render_record", "render_many"]
 
 _REASONING_KEYS = ("reasoning_content", "reasoning", "thinking")
 _LEADING_THINK = re.compile(r"^\s*<think>.*?</think>\s*", re.DOTALL)
@@ -154,18 +153,6 @@ def render_texts(tokenizer, record: SFTRecord, *, think_in_labels: bool = False)
     return prefix, full
 
 
-def end_of_turn_ids(tokenizer) -> set[int]:
-    """Tokens that end an assistant turn: the stop tokens, plus ``<|im_end|>``-style tokens in the vocab."""
-    from harnessfit.models import stop_token_ids
-
-    ids = set(stop_token_ids(tokenizer))
-    vocab = tokenizer.get_vocab()
-    for tok in ("<|im_end|>", "<|eot_id|>", "<end_of_turn>", "<|end|>", "<|return|>"):
-        if tok in vocab:
-            ids.add(vocab[tok])
-    return ids
-
-
 def _special_texts(tokenizer) -> list[str]:
     return sorted({t.content for t in tokenizer.added_tokens_decoder.values() if t.special and t.content})
 
@@ -243,13 +230,16 @@ def render_many(tokenizer, records: Sequence[SFTRecord], *, think_in_labels: boo
     """Render, tokenize (in one batch) and mask many records; each result is a ``Rendered`` or a ``RecordError``.
 
     The incremental-prefix verifier tokenizes the prefix on its own and checks it equals the first tokens of the
-    whole, so a template or tokenizer that merges across the boundary is caught, not masked wrongly.
+    whole, so a template or tokenizer that merges across the boundary is caught, not masked wrongly. End-of-turn
+    tokens (``eot``, default ``harnessfit.models.stop_token_ids(tokenizer)``) are the ids the server stops on.
     ``verify="full"`` tokenizes the whole prefix; ``"tail"`` (default, same answer, much faster) tokenizes only
     the prefix after its last special token, because added tokens cut the text before BPE sees it."""
     from harnessfit.models.templates import has_generation_markers
 
     with_spans = has_generation_markers(tokenizer.chat_template)
-    eot_set = frozenset(end_of_turn_ids(tokenizer) if eot is None else eot)
+    from harnessfit.models import stop_token_ids
+
+    eot_set = frozenset(stop_token_ids(tokenizer) if eot is None else eot)
     specials = _special_texts(tokenizer)
     results: list[Rendered | RecordError | None] = [None] * len(records)
     ok: list[int] = []
