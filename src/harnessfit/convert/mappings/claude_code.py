@@ -11,6 +11,13 @@
 | AskUserQuestion | unsupported | it hands control to the user mid-turn; Pi has no such tool |
 | Glob, Grep, LS, Task, WebFetch, WebSearch, NotebookEdit, mcp__* … | unsupported | not in Pi's default tool set |
 
+Sizes: Claude Code cuts what Pi would not and Pi cuts what Claude Code would not, so such results are rejected
+(``unmappable_arguments``, detail "<Tool> result: …") rather than re-rendered: a Read whose content Pi's
+2000-line / 50 KB cap would cut; a Read without ``limit`` that Claude stopped before the end of the file (its own
+2000-line cap: Pi's continuation note would differ); a Read holding a line of 2000+ characters (Claude cuts long
+lines); a Bash output over Pi's limits (Pi keeps the tail and names a random temp file) or one Claude Code itself
+truncated or persisted to a file.
+
 Errors are re-worded as Pi words them where the meaning is the same (missing file → ``ENOENT…``; edit text not
 found → Pi's "Could not find the exact text…"); any other error result is rejected rather than guessed.
 """
@@ -48,6 +55,9 @@ NOOP_TOOLS = frozenset({"TodoWrite", "ExitPlanMode", "TodoRead"})
 _LINE_PREFIX = re.compile(r"^ *\d+(?:\u2192|\t)", re.MULTILINE)
 _REMINDER = re.compile(r"\n*<system-reminder>.*?</system-reminder>\n*", re.DOTALL)
 _EXIT = re.compile(r"^(?:Error: )?Exit code (\d+)\n?")
+CLAUDE_READ_MAX_LINES = 2000
+CLAUDE_READ_MAX_LINE_CHARS = 2000
+_CLAUDE_BASH_CUT = re.compile(r"\[\d+ (?:lines|characters) truncated\]|<persisted-output>|Output too large")
 
 
 def strip_system_reminders(text: str) -> str:
@@ -62,6 +72,23 @@ def strip_read_prefixes(text: str) -> str:
 
 def _tool_use_result(result: Step | None) -> Any:
     return (result.meta or {}).get("toolUseResult") if result is not None else None
+
+
+def _claude_read_cut(content: str, start: int, shown: Any, total: Any, limited: bool) -> str | None:
+    """Why Claude's Read view may not be the file text Pi would show (``None`` when it is)."""
+    longest = max((len(line) for line in content.split("\n")), default=0)
+    if longest >= CLAUDE_READ_MAX_LINE_CHARS:
+        return f"a line of {longest} characters (Claude Code cuts lines at {CLAUDE_READ_MAX_LINE_CHARS})"
+    if limited:
+        return None
+    if isinstance(shown, int) and isinstance(total, int):
+        if start - 1 + shown < total:
+            return f"no limit, yet Claude Code showed lines {start}-{start - 1 + shown} of {total} (its own cap)"
+        return None
+    lines = content.count("\n") + 1
+    if lines >= CLAUDE_READ_MAX_LINES:
+        return f"{lines} lines without a limit: Claude Code may have stopped at its {CLAUDE_READ_MAX_LINES}-line cap"
+    return None
 
 
 class ClaudeCodeMapping:
@@ -120,6 +147,9 @@ class ClaudeCodeMapping:
             tr.append("read_result.strip_line_numbers")
             start, shown, total = int(pi_args.get("offset") or 1), None, None
         limited = "limit" in pi_args
+        cut = _claude_read_cut(content, start, shown, total, limited)
+        if cut is not None:
+            return arg_failure("Read", f"result: {cut}", "re-read the file in parts that fit, or re-run under Pi")
         text = pi_read_result(ctx.card, content, start=start, total=total if isinstance(total, int) else None,
                               shown=shown if isinstance(shown, int) else None, limited=limited, tool="Read")
         if isinstance(text, Failure):
@@ -215,6 +245,10 @@ class ClaudeCodeMapping:
             output, notes = text[m.end():], (*tr, "bash_result.exit_code")
         else:
             code, output, notes = 0, text, tuple(tr)
+        cut = _CLAUDE_BASH_CUT.search(output)
+        if cut is not None:
+            return arg_failure("Bash", f"result: Claude Code truncated the output ({cut.group(0)!r}); the real output "
+                               "is unknown", "trim the command's output (head/tail) or re-run under Pi")
         rendered = pi_bash_result(ctx.card, output, code, tool="Bash")
         if isinstance(rendered, Failure):
             return rendered

@@ -1,0 +1,124 @@
+"""Sizes: results that Pi would cut (2000 lines / 50 KB) or that the source cut are rejected, never re-worded into a
+text Pi could not have produced; results within the limits render exactly."""
+
+from __future__ import annotations
+
+from harnessfit.convert.mappings.base import Failure, MapContext, PiCall
+from harnessfit.convert.mappings.claude_code import ClaudeCodeMapping
+from harnessfit.convert.mappings.openhands import OpenHandsMapping
+from harnessfit.convert.pi_results import PI_MAX_BYTES, PI_MAX_LINES, pi_bash_result, pi_read_result
+from harnessfit.convert.rejection import Reason, Rejection
+from harnessfit.convert.wire import to_conversation
+from harnessfit.harness.card import load_card
+from harnessfit.traces.trajectory import Step, ToolCall, Trajectory
+
+CARD = load_card("pi", "0.73.1")
+
+
+def _traj(source: str, steps: list[Step] | None = None) -> Trajectory:
+    return Trajectory(id="t", source=source, steps=steps or [], cwd="/w", date="2026-01-01", root_request_id="r",
+                      provenance={"format": source, "file": "f", "sha256": "0"})
+
+
+def _claude(name: str, args: dict, result: Step) -> object:
+    return ClaudeCodeMapping().map_call(ToolCall(id="x", name=name, arguments=args), result,
+                                        MapContext(CARD, _traj("claude_code"), "/w"))
+
+
+def _read_result(content: str, start: int, num: int, total: int) -> Step:
+    return Step(role="tool", tool_call_id="x", text="(numbered view)",
+                meta={"toolUseResult": {"file": {"content": content, "startLine": start, "numLines": num,
+                                                 "totalLines": total}}})
+
+
+def _rejected_for_result(out: object, words: str) -> None:
+    assert isinstance(out, Failure), out
+    assert out.reason == Reason.unmappable_arguments
+    assert "result" in out.detail and words in out.detail, out.detail
+
+
+# -- the shared renderer's limits, at the boundary ------------------------------------------------------------------
+def test_bash_limits_at_the_boundary() -> None:
+    at_lines = "\n".join("x" for _ in range(PI_MAX_LINES))
+    assert pi_bash_result(CARD, at_lines, 0) == at_lines
+    _rejected_for_result(pi_bash_result(CARD, at_lines + "\nx", 0), "over Pi's limits")
+    at_bytes = "y" * PI_MAX_BYTES
+    assert pi_bash_result(CARD, at_bytes, 2) == at_bytes + "\n\nCommand exited with code 2"
+    _rejected_for_result(pi_bash_result(CARD, at_bytes + "é", 2), "over Pi's limits")
+
+
+def test_read_limits_at_the_boundary() -> None:
+    at_lines = "\n".join("x" for _ in range(PI_MAX_LINES))
+    assert pi_read_result(CARD, at_lines, start=1, total=PI_MAX_LINES, limited=False) == at_lines
+    _rejected_for_result(pi_read_result(CARD, at_lines + "\nx", start=1, total=None, limited=True), "over Pi's limits")
+
+
+# -- Claude Read ----------------------------------------------------------------------------------------------------
+def test_claude_read_stopped_by_claudes_own_cap_is_rejected() -> None:
+    content = "\n".join(f"line {i}" for i in range(1, 2001))
+    out = _claude("Read", {"file_path": "/w/big.py"}, _read_result(content, 1, 2000, 2500))
+    _rejected_for_result(out, "lines 1-2000 of 2500")
+
+
+def test_claude_read_without_metadata_at_claudes_cap_is_rejected() -> None:
+    text = "\n".join(f"{i:>6}\u2192line {i}" for i in range(1, 2001))
+    out = _claude("Read", {"file_path": "/w/big.py"}, Step(role="tool", tool_call_id="x", text=text))
+    _rejected_for_result(out, "2000-line cap")
+
+
+def test_claude_read_over_50_kb_is_rejected() -> None:
+    content = "\n".join("z" * 1500 for _ in range(40))  # 40 lines, ~60 KB
+    out = _claude("Read", {"file_path": "/w/data.txt"}, _read_result(content, 1, 40, 40))
+    _rejected_for_result(out, "over Pi's limits")
+
+
+def test_claude_read_with_a_line_claude_cut_is_rejected() -> None:
+    content = "short\n" + "q" * 2000 + "\nend"
+    out = _claude("Read", {"file_path": "/w/min.js"}, _read_result(content, 1, 3, 3))
+    _rejected_for_result(out, "cuts lines")
+
+
+def test_claude_read_within_limits_renders_exactly() -> None:
+    out = _claude("Read", {"file_path": "/w/a.py", "offset": 3, "limit": 2}, _read_result("c\nd", 3, 2, 10))
+    assert isinstance(out, PiCall)
+    assert out.result == "c\nd\n\n[6 more lines in file. Use offset=5 to continue.]"
+
+
+# -- Claude Bash ----------------------------------------------------------------------------------------------------
+def test_claude_bash_over_pi_limits_is_rejected() -> None:
+    output = "\n".join(f"row {i}" for i in range(2500))
+    out = _claude("Bash", {"command": "seq"}, Step(role="tool", tool_call_id="x", text=output))
+    _rejected_for_result(out, "over Pi's limits")
+
+
+def test_claude_bash_output_claude_truncated_is_rejected() -> None:
+    output = "head\n\n... [812 lines truncated] ...\n\ntail"
+    out = _claude("Bash", {"command": "make"}, Step(role="tool", tool_call_id="x", text=output))
+    _rejected_for_result(out, "Claude Code truncated")
+
+
+def test_claude_bash_within_limits_renders_exactly() -> None:
+    out = _claude("Bash", {"command": "false"},
+                  Step(role="tool", tool_call_id="x", text="Exit code 1\nboom", is_error=True))
+    assert isinstance(out, PiCall) and out.result == "boom\n\nCommand exited with code 1"
+
+
+# -- other sources ----------------------------------------------------------------------------------------------------
+def test_openhands_large_output_is_rejected() -> None:
+    text = "\n".join(str(i) for i in range(3000)) + "\n[The command completed with exit code 0.]"
+    out = OpenHandsMapping().map_call(ToolCall(id="x", name="execute_bash", arguments={"command": "seq 3000"}),
+                                      Step(role="tool", tool_call_id="x", text=text),
+                                      MapContext(CARD, _traj("openhands"), "/w"))
+    assert isinstance(out, Failure) and out.reason == Reason.unmappable_arguments and "result" in out.detail
+
+
+def test_whole_trajectory_with_an_over_limit_result_is_rejected_with_the_reason() -> None:
+    steps = [
+        Step(role="user", text="count to 3000"),
+        Step(role="assistant", tool_calls=[ToolCall(id="c1", name="Bash", arguments={"command": "seq 3000"})]),
+        Step(role="tool", tool_call_id="c1", text="\n".join(str(i) for i in range(1, 3001))),
+        Step(role="assistant", text="Done."),
+    ]
+    out = to_conversation(_traj("claude_code", steps), CARD)
+    assert isinstance(out, Rejection) and out.reason == Reason.unmappable_arguments
+    assert out.detail.startswith("Bash result: output 3000 lines")
