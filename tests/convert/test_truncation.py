@@ -122,3 +122,15 @@ def test_whole_trajectory_with_an_over_limit_result_is_rejected_with_the_reason(
     out = to_conversation(_traj("claude_code", steps), CARD)
     assert isinstance(out, Rejection) and out.reason == Reason.unmappable_arguments
     assert out.detail.startswith("Bash result: output 3000 lines")
+
+
+def test_openai_chat_result_over_pi_limits_is_rejected() -> None:
+    from harnessfit.convert.mappings.openai_chat import OpenAIChatMapping
+
+    ctx = MapContext(CARD, _traj("openai_chat"), "/w")
+    call = ToolCall(id="x", name="bash", arguments='{"command":"seq 3000"}')
+    big = Step(role="tool", tool_call_id="x", text="\n".join(str(i) for i in range(3000)))
+    _rejected_for_result(OpenAIChatMapping().map_call(call, big, ctx), "over Pi's limits")
+    small = Step(role="tool", tool_call_id="x", text="1\n2")
+    assert OpenAIChatMapping().map_call(call, small, ctx) == PiCall("bash", {"command": "seq 3000"}, "1\n2",
+                                                                    ("openai_chat.pi_named_call",))

@@ -4,7 +4,8 @@ Only calls already named as Pi's tools (``read``, ``bash``, ``edit``, ``write``)
 are decoded (object or JSON text; a JSON string holding JSON is ``arguments_double_encoded``, because Pi rejects
 such a call rather than unwrapping it), re-ordered in Pi's schema order, and left to the card's validator. Their
 result text is the source's own, unchanged (such files are assumed to have been recorded against Pi-style tools;
-nothing is re-rendered). Any other tool name is ``unsupported_tool``, with the name in the detail: general chat
+nothing is re-rendered) — except that a result over Pi's output limits (2000 lines / 50 KB: Pi would have cut it and
+added its own note) is rejected, as no Pi tool returns such a text. Any other tool name is ``unsupported_tool``, with the name in the detail: general chat
 tool sets (ShareGPT/glaive function calling: ``search_recipes``, ``get_weather``…) and other agents' tools
 (``str_replace_editor``, ``terminal``) have no exact Pi equivalent.
 """
@@ -13,7 +14,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from harnessfit.convert.mappings.base import Failure, MapContext, MapOutcome, PiCall, parse_arguments, result_text, unsupported
+from harnessfit.convert.mappings.base import (
+    Failure,
+    MapContext,
+    MapOutcome,
+    PiCall,
+    arg_failure,
+    parse_arguments,
+    result_text,
+    unsupported,
+)
+from harnessfit.convert.pi_results import over_pi_limits
 from harnessfit.traces.trajectory import Step, ToolCall
 
 __all__ = ["OpenAIChatMapping", "PI_ARG_ORDER"]
@@ -49,4 +60,9 @@ class OpenAIChatMapping:
         notes = ("openai_chat.pi_named_call",)
         if list(ordered) != list(args):
             notes = (*notes, "openai_chat.arguments_reordered")
-        return PiCall(name, ordered, result_text(result), notes)
+        text = result_text(result)
+        why = over_pi_limits(text) if text is not None else None
+        if why is not None:
+            return arg_failure(name, f"result: {why}; Pi's {name} never returns such a text",
+                               "drop the call or re-run it under Pi")
+        return PiCall(name, ordered, text, notes)
