@@ -14,6 +14,12 @@ Serialisation, as Pi 0.73.1 sends it (``pi-ai/providers/openai-completions.js`` 
   ``reasoning_not_on_wire``.
 - tool: ``{"role":"tool","content": text, "tool_call_id": id}`` in call order; ``isError`` is not sent.
 - Tool-call ids containing ``|`` are normalised as Pi does (part before ``|``, ``[^A-Za-z0-9_-]``→``_``, 40 chars).
+- Repaired calls: a mapped call Pi accepts only by repairing it (the card's validator gives *warnings*, no error:
+  ``legacy_edit_arguments``, ``edits_json_string``, ``coerced_type`` such as ``"10"`` → ``10``,
+  ``ignored_property``) is written in the canonical form Pi executes (``convert.canonical``: edits upgraded to
+  ``edits[]``, values coerced, ignored properties removed, schema key order), and ``repaired:<code>`` is recorded per
+  kind of repair, so the model learns the call the schema describes. Calls with an error are rejected
+  (``schema_violation`` / ``unsupported_tool`` / ``arguments_double_encoded``), never repaired.
 - A user message that ends the session unanswered is trimmed (``trim_unanswered_tail``); after that the last
   message must be an assistant answer without tool calls (else ``no_final_response``).
 """
@@ -25,6 +31,7 @@ from typing import Any
 
 import orjson
 
+from harnessfit.convert.canonical import canonical_arguments
 from harnessfit.convert.conversation import Conversation, ConversationMeta
 from harnessfit.convert.gates import Draft, first_rejection
 from harnessfit.convert.mappings.base import Drop, Failure, MapContext, PiCall
@@ -95,7 +102,13 @@ def _assistant(draft: Draft, step: Step, results: list[Step], ctx: MapContext) -
         pieces = [outcome] if isinstance(outcome, PiCall) else list(outcome)
         for k, pc in enumerate(pieces):
             draft.transformed(*pc.transformations)
-            errors = [v for v in ctx.card.validate_call(pc.name, pc.arguments) if v.severity == "error"]
+            verdict = ctx.card.validate_call(pc.name, pc.arguments)
+            errors = [v for v in verdict if v.severity == "error"]
+            warnings = [v for v in verdict if v.severity == "warning"]
+            arguments = pc.arguments
+            if warnings and not errors:
+                arguments = canonical_arguments(ctx.card, pc.name, pc.arguments, warnings)
+                draft.transformed(*(f"repaired:{w.code}" for w in warnings))
             if errors:
                 code = errors[0].code
                 reason = Reason.unsupported_tool if code == "unknown_tool" else (
@@ -107,7 +120,7 @@ def _assistant(draft: Draft, step: Step, results: list[Step], ctx: MapContext) -
             if cid != call.id and k == 0:
                 draft.transformed("call_id_normalised")
             calls.append({"id": cid, "type": "function",
-                          "function": {"name": pc.name, "arguments": orjson.dumps(pc.arguments).decode()}})
+                          "function": {"name": pc.name, "arguments": orjson.dumps(arguments).decode()}})
             if pc.result is None:
                 draft.problem(Reason.missing_tool_result, f"call {call.id!r} ({call.name}) has no result",
                               "the session ended or lost the result; re-run or drop the call")
