@@ -131,3 +131,18 @@ def test_cli_render_and_card_and_validate(card: HarnessCard, tmp_path) -> None:
 def test_every_subcommand_has_help(sub: str) -> None:
     res = CliRunner().invoke(app, ["harness", sub, "--help"])
     assert res.exit_code == 0 and len(res.stdout.split("Usage:")[1]) > 80
+
+
+def test_refused_agrees_with_every_captured_example(card: HarnessCard) -> None:
+    # the committed examples record whether real Pi ran the tool: a refusal text is exactly a call it did not run
+    assert len(card.examples) >= 12
+    for ex in card.examples:
+        assert (card.refused(ex["result"]) is not None) == (not ex["ran"]), ex["label"]
+    assert card.refused("Tool grep not found") == "tool_not_found"
+    assert card.refused("Edit tool input is invalid. edits must contain at least one replacement.") == "edit_empty"
+    problems = card.validation_failed_text("read", [("path", "must be string")], {"path": [1]})
+    assert card.refused(problems) == "validation_failed"
+    # texts of tools that ran (and failed) are not refusals, nor is a refusal text with something appended
+    assert card.refused(card.format_result("edit_no_match", path="a.py")) is None
+    assert card.refused(card.format_result("file_not_found", abs_path="/w/a")) is None
+    assert card.refused("Tool grep not found\nbut then some output") is None

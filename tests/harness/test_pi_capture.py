@@ -50,9 +50,7 @@ def test_validator_agrees_with_real_pi(pi_bin: Path, tmp_path: Path) -> None:
     disagreements = []
     for probe in probes:
         text = log.results[probe.label]
-        pi_refused = text.startswith(("Validation failed for tool", "Edit tool input is invalid")) or (
-            text.startswith("Tool ") and text.endswith(" not found")
-        )
+        pi_refused = card.refused(text) is not None
         verdict = card.validate_call(probe.name, probe.arguments)
         if any(v.severity == "error" for v in verdict) != pi_refused or pi_refused == probe.runs:
             disagreements.append((probe.label, [v.code.value for v in verdict], text[:160]))

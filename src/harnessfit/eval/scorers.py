@@ -2,13 +2,12 @@
 
 They read the episode only — never the live process or the endpoint — so any results folder can be re-scored.
 Tool-call validity combines two sources: the harness card's validator (when a card is installed) and Pi's own
-error texts in the tool results (``Validation failed for tool …``, ``Tool X not found``), which is what the
-harness really did with the call.
+refusal texts in the tool results (``HarnessCard.refused``: validation failed, tool not found, edit input
+invalid), which is what the harness really did with the call.
 """
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -21,7 +20,9 @@ from harnessfit.jsonio import dumps_compact_str
 
 __all__ = ["read_jsonl_tolerant", "episode_messages", "score_episode", "load_card_or_none"]
 
-_UNKNOWN_TOOL = re.compile(r"^Tool \S+ not found")
+# the card's refusal key -> the reason counted in ``invalid_by_reason``
+_REFUSAL_REASONS = {"validation_failed": "pi_validation_failed", "tool_not_found": "unknown_tool",
+                    "edit_empty": "pi_edit_input_invalid"}
 
 
 def read_jsonl_tolerant(path: Path | None) -> list[dict[str, Any]]:
@@ -115,6 +116,7 @@ def score_episode(facts: EpisodeFacts, task: Task, run_dir: Path, card: Any = No
     pi_errors: Counter[str] = Counter()
     warnings: Counter[str] = Counter()
     validation_used = False
+    refusing_card = card if hasattr(card, "refused") else load_card_or_none()
     wanted = _normalise(task.validation_command)
     for msg in assistants:
         for part in msg.get("content") or []:
@@ -129,11 +131,9 @@ def score_episode(facts: EpisodeFacts, task: Task, run_dir: Path, card: Any = No
                 double += 1
             result = results.get(part.get("id"))
             if result is not None and result.get("isError"):
-                text = _text_of(result)
-                if text.startswith("Validation failed for tool"):
-                    why.add("pi_validation_failed")
-                elif _UNKNOWN_TOOL.match(text):
-                    why.add("unknown_tool")
+                refusal = refusing_card.refused(_text_of(result)) if refusing_card is not None else None
+                if refusal is not None:
+                    why.add(_REFUSAL_REASONS.get(refusal, f"pi_{refusal}"))
                 else:
                     pi_errors[name] += 1  # a valid call whose execution failed (ENOENT, no match, exit code)
             if why:

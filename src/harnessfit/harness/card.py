@@ -26,14 +26,19 @@ fills one. Keys:
   ``arguments`` is ``pi_pretty_json(arguments as parsed)``; ``no_result`` (the literal ``No result provided``, sent
   for a tool call that never got a result).
 
+``refused(text)`` names the error key when a tool-result text is one of Pi's refusals (``REFUSAL_KEYS``: Pi answered
+instead of running the tool), matched against these templates.
+
 ``examples`` keeps the captured calls (name, raw arguments, whether Pi ran the tool, the result text) that the
 error texts were learned from.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import re
+import string
 from collections.abc import Sequence
 from enum import StrEnum
 from importlib import resources
@@ -57,6 +62,7 @@ __all__ = [
     "card_path",
     "pi_pretty_json",
     "WARNING_CODES",
+    "REFUSAL_KEYS",
 ]
 
 
@@ -90,6 +96,23 @@ WARNING_CODES = frozenset(
         ViolationCode.ignored_property,
     }
 )
+
+
+REFUSAL_KEYS: tuple[str, ...] = ("validation_failed", "tool_not_found", "edit_empty")
+"""Error texts that mean Pi refused the call (did not run the tool), as opposed to a tool that ran and failed."""
+
+
+@functools.cache
+def _template_pattern(template: str) -> re.Pattern[str]:
+    """A ``str.format`` template as a regex matching its head: the fixed text up to the first variable, any text,
+    then the fixed text after it. With one variable or none that is the whole template (the match must reach the
+    end); with more (a validation error's problem list and arguments), what follows the head may vary."""
+    items = list(string.Formatter().parse(template))
+    pattern = re.escape(items[0][0])
+    if items[0][1] is not None:
+        pattern += ".*?" + (re.escape(items[1][0]) if len(items) > 1 else "")
+    fields = sum(1 for _, field, _, _ in items if field is not None)
+    return re.compile(pattern + (r"\Z" if fields <= 1 else ""), re.DOTALL)
 
 
 class Violation(BaseModel):
@@ -266,6 +289,15 @@ class HarnessCard(BaseModel):
             known = ", ".join(sorted([*self.results, *self.errors]))
             raise KeyError(f"card {self.id} has no result/error text {key!r} (known: {known})")
         return template.format(**values)
+
+    def refused(self, result_text: str) -> str | None:
+        """The error key (one of ``REFUSAL_KEYS``) when ``result_text`` is a text Pi sends *instead of* running the
+        tool (validation failed, tool not found, edit input invalid), else ``None``."""
+        for key in REFUSAL_KEYS:
+            template = self.errors.get(key)
+            if template is not None and _template_pattern(template).match(result_text):
+                return key
+        return None
 
     def validation_failed_text(self, name: str, problems: Sequence[tuple[str, str]], arguments: Any) -> str:
         """Pi's validation error text for ``(path, message)`` problems and the arguments as parsed."""
