@@ -57,7 +57,12 @@ def write_tokenized(audit_dir: Path, model_dir: Path, *, n_train: int = 32, n_va
         if split == "train" and extra_rows:
             rows.extend(extra_rows)
         pq.write_table(pa.Table.from_pylist(rows, schema=schema), tok_dir / f"{split}.parquet")
-    (tok_dir / "meta.json").write_bytes(orjson.dumps({"model": str(model_dir), "template": "synthetic",
-                                                      "stop_token_ids": [EOS]}))
+    from harnessfit.models import template_info
+
     AutoTokenizer.from_pretrained(model_dir).save_pretrained(audit_dir / "tokenizer")
+    saved = AutoTokenizer.from_pretrained(audit_dir / "tokenizer")
+    # the keys `harnessfit audit` writes and training checks (tests/train/test_audit_to_train.py uses a real audit)
+    (tok_dir / "meta.json").write_bytes(orjson.dumps({
+        "model": str(model_dir), "resolved": str(Path(model_dir).resolve()), "revision": None,
+        "template_name": "synthetic", "template_sha256": template_info(saved).sha256, "stop_token_ids": [EOS]}))
     return audit_dir

@@ -3,8 +3,12 @@ training chat template that audit, training and serving all share."""
 
 from harnessfit.models.embedded import EMBEDDED_ALIASES, EMBEDDED_MODEL, embedded_dir, ensure_embedded, gguf_path
 from harnessfit.models.loading import (
+    adapter_base,
+    apply_adapter,
+    load_error,
     load_model,
     load_tokenizer,
+    model_revision,
     native_context_length,
     resolve_model,
     stop_token_ids,
@@ -20,6 +24,10 @@ __all__ = [
     "resolve_model",
     "load_tokenizer",
     "load_model",
+    "load_error",
+    "adapter_base",
+    "apply_adapter",
+    "model_revision",
     "stop_token_ids",
     "native_context_length",
     "choose_template",

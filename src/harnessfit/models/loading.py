@@ -13,7 +13,14 @@ from harnessfit.errors import UserError
 from harnessfit.models.embedded import ensure_embedded, is_embedded
 from harnessfit.models.templates import CHATML_TOOLS, TEMPLATE_KEY, chatml_tools_template, choose_template
 
-__all__ = ["END_OF_TURN_TOKENS", "resolve_model", "load_tokenizer", "load_model", "stop_token_ids", "native_context_length"]
+__all__ = ["END_OF_TURN_TOKENS", "resolve_model", "model_revision", "load_tokenizer", "load_model", "stop_token_ids",
+           "native_context_length", "load_error", "adapter_base", "apply_adapter"]
+
+
+def load_error(what: str, spec: Any, exc: BaseException) -> UserError:
+    """A ``from_pretrained`` failure as one line: what could not be loaded from where, and the library's first line."""
+    first = next((line.strip() for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
+    return UserError(f"cannot load {what} from {spec}: {first[:300]}")
 
 
 def _looks_local(spec: str) -> bool:
@@ -37,6 +44,18 @@ def resolve_model(spec: str) -> Path | str:
     return spec
 
 
+def model_revision(resolved: Path | str) -> str | None:
+    """What pins a resolved model's content, as the audit records it (``meta.json`` ``revision``): the embedded
+    model's GGUF sha256 from its conversion marker; None for other folders and Hugging Face ids."""
+    if isinstance(resolved, Path) or Path(str(resolved)).is_dir():
+        marker = Path(resolved) / "harnessfit-model.json"
+        if marker.is_file():
+            from harnessfit import jsonio
+
+            return jsonio.loads(marker.read_bytes()).get("source_sha256")
+    return None
+
+
 def load_tokenizer(spec: str, *, template: str = "auto"):
     """A tokenizer whose ``chat_template`` is the training template; the choice is in ``init_kwargs``.
 
@@ -50,8 +69,8 @@ def load_tokenizer(spec: str, *, template: str = "auto"):
     where = resolve_model(spec)
     try:
         tokenizer = AutoTokenizer.from_pretrained(str(where))
-    except OSError as exc:
-        raise UserError(f"cannot load a tokenizer from {spec}: {str(exc).splitlines()[0]}") from exc
+    except Exception as exc:  # noqa: BLE001 - any loader failure is one line for the user
+        raise load_error("a tokenizer", spec, exc) from None
     saved_name = tokenizer.init_kwargs.get(TEMPLATE_KEY)
     name, text = choose_template(tokenizer, template, model=str(spec))
     if text == chatml_tools_template():
@@ -75,9 +94,11 @@ def _add_chatml_response_parser(tokenizer) -> None:
         tokenizer.response_schema = ctu.qwen3_schema
 
 
-def load_model(spec: str, *, dtype: Any = None, quantization: str = "none", device: str = "cpu"):
+def load_model(spec: str, *, dtype: Any = None, quantization: str = "none", device: str = "cpu",
+               attn_implementation: str | None = None):
     """A causal LM. ``dtype`` None → float32 on CPU, bfloat16 on CUDA. ``quantization="nf4"`` → 4-bit NF4 with
-    double quantisation (bitsandbytes), for QLoRA."""
+    double quantisation (bitsandbytes), for QLoRA, placed on ``device`` when that is a CUDA device.
+    ``attn_implementation`` is passed to transformers when given (sdpa, flex_attention, ...)."""
     import torch
     from transformers import AutoModelForCausalLM
 
@@ -87,6 +108,8 @@ def load_model(spec: str, *, dtype: Any = None, quantization: str = "none", devi
     if dtype is None:
         dtype = torch.bfloat16 if device.startswith("cuda") else torch.float32
     kwargs: dict[str, Any] = {"dtype": dtype}
+    if attn_implementation:
+        kwargs["attn_implementation"] = attn_implementation
     if quantization == "nf4":
         try:
             import bitsandbytes  # noqa: F401
@@ -100,13 +123,14 @@ def load_model(spec: str, *, dtype: Any = None, quantization: str = "none", devi
             bnb_4bit_use_double_quant=True,
             bnb_4bit_compute_dtype=dtype,
         )
-        kwargs["device_map"] = {"": device}
+        if device.startswith("cuda"):
+            kwargs["device_map"] = {"": device}
     elif quantization != "none":
         raise UserError(f"unknown quantization {quantization!r}: use none or nf4")
     try:
         model = AutoModelForCausalLM.from_pretrained(str(where), **kwargs)
-    except OSError as exc:
-        raise UserError(f"cannot load a model from {spec}: {str(exc).splitlines()[0]}") from exc
+    except Exception as exc:  # noqa: BLE001 - any loader failure is one line for the user
+        raise load_error("a model", spec, exc) from None
     if quantization == "none":
         model = model.to(device)
     return model
@@ -175,3 +199,33 @@ def native_context_length(spec: str) -> int | None:
     text_config = getattr(config, "text_config", None)
     value = getattr(text_config, "max_position_embeddings", None) if text_config is not None else None
     return value if isinstance(value, int) else None
+
+
+def adapter_base(adapter_dir: Path | str) -> str | None:
+    """The base model a LoRA adapter pins: ``harnessfit_adapter.json``'s ``base_model`` (the spec it was trained
+    with), else PEFT's ``base_model_name_or_path``."""
+    import orjson
+
+    for name, key in (("harnessfit_adapter.json", "base_model"), ("adapter_config.json", "base_model_name_or_path")):
+        try:
+            value = orjson.loads((Path(adapter_dir) / name).read_bytes()).get(key)
+        except (OSError, ValueError, AttributeError):
+            continue
+        if value:
+            return str(value)
+    return None
+
+
+def apply_adapter(model: Any, adapter_dir: Path | str, *, base_hint: str | None = None):
+    """``PeftModel.from_pretrained(model, adapter_dir)`` with any failure as one line that names the base the adapter
+    pins (a shape mismatch almost always means the adapter was trained on another base)."""
+    from peft import PeftModel
+
+    try:
+        return PeftModel.from_pretrained(model, str(adapter_dir))
+    except Exception as exc:  # noqa: BLE001 - one line for the user
+        first = next((ln.strip() for ln in str(exc).splitlines() if ln.strip()), type(exc).__name__)
+        pinned = adapter_base(adapter_dir)
+        base = base_hint or getattr(getattr(model, "config", None), "_name_or_path", None) or "this base"
+        raise UserError(f"cannot apply adapter {adapter_dir} to base model {base}: the adapter pins base "
+                        f"{pinned or '(not recorded)'}; serve or merge it with that base ({first[:200]})") from None

@@ -207,9 +207,9 @@ def load_engine(
     tok = load_tokenizer(str(source.tokenizer_dir or model), template="auto")
     net = load_model(model)
     if source.adapter is not None:
-        from peft import PeftModel
+        from harnessfit.models import apply_adapter
 
-        net = PeftModel.from_pretrained(net, str(source.adapter)).merge_and_unload()
+        net = apply_adapter(net, source.adapter, base_hint=model).merge_and_unload()
     net.eval()
     stop_ids = collect_stop_ids(tok, source)
     return Engine(net, tok, stop_ids=stop_ids, max_tokens=max_tokens, model_id=model_id or _model_id(source))

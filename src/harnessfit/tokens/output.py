@@ -115,11 +115,9 @@ def write_outputs(out_dir: Path, report, kept: list, bad_rows: list[dict[str, An
         _write_split(tok_dir / f"{split}.parquet", by_split.get(split, []))
         report.tokenized[split] = len(by_split.get(split, []))
 
-    revision = None
-    if isinstance(resolved, Path):
-        marker = resolved / "harnessfit-model.json"
-        if marker.is_file():
-            revision = jsonio.loads(marker.read_bytes()).get("source_sha256")
+    from harnessfit.models import model_revision
+
+    revision = model_revision(resolved)
     meta = {
         "model": model,
         "resolved": str(resolved) if isinstance(resolved, Path) else resolved,

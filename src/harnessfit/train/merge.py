@@ -19,8 +19,9 @@ def merge_adapter(adapter_dir: Path, out_dir: Path, *, dtype: str = "auto") -> P
     base's stored dtype, or 'bf16' / 'fp32'.
     """
     import torch
-    from peft import PeftModel
     from transformers import AutoModelForCausalLM, AutoTokenizer, GenerationConfig
+
+    from harnessfit.models import apply_adapter, load_error
 
     adapter_dir = Path(adapter_dir)
     cfg_path = adapter_dir / "adapter_config.json"
@@ -34,9 +35,9 @@ def merge_adapter(adapter_dir: Path, out_dir: Path, *, dtype: str = "auto") -> P
     if Path(base).is_absolute() and not Path(base).is_dir():
         spec = meta.get("base_model")
         if spec:
-            from harnessfit.train.sft import _resolve_model
+            from harnessfit.models import resolve_model
 
-            base = _resolve_model(spec)
+            base = str(resolve_model(spec))
         if not Path(base).is_dir():
             raise UserError(f"base model folder {base} is gone: re-create it (e.g. `harnessfit` re-converts the "
                             "embedded model) or edit base_model_path in harnessfit_adapter.json")
@@ -48,13 +49,21 @@ def merge_adapter(adapter_dir: Path, out_dir: Path, *, dtype: str = "auto") -> P
         if now != pinned:
             raise UserError(f"base model at {base} changed since training (pinned {pinned[:19]}…, found {now[:19]}…): "
                             "merge into the exact base the adapter was trained on")
+    if dtype not in ("auto", "bf16", "fp32"):
+        raise UserError(f"unknown --dtype {dtype!r}: use auto, bf16 or fp32")
     torch_dtype = {"bf16": torch.bfloat16, "fp32": torch.float32}.get(dtype, "auto")
-    model = AutoModelForCausalLM.from_pretrained(base, dtype=torch_dtype)
-    merged = PeftModel.from_pretrained(model, str(adapter_dir)).merge_and_unload()
+    try:
+        model = AutoModelForCausalLM.from_pretrained(base, dtype=torch_dtype)
+    except Exception as exc:  # noqa: BLE001 - one line for the user
+        raise load_error("the base model", base, exc) from None
+    merged = apply_adapter(model, adapter_dir, base_hint=base).merge_and_unload()
+    try:
+        tok = AutoTokenizer.from_pretrained(adapter_dir)
+    except Exception as exc:  # noqa: BLE001 - one line for the user
+        raise load_error("the adapter's tokenizer", adapter_dir, exc) from None
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     merged.save_pretrained(str(out_dir))
-    tok = AutoTokenizer.from_pretrained(adapter_dir)
     tok.save_pretrained(str(out_dir))
     try:
         gen = GenerationConfig.from_pretrained(base)

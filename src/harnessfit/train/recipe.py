@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from trl import SFTConfig
 
 from harnessfit.errors import UserError
@@ -81,6 +81,16 @@ class TrainRecipe(BaseModel):
     # guard
     guard: GuardRules = Field(default_factory=GuardRules, description="Health guard stop rules.")
 
+    @field_validator("lr_scheduler")
+    @classmethod
+    def _known_scheduler(cls, value: str) -> str:
+        from transformers.trainer_utils import SchedulerType
+
+        names = [s.value for s in SchedulerType]
+        if value not in names:
+            raise ValueError(f"unknown learning-rate scheduler {value!r}: use one of {', '.join(names)}")
+        return value
+
     @model_validator(mode="after")
     def _cross_checks(self) -> "TrainRecipe":
         if self.lora_alpha < self.lora_r / 4:
@@ -117,7 +127,7 @@ def _validate(data: dict[str, Any], where: str) -> TrainRecipe:
     except ValidationError as exc:
         first = exc.errors()[0]
         loc = ".".join(str(p) for p in first["loc"]) or "recipe"
-        raise UserError(f"bad recipe ({where}): {loc}: {first['msg']}") from None
+        raise UserError(f"bad recipe ({where}): {loc}: {first['msg'].removeprefix('Value error, ')}") from None
 
 
 def load_recipe(path: Path | str, **overrides: Any) -> TrainRecipe:

@@ -85,34 +85,37 @@ def model_fingerprint(path: Path) -> str:
     return "sha256:" + h.hexdigest()
 
 
-def _resolve_model(spec: str) -> str:
-    if Path(spec).expanduser().is_dir():
-        return str(Path(spec).expanduser().resolve())
-    try:
-        from harnessfit.models import resolve_model  # type: ignore[attr-defined]
-    except ImportError:
-        if spec.count("/") == 1 and not Path(spec).exists():
-            return spec  # a Hugging Face id
-        raise UserError(f"model {spec!r} is not a local folder and harnessfit.models is not available") from None
-    return str(resolve_model(spec))
+def _check_matches_audit(meta: dict, audit_dir: Path, spec: str, resolved: Path | str, tokenizer) -> None:
+    """Training must use the base model and the template the audit tokenized with; say which differs and the fix."""
+    from harnessfit.models import model_revision, template_info
+
+    for key in ("resolved", "template_sha256"):
+        if key not in meta:
+            raise UserError(f"{audit_dir}/tokenized/meta.json lacks {key!r}: it was not written by this version of "
+                            "`harnessfit audit`; re-run the audit")
+    audited, pinned = meta["resolved"], meta.get("revision")
+    now = model_revision(resolved)
+    same = (now == pinned) if pinned else (str(resolved) == str(audited))
+    if not same:
+        what = f"revision {pinned[:12]}…, found {(now or 'none')[:12]}" if pinned else f"{audited}"
+        raise UserError(f"base model {spec!r} ({resolved}) is not the one the audit at {audit_dir} tokenized with "
+                        f"({what}): set model: {meta.get('model') or audited} in the recipe, or re-run "
+                        f"`harnessfit audit DATASET --model {spec}`")
+    sha = template_info(tokenizer).sha256
+    if sha != meta["template_sha256"]:
+        raise UserError(f"the chat template in {audit_dir}/tokenizer (sha256 {sha[:12]}…) differs from the one the "
+                        f"audit recorded ({str(meta['template_sha256'])[:12]}…): the tokenizer folder was changed "
+                        "after the audit; re-run `harnessfit audit` so masks and template agree")
 
 
-def _load_model(path: str, fp: FastPath):
-    from transformers import AutoModelForCausalLM
+def _load_model(spec: str, fp: FastPath):
+    """The base model through ``harnessfit.models.load_model`` with the fast path's dtype, attention and NF4 placement
+    (this process's GPU under accelerate), then Liger kernels when the fast path asks for them."""
+    from harnessfit.models import load_model
 
-    dtype = torch.bfloat16 if fp.dtype == "bf16" else torch.float32
-    kwargs: dict = {"dtype": dtype, "attn_implementation": fp.attn_implementation}
-    if fp.quantization == "nf4":
-        from transformers import BitsAndBytesConfig
-
-        kwargs["quantization_config"] = BitsAndBytesConfig(
-            load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_use_double_quant=True, bnb_4bit_compute_dtype=dtype)
-        if fp.device == "cuda":
-            kwargs["device_map"] = {"": int(os.environ.get("LOCAL_RANK", "0"))}
-    try:
-        model = AutoModelForCausalLM.from_pretrained(path, **kwargs)
-    except OSError as exc:
-        raise UserError(f"cannot load model {path}: {str(exc).splitlines()[0]}") from None
+    device = f"cuda:{int(os.environ.get('LOCAL_RANK', '0'))}" if fp.device == "cuda" and fp.quantization == "nf4" else "cpu"
+    model = load_model(spec, dtype=torch.bfloat16 if fp.dtype == "bf16" else torch.float32,
+                       quantization=fp.quantization, device=device, attn_implementation=fp.attn_implementation)
     if fp.liger:
         from liger_kernel.transformers import _apply_liger_kernel_to_instance  # type: ignore
 
@@ -232,21 +235,34 @@ def train_sft(recipe: TrainRecipe, out_dir: Path, *, resume: bool = False,
     evalset = (load_split(audit_dir, eval_name, max_records=recipe.max_eval_records, max_length=recipe.max_length,
                           sources=recipe.sources)
                if eval_name else None)
-    spec = recipe.model or meta.get("model") or meta.get("model_spec")
+    spec = recipe.model or meta.get("model")
     if not spec:
         raise UserError("recipe has no model and the audit's meta.json names none: set model: in the recipe")
-    model_path = _resolve_model(str(spec))
+    from harnessfit.models import load_error, resolve_model
+
+    resolved = resolve_model(str(spec))
+    model_path = str(resolved)
     tok_dir = audit_dir / "tokenizer"
-    tokenizer = AutoTokenizer.from_pretrained(tok_dir if tok_dir.is_dir() else model_path)
+    if not tok_dir.is_dir():
+        raise UserError(f"no tokenizer/ in {audit_dir}: training uses the tokenizer the audit saved; re-run "
+                        "`harnessfit audit`")
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(tok_dir)
+    except Exception as exc:  # noqa: BLE001 - one line for the user
+        raise load_error("the audit's tokenizer", tok_dir, exc) from None
+    _check_matches_audit(meta, audit_dir, str(spec), resolved, tokenizer)
 
     from transformers import AutoConfig
 
-    cfg = AutoConfig.from_pretrained(model_path)
+    try:
+        cfg = AutoConfig.from_pretrained(model_path)
+    except Exception as exc:  # noqa: BLE001 - one line for the user
+        raise load_error("a model config", spec, exc) from None
     fp = plan_fast_path(recipe, cfg, train.lengths, world_size=_world())
+    model = _load_model(model_path, fp)
     if _rank() == 0:
         for note in fp.notes:
             console.print(f"[dim]train:[/] {note}")
-    model = _load_model(model_path, fp)
     revision = getattr(model.config, "_commit_hash", None)
     pin = revision or (model_fingerprint(Path(model_path)) if Path(model_path).is_dir() else None)
 
@@ -336,8 +352,8 @@ def train_sft(recipe: TrainRecipe, out_dir: Path, *, resume: bool = False,
         tokenizer.save_pretrained(str(adapter_dir))
         adapter_meta = {
             "base_model": str(spec), "base_model_path": model_path, "base_model_revision": pin,
-            "template": meta.get("template"), "template_sha256": meta.get("template_sha256"),
-            "stop_token_ids": meta.get("stop_token_ids") or meta.get("stop_ids"),
+            "template": meta.get("template_name"), "template_sha256": meta.get("template_sha256"),
+            "stop_token_ids": meta.get("stop_token_ids"),
             "audit_dir": str(audit_dir), "train_records": len(train.ids), "global_step": trainer.state.global_step,
             "fast_path": fp.model_dump(), "recipe": recipe.model_dump(),
         }
