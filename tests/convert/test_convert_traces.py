@@ -89,12 +89,39 @@ def test_every_rejection_has_an_expected_reason(converted):
     assert ("claude_code", Reason.unsupported_tool) in seen
 
 
-def test_pinned_outcomes_for_pi_and_claude(converted):
+# every real file's outcome: (accepted, {reason: rejected count}). A change here is a behaviour change to look at.
+PINNED_LEDGER = {
+    "traces/SOURCES.md": (0, {"unknown_format": 1}),
+    "traces/claude_code/iampkuhz__feipi-session-browser__8a283a61-e3f0-4e8f-ba06-6711e2fcf2ed.jsonl": (1, {}),
+    "traces/claude_code/jnarowski__agentcmd__full-session-two.jsonl": (0, {"unsupported_tool": 1}),
+    "traces/claude_code/marot__spotter__short.jsonl": (0, {"unsupported_tool": 1}),
+    "traces/codex/iampkuhz__feipi-session-browser__rollout-2026-06-19T10-14-27-019edda8-7eca-7710-b78b-6ce7607beaa1"
+    ".jsonl": (0, {"unsupported_tool": 1}),
+    "traces/codex/jnarowski__agentcmd__rollout-2025-09-25T15-12-14-019982b8-3422-79e0-8b3b-05abaf4f3c3e.jsonl": (1, {}),
+    "traces/openai_chat/OpenHands__software-agent-sdk__fncall-llm-message.json": (0, {"unsupported_tool": 1}),
+    "traces/openai_chat/hiyouga__LLaMA-Factory__glaive_toolcall_en_demo.json": (109, {"unsupported_tool": 191}),
+    "traces/openhands/All-Hands-AI__OpenHands__basic.json": (1, {}),
+    "traces/openhands/OpenHands__software-agent-sdk__v1_conversation_cd94562403b9487ebdd4018e3f531dfd": (1, {}),
+    "traces/pi/badlogic__pi-mono__large-session.jsonl": (1, {}),
+    "traces/pi/kvsankar__agent-history__session-01.jsonl": (1, {}),
+    "traces/swe_agent/SWE-agent__SWE-agent__marshmallow-code__marshmallow-1867__function_calling_replace.traj": (
+        0, {"unsupported_tool": 1}),
+}
+
+
+def test_pinned_ledger_per_file_and_reason(converted):
     _, out = converted
     acc = {f["file"]: f for f in json.loads((out / "accounting.json").read_text())["files"]}
-    assert acc["traces/pi/badlogic__pi-mono__large-session.jsonl"]["accepted"] == 1
-    assert acc["traces/pi/kvsankar__agent-history__session-01.jsonl"]["accepted"] == 1
-    assert acc["traces/claude_code/marot__spotter__short.jsonl"]["reasons"] == {"unsupported_tool": 1}
+    got = {name: (f["accepted"], f["reasons"]) for name, f in acc.items()}
+    assert got == PINNED_LEDGER
+    for name, f in acc.items():
+        assert f["rejected"] == sum(PINNED_LEDGER[name][1].values()), name
+    # the ledger rows themselves carry the same file/reason counts
+    rows: dict[tuple[str, str], int] = {}
+    for line in (out / "ledger.jsonl").read_bytes().splitlines():
+        row = json.loads(line)
+        rows[(row["file"], row["reason"])] = rows.get((row["file"], row["reason"]), 0) + 1
+    assert rows == {(name, r): n for name, (_, reasons) in PINNED_LEDGER.items() for r, n in reasons.items()}
 
 
 def test_one_and_two_workers_give_identical_bytes(traces_dir: Path, card, converted, tmp_path: Path):

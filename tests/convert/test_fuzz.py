@@ -14,13 +14,17 @@ from harnessfit.convert.runner import convert_unit
 from harnessfit.harness.card import load_card
 from harnessfit.traces.readers.registry import iter_units
 
-# small real files of several formats (the big ones make each example slow without adding shapes)
+# real files of every format with a small enough copy (the 1 MB Pi session and the 740 KB glaive set make each
+# example slow without adding shapes)
 SOURCES = [
     "pi/kvsankar__agent-history__session-01.jsonl",
     "claude_code/marot__spotter__short.jsonl",
     "claude_code/iampkuhz__feipi-session-browser__8a283a61-e3f0-4e8f-ba06-6711e2fcf2ed.jsonl",
     "openai_chat/OpenHands__software-agent-sdk__fncall-llm-message.json",
     "openhands/All-Hands-AI__OpenHands__basic.json",
+    "codex/iampkuhz__feipi-session-browser__rollout-2026-06-19T10-14-27-019edda8-7eca-7710-b78b-6ce7607beaa1.jsonl",
+    "codex/jnarowski__agentcmd__rollout-2025-09-25T15-12-14-019982b8-3422-79e0-8b3b-05abaf4f3c3e.jsonl",
+    "swe_agent/SWE-agent__SWE-agent__marshmallow-code__marshmallow-1867__function_calling_replace.traj",
 ]
 CARD = load_card("pi", "0.73.1")
 TRACES = Path(__file__).resolve().parents[2].parent / "shared" / "traces"

@@ -52,6 +52,9 @@ def register(app: typer.Typer) -> None:
         harness_version: Annotated[str, typer.Option(help="harness card version")] = "0.73.1",
         no_redact: Annotated[bool, typer.Option("--no-redact", help="skip redaction")] = False,
         no_parquet: Annotated[bool, typer.Option("--no-parquet", help="skip the Parquet copies")] = False,
+        install_dir: Annotated[Optional[str], typer.Option(
+            help="harness folder the system prompt names (default: where `harnessfit harness install` puts it "
+                 "here); fix it for machine-independent data")] = None,
     ) -> None:
         """Build a training set: read → convert → redact → dedup → grouped split → export (+ ledger, card, manifest)."""
         from harnessfit.dataset.build import build_dataset
@@ -75,6 +78,8 @@ def register(app: typer.Typer) -> None:
             cfg = cfg.model_copy(update={"redaction": cfg.redaction.model_copy(update={"enabled": False})})
         if no_parquet:
             cfg = cfg.model_copy(update={"parquet": False})
+        if install_dir is not None:
+            cfg = cfg.model_copy(update={"install_dir": install_dir})
         out_dir = (Path(out) if out else base / cfg.out).resolve()
         report = build_dataset(cfg, base, out=out_dir, progress=True)
         _summary(report, out_dir)
