@@ -88,10 +88,6 @@ def _assistant(draft: Draft, step: Step, results: list[Step], ctx: MapContext) -
     tool_msgs: list[dict[str, Any]] = []
     for call in step.tool_calls:
         result = by_id.get(call.id)
-        if mapping is None:
-            draft.problem(Reason.unsupported_tool, f"no mapping for format {traj.source!r}",
-                          f"add convert/mappings/{traj.source}.py")
-            continue
         outcome = mapping.map_call(call, result, ctx)
         if isinstance(outcome, Drop):
             draft.transformed(f"drop:{outcome.policy}")

@@ -22,6 +22,7 @@ from pydantic import BaseModel
 
 from harnessfit.convert.conversation import Conversation, ConversationMeta
 from harnessfit.convert.rejection import Reason, Rejection
+from harnessfit.convert.runner import iter_convert
 from harnessfit.dataset.card import render_card
 from harnessfit.dataset.config import BuildConfig, InputSpec
 from harnessfit.dataset.dedup import Deduper, exact_key, normalised_text
@@ -30,8 +31,9 @@ from harnessfit.dataset.probe import measure_false_positive_rate
 from harnessfit.dataset.redact import Redactor
 from harnessfit.dataset.sink import Sink
 from harnessfit.dataset.split import assign_splits, check_no_overlap
-from harnessfit.errors import UserError
+from harnessfit.harness.card import HarnessCard, load_card
 from harnessfit.jsonio import sha256_file
+from harnessfit.traces.readers.registry import iter_units
 
 __all__ = ["BuildReport", "run_build", "build_dataset", "input_files", "MANIFEST_FORMAT"]
 
@@ -48,19 +50,17 @@ class BuildReport(BaseModel):
 
 
 def input_files(inputs: list[InputSpec]) -> list[Path]:
-    """Every regular file under the inputs, sorted (hidden files and folders skipped)."""
-    out: list[Path] = []
+    """Every regular file the convert stage reads for ``inputs``, sorted: exactly ``iter_units``' walk (hidden files
+    included, symlinked folders not followed), a folder unit (e.g. OpenHands V1) contributing every file under it."""
+    out: set[Path] = set()
     for spec in inputs:
-        p = Path(spec.path)
-        if p.is_file():
-            out.append(p)
-        elif p.is_dir():
-            for root, dirs, files in os.walk(p):
-                dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-                out += [Path(root) / f for f in sorted(files) if not f.startswith(".")]
-        else:
-            raise UserError(f"input not found: {p}")
-    return sorted(set(out))
+        for unit in iter_units([Path(spec.path)], spec.formats):
+            if unit.path.is_dir():
+                for root, dirs, files in os.walk(unit.path):
+                    out.update(p for p in (Path(root) / f for f in files) if p.is_file())
+            else:
+                out.add(unit.path)
+    return sorted(out)
 
 
 def _versions() -> dict[str, str]:
@@ -75,23 +75,13 @@ def _versions() -> dict[str, str]:
     return v
 
 
-def _card_info(config: BuildConfig) -> tuple[Any, dict[str, Any]]:
-    try:
-        from harnessfit.harness.card import load_card  # type: ignore[import-not-found]
-    except ImportError:
-        return None, {"id": f"{config.harness}-{config.harness_version}", "sha256": None}
+def _card_info(config: BuildConfig) -> tuple[HarnessCard, dict[str, Any]]:
     card = load_card(config.harness, config.harness_version)
     return card, {"id": card.id, "sha256": card.sha256}
 
 
-def _convert_stream(inputs: list[InputSpec], card: Any, workers: int,
-                    install_dir: str | None) -> Iterator[Conversation | Rejection]:
-    try:
-        from harnessfit.convert.runner import iter_convert
-    except ImportError:
-        raise UserError("the convert stage is not available in this installation (harnessfit.convert.iter_convert)") from None
-    if card is None:
-        raise UserError("harness cards are not available in this installation (harnessfit.harness.card)")
+def _convert_stream(inputs: list[InputSpec], card: HarnessCard, workers: int,
+                    install_dir: str) -> Iterator[Conversation | Rejection]:
     kinds = {tuple(i.formats) if i.formats else None for i in inputs}
     if len(kinds) == 1:
         fmts = next(iter(kinds))
@@ -181,8 +171,7 @@ def run_build(config: BuildConfig, base_dir: Path, sink: Sink, *, out_dir: Path,
     card, card_info = _card_info(config)
     # the harness folder the system prompt names: fixed by the config, else this machine's install folder; the
     # resolved value goes into the manifest's config, so ``verify`` rebuilds with the same one anywhere
-    install_dir = config.install_dir if config.install_dir is not None else (
-        card.default_install_dir() if card is not None else None)
+    install_dir = config.install_dir if config.install_dir is not None else card.default_install_dir()
     card_info["install_dir"] = install_dir
     stream = items if items is not None else _convert_stream(inputs, card, config.workers, install_dir)
 

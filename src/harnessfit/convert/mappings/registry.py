@@ -22,20 +22,13 @@ MAPPINGS: dict[str, str] = {
 
 
 @cache
-def _load(fmt: str) -> Mapping | None:
+def _load(fmt: str) -> Mapping:
     module_name, _, cls_name = MAPPINGS[fmt].partition(":")
-    try:
-        module = importlib.import_module(module_name)
-    except ModuleNotFoundError as exc:
-        if exc.name == module_name:
-            return None
-        raise
-    return getattr(module, cls_name)()
+    return getattr(importlib.import_module(module_name), cls_name)()
 
 
-def get_mapping(fmt: str) -> Mapping | None:
-    """The mapping for a source format, ``None`` if its module is not installed (the converter then rejects the
-    trajectory as ``unsupported_tool`` for any tool call); ``UserError`` for an unknown format name."""
+def get_mapping(fmt: str) -> Mapping:
+    """The mapping for a source format; ``UserError`` for an unknown format name."""
     if fmt not in MAPPINGS:
         raise UserError(f"no mapping registered for format {fmt!r}")
     return _load(fmt)

@@ -55,47 +55,36 @@ class Unit:
 
 
 @cache
-def _load(name: str) -> Reader | None:
-    target = FORMATS[name]
-    module_name, _, cls_name = target.partition(":")
-    try:
-        module = importlib.import_module(module_name)
-    except ModuleNotFoundError as exc:
-        if exc.name == module_name:  # the reader module does not exist (yet): format unavailable
-            return None
-        raise
-    return getattr(module, cls_name)()
+def _load(name: str) -> Reader:
+    module_name, _, cls_name = FORMATS[name].partition(":")
+    return getattr(importlib.import_module(module_name), cls_name)()
 
 
 def get_reader(name: str) -> Reader:
-    """The reader instance for a format name; ``UserError`` if unknown or not installed."""
+    """The reader instance for a format name; ``UserError`` if the name is unknown."""
     if name not in FORMATS:
         raise UserError(f"unknown trace format {name!r}; known: {', '.join(FORMATS)}")
-    reader = _load(name)
-    if reader is None:
-        raise UserError(f"trace format {name!r} has no reader module installed ({FORMATS[name]})")
-    return reader
+    return _load(name)
 
 
 def available_formats() -> list[str]:
-    """Formats whose reader module can be imported, in detection order."""
-    return [name for name in FORMATS if _load(name) is not None]
+    """Every registered format, in detection order (each is one module of this package)."""
+    return list(FORMATS)
 
 
 def _check_formats(formats: Sequence[str] | None) -> list[str]:
     if formats is None:
         return available_formats()
     for name in formats:
-        get_reader(name)  # raises UserError for unknown/unavailable
+        get_reader(name)  # raises UserError for an unknown name
     return [name for name in FORMATS if name in set(formats)]
 
 
 def detect_format(path: Path, formats: Sequence[str] | None = None) -> str | None:
     """The first format (in ``FORMATS`` order, restricted to ``formats``) whose reader detects ``path``."""
     for name in _check_formats(formats):
-        reader = _load(name)
         try:
-            if reader is not None and reader.detect(path):
+            if _load(name).detect(path):
                 return name
         except Exception:  # a detector must not raise; treat it as "not mine"
             continue
@@ -104,9 +93,8 @@ def detect_format(path: Path, formats: Sequence[str] | None = None) -> str | Non
 
 def _claimed_folder(path: Path, names: list[str]) -> bool:
     for name in names:
-        reader = _load(name)
         try:
-            if reader is not None and reader.detect(path):
+            if _load(name).detect(path):
                 return True
         except Exception:
             continue
