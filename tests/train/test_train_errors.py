@@ -131,3 +131,11 @@ def test_cli_serve_adapter_on_another_base_is_one_line(tiny_model, tmp_path) -> 
     proc = _run("serve", str(wider), "--adapter", str(adapter), "--tokenizer", str(ensure_embedded()),
                 "--backend", "builtin", "--port", "0")
     _one_line_error(proc, f"cannot apply adapter {adapter} to base model {wider}: the adapter pins base {tiny_model}")
+
+
+def test_recipe_without_audit_dir_says_where_the_audit_writes(tmp_path) -> None:
+    from harnessfit.train.recipe import TrainRecipe
+
+    assert TrainRecipe().audit_dir is None  # no default that disagrees with the audit's DATASET-audit
+    with pytest.raises(UserError, match=r"names no audit_dir.*DATASET-audit beside the dataset.*--audit-dir"):
+        train_sft(TrainRecipe(), tmp_path / "run")

@@ -19,7 +19,7 @@ def register(app: typer.Typer) -> None:
         recipe: Path = typer.Argument(..., help="Recipe file (YAML or TOML); see examples/recipes/."),
         out: Path = typer.Option(Path("out/train"), "--out", help="Run folder (checkpoints, adapter, report)."),
         resume: bool = typer.Option(False, "--resume", help="Continue from the newest complete checkpoint in --out."),
-        audit_dir: str = typer.Option(None, "--audit-dir", help="Override the recipe's audit_dir."),
+        audit_dir: str = typer.Option(None, "--audit-dir", help="The audit folder to train on (overrides the recipe's audit_dir; `harnessfit audit DATASET` writes DATASET-audit by default)."),
         model: str = typer.Option(None, "--model", help="Override the recipe's base model."),
         max_steps: int = typer.Option(None, "--max-steps", help="Override max_steps."),
         learning_rate: float = typer.Option(None, "--lr", help="Override learning_rate."),

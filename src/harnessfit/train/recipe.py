@@ -35,7 +35,9 @@ class TrainRecipe(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     # inputs
-    audit_dir: str = Field("out/audit", description="Folder written by `harnessfit audit` (tokenized/ + tokenizer/).")
+    audit_dir: str | None = Field(
+        None, description="Folder written by `harnessfit audit DATASET` (tokenized/ + tokenizer/); the audit's default "
+        "output is DATASET-audit beside the dataset. Required: set it here or pass --audit-dir.")
     model: str | None = Field(None, description="Base model spec (alias, local folder, HF id); default: the audit's model.")
     train_split: str = Field("train", description="Tokenized split to train on.")
     eval_split: str = Field("auto", description="Held-out split; 'auto' = first of validation/val/valid/test present.")

@@ -227,6 +227,9 @@ def train_sft(recipe: TrainRecipe, out_dir: Path, *, resume: bool = False,
     if recipe.threads:
         torch.set_num_threads(recipe.threads)
 
+    if not recipe.audit_dir:
+        raise UserError("the recipe names no audit_dir: set audit_dir: to the folder `harnessfit audit DATASET` wrote "
+                        "(by default DATASET-audit beside the dataset), or pass --audit-dir")
     audit_dir = Path(recipe.audit_dir).expanduser().resolve()
     meta = load_meta(audit_dir)
     train = load_split(audit_dir, recipe.train_split, max_records=recipe.max_train_records, max_length=recipe.max_length,
