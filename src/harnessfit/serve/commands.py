@@ -71,6 +71,7 @@ def _serve_vllm(model, adapter, tokenizer, port, max_tokens, model_id, pi_config
     if pi_config is not None:
         from harnessfit.harness.pi import write_pi_agent_config
 
-        write_pi_agent_config(pi_config, base_url, launch.model_id, max_tokens=max_tokens)
+        write_pi_agent_config(pi_config, base_url, launch.model_id, context_window=launch.context_window or 32768,
+                              max_tokens=max_tokens)
     typer.echo(f"serving {launch.model_id} at {base_url} via: {' '.join(launch.command)}", err=True)
     os.execvp(launch.command[0], launch.command)

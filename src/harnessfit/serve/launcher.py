@@ -188,7 +188,7 @@ def start_server(
         handle.context_window = info.get("context_window")
     else:
         handle = ServerHandle(f"http://127.0.0.1:{real_port}/v1", launch.model_id, proc, kind, log, max_tokens,
-                              None, tmpdir)
+                              launch.context_window, tmpdir)
         _LIVE.add(handle)
     if not _wait_models(handle.base_url, proc, deadline):
         raise _fail(handle, "did not answer /v1/models" if proc.poll() is None else f"exited ({proc.returncode})")
@@ -200,7 +200,9 @@ def write_pi_config(
     eval_settings: bool = True,
 ) -> Path:
     """Write Pi's ``models.json`` + ``settings.json`` into ``agent_dir`` for a running server; returns ``agent_dir``.
-    Pi then talks to it as ``--model local/<handle.model_id>``."""
+    Pi then talks to it as ``--model local/<handle.model_id>``. ``contextWindow`` is ``context_window`` if given, else
+    the server's own (``handle.context_window``: the built-in backend's model context, vLLM's max model length),
+    and 32768 only when neither is known."""
     from harnessfit.harness.pi import write_pi_agent_config
 
     write_pi_agent_config(

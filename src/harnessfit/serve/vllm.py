@@ -40,6 +40,7 @@ class VllmLaunch:
     model_id: str
     port: int
     files: dict[str, Path] = field(default_factory=dict)
+    context_window: int | None = None  # --max-model-len, else the model's native context (what vLLM uses)
 
 
 def build_vllm_command(
@@ -86,7 +87,7 @@ def prepare_vllm(
 ) -> VllmLaunch:
     """Resolve the model/adapter/tokenizer like the built-in backend does, write the template and generation config
     files into ``workdir``, and return the command. Needs no GPU (tokenizer files only)."""
-    from harnessfit.models import load_tokenizer
+    from harnessfit.models import load_tokenizer, native_context_length
     from harnessfit.serve.sources import collect_stop_ids, resolve_source
 
     source = resolve_source(model, adapter=adapter, tokenizer=tokenizer)
@@ -111,4 +112,5 @@ def prepare_vllm(
         generation_config_dir=gen_dir, adapter=source.adapter, adapter_name=served if source.adapter else None,
         lora_rank=_lora_rank(source.adapter) if source.adapter else None, max_model_len=max_model_len,
     )
-    return VllmLaunch(command=cmd, model_id=served, port=port, files={"chat_template": template, "generation": gen_dir})
+    return VllmLaunch(command=cmd, model_id=served, port=port, files={"chat_template": template, "generation": gen_dir},
+                      context_window=max_model_len or native_context_length(source.model_path))
