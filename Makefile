@@ -28,7 +28,7 @@ test: setup
 	$(BIN)/python -m pytest -q -n 2 --dist loadgroup
 
 bench: setup
-	$(BIN)/python bench/run_all.py
+	$(BIN)/python bench/run_all.py $(BENCH_ARGS)   # make bench BENCH_ARGS=--full for the 500 MiB sizes
 
 clean:
 	rm -rf $(VENV) out runs
