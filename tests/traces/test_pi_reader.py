@@ -129,6 +129,23 @@ def test_double_encoded_arguments_are_rejected(tmp_path: Path, card):
     assert isinstance(rej, Rejection) and rej.reason == Reason.arguments_double_encoded
 
 
+def test_string_arguments_in_a_pi_session_are_double_encoded(tmp_path: Path, card):
+    """Pi stores what it parsed from the wire: a model that sent '"{\"path\":…}"' leaves a *string* in the
+    session (this is how `harnessfit synth`'s contrast sessions look). It must not be read as wire text."""
+    refused = card.validation_failed_text("read", [("root", "must be object")], json.dumps({"path": "a"}))
+    rows = [
+        HEADER,
+        _msg("u1", None, _user("read it")),
+        _msg("a1", "u1", _assistant(
+            [{"type": "toolCall", "id": "c1", "name": "read", "arguments": json.dumps({"path": "a"})}], "toolUse")),
+        _msg("r1", "a1", _result("c1", refused, True)),
+        _msg("a2", "r1", _assistant([{"type": "text", "text": "ok"}])),
+    ]
+    rej = to_conversation(next(iter(PiReader().read(_write(tmp_path / "s.jsonl", rows)))), card)
+    assert isinstance(rej, Rejection) and rej.reason == Reason.arguments_double_encoded
+    assert "stores the arguments as a string" in rej.detail
+
+
 def test_missing_result_and_no_final_response(tmp_path: Path, card):
     rows = [
         HEADER,

@@ -5,6 +5,9 @@ a failing validation, create-and-validate that ends promptly) and, as contrast e
 (its first call's arguments are a JSON string of the object: Pi rejects it with its validation error, and the
 session shows the corrected call and the rest of the solution). Only episodes whose loop completed are kept; the
 manifest lists every file with its SHA-256 and every skipped episode with why.
+
+`harnessfit build` rejects the contrast sessions as ``arguments_double_encoded`` (Pi stores the string it parsed,
+and a refused call must never become an SFT label); they are there for preference/RL pairs and for the ledger.
 """
 
 from __future__ import annotations

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from harnessfit.convert.rejection import Reason
 from harnessfit.convert.mappings.base import Failure, MapContext, MapOutcome, PiCall, parse_arguments, result_text
 from harnessfit.traces.trajectory import Step, ToolCall
 
@@ -22,6 +23,15 @@ class PiMapping:
     format = "pi"
 
     def map_call(self, call: ToolCall, result: Step | None, ctx: MapContext) -> MapOutcome:
+        if isinstance(call.arguments, str) and call.arguments.strip():
+            # A Pi session stores the arguments Pi *parsed* from the wire, so a string here is not wire text to
+            # parse: the model sent a JSON string instead of an object (double encoding) and Pi refused it.
+            return Failure(
+                Reason.arguments_double_encoded,
+                f"{call.name}: the session stores the arguments as a string ({call.arguments[:80]!r}): the model sent "
+                "a JSON string, which Pi refuses ('must be object')",
+                "keep such sessions for preference/RL data; for SFT, re-record the call with an object",
+            )
         args = parse_arguments(call.arguments, call.name)
         if isinstance(args, Failure):
             return args
