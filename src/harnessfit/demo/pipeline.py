@@ -176,38 +176,57 @@ def _fmt(x: Any, nd: int = 4) -> str:
 
 def _write_report(out: Path, facts: dict[str, Any], table_md: Path) -> Path:
     card, build, aud, train = facts["card"], facts["build"], facts["audit"], facts["train"]
+    counts = build["counts"]
+    reasons = ", ".join(f"{k} {v}" for k, v in counts["rejected_by_reason"].items()) or "none"
+    sources = ", ".join(f"{k} {v}" for k, v in counts["kept_by_source"].items())
+    splits = " · ".join(f"{name}: {row['conversations']} conversations, {row['sft']} actions"
+                        for name, row in build["splits"].items())
+    violations = sum(v["count"] for v in aud["violations"].values())
+    tot = aud["total"]
     lines = [
         "# harnessfit demo report",
         "",
-        "The whole pipeline on the embedded model (SmolLM2-135M-Instruct) on CPU. The model is trained on sessions",
-        "recorded from the *training* suite (`examples/tasks/train`) plus the real traces, and evaluated on the",
-        "*default* suite (`examples/tasks/default`), whose tasks it never saw.",
+        "The whole pipeline on the embedded model (SmolLM2-135M-Instruct) on CPU. Training data: sessions the golden",
+        "solver recorded through the real Pi on the *training* suite (`examples/tasks/train`) plus the real traces;",
+        "the demo recipe trains on the Pi-format records among them. Evaluation: the *default* suite",
+        "(`examples/tasks/default`), whose tasks the model never saw, in the real Pi CLI.",
         "",
         "## Harness",
         f"- card `{card['id']}` (sha256 `{card['sha256'][:16]}…`), tools: {', '.join(card['tools'])}",
         f"- re-captured from the real Pi CLI; equals the committed card: **{card['equals_committed']}**",
         "",
         "## Dataset",
-        "```",
-        _compact(build),
-        "```",
-        f"Details: `{out / 'dataset' / 'README.md'}`, ledger `{out / 'dataset' / 'ledger.jsonl'}`.",
         "",
-        "## Token audit",
-        "```",
-        _compact(aud),
-        "```",
-        f"Details: `{out / 'audit' / 'audit.md'}`.",
+        "| stage | count |",
+        "|---|---|",
+        f"| trajectories read | {counts['read']} |",
+        f"| converted to Pi conversations | {counts['converted']} |",
+        f"| rejected at conversion | {counts['rejected_convert']} |",
+        f"| duplicates dropped (exact / near) | {counts['duplicate_exact']} / {counts['duplicate_near']} |",
+        f"| kept | {counts['kept']} ({sources}) |",
+        f"| redactions | {', '.join(f'{k} {v}' for k, v in build['redaction'].items()) or 'none'} |",
+        f"| ledger rows by reason | {reasons} |",
+        "",
+        f"Splits (grouped by root request): {splits}. Dataset card: `{out / 'dataset' / 'README.md'}`.",
+        "",
+        "## Token audit (real tokenizer, training template)",
+        "",
+        f"- template `{aud['template']['name']}`; records {aud['records_read']} read, {aud['records_clean']} clean; "
+        f"mask violations: {violations}",
+        f"- tokens: {tot['prompt_tokens']:,} prompt, {tot['supervised_tokens']:,} supervised; record length "
+        f"min {aud['lengths']['min']:,.0f} / median {aud['lengths']['median']:,.0f} / max {aud['lengths']['max']:,.0f}",
+        f"- recommended cap {aud['recommended_cap']}: {aud['recommendation_reason']}",
+        f"- details: `{out / 'audit' / 'audit.md'}`",
         "",
         "## Training",
-        f"- status {train['status']}, steps {train['global_step']}",
+        f"- status {train['status']}, {train['global_step']} optimizer steps",
         f"- validation loss: before {_fmt(train.get('initial_val_loss'))} → final {_fmt(train.get('final_val_loss'))}"
         f" (best {_fmt(train.get('best_val_loss'))} at step {train.get('best_step')})",
         f"- report and curves: `{train.get('report_path')}`",
         "",
         "## In the real harness: before / after",
         "",
-        table_md.read_text(encoding="utf-8"),
+        table_md.read_text(encoding="utf-8").replace("# Before / after", "### Before / after", 1),
         "",
         "## Time per step (seconds)",
         "",
@@ -220,14 +239,3 @@ def _write_report(out: Path, facts: dict[str, Any], table_md: Path) -> Path:
     path = out / "report.md"
     path.write_text("\n".join(lines), encoding="utf-8")
     return path
-
-
-def _compact(d: Any, depth: int = 0) -> str:
-    """A short, readable dump of a stage summary (scalars and small dicts only)."""
-    rows = []
-    if isinstance(d, dict):
-        for k, v in d.items():
-            if isinstance(v, (dict, list)) and len(str(v)) > 300:
-                continue
-            rows.append(f"{k}: {v}")
-    return "\n".join(rows)
