@@ -66,7 +66,7 @@ def open_endpoint(model: Endpoint | str, tasks: Sequence[Task], *, model_id: str
                         "start `harnessfit serve` yourself and pass --endpoint URL") from exc
     handle = start_server(model, **serve_kwargs)
     try:
-        yield Endpoint(handle.base_url, handle.model_id, model)
+        yield Endpoint(handle.base_url, handle.model_id, model, handle.context_window)
     finally:
         handle.stop()
 

@@ -42,6 +42,7 @@ class Endpoint:
     base_url: str
     model_id: str
     name: str = ""
+    context_window: int | None = None  # the served model's window, written into Pi's models.json when known
 
     @property
     def label(self) -> str:
@@ -181,7 +182,8 @@ def run_episode(
             d.mkdir(parents=True)
         _copy_tree(task.workspace_dir, workspace)
         agent_dir = home / ".pi" / "agent"
-        write_pi_agent_config(agent_dir, endpoint.base_url, endpoint.model_id, eval_settings=True)
+        write_pi_agent_config(agent_dir, endpoint.base_url, endpoint.model_id, eval_settings=True,
+                              **({"context_window": endpoint.context_window} if endpoint.context_window else {}))
         ext = home / ".harnessfit" / "turn_cap.js"
         ext.parent.mkdir(parents=True)
         ext.write_text(_turn_cap_extension(turns), encoding="utf-8")
