@@ -20,7 +20,7 @@ import orjson
 
 from harnessfit.convert.conversation import Conversation
 from harnessfit.convert.rejection import Reason, Rejection
-from harnessfit.convert.runner import UnitResult, iter_unit_results
+from harnessfit.convert.runner import EncodedUnit, UnitResult, iter_encoded_units
 from harnessfit.traces.readers.registry import iter_units
 
 __all__ = ["FileAccount", "Accounting", "ConvertSummary", "convert", "write_ledger_summary", "AccountingError"]
@@ -47,18 +47,24 @@ class FileAccount:
 
 @dataclass
 class Accounting:
-    """Counts per file and in total; ``add`` takes one unit's result, ``check`` asserts the identity."""
+    """Counts per file and in total; ``add`` takes one unit's result (objects or encoded), ``check`` asserts the
+    identity."""
 
     files: list[FileAccount] = field(default_factory=list)
 
-    def add(self, res: UnitResult) -> FileAccount:
+    def add(self, res: UnitResult | EncodedUnit) -> FileAccount:
         acc = FileAccount(file=res.label, format=res.format, bytes=res.size, read=res.read)
-        for out in res.outputs:
-            if isinstance(out, Conversation):
-                acc.accepted += 1
-            else:
-                acc.rejected += 1
-                acc.reasons[out.reason.value] += 1
+        if isinstance(res, EncodedUnit):
+            acc.accepted = res.accepted
+            acc.rejected = res.rejected
+            acc.reasons.update(res.reasons)
+        else:
+            for out in res.outputs:
+                if isinstance(out, Conversation):
+                    acc.accepted += 1
+                else:
+                    acc.rejected += 1
+                    acc.reasons[out.reason.value] += 1
         self.files.append(acc)
         return acc
 
@@ -161,11 +167,13 @@ def convert(
     workers: int = 1,
     formats: Sequence[str] | None = None,
     on_units: Callable[[int, int], None] | None = None,
-    on_unit: Callable[[UnitResult], None] | None = None,
+    on_unit: Callable[[EncodedUnit], None] | None = None,
     install_dir: str | None = None,
 ) -> ConvertSummary:
     """Convert ``inputs`` into ``out_dir`` (see the module docstring for the files). ``on_units(n, bytes)`` is
-    called once with the number and size of units, ``on_unit`` after each unit (for progress bars).
+    called once with the number and size of units, ``on_unit`` after each unit with its ``EncodedUnit`` (label,
+    format, size, counts; for progress bars). Records are serialised where they are converted (in the workers when
+    ``workers > 1``); the parent only writes bytes, so the files are identical for any worker count.
     ``install_dir``: the harness folder the system prompt names (default: the card's ``default_install_dir()``)."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -177,17 +185,15 @@ def convert(
     accounting = Accounting()
     examples: dict[str, Rejection] = {}
     with (out / "conversations.jsonl").open("wb") as conv_fh, (out / "ledger.jsonl").open("wb") as led_fh:
-        for res in iter_unit_results(inputs, card, workers=workers, formats=formats, units=units,
-                                     install_dir=install_dir):
+        for res in iter_encoded_units(inputs, card, workers=workers, formats=formats, units=units,
+                                      install_dir=install_dir):
             accounting.add(res)
-            for item in res.outputs:
-                if isinstance(item, Conversation):
-                    conv_fh.write(orjson.dumps(item.model_dump(mode="json")))
-                    conv_fh.write(b"\n")
-                else:
-                    examples.setdefault(item.reason.value, item)
-                    led_fh.write(orjson.dumps(item.model_dump(mode="json")))
-                    led_fh.write(b"\n")
+            for reason, example in res.examples.items():
+                examples.setdefault(reason, example)
+            if res.conversations:
+                conv_fh.write(res.conversations)
+            if res.ledger:
+                led_fh.write(res.ledger)
             if on_unit is not None:
                 on_unit(res)
     accounting.check()
