@@ -36,3 +36,37 @@ def test_distinct_conversations_survive():
     d = Deduper()
     convs = corpus(12)
     assert all(d.check(c) is None for c in convs)
+
+
+def test_minhash_equals_datasketch_update_batch():
+    """The vectorised, memoised signature must give exactly datasketch's hash values (so near-dedup decisions and
+    the Jaccard estimates written to the ledger do not change), including repeated shingles, non-ASCII text, a
+    lone surrogate, and texts shorter than one shingle."""
+    from datasketch import MinHash
+
+    from harnessfit.dataset.dedup import _WORD, minhash_of, normalised_text
+
+    texts = [normalised_text(c) for c in corpus(6)] + [
+        "", "one", "a b c d", "a b c d e", "x = f(y) ; x = f(y) ; x = f(y)",
+        "déjà vu — naïve café 東京 ütf-8 ✓ " * 40, "lone \ud800 surrogate and more words here", "z " * 9000]
+    for text in texts * 2:  # twice: the second pass is served from the shingle-hash memo
+        words = _WORD.findall(text)
+        shingles = {" ".join(words)} if len(words) < 5 else {" ".join(words[i:i + 5]) for i in range(len(words) - 4)}
+        ref = MinHash(num_perm=64, seed=7)
+        ref.update_batch([s.encode("utf-8", "surrogatepass") for s in shingles])
+        got = minhash_of(text, num_perm=64, shingle_size=5, seed=7)
+        assert got.hashvalues.dtype == ref.hashvalues.dtype
+        assert got.hashvalues.tolist() == ref.hashvalues.tolist()
+        assert got.jaccard(ref) == 1.0
+
+
+def test_shingle_hash_memo_bounded_and_exact():
+    from datasketch.hashfunc import sha1_hash32
+
+    from harnessfit.dataset.dedup import _ShingleHashes
+
+    memo = _ShingleHashes(limit=5)
+    for batch in ({"a b", "c d", "e"}, {"a b", "f g h", "i", "j", "k"}, {"a b", "lone \ud800"}):
+        got = memo(batch)
+        assert got.tolist() == [sha1_hash32(s.encode("utf-8", "surrogatepass")) for s in batch]
+        assert len(memo._memo) <= 5
