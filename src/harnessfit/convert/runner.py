@@ -18,8 +18,13 @@ Two ways to get the results, with the same order and the same content:
 from __future__ import annotations
 
 import multiprocessing as mp
+import pickle
+import signal
+import traceback
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+from multiprocessing.connection import Connection
+from multiprocessing.connection import wait as mp_wait
 from pathlib import Path
 from typing import Any
 
@@ -165,12 +170,103 @@ def _chunksize(n_units: int, workers: int) -> int:
     return max(1, min(8, n_units // (workers * 16)))
 
 
+_PREFETCH = 2  # tasks in flight per worker: the next one is queued while the current one runs
+_WINDOW = 16  # tasks per worker that may finish ahead of the oldest unfinished one (bounds buffered results)
+
+
+def _worker_main(conn: Connection, work: Callable[[Unit], Any], card: Any, formats: Sequence[str] | None,
+                 install_dir: str | None, inherited: list[Connection]) -> None:
+    """A worker process: ``(seq, units)`` in, ``(seq, ok, results | exception)`` out, until ``None`` or EOF."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C and stops the workers
+    for other in inherited:  # other workers' parent ends, inherited through fork
+        other.close()
+    _init_worker(card, formats, install_dir)
+    while True:
+        try:
+            task = conn.recv()
+        except EOFError:
+            return
+        if task is None:
+            return
+        seq, chunk = task
+        try:
+            msg: tuple[int, bool, Any] = (seq, True, [work(u) for u in chunk])
+        except Exception as exc:  # noqa: BLE001 - re-raised in the parent
+            try:
+                pickle.dumps(exc)
+                msg = (seq, False, exc)
+            except Exception:  # noqa: BLE001
+                msg = (seq, False, RuntimeError("".join(traceback.format_exception(exc))))
+        conn.send(msg)
+
+
 def _iter_pool(work: Callable[[Unit], Any], units: list[Unit], card: Any, workers: int,
                formats: Sequence[str] | None, install_dir: str | None, chunksize: int | None = None) -> Iterator[Any]:
+    """``work(unit)`` for every unit in worker processes, yielded in unit order.
+
+    Why not ``multiprocessing.Pool``: its worker-handler thread waits on the result pipe too, so while the parent
+    reads a large result it wakes and loops again and again — with results of many MB that was most of the parent's
+    CPU. Here the parent sleeps in ``connection.wait`` until a whole result can be read. Each worker has its own pipe
+    and at most ``_PREFETCH`` small task messages queued (so a send never blocks); results that finish ahead of the
+    oldest unfinished task are buffered for at most ``_WINDOW`` tasks per worker (memory stays bounded)."""
+    size = max(1, chunksize if chunksize is not None else _chunksize(len(units), workers))
+    tasks = [units[i:i + size] for i in range(0, len(units), size)]
     ctx = mp.get_context("fork") if "fork" in mp.get_all_start_methods() else mp.get_context()
-    size = chunksize if chunksize is not None else _chunksize(len(units), workers)
-    with ctx.Pool(processes=workers, initializer=_init_worker, initargs=(card, formats, install_dir)) as pool:
-        yield from pool.imap(work, units, chunksize=max(1, size))
+    procs: list[Any] = []
+    conns: list[Connection] = []
+    try:
+        for _ in range(min(workers, len(tasks))):
+            parent_end, child_end = ctx.Pipe()
+            proc = ctx.Process(target=_worker_main, daemon=True, name="harnessfit-convert",
+                               args=(child_end, work, card, formats, install_dir, list(conns)))
+            proc.start()
+            child_end.close()
+            procs.append(proc)
+            conns.append(parent_end)
+        in_flight = dict.fromkeys(conns, 0)
+        done: dict[int, list[Any]] = {}
+        next_task = next_out = 0
+        window = _WINDOW * len(conns)
+
+        def feed(conn: Connection) -> None:
+            nonlocal next_task
+            while in_flight[conn] < _PREFETCH and next_task < len(tasks) and next_task < next_out + window:
+                conn.send((next_task, tasks[next_task]))
+                next_task += 1
+                in_flight[conn] += 1
+
+        for conn in conns:
+            feed(conn)
+        while next_out < len(tasks):
+            if next_out in done:
+                yield from done.pop(next_out)
+                next_out += 1
+                for conn in conns:
+                    feed(conn)
+                continue
+            for conn in mp_wait(conns):
+                try:
+                    seq, ok, payload = conn.recv()
+                except EOFError:
+                    raise RuntimeError("a convert worker process exited unexpectedly (killed, or out of memory?)")
+                if not ok:
+                    raise payload
+                in_flight[conn] -= 1
+                done[seq] = payload
+                feed(conn)
+    finally:
+        for conn in conns:
+            try:
+                conn.send(None)
+            except OSError:
+                pass
+        for proc in procs:
+            proc.join(timeout=5)
+            if proc.is_alive():
+                proc.terminate()
+                proc.join()
+        for conn in conns:
+            conn.close()
 
 
 def iter_unit_results(
