@@ -92,3 +92,28 @@ def test_redaction_kinds_can_be_limited():
     only_email = Redactor(kinds=["email"]).redact(conv)
     text = orjson.dumps(only_email.conversation.messages).decode()
     assert "bob@corp-mail.io" not in text and "AKIAABCDEFGHIJKLMNOP" in text
+
+
+def test_conversation_scan_matches_per_text_find():
+    """Redaction scans a conversation with guards decided once over all its texts and each distinct text once; it
+    must find exactly what ``find``/``find_users`` report text by text (repeats, secrets spread over messages)."""
+    from harnessfit.dataset.redact import _iter_texts
+
+    secrets = planted_secrets(9)
+    steps = [("read", {"path": f"/home/carol{i % 2}/app/.env"}, text) for i, (_, text) in enumerate(secrets)]
+    steps += [("read", {"path": "/home/carol0/app/.env"}, secrets[0][1])]  # repeated text: one placeholder
+    steps += [("bash", {"command": "cat notes.txt"}, "no secrets here, just code: x = compute(1, 2)")]
+    conv = make_conv("Check the config", steps)
+    red = Redactor()
+    expected: dict[str, str] = {}
+    users: set[str] = set()
+    for text in _iter_texts(conv):
+        for kind, value in red.find(text):
+            if value not in expected and not any(value in s for s in expected):
+                expected[value] = kind
+        users.update(red.find_users(text))
+    res = red.redact(conv)
+    assert sum(res.found.values()) == len(expected) + len(users)
+    body = orjson.dumps(res.conversation.model_dump()).decode()
+    assert all(v not in body for v in expected) and all(f"/home/{u}/" not in body for u in users)
+    assert len(users) == 2 and len(expected) >= 30

@@ -20,7 +20,7 @@ import math
 import re
 from collections import Counter
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
 
@@ -78,13 +78,6 @@ _PLUGIN_GUARDS: dict[str, tuple[str, ...]] = {
     "SendGridDetector": ("SG.",), "SlackDetector": ("xox", "hooks.slack"), "SquareOAuthDetector": ("sq0",),
     "StripeDetector": ("_live_", "_test_"), "TelegramBotTokenDetector": (":",), "TwilioKeyDetector": ("AC", "SK"),
 }
-
-
-def _guard_ok(guard: tuple[bool, tuple[str, ...]] | None, text: str, lower: str) -> bool:
-    if guard is None:
-        return True
-    hay = lower if guard[0] else text
-    return any(g in hay for g in guard[1])
 
 
 _EMAIL = re.compile(r"(?<![A-Za-z0-9._%+-])[A-Za-z0-9._%+-]{1,64}@(?:[A-Za-z0-9-]{1,63}\.)+[A-Za-z]{2,24}(?![A-Za-z0-9-])")
@@ -176,6 +169,16 @@ def _slug(secret_type: str) -> str:
     return "ds_" + re.sub(r"[^a-z0-9]+", "_", secret_type.lower()).strip("_")
 
 
+class _Plan(NamedTuple):
+    """Detectors that can fire in one conversation (see ``Redactor._plan``)."""
+
+    shapes: list[tuple[str, re.Pattern[str], bool, tuple[str, ...] | None]]  # kind, pattern, case-insensitive, literals
+    plugins: list[tuple[Any, str, tuple[str, ...] | None]]  # plugin, kind, literals (None: no guard)
+    email: bool
+    high_entropy: bool
+    home: bool
+
+
 class RedactionResult:
     """One redacted conversation and what was found in it (``found``: distinct values per kind,
     ``replaced``: occurrences replaced)."""
@@ -204,6 +207,7 @@ class Redactor:
         self._keep = re.compile("(" + "|".join(re.escape(k) for k in kept) + ")") if kept else None
         self._shapes = [(k, p) for k, p in _SHAPES if self._on(k)]
         self._plugins = _detect_secrets_plugins() if detect_secrets and self._on("detect_secrets") else []
+        self._plugin_guards = [(p, _slug(p.secret_type), _PLUGIN_GUARDS.get(type(p).__name__)) for p in self._plugins]
         self._high_entropy = high_entropy and self._on("high_entropy")
         self._email = self._on("email")
         self._home = self._on("home_user")
@@ -212,26 +216,71 @@ class Redactor:
         return self.kinds is None or kind in self.kinds
 
     # -- detection ------------------------------------------------------------------------------------------------
+    def _plan(self, corpus: str) -> _Plan:
+        """The detectors whose guard literals occur somewhere in ``corpus`` (a text, or all texts of a conversation
+        joined by newlines), each with only those literals. A guard literal absent from the corpus is absent from
+        every text in it, so per-text checks over the plan give exactly the per-text guards' verdicts, at one
+        substring scan per literal per conversation instead of per text."""
+        lower = corpus.lower() if any(_GUARDS[k][0] for k, _ in self._shapes if k in _GUARDS) else corpus
+        shapes = []
+        for kind, pat in self._shapes:
+            guard = _GUARDS.get(kind)
+            if guard is None:
+                shapes.append((kind, pat, False, None))
+                continue
+            hay = lower if guard[0] else corpus
+            lits = tuple(g for g in guard[1] if g in hay)
+            if lits:
+                shapes.append((kind, pat, guard[0], lits))
+        plugins = []
+        for plugin, slug, guard in self._plugin_guards:
+            if guard is None:
+                plugins.append((plugin, slug, None))
+                continue
+            lits = tuple(g for g in guard if g in corpus)
+            if lits:
+                plugins.append((plugin, slug, lits))
+        return _Plan(shapes, plugins, self._email and "@" in corpus, self._high_entropy,
+                     self._home and ("/home/" in corpus or "Users" in corpus))
+
     def find(self, text: str) -> Iterator[tuple[str, str]]:
         """(kind, value) pairs found in one text, in order of detectors then position."""
         if not text:
+            return iter(())
+        return self._find(text, self._plan(text))
+
+    def _find(self, text: str, plan: _Plan) -> Iterator[tuple[str, str]]:
+        if not text:
             return
-        lower = text.lower()
-        for kind, pat in self._shapes:
-            if not _guard_ok(_GUARDS.get(kind), text, lower):
-                continue
+        lower = None
+        for kind, pat, insensitive, lits in plan.shapes:
+            if lits is not None:
+                if insensitive:
+                    if lower is None:
+                        lower = text.lower()
+                    hay = lower
+                else:
+                    hay = text
+                for g in lits:
+                    if g in hay:
+                        break
+                else:
+                    continue
             for m in pat.finditer(text):
                 v = m.group("v") if "v" in pat.groupindex else m.group(0)
                 if v and (kind in ("private_key", "aws_access_key") or not _bad_value(v)):
                     yield kind, v
-        for plugin in self._plugins:
-            guard = _PLUGIN_GUARDS.get(type(plugin).__name__)
-            if guard is not None and not any(g in text for g in guard):
-                continue
+        for plugin, slug, lits in plan.plugins:
+            if lits is not None:
+                for g in lits:
+                    if g in text:
+                        break
+                else:
+                    continue
             for v in plugin.analyze_string(text):
                 if isinstance(v, str) and not _bad_value(v):
-                    yield _slug(plugin.secret_type), v
-        if self._email and "@" in text:
+                    yield slug, v
+        if plan.email and "@" in text:
             for m in _EMAIL.finditer(text):
                 v = m.group(0)
                 local, _, domain = v.rpartition("@")
@@ -240,13 +289,13 @@ class Redactor:
                 if domain.rsplit(".", 1)[-1].lower() in _FILE_EXTENSIONS:
                     continue
                 yield "email", v
-        if self._high_entropy:
+        if plan.high_entropy:
             for m in _TOKEN.finditer(text):
                 if _is_high_entropy_secret(m.group("v"), text, m.start()):
                     yield "high_entropy", m.group("v")
 
     def find_users(self, text: str) -> Iterator[str]:
-        if not self._home or not text:
+        if not self._home or not text or ("/home/" not in text and "Users" not in text):  # every _HOME prefix has one
             return
         for m in _HOME.finditer(text):
             name = m.group("name")
@@ -263,13 +312,16 @@ class Redactor:
 
     def redact(self, conv: Conversation) -> RedactionResult:
         """Return a redacted copy (or the same object when nothing was found) plus counts per kind."""
-        texts = [piece for text in _iter_texts(conv) for piece in self._pieces(text)]
+        # a repeated text (a file read twice, the same command output) can only find values already mapped: scan each
+        # distinct text once, in order of first appearance
+        texts = list(dict.fromkeys(piece for text in _iter_texts(conv) for piece in self._pieces(text) if piece))
+        plan = self._plan("\n".join(texts))
         secrets: dict[str, str] = {}  # value -> placeholder
         users: dict[str, str] = {}  # name -> placeholder name
         per_kind: Counter[str] = Counter()
         found: Counter[str] = Counter()
         for text in texts:
-            for kind, value in self.find(text):
+            for kind, value in self._find(text, plan):
                 if value in secrets or any(value in s for s in secrets):
                     continue
                 per_kind[kind] += 1
@@ -278,7 +330,7 @@ class Redactor:
                     secrets[value] = f"email{per_kind[kind]}@redacted.invalid"
                 else:
                     secrets[value] = f"REDACTED_{kind.upper()}_{per_kind[kind]}"
-            for name in self.find_users(text):
+            for name in self.find_users(text) if plan.home else ():
                 if name not in users:
                     users[name] = f"user{len(users) + 1}"
                     found["home_user"] += 1
