@@ -106,19 +106,25 @@ def dp_row(d: DecisionPoint) -> dict[str, Any]:
 
 
 class ParquetOut:
-    """Buffers rows and writes them as row groups of ``batch`` rows through an ``OutFile`` (deterministic bytes:
-    fixed schema, fixed batch size, no timestamps in Parquet metadata)."""
+    """Buffers rows and writes them as row groups through an ``OutFile``: a row group closes at ``batch`` rows or
+    once its text columns reach ``max_chars`` characters, whichever comes first. The size bound keeps memory flat
+    when rows are huge (one SFT row per action carries the whole context before it, so 512 rows of a long session
+    are gigabytes). Deterministic bytes: fixed schema, boundaries decided by the rows' content only, no timestamps
+    in Parquet metadata."""
 
-    def __init__(self, out: OutFile, schema: pa.Schema, batch: int = 512) -> None:
+    def __init__(self, out: OutFile, schema: pa.Schema, batch: int = 512, max_chars: int = 16 * 2**20) -> None:
         self.out = out
         self.schema = schema
         self.batch = batch
+        self.max_chars = max_chars
         self._rows: list[dict[str, Any]] = []
+        self._chars = 0
         self._writer = pq.ParquetWriter(pa.PythonFile(out, mode="w"), schema, compression="zstd")
 
     def add(self, row: dict[str, Any]) -> None:
         self._rows.append(row)
-        if len(self._rows) >= self.batch:
+        self._chars += sum(len(v) for v in row.values() if isinstance(v, str))
+        if len(self._rows) >= self.batch or self._chars >= self.max_chars:
             self._flush()
 
     def _flush(self) -> None:
@@ -126,6 +132,7 @@ class ParquetOut:
             self.out.mark(self._rows[0]["id"])
             self._writer.write_table(pa.Table.from_pylist(self._rows, schema=self.schema))
             self._rows = []
+            self._chars = 0
 
     def close(self) -> None:
         self._flush()
