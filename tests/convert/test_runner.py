@@ -98,3 +98,32 @@ def test_on_unit_sees_every_unit_with_counts(traces_dir: Path, card, tmp_path: P
     assert sum(u.read for u in seen) == summary.read
     assert sum(u.accepted for u in seen) == summary.accepted
     assert sum(u.rejected for u in seen) == summary.rejected
+
+
+def _fail_on_second(unit):  # module level: the worker process runs it
+    if unit.index == 1:
+        raise ValueError(f"boom at {unit.label}")
+    return unit.index
+
+
+def test_worker_error_reaches_the_caller_and_workers_stop(traces_dir: Path, card):
+    import multiprocessing as mp
+
+    from harnessfit.convert.runner import _iter_pool
+    from harnessfit.traces.readers.registry import iter_units
+
+    units = iter_units([traces_dir], None)
+    with pytest.raises(ValueError, match="boom at"):
+        list(_iter_pool(_fail_on_second, units, card, 2, None, INSTALL_DIR, chunksize=1))
+    assert not [p for p in mp.active_children() if p.name == "harnessfit-convert"]
+
+
+def test_abandoned_iteration_stops_the_workers(traces_dir: Path, card):
+    import multiprocessing as mp
+
+    it = iter_encoded_units([traces_dir], card, workers=2, install_dir=INSTALL_DIR, chunksize=1)
+    first = next(it)
+    assert first.index == 0
+    assert [p for p in mp.active_children() if p.name == "harnessfit-convert"]
+    it.close()
+    assert not [p for p in mp.active_children() if p.name == "harnessfit-convert"]

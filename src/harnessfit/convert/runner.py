@@ -133,7 +133,7 @@ def encode_unit(res: UnitResult) -> EncodedUnit:
             led.append(_line(item))
     return EncodedUnit(
         index=res.index, label=res.label, format=res.format, size=res.size, read=res.read, accepted=len(conv),
-        conversations=b"\n".join(conv) + b"\n" if conv else b"", ledger=b"\n".join(led) + b"\n" if led else b"",
+        conversations=b"\n".join([*conv, b""]) if conv else b"", ledger=b"\n".join([*led, b""]) if led else b"",
         reasons=reasons, examples=examples,
     )
 
@@ -171,7 +171,7 @@ def _chunksize(n_units: int, workers: int) -> int:
 
 
 _PREFETCH = 2  # tasks in flight per worker: the next one is queued while the current one runs
-_WINDOW = 16  # tasks per worker that may finish ahead of the oldest unfinished one (bounds buffered results)
+_WINDOW = 8  # tasks per worker that may finish ahead of the oldest unfinished one (bounds buffered results)
 
 
 def _worker_main(conn: Connection, work: Callable[[Unit], Any], card: Any, formats: Sequence[str] | None,
