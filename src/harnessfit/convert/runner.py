@@ -1,8 +1,9 @@
 """The convert run: walk inputs into units, read + convert each (optionally in worker processes), keep order.
 
 Determinism: units are sorted (``iter_units``); each unit is converted independently; results are yielded in unit
-order (``Pool.imap`` keeps order), so the output bytes are the same for any worker count. Memory: one unit's
-records at a time per worker (readers stream lines; a unit is one session file).
+order (``_iter_pool`` re-orders by task number), so the output bytes are the same for any worker count. Memory: one
+unit's records at a time per worker (readers stream lines; a unit is one session file), and at most a bounded window
+of finished results waiting for an earlier one.
 
 Two ways to get the results, with the same order and the same content:
 
@@ -12,7 +13,7 @@ Two ways to get the results, with the same order and the same content:
   already serialised, plus its counts): what ``convert()`` writes. With worker processes the objects would be
   pickled in the worker, unpickled in the parent and serialised there again; that cost 28 % more CPU than one
   worker and left the parent a serial share that capped 2-worker scaling near 1.6×. Encoding in the worker leaves
-  the parent only ``write``. ``encode_unit`` is the one place the line format is defined, so both paths agree.
+  the parent reading and writing bytes. ``encode_unit`` is the one place the line format is defined, so both paths agree.
 """
 
 from __future__ import annotations
