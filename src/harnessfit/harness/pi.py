@@ -8,13 +8,11 @@ own Pi settings, sessions and API keys never leak into a capture or an eval.
 
 from __future__ import annotations
 
-import fcntl
 import os
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,7 +20,7 @@ from typing import Any
 import orjson
 
 from harnessfit.errors import UserError
-from harnessfit.paths import harness_dir
+from harnessfit.paths import file_lock, harness_dir
 
 __all__ = [
     "DEFAULT_PI_VERSION",
@@ -65,17 +63,6 @@ def pi_version(binary: Path, env: dict[str, str] | None = None) -> str | None:
     return out[-1].strip() if out else None
 
 
-@contextmanager
-def _file_lock(path: Path) -> Iterator[None]:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("a+") as fh:
-        fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
-
-
 def _require_node() -> None:
     missing = [tool for tool in ("node", "npm") if shutil.which(tool) is None]
     if missing:
@@ -95,7 +82,7 @@ def install_pi(version: str = DEFAULT_PI_VERSION) -> Path:
     if binary.exists() and pi_version(binary) == version:
         return binary
     _require_node()
-    with _file_lock(target.parent / f".{version}.lock"):
+    with file_lock(target.parent / f".{version}.lock"):
         if binary.exists() and pi_version(binary) == version:
             return binary
         tmp = Path(tempfile.mkdtemp(prefix=f".{version}.tmp-", dir=target.parent))

