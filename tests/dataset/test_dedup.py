@@ -38,35 +38,90 @@ def test_distinct_conversations_survive():
     assert all(d.check(c) is None for c in convs)
 
 
-def test_minhash_equals_datasketch_update_batch():
-    """The vectorised, memoised signature must give exactly datasketch's hash values (so near-dedup decisions and
-    the Jaccard estimates written to the ledger do not change), including repeated shingles, non-ASCII text, a
-    lone surrogate, and texts shorter than one shingle."""
+_TEXTS = ["", "one", "a b c d", "a b c d e", "x = f(y) ; x = f(y) ; x = f(y)", "  lead and trail  ",
+          "__init__ a_b .. x__y", "déjà vu — naïve café 東京 ütf-8 ✓ ½ ² " * 40, "lone \ud800 surrogate and more words here",
+          "z " * 9000, "tab\tnew\nline\u00a0nbsp\u2003em"]
+
+
+def test_token_hashes_follow_the_regex_tokeniser():
+    """One hash per ``_WORD`` token, equal tokens ↔ equal hashes (non-ASCII word/space characters, a lone
+    surrogate and underscores included)."""
+    from harnessfit.dataset.dedup import _WORD, normalised_text, token_hashes
+
+    for text in _TEXTS + [normalised_text(c) for c in corpus(6)]:
+        words = _WORD.findall(text)
+        hashes = token_hashes(text).tolist()
+        assert len(hashes) == len(words)
+        by_word: dict[str, int] = {}
+        for w, h in zip(words, hashes):
+            assert by_word.setdefault(w, h) == h
+        assert len(set(by_word.values())) == len(by_word)
+
+
+def test_minhash_is_deterministic_across_processes():
+    """The signature is a pure function of the text (no Python ``hash``): workers with other hash seeds agree."""
+    import os
+    import subprocess
+    import sys
+
+    code = ("from harnessfit.dataset.dedup import minhash_of; import sys; "
+            "print(minhash_of(sys.argv[1], num_perm=32, shingle_size=5, seed=3).hashvalues.tolist())")
+    text = _TEXTS[7] + " x = f(y) " * 50
+    outs = {subprocess.run([sys.executable, "-c", code, text], capture_output=True, text=True, check=True,
+                           env={**os.environ, "PYTHONHASHSEED": s}).stdout for s in ("1", "2")}
+    assert len(outs) == 1
+
+
+def _sha1_signature(text: str, num_perm: int, seed: int):
+    """The previous definition: datasketch's own SHA-1 hashing of each 5-token shingle string."""
     from datasketch import MinHash
 
-    from harnessfit.dataset.dedup import _WORD, minhash_of, normalised_text
+    from harnessfit.dataset.dedup import _WORD
 
-    texts = [normalised_text(c) for c in corpus(6)] + [
-        "", "one", "a b c d", "a b c d e", "x = f(y) ; x = f(y) ; x = f(y)",
-        "déjà vu — naïve café 東京 ütf-8 ✓ " * 40, "lone \ud800 surrogate and more words here", "z " * 9000]
-    for text in texts * 2:  # twice: the second pass is served from the shingle-hash memo
-        words = _WORD.findall(text)
-        shingles = {" ".join(words)} if len(words) < 5 else {" ".join(words[i:i + 5]) for i in range(len(words) - 4)}
-        ref = MinHash(num_perm=64, seed=7)
-        ref.update_batch([s.encode("utf-8", "surrogatepass") for s in shingles])
-        got = minhash_of(text, num_perm=64, shingle_size=5, seed=7)
-        assert got.hashvalues.dtype == ref.hashvalues.dtype
-        assert got.hashvalues.tolist() == ref.hashvalues.tolist()
-        assert got.jaccard(ref) == 1.0
+    words = _WORD.findall(text)
+    shingles = {" ".join(words)} if len(words) < 5 else {" ".join(words[i:i + 5]) for i in range(len(words) - 4)}
+    ref = MinHash(num_perm=num_perm, seed=seed)
+    ref.update_batch([s.encode("utf-8", "surrogatepass") for s in shingles])
+    return ref
 
 
-def test_shingle_hash_memo_bounded_and_exact():
-    from datasketch.hashfunc import sha1_hash32
+def test_minhash_estimates_jaccard_like_datasketch():
+    """Arithmetic shingle hashes estimate the Jaccard similarity as well as datasketch's SHA-1 ones: within
+    sampling error of the exact value on pairs from 0 to 1."""
+    import random
 
-    from harnessfit.dataset.dedup import _ShingleHashes
+    from harnessfit.dataset.dedup import _WORD, minhash_of
 
-    memo = _ShingleHashes(limit=5)
-    for batch in ({"a b", "c d", "e"}, {"a b", "f g h", "i", "j", "k"}, {"a b", "lone \ud800"}):
-        got = memo(batch)
-        assert got.tolist() == [sha1_hash32(s.encode("utf-8", "surrogatepass")) for s in batch]
-        assert len(memo._memo) <= 5
+    rng = random.Random(5)
+    vocab = [f"w{i}" for i in range(400)] + list("(){}=;.,")
+    base = [rng.choice(vocab) for _ in range(3000)]
+    for keep in (1.0, 0.97, 0.9, 0.7, 0.4, 0.0):
+        other = [w if rng.random() < keep else rng.choice(vocab) for w in base]
+        a, b = " ".join(base), " ".join(other)
+        sa = {" ".join(x) for x in zip(*(_WORD.findall(a)[i:] for i in range(5)))}
+        sb = {" ".join(x) for x in zip(*(_WORD.findall(b)[i:] for i in range(5)))}
+        exact = len(sa & sb) / len(sa | sb)
+        ours = minhash_of(a, num_perm=256, shingle_size=5, seed=1).jaccard(minhash_of(b, num_perm=256, shingle_size=5, seed=1))
+        theirs = _sha1_signature(a, 256, 1).jaccard(_sha1_signature(b, 256, 1))
+        assert abs(ours - exact) < 0.1 and abs(theirs - exact) < 0.1, (keep, exact, ours, theirs)
+
+
+def test_near_dedup_verdicts_on_real_traces_match_sha1_minhash(traces_dir):
+    """On the real traces, every conversation is kept or dropped (and for which kept twin) exactly as with
+    datasketch's SHA-1 shingle hashing, the definition used before the arithmetic hashes."""
+    from harnessfit.convert.conversation import Conversation
+    from harnessfit.convert.runner import iter_convert
+    from harnessfit.dataset.dedup import NEAR_CHARS, exact_key, normalised_text
+    from harnessfit.harness.card import load_card
+
+    convs = [c for c in iter_convert([traces_dir], load_card(), workers=1) if isinstance(c, Conversation)]
+    assert len(convs) > 50
+    ours, theirs = Deduper(), Deduper()
+    verdicts = []
+    for c in convs:
+        text = normalised_text(c)
+        ref = _sha1_signature(text[:NEAR_CHARS], theirs.num_perm, theirs.seed)
+        a = ours.check(c)
+        b = theirs.check_signed(c.id, c.meta, (exact_key(text), (ref.hashvalues, ref.scheme)))
+        verdicts.append(((a.reason, a.kept_id) if a else None, (b.reason, b.kept_id) if b else None))
+    assert [v[0] for v in verdicts] == [v[1] for v in verdicts]
