@@ -117,3 +117,32 @@ def test_conversation_scan_matches_per_text_find():
     body = orjson.dumps(res.conversation.model_dump()).decode()
     assert all(v not in body for v in expected) and all(f"/home/{u}/" not in body for u in users)
     assert len(users) == 2 and len(expected) >= 30
+
+
+def test_shortcut_scans_equal_full_regex_scans():
+    """The keyword-anchored scan of the assignment patterns and the conversation-level guards of the Telegram and
+    Discord plugins give exactly what the plain regexes / plugins give (overlapping keywords, matches back to
+    back, non-ASCII text where ``(?i)`` folds the Kelvin sign to ``k``)."""
+    from harnessfit.dataset.redact import _PW_ENV, _PW_QUOTED, _matches
+
+    texts = [
+        'password="hunter22long" token: \'abcd1234efgh\' api_key = "k3y-v4lue-here"',
+        'secretsecret_token="s3cr3tvalue!!" passwordpassword=\'aaaaaaaa1\'apikey="bbbbbbbb2"',
+        'AUTH_KEY = "zzzzzzzz9" private_key:"-----x-----" credentials="c1c2c3c4c5"',
+        'api_\u212aey="kelvin-folds-to-k1" caf\u00e9 token="t0k3nvalue"',
+        "export DB_PASSWORD=Sup3rS3cret!\n  GITHUB_TOKEN=ghx1234567890\nAPI_KEY=$NOPE\nAPIKEY=plainvalue9",
+        "nothing to see: tokens tokenizer accessor authority privately",
+    ]
+    for text in texts:
+        for pat in (_PW_QUOTED, _PW_ENV):
+            assert [m.span() for m in _matches(pat, text)] == [m.span() for m in pat.finditer(text)]
+    red = Redactor()
+    tg = "bot 123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsawq in config"
+    dc = "DISCORD=MTk4NjIyNDgzNDcxOTI1MjQ4.Cl2FMQ.ZnCjm1XVW7vRze4b7Cq4se7kKWs"
+    types: set[str] = set()
+    for text in (tg, dc, tg + "\n" + dc, "a:b.c"):
+        full = [(p.secret_type, v) for p in red._plugins for v in p.analyze_string(text)]
+        got = [(p.secret_type, v) for p, _, _ in red._plan(text).plugins for v in p.analyze_string(text)]
+        assert full == got
+        types.update(t for t, _ in full)
+    assert any("Telegram" in t for t in types) and any("Discord" in t for t in types)

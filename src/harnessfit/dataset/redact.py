@@ -59,6 +59,42 @@ _SHAPES: list[tuple[str, re.Pattern[str]]] = [
         r"\s*=\s*(?P<v>[^\s\"'#$]{8,200})")),
 ]
 
+_PW_QUOTED, _PW_ENV = (pat for kind, pat in _SHAPES if kind == "password_assignment")
+# every match of _PW_QUOTED starts with one of these (lower-cased); every match of _PW_ENV contains one of the second
+_PW_QUOTED_STARTS = ("passw", "secret", "token", "api", "access", "auth", "private", "credential")
+_PW_ENV_LITERALS = ("PASSWORD", "PASSWD", "SECRET", "TOKEN", "API_KEY", "APIKEY", "ACCESS_KEY", "PRIVATE_KEY")
+
+
+def _matches(pat: re.Pattern[str], text: str) -> Iterator[re.Match[str]]:
+    """``pat.finditer(text)``, with exact shortcuts for the two assignment patterns, whose case-insensitive keyword
+    alternation makes a full scan the costliest of all: the env-style one runs only when one of its upper-case
+    keywords occurs; the quoted one (on ASCII text, where lower-casing keeps positions and ``(?i)`` has no
+    non-ASCII folds) is tried only at positions where one of its keywords starts, skipping positions inside the
+    previous match, which is what ``finditer``'s left-to-right scan finds."""
+    if pat is _PW_ENV:
+        if any(lit in text for lit in _PW_ENV_LITERALS):
+            yield from pat.finditer(text)
+        return
+    if pat is not _PW_QUOTED or not text.isascii():
+        yield from pat.finditer(text)
+        return
+    low = text.lower()
+    starts: set[int] = set()
+    for kw in _PW_QUOTED_STARTS:
+        i = low.find(kw)
+        while i >= 0:
+            starts.add(i)
+            i = low.find(kw, i + 1)
+    end = 0
+    for i in sorted(starts):
+        if i < end:
+            continue
+        m = pat.match(text, i)
+        if m is not None:
+            yield m
+            end = m.end()
+
+
 # cheap substring guards: a shape's regex runs only when one of these occurs in the text (``lower`` = case-insensitive)
 _GUARDS: dict[str, tuple[bool, tuple[str, ...]]] = {
     "private_key": (False, ("PRIVATE KEY",)), "anthropic_key": (False, ("sk-ant-",)), "openai_key": (False, ("sk-",)),
@@ -77,6 +113,14 @@ _PLUGIN_GUARDS: dict[str, tuple[str, ...]] = {
     "NpmDetector": ("npm", "_authToken"), "OpenAIDetector": ("sk-", "T3BlbkFJ"), "PypiTokenDetector": ("pypi-",),
     "SendGridDetector": ("SG.",), "SlackDetector": ("xox", "hooks.slack"), "SquareOAuthDetector": ("sq0",),
     "StripeDetector": ("_live_", "_test_"), "TelegramBotTokenDetector": (":",), "TwilioKeyDetector": ("AC", "SK"),
+}
+
+# necessary conditions, searched once over a whole conversation, for plugins whose guard literal is in nearly every
+# text: every match of the plugin's regex contains a match of these, and neither can span the newline that joins
+# a conversation's texts (Telegram: \d{8,10}:[0-9A-Za-z_-]{35}; Discord: [MNO]X{23,25}\.X{6}\.X{27}, X=[a-zA-Z\d_-])
+_PLUGIN_CORPUS_GUARDS: dict[str, re.Pattern[str]] = {
+    "TelegramBotTokenDetector": re.compile(r":[0-9A-Za-z_-]{35}"),
+    "DiscordBotTokenDetector": re.compile(r"\.[\w-]{6}\.[\w-]{27}"),
 }
 
 
@@ -237,6 +281,9 @@ class Redactor:
             if guard is None:
                 plugins.append((plugin, slug, None))
                 continue
+            corpus_guard = _PLUGIN_CORPUS_GUARDS.get(type(plugin).__name__)
+            if corpus_guard is not None and corpus_guard.search(corpus) is None:
+                continue
             lits = tuple(g for g in guard if g in corpus)
             if lits:
                 plugins.append((plugin, slug, lits))
@@ -266,7 +313,7 @@ class Redactor:
                         break
                 else:
                     continue
-            for m in pat.finditer(text):
+            for m in _matches(pat, text):
                 v = m.group("v") if "v" in pat.groupindex else m.group(0)
                 if v and (kind in ("private_key", "aws_access_key") or not _bad_value(v)):
                     yield kind, v
