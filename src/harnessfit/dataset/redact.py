@@ -252,6 +252,10 @@ class Redactor:
         self._shapes = [(k, p) for k, p in _SHAPES if self._on(k)]
         self._plugins = _detect_secrets_plugins() if detect_secrets and self._on("detect_secrets") else []
         self._plugin_guards = [(p, _slug(p.secret_type), _PLUGIN_GUARDS.get(type(p).__name__)) for p in self._plugins]
+        keys = {(g[0], lit) for k, _ in self._shapes if (g := _GUARDS.get(k)) is not None for lit in g[1]}
+        keys |= {(False, lit) for _, _, g in self._plugin_guards if g is not None for lit in g}
+        order = sorted(keys, key=lambda k: (len(k[1]), k))
+        self._literals = [(k, [o for o in order[:i] if o[0] == k[0] and o[1] in k[1]]) for i, k in enumerate(order)]
         self._high_entropy = high_entropy and self._on("high_entropy")
         self._email = self._on("email")
         self._home = self._on("home_user")
@@ -265,15 +269,14 @@ class Redactor:
         joined by newlines), each with only those literals. A guard literal absent from the corpus is absent from
         every text in it, so per-text checks over the plan give exactly the per-text guards' verdicts, at one
         substring scan per literal per conversation instead of per text."""
-        lower = corpus.lower() if any(_GUARDS[k][0] for k, _ in self._shapes if k in _GUARDS) else corpus
+        present = self._present(corpus)
         shapes = []
         for kind, pat in self._shapes:
             guard = _GUARDS.get(kind)
             if guard is None:
                 shapes.append((kind, pat, False, None))
                 continue
-            hay = lower if guard[0] else corpus
-            lits = tuple(g for g in guard[1] if g in hay)
+            lits = tuple(g for g in guard[1] if present[guard[0], g])
             if lits:
                 shapes.append((kind, pat, guard[0], lits))
         plugins = []
@@ -284,11 +287,28 @@ class Redactor:
             corpus_guard = _PLUGIN_CORPUS_GUARDS.get(type(plugin).__name__)
             if corpus_guard is not None and corpus_guard.search(corpus) is None:
                 continue
-            lits = tuple(g for g in guard if g in corpus)
+            lits = tuple(g for g in guard if present[False, g])
             if lits:
                 plugins.append((plugin, slug, lits))
         return _Plan(shapes, plugins, self._email and "@" in corpus, self._high_entropy,
                      self._home and ("/home/" in corpus or "Users" in corpus))
+
+    def _present(self, corpus: str) -> dict[tuple[bool, str], bool]:
+        """Which guard literals occur in ``corpus`` (key: (case-insensitive, literal)): each distinct literal is
+        searched once, shortest first, and not at all when a shorter guard literal inside it is already absent."""
+        lower = None
+        present: dict[tuple[bool, str], bool] = {}
+        for key, inner in self._literals:
+            if any(not present[k] for k in inner):
+                present[key] = False
+                continue
+            if key[0]:
+                if lower is None:
+                    lower = corpus.lower()
+                present[key] = key[1] in lower
+            else:
+                present[key] = key[1] in corpus
+        return present
 
     def find(self, text: str) -> Iterator[tuple[str, str]]:
         """(kind, value) pairs found in one text, in order of detectors then position."""
@@ -425,10 +445,12 @@ def _make_substituter(secrets: dict[str, str], users: dict[str, str], replaced: 
         replaced[ph] += 1
         return m.group("pre") + ph
 
+    few = sorted(secrets) if len(secrets) <= 16 else None  # a substring test per value beats a long alternation
+
     def sub_piece(text: str) -> str:
-        if pat is not None:
+        if pat is not None and (few is None or any(v in text for v in few)):
             text = pat.sub(one, text)
-        if user_pat is not None:
+        if user_pat is not None and ("home" in text or "Users" in text):  # in every prefix user_pat accepts
             text = user_pat.sub(one_user, text)
         return text
 
