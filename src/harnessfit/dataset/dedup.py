@@ -153,6 +153,15 @@ def shingle_hashes(text: str, shingle_size: int) -> np.ndarray:
     return (_mix64(acc) >> _U64(32)).astype(np.uint32)
 
 
+def _permutations(num_perm: int, seed: int) -> np.ndarray:
+    """datasketch's permutation parameters for (num_perm, seed), generated once: MinHash() without them draws them
+    afresh from a seeded RandomState, which costs more than the rest of an LSH check."""
+    perms = _PERMUTATIONS.get((num_perm, seed))
+    if perms is None:
+        perms = _PERMUTATIONS.setdefault((num_perm, seed), MinHash(num_perm=num_perm, seed=seed).permutations)
+    return perms
+
+
 def minhash_of(text: str, *, num_perm: int, shingle_size: int, seed: int) -> MinHash:
     """A datasketch ``MinHash(num_perm, seed)`` ("affine32" permutations) over ``shingle_hashes(text)``.
 
@@ -160,9 +169,7 @@ def minhash_of(text: str, *, num_perm: int, shingle_size: int, seed: int) -> Min
     from token hashes, fully vectorised, which is several times cheaper. The estimator is the same (independent
     hashes, the same permutations); only the 32-bit shingle hash function differs, so estimated Jaccards differ
     from the SHA-1 variant by sampling noise. A repeated shingle counts once (the minimum ignores repeats)."""
-    perms = _PERMUTATIONS.get((num_perm, seed))
-    if perms is None:
-        perms = _PERMUTATIONS.setdefault((num_perm, seed), MinHash(num_perm=num_perm, seed=seed).permutations)
+    perms = _permutations(num_perm, seed)
     a, b = perms
     hv = np.sort(shingle_hashes(text, shingle_size))
     if len(hv) > 1:  # repeats change no minimum; dropping them shrinks the permutation pass
@@ -208,7 +215,8 @@ class Deduper:
         if self.exact and key in self._seen:
             return _dup(conv_id, meta, Reason.duplicate_exact, self._seen[key], "identical to an earlier conversation after normalisation")
         if self._lsh is not None:
-            mh = MinHash(num_perm=self.num_perm, seed=self.seed, hashvalues=hv[0], scheme=hv[1])
+            mh = MinHash(num_perm=self.num_perm, seed=self.seed, hashvalues=hv[0], scheme=hv[1],
+                         permutations=_permutations(self.num_perm, self.seed))
             candidates = sorted(self._lsh.query(mh))
             best = None
             for cid in candidates:  # LSH candidates are few; confirm with the estimated Jaccard and keep the closest
