@@ -146,3 +146,16 @@ def test_shortcut_scans_equal_full_regex_scans():
         assert full == got
         types.update(t for t, _ in full)
     assert any("Telegram" in t for t in types) and any("Discord" in t for t in types)
+
+
+def test_guard_literal_presence_equals_substring_search():
+    """The per-conversation guard decision (byte-pair table, shortest-literal-first skipping) says "present" for
+    exactly the literals a plain substring search finds, on long texts with and without non-ASCII characters."""
+    red = Redactor()
+    filler = "plain code line x = compute(1, 2) # naïve café 東京 \ud800 ✓\n" * 80
+    texts = [filler, filler.encode("ascii", "ignore").decode(), filler + "\n".join(t for _, t in planted_secrets(3)),
+             "AKIA ghp_ eyJ sq0 SG. -us1 A3T xox://" + filler, "Bearer SECRET Token KEY" + filler]
+    for text in texts:
+        got = red._present(text)
+        assert got == {k: k[1] in (text.lower() if k[0] else text) for k in got}
+    assert any(got.values()) and not all(got.values())

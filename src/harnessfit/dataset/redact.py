@@ -22,6 +22,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from typing import Any, NamedTuple
 
+import numpy as np
 import orjson
 
 from harnessfit.convert.conversation import Conversation
@@ -213,6 +214,24 @@ def _slug(secret_type: str) -> str:
     return "ds_" + re.sub(r"[^a-z0-9]+", "_", secret_type.lower()).strip("_")
 
 
+_PAIR_FILTER_MIN = 4096  # characters: below this, plain substring searches are cheaper than the pair table
+
+
+def _byte_pairs(corpus: str) -> np.ndarray:
+    """Which of the 65,536 byte pairs occur in ``corpus``'s UTF-8 bytes. An ASCII literal's bytes are the same in
+    any UTF-8 text containing it (multi-byte sequences use only bytes >= 0x80), so a literal one of whose pairs is
+    missing cannot occur: one vectorised pass decides most absent guard literals without a substring search."""
+    data = np.frombuffer(corpus.encode("utf-8", "surrogatepass"), dtype=np.uint8)
+    return np.bincount((data[:-1].astype(np.uint16) << 8) | data[1:], minlength=65536).astype(bool)
+
+
+def _pair_codes(literal: str) -> np.ndarray | None:
+    """The byte-pair codes of an ASCII literal of two or more characters (None otherwise: no pair filter)."""
+    if len(literal) < 2 or not literal.isascii():
+        return None
+    return np.array([(ord(a) << 8) | ord(b) for a, b in zip(literal, literal[1:])], dtype=np.intp)
+
+
 class _Plan(NamedTuple):
     """Detectors that can fire in one conversation (see ``Redactor._plan``)."""
 
@@ -255,7 +274,8 @@ class Redactor:
         keys = {(g[0], lit) for k, _ in self._shapes if (g := _GUARDS.get(k)) is not None for lit in g[1]}
         keys |= {(False, lit) for _, _, g in self._plugin_guards if g is not None for lit in g}
         order = sorted(keys, key=lambda k: (len(k[1]), k))
-        self._literals = [(k, [o for o in order[:i] if o[0] == k[0] and o[1] in k[1]]) for i, k in enumerate(order)]
+        self._literals = [(k, [o for o in order[:i] if o[0] == k[0] and o[1] in k[1]], _pair_codes(k[1]) if not k[0] else None)
+                          for i, k in enumerate(order)]
         self._high_entropy = high_entropy and self._on("high_entropy")
         self._email = self._on("email")
         self._home = self._on("home_user")
@@ -298,8 +318,9 @@ class Redactor:
         searched once, shortest first, and not at all when a shorter guard literal inside it is already absent."""
         lower = None
         present: dict[tuple[bool, str], bool] = {}
-        for key, inner in self._literals:
-            if any(not present[k] for k in inner):
+        pairs = _byte_pairs(corpus) if len(corpus) >= _PAIR_FILTER_MIN else None
+        for key, inner, codes in self._literals:
+            if any(not present[k] for k in inner) or (pairs is not None and codes is not None and not pairs[codes].all()):
                 present[key] = False
                 continue
             if key[0]:
