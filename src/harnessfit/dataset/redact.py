@@ -221,8 +221,11 @@ def _byte_pairs(corpus: str) -> np.ndarray:
     """Which of the 65,536 byte pairs occur in ``corpus``'s UTF-8 bytes. An ASCII literal's bytes are the same in
     any UTF-8 text containing it (multi-byte sequences use only bytes >= 0x80), so a literal one of whose pairs is
     missing cannot occur: one vectorised pass decides most absent guard literals without a substring search."""
-    data = np.frombuffer(corpus.encode("utf-8", "surrogatepass"), dtype=np.uint8)
-    return np.bincount((data[:-1].astype(np.uint16) << 8) | data[1:], minlength=65536).astype(bool)
+    data = corpus.encode("utf-8", "surrogatepass")
+    seen = np.zeros(65536, dtype=bool)
+    seen[np.frombuffer(data, dtype=">u2", count=len(data) // 2)] = True  # pairs at even offsets (big-endian: b0 b1)
+    seen[np.frombuffer(data, dtype=">u2", offset=1, count=(len(data) - 1) // 2)] = True  # and at odd offsets
+    return seen
 
 
 def _pair_codes(literal: str) -> np.ndarray | None:
