@@ -175,8 +175,14 @@ def minhash_of(text: str, *, num_perm: int, shingle_size: int, seed: int) -> Min
     if len(hv) > 1:  # repeats change no minimum; dropping them shrinks the permutation pass
         hv = hv[np.concatenate(([True], hv[1:] != hv[:-1]))]
     mins = np.full(num_perm, np.iinfo(np.uint32).max, dtype=np.uint32)
+    buf = np.empty((num_perm, min(len(hv), _ROWS)), dtype=np.uint32)  # permutation-major: each min is contiguous
+    a, b = a[:, None], b[:, None]
     for i in range(0, len(hv), _ROWS):
-        np.minimum(mins, (hv[i:i + _ROWS, None] * a + b).min(axis=0), out=mins)
+        block = hv[None, i:i + _ROWS]
+        out = buf[:, :block.shape[1]]
+        np.multiply(a, block, out=out)  # uint32 wraps: a*h+b modulo 2**32, datasketch's affine32 permutation
+        np.add(out, b, out=out)
+        np.minimum(mins, out.min(axis=1), out=mins)
     return MinHash(num_perm=num_perm, seed=seed, hashvalues=mins, permutations=perms, scheme="affine32")
 
 
