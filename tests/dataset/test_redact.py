@@ -159,3 +159,31 @@ def test_guard_literal_presence_equals_substring_search():
         got = red._present(text)
         assert got == {k: k[1] in (text.lower() if k[0] else text) for k in got}
     assert any(got.values()) and not all(got.values())
+
+
+def test_plugin_guards_never_hide_a_plugin_finding():
+    """Guard literals are necessary conditions of the detect-secrets patterns, case-insensitive where the pattern
+    is (AWS's keyword pattern, Slack): every plugin finds through the plan exactly what it finds unguarded,
+    including upper-case and Unicode-folded spellings (İ ı ſ K are the only non-ASCII characters ``(?i)`` folds
+    to ASCII letters)."""
+    import re
+
+    from harnessfit.dataset.redact import _FOLDS
+
+    folds = {chr(c) for c in range(128, 0x30000) if re.match("(?i)[a-z]", chr(c))}
+    assert folds == set(_FOLDS.pattern.strip("[]"))
+    key40 = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYzQ8R2LTWKY"
+    texts = [f'AWS_SECRET_KEY = "{key40}"', f'aws_key: "{key40}"', f'A\u017fW\u017f key = "{key40}"',
+             "XOXB-1234567890-abcdefghij", "xoxp-1234-5678-abcdefgh", "HTTPS://HOOKS.SLACK.COM/SERVICES/T0001/B0002/XXXX",
+             "ghp_" + "a1B2" * 9, "glpat-" + "x" * 24, "sk_live_" + "9" * 24, "//registry.npmjs.org/:_authToken=npm_abc",
+             "AC" + "a1" * 16, "nothing here at all"]
+    red = Redactor()
+    types: set[str] = set()
+    for text in texts + ["\n".join(texts)]:
+        full = [(p.secret_type, v) for p in red._plugins for v in p.analyze_string(text)]
+        got = [(p.secret_type, v) for p, _, lits in red._plan(text).plugins for v in p.analyze_string(text)
+               if lits is None or any(k[1] in (text.lower() if k[0] else text) or _FOLDS.search(text) for k in lits)]
+        assert got == full, text
+        types.update(t for t, _ in full)
+    assert any("AWS" in t for t in types) and any("Slack" in t for t in types)
+    assert any(k == "ds_aws_access_key" for k, _ in red.find(texts[0]))

@@ -107,14 +107,31 @@ _GUARDS: dict[str, tuple[bool, tuple[str, ...]]] = {
     "url_credentials": (False, ("://",)),
     "password_assignment": (True, ("passw", "secret", "token", "key", "credential")),
 }
-_PLUGIN_GUARDS: dict[str, tuple[str, ...]] = {
-    "AWSKeyDetector": ("AKIA", "ASIA", "ABIA", "ACCA", "A3T", "ws"), "AzureStorageKeyDetector": ("AccountKey",),
-    "BasicAuthDetector": ("://",), "DiscordBotTokenDetector": (".",), "GitHubTokenDetector": ("gh", "github_pat"),
-    "GitLabTokenDetector": ("gl", "GR1348941"), "JwtTokenDetector": ("eyJ",), "MailchimpDetector": ("-us",),
-    "NpmDetector": ("npm", "_authToken"), "OpenAIDetector": ("sk-", "T3BlbkFJ"), "PypiTokenDetector": ("pypi-",),
-    "SendGridDetector": ("SG.",), "SlackDetector": ("xox", "hooks.slack"), "SquareOAuthDetector": ("sq0",),
-    "StripeDetector": ("_live_", "_test_"), "TelegramBotTokenDetector": (":",), "TwilioKeyDetector": ("AC", "SK"),
+# each plugin's literals, (case-insensitive, literal): every match of one of the plugin's regexes contains one of
+# them (read off detect-secrets' own patterns; AWS's second pattern and Slack's are case-insensitive)
+_PLUGIN_GUARDS: dict[str, tuple[tuple[bool, str], ...]] = {
+    "AWSKeyDetector": ((False, "AKIA"), (False, "ASIA"), (False, "ABIA"), (False, "ACCA"), (False, "A3T"), (True, "aws")),
+    "AzureStorageKeyDetector": ((False, "AccountKey="),), "BasicAuthDetector": ((False, "://"),),
+    "DiscordBotTokenDetector": ((False, "."),),
+    "GitHubTokenDetector": tuple((False, f"{p}_") for p in ("ghp", "gho", "ghu", "ghs", "ghr")),
+    "GitLabTokenDetector": tuple((False, f"{p}-") for p in ("glpat", "gldt", "glft", "glsoat", "glrt", "glcbt", "glimt", "glptt",
+                                                            "glagent", "gloas")) + ((False, "GR1348941"),),
+    "JwtTokenDetector": ((False, "eyJ"),), "MailchimpDetector": ((False, "-us"),), "NpmDetector": ((False, "/:_authToken="),),
+    "OpenAIDetector": ((False, "T3BlbkFJ"),), "PypiTokenDetector": ((False, "pypi-AgE"),), "SendGridDetector": ((False, "SG."),),
+    "SlackDetector": ((True, "xox"), (True, "hooks.slack.com/services/")), "SquareOAuthDetector": ((False, "sq0csp-"),),
+    "StripeDetector": ((False, "k_live_"),), "TelegramBotTokenDetector": ((False, ":"),),
+    "TwilioKeyDetector": ((False, "AC"), (False, "SK")),
 }
+# the only non-ASCII characters that (?i) matches to an ASCII letter (İ ı ſ and the Kelvin sign; test pins them):
+# a text holding one may match a case-insensitive pattern whose literal its lower-cased form lacks
+_FOLDS = re.compile("[\u0130\u0131\u017f\u212a]")
+
+
+def _has(text: str, lower: str, key: tuple[bool, str]) -> bool:
+    """Whether guard literal ``key`` may occur in ``text`` (``lower``: its lower-cased form, for insensitive keys)."""
+    if not key[0]:
+        return key[1] in text
+    return key[1] in lower or (not text.isascii() and _FOLDS.search(text) is not None)
 
 # necessary conditions, searched once over a whole conversation, for plugins whose guard literal is in nearly every
 # text: every match of the plugin's regex contains a match of these, and neither can span the newline that joins
@@ -239,7 +256,7 @@ class _Plan(NamedTuple):
     """Detectors that can fire in one conversation (see ``Redactor._plan``)."""
 
     shapes: list[tuple[str, re.Pattern[str], bool, tuple[str, ...] | None]]  # kind, pattern, case-insensitive, literals
-    plugins: list[tuple[Any, str, tuple[str, ...] | None]]  # plugin, kind, literals (None: no guard)
+    plugins: list[tuple[Any, str, tuple[tuple[bool, str], ...] | None]]  # plugin, kind, guard keys (None: no guard)
     email: bool
     high_entropy: bool
     home: bool
@@ -275,7 +292,7 @@ class Redactor:
         self._plugins = _detect_secrets_plugins() if detect_secrets and self._on("detect_secrets") else []
         self._plugin_guards = [(p, _slug(p.secret_type), _PLUGIN_GUARDS.get(type(p).__name__)) for p in self._plugins]
         keys = {(g[0], lit) for k, _ in self._shapes if (g := _GUARDS.get(k)) is not None for lit in g[1]}
-        keys |= {(False, lit) for _, _, g in self._plugin_guards if g is not None for lit in g}
+        keys |= {key for _, _, g in self._plugin_guards if g is not None for key in g}
         order = sorted(keys, key=lambda k: (len(k[1]), k))
         self._literals = [(k, [o for o in order[:i] if o[0] == k[0] and o[1] in k[1]], _pair_codes(k[1]) if not k[0] else None)
                           for i, k in enumerate(order)]
@@ -310,7 +327,7 @@ class Redactor:
             corpus_guard = _PLUGIN_CORPUS_GUARDS.get(type(plugin).__name__)
             if corpus_guard is not None and corpus_guard.search(corpus) is None:
                 continue
-            lits = tuple(g for g in guard if present[False, g])
+            lits = tuple(key for key in guard if present[key])
             if lits:
                 plugins.append((plugin, slug, lits))
         return _Plan(shapes, plugins, self._email and "@" in corpus, self._high_entropy,
@@ -326,12 +343,9 @@ class Redactor:
             if any(not present[k] for k in inner) or (pairs is not None and codes is not None and not pairs[codes].all()):
                 present[key] = False
                 continue
-            if key[0]:
-                if lower is None:
-                    lower = corpus.lower()
-                present[key] = key[1] in lower
-            else:
-                present[key] = key[1] in corpus
+            if key[0] and lower is None:
+                lower = corpus.lower()
+            present[key] = _has(corpus, lower, key)
         return present
 
     def find(self, text: str) -> Iterator[tuple[str, str]]:
@@ -346,14 +360,10 @@ class Redactor:
         lower = None
         for kind, pat, insensitive, lits in plan.shapes:
             if lits is not None:
-                if insensitive:
-                    if lower is None:
-                        lower = text.lower()
-                    hay = lower
-                else:
-                    hay = text
+                if insensitive and lower is None:
+                    lower = text.lower()
                 for g in lits:
-                    if g in hay:
+                    if _has(text, lower, (insensitive, g)):
                         break
                 else:
                     continue
@@ -363,8 +373,10 @@ class Redactor:
                     yield kind, v
         for plugin, slug, lits in plan.plugins:
             if lits is not None:
-                for g in lits:
-                    if g in text:
+                for key in lits:
+                    if key[0] and lower is None:
+                        lower = text.lower()
+                    if _has(text, lower, key):
                         break
                 else:
                     continue
