@@ -13,10 +13,12 @@ the few conversations that carry no taggable word; their count is in ``counts.du
 than the input.
 
 Baseline, measured in the same run: plain conversion (``iter_convert`` alone, 1 worker, no build stages) over the
-same corpus. Targets (issue "Dataset build"): redaction + dedup seconds ≤ conversion seconds (from the 1-worker
-build, where every stage runs in one process and its clock is exact); output identical for 1 and 2 workers.
+same corpus. Targets (issue "Dataset build"): redaction + dedup ≤ conversion (from the 1-worker build, where every
+stage runs in one process and its clock is exact), judged in CPU seconds (``cpu_seconds_per_stage``, from
+``BuildReport.cpu_seconds``: ``time.process_time`` over the same spans as the wall clock), which a loaded machine
+does not distort; the wall-clock ratio is reported beside it. Output identical for 1 and 2 workers.
 With 2 workers the per-stage clock is approximate: ``convert`` is the time the feeder waited on the conversion
-pool, ``redact``/``dedup`` are summed worker times. Every build runs in a fresh subprocess (its own peak RSS).
+pool (its CPU seconds: the parent's share only), ``redact``/``dedup`` are summed worker times. Every build runs in a fresh subprocess (its own peak RSS).
 """
 
 from __future__ import annotations
@@ -39,11 +41,13 @@ from pathlib import Path
 from harnessfit.convert.runner import iter_convert
 from harnessfit.harness.card import load_card
 card = load_card()
+r0 = resource.getrusage(resource.RUSAGE_SELF)  # imports and card loading are not part of the run
 t = time.perf_counter()
 n = sum(1 for _ in iter_convert([Path(sys.argv[1])], card, workers=1))
 wall = time.perf_counter() - t
 ru = resource.getrusage(resource.RUSAGE_SELF)
-print(json.dumps({"items": n, "seconds": wall, "cpu_s": ru.ru_utime + ru.ru_stime, "peak_rss_mb": ru.ru_maxrss / 1024}))
+print(json.dumps({"items": n, "seconds": wall, "cpu_s": ru.ru_utime + ru.ru_stime - r0.ru_utime - r0.ru_stime,
+                  "peak_rss_mb": ru.ru_maxrss / 1024}))
 """
 
 _BUILD = """
@@ -59,7 +63,7 @@ wall = time.perf_counter() - t
 ru_s, ru_c = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
 m = rep.manifest
 print(json.dumps({"seconds": wall, "cpu_s": ru_s.ru_utime + ru_s.ru_stime + ru_c.ru_utime + ru_c.ru_stime,
-                  "stages": rep.seconds, "input_bytes": rep.input_bytes, "counts": m["counts"],
+                  "stages": rep.seconds, "cpu_stages": rep.cpu_seconds, "input_bytes": rep.input_bytes, "counts": m["counts"],
                   "redaction_found": m["redaction"]["found"],
                   "outputs": [[o["path"], o["sha256"], o["bytes"]] for o in m["outputs"]],
                   "peak_rss_mb": max(ru_s.ru_maxrss, ru_c.ru_maxrss) / 1024}))
@@ -91,6 +95,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--keep", type=Path, default=None, help="keep the corpus and outputs under this folder")
     args = ap.parse_args(argv)
+    load0 = os.getloadavg()
     sys.path.insert(0, str(HERE))
     from corpus import DEFAULT_TRACES, build_corpus
     from snapshot import freeze_source
@@ -123,14 +128,17 @@ def main(argv: list[str] | None = None) -> int:
             digests[w] = _digest(out, r["outputs"])
             if args.keep is None:
                 shutil.rmtree(out)
-            s = r["stages"]
+            s, cs = r["stages"], r["cpu_stages"]
             parquet_mb = sum(b for p, _, b in r["outputs"] if p.startswith("parquet/")) / 2**20
             builds.append({
                 "workers": w, "end_to_end_s": round(r["seconds"], 2), "cpu_s": round(r["cpu_s"], 2),
                 "end_to_end_mb_per_s": round(mb / r["seconds"], 2), "seconds_per_stage": s,
+                "cpu_seconds_per_stage": cs,
                 # only with 1 worker is every stage's clock exact (see the module docstring)
                 "redact_plus_dedup_over_convert": round((s.get("redact", 0) + s.get("dedup", 0))
                                                         / max(s.get("convert", 0), 1e-9), 3) if w == 1 else None,
+                "redact_plus_dedup_over_convert_cpu": round((cs.get("redact", 0) + cs.get("dedup", 0))
+                                                            / max(cs.get("convert", 0), 1e-9), 3) if w == 1 else None,
                 "peak_rss_mb": round(r["peak_rss_mb"], 1), "counts": r["counts"],
                 "redaction_found": r["redaction_found"],
                 "output_mb": round(sum(b for _, _, b in r["outputs"]) / 2**20, 2), "parquet_mb": round(parquet_mb, 2),
@@ -142,17 +150,23 @@ def main(argv: list[str] | None = None) -> int:
     targets: dict[str, dict] = {}
     one = next((b for b in builds if b["workers"] == 1), None)
     if one is not None:
-        s = one["seconds_per_stage"]
+        s, cs = one["seconds_per_stage"], one["cpu_seconds_per_stage"]
         cost = s.get("redact", 0) + s.get("dedup", 0)
-        targets["redact_plus_dedup<=convert (1 worker)"] = {
-            "redact_plus_dedup_s": round(cost, 2), "convert_s": s.get("convert"), "pass": cost <= s.get("convert", 0)}
+        cpu_cost = cs.get("redact", 0) + cs.get("dedup", 0)
+        targets["redact_plus_dedup<=convert (1 worker, CPU s)"] = {
+            "redact_plus_dedup_cpu_s": round(cpu_cost, 2), "convert_cpu_s": cs.get("convert"),
+            "ratio": one["redact_plus_dedup_over_convert_cpu"], "pass": cpu_cost <= cs.get("convert", 0)}
+        targets["redact_plus_dedup<=convert (1 worker, wall s)"] = {
+            "redact_plus_dedup_s": round(cost, 2), "convert_s": s.get("convert"),
+            "ratio": one["redact_plus_dedup_over_convert"], "pass": cost <= s.get("convert", 0)}
         if baseline is not None:
-            targets["redact_plus_dedup<=baseline_convert_only"] = {
-                "redact_plus_dedup_s": round(cost, 2), "baseline_convert_s": baseline["seconds"],
-                "pass": cost <= baseline["seconds"]}
+            targets["redact_plus_dedup<=baseline_convert_only (CPU s)"] = {
+                "redact_plus_dedup_cpu_s": round(cpu_cost, 2), "baseline_convert_cpu_s": baseline["cpu_s"],
+                "pass": cpu_cost <= baseline["cpu_s"]}
     if len(digests) > 1:
         targets["identical_output_all_worker_counts"] = {"pass": len(set(digests.values())) == 1}
-    print(json.dumps({"bench": "build_throughput", "source_sha256": code["source_sha256"], "cpus": os.cpu_count(), "load_avg_at_end": os.getloadavg(),
+    print(json.dumps({"bench": "build_throughput", "source_sha256": code["source_sha256"], "cpus": os.cpu_count(),
+                      "load_avg_at_start": load0, "load_avg_at_end": os.getloadavg(),
                       "corpus": {k: info[k] for k in ("copies", "files", "bytes", "seed")}, "input_mb": round(mb, 1),
                       "parquet": not args.no_parquet, "baseline_convert_only": baseline, "builds": builds,
                       "targets": targets}, indent=1))

@@ -133,6 +133,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--workers", type=int, nargs="+", default=[1, 2])
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args(argv)
+    load0 = os.getloadavg()
     sys.path.insert(0, str(HERE))
     from corpus import DEFAULT_TRACES, build_corpus
     from snapshot import freeze_source
@@ -150,7 +151,8 @@ def main(argv: list[str] | None = None) -> int:
                 res["corpus"] = {k: info[k] for k in ("copies", "files", "bytes", "seed")}
                 sizes.append(res)
                 shutil.rmtree(tmp / "corpus")
-    print(json.dumps({"bench": "convert_throughput", "source_sha256": code["source_sha256"], "cpus": os.cpu_count(), "load_avg_at_end": os.getloadavg(),
+    print(json.dumps({"bench": "convert_throughput", "source_sha256": code["source_sha256"], "cpus": os.cpu_count(),
+                      "load_avg_at_start": load0, "load_avg_at_end": os.getloadavg(),
                       "sizes": sizes, "targets": verdicts(sizes)}, indent=1))
     return 0
 

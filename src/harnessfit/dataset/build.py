@@ -42,10 +42,15 @@ _PACKAGES = ("pydantic", "orjson", "datasketch", "detect-secrets", "pyarrow")
 
 
 class BuildReport(BaseModel):
-    """What a build did: the manifest body, the produced files, and per-stage seconds (never written to disk)."""
+    """What a build did: the manifest body, the produced files, and per-stage seconds (never written to disk).
+
+    ``seconds`` is wall-clock per stage; ``cpu_seconds`` is CPU time (``time.process_time``) over the same spans, which
+    a loaded machine does not inflate. With workers > 1 a worker stage's CPU seconds are summed over the workers and
+    ``convert`` counts only the parent's share (waiting on the conversion pool costs no CPU)."""
 
     manifest: dict[str, Any]
     seconds: dict[str, float]
+    cpu_seconds: dict[str, float] = {}
     input_bytes: int
 
 
@@ -109,31 +114,34 @@ def _work(item: Any) -> tuple[Any, ...]:
         if item[0] == "rawdup":  # ("rawdup", id, meta, first_id): identical input content, nothing to redact
             return item
         _, item, text = item  # ("conv", conversation, its normalised text from pre-marking)
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     red = _W["redactor"]
     conv, found, replaced, changed = item, Counter(), Counter(), False
     if red is not None:
         res = red.redact(item)
         conv, found, replaced, changed = res.conversation, res.found, res.replaced, res.conversation is not item
-    t1 = time.perf_counter()
+    t1, c1 = time.perf_counter(), time.process_time()
     # the pre-marking's normalised text is still valid when redaction changed nothing (the common case)
     sig = _W["deduper"].signature(conv, text if not changed else None)
-    t2 = time.perf_counter()
+    t2, c2 = time.perf_counter(), time.process_time()
     body = orjson.dumps(conv.model_dump(mode="json"))
-    return ("conv", conv.id, conv.meta, body, dict(found), dict(replaced), changed, sig, t1 - t0, t2 - t1)
+    return ("conv", conv.id, conv.meta, body, dict(found), dict(replaced), changed, sig, t1 - t0, t2 - t1,
+            c1 - c0, c2 - c1)
 
 
 def _processed(stream: Iterable[Conversation | Rejection], config: BuildConfig,
-               red_kwargs: dict[str, Any] | None, dedup_kwargs: dict[str, Any], clock: dict[str, float]) -> Iterator[tuple]:
+               red_kwargs: dict[str, Any] | None, dedup_kwargs: dict[str, Any], clock: dict[str, float],
+               cpu: dict[str, float]) -> Iterator[tuple]:
     def timed(it: Iterable[Any]) -> Iterator[Any]:
         it = iter(it)
         while True:
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             try:
                 x = next(it)
             except StopIteration:
                 return
             clock["convert"] += time.perf_counter() - t0
+            cpu["convert"] += time.process_time() - c0
             yield x
 
     def premark(it: Iterable[Any]) -> Iterator[Any]:
@@ -143,9 +151,10 @@ def _processed(stream: Iterable[Conversation | Rejection], config: BuildConfig,
         first: dict[str, str] = {}
         for item in it:
             if config.dedup.exact and isinstance(item, Conversation):
-                t = time.perf_counter()
+                t, c = time.perf_counter(), time.process_time()
                 key = exact_key(text := normalised_text(item))
                 clock["dedup"] += time.perf_counter() - t  # the signature reuses this text: dedup work
+                cpu["dedup"] += time.process_time() - c
                 if key in first:
                     yield ("rawdup", item.id, item.meta, first[key])
                     continue
@@ -171,11 +180,13 @@ def run_build(config: BuildConfig, base_dir: Path, sink: Sink, *, out_dir: Path,
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
     clock: dict[str, float] = Counter()
+    cpu: dict[str, float] = Counter()  # the same spans as ``clock``, in CPU seconds of this process (or its workers)
     inputs = config.resolved_inputs(base_dir)
     files = input_files(inputs)
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     input_rows = [{"path": os.path.relpath(p, out_dir), "sha256": sha256_file(p), "bytes": p.stat().st_size} for p in files]
     clock["hash_inputs"] = time.perf_counter() - t0
+    cpu["hash_inputs"] = time.process_time() - c0
     card, card_info = _card_info(config)
     # the harness folder the system prompt names: fixed by the config, else this machine's install folder; the
     # resolved value goes into the manifest's config, so ``verify`` rebuilds with the same one anywhere
@@ -202,7 +213,7 @@ def run_build(config: BuildConfig, base_dir: Path, sink: Sink, *, out_dir: Path,
     with Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                   TimeElapsedColumn(), disable=not progress, transient=True) as bar:
         task = bar.add_task("read → convert → redact → dedup", total=None)
-        for row in _processed(stream, config, red_kwargs, dedup_kwargs, clock):
+        for row in _processed(stream, config, red_kwargs, dedup_kwargs, clock, cpu):
             counts["read"] += 1
             bar.advance(task)
             if row[0] == "rej":
@@ -223,16 +234,19 @@ def run_build(config: BuildConfig, base_dir: Path, sink: Sink, *, out_dir: Path,
                 rejected_by_reason[str(dup.reason)] += 1
                 ledger.append(dup)
                 continue
-            _, cid, meta, body, f, r, changed, sig, t_red, t_sig = row
+            _, cid, meta, body, f, r, changed, sig, t_red, t_sig, c_red, c_sig = row
             clock["redact"] += t_red
             clock["dedup"] += t_sig
+            cpu["redact"] += c_red
+            cpu["dedup"] += c_sig
             counts["converted"] += 1
             counts["redacted_conversations"] += int(changed)
             found.update(f)
             replaced.update(r)
-            t = time.perf_counter()
+            t, c = time.perf_counter(), time.process_time()
             dup = deduper.check_signed(cid, meta if isinstance(meta, ConversationMeta) else ConversationMeta(**meta), sig)
             clock["dedup"] += time.perf_counter() - t
+            cpu["dedup"] += time.process_time() - c
             verdicts[cid] = dup
             if dup is not None:
                 counts[str(dup.reason)] += 1
@@ -242,16 +256,17 @@ def run_build(config: BuildConfig, base_dir: Path, sink: Sink, *, out_dir: Path,
             spool.append((cid, meta.root_request_id, body, meta.source))
 
         # -- split ----------------------------------------------------------------------------------------------
-        t = time.perf_counter()
+        t, c = time.perf_counter(), time.process_time()
         ratios = config.split.ratios()
         assignment = assign_splits((g for _, g, _, _ in spool), ratios, config.split.seed)
         split_groups = {s: {g for g, a in assignment.items() if a == s} for s in ratios}
         check_no_overlap(split_groups)
         overlap = sum(1 for g in assignment if sum(g in gs for gs in split_groups.values()) > 1)
         clock["split"] = time.perf_counter() - t
+        cpu["split"] = time.process_time() - c
 
         # -- export ---------------------------------------------------------------------------------------------
-        t = time.perf_counter()
+        t, c = time.perf_counter(), time.process_time()
         per_split: dict[str, dict[str, int]] = {}
         kept_by_source: Counter[str] = Counter()
         wtask = bar.add_task("export", total=len(spool))
@@ -292,9 +307,10 @@ def run_build(config: BuildConfig, base_dir: Path, sink: Sink, *, out_dir: Path,
                 p.close()
             per_split[split] = n
         clock["export"] = time.perf_counter() - t
+        cpu["export"] = time.process_time() - c
 
     # -- ledger, card, manifest -----------------------------------------------------------------------------------
-    t = time.perf_counter()
+    t, c = time.perf_counter(), time.process_time()
     counts["kept"] = len(spool)
     rejected = counts["rejected_convert"] + counts["duplicate_exact"] + counts["duplicate_near"]
     if counts["kept"] + rejected != counts["read"]:
@@ -339,7 +355,9 @@ def run_build(config: BuildConfig, base_dir: Path, sink: Sink, *, out_dir: Path,
     _write_whole(sink, "manifest.json", orjson.dumps(manifest, option=orjson.OPT_INDENT_2) + b"\n")
     sink.finish()
     clock["manifest"] = time.perf_counter() - t
+    cpu["manifest"] = time.process_time() - c
     return BuildReport(manifest=manifest, seconds={k: round(v, 4) for k, v in clock.items()},
+                       cpu_seconds={k: round(v, 4) for k, v in cpu.items()},
                        input_bytes=sum(r["bytes"] for r in input_rows))
 
 
