@@ -47,7 +47,7 @@ from typing import Any, Literal
 
 import jsonschema
 import orjson
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 from harnessfit.errors import UserError
 from harnessfit.jsonio import sha256_bytes
@@ -186,6 +186,8 @@ class HarnessCard(BaseModel):
     results: dict[str, str]
     errors: dict[str, str]
     examples: list[dict[str, Any]] = Field(default_factory=list)
+    # per-tool schema and compiled validator, built on first use (validate_call runs once per converted call)
+    _validators: dict[str, tuple[dict[str, Any], Any]] = PrivateAttr(default_factory=dict)
 
     # -- identity --------------------------------------------------------------------------------------------
     @property
@@ -228,6 +230,12 @@ class HarnessCard(BaseModel):
     def _schemas(self) -> dict[str, dict[str, Any]]:
         return {t["function"]["name"]: t["function"]["parameters"] for t in self.tools}
 
+    def _validator(self, name: str) -> tuple[dict[str, Any], Any]:
+        if name not in self._validators:
+            schema = self._schemas[name]
+            self._validators[name] = (schema, jsonschema.Draft7Validator(schema))
+        return self._validators[name]
+
     def tool_names(self) -> list[str]:
         return [t["function"]["name"] for t in self.tools]
 
@@ -239,7 +247,7 @@ class HarnessCard(BaseModel):
         active = list(active_tools) if active_tools is not None else self.default_tools
         if name not in active or name not in self._schemas:
             return [_v(ViolationCode.unknown_tool, f"tool {name!r} is not active (active: {', '.join(active)})")]
-        schema = self._schemas[name]
+        schema, validator = self._validator(name)
         found: list[Violation] = []
         if isinstance(arguments, (str, bytes)):
             text = arguments.decode("utf-8", "replace") if isinstance(arguments, bytes) else arguments
@@ -266,7 +274,9 @@ class HarnessCard(BaseModel):
             found.append(_v(ViolationCode.invalid_value, "edits is empty; Pi's edit tool refuses it"))
         args, coerced = _coerce(args, schema, "")
         found += [_v(ViolationCode.coerced_type, d) for d in coerced]
-        errors = sorted(jsonschema.Draft7Validator(schema).iter_errors(args), key=lambda e: list(e.absolute_path))
+        errors = list(validator.iter_errors(args))
+        if len(errors) > 1:
+            errors.sort(key=lambda e: list(e.absolute_path))
         for err in errors:
             found.append(_from_schema_error(err))
         if not any(v.code == ViolationCode.unexpected_property for v in found):
