@@ -6,25 +6,17 @@ does not list). A model trained on the repaired shape would learn calls the sche
 next Pi version may refuse; so the converter replaces the arguments with what Pi executes and records one
 ``repaired:<warning code>`` transformation per kind of repair (see ``convert.wire``).
 
-The repairs are the card's own (``harnessfit.harness.card``'s edit preparation and TypeBox-style coercion), applied
-to a copy; properties Pi ignores are removed; keys follow the schema's order.
+The repairs are the card's own (``HarnessCard.repair_arguments``: edit preparation and TypeBox-style coercion),
+applied to a copy; properties Pi ignores are removed; keys follow the schema's order.
 """
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
-from harnessfit.harness.card import HarnessCard, Violation, _coerce, _prepare_edit
+from harnessfit.harness.card import HarnessCard, Violation
 
 __all__ = ["canonical_arguments"]
-
-
-def _schema(card: HarnessCard, name: str) -> dict[str, Any] | None:
-    for tool in card.tools:
-        if tool["function"]["name"] == name:
-            return tool["function"]["parameters"]
-    return None
 
 
 def _in_schema_order(value: Any, schema: dict[str, Any]) -> Any:
@@ -41,12 +33,9 @@ def canonical_arguments(card: HarnessCard, name: str, arguments: dict[str, Any],
     """``arguments`` as Pi executes them, given the validator's ``warnings`` for the call (``[]``: returned as is).
 
     Only object arguments reach here (mappings emit dicts); errors are not repaired (the converter rejects them)."""
-    schema = _schema(card, name)
+    schema = card.schema(name)
     if not warnings or schema is None:
         return arguments
-    args = copy.deepcopy(arguments)
-    if name == "edit":
-        args, _ = _prepare_edit(args)
-    args, _ = _coerce(args, schema, "")
+    args, _, _ = card.repair_arguments(name, arguments)
     # properties the schema does not list are ignored by Pi (its tools destructure only their own): drop them
     return _in_schema_order(args, schema)

@@ -236,6 +236,22 @@ class HarnessCard(BaseModel):
             self._validators[name] = (schema, jsonschema.Draft7Validator(schema))
         return self._validators[name]
 
+    def schema(self, name: str) -> dict[str, Any] | None:
+        """The parameters schema of tool ``name`` exactly as Pi sends it (None for a tool the card lacks)."""
+        return self._schemas.get(name)
+
+    def repair_arguments(self, name: str, arguments: dict[str, Any]) -> tuple[dict[str, Any], list[Violation], list[str]]:
+        """Pi's own repairs applied to a copy of ``arguments`` (a known tool's object arguments): ``edits`` given as a
+        JSON string or as legacy ``{oldText, newText}`` (edit only), then TypeBox-style type coercion. Returns the
+        repaired copy, the edit notes and the coercion notes — what Pi executes, and why."""
+        schema = self._schemas[name]
+        args = json.loads(json.dumps(arguments))  # deep copy of JSON values
+        notes: list[Violation] = []
+        if name == "edit":
+            args, notes = _prepare_edit(args)
+        args, coerced = _coerce(args, schema, "")
+        return args, notes, coerced
+
     def tool_names(self) -> list[str]:
         return [t["function"]["name"] for t in self.tools]
 
@@ -266,13 +282,10 @@ class HarnessCard(BaseModel):
             return found + [_v(ViolationCode.arguments_not_object, "arguments are a string, not an object")]
         if not isinstance(parsed, dict):
             return found + [_v(ViolationCode.arguments_not_object, f"arguments are {type(parsed).__name__}, not an object")]
-        args = json.loads(json.dumps(parsed))  # deep copy
-        if name == "edit":
-            args, notes = _prepare_edit(args)
-            found += notes
-        if name == "edit" and args.get("edits") == []:
+        args, notes, coerced = self.repair_arguments(name, parsed)
+        found += notes
+        if name == "edit" and args.get("edits") == []:  # coercion never empties a list, so checking after it is the same
             found.append(_v(ViolationCode.invalid_value, "edits is empty; Pi's edit tool refuses it"))
-        args, coerced = _coerce(args, schema, "")
         found += [_v(ViolationCode.coerced_type, d) for d in coerced]
         errors = list(validator.iter_errors(args))
         if len(errors) > 1:
