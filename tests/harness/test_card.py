@@ -6,6 +6,8 @@ import json
 
 import orjson
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from harnessfit.cli import app
@@ -146,3 +148,44 @@ def test_refused_agrees_with_every_captured_example(card: HarnessCard) -> None:
     assert card.refused(card.format_result("edit_no_match", path="a.py")) is None
     assert card.refused(card.format_result("file_not_found", abs_path="/w/a")) is None
     assert card.refused("Tool grep not found\nbut then some output") is None
+
+
+# -- the clean-call shortcut agrees with the full validator ---------------------------------------------------
+
+_json_scalars = st.one_of(st.none(), st.booleans(), st.integers(-5, 5), st.floats(-3, 3, allow_nan=False),
+                          st.text(max_size=4), st.sampled_from(["1", "true", "0", " 2 ", "[]"]))
+_edit_entry = st.dictionaries(st.sampled_from(["oldText", "newText", "extra"]), _json_scalars, max_size=3)
+_json_values = st.one_of(_json_scalars, st.lists(st.one_of(_edit_entry, _json_scalars), max_size=3), _edit_entry)
+_arguments = st.dictionaries(
+    st.sampled_from(["path", "offset", "limit", "command", "timeout", "edits", "content", "oldText", "newText", "x"]),
+    _json_values, max_size=4)
+
+
+def _full_only(card):
+    import copy
+
+    import jsonschema
+    full = copy.deepcopy(card)
+    full._validators = {n: (card.schema(n), jsonschema.Draft7Validator(card.schema(n)), None) for n in card.tool_names()}
+    return full
+
+
+@settings(max_examples=400, deadline=None)
+@given(name=st.sampled_from(["read", "bash", "edit", "write"]), arguments=_arguments)
+def test_clean_shortcut_matches_full_validation(name, arguments):
+    card = load_card("pi", "0.73.1")
+    full = _full_only(card)
+    assert card.validate_call(name, arguments) == full.validate_call(name, arguments)
+
+
+def test_clean_shortcut_covers_well_formed_calls_and_skips_odd_schemas():
+    from harnessfit.harness.card import _clean_checker
+    card = load_card("pi", "0.73.1")
+    edit = _clean_checker(card.schema("edit"))
+    assert edit({"path": "a", "edits": [{"oldText": "x", "newText": "y"}]})
+    assert not edit({"path": "a", "edits": [{"oldText": "x", "newText": "y", "z": 1}]})
+    assert not edit({"path": "a", "edits": "[]"}) and not edit({"path": "a"})
+    read = _clean_checker(card.schema("read"))
+    assert read({"path": "a", "offset": 3, "limit": 2.5}) and not read({"path": "a", "offset": True})
+    assert _clean_checker({"type": "object", "properties": {"n": {"type": "integer", "minimum": 0}}}) is None
+    assert card.validate_call("edit", {"path": "a", "edits": []})[0].code == "invalid_value"

@@ -39,7 +39,7 @@ import functools
 import json
 import re
 import string
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from enum import StrEnum
 from importlib import resources
 from pathlib import Path
@@ -187,7 +187,7 @@ class HarnessCard(BaseModel):
     errors: dict[str, str]
     examples: list[dict[str, Any]] = Field(default_factory=list)
     # per-tool schema and compiled validator, built on first use (validate_call runs once per converted call)
-    _validators: dict[str, tuple[dict[str, Any], Any]] = PrivateAttr(default_factory=dict)
+    _validators: dict[str, tuple[dict[str, Any], Any, Callable[[Any], bool] | None]] = PrivateAttr(default_factory=dict)
 
     # -- identity --------------------------------------------------------------------------------------------
     @property
@@ -230,10 +230,10 @@ class HarnessCard(BaseModel):
     def _schemas(self) -> dict[str, dict[str, Any]]:
         return {t["function"]["name"]: t["function"]["parameters"] for t in self.tools}
 
-    def _validator(self, name: str) -> tuple[dict[str, Any], Any]:
+    def _validator(self, name: str) -> tuple[dict[str, Any], Any, Callable[[Any], bool] | None]:
         if name not in self._validators:
             schema = self._schemas[name]
-            self._validators[name] = (schema, jsonschema.Draft7Validator(schema))
+            self._validators[name] = (schema, jsonschema.Draft7Validator(schema), _clean_checker(schema))
         return self._validators[name]
 
     def schema(self, name: str) -> dict[str, Any] | None:
@@ -263,7 +263,9 @@ class HarnessCard(BaseModel):
         active = list(active_tools) if active_tools is not None else self.default_tools
         if name not in active or name not in self._schemas:
             return [_v(ViolationCode.unknown_tool, f"tool {name!r} is not active (active: {', '.join(active)})")]
-        schema, validator = self._validator(name)
+        schema, validator, clean = self._validator(name)
+        if clean is not None and type(arguments) is dict and clean(arguments) and not (name == "edit" and not arguments["edits"]):
+            return []  # exactly the schema's shape: no repair, no coercion, no error (the common case, no copying)
         found: list[Violation] = []
         if isinstance(arguments, (str, bytes)):
             text = arguments.decode("utf-8", "replace") if isinstance(arguments, bytes) else arguments
@@ -494,6 +496,58 @@ def _coerce(value: Any, schema: dict[str, Any], where: str) -> tuple[Any, list[s
             value[i], more = _coerce(item, schema["items"], f"{where}[{i}]")
             notes += more
     return value, notes
+
+
+_CLEAN_KEYWORDS = frozenset({"type", "required", "properties", "additionalProperties", "items", "description"})
+_EXACT_TYPES: dict[str, tuple[type, ...]] = {"string": (str,), "number": (int, float), "integer": (int,),
+                                             "boolean": (bool,), "array": (list,), "object": (dict,)}
+
+
+def _clean_checker(schema: Any) -> Callable[[Any], bool] | None:
+    """A predicate that is True only for values the full check passes untouched: every value already of its schema
+    type (so Pi coerces nothing), required keys present, no key outside ``properties`` (so nothing is ignored or
+    unexpected). ``False`` means "not sure": the caller runs the full validator. ``None`` when the schema uses a
+    keyword this shortcut does not model (the full validator always runs then)."""
+    if not isinstance(schema, dict) or not set(schema) <= _CLEAN_KEYWORDS or not isinstance(schema.get("type"), str):
+        return None
+    exact = _EXACT_TYPES.get(schema["type"])
+    if exact is None:
+        return None
+    typ = schema["type"]
+    if typ == "object":
+        props = schema.get("properties", {})
+        required = schema.get("required", [])
+        if not isinstance(props, dict) or not isinstance(required, list) or schema.get("additionalProperties", False) not in (True, False):
+            return None
+        subs = {k: _clean_checker(v) for k, v in props.items()}
+        if any(c is None for c in subs.values()):
+            return None
+
+        def check_object(value: Any) -> bool:
+            if type(value) is not dict:
+                return False
+            for key in required:
+                if key not in value:
+                    return False
+            for key, item in value.items():
+                sub = subs.get(key)
+                if sub is None or not sub(item):
+                    return False
+            return True
+        return check_object
+    if typ == "array":
+        items = _clean_checker(schema["items"]) if "items" in schema else None
+        if items is None:
+            return None
+
+        def check_array(value: Any) -> bool:
+            return type(value) is list and all(items(v) for v in value)
+        return check_array
+
+    def check_scalar(value: Any) -> bool:
+        return type(value) in exact  # exact type: bool is not a number, no subclasses
+
+    return check_scalar
 
 
 def _from_schema_error(err: jsonschema.ValidationError) -> Violation:
