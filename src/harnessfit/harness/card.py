@@ -260,8 +260,8 @@ class HarnessCard(BaseModel):
     ) -> list[Violation]:
         """Check one tool call the way Pi would: errors mean Pi answers with an error instead of running the tool,
         warnings mean Pi repairs the call and runs it. ``[]`` means the call is clean."""
-        active = list(active_tools) if active_tools is not None else self.default_tools
-        if name not in active or name not in self._schemas:
+        active = active_tools if active_tools is not None else self.default_tools
+        if name not in active or (name not in self._validators and name not in self._schemas):
             return [_v(ViolationCode.unknown_tool, f"tool {name!r} is not active (active: {', '.join(active)})")]
         schema, validator, clean = self._validator(name)
         if clean is not None and type(arguments) is dict and clean(arguments) and not (name == "edit" and not arguments["edits"]):

@@ -203,16 +203,16 @@ def iter_json_lines(path: Path, fmt: str, sha256: str = "") -> Iterator[JsonLine
             if not line.strip():
                 continue
             try:
-                line.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                yield reject(
-                    path, fmt, Reason.not_utf8, f"line {lineno}: invalid UTF-8 at byte {exc.start}",
-                    "re-encode the file as UTF-8", sha256=sha256, line_start=lineno, line_end=lineno,
-                )
-                continue
-            try:
-                value = orjson.loads(line)
+                value = orjson.loads(line)  # orjson accepts only valid UTF-8, so a parsed line needs no decode check
             except orjson.JSONDecodeError as exc:
+                try:
+                    line.decode("utf-8")
+                except UnicodeDecodeError as bad:
+                    yield reject(
+                        path, fmt, Reason.not_utf8, f"line {lineno}: invalid UTF-8 at byte {bad.start}",
+                        "re-encode the file as UTF-8", sha256=sha256, line_start=lineno, line_end=lineno,
+                    )
+                    continue
                 last = not line.endswith(b"\n")  # readline only stops without a newline at end of file
                 reason = Reason.truncated_file if last else Reason.parse_error
                 hint = "the file ends mid-record: drop the partial last line" if last else "fix or remove the line"
@@ -240,12 +240,13 @@ def load_json_document(path: Path, fmt: str, sha256: str = "") -> Any | Rejectio
     except OSError as exc:
         return reject(path, fmt, Reason.parse_error, f"cannot read: {exc.strerror}", "check permissions", sha256=sha256)
     try:
-        data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        return reject(path, fmt, Reason.not_utf8, f"invalid UTF-8 at byte {exc.start}", "re-encode the file as UTF-8", sha256=sha256)
-    try:
-        return orjson.loads(data)
+        return orjson.loads(data)  # valid UTF-8 is part of orjson's check; the decode below only names the cause
     except orjson.JSONDecodeError as exc:
+        try:
+            data.decode("utf-8")
+        except UnicodeDecodeError as bad:
+            return reject(path, fmt, Reason.not_utf8, f"invalid UTF-8 at byte {bad.start}", "re-encode the file as UTF-8",
+                          sha256=sha256)
         msg = str(exc)
         truncated = "EOF" in msg or "end of" in msg.lower() or getattr(exc, "pos", 0) >= len(data.rstrip()) - 1
         return reject(
