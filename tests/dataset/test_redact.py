@@ -2,6 +2,8 @@ import random
 import string
 
 import orjson
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from harnessfit.dataset.probe import measure_false_positive_rate
 from harnessfit.dataset.redact import Redactor
@@ -187,3 +189,65 @@ def test_plugin_guards_never_hide_a_plugin_finding():
         types.update(t for t, _ in full)
     assert any("AWS" in t for t in types) and any("Slack" in t for t in types)
     assert any(k == "ds_aws_access_key" for k, _ in red.find(texts[0]))
+
+
+# -- the fast scan equals a plain, unguarded, text-by-text scan ------------------------------------------------------
+
+def _plain_findings(red, text):
+    """What a text holds, by the plainest reading of the detectors: every original regex over the text with
+    ``finditer``, every plugin unguarded, then e-mails, high-entropy tokens and home-folder users."""
+    import harnessfit.dataset.redact as R
+
+    out = []
+    for kind, pat in R._SHAPES:
+        for m in pat.finditer(text):
+            v = m.group("v") if "v" in pat.groupindex else m.group(0)
+            if v and (kind in ("private_key", "aws_access_key") or not R._bad_value(v)):
+                out.append((kind, v))
+    for plugin in red._plugins:
+        out += [(R._slug(plugin.secret_type), v) for v in plugin.analyze_string(text)
+                if isinstance(v, str) and not R._bad_value(v)]
+    for m in R._EMAIL.finditer(text):
+        local, _, domain = m.group(0).rpartition("@")
+        if not (local.lower() == "git" or R._EMAIL_SKIP_DOMAINS.search(domain)
+                or domain.rsplit(".", 1)[-1].lower() in R._FILE_EXTENSIONS):
+            out.append(("email", m.group(0)))
+    out += [("high_entropy", m.group("v")) for m in R._TOKEN.finditer(text)
+            if R._is_high_entropy_secret(m.group("v"), text, m.start())]
+    out += [("home_user", m.group("name")) for m in R._HOME.finditer(text)
+            if m.group("name").lower() not in R._GENERIC_USERS and not R._PLACEHOLDER_USER.match(m.group("name"))]
+    return out
+
+
+_FRAGMENTS = ["a", "Z", "9", "@", ".", " ", "\n", "/", "\\", ":", "=", "==", "-", "_", "+", "%", "/home/", "/Users/",
+              "C:\\", "C:/", "D:\\\\", "Users", "home", "alice", "sk-ant-", "sk-", "ghp_", "AKIA", "AIza", "eyJ", "hf_",
+              "xoxb-", "npm_", "sk_live_", "glpat-", "bob@corp-mail.io", "x.y@a.b.co", "git@github.com",
+              "password=", 'token: "', "Bearer ", "api_key", "é", "東", "\u212a", "\u0130",
+              "Q2xhdWRlQ29kZVRlc3RUb2tlbjEyMzQ1Njc4OTA", "a1B2c3D4e5F6g7H8i9J0k1L2m3N4", "x" * 30]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.lists(st.sampled_from(_FRAGMENTS), max_size=40).map("".join), min_size=1, max_size=6))
+def test_conversation_scan_equals_plain_per_text_scan(texts):
+    red = Redactor()
+    texts = list(dict.fromkeys(t for t in texts if t))
+    if not texts:
+        return
+    assert red._scan(texts) == [_plain_findings(red, t) for t in texts]
+    assert [list(red.find(t)) + [("home_user", u) for u in red.find_users(t)] for t in texts] == red._scan(texts)
+
+
+def test_literal_first_forms_find_what_the_original_patterns_find():
+    import harnessfit.dataset.redact as R
+
+    rng = random.Random(3)
+    texts = [t for _, t in planted_secrets(4)] + [
+        "xsk-ant-api03-" + "a" * 30, "-sk-proj-" + "b" * 30, "_ghp_" + "c" * 40, "ghp_" + "d" * 40 + " github_pat_" + "e" * 30,
+        "9AKIA" + "A" * 16, "AKIA" + "B" * 17, "AIza" + "f" * 35 + "-", "rk_test_" + "1" * 20, "_sk_live_" + "2" * 20,
+        "hf_" + "g" * 30, "npm_" + "h" * 36, "pypi-AgE" + "i" * 60, "eyJ" + "j" * 10 + ".eyJ" + "k" * 10 + "." + "l" * 20,
+        "sk-ant-sk-ant-" + "m" * 30, "glpat-" + "n" * 25, "xoxb-" + "o" * 12, "gggh" + "p_" + "q" * 40,
+    ] + ["".join(rng.choice(_FRAGMENTS) for _ in range(60)) for _ in range(200)]
+    originals = dict(R._SHAPES)
+    for kind, fast in R._FAST_FORMS.items():
+        for text in texts:
+            assert [m.span() for m in fast.finditer(text)] == [m.span() for m in originals[kind].finditer(text)], (kind, text)

@@ -38,7 +38,7 @@ from harnessfit.traces.readers.registry import iter_units
 __all__ = ["BuildReport", "run_build", "build_dataset", "input_files", "MANIFEST_FORMAT"]
 
 MANIFEST_FORMAT = "harnessfit-dataset/1"
-_PACKAGES = ("pydantic", "orjson", "datasketch", "detect-secrets", "pyarrow")
+_PACKAGES = ("pydantic", "orjson", "datasketch", "detect-secrets", "ahocorasick-rs", "pyarrow")
 
 
 class BuildReport(BaseModel):

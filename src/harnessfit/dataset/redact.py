@@ -18,10 +18,13 @@ from __future__ import annotations
 
 import math
 import re
+import string
+from bisect import bisect_right
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, NamedTuple
 
+import ahocorasick_rs
 import numpy as np
 import orjson
 
@@ -59,6 +62,28 @@ _SHAPES: list[tuple[str, re.Pattern[str]]] = [
         r"(?m)^\s*(?:export\s+)?[A-Z0-9_]*(?:PASSWORD|PASSWD|SECRET|TOKEN|API_KEY|APIKEY|ACCESS_KEY|PRIVATE_KEY)[A-Z0-9_]*"
         r"\s*=\s*(?P<v>[^\s\"'#$]{8,200})")),
 ]
+
+# Literal-first forms of the token shapes above: the same matches at the same spans (a lookbehind moved past the
+# literal it precedes checks the same character; at the start of a string both succeed), but ``re`` can jump from
+# one occurrence of the literal to the next instead of trying the lookbehind at every position (~10x faster on
+# ordinary text). A test pins each against its original.
+_FAST_FORMS: dict[str, re.Pattern[str]] = {
+    "anthropic_key": re.compile(r"sk-ant-(?<![A-Za-z0-9_-]sk-ant-)[A-Za-z0-9]{2,8}-[A-Za-z0-9_-]{20,}"),
+    "openai_key": re.compile(r"sk-(?<![A-Za-z0-9_-]sk-)(?!ant-)(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}"),
+    "github_token": re.compile(r"g(?<![A-Za-z0-9_]g)(?:h[pousr]_[A-Za-z0-9]{36,251}|ithub_pat_[A-Za-z0-9_]{22,255})"),
+    "gitlab_token": re.compile(r"glpat-(?<![A-Za-z0-9_]glpat-)[A-Za-z0-9_-]{20,}"),
+    "slack_token": re.compile(r"xox(?<![A-Za-z0-9_]xox)[abposr]-[A-Za-z0-9-]{10,}"),
+    "aws_access_key": re.compile(r"A(?<![A-Za-z0-9]A)(?:KIA|SIA|BIA|CCA|3T[A-Z0-9])[A-Z0-9]{16}(?![A-Za-z0-9])"),
+    "google_api_key": re.compile(r"AIza(?<![A-Za-z0-9_-]AIza)[0-9A-Za-z_-]{35}(?![A-Za-z0-9_-])"),
+    "stripe_key": re.compile(r"[rs]k_(?<![A-Za-z0-9_][rs]k_)(?:live|test)_[0-9A-Za-z]{16,}"),
+    "huggingface_token": re.compile(r"hf_(?<![A-Za-z0-9_]hf_)[A-Za-z0-9]{30,}"),
+    "npm_token": re.compile(r"npm_(?<![A-Za-z0-9_]npm_)[A-Za-z0-9]{36}(?![A-Za-z0-9])"),
+    "pypi_token": re.compile(r"pypi-AgE(?<![A-Za-z0-9_]pypi-AgE)[A-Za-z0-9_-]{50,}"),
+    "jwt": re.compile(r"eyJ(?<![A-Za-z0-9_-]eyJ)[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{16,}"),
+    # these two already start with their literal
+    "private_key": next(pat for kind, pat in _SHAPES if kind == "private_key"),
+    "slack_webhook": next(pat for kind, pat in _SHAPES if kind == "slack_webhook"),
+}
 
 _PW_QUOTED, _PW_ENV = (pat for kind, pat in _SHAPES if kind == "password_assignment")
 # every match of _PW_QUOTED starts with one of these (lower-cased); every match of _PW_ENV contains one of the second
@@ -107,6 +132,7 @@ _GUARDS: dict[str, tuple[bool, tuple[str, ...]]] = {
     "url_credentials": (False, ("://",)),
     "password_assignment": (True, ("passw", "secret", "token", "key", "credential")),
 }
+
 # each plugin's literals, (case-insensitive, literal): every match of one of the plugin's regexes contains one of
 # them (read off detect-secrets' own patterns; AWS's second pattern and Slack's are case-insensitive)
 _PLUGIN_GUARDS: dict[str, tuple[tuple[bool, str], ...]] = {
@@ -125,6 +151,14 @@ _PLUGIN_GUARDS: dict[str, tuple[tuple[bool, str], ...]] = {
 # the only non-ASCII characters that (?i) matches to an ASCII letter (İ ı ſ and the Kelvin sign; test pins them):
 # a text holding one may match a case-insensitive pattern whose literal its lower-cased form lacks
 _FOLDS = re.compile("[\u0130\u0131\u017f\u212a]")
+
+
+def _find_all(hay: str, literal: str) -> Iterator[int]:
+    """Start offsets of every (overlapping) occurrence of ``literal`` in ``hay``."""
+    at = hay.find(literal)
+    while at >= 0:
+        yield at
+        at = hay.find(literal, at + 1)
 
 
 def _has(text: str, lower: str, key: tuple[bool, str]) -> bool:
@@ -156,6 +190,50 @@ _PLACEHOLDER_USER = re.compile(r"^user\d+$")
 # --- high-entropy strings ------------------------------------------------------------------------------------------
 _TOKEN = re.compile(r"(?<![A-Za-z0-9+/=_.-])(?P<v>[A-Za-z0-9+/_-]{24,}={0,2})(?![A-Za-z0-9+/=_-])")
 _HASH_PREFIX = re.compile(r"(?i)(?:sha(?:1|224|256|384|512)[-:=]|md5[-:=]|integrity|checksum|digest|hash)[\"'\s:=]*$")
+
+
+# the characters of _TOKEN's lookbehind class: every match is made of them and sits inside a maximal run of them
+_RUN_CHARS = np.zeros(128, dtype=bool)
+_RUN_CHARS[[ord(c) for c in string.ascii_letters + string.digits + "+/=_.-"]] = True
+
+
+def _token_starts(corpus: str) -> list[int]:
+    """Where ``_TOKEN`` matches can start: the starts of the maximal runs of ``_RUN_CHARS`` at least 24 long. A
+    match (24+ token characters, then up to two ``=``) is made of run characters and its lookbehind refuses any
+    position preceded by one, so it starts at the start of such a run. One vectorised pass over the code points
+    instead of a regex attempt at every position."""
+    if corpus.isascii():
+        cp = np.frombuffer(corpus.encode("ascii"), dtype=np.uint8)
+        mask = _RUN_CHARS[cp]
+    else:
+        cp32 = np.frombuffer(corpus.encode("utf-32-le", "surrogatepass"), dtype="<u4")
+        mask = _RUN_CHARS[np.minimum(cp32, 127)] & (cp32 < 128)
+    edges = np.flatnonzero(np.diff(mask, prepend=False, append=False))  # run starts and ends, alternating
+    starts, ends = edges[0::2], edges[1::2]
+    return starts[(ends - starts) >= 24].tolist()
+
+
+_EMAIL_LOCAL_TAIL = re.compile(r"[A-Za-z0-9._%+-]{1,65}\Z")
+
+
+def _email_starts(corpus: str) -> Iterator[int]:
+    """Where ``_EMAIL`` matches can start: for each ``@``, the start of the run of local-part characters just
+    before it when that run is 1-64 long (the lookbehind refuses a start inside the run, and the local part holds
+    no ``@``)."""
+    at = corpus.find("@")
+    while at >= 0:
+        m = _EMAIL_LOCAL_TAIL.search(corpus, max(0, at - 65), at)  # endpos=at: \Z is the ``@``
+        if m is not None and at - m.start() <= 64:
+            yield m.start()
+        at = corpus.find("@", at + 1)
+
+
+def _home_starts(corpus: str) -> list[int]:
+    """Where ``_HOME`` matches can start: at ``/home/`` or ``/Users/``, or at the drive letter 3 or 4 characters
+    before ``Users`` (a drive prefix is a letter, a colon and one or two separator characters), ascending."""
+    out = [*_find_all(corpus, "/home/"), *_find_all(corpus, "/Users/")]
+    out += [k - d for k in _find_all(corpus, "Users") for d in (3, 4) if k >= d]
+    return sorted(set(out))
 
 
 def _entropy(s: str) -> float:
@@ -231,26 +309,10 @@ def _slug(secret_type: str) -> str:
     return "ds_" + re.sub(r"[^a-z0-9]+", "_", secret_type.lower()).strip("_")
 
 
-_PAIR_FILTER_MIN = 4096  # characters: below this, plain substring searches are cheaper than the pair table
-
-
-def _byte_pairs(corpus: str) -> np.ndarray:
-    """Which of the 65,536 byte pairs occur in ``corpus``'s UTF-8 bytes. An ASCII literal's bytes are the same in
-    any UTF-8 text containing it (multi-byte sequences use only bytes >= 0x80), so a literal one of whose pairs is
-    missing cannot occur: one vectorised pass decides most absent guard literals without a substring search."""
-    data = corpus.encode("utf-8", "surrogatepass")
-    seen = np.zeros(65536, dtype=bool)
-    seen[np.frombuffer(data, dtype=">u2", count=len(data) // 2)] = True  # pairs at even offsets (big-endian: b0 b1)
-    seen[np.frombuffer(data, dtype=">u2", offset=1, count=(len(data) - 1) // 2)] = True  # and at odd offsets
-    return seen
-
-
-def _pair_codes(literal: str) -> np.ndarray | None:
-    """The byte-pair codes of an ASCII literal of two or more characters (None otherwise: no pair filter)."""
-    if len(literal) < 2 or not literal.isascii():
-        return None
-    return np.array([(ord(a) << 8) | ord(b) for a, b in zip(literal, literal[1:])], dtype=np.intp)
-
+# texts at least this long have their findings remembered across conversations, up to these bounds
+_CACHE_MIN_CHARS = 256
+_CACHE_MAX_TEXTS = 8192
+_CACHE_MAX_CHARS = 32 * 2**20
 
 class _Plan(NamedTuple):
     """Detectors that can fire in one conversation (see ``Redactor._plan``)."""
@@ -287,15 +349,22 @@ class Redactor:
                  keep: list[str] | None = None) -> None:
         self.kinds = set(kinds) if kinds else None
         kept = sorted({k for k in keep or () if k}, key=lambda k: (-len(k), k))
+        self._kept = kept
+        self._seen: dict[str, list[tuple[str, str]]] = {}  # text -> its findings (see _scan_cached)
+        self._seen_chars = 0
         self._keep = re.compile("(" + "|".join(re.escape(k) for k in kept) + ")") if kept else None
-        self._shapes = [(k, p) for k, p in _SHAPES if self._on(k)]
+        self._shapes = [(k, _FAST_FORMS.get(k, p)) for k, p in _SHAPES if self._on(k)]
         self._plugins = _detect_secrets_plugins() if detect_secrets and self._on("detect_secrets") else []
         self._plugin_guards = [(p, _slug(p.secret_type), _PLUGIN_GUARDS.get(type(p).__name__)) for p in self._plugins]
         keys = {(g[0], lit) for k, _ in self._shapes if (g := _GUARDS.get(k)) is not None for lit in g[1]}
         keys |= {key for _, _, g in self._plugin_guards if g is not None for key in g}
-        order = sorted(keys, key=lambda k: (len(k[1]), k))
-        self._literals = [(k, [o for o in order[:i] if o[0] == k[0] and o[1] in k[1]], _pair_codes(k[1]) if not k[0] else None)
-                          for i, k in enumerate(order)]
+        self._literal_keys = sorted(keys, key=lambda k: (len(k[1]), k))
+        # one Aho-Corasick automaton per case: every occurrence of every guard literal in one linear pass
+        # (single characters, e.g. Discord's ".", would match everywhere: they are tested with ``in`` instead)
+        self._automata = [(insensitive, lits, ahocorasick_rs.AhoCorasick(lits) if lits else None)
+                          for insensitive in (False, True)
+                          for lits in [[k[1] for k in self._literal_keys if k[0] is insensitive and len(k[1]) > 1]]]
+        self._single = [k for k in self._literal_keys if len(k[1]) == 1]
         self._high_entropy = high_entropy and self._on("high_entropy")
         self._email = self._on("email")
         self._home = self._on("home_user")
@@ -304,12 +373,12 @@ class Redactor:
         return self.kinds is None or kind in self.kinds
 
     # -- detection ------------------------------------------------------------------------------------------------
-    def _plan(self, corpus: str) -> _Plan:
+    def _plan(self, corpus: str, occurrences: dict[tuple[bool, str], list[int] | None] | None = None) -> _Plan:
         """The detectors whose guard literals occur somewhere in ``corpus`` (a text, or all texts of a conversation
         joined by newlines), each with only those literals. A guard literal absent from the corpus is absent from
         every text in it, so per-text checks over the plan give exactly the per-text guards' verdicts, at one
         substring scan per literal per conversation instead of per text."""
-        present = self._present(corpus)
+        present = self._present(corpus, occurrences)
         shapes = []
         for kind, pat in self._shapes:
             guard = _GUARDS.get(kind)
@@ -333,20 +402,46 @@ class Redactor:
         return _Plan(shapes, plugins, self._email and "@" in corpus, self._high_entropy,
                      self._home and ("/home/" in corpus or "Users" in corpus))
 
-    def _present(self, corpus: str) -> dict[tuple[bool, str], bool]:
-        """Which guard literals occur in ``corpus`` (key: (case-insensitive, literal)): each distinct literal is
-        searched once, shortest first, and not at all when a shorter guard literal inside it is already absent."""
-        lower = None
-        present: dict[tuple[bool, str], bool] = {}
-        pairs = _byte_pairs(corpus) if len(corpus) >= _PAIR_FILTER_MIN else None
-        for key, inner, codes in self._literals:
-            if any(not present[k] for k in inner) or (pairs is not None and codes is not None and not pairs[codes].all()):
-                present[key] = False
+    def _occurrences(self, corpus: str) -> dict[tuple[bool, str], list[int] | None]:
+        """Where each guard literal may occur in ``corpus`` (key: (case-insensitive, literal)), as start offsets,
+        for the literals that occur. Case-insensitive literals are found in the lower-cased corpus; a non-ASCII
+        corpus adds the offsets of its folding characters to them (``_has``'s rule); ``None`` = somewhere, offsets
+        unknown (lower-casing changed the length, so its offsets are not the corpus's)."""
+        out: dict[tuple[bool, str], list[int] | None] = {}
+        lower: str | None = None
+        folds: list[int] = []
+        for insensitive, lits, automaton in self._automata:
+            if automaton is None:
                 continue
-            if key[0] and lower is None:
-                lower = corpus.lower()
-            present[key] = _has(corpus, lower, key)
-        return present
+            hay = corpus
+            if insensitive:
+                lower = hay = corpus.lower()
+                if not corpus.isascii():
+                    folds = [m.start() for m in _FOLDS.finditer(corpus)]
+            if insensitive and len(lower) != len(corpus):  # type: ignore[arg-type]
+                for lit in lits:
+                    if lit in hay or folds:
+                        out[True, lit] = None
+                continue
+            try:
+                found = automaton.find_matches_as_indexes(hay, overlapping=True)
+            except UnicodeEncodeError:  # a lone surrogate: plain substring searches instead
+                found = [(n, start, 0) for n, lit in enumerate(lits) for start in _find_all(hay, lit)]
+            for n, start, _ in found:
+                out.setdefault((insensitive, lits[n]), []).append(start)
+            if insensitive and folds:
+                for lit in lits:
+                    out[True, lit] = sorted((out.get((True, lit)) or []) + folds)
+        for key in self._single:
+            if _has(corpus, lower if lower is not None else corpus.lower() if key[0] else "", key):
+                out[key] = None
+        return out
+
+    def _present(self, corpus: str, occurrences: dict[tuple[bool, str], list[int] | None] | None = None
+                 ) -> dict[tuple[bool, str], bool]:
+        """Which guard literals occur in ``corpus`` (key: (case-insensitive, literal))."""
+        occ = self._occurrences(corpus) if occurrences is None else occurrences
+        return {key: key in occ for key in self._literal_keys}
 
     def find(self, text: str) -> Iterator[tuple[str, str]]:
         """(kind, value) pairs found in one text, in order of detectors then position."""
@@ -397,6 +492,97 @@ class Redactor:
                 if _is_high_entropy_secret(m.group("v"), text, m.start()):
                     yield "high_entropy", m.group("v")
 
+    def _scan(self, texts: list[str]) -> list[list[tuple[str, str]]]:
+        """For each of ``texts``, what ``_find`` then ``find_users`` report for it (users as kind ``home_user``),
+        with guards decided once over all of them. E-mail, high-entropy and home-folder patterns run once over
+        the texts joined by newlines instead of once per text: a match is mapped back to its text by offset,
+        none of these patterns can hold a newline (a crossing match would be seen and that pattern re-run text
+        by text), and their lookarounds treat the joining newline as a text edge, so the result is exactly the
+        per-text one."""
+        corpus = "\n".join(texts)
+        occ = self._occurrences(corpus)
+        plan = self._plan(corpus, occ)
+        starts: list[int] = []
+        at = 0
+        for t in texts:
+            starts.append(at)
+            at += len(t) + 1
+        out: list[list[tuple[str, str]]] = [[] for _ in texts]
+        holders: dict[tuple[bool, str], set[int]] = {}
+
+        def holding(key: tuple[bool, str]) -> set[int]:
+            """Indices of the texts ``_has`` says may hold guard literal ``key`` (a literal holds no newline, so
+            each occurrence lies inside one text)."""
+            got = holders.get(key)
+            if got is None:
+                offsets = occ.get(key, [])
+                if offsets is None:
+                    got = {i for i, t in enumerate(texts) if _has(t, t.lower() if key[0] else "", key)}
+                else:
+                    got = {bisect_right(starts, at) - 1 for at in offsets}
+                holders[key] = got
+            return got
+
+        def guarded(lits: tuple[tuple[bool, str], ...] | None) -> Iterator[tuple[int, str]]:
+            """The texts that hold one of the guard literals (``_find``'s per-text guard), in order; all when
+            unguarded."""
+            if lits is None:
+                yield from enumerate(texts)
+                return
+            for i in sorted(set().union(*(holding(key) for key in lits))):
+                yield i, texts[i]
+
+        def anchored(pat: re.Pattern[str], anchors: Iterable[int]) -> Iterator[re.Match[str]]:
+            """``pat.finditer(corpus)`` when every position a match can start at is in ``anchors`` (ascending): one
+            anchored attempt per anchor, skipping anchors inside the previous match as ``finditer`` does."""
+            end = 0
+            for a in anchors:
+                if a >= end and (m := pat.match(corpus, a)) is not None:
+                    end = m.end()
+                    yield m
+
+        def hits(pat: re.Pattern[str], anchors: Iterable[int] | None = None) -> list[tuple[int, str, int, re.Match[str]]]:
+            """(text index, text, start within it, match) for every match of ``pat``, in text order (``anchors``:
+            see ``anchored``)."""
+            found = []
+            for m in pat.finditer(corpus) if anchors is None else anchored(pat, anchors):
+                i = bisect_right(starts, m.start()) - 1
+                if m.end() > starts[i] + len(texts[i]):  # crossed the joining newline: scan text by text
+                    return [(k, t, m.start(), m) for k, t in enumerate(texts) for m in pat.finditer(t)]
+                found.append((i, texts[i], m.start() - starts[i], m))
+            return found
+
+        for kind, pat, insensitive, lits in plan.shapes:
+            for i, text in guarded(None if lits is None else tuple((insensitive, g) for g in lits)):
+                for m in _matches(pat, text):
+                    v = m.group("v") if "v" in pat.groupindex else m.group(0)
+                    if v and (kind in ("private_key", "aws_access_key") or not _bad_value(v)):
+                        out[i].append((kind, v))
+        for plugin, slug, lits in plan.plugins:
+            for i, text in guarded(lits):
+                for v in plugin.analyze_string(text):
+                    if isinstance(v, str) and not _bad_value(v):
+                        out[i].append((slug, v))
+        if plan.email:
+            for i, _, _, m in hits(_EMAIL, _email_starts(corpus)):
+                v = m.group(0)
+                local_part, _, domain = v.rpartition("@")
+                if local_part.lower() == "git" or _EMAIL_SKIP_DOMAINS.search(domain):
+                    continue
+                if domain.rsplit(".", 1)[-1].lower() in _FILE_EXTENSIONS:
+                    continue
+                out[i].append(("email", v))
+        if plan.high_entropy:
+            for i, text, start, m in hits(_TOKEN, _token_starts(corpus)):
+                if _is_high_entropy_secret(m.group("v"), text, start):
+                    out[i].append(("high_entropy", m.group("v")))
+        if plan.home:
+            for i, _, _, m in hits(_HOME, _home_starts(corpus)):
+                name = m.group("name")
+                if name.lower() not in _GENERIC_USERS and not _PLACEHOLDER_USER.match(name):
+                    out[i].append(("home_user", name))
+        return out
+
     def find_users(self, text: str) -> Iterator[str]:
         if not self._home or not text or ("/home/" not in text and "Users" not in text):  # every _HOME prefix has one
             return
@@ -409,34 +595,53 @@ class Redactor:
     # -- redaction ------------------------------------------------------------------------------------------------
     def _pieces(self, text: str) -> list[str]:
         """``text`` without the ``keep`` strings: the parts redaction may look at."""
-        if self._keep is None or not text:
+        if self._keep is None or not text or not any(k in text for k in self._kept):
             return [text]
         return self._keep.split(text)[0::2]
+
+    def _scan_cached(self, texts: list[str]) -> list[list[tuple[str, str]]]:
+        """``_scan``, with the findings of long texts remembered across conversations (what a text holds depends on
+        the text alone): the system prompt, a file read in many sessions, a repeated command output are scanned
+        once. The memory is bounded (oldest first out) and changes speed only, never a result."""
+        out: list[list[tuple[str, str]] | None] = [self._seen.get(t) if len(t) >= _CACHE_MIN_CHARS else None for t in texts]
+        todo = [i for i, r in enumerate(out) if r is None]
+        if todo:
+            for i, found in zip(todo, self._scan([texts[i] for i in todo])):
+                out[i] = found
+                text = texts[i]
+                if len(text) >= _CACHE_MIN_CHARS:
+                    self._seen[text] = found
+                    self._seen_chars += len(text)
+                    while len(self._seen) > _CACHE_MAX_TEXTS or self._seen_chars > _CACHE_MAX_CHARS:
+                        oldest = next(iter(self._seen))
+                        del self._seen[oldest]
+                        self._seen_chars -= len(oldest)
+        return out  # type: ignore[return-value]
 
     def redact(self, conv: Conversation) -> RedactionResult:
         """Return a redacted copy (or the same object when nothing was found) plus counts per kind."""
         # a repeated text (a file read twice, the same command output) can only find values already mapped: scan each
         # distinct text once, in order of first appearance
         texts = list(dict.fromkeys(piece for text in _iter_texts(conv) for piece in self._pieces(text) if piece))
-        plan = self._plan("\n".join(texts))
+        per_text = self._scan_cached(texts)
         secrets: dict[str, str] = {}  # value -> placeholder
         users: dict[str, str] = {}  # name -> placeholder name
         per_kind: Counter[str] = Counter()
         found: Counter[str] = Counter()
-        for text in texts:
-            for kind, value in self._find(text, plan):
-                if value in secrets or any(value in s for s in secrets):
-                    continue
-                per_kind[kind] += 1
-                found[kind] += 1
-                if kind == "email":
-                    secrets[value] = f"email{per_kind[kind]}@redacted.invalid"
-                else:
-                    secrets[value] = f"REDACTED_{kind.upper()}_{per_kind[kind]}"
-            for name in self.find_users(text) if plan.home else ():
-                if name not in users:
-                    users[name] = f"user{len(users) + 1}"
+        for kind, value in (pair for pairs in per_text for pair in pairs):
+            if kind == "home_user":
+                if value not in users:
+                    users[value] = f"user{len(users) + 1}"
                     found["home_user"] += 1
+                continue
+            if value in secrets or any(value in s for s in secrets):
+                continue
+            per_kind[kind] += 1
+            found[kind] += 1
+            if kind == "email":
+                secrets[value] = f"email{per_kind[kind]}@redacted.invalid"
+            else:
+                secrets[value] = f"REDACTED_{kind.upper()}_{per_kind[kind]}"
         replaced: Counter[str] = Counter()
         if not secrets and not users:
             return RedactionResult(conv, found, replaced)
