@@ -230,11 +230,16 @@ class HarnessCard(BaseModel):
     def _schemas(self) -> dict[str, dict[str, Any]]:
         return {t["function"]["name"]: t["function"]["parameters"] for t in self.tools}
 
-    def _validator(self, name: str) -> tuple[dict[str, Any], Any, Callable[[Any], bool] | None]:
-        if name not in self._validators:
-            schema = self._schemas[name]
-            self._validators[name] = (schema, jsonschema.Draft7Validator(schema), _clean_checker(schema))
-        return self._validators[name]
+    def _validator(self, name: str) -> tuple[dict[str, Any], Any, Callable[[Any], bool] | None] | None:
+        """(schema, compiled validator, clean-shape predicate) of tool ``name``, built once; None if the card lacks it."""
+        cache = self._validators  # a pydantic private attribute: one lookup, it is not a plain attribute access
+        entry = cache.get(name)
+        if entry is None:
+            schema = self._schemas.get(name)
+            if schema is None:
+                return None
+            entry = cache[name] = (schema, jsonschema.Draft7Validator(schema), _clean_checker(schema))
+        return entry
 
     def schema(self, name: str) -> dict[str, Any] | None:
         """The parameters schema of tool ``name`` exactly as Pi sends it (None for a tool the card lacks)."""
@@ -261,9 +266,10 @@ class HarnessCard(BaseModel):
         """Check one tool call the way Pi would: errors mean Pi answers with an error instead of running the tool,
         warnings mean Pi repairs the call and runs it. ``[]`` means the call is clean."""
         active = active_tools if active_tools is not None else self.default_tools
-        if name not in active or (name not in self._validators and name not in self._schemas):
+        entry = self._validator(name) if name in active else None
+        if entry is None:
             return [_v(ViolationCode.unknown_tool, f"tool {name!r} is not active (active: {', '.join(active)})")]
-        schema, validator, clean = self._validator(name)
+        schema, validator, clean = entry
         if clean is not None and type(arguments) is dict and clean(arguments) and not (name == "edit" and not arguments["edits"]):
             return []  # exactly the schema's shape: no repair, no coercion, no error (the common case, no copying)
         found: list[Violation] = []
