@@ -18,7 +18,7 @@ from datasketch import MinHash, MinHashLSH
 from harnessfit.convert.conversation import Conversation, ConversationMeta
 from harnessfit.convert.rejection import Reason, Rejection
 
-__all__ = ["normalised_text", "exact_key", "token_hashes", "shingle_hashes", "minhash_of", "Deduper"]
+__all__ = ["normalised_text", "exact_key", "token_hashes", "shingle_hashes", "minhash_of", "minhash_values", "Deduper"]
 
 _WS = re.compile(r"\s+")
 NEAR_CHARS = 200_000
@@ -163,7 +163,14 @@ def _permutations(num_perm: int, seed: int) -> np.ndarray:
 
 
 def minhash_of(text: str, *, num_perm: int, shingle_size: int, seed: int) -> MinHash:
-    """A datasketch ``MinHash(num_perm, seed)`` ("affine32" permutations) over ``shingle_hashes(text)``.
+    """A datasketch ``MinHash`` holding ``minhash_values(text, …)`` (see there)."""
+    return MinHash(num_perm=num_perm, seed=seed, hashvalues=minhash_values(text, num_perm=num_perm,
+                   shingle_size=shingle_size, seed=seed), permutations=_permutations(num_perm, seed), scheme="affine32")
+
+
+def minhash_values(text: str, *, num_perm: int, shingle_size: int, seed: int) -> np.ndarray:
+    """The hash values of a datasketch ``MinHash(num_perm, seed)`` ("affine32" permutations) over
+    ``shingle_hashes(text)``.
 
     Not datasketch's ``update`` path (SHA-1 of each shingle's UTF-8 string): shingles are hashed arithmetically
     from token hashes, fully vectorised, which is several times cheaper. The estimator is the same (independent
@@ -183,7 +190,7 @@ def minhash_of(text: str, *, num_perm: int, shingle_size: int, seed: int) -> Min
         np.multiply(a, block, out=out)  # uint32 wraps: a*h+b modulo 2**32, datasketch's affine32 permutation
         np.add(out, b, out=out)
         np.minimum(mins, out.min(axis=1), out=mins)
-    return MinHash(num_perm=num_perm, seed=seed, hashvalues=mins, permutations=perms, scheme="affine32")
+    return mins
 
 
 class Deduper:
@@ -208,8 +215,9 @@ class Deduper:
             text = normalised_text(conv)
         # near-duplicates are judged on the first NEAR_CHARS characters (the exact key covers everything): keeps
         # MinHash cost bounded per conversation
-        mh = minhash_of(text[:NEAR_CHARS], num_perm=self.num_perm, shingle_size=self.shingle_size, seed=self.seed) if self.near else None
-        return exact_key(text), ((mh.hashvalues, mh.scheme) if mh is not None else None)
+        hv = (minhash_values(text[:NEAR_CHARS], num_perm=self.num_perm, shingle_size=self.shingle_size, seed=self.seed)
+              if self.near else None)
+        return exact_key(text), ((hv, "affine32") if hv is not None else None)
 
     def check(self, conv: Conversation, signature: tuple[str, Any] | None = None) -> Rejection | None:
         """Record ``conv`` as kept (None) or return the ledger row of a dropped twin."""
