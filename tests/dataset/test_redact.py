@@ -151,8 +151,9 @@ def test_shortcut_scans_equal_full_regex_scans():
 
 
 def test_guard_literal_presence_equals_substring_search():
-    """The per-conversation guard decision (byte-pair table, shortest-literal-first skipping) says "present" for
-    exactly the literals a plain substring search finds, on long texts with and without non-ASCII characters."""
+    """The per-conversation guard decision (one Aho-Corasick pass per case; plain searches when a lone surrogate
+    stops the automaton) says "present" for exactly the literals a plain substring search finds, on long texts with
+    and without non-ASCII characters."""
     red = Redactor()
     filler = "plain code line x = compute(1, 2) # naïve café 東京 \ud800 ✓\n" * 80
     texts = [filler, filler.encode("ascii", "ignore").decode(), filler + "\n".join(t for _, t in planted_secrets(3)),
