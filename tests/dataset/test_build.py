@@ -114,3 +114,41 @@ def test_refuses_to_overwrite_a_foreign_folder(tmp_path):
     (out / "precious.txt").write_text("keep me")
     with pytest.raises(UserError, match="not empty"):
         build_dataset(_cfg(tmp_path), tmp_path, out=out, items=_items())
+
+
+def test_garbage_collector_freezing_is_undone_and_changes_no_byte(tmp_path, monkeypatch):
+    """The build freezes its live objects out of full collections every _FREEZE_EVERY records and unfreezes them
+    at the end (also when it fails); a process that uses gc.freeze itself is left alone."""
+    import gc
+
+    import harnessfit.dataset.build as build
+
+    a, b = tmp_path / "a" / "out", tmp_path / "b" / "out"
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    build_dataset(_cfg(tmp_path), tmp_path, out=a, items=_items())
+    monkeypatch.setattr(build, "_FREEZE_EVERY", 2)
+    frozen = []
+    real_freeze = gc.freeze
+    monkeypatch.setattr(build.gc, "freeze", lambda: (frozen.append(1), real_freeze()))
+    build_dataset(_cfg(tmp_path), tmp_path, out=b, items=_items())
+    assert len(frozen) == 7 and gc.get_freeze_count() == 0
+    for rel in sorted(p.relative_to(a) for p in a.rglob("*") if p.is_file()):
+        assert (a / rel).read_bytes() == (b / rel).read_bytes(), rel
+
+    def broken():
+        yield _items()[0]
+        yield _items()[1]
+        raise RuntimeError("reader bug")
+
+    with pytest.raises(RuntimeError):
+        build_dataset(_cfg(tmp_path), tmp_path, out=tmp_path / "c", items=broken())
+    assert gc.get_freeze_count() == 0
+    real_freeze()  # someone else's freeze: the build neither adds to it nor undoes it
+    try:
+        before = gc.get_freeze_count()
+        frozen.clear()
+        build_dataset(_cfg(tmp_path), tmp_path, out=tmp_path / "d", items=_items())
+        assert frozen == [] and gc.get_freeze_count() == before > 0
+    finally:
+        gc.unfreeze()

@@ -183,14 +183,17 @@ def _processed(stream: Iterable[Conversation | Rejection], config: BuildConfig,
 def run_build(config: BuildConfig, base_dir: Path, sink: Sink, *, out_dir: Path,
               items: Iterable[Conversation | Rejection] | None = None, progress: bool = False) -> BuildReport:
     """Run the whole build into ``sink``. ``items`` replaces read/convert (tests, in-memory sources)."""
+    # freeze only when nothing else in the process uses gc.freeze (unfreeze cannot tell whose objects are whose)
+    freeze = gc.get_freeze_count() == 0
     try:
-        return _run_build(config, base_dir, sink, out_dir=out_dir, items=items, progress=progress)
+        return _run_build(config, base_dir, sink, out_dir=out_dir, items=items, progress=progress, freeze=freeze)
     finally:
-        gc.unfreeze()  # what the run froze (see _FREEZE_EVERY) is collectable again
+        if freeze:
+            gc.unfreeze()  # what the run froze (see _FREEZE_EVERY) is collectable again
 
 
 def _run_build(config: BuildConfig, base_dir: Path, sink: Sink, *, out_dir: Path,
-               items: Iterable[Conversation | Rejection] | None, progress: bool) -> BuildReport:
+               items: Iterable[Conversation | Rejection] | None, progress: bool, freeze: bool) -> BuildReport:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
     clock: dict[str, float] = Counter()
@@ -229,7 +232,7 @@ def _run_build(config: BuildConfig, base_dir: Path, sink: Sink, *, out_dir: Path
         task = bar.add_task("read → convert → redact → dedup", total=None)
         for row in _processed(stream, config, red_kwargs, dedup_kwargs, clock, cpu):
             counts["read"] += 1
-            if counts["read"] % _FREEZE_EVERY == 0:
+            if freeze and counts["read"] % _FREEZE_EVERY == 0:
                 gc.freeze()  # see _FREEZE_EVERY
             bar.advance(task)
             if row[0] == "rej":
