@@ -149,6 +149,6 @@ def test_garbage_collector_freezing_is_undone_and_changes_no_byte(tmp_path, monk
         before = gc.get_freeze_count()
         frozen.clear()
         build_dataset(_cfg(tmp_path), tmp_path, out=tmp_path / "d", items=_items())
-        assert frozen == [] and gc.get_freeze_count() == before > 0
+        assert frozen == [] and 0 < gc.get_freeze_count() <= before  # (frozen objects freed by refcount leave)
     finally:
         gc.unfreeze()
