@@ -443,58 +443,19 @@ class Redactor:
         occ = self._occurrences(corpus) if occurrences is None else occurrences
         return {key: key in occ for key in self._literal_keys}
 
-    def find(self, text: str) -> Iterator[tuple[str, str]]:
-        """(kind, value) pairs found in one text, in order of detectors then position."""
-        if not text:
-            return iter(())
-        return self._find(text, self._plan(text))
+    def findings(self, text: str) -> list[tuple[str, str]]:
+        """Everything one text holds, as (kind, value): detector findings in detector order then position, then
+        home-folder user names (kind ``home_user``)."""
+        return self._scan([text])[0] if text else []
 
-    def _find(self, text: str, plan: _Plan) -> Iterator[tuple[str, str]]:
-        if not text:
-            return
-        lower = None
-        for kind, pat, insensitive, lits in plan.shapes:
-            if lits is not None:
-                if insensitive and lower is None:
-                    lower = text.lower()
-                for g in lits:
-                    if _has(text, lower, (insensitive, g)):
-                        break
-                else:
-                    continue
-            for m in _matches(pat, text):
-                v = m.group("v") if "v" in pat.groupindex else m.group(0)
-                if v and (kind in ("private_key", "aws_access_key") or not _bad_value(v)):
-                    yield kind, v
-        for plugin, slug, lits in plan.plugins:
-            if lits is not None:
-                for key in lits:
-                    if key[0] and lower is None:
-                        lower = text.lower()
-                    if _has(text, lower, key):
-                        break
-                else:
-                    continue
-            for v in plugin.analyze_string(text):
-                if isinstance(v, str) and not _bad_value(v):
-                    yield slug, v
-        if plan.email and "@" in text:
-            for m in _EMAIL.finditer(text):
-                v = m.group(0)
-                local, _, domain = v.rpartition("@")
-                if local.lower() == "git" or _EMAIL_SKIP_DOMAINS.search(domain):
-                    continue
-                if domain.rsplit(".", 1)[-1].lower() in _FILE_EXTENSIONS:
-                    continue
-                yield "email", v
-        if plan.high_entropy:
-            for m in _TOKEN.finditer(text):
-                if _is_high_entropy_secret(m.group("v"), text, m.start()):
-                    yield "high_entropy", m.group("v")
+    def find(self, text: str) -> Iterator[tuple[str, str]]:
+        """(kind, value) pairs found in one text, in order of detectors then position (no user names)."""
+        return iter([pair for pair in self.findings(text) if pair[0] != "home_user"])
 
     def _scan(self, texts: list[str]) -> list[list[tuple[str, str]]]:
-        """For each of ``texts``, what ``_find`` then ``find_users`` report for it (users as kind ``home_user``),
-        with guards decided once over all of them. E-mail, high-entropy and home-folder patterns run once over
+        """For each of ``texts``, everything it holds (see ``findings``), with guards decided once over all of them:
+        a detector whose guard literals occur in none of the texts is skipped, the others run on the texts that
+        hold one of their literals (a literal is a necessary condition of its detector's matches). E-mail, high-entropy and home-folder patterns run once over
         the texts joined by newlines instead of once per text: a match is mapped back to its text by offset,
         none of these patterns can hold a newline (a crossing match would be seen and that pattern re-run text
         by text), and their lookarounds treat the joining newline as a text edge, so the result is exactly the
@@ -524,8 +485,7 @@ class Redactor:
             return got
 
         def guarded(lits: tuple[tuple[bool, str], ...] | None) -> Iterator[tuple[int, str]]:
-            """The texts that hold one of the guard literals (``_find``'s per-text guard), in order; all when
-            unguarded."""
+            """The texts that hold one of the guard literals, in order; all when unguarded."""
             if lits is None:
                 yield from enumerate(texts)
                 return
@@ -584,13 +544,8 @@ class Redactor:
         return out
 
     def find_users(self, text: str) -> Iterator[str]:
-        if not self._home or not text or ("/home/" not in text and "Users" not in text):  # every _HOME prefix has one
-            return
-        for m in _HOME.finditer(text):
-            name = m.group("name")
-            if name.lower() in _GENERIC_USERS or _PLACEHOLDER_USER.match(name):
-                continue
-            yield name
+        """User names in home-folder paths of one text (``/home/<name>``, ``/Users/<name>``, ``C:\\Users\\<name>``)."""
+        return iter([value for kind, value in self.findings(text) if kind == "home_user"])
 
     # -- redaction ------------------------------------------------------------------------------------------------
     def _pieces(self, text: str) -> list[str]:
