@@ -375,9 +375,10 @@ class Redactor:
     # -- detection ------------------------------------------------------------------------------------------------
     def _plan(self, corpus: str, occurrences: dict[tuple[bool, str], list[int] | None] | None = None) -> _Plan:
         """The detectors whose guard literals occur somewhere in ``corpus`` (a text, or all texts of a conversation
-        joined by newlines), each with only those literals. A guard literal absent from the corpus is absent from
-        every text in it, so per-text checks over the plan give exactly the per-text guards' verdicts, at one
-        substring scan per literal per conversation instead of per text."""
+        joined by newlines), each with only those literals (``occurrences``: ``_occurrences(corpus)`` when the
+        caller has it). A guard literal absent from the corpus is absent from every text in it, so checking texts
+        against the plan gives exactly the per-text guards' verdicts, with one automaton pass per conversation
+        instead of one search per text and literal."""
         present = self._present(corpus, occurrences)
         shapes = []
         for kind, pat in self._shapes:
