@@ -115,11 +115,11 @@ def _init_worker(red_kwargs: dict[str, Any] | None, dedup_kwargs: dict[str, Any]
 def _work(item: Any) -> tuple[Any, ...]:
     if isinstance(item, Rejection):
         return ("rej", item)
-    text = None
+    text = key = None
     if isinstance(item, tuple):
         if item[0] == "rawdup":  # ("rawdup", id, meta, first_id): identical input content, nothing to redact
             return item
-        _, item, text = item  # ("conv", conversation, its normalised text from pre-marking)
+        _, item, text, key = item  # ("conv", conversation, its normalised text and exact key from pre-marking)
     t0, c0 = time.perf_counter(), time.process_time()
     red = _W["redactor"]
     conv, found, replaced, changed = item, Counter(), Counter(), False
@@ -127,8 +127,8 @@ def _work(item: Any) -> tuple[Any, ...]:
         res = red.redact(item)
         conv, found, replaced, changed = res.conversation, res.found, res.replaced, res.conversation is not item
     t1, c1 = time.perf_counter(), time.process_time()
-    # the pre-marking's normalised text is still valid when redaction changed nothing (the common case)
-    sig = _W["deduper"].signature(conv, text if not changed else None)
+    # the pre-marking's normalised text and key are still valid when redaction changed nothing (the common case)
+    sig = _W["deduper"].signature(conv, text, key) if not changed else _W["deduper"].signature(conv)
     t2, c2 = time.perf_counter(), time.process_time()
     body = orjson.dumps(conv.model_dump(mode="json"))
     return ("conv", conv.id, conv.meta, body, dict(found), dict(replaced), changed, sig, t1 - t0, t2 - t1,
@@ -159,13 +159,13 @@ def _processed(stream: Iterable[Conversation | Rejection], config: BuildConfig,
             if config.dedup.exact and isinstance(item, Conversation):
                 t, c = time.perf_counter(), time.process_time()
                 key = exact_key(text := normalised_text(item))
-                clock["dedup"] += time.perf_counter() - t  # the signature reuses this text: dedup work
+                clock["dedup"] += time.perf_counter() - t  # the signature reuses text and key: dedup work
                 cpu["dedup"] += time.process_time() - c
                 if key in first:
                     yield ("rawdup", item.id, item.meta, first[key])
                     continue
                 first[key] = item.id
-                yield ("conv", item, text)
+                yield ("conv", item, text, key)
                 continue
             yield item
 

@@ -208,16 +208,16 @@ class Deduper:
         self._lsh = MinHashLSH(threshold=threshold, num_perm=num_perm) if near else None
         self._hashes: dict[str, MinHash] = {}
 
-    def signature(self, conv: Conversation, text: str | None = None) -> tuple[str, Any]:
+    def signature(self, conv: Conversation, text: str | None = None, key: str | None = None) -> tuple[str, Any]:
         """Hashes of one conversation (pure, so workers can compute them in parallel). ``text``: its
-        ``normalised_text`` when the caller already has it."""
+        ``normalised_text`` and ``key``: that text's ``exact_key``, when the caller already has them."""
         if text is None:
-            text = normalised_text(conv)
+            text, key = normalised_text(conv), None
         # near-duplicates are judged on the first NEAR_CHARS characters (the exact key covers everything): keeps
         # MinHash cost bounded per conversation
         hv = (minhash_values(text[:NEAR_CHARS], num_perm=self.num_perm, shingle_size=self.shingle_size, seed=self.seed)
               if self.near else None)
-        return exact_key(text), ((hv, "affine32") if hv is not None else None)
+        return key if key is not None else exact_key(text), ((hv, "affine32") if hv is not None else None)
 
     def check(self, conv: Conversation, signature: tuple[str, Any] | None = None) -> Rejection | None:
         """Record ``conv`` as kept (None) or return the ledger row of a dropped twin."""
