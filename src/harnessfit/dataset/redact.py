@@ -208,7 +208,9 @@ def _token_starts(corpus: str) -> list[int]:
     else:
         cp32 = np.frombuffer(corpus.encode("utf-32-le", "surrogatepass"), dtype="<u4")
         mask = _RUN_CHARS[np.minimum(cp32, 127)] & (cp32 < 128)
-    edges = np.flatnonzero(np.diff(mask, prepend=False, append=False))  # run starts and ends, alternating
+    padded = np.zeros(len(mask) + 2, dtype=bool)
+    padded[1:-1] = mask
+    edges = np.flatnonzero(padded[1:] != padded[:-1])  # run starts and ends, alternating
     starts, ends = edges[0::2], edges[1::2]
     return starts[(ends - starts) >= 24].tolist()
 
@@ -355,9 +357,10 @@ class Redactor:
         self._keep = re.compile("(" + "|".join(re.escape(k) for k in kept) + ")") if kept else None
         self._shapes = [(k, _FAST_FORMS.get(k, p)) for k, p in _SHAPES if self._on(k)]
         self._plugins = _detect_secrets_plugins() if detect_secrets and self._on("detect_secrets") else []
-        self._plugin_guards = [(p, _slug(p.secret_type), _PLUGIN_GUARDS.get(type(p).__name__)) for p in self._plugins]
+        self._plugin_guards = [(p, _slug(p.secret_type), _PLUGIN_GUARDS.get(type(p).__name__),
+                                _PLUGIN_CORPUS_GUARDS.get(type(p).__name__)) for p in self._plugins]
         keys = {(g[0], lit) for k, _ in self._shapes if (g := _GUARDS.get(k)) is not None for lit in g[1]}
-        keys |= {key for _, _, g in self._plugin_guards if g is not None for key in g}
+        keys |= {key for _, _, g, _ in self._plugin_guards if g is not None for key in g}
         self._literal_keys = sorted(keys, key=lambda k: (len(k[1]), k))
         # one Aho-Corasick automaton per case: every occurrence of every guard literal in one linear pass
         # (single characters, e.g. Discord's ".", would match everywhere: they are tested with ``in`` instead)
@@ -379,25 +382,24 @@ class Redactor:
         caller has it). A guard literal absent from the corpus is absent from every text in it, so checking texts
         against the plan gives exactly the per-text guards' verdicts, with one automaton pass per conversation
         instead of one search per text and literal."""
-        present = self._present(corpus, occurrences)
+        occ = self._occurrences(corpus) if occurrences is None else occurrences  # holds exactly the present keys
         shapes = []
         for kind, pat in self._shapes:
             guard = _GUARDS.get(kind)
             if guard is None:
                 shapes.append((kind, pat, False, None))
                 continue
-            lits = tuple(g for g in guard[1] if present[guard[0], g])
+            lits = tuple(g for g in guard[1] if (guard[0], g) in occ)
             if lits:
                 shapes.append((kind, pat, guard[0], lits))
         plugins = []
-        for plugin, slug, guard in self._plugin_guards:
+        for plugin, slug, guard, corpus_guard in self._plugin_guards:
             if guard is None:
                 plugins.append((plugin, slug, None))
                 continue
-            corpus_guard = _PLUGIN_CORPUS_GUARDS.get(type(plugin).__name__)
             if corpus_guard is not None and corpus_guard.search(corpus) is None:
                 continue
-            lits = tuple(key for key in guard if present[key])
+            lits = tuple(key for key in guard if key in occ)
             if lits:
                 plugins.append((plugin, slug, lits))
         return _Plan(shapes, plugins, self._email and "@" in corpus, self._high_entropy,
