@@ -440,12 +440,6 @@ class Redactor:
                 out[key] = None
         return out
 
-    def _present(self, corpus: str, occurrences: dict[tuple[bool, str], list[int] | None] | None = None
-                 ) -> dict[tuple[bool, str], bool]:
-        """Which guard literals occur in ``corpus`` (key: (case-insensitive, literal))."""
-        occ = self._occurrences(corpus) if occurrences is None else occurrences
-        return {key: key in occ for key in self._literal_keys}
-
     def findings(self, text: str) -> list[tuple[str, str]]:
         """Everything one text holds, as (kind, value): detector findings in detector order then position, then
         home-folder user names (kind ``home_user``)."""
