@@ -125,3 +125,67 @@ def test_near_dedup_verdicts_on_real_traces_match_sha1_minhash(traces_dir):
         b = theirs.check_signed(c.id, c.meta, (exact_key(text), (ref.hashvalues, ref.scheme)))
         verdicts.append(((a.reason, a.kept_id) if a else None, (b.reason, b.kept_id) if b else None))
     assert [v[0] for v in verdicts] == [v[1] for v in verdicts]
+
+
+def _numpy_minhash(text: str, num_perm: int, shingle_size: int, seed: int):
+    """The MinHash definition written with numpy over ``shingle_hashes``: min over shingles of (a*h + b) mod 2**32."""
+    import numpy as np
+
+    from harnessfit.dataset.dedup import _permutations, shingle_hashes
+
+    a, b = (x.astype(np.uint64) for x in _permutations(num_perm, seed))
+    h = np.unique(shingle_hashes(text, shingle_size)).astype(np.uint64)
+    return ((a[:, None] * h[None, :] + b[:, None]) & np.uint64(0xFFFFFFFF)).min(axis=1).astype(np.uint32)
+
+
+_ODD = ["\u03a3\u039f\u03a6\u0399\u0391 \u03a3", "\u0130stanbul \u0130I", "\u212a\u017f stra\u00dfe \u1e9e", "\ufb01le \u0149",
+        "a\u3000b\u2028c\x1cd\x1fe\x85f", "x\ud800y \udfff z", "\U0001f600 \U0001d400\U0001d401 emoji", "\u00c9COLE \u00c0 \u00c7a"]
+
+
+def test_compiled_minhash_equals_the_numpy_definition():
+    from hypothesis import given, settings, strategies as st
+
+    from harnessfit.dataset.dedup import minhash_values
+
+    for text in _TEXTS + _ODD:
+        for k in (1, 3, 5):
+            assert (minhash_values(text, num_perm=64, shingle_size=k, seed=2) == _numpy_minhash(text, 64, k, 2)).all()
+
+    @settings(max_examples=300, deadline=None)
+    @given(st.text(alphabet=st.sampled_from(list("ab_ .,(\n\t") + ["\u00e9", "\u6771", "\u00a0", "\u0130", "\u03a3",
+                                                                      "\ud800", "Z", "9"]), max_size=80),
+           st.integers(1, 6))
+    def agree(text: str, k: int) -> None:
+        assert (minhash_values(text, num_perm=32, shingle_size=k, seed=1) == _numpy_minhash(text, 32, k, 1)).all()
+
+    agree()
+
+
+def test_signature_is_the_key_and_minhash_of_the_normalised_text():
+    """The build's one-pass signature equals ``exact_key(normalised_text)`` and the MinHash of its first
+    ``NEAR_CHARS`` characters, for upper case, Unicode whitespace, lone surrogates, characters whose lower case
+    is longer (İ) or depends on context (final sigma), and texts longer than ``NEAR_CHARS``."""
+    from hypothesis import given, settings, strategies as st
+
+    import harnessfit.dataset.dedup as dd
+
+    d = dd.Deduper()
+
+    def check(conv) -> None:
+        text = dd.normalised_text(conv)
+        key, (hv, scheme) = d.signature(conv)
+        assert key == dd.exact_key(text) and scheme == "affine32"
+        assert (hv == _numpy_minhash(text[:dd.NEAR_CHARS], d.num_perm, d.shingle_size, d.seed)).all()
+
+    for i, odd in enumerate(t for t in _ODD + _TEXTS if "\ud800" not in t):  # a conversation is valid UTF-8
+        check(make_conv(f"Task {i}: {odd}", _steps(odd), answer=odd.upper()))
+    check(make_conv("long", [("read", {"path": "a.py"}, "Tok x = 1 ; " * (dd.NEAR_CHARS // 10))]))
+    check(next(c for c in corpus(3)))
+
+    @settings(max_examples=120, deadline=None)
+    @given(st.text(alphabet=st.sampled_from(list("aB_ .,(\n\t\r") + ["\u00c9", "\u6771", "\u2003", "\u0130", "\u03a3",
+                                                                        "\u212a", "\x1c"]), max_size=60))
+    def agree(s: str) -> None:
+        check(make_conv(s or "x", [("bash", {"command": s}, s)], answer=s))
+
+    agree()

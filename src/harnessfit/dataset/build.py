@@ -26,7 +26,7 @@ from harnessfit.convert.rejection import Reason, Rejection
 from harnessfit.convert.runner import iter_convert
 from harnessfit.dataset.card import render_card
 from harnessfit.dataset.config import BuildConfig, InputSpec
-from harnessfit.dataset.dedup import Deduper, exact_key, normalised_text
+from harnessfit.dataset.dedup import Deduper
 from harnessfit.dataset.exports import PARQUET_SCHEMAS, ConversationExport, ParquetOut, conversation_row
 from harnessfit.dataset.probe import measure_false_positive_rate
 from harnessfit.dataset.redact import Redactor
@@ -44,7 +44,7 @@ MANIFEST_FORMAT = "harnessfit-dataset/1"
 # itself. Every this many records the objects alive so far are moved out of the collector's view (gc.freeze; still
 # freed by reference counting) and the run's end moves them back.
 _FREEZE_EVERY = 1024
-_PACKAGES = ("pydantic", "orjson", "datasketch", "detect-secrets", "ahocorasick-rs", "pyarrow")
+_PACKAGES = ("pydantic", "orjson", "datasketch", "detect-secrets", "ahocorasick-rs", "numba", "pyarrow")
 
 
 class BuildReport(BaseModel):
@@ -115,11 +115,11 @@ def _init_worker(red_kwargs: dict[str, Any] | None, dedup_kwargs: dict[str, Any]
 def _work(item: Any) -> tuple[Any, ...]:
     if isinstance(item, Rejection):
         return ("rej", item)
-    text = key = None
+    sig = None
     if isinstance(item, tuple):
         if item[0] == "rawdup":  # ("rawdup", id, meta, first_id): identical input content, nothing to redact
             return item
-        _, item, text, key = item  # ("conv", conversation, its normalised text and exact key from pre-marking)
+        _, item, sig = item  # ("conv", conversation, its dedup signature from pre-marking)
     t0, c0 = time.perf_counter(), time.process_time()
     red = _W["redactor"]
     conv, found, replaced, changed = item, Counter(), Counter(), False
@@ -127,8 +127,9 @@ def _work(item: Any) -> tuple[Any, ...]:
         res = red.redact(item)
         conv, found, replaced, changed = res.conversation, res.found, res.replaced, res.conversation is not item
     t1, c1 = time.perf_counter(), time.process_time()
-    # the pre-marking's normalised text and key are still valid when redaction changed nothing (the common case)
-    sig = _W["deduper"].signature(conv, text, key) if not changed else _W["deduper"].signature(conv)
+    # the pre-marking's signature is still valid when redaction changed nothing (the common case)
+    if sig is None or changed:
+        sig = _W["deduper"].signature(conv)
     t2, c2 = time.perf_counter(), time.process_time()
     body = orjson.dumps(conv.model_dump(mode="json"))
     return ("conv", conv.id, conv.meta, body, dict(found), dict(replaced), changed, sig, t1 - t0, t2 - t1,
@@ -155,17 +156,18 @@ def _processed(stream: Iterable[Conversation | Rejection], config: BuildConfig,
         deterministic, so they are exact duplicates after it too; skip redaction/hashing and resolve them against
         the earlier one's verdict in the main loop (order-preserving, so any worker count gives the same result)."""
         first: dict[str, str] = {}
+        signer = Deduper(**dedup_kwargs)
         for item in it:
             if config.dedup.exact and isinstance(item, Conversation):
                 t, c = time.perf_counter(), time.process_time()
-                key = exact_key(text := normalised_text(item))
-                clock["dedup"] += time.perf_counter() - t  # the signature reuses text and key: dedup work
+                sig = signer.signature(item)  # also the near-dup signature when redaction changes nothing
+                clock["dedup"] += time.perf_counter() - t
                 cpu["dedup"] += time.process_time() - c
-                if key in first:
-                    yield ("rawdup", item.id, item.meta, first[key])
+                if sig[0] in first:
+                    yield ("rawdup", item.id, item.meta, first[sig[0]])
                     continue
-                first[key] = item.id
-                yield ("conv", item, text, key)
+                first[sig[0]] = item.id
+                yield ("conv", item, sig)
                 continue
             yield item
 

@@ -25,10 +25,8 @@ NEAR_CHARS = 200_000
 _WORD = re.compile(r"\w+|[^\w\s]")
 
 
-def normalised_text(conv: Conversation) -> str:
-    """The conversation's content without the system prompt and tool schemas (same for every conversation of one
-    harness) and with call ids dropped (they differ between two runs of the same work): role + text + tool name +
-    arguments, whitespace collapsed, lower-cased."""
+def _joined(conv: Conversation) -> str:
+    """The conversation's content before whitespace collapsing and lower-casing (see ``normalised_text``)."""
     parts: list[str] = []
     for m in conv.messages:
         role = m.get("role")
@@ -44,9 +42,17 @@ def normalised_text(conv: Conversation) -> str:
             fn = tc.get("function") or {}
             args = fn.get("arguments")
             parts.append(f"{fn.get('name')}({args if isinstance(args, str) else orjson.dumps(args).decode()})")
+    return "\n".join(parts)
+
+
+def normalised_text(conv: Conversation) -> str:
+    """The conversation's content without the system prompt and tool schemas (same for every conversation of one
+    harness) and with call ids dropped (they differ between two runs of the same work): role + text + tool name +
+    arguments, whitespace collapsed, lower-cased. (The definition; the build computes it, its key and its MinHash
+    in one compiled pass, ``Deduper.signature``.)"""
     # str.split() splits on exactly the characters re's \s matches (str.isspace), so this equals
     # _WS.sub(" ", text).strip(), at a fraction of the cost
-    return " ".join("\n".join(parts).split()).lower()
+    return " ".join(_joined(conv).split()).lower()
 
 
 def exact_key(text: str) -> str:
@@ -61,7 +67,6 @@ _TOKEN_SEED = _U64(0x9E3779B97F4A7C15)
 # the same predicates ``re`` uses for ``\w`` (str.isalnum() or "_") and ``\s`` (str.isspace())
 _ASCII_CLASS = np.array([0 if chr(c).isspace() else 1 if (chr(c).isalnum() or c == 95) else 2 for c in range(128)],
                         dtype=np.uint8)
-_ROWS = 4096  # shingles per numpy block: bounds the (rows x num_perm) temporary to 2 MiB at 128 permutations
 _PERMUTATIONS: dict[tuple[int, int], np.ndarray] = {}
 
 
@@ -170,27 +175,59 @@ def minhash_of(text: str, *, num_perm: int, shingle_size: int, seed: int) -> Min
 
 def minhash_values(text: str, *, num_perm: int, shingle_size: int, seed: int) -> np.ndarray:
     """The hash values of a datasketch ``MinHash(num_perm, seed)`` ("affine32" permutations) over
-    ``shingle_hashes(text)``.
+    ``shingle_hashes(text, shingle_size)`` (computed in one compiled pass, ``kernels.signature``; a test pins it
+    against the numpy definition).
 
     Not datasketch's ``update`` path (SHA-1 of each shingle's UTF-8 string): shingles are hashed arithmetically
-    from token hashes, fully vectorised, which is several times cheaper. The estimator is the same (independent
-    hashes, the same permutations); only the 32-bit shingle hash function differs, so estimated Jaccards differ
-    from the SHA-1 variant by sampling noise. A repeated shingle counts once (the minimum ignores repeats)."""
-    perms = _permutations(num_perm, seed)
-    a, b = perms
-    hv = np.sort(shingle_hashes(text, shingle_size))
-    if len(hv) > 1:  # repeats change no minimum; dropping them shrinks the permutation pass
-        hv = hv[np.concatenate(([True], hv[1:] != hv[:-1]))]
-    mins = np.full(num_perm, np.iinfo(np.uint32).max, dtype=np.uint32)
-    buf = np.empty((num_perm, min(len(hv), _ROWS)), dtype=np.uint32)  # permutation-major: each min is contiguous
-    a, b = a[:, None], b[:, None]
-    for i in range(0, len(hv), _ROWS):
-        block = hv[None, i:i + _ROWS]
-        out = buf[:, :block.shape[1]]
-        np.multiply(a, block, out=out)  # uint32 wraps: a*h+b modulo 2**32, datasketch's affine32 permutation
-        np.add(out, b, out=out)
-        np.minimum(mins, out.min(axis=1), out=mins)
-    return mins
+    from token hashes, which is several times cheaper. The estimator is the same (independent hashes, the same
+    permutations); only the 32-bit shingle hash function differs, so estimated Jaccards differ from the SHA-1
+    variant by sampling noise. A repeated shingle counts once (the minimum ignores repeats)."""
+    return _compiled(text, normalise=False, key=False, near_chars=len(text), num_perm=num_perm,
+                     shingle_size=shingle_size, seed=seed)[1]
+
+
+_LOWER_ASCII = np.array([ord(chr(c).lower()) for c in range(128)], dtype=np.uint32)
+_SAME_ASCII = np.arange(128, dtype=np.uint32)
+_NO_U8, _NO_U32 = np.zeros(0, dtype=np.uint8), np.zeros(0, dtype=np.uint32)
+_CAPITAL_SIGMA = 0x3A3  # its lower-case form depends on the neighbours (final sigma): not a per-character map
+
+
+def _class(ch: str) -> int:
+    return int(_ASCII_CLASS[ord(ch)]) if ord(ch) < 128 else 0 if ch.isspace() else 1 if ch.isalnum() else 2
+
+
+def _wide_tables(cp: np.ndarray, lower: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """The kernel's tables for the non-ASCII code points of ``cp``: sorted code points, their lower-case forms
+    (themselves when not ``lower``) and those forms' token classes (0 for whitespace). None when one lower-cases
+    to several characters or by context (then the caller lower-cases the string itself)."""
+    keys = np.unique(cp[cp >= 128])
+    low, cls = [], []
+    for c in keys.tolist():
+        ch = chr(c)
+        lc = ch.lower() if lower else ch
+        if len(lc) != 1 or (lower and c == _CAPITAL_SIGMA):
+            return None
+        low.append(ord(lc))
+        cls.append(0 if ch.isspace() else _class(lc))
+    return keys, np.array(low, dtype=np.uint32), np.array(cls, dtype=np.uint8)
+
+
+def _compiled(text: str, *, normalise: bool, key: bool, near_chars: int, num_perm: int, shingle_size: int,
+              seed: int) -> tuple[str | None, np.ndarray]:
+    """(``exact_key`` of the normalised text when ``key``, MinHash values of its first ``near_chars`` characters).
+    ``normalise``: ``text`` is ``_joined`` output, collapsed and lower-cased here; otherwise taken as it is (the
+    MinHash of a text does not depend on its whitespace)."""
+    from harnessfit.dataset import kernels
+
+    cp = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype="<u4")
+    tables = (_NO_U32, _NO_U32, _NO_U8) if text.isascii() else _wide_tables(cp, normalise)
+    if tables is None:
+        return _compiled(" ".join(text.split()).lower(), normalise=False, key=key, near_chars=near_chars,
+                         num_perm=num_perm, shingle_size=shingle_size, seed=seed)
+    a, b = _permutations(num_perm, seed)
+    utf8, mins = kernels.signature(cp, _LOWER_ASCII if normalise else _SAME_ASCII, _ASCII_CLASS, *tables, key,
+                                   near_chars, _multipliers(max(shingle_size, 1)), shingle_size, a, b)
+    return (hashlib.sha256(utf8).hexdigest() if key else None), mins
 
 
 class Deduper:
@@ -208,16 +245,13 @@ class Deduper:
         self._lsh = MinHashLSH(threshold=threshold, num_perm=num_perm) if near else None
         self._hashes: dict[str, MinHash] = {}
 
-    def signature(self, conv: Conversation, text: str | None = None, key: str | None = None) -> tuple[str, Any]:
-        """Hashes of one conversation (pure, so workers can compute them in parallel). ``text``: its
-        ``normalised_text`` and ``key``: that text's ``exact_key``, when the caller already has them."""
-        if text is None:
-            text, key = normalised_text(conv), None
-        # near-duplicates are judged on the first NEAR_CHARS characters (the exact key covers everything): keeps
-        # MinHash cost bounded per conversation
-        hv = (minhash_values(text[:NEAR_CHARS], num_perm=self.num_perm, shingle_size=self.shingle_size, seed=self.seed)
-              if self.near else None)
-        return key if key is not None else exact_key(text), ((hv, "affine32") if hv is not None else None)
+    def signature(self, conv: Conversation) -> tuple[str, Any]:
+        """Hashes of one conversation (pure, so workers can compute them in parallel): ``exact_key`` of its
+        ``normalised_text`` and the MinHash values of that text's first ``NEAR_CHARS`` characters (near-duplicates
+        are judged on those; the exact key covers everything: keeps MinHash cost bounded per conversation)."""
+        key, hv = _compiled(_joined(conv), normalise=True, key=True, near_chars=NEAR_CHARS if self.near else 0,
+                            num_perm=self.num_perm, shingle_size=self.shingle_size, seed=self.seed)
+        return key, ((hv, "affine32") if self.near else None)  # type: ignore[return-value]
 
     def check(self, conv: Conversation, signature: tuple[str, Any] | None = None) -> Rejection | None:
         """Record ``conv`` as kept (None) or return the ledger row of a dropped twin."""
