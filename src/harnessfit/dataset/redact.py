@@ -197,22 +197,24 @@ _RUN_CHARS = np.zeros(128, dtype=bool)
 _RUN_CHARS[[ord(c) for c in string.ascii_letters + string.digits + "+/=_.-"]] = True
 
 
+_MIN_SWITCHES = math.ceil(0.35 * 24)  # _is_high_entropy_secret's class switches for the shortest body it accepts
+
+
 def _token_starts(corpus: str) -> list[int]:
-    """Where ``_TOKEN`` matches can start: the starts of the maximal runs of ``_RUN_CHARS`` at least 24 long. A
-    match (24+ token characters, then up to two ``=``) is made of run characters and its lookbehind refuses any
-    position preceded by one, so it starts at the start of such a run. One vectorised pass over the code points
-    instead of a regex attempt at every position."""
+    """Where ``_TOKEN`` matches that can pass ``_is_high_entropy_secret`` start: at the starts of the maximal runs of
+    ``_RUN_CHARS`` at least 24 long that hold two upper-case letters, two lower-case letters and two digits and
+    switch character class at least ``_MIN_SWITCHES`` times. A match (24+ token characters, then up to two ``=``)
+    is made of run characters and its lookbehind refuses any position preceded by one, so it starts at the start of
+    such a run and lies inside it; its body counts no more letters, digits or switches than the run. Skipping the
+    other runs changes no finding: matches of different runs never overlap. One compiled pass over the code points
+    (``kernels.entropy_runs``) instead of a regex attempt at every position and a Python check of every long run."""
+    from harnessfit.dataset import kernels
+
     if corpus.isascii():
         cp = np.frombuffer(corpus.encode("ascii"), dtype=np.uint8)
-        mask = _RUN_CHARS[cp]
     else:
-        cp32 = np.frombuffer(corpus.encode("utf-32-le", "surrogatepass"), dtype="<u4")
-        mask = _RUN_CHARS[np.minimum(cp32, 127)] & (cp32 < 128)
-    padded = np.zeros(len(mask) + 2, dtype=bool)
-    padded[1:-1] = mask
-    edges = np.flatnonzero(padded[1:] != padded[:-1])  # run starts and ends, alternating
-    starts, ends = edges[0::2], edges[1::2]
-    return starts[(ends - starts) >= 24].tolist()
+        cp = np.frombuffer(corpus.encode("utf-32-le", "surrogatepass"), dtype="<u4")
+    return kernels.entropy_runs(cp, _RUN_CHARS, 24, _MIN_SWITCHES).tolist()
 
 
 _EMAIL_LOCAL_TAIL = re.compile(r"[A-Za-z0-9._%+-]{1,65}\Z")
