@@ -139,6 +139,11 @@ def test_shortcut_scans_equal_full_regex_scans():
         for pat in (_PW_QUOTED, _PW_ENV):
             assert [m.span() for m in _matches(pat, text)] == [m.span() for m in pat.finditer(text)]
     red = Redactor()
+    # the conversation-level scan (keyword starts from the guard literals' offsets) finds the same, also when
+    # another text of the conversation is non-ASCII or holds a folding letter
+    for group in (texts, texts[:3], texts[:3] + ["caf\u00e9"], texts[:3] + ["\u017fecret='folded1234'"]):
+        assert red._scan(group) == [_plain_findings(red, t) for t in group]
+        assert sum(k == "password_assignment" for found in red._scan(group) for k, _ in found) >= 6
     tg = "bot 123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsawq in config"
     dc = "DISCORD=MTk4NjIyNDgzNDcxOTI1MjQ4.Cl2FMQ.ZnCjm1XVW7vRze4b7Cq4se7kKWs"
     types: set[str] = set()
@@ -225,7 +230,9 @@ _FRAGMENTS = ["a", "Z", "9", "@", ".", " ", "\n", "/", "\\", ":", "=", "==", "-"
               "C:\\", "C:/", "D:\\\\", "Users", "home", "alice", "sk-ant-", "sk-", "ghp_", "AKIA", "AIza", "eyJ", "hf_",
               "xoxb-", "npm_", "sk_live_", "glpat-", "bob@corp-mail.io", "x.y@a.b.co", "git@github.com",
               "password=", 'token: "', "Bearer ", "api_key", "é", "東", "\u212a", "\u0130",
-              "Q2xhdWRlQ29kZVRlc3RUb2tlbjEyMzQ1Njc4OTA", "a1B2c3D4e5F6g7H8i9J0k1L2m3N4", "x" * 30]
+              "Q2xhdWRlQ29kZVRlc3RUb2tlbjEyMzQ1Njc4OTA", "a1B2c3D4e5F6g7H8i9J0k1L2m3N4", "x" * 30,
+              '"', "'", "access", "Auth", "PRIVATE", "key", "Secret", "credentials", '="', "s3cr3tValue99", "Ab1+",
+              "Zq8-", "ſ"]
 
 
 @settings(max_examples=300, deadline=None)

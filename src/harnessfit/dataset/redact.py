@@ -121,6 +121,33 @@ def _matches(pat: re.Pattern[str], text: str) -> Iterator[re.Match[str]]:
             end = m.end()
 
 
+_PW_KEY_PREFIXES = ("api_", "api", "access_", "access", "auth_", "auth", "private_", "private")
+_PW_KEY_PREFIX_ENDS = frozenset("_iIsShHeE")  # their last characters, either case
+
+
+def _pw_quoted_starts(corpus: str, occ: dict[tuple[bool, str], list[int] | None]) -> list[int] | None:
+    """Where ``_PW_QUOTED`` matches can start in ``corpus``, from the guard literals' offsets ``occ`` (see
+    ``Redactor._occurrences``): at ``passw``, ``secret``, ``token`` and ``credential``, and at the ``api``/
+    ``access``/``auth``/``private`` (``_``) just before a ``key`` (its other keyword starts). None when that is not
+    exact: a corpus holding one of the non-ASCII letters ``(?i)`` folds to ASCII (``_FOLDS``; one can stand inside
+    a keyword), or whose lower-cased form has another length (offsets unknown). Without those, only ASCII
+    letters can spell a keyword and lower-casing keeps every offset."""
+    if not corpus.isascii() and _FOLDS.search(corpus) is not None:
+        return None
+    starts: set[int] = set()
+    for lit in ("passw", "secret", "token", "credential", "key"):
+        if (True, lit) in occ and occ[True, lit] is None:
+            return None
+    for lit in ("passw", "secret", "token", "credential"):
+        starts.update(occ.get((True, lit)) or ())
+    for at in occ.get((True, "key")) or ():
+        if at and corpus[at - 1] in _PW_KEY_PREFIX_ENDS:
+            for p in _PW_KEY_PREFIXES:
+                if at >= len(p) and corpus[at - len(p):at].lower() == p:
+                    starts.add(at - len(p))
+    return sorted(starts)
+
+
 # cheap substring guards: a shape's regex runs only when one of these occurs in the text (``lower`` = case-insensitive)
 _GUARDS: dict[str, tuple[bool, tuple[str, ...]]] = {
     "private_key": (False, ("PRIVATE KEY",)), "anthropic_key": (False, ("sk-ant-",)), "openai_key": (False, ("sk-",)),
@@ -512,6 +539,11 @@ class Redactor:
             return found
 
         for kind, pat, insensitive, lits in plan.shapes:
+            if pat is _PW_QUOTED and (anchors := _pw_quoted_starts(corpus, occ)) is not None:
+                for i, _, _, m in hits(pat, anchors):
+                    if not _bad_value(v := m.group("v")):
+                        out[i].append((kind, v))
+                continue
             for i, text in guarded(None if lits is None else tuple((insensitive, g) for g in lits)):
                 for m in _matches(pat, text):
                     v = m.group("v") if "v" in pat.groupindex else m.group(0)
