@@ -158,15 +158,18 @@ def entropy_runs(cp, run128, min_len, min_switches):
     count = 0
     i = 0
     while i < n:
-        c = cp[i]
-        if c >= 128 or not run128[c]:
+        if cp[i] >= 128 or not run128[cp[i]]:
             i += 1
             continue
         start = i
+        while i < n and cp[i] < 128 and run128[cp[i]]:
+            i += 1
+        if i - start < min_len:  # most runs are words: counted only when long enough
+            continue
         up = lo = dg = sw = 0
         prev = -1
-        while i < n and cp[i] < 128 and run128[cp[i]]:
-            c = cp[i]
+        for j in range(start, i):
+            c = cp[j]
             if 97 <= c <= 122:
                 k = 0
                 lo += 1
@@ -181,8 +184,7 @@ def entropy_runs(cp, run128, min_len, min_switches):
             if prev >= 0 and k != prev:
                 sw += 1
             prev = k
-            i += 1
-        if i - start >= min_len and up >= 2 and lo >= 2 and dg >= 2 and sw >= min_switches:
+        if up >= 2 and lo >= 2 and dg >= 2 and sw >= min_switches:
             out[count] = start
             count += 1
     return out[:count]

@@ -132,7 +132,7 @@ def _pw_quoted_starts(corpus: str, occ: dict[tuple[bool, str], list[int] | None]
     exact: a corpus holding one of the non-ASCII letters ``(?i)`` folds to ASCII (``_FOLDS``; one can stand inside
     a keyword), or whose lower-cased form has another length (offsets unknown). Without those, only ASCII
     letters can spell a keyword and lower-casing keeps every offset."""
-    if not corpus.isascii() and _FOLDS.search(corpus) is not None:
+    if not corpus.isascii() and any(ch in corpus for ch in _FOLD_CHARS):
         return None
     starts: set[int] = set()
     for lit in ("passw", "secret", "token", "credential", "key"):
@@ -177,7 +177,8 @@ _PLUGIN_GUARDS: dict[str, tuple[tuple[bool, str], ...]] = {
 }
 # the only non-ASCII characters that (?i) matches to an ASCII letter (İ ı ſ and the Kelvin sign; test pins them):
 # a text holding one may match a case-insensitive pattern whose literal its lower-cased form lacks
-_FOLDS = re.compile("[\u0130\u0131\u017f\u212a]")
+_FOLD_CHARS = "\u0130\u0131\u017f\u212a"
+_FOLDS = re.compile(f"[{_FOLD_CHARS}]")
 
 
 def _find_all(hay: str, literal: str) -> Iterator[int]:
@@ -259,11 +260,17 @@ def _email_starts(corpus: str) -> Iterator[int]:
         at = corpus.find("@", at + 1)
 
 
-def _home_starts(corpus: str) -> list[int]:
+_HOME_LITERALS = ("/home/", "Users")
+
+
+def _home_starts(corpus: str, occ: dict[tuple[bool, str], list[int] | None]) -> list[int]:
     """Where ``_HOME`` matches can start: at ``/home/`` or ``/Users/``, or at the drive letter 3 or 4 characters
-    before ``Users`` (a drive prefix is a letter, a colon and one or two separator characters), ascending."""
-    out = [*_find_all(corpus, "/home/"), *_find_all(corpus, "/Users/")]
-    out += [k - d for k in _find_all(corpus, "Users") for d in (3, 4) if k >= d]
+    before ``Users`` (a drive prefix is a letter, a colon and one or two separator characters), ascending
+    (``occ``: the offsets of ``_HOME_LITERALS``, from ``Redactor._occurrences``)."""
+    users = occ.get((False, "Users")) or []
+    out = list(occ.get((False, "/home/")) or [])
+    out += [k - 1 for k in users if k and corpus.startswith("/Users/", k - 1)]
+    out += [k - d for k in users for d in (3, 4) if k >= d]
     return sorted(set(out))
 
 
@@ -393,13 +400,21 @@ class Redactor:
         self._literal_keys = sorted(keys, key=lambda k: (len(k[1]), k))
         # one Aho-Corasick automaton per case: every occurrence of every guard literal in one linear pass
         # (single characters, e.g. Discord's ".", would match everywhere: they are tested with ``in`` instead)
-        self._automata = [(insensitive, lits, ahocorasick_rs.AhoCorasick(lits) if lits else None)
-                          for insensitive in (False, True)
-                          for lits in [[k[1] for k in self._literal_keys if k[0] is insensitive and len(k[1]) > 1]]]
-        self._single = [k for k in self._literal_keys if len(k[1]) == 1]
+        # (an ASCII corpus is searched as bytes by a DFA, which is faster; the home-folder prefixes ride along in
+        # the case-sensitive automaton: their offsets are where ``_HOME`` can match)
         self._high_entropy = high_entropy and self._on("high_entropy")
         self._email = self._on("email")
         self._home = self._on("home_user")
+        self._automata = []
+        for insensitive in (False, True):
+            lits = [k[1] for k in self._literal_keys if k[0] is insensitive and len(k[1]) > 1]
+            if not insensitive and self._home:
+                lits += [h for h in _HOME_LITERALS if h not in lits]
+            self._automata.append((insensitive, lits, ahocorasick_rs.AhoCorasick(lits) if lits else None,
+                                   ahocorasick_rs.BytesAhoCorasick([lit.encode() for lit in lits],
+                                                                   implementation=ahocorasick_rs.Implementation.DFA)
+                                   if lits else None))
+        self._single = [k for k in self._literal_keys if len(k[1]) == 1]
 
     def _on(self, kind: str) -> bool:
         return self.kinds is None or kind in self.kinds
@@ -432,7 +447,7 @@ class Redactor:
             if lits:
                 plugins.append((plugin, slug, lits))
         return _Plan(shapes, plugins, self._email and "@" in corpus, self._high_entropy,
-                     self._home and ("/home/" in corpus or "Users" in corpus))
+                     self._home and any((False, h) in occ for h in _HOME_LITERALS))
 
     def _occurrences(self, corpus: str) -> dict[tuple[bool, str], list[int] | None]:
         """Where each guard literal may occur in ``corpus`` (key: (case-insensitive, literal)), as start offsets,
@@ -440,15 +455,26 @@ class Redactor:
         corpus adds the offsets of its folding characters to them (``_has``'s rule); ``None`` = somewhere, offsets
         unknown (lower-casing changed the length, so its offsets are not the corpus's)."""
         out: dict[tuple[bool, str], list[int] | None] = {}
+        if corpus.isascii():  # bytes offsets are character offsets; lower-casing keeps them
+            raw = corpus.encode("ascii")
+            low = raw.lower()
+            for insensitive, lits, _, automaton in self._automata:
+                if automaton is not None:
+                    for n, start, _ in automaton.find_matches_as_indexes(low if insensitive else raw, overlapping=True):
+                        out.setdefault((insensitive, lits[n]), []).append(start)
+            for key in self._single:
+                if key[1].encode() in (low if key[0] else raw):
+                    out[key] = None
+            return out
         lower: str | None = None
         folds: list[int] = []
-        for insensitive, lits, automaton in self._automata:
+        for insensitive, lits, automaton, _ in self._automata:
             if automaton is None:
                 continue
             hay = corpus
             if insensitive:
                 lower = hay = corpus.lower()
-                if not corpus.isascii():
+                if any(ch in corpus for ch in _FOLD_CHARS):
                     folds = [m.start() for m in _FOLDS.finditer(corpus)]
             if insensitive and len(lower) != len(corpus):  # type: ignore[arg-type]
                 for lit in lits:
@@ -568,7 +594,7 @@ class Redactor:
                 if _is_high_entropy_secret(m.group("v"), text, start):
                     out[i].append(("high_entropy", m.group("v")))
         if plan.home:
-            for i, _, _, m in hits(_HOME, _home_starts(corpus)):
+            for i, _, _, m in hits(_HOME, _home_starts(corpus, occ)):
                 name = m.group("name")
                 if name.lower() not in _GENERIC_USERS and not _PLACEHOLDER_USER.match(name):
                     out[i].append(("home_user", name))
