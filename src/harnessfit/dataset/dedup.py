@@ -186,30 +186,42 @@ def minhash_values(text: str, *, num_perm: int, shingle_size: int, seed: int) ->
                      shingle_size=shingle_size, seed=seed)[1]
 
 
-_LOWER_ASCII = np.array([ord(chr(c).lower()) for c in range(128)], dtype=np.uint32)
-_SAME_ASCII = np.arange(128, dtype=np.uint32)
-_NO_U8, _NO_U32 = np.zeros(0, dtype=np.uint8), np.zeros(0, dtype=np.uint32)
 _CAPITAL_SIGMA = 0x3A3  # its lower-case form depends on the neighbours (final sigma): not a per-character map
+_TABLES: dict[bool, tuple[np.ndarray, np.ndarray]] = {}
 
 
 def _class(ch: str) -> int:
     return int(_ASCII_CLASS[ord(ch)]) if ord(ch) < 128 else 0 if ch.isspace() else 1 if ch.isalnum() else 2
 
 
-def _wide_tables(cp: np.ndarray, lower: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
-    """The kernel's tables for the non-ASCII code points of ``cp``: sorted code points, their lower-case forms
-    (themselves when not ``lower``) and those forms' token classes (0 for whitespace). None when one lower-cases
-    to several characters or by context (then the caller lower-cases the string itself)."""
-    keys = np.unique(cp[cp >= 128])
-    low, cls = [], []
-    for c in keys.tolist():
+def _tables(lower: bool) -> tuple[np.ndarray, np.ndarray]:
+    """The kernel's per-code-point tables for one mode: the mapped form (lower case, or the code point itself) and
+    that form's token class (0 for whitespace); filled for ASCII now and for other code points when first met."""
+    from harnessfit.dataset.kernels import UNKNOWN
+
+    got = _TABLES.get(lower)
+    if got is None:
+        low = np.arange(0x110000, dtype=np.uint32)
+        cls = np.full(0x110000, UNKNOWN, dtype=np.uint8)
+        got = _TABLES[lower] = (low, cls)
+        _fill(got, np.arange(128, dtype=np.uint32), lower)
+    return got
+
+
+def _fill(tables: tuple[np.ndarray, np.ndarray], cp: np.ndarray, lower: bool) -> None:
+    """Enter the code points of ``cp`` that the tables do not hold yet; one whose lower case is several characters
+    or depends on context (final sigma) is marked ``OWN_LOWER`` (then the caller lower-cases the string itself)."""
+    from harnessfit.dataset.kernels import OWN_LOWER, UNKNOWN
+
+    low, cls = tables
+    for c in np.unique(cp[cls[cp] == UNKNOWN]).tolist():
         ch = chr(c)
         lc = ch.lower() if lower else ch
         if len(lc) != 1 or (lower and c == _CAPITAL_SIGMA):
-            return None
-        low.append(ord(lc))
-        cls.append(0 if ch.isspace() else _class(lc))
-    return keys, np.array(low, dtype=np.uint32), np.array(cls, dtype=np.uint8)
+            cls[c] = OWN_LOWER
+            continue
+        low[c] = ord(lc)
+        cls[c] = 0 if ch.isspace() else _class(lc)
 
 
 def _compiled(text: str, *, normalise: bool, key: bool, near_chars: int, num_perm: int, shingle_size: int,
@@ -219,15 +231,21 @@ def _compiled(text: str, *, normalise: bool, key: bool, near_chars: int, num_per
     MinHash of a text does not depend on its whitespace)."""
     from harnessfit.dataset import kernels
 
+    if shingle_size < 1:
+        raise ValueError("shingle_size must be at least 1")
     cp = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype="<u4")
-    tables = (_NO_U32, _NO_U32, _NO_U8) if text.isascii() else _wide_tables(cp, normalise)
-    if tables is None:
-        return _compiled(" ".join(text.split()).lower(), normalise=False, key=key, near_chars=near_chars,
-                         num_perm=num_perm, shingle_size=shingle_size, seed=seed)
+    tables = _tables(normalise)
     a, b = _permutations(num_perm, seed)
-    utf8, mins = kernels.signature(cp, _LOWER_ASCII if normalise else _SAME_ASCII, _ASCII_CLASS, *tables, key,
-                                   near_chars, _multipliers(max(shingle_size, 1)), shingle_size, a, b)
-    return (hashlib.sha256(utf8).hexdigest() if key else None), mins
+    mult = _multipliers(shingle_size)
+    while True:
+        status, utf8, mins = kernels.signature(cp, *tables, key, near_chars, mult, shingle_size, a, b)
+        if status == kernels.UNKNOWN:
+            _fill(tables, cp, normalise)
+        elif status == kernels.OWN_LOWER:  # lower-case the whole string, then take it as it is
+            return _compiled(" ".join(text.split()).lower(), normalise=False, key=key, near_chars=near_chars,
+                             num_perm=num_perm, shingle_size=shingle_size, seed=seed)
+        else:
+            return (hashlib.sha256(utf8).hexdigest() if key else None), mins
 
 
 class Deduper:

@@ -24,7 +24,7 @@ _SEED = _U(0x9E3779B97F4A7C15)
 _MASK32 = _U(0xFFFFFFFF)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def _mix64(x):  # splitmix64's finaliser, as dedup._mix64
     x ^= x >> _U(30)
     x *= _U(0xBF58476D1CE4E5B9)
@@ -34,118 +34,135 @@ def _mix64(x):  # splitmix64's finaliser, as dedup._mix64
     return x
 
 
-@njit(cache=True, nogil=True)
-def _lookup(keys, c):
-    """Index of ``c`` in the sorted ``keys`` (it is there: the caller built ``keys`` from the text)."""
-    lo, hi = 0, len(keys) - 1
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if keys[mid] < c:
-            lo = mid + 1
-        else:
-            hi = mid
-    return lo
+UNKNOWN = 255  # a code point whose class the caller's table does not hold yet
+OWN_LOWER = 254  # a code point whose lower case is several characters or depends on its neighbours
 
 
 @njit(cache=True, nogil=True)
-def signature(cp, low128, cls128, hi_keys, hi_low, hi_cls, want_utf8, near_chars, mult, shingle_size, a, b):
-    """Normalise the code points ``cp`` (map each through the lower-case tables, drop leading/trailing whitespace,
-    collapse each whitespace run to one space), then return (the normalised text as UTF-8 (lone surrogates as
-    ``surrogatepass`` writes them; empty unless ``want_utf8``), MinHash values over the shingles of its first
-    ``near_chars`` code points).
+def _fold(ring, w, mult, a, b, mins):
+    """Fold the window of the last ``w`` token hashes (the right end of ``ring``) into the MinHash ``mins``: a
+    position-weighted sum, mixed, its high 32 bits permuted by datasketch's affine32 (a*h + b mod 2**32)."""
+    acc = _U(w)
+    base = len(ring) - w
+    for j in range(w):
+        acc += ring[base + j] * mult[j]
+    h = _U(_mix64(acc) >> _U(32))
+    for p in range(len(a)):
+        v = np.uint32((_U(a[p]) * h + _U(b[p])) & _MASK32)
+        if v < mins[p]:
+            mins[p] = v
 
-    Tables: ``low128``/``cls128`` map an ASCII code point to its lower-case form and that form's class (0 space,
-    1 word, 2 punctuation); ``hi_keys`` (sorted) / ``hi_low`` / ``hi_cls`` do the same for the text's non-ASCII
-    code points. Tokens, token hashes, shingles and permutations are ``dedup``'s definitions."""
+
+@njit(cache=True, nogil=True)
+def signature(cp, low, cls, want_utf8, near_chars, mult, shingle_size, a, b):
+    """One pass over the code points ``cp``: normalise them (map each through ``low``; drop leading and trailing
+    whitespace; one space for each whitespace run), write the result as UTF-8 when ``want_utf8`` (lone surrogates
+    as ``surrogatepass`` writes them), and fold the shingles of its first ``near_chars`` code points into MinHash
+    values. Returns (status, UTF-8 bytes, MinHash values); status 0 = done, ``UNKNOWN`` / ``OWN_LOWER`` = stopped
+    at such a code point (see the caller).
+
+    ``cls`` is the token class of each code point's mapped form (0 whitespace, 1 word, 2 punctuation). Tokens are
+    word runs and single punctuation characters; token hashes, shingles (``shingle_size`` >= 1 tokens, or one
+    window of all tokens when there are fewer) and permutations are ``dedup``'s definitions."""
     n = len(cp)
-    norm = np.empty(n, dtype=np.uint32)
-    ncls = np.empty(n, dtype=np.uint8)
-    m = 0
+    utf8 = np.empty(4 * n if want_utf8 else 0, dtype=np.uint8)
+    mins = np.full(len(a), np.uint32(0xFFFFFFFF), dtype=np.uint32)
+    k = shingle_size
+    ring = np.zeros(k, dtype=np.uint64)
+    nt = 0  # tokens so far
+    u = 0  # UTF-8 bytes written
+    m = 0  # normalised code points so far
     space = False
+    word = False  # inside a word token
+    h = _U(0)
+    pw = _U(1)
+    wlen = 0
     for i in range(n):
         c = cp[i]
-        if c < 128:
-            kc = cls128[c]
-            lc = low128[c]
-        else:
-            j = _lookup(hi_keys, c)
-            kc = hi_cls[j]
-            lc = hi_low[j]
+        kc = cls[c]
+        if kc >= OWN_LOWER:
+            return kc, utf8[:0], mins
         if kc == 0:
             space = m > 0
             continue
+        # at most two tokens end here: a word (at a space, a punctuation mark or the near_chars cut) and a
+        # punctuation mark; they are shifted into ring (the last k token hashes) and each full window is folded
+        ended = 0
+        t1 = t2 = _U(0)
         if space:
-            norm[m] = 32
-            ncls[m] = 0
-            m += 1
             space = False
-        norm[m] = lc
-        ncls[m] = kc
-        m += 1
-
-    utf8 = np.empty(4 * m if want_utf8 else 0, dtype=np.uint8)
-    u = 0
-    if want_utf8:
-        for i in range(m):
-            c = norm[i]
-            if c < 0x80:
-                utf8[u] = c
+            if want_utf8:
+                utf8[u] = 32
                 u += 1
-            elif c < 0x800:
-                utf8[u] = 0xC0 | (c >> 6)
-                utf8[u + 1] = 0x80 | (c & 0x3F)
+            m += 1
+            if word:
+                word = False
+                t1 = _mix64(h + _U(wlen) * _SEED)
+                ended = 1
+        lc = low[c]
+        if want_utf8:
+            if lc < 0x80:
+                utf8[u] = lc
+                u += 1
+            elif lc < 0x800:
+                utf8[u] = 0xC0 | (lc >> 6)
+                utf8[u + 1] = 0x80 | (lc & 0x3F)
                 u += 2
-            elif c < 0x10000:
-                utf8[u] = 0xE0 | (c >> 12)
-                utf8[u + 1] = 0x80 | ((c >> 6) & 0x3F)
-                utf8[u + 2] = 0x80 | (c & 0x3F)
+            elif lc < 0x10000:
+                utf8[u] = 0xE0 | (lc >> 12)
+                utf8[u + 1] = 0x80 | ((lc >> 6) & 0x3F)
+                utf8[u + 2] = 0x80 | (lc & 0x3F)
                 u += 3
             else:
-                utf8[u] = 0xF0 | (c >> 18)
-                utf8[u + 1] = 0x80 | ((c >> 12) & 0x3F)
-                utf8[u + 2] = 0x80 | ((c >> 6) & 0x3F)
-                utf8[u + 3] = 0x80 | (c & 0x3F)
+                utf8[u] = 0xF0 | (lc >> 18)
+                utf8[u + 1] = 0x80 | ((lc >> 12) & 0x3F)
+                utf8[u + 2] = 0x80 | ((lc >> 6) & 0x3F)
+                utf8[u + 3] = 0x80 | (lc & 0x3F)
                 u += 4
-
-    # tokens of the first near_chars code points: word runs and single punctuation characters
-    end = min(m, near_chars)
-    th = np.empty(end, dtype=np.uint64)
-    nt = 0
-    i = 0
-    while i < end:
-        kt = ncls[i]
-        if kt == 0:
-            i += 1
-        elif kt == 2:
-            th[nt] = _mix64(_U(norm[i]) + _U(1) + _SEED)
+        if m < near_chars:
+            if kc == 1:
+                if word:
+                    h += (_U(lc) + _U(1)) * pw
+                    pw *= _P
+                    wlen += 1
+                else:
+                    word = True
+                    h = _U(lc) + _U(1)
+                    pw = _P
+                    wlen = 1
+            else:
+                if word:  # still open, so no space came before: this is the first token to end here
+                    word = False
+                    t1 = _mix64(h + _U(wlen) * _SEED)
+                    ended = 1
+                tp = _mix64(_U(lc) + _U(1) + _SEED)
+                if ended == 0:
+                    t1 = tp
+                else:
+                    t2 = tp
+                ended += 1
+        elif word:  # the cut at near_chars ends the word
+            word = False
+            t1 = _mix64(h + _U(wlen) * _SEED)
+            ended = 1
+        m += 1
+        for e in range(ended):
+            for j in range(k - 1):
+                ring[j] = ring[j + 1]
+            ring[k - 1] = t1 if e == 0 else t2
             nt += 1
-            i += 1
-        else:
-            h = _U(0)
-            pw = _U(1)
-            j = i
-            while j < end and ncls[j] == 1:
-                h += (_U(norm[j]) + _U(1)) * pw
-                pw *= _P
-                j += 1
-            th[nt] = _mix64(h + _U(j - i) * _SEED)
-            nt += 1
-            i = j
-
-    # shingles: one window of all tokens when there are fewer than shingle_size (one window of none when empty)
-    k = min(shingle_size, nt)
-    perms = len(a)
-    mins = np.full(perms, np.uint32(0xFFFFFFFF), dtype=np.uint32)
-    for s in range(nt - k + 1):
-        acc = _U(k)
-        for j in range(k):
-            acc += th[s + j] * mult[j]
-        h = _U(_mix64(acc) >> _U(32))
-        for p in range(perms):  # datasketch's affine32 permutation: (a * h + b) mod 2**32
-            v = np.uint32((_U(a[p]) * h + _U(b[p])) & _MASK32)
-            if v < mins[p]:
-                mins[p] = v
-    return utf8[:u], mins
+            if nt >= k:
+                _fold(ring, k, mult, a, b, mins)
+    if word:
+        for j in range(k - 1):
+            ring[j] = ring[j + 1]
+        ring[k - 1] = _mix64(h + _U(wlen) * _SEED)
+        nt += 1
+        if nt >= k:
+            _fold(ring, k, mult, a, b, mins)
+    if nt < k:  # fewer tokens than a shingle: one window of them all
+        _fold(ring, nt, mult, a, b, mins)
+    return 0, utf8[:u], mins
 
 
 @njit(cache=True, nogil=True)
@@ -192,10 +209,8 @@ def entropy_runs(cp, run128, min_len, min_switches):
 
 def warm() -> None:
     """Compile (or load from the disk cache) every kernel with the argument types the build uses."""
-    e8, e32 = np.zeros(0, dtype=np.uint8), np.zeros(0, dtype=np.uint32)
-    t128 = np.zeros(128, dtype=np.uint32)
-    c128 = np.zeros(128, dtype=np.uint8)
-    signature(np.zeros(1, dtype=np.uint32), t128, c128, e32, e32, e8, True, 10, np.ones(1, dtype=np.uint64), 1,
-              np.ones(1, dtype=np.uint32), np.ones(1, dtype=np.uint32))
+    table = np.zeros(128, dtype=np.uint32)
+    signature(np.zeros(1, dtype=np.uint32), table, np.zeros(128, dtype=np.uint8), True, 10,
+              np.ones(1, dtype=np.uint64), 1, np.ones(1, dtype=np.uint32), np.ones(1, dtype=np.uint32))
     entropy_runs(np.zeros(1, dtype=np.uint32), np.zeros(128, dtype=np.bool_), 24, 9)
     entropy_runs(np.zeros(1, dtype=np.uint8), np.zeros(128, dtype=np.bool_), 24, 9)
