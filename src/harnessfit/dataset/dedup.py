@@ -261,7 +261,7 @@ class Deduper:
         self.threshold = threshold
         self._seen: dict[str, str] = {}
         self._lsh = MinHashLSH(threshold=threshold, num_perm=num_perm) if near else None
-        self._hashes: dict[str, MinHash] = {}
+        self._hashes: dict[str, np.ndarray] = {}  # MinHash values of the kept conversations
 
     def signature(self, conv: Conversation) -> tuple[str, Any]:
         """Hashes of one conversation (pure, so workers can compute them in parallel): ``exact_key`` of its
@@ -281,20 +281,34 @@ class Deduper:
         if self.exact and key in self._seen:
             return _dup(conv_id, meta, Reason.duplicate_exact, self._seen[key], "identical to an earlier conversation after normalisation")
         if self._lsh is not None:
-            mh = MinHash(num_perm=self.num_perm, seed=self.seed, hashvalues=hv[0], scheme=hv[1],
-                         permutations=_permutations(self.num_perm, self.seed))
+            mh = _Sketch(hv[0], hv[1])
             candidates = sorted(self._lsh.query(mh))
             best = None
             for cid in candidates:  # LSH candidates are few; confirm with the estimated Jaccard and keep the closest
-                j = mh.jaccard(self._hashes[cid])
+                # MinHash.jaccard's estimate: the share of equal hash values
+                j = float(np.count_nonzero(mh.hashvalues == self._hashes[cid])) / float(self.num_perm)
                 if j >= self.threshold and (best is None or j > best[0]):
                     best = (j, cid)
             if best is not None:
                 return _dup(conv_id, meta, Reason.duplicate_near, best[1], f"near-duplicate (estimated Jaccard {best[0]:.2f})")
             self._lsh.insert(conv_id, mh)
-            self._hashes[conv_id] = mh
+            self._hashes[conv_id] = mh.hashvalues
         self._seen.setdefault(key, conv_id)
         return None
+
+
+class _Sketch:
+    """What ``MinHashLSH.query``/``insert`` read of a MinHash (its values, their count and its permutation scheme),
+    without building a datasketch ``MinHash`` (which validates and copies its permutations) for every check."""
+
+    __slots__ = ("hashvalues", "scheme")
+
+    def __init__(self, hashvalues: np.ndarray, scheme: str) -> None:
+        self.hashvalues = hashvalues
+        self.scheme = scheme
+
+    def __len__(self) -> int:
+        return len(self.hashvalues)
 
 
 def _dup(conv_id: str, meta: ConversationMeta, reason: Reason, kept: str, detail: str) -> Rejection:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-__all__ = ["signature", "entropy_runs", "warm"]
+__all__ = ["signature", "entropy_runs", "char_offsets", "warm"]
 
 _U = np.uint64
 _P = _U(0x100000001B3)
@@ -207,6 +207,27 @@ def entropy_runs(cp, run128, min_len, min_switches):
     return out[:count]
 
 
+@njit(cache=True, nogil=True)
+def char_offsets(utf8, offsets):
+    """The character offsets of the ascending byte ``offsets`` into the UTF-8 text ``utf8`` (each at a character
+    start): the number of characters (bytes that are not continuation bytes) before each."""
+    out = np.empty(len(offsets), dtype=np.int64)
+    j = 0
+    chars = 0
+    for i in range(len(utf8)):
+        while j < len(offsets) and offsets[j] == i:
+            out[j] = chars
+            j += 1
+        if j == len(offsets):
+            break
+        if (utf8[i] & 0xC0) != 0x80:
+            chars += 1
+    while j < len(offsets):
+        out[j] = chars
+        j += 1
+    return out
+
+
 def warm() -> None:
     """Compile (or load from the disk cache) every kernel with the argument types the build uses."""
     table = np.zeros(128, dtype=np.uint32)
@@ -214,3 +235,4 @@ def warm() -> None:
               np.ones(1, dtype=np.uint64), 1, np.ones(1, dtype=np.uint32), np.ones(1, dtype=np.uint32))
     entropy_runs(np.zeros(1, dtype=np.uint32), np.zeros(128, dtype=np.bool_), 24, 9)
     entropy_runs(np.zeros(1, dtype=np.uint8), np.zeros(128, dtype=np.bool_), 24, 9)
+    char_offsets(np.zeros(1, dtype=np.uint8), np.zeros(1, dtype=np.int64))

@@ -181,14 +181,6 @@ _FOLD_CHARS = "\u0130\u0131\u017f\u212a"
 _FOLDS = re.compile(f"[{_FOLD_CHARS}]")
 
 
-def _find_all(hay: str, literal: str) -> Iterator[int]:
-    """Start offsets of every (overlapping) occurrence of ``literal`` in ``hay``."""
-    at = hay.find(literal)
-    while at >= 0:
-        yield at
-        at = hay.find(literal, at + 1)
-
-
 def _has(text: str, lower: str, key: tuple[bool, str]) -> bool:
     """Whether guard literal ``key`` may occur in ``text`` (``lower``: its lower-cased form, for insensitive keys)."""
     if not key[0]:
@@ -410,10 +402,8 @@ class Redactor:
             lits = [k[1] for k in self._literal_keys if k[0] is insensitive and len(k[1]) > 1]
             if not insensitive and self._home:
                 lits += [h for h in _HOME_LITERALS if h not in lits]
-            self._automata.append((insensitive, lits, ahocorasick_rs.AhoCorasick(lits) if lits else None,
-                                   ahocorasick_rs.BytesAhoCorasick([lit.encode() for lit in lits],
-                                                                   implementation=ahocorasick_rs.Implementation.DFA)
-                                   if lits else None))
+            self._automata.append((insensitive, lits, ahocorasick_rs.BytesAhoCorasick(
+                [lit.encode() for lit in lits], implementation=ahocorasick_rs.Implementation.DFA) if lits else None))
         self._single = [k for k in self._literal_keys if len(k[1]) == 1]
 
     def _on(self, kind: str) -> bool:
@@ -451,47 +441,39 @@ class Redactor:
 
     def _occurrences(self, corpus: str) -> dict[tuple[bool, str], list[int] | None]:
         """Where each guard literal may occur in ``corpus`` (key: (case-insensitive, literal)), as start offsets,
-        for the literals that occur. Case-insensitive literals are found in the lower-cased corpus; a non-ASCII
-        corpus adds the offsets of its folding characters to them (``_has``'s rule); ``None`` = somewhere, offsets
-        unknown (lower-casing changed the length, so its offsets are not the corpus's)."""
+        for the literals that occur. Case-insensitive literals are found in the lower-cased corpus; a corpus holding
+        folding characters adds their offsets to every one of them (``_has``'s rule); ``None`` = somewhere (the
+        single-character literals, tested with ``in``)."""
         out: dict[tuple[bool, str], list[int] | None] = {}
-        if corpus.isascii():  # bytes offsets are character offsets; lower-casing keeps them
-            raw = corpus.encode("ascii")
-            low = raw.lower()
-            for insensitive, lits, _, automaton in self._automata:
-                if automaton is not None:
-                    for n, start, _ in automaton.find_matches_as_indexes(low if insensitive else raw, overlapping=True):
-                        out.setdefault((insensitive, lits[n]), []).append(start)
-            for key in self._single:
-                if key[1].encode() in (low if key[0] else raw):
-                    out[key] = None
-            return out
-        lower: str | None = None
+        # searched as UTF-8 bytes by DFAs; case-insensitive literals (ASCII) in the bytes' ASCII-lower-cased form:
+        # the non-ASCII letters that lower-case or fold to an ASCII one are the folding characters of the rule
+        raw = corpus.encode("utf-8", "surrogatepass")
+        low = raw.lower()
+        for insensitive, lits, automaton in self._automata:
+            if automaton is not None:
+                for n, start, _ in automaton.find_matches_as_indexes(low if insensitive else raw, overlapping=True):
+                    out.setdefault((insensitive, lits[n]), []).append(start)
         folds: list[int] = []
-        for insensitive, lits, automaton, _ in self._automata:
-            if automaton is None:
-                continue
-            hay = corpus
-            if insensitive:
-                lower = hay = corpus.lower()
-                if any(ch in corpus for ch in _FOLD_CHARS):
-                    folds = [m.start() for m in _FOLDS.finditer(corpus)]
-            if insensitive and len(lower) != len(corpus):  # type: ignore[arg-type]
-                for lit in lits:
-                    if lit in hay or folds:
-                        out[True, lit] = None
-                continue
-            try:
-                found = automaton.find_matches_as_indexes(hay, overlapping=True)
-            except UnicodeEncodeError:  # a lone surrogate: plain substring searches instead
-                found = [(n, start, 0) for n, lit in enumerate(lits) for start in _find_all(hay, lit)]
-            for n, start, _ in found:
-                out.setdefault((insensitive, lits[n]), []).append(start)
-            if insensitive and folds:
-                for lit in lits:
-                    out[True, lit] = sorted((out.get((True, lit)) or []) + folds)
+        if len(raw) != len(corpus):
+            if out:  # byte offsets -> character offsets
+                from harnessfit.dataset import kernels
+
+                flat = np.fromiter((at for offs in out.values() for at in offs), dtype=np.int64)  # type: ignore[union-attr]
+                order = np.argsort(flat, kind="stable")
+                chars = np.empty_like(flat)
+                chars[order] = kernels.char_offsets(np.frombuffer(raw, dtype=np.uint8), flat[order])
+                at = 0
+                for k, offs in out.items():
+                    out[k] = chars[at:at + len(offs)].tolist()  # type: ignore[arg-type]
+                    at += len(offs)  # type: ignore[arg-type]
+            if any(ch in corpus for ch in _FOLD_CHARS):
+                folds = [m.start() for m in _FOLDS.finditer(corpus)]
+                for insensitive, lits, _ in self._automata:
+                    if insensitive:
+                        for lit in lits:
+                            out[True, lit] = sorted((out.get((True, lit)) or []) + folds)
         for key in self._single:
-            if _has(corpus, lower if lower is not None else corpus.lower() if key[0] else "", key):
+            if key[1].encode() in (low if key[0] else raw) or (key[0] and folds):
                 out[key] = None
         return out
 
