@@ -390,6 +390,17 @@ class Redactor:
         keys = {(g[0], lit) for k, _ in self._shapes if (g := _GUARDS.get(k)) is not None for lit in g[1]}
         keys |= {key for _, _, g, _ in self._plugin_guards if g is not None for key in g}
         self._literal_keys = sorted(keys, key=lambda k: (len(k[1]), k))
+        # detectors by number (shapes first, then plugins): which guard literals let each run, and the unguarded
+        self._guarding: dict[tuple[bool, str], list[int]] = {}
+        self._unguarded: set[int] = set()
+        guards = [tuple((g[0], lit) for lit in g[1]) if (g := _GUARDS.get(k)) is not None else None
+                  for k, _ in self._shapes]
+        guards += [g for _, _, g, _ in self._plugin_guards]
+        for d, keys in enumerate(guards):
+            if keys is None:
+                self._unguarded.add(d)
+            for key in keys or ():
+                self._guarding.setdefault(key, []).append(d)
         # one Aho-Corasick automaton per case: every occurrence of every guard literal in one linear pass
         # (single characters, e.g. Discord's ".", would match everywhere: they are tested with ``in`` instead)
         # (an ASCII corpus is searched as bytes by a DFA, which is faster; the home-folder prefixes ride along in
@@ -417,25 +428,24 @@ class Redactor:
         against the plan gives exactly the per-text guards' verdicts, with one automaton pass per conversation
         instead of one search per text and literal."""
         occ = self._occurrences(corpus) if occurrences is None else occurrences  # holds exactly the present keys
+        present: dict[int, list[tuple[bool, str]]] = {}  # detector -> its guard literals that occur
+        for key in occ:
+            for d in self._guarding.get(key, ()):
+                present.setdefault(d, []).append(key)
         shapes = []
-        for kind, pat in self._shapes:
-            guard = _GUARDS.get(kind)
-            if guard is None:
-                shapes.append((kind, pat, False, None))
-                continue
-            lits = tuple(g for g in guard[1] if (guard[0], g) in occ)
-            if lits:
-                shapes.append((kind, pat, guard[0], lits))
         plugins = []
-        for plugin, slug, guard, corpus_guard in self._plugin_guards:
+        for d in sorted(present.keys() | self._unguarded):
+            keys = present.get(d)
+            if d < len(self._shapes):
+                kind, pat = self._shapes[d]
+                guard = _GUARDS.get(kind)
+                shapes.append((kind, pat, False, None) if guard is None else (kind, pat, guard[0], tuple(k[1] for k in keys)))
+                continue
+            plugin, slug, guard, corpus_guard = self._plugin_guards[d - len(self._shapes)]
             if guard is None:
                 plugins.append((plugin, slug, None))
-                continue
-            if corpus_guard is not None and corpus_guard.search(corpus) is None:
-                continue
-            lits = tuple(key for key in guard if key in occ)
-            if lits:
-                plugins.append((plugin, slug, lits))
+            elif corpus_guard is None or corpus_guard.search(corpus) is not None:
+                plugins.append((plugin, slug, tuple(keys)))
         return _Plan(shapes, plugins, self._email and "@" in corpus, self._high_entropy,
                      self._home and any((False, h) in occ for h in _HOME_LITERALS))
 
@@ -616,7 +626,10 @@ class Redactor:
         """Return a redacted copy (or the same object when nothing was found) plus counts per kind."""
         # a repeated text (a file read twice, the same command output) can only find values already mapped: scan each
         # distinct text once, in order of first appearance
-        texts = list(dict.fromkeys(piece for text in _iter_texts(conv) for piece in self._pieces(text) if piece))
+        texts = list(dict.fromkeys(_iter_texts(conv)))
+        if self._keep is not None and any(k in "\n".join(texts) for k in self._kept):  # else every piece is a text
+            texts = list(dict.fromkeys(piece for text in texts for piece in self._pieces(text)))
+        texts = [t for t in texts if t]
         per_text = self._scan_cached(texts)
         secrets: dict[str, str] = {}  # value -> placeholder
         users: dict[str, str] = {}  # name -> placeholder name
@@ -639,7 +652,7 @@ class Redactor:
         replaced: Counter[str] = Counter()
         if not secrets and not users:
             return RedactionResult(conv, found, replaced)
-        sub = _make_substituter(secrets, users, replaced, self._keep)
+        sub = _make_substituter(secrets, users, replaced, self._keep, self._kept)
         data = conv.model_dump()
         data["messages"] = [_redact_message(m, sub) for m in data["messages"]]
         data["meta"]["cwd"] = sub(data["meta"]["cwd"])
@@ -659,7 +672,9 @@ def _kinds_of(replaced: Counter[str]) -> Counter[str]:
 
 
 def _make_substituter(secrets: dict[str, str], users: dict[str, str], replaced: Counter[str],
-                      keep: re.Pattern[str] | None = None) -> Callable[[str | None], str | None]:
+                      keep: re.Pattern[str] | None = None, kept: list[str] | None = None) -> Callable[[str | None], str | None]:
+    """``sub(text)``: ``text`` with every secret value and home-folder user name replaced (counted in ``replaced``),
+    leaving the ``kept`` strings (which ``keep`` matches) as they are."""
     pat = None
     if secrets:
         alts = sorted(secrets, key=lambda s: (-len(s), s))
@@ -692,7 +707,7 @@ def _make_substituter(secrets: dict[str, str], users: dict[str, str], replaced: 
     def sub(text: str | None) -> str | None:
         if not text:
             return text
-        if keep is None:
+        if keep is None or not any(k in text for k in kept or ()):
             return sub_piece(text)
         parts = keep.split(text)  # odd indices are the kept strings themselves
         return "".join(p if i % 2 else sub_piece(p) for i, p in enumerate(parts))
