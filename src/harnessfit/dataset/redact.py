@@ -20,7 +20,8 @@ import math
 import re
 import string
 from bisect import bisect_right
-from collections import Counter
+from itertools import accumulate
+from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, NamedTuple
 
@@ -380,7 +381,7 @@ class Redactor:
         self.kinds = set(kinds) if kinds else None
         kept = sorted({k for k in keep or () if k}, key=lambda k: (-len(k), k))
         self._kept = kept
-        self._seen: dict[str, list[tuple[str, str]]] = {}  # text -> its findings (see _scan_cached)
+        self._seen: OrderedDict[str, list[tuple[str, str]]] = OrderedDict()  # text -> its findings (see _scan_cached)
         self._seen_chars = 0
         self._keep = re.compile("(" + "|".join(re.escape(k) for k in kept) + ")") if kept else None
         self._shapes = [(k, _FAST_FORMS.get(k, p)) for k, p in _SHAPES if self._on(k)]
@@ -617,8 +618,7 @@ class Redactor:
                     self._seen[text] = found
                     self._seen_chars += len(text)
                     while len(self._seen) > _CACHE_MAX_TEXTS or self._seen_chars > _CACHE_MAX_CHARS:
-                        oldest = next(iter(self._seen))
-                        del self._seen[oldest]
+                        oldest, _ = self._seen.popitem(last=False)  # O(1); next(iter(dict)) rescans freed slots
                         self._seen_chars -= len(oldest)
         return out  # type: ignore[return-value]
 
@@ -626,10 +626,12 @@ class Redactor:
         """Return a redacted copy (or the same object when nothing was found) plus counts per kind."""
         # a repeated text (a file read twice, the same command output) can only find values already mapped: scan each
         # distinct text once, in order of first appearance
-        texts = list(dict.fromkeys(_iter_texts(conv)))
-        if self._keep is not None and any(k in "\n".join(texts) for k in self._kept):  # else every piece is a text
-            texts = list(dict.fromkeys(piece for text in texts for piece in self._pieces(text)))
-        texts = [t for t in texts if t]
+        texts = [t for t in dict.fromkeys(_iter_texts(conv)) if t]
+        if self._keep is not None:  # split the texts that hold a kept string (found in their join) around it
+            holders = _holders(texts, self._kept)
+            if holders:
+                texts = list(dict.fromkeys(piece for i, text in enumerate(texts)
+                                           for piece in (self._pieces(text) if i in holders else (text,)) if piece))
         per_text = self._scan_cached(texts)
         secrets: dict[str, str] = {}  # value -> placeholder
         users: dict[str, str] = {}  # name -> placeholder name
@@ -715,39 +717,58 @@ def _make_substituter(secrets: dict[str, str], users: dict[str, str], replaced: 
     return sub
 
 
-def _iter_texts(conv: Conversation) -> Iterator[str]:
-    yield conv.meta.cwd
+def _holders(texts: list[str], needles: list[str]) -> set[int]:
+    """Indices of the ``texts`` that may hold one of ``needles``: found in the texts joined by newlines, each
+    occurrence assigned to the text it starts in (a needle holding a newline could span two: both are kept)."""
+    joined = "\n".join(texts)
+    hits: set[int] = set()
+    starts: list[int] | None = None
+    for needle in needles:
+        at = joined.find(needle)
+        while at >= 0:
+            if starts is None:
+                starts = list(accumulate((len(t) + 1 for t in texts[:-1]), initial=0))
+            first = bisect_right(starts, at) - 1
+            last = bisect_right(starts, at + len(needle) - 1) - 1
+            hits.update(range(first, last + 1))
+            at = joined.find(needle, at + 1)
+    return hits
+
+
+def _iter_texts(conv: Conversation) -> list[str]:
+    """Every string of ``conv`` redaction looks at, in order: the working folder, message texts, and each string
+    value inside tool-call arguments (the arguments themselves when they are not JSON)."""
+    out = [conv.meta.cwd]
+    add = out.append
     for msg in conv.messages:
-        yield from _content_texts(msg.get("content"))
-        for tc in msg.get("tool_calls") or []:
+        content = msg.get("content")
+        if isinstance(content, str):
+            add(content)
+        elif isinstance(content, list):
+            for part in content:
+                if isinstance(part, dict) and isinstance(text := part.get("text"), str):
+                    add(text)
+        for tc in msg.get("tool_calls") or ():
             args = (tc.get("function") or {}).get("arguments")
             if isinstance(args, str):
                 try:
-                    yield from _walk_strings(orjson.loads(args))
+                    _strings_into(orjson.loads(args), add)
                 except orjson.JSONDecodeError:
-                    yield args
+                    add(args)
             elif args is not None:
-                yield from _walk_strings(args)
+                _strings_into(args, add)
+    return out
 
 
-def _content_texts(content: Any) -> Iterator[str]:
-    if isinstance(content, str):
-        yield content
-    elif isinstance(content, list):
-        for part in content:
-            if isinstance(part, dict) and isinstance(part.get("text"), str):
-                yield part["text"]
-
-
-def _walk_strings(value: Any) -> Iterator[str]:
+def _strings_into(value: Any, add: Callable[[str], None]) -> None:
     if isinstance(value, str):
-        yield value
+        add(value)
     elif isinstance(value, dict):
         for v in value.values():
-            yield from _walk_strings(v)
+            _strings_into(v, add)
     elif isinstance(value, list):
         for v in value:
-            yield from _walk_strings(v)
+            _strings_into(v, add)
 
 
 def redact_text_values(value: Any, sub: Callable[[str], str]) -> Any:
