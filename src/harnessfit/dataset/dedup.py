@@ -188,6 +188,8 @@ def minhash_values(text: str, *, num_perm: int, shingle_size: int, seed: int) ->
 
 _CAPITAL_SIGMA = 0x3A3  # its lower-case form depends on the neighbours (final sigma): not a per-character map
 _TABLES: dict[bool, tuple[np.ndarray, np.ndarray]] = {}
+_NO_BYTES = np.zeros(0, dtype=np.uint8)
+_BUFFER = [_NO_BYTES]
 
 
 def _class(ch: str) -> int:
@@ -233,14 +235,19 @@ def _compiled(text: str, *, normalise: bool, key: bool, near_chars: int, num_per
 
     if shingle_size < 1:
         raise ValueError("shingle_size must be at least 1")
-    cp = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype="<u4")
+    src = np.frombuffer(text.encode("utf-8", "surrogatepass"), dtype=np.uint8)
+    out = _NO_BYTES
+    if key:  # one output buffer, reused: a fresh large one per call costs page faults
+        if len(_BUFFER[0]) < 2 * len(src):
+            _BUFFER[0] = np.empty(max(2 * len(src), 1 << 20), dtype=np.uint8)
+        out = _BUFFER[0]
     tables = _tables(normalise)
     a, b = _permutations(num_perm, seed)
     mult = _multipliers(shingle_size)
     while True:
-        status, utf8, mins = kernels.signature(cp, *tables, key, near_chars, mult, shingle_size, a, b)
+        status, utf8, mins = kernels.signature(src, *tables, out, near_chars, mult, shingle_size, a, b)
         if status == kernels.UNKNOWN:
-            _fill(tables, cp, normalise)
+            _fill(tables, np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype="<u4"), normalise)
         elif status == kernels.OWN_LOWER:  # lower-case the whole string, then take it as it is
             return _compiled(" ".join(text.split()).lower(), normalise=False, key=key, near_chars=near_chars,
                              num_perm=num_perm, shingle_size=shingle_size, seed=seed)

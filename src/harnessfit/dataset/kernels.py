@@ -54,18 +54,19 @@ def _fold(ring, w, mult, a, b, mins):
 
 
 @njit(cache=True, nogil=True)
-def signature(cp, low, cls, want_utf8, near_chars, mult, shingle_size, a, b):
-    """One pass over the code points ``cp``: normalise them (map each through ``low``; drop leading and trailing
-    whitespace; one space for each whitespace run), write the result as UTF-8 when ``want_utf8`` (lone surrogates
-    as ``surrogatepass`` writes them), and fold the shingles of its first ``near_chars`` code points into MinHash
-    values. Returns (status, UTF-8 bytes, MinHash values); status 0 = done, ``UNKNOWN`` / ``OWN_LOWER`` = stopped
-    at such a code point (see the caller).
+def signature(src, low, cls, utf8, near_chars, mult, shingle_size, a, b):
+    """One pass over the UTF-8 text ``src`` (bytes as ``surrogatepass`` writes them): normalise its code points
+    (map each through ``low``; drop leading and trailing whitespace; one space for each whitespace run), write the
+    result as UTF-8 into ``utf8`` (at least twice as long as ``src``: a lower-case form is at most 1.5 times as
+    long; an empty ``utf8`` skips this), and fold the shingles of the first ``near_chars`` normalised code points
+    into MinHash values. Returns (status, the UTF-8 written, MinHash values); status 0 = done, ``UNKNOWN`` /
+    ``OWN_LOWER`` = stopped at such a code point (see the caller).
 
     ``cls`` is the token class of each code point's mapped form (0 whitespace, 1 word, 2 punctuation). Tokens are
     word runs and single punctuation characters; token hashes, shingles (``shingle_size`` >= 1 tokens, or one
     window of all tokens when there are fewer) and permutations are ``dedup``'s definitions."""
-    n = len(cp)
-    utf8 = np.empty(4 * n if want_utf8 else 0, dtype=np.uint8)
+    n = len(src)
+    want_utf8 = len(utf8) > 0
     mins = np.full(len(a), np.uint32(0xFFFFFFFF), dtype=np.uint32)
     k = shingle_size
     ring = np.zeros(k, dtype=np.uint64)
@@ -77,8 +78,22 @@ def signature(cp, low, cls, want_utf8, near_chars, mult, shingle_size, a, b):
     h = _U(0)
     pw = _U(1)
     wlen = 0
-    for i in range(n):
-        c = cp[i]
+    i = 0
+    while i < n:  # decode one code point (the input is valid UTF-8 with surrogates passed)
+        b0 = src[i]
+        if b0 < 0x80:
+            c = np.uint32(b0)
+            i += 1
+        elif b0 < 0xE0:
+            c = (np.uint32(b0 & 0x1F) << 6) | np.uint32(src[i + 1] & 0x3F)
+            i += 2
+        elif b0 < 0xF0:
+            c = (np.uint32(b0 & 0x0F) << 12) | (np.uint32(src[i + 1] & 0x3F) << 6) | np.uint32(src[i + 2] & 0x3F)
+            i += 3
+        else:
+            c = ((np.uint32(b0 & 0x07) << 18) | (np.uint32(src[i + 1] & 0x3F) << 12)
+                 | (np.uint32(src[i + 2] & 0x3F) << 6) | np.uint32(src[i + 3] & 0x3F))
+            i += 4
         kc = cls[c]
         if kc >= OWN_LOWER:
             return kc, utf8[:0], mins
@@ -231,8 +246,7 @@ def char_offsets(utf8, offsets):
 def warm() -> None:
     """Compile (or load from the disk cache) every kernel with the argument types the build uses."""
     table = np.zeros(128, dtype=np.uint32)
-    signature(np.zeros(1, dtype=np.uint32), table, np.zeros(128, dtype=np.uint8), True, 10,
+    signature(np.zeros(1, dtype=np.uint8), table, np.zeros(128, dtype=np.uint8), np.zeros(2, dtype=np.uint8), 10,
               np.ones(1, dtype=np.uint64), 1, np.ones(1, dtype=np.uint32), np.ones(1, dtype=np.uint32))
-    entropy_runs(np.zeros(1, dtype=np.uint32), np.zeros(128, dtype=np.bool_), 24, 9)
     entropy_runs(np.zeros(1, dtype=np.uint8), np.zeros(128, dtype=np.bool_), 24, 9)
     char_offsets(np.zeros(1, dtype=np.uint8), np.zeros(1, dtype=np.int64))

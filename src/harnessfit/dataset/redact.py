@@ -221,21 +221,24 @@ _RUN_CHARS[[ord(c) for c in string.ascii_letters + string.digits + "+/=_.-"]] = 
 _MIN_SWITCHES = math.ceil(0.35 * 24)  # _is_high_entropy_secret's class switches for the shortest body it accepts
 
 
-def _token_starts(corpus: str) -> list[int]:
+def _token_starts(corpus: str, raw: bytes | None = None) -> list[int]:
     """Where ``_TOKEN`` matches that can pass ``_is_high_entropy_secret`` start: at the starts of the maximal runs of
     ``_RUN_CHARS`` at least 24 long that hold two upper-case letters, two lower-case letters and two digits and
     switch character class at least ``_MIN_SWITCHES`` times. A match (24+ token characters, then up to two ``=``)
     is made of run characters and its lookbehind refuses any position preceded by one, so it starts at the start of
     such a run and lies inside it; its body counts no more letters, digits or switches than the run. Skipping the
-    other runs changes no finding: matches of different runs never overlap. One compiled pass over the code points
-    (``kernels.entropy_runs``) instead of a regex attempt at every position and a Python check of every long run."""
+    other runs changes no finding: matches of different runs never overlap. One compiled pass over the corpus's
+    UTF-8 (``raw``, when the caller has it; run characters are ASCII, so its runs are the text's) instead of a regex
+    attempt at every position and a Python check of every long run."""
     from harnessfit.dataset import kernels
 
-    if corpus.isascii():
-        cp = np.frombuffer(corpus.encode("ascii"), dtype=np.uint8)
-    else:
-        cp = np.frombuffer(corpus.encode("utf-32-le", "surrogatepass"), dtype="<u4")
-    return kernels.entropy_runs(cp, _RUN_CHARS, 24, _MIN_SWITCHES).tolist()
+    if raw is None:
+        raw = corpus.encode("utf-8", "surrogatepass")
+    utf8 = np.frombuffer(raw, dtype=np.uint8)
+    starts = kernels.entropy_runs(utf8, _RUN_CHARS, 24, _MIN_SWITCHES)
+    if len(raw) != len(corpus) and len(starts):
+        starts = kernels.char_offsets(utf8, starts)
+    return starts.tolist()
 
 
 _EMAIL_LOCAL_TAIL = re.compile(r"[A-Za-z0-9._%+-]{1,65}\Z")
@@ -450,7 +453,7 @@ class Redactor:
         return _Plan(shapes, plugins, self._email and "@" in corpus, self._high_entropy,
                      self._home and any((False, h) in occ for h in _HOME_LITERALS))
 
-    def _occurrences(self, corpus: str) -> dict[tuple[bool, str], list[int] | None]:
+    def _occurrences(self, corpus: str, raw: bytes | None = None) -> dict[tuple[bool, str], list[int] | None]:
         """Where each guard literal may occur in ``corpus`` (key: (case-insensitive, literal)), as start offsets,
         for the literals that occur. Case-insensitive literals are found in the lower-cased corpus; a corpus holding
         folding characters adds their offsets to every one of them (``_has``'s rule); ``None`` = somewhere (the
@@ -458,7 +461,8 @@ class Redactor:
         out: dict[tuple[bool, str], list[int] | None] = {}
         # searched as UTF-8 bytes by DFAs; case-insensitive literals (ASCII) in the bytes' ASCII-lower-cased form:
         # the non-ASCII letters that lower-case or fold to an ASCII one are the folding characters of the rule
-        raw = corpus.encode("utf-8", "surrogatepass")
+        if raw is None:
+            raw = corpus.encode("utf-8", "surrogatepass")
         low = raw.lower()
         for insensitive, lits, automaton in self._automata:
             if automaton is not None:
@@ -506,7 +510,8 @@ class Redactor:
         by text), and their lookarounds treat the joining newline as a text edge, so the result is exactly the
         per-text one."""
         corpus = "\n".join(texts)
-        occ = self._occurrences(corpus)
+        raw = corpus.encode("utf-8", "surrogatepass")
+        occ = self._occurrences(corpus, raw)
         plan = self._plan(corpus, occ)
         starts: list[int] = []
         at = 0
@@ -583,7 +588,7 @@ class Redactor:
                     continue
                 out[i].append(("email", v))
         if plan.high_entropy:
-            for i, text, start, m in hits(_TOKEN, _token_starts(corpus)):
+            for i, text, start, m in hits(_TOKEN, _token_starts(corpus, raw)):
                 if _is_high_entropy_secret(m.group("v"), text, start):
                     out[i].append(("high_entropy", m.group("v")))
         if plan.home:
@@ -656,7 +661,8 @@ class Redactor:
             return RedactionResult(conv, found, replaced)
         sub = _make_substituter(secrets, users, replaced, self._keep, self._kept)
         data = conv.model_dump()
-        data["messages"] = [_redact_message(m, sub) for m in data["messages"]]
+        needles = [*secrets, *users]
+        data["messages"] = [_redact_message(m, sub, needles) for m in data["messages"]]
         data["meta"]["cwd"] = sub(data["meta"]["cwd"])
         return RedactionResult(Conversation.model_validate(data), found, _kinds_of(replaced))
 
@@ -702,7 +708,7 @@ def _make_substituter(secrets: dict[str, str], users: dict[str, str], replaced: 
     def sub_piece(text: str) -> str:
         if pat is not None and (few is None or any(v in text for v in few)):
             text = pat.sub(one, text)
-        if user_pat is not None and ("home" in text or "Users" in text):  # in every prefix user_pat accepts
+        if user_pat is not None and any(name in text for name in users):
             text = user_pat.sub(one_user, text)
         return text
 
@@ -782,7 +788,9 @@ def redact_text_values(value: Any, sub: Callable[[str], str]) -> Any:
     return value
 
 
-def _redact_message(msg: dict[str, Any], sub: Callable[[str], str]) -> dict[str, Any]:
+def _redact_message(msg: dict[str, Any], sub: Callable[[str], str], needles: list[str]) -> dict[str, Any]:
+    """``msg`` with ``sub`` applied to every text and argument string; ``needles``: the secret values and user
+    names, one of which a string must hold to change."""
     out = dict(msg)
     content = msg.get("content")
     if isinstance(content, str):
@@ -797,7 +805,9 @@ def _redact_message(msg: dict[str, Any], sub: Callable[[str], str]) -> dict[str,
         for tc in msg["tool_calls"]:
             fn = tc.get("function") or {}
             args = fn.get("arguments")
-            if isinstance(args, str):
+            if isinstance(args, str) and "\\" not in args and not any(n in args for n in needles):
+                new_args = args  # no escapes, so every string inside is a verbatim part of args: none can change
+            elif isinstance(args, str):
                 try:
                     parsed = orjson.loads(args)
                 except orjson.JSONDecodeError:
