@@ -189,3 +189,19 @@ def test_signature_is_the_key_and_minhash_of_the_normalised_text():
         check(make_conv(s or "x", [("bash", {"command": s}, s)], answer=s))
 
     agree()
+
+
+def test_batched_signatures_equal_one_by_one():
+    """One kernel call for many conversations gives each the signature it gets alone, also when a conversation in
+    the middle holds code points not seen before or ones whose lower case needs the whole string (İ, Σ)."""
+    import harnessfit.dataset.dedup as dd
+
+    convs = [make_conv(f"Task {i}: {odd}", _steps(odd), answer=odd.upper())
+             for i, odd in enumerate(t for t in _ODD + _TEXTS + ["\u0b85\u0b86 new block", "\u10a0 GEORGIAN"] if "\ud800" not in t)]
+    convs += list(corpus(4))
+    d = dd.Deduper()
+    batch = d.signatures(convs)
+    one = [dd.Deduper().signature(c) for c in convs]
+    assert [k for k, _ in batch] == [k for k, _ in one]
+    assert all((a[1][0] == b[1][0]).all() for a, b in zip(batch, one))
+    assert [k for k, _ in batch] == [dd.exact_key(dd.normalised_text(c)) for c in convs]

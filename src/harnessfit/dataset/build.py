@@ -15,6 +15,7 @@ import time
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from importlib import metadata
+from itertools import islice
 from pathlib import Path
 from typing import Any
 
@@ -105,6 +106,7 @@ def _convert_stream(inputs: list[InputSpec], card: HarnessCard, workers: int,
 
 # -- redaction + hashing, possibly in worker processes --------------------------------------------------------------
 _W: dict[str, Any] = {}
+_SIGN_BATCH = 32  # conversations signed per compiled call in pre-marking (a call has a fixed cost)
 
 
 def _init_worker(red_kwargs: dict[str, Any] | None, dedup_kwargs: dict[str, Any]) -> None:
@@ -157,19 +159,23 @@ def _processed(stream: Iterable[Conversation | Rejection], config: BuildConfig,
         the earlier one's verdict in the main loop (order-preserving, so any worker count gives the same result)."""
         first: dict[str, str] = {}
         signer = Deduper(**dedup_kwargs)
-        for item in it:
-            if config.dedup.exact and isinstance(item, Conversation):
-                t, c = time.perf_counter(), time.process_time()
-                sig = signer.signature(item)  # also the near-dup signature when redaction changes nothing
-                clock["dedup"] += time.perf_counter() - t
-                cpu["dedup"] += time.process_time() - c
-                if sig[0] in first:
-                    yield ("rawdup", item.id, item.meta, first[sig[0]])
+        it = iter(it)
+        while batch := list(islice(it, _SIGN_BATCH)):
+            convs = [x for x in batch if isinstance(x, Conversation)] if config.dedup.exact else []
+            t, c = time.perf_counter(), time.process_time()
+            sigs = iter(signer.signatures(convs))  # also the near-dup signatures when redaction changes nothing
+            clock["dedup"] += time.perf_counter() - t
+            cpu["dedup"] += time.process_time() - c
+            for item in batch:
+                if config.dedup.exact and isinstance(item, Conversation):
+                    sig = next(sigs)
+                    if sig[0] in first:
+                        yield ("rawdup", item.id, item.meta, first[sig[0]])
+                        continue
+                    first[sig[0]] = item.id
+                    yield ("conv", item, sig)
                     continue
-                first[sig[0]] = item.id
-                yield ("conv", item, sig)
-                continue
-            yield item
+                yield item
 
     if config.workers <= 1:
         _init_worker(red_kwargs, dedup_kwargs)

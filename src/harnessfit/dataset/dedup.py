@@ -182,8 +182,8 @@ def minhash_values(text: str, *, num_perm: int, shingle_size: int, seed: int) ->
     from token hashes, which is several times cheaper. The estimator is the same (independent hashes, the same
     permutations); only the 32-bit shingle hash function differs, so estimated Jaccards differ from the SHA-1
     variant by sampling noise. A repeated shingle counts once (the minimum ignores repeats)."""
-    return _compiled(text, normalise=False, key=False, near_chars=len(text), num_perm=num_perm,
-                     shingle_size=shingle_size, seed=seed)[1]
+    return _compiled([text], normalise=False, key=False, near_chars=len(text), num_perm=num_perm,
+                     shingle_size=shingle_size, seed=seed)[0][1]
 
 
 _CAPITAL_SIGMA = 0x3A3  # its lower-case form depends on the neighbours (final sigma): not a per-character map
@@ -226,16 +226,20 @@ def _fill(tables: tuple[np.ndarray, np.ndarray], cp: np.ndarray, lower: bool) ->
         cls[c] = 0 if ch.isspace() else _class(lc)
 
 
-def _compiled(text: str, *, normalise: bool, key: bool, near_chars: int, num_perm: int, shingle_size: int,
-              seed: int) -> tuple[str | None, np.ndarray]:
-    """(``exact_key`` of the normalised text when ``key``, MinHash values of its first ``near_chars`` characters).
-    ``normalise``: ``text`` is ``_joined`` output, collapsed and lower-cased here; otherwise taken as it is (the
-    MinHash of a text does not depend on its whitespace)."""
+def _compiled(texts: list[str], *, normalise: bool, key: bool, near_chars: int, num_perm: int, shingle_size: int,
+              seed: int) -> list[tuple[str | None, np.ndarray]]:
+    """For each text: (``exact_key`` of its normalised form when ``key``, MinHash values of that form's first
+    ``near_chars`` characters), computed in one kernel call for all of them. ``normalise``: the texts are
+    ``_joined`` output, collapsed and lower-cased here; otherwise taken as they are (the MinHash of a text does not
+    depend on its whitespace)."""
     from harnessfit.dataset import kernels
 
     if shingle_size < 1:
         raise ValueError("shingle_size must be at least 1")
-    src = np.frombuffer(text.encode("utf-8", "surrogatepass"), dtype=np.uint8)
+    encoded = [t.encode("utf-8", "surrogatepass") for t in texts]
+    src = np.frombuffer(b"".join(encoded), dtype=np.uint8)
+    bounds = np.zeros(len(texts) + 1, dtype=np.int64)
+    np.cumsum([len(e) for e in encoded], out=bounds[1:])
     out = _NO_BYTES
     if key:  # one output buffer, reused: a fresh large one per call costs page faults
         if len(_BUFFER[0]) < 2 * len(src):
@@ -244,15 +248,22 @@ def _compiled(text: str, *, normalise: bool, key: bool, near_chars: int, num_per
     tables = _tables(normalise)
     a, b = _permutations(num_perm, seed)
     mult = _multipliers(shingle_size)
-    while True:
-        status, utf8, mins = kernels.signature(src, *tables, out, near_chars, mult, shingle_size, a, b)
-        if status == kernels.UNKNOWN:
-            _fill(tables, np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype="<u4"), normalise)
-        elif status == kernels.OWN_LOWER:  # lower-case the whole string, then take it as it is
-            return _compiled(" ".join(text.split()).lower(), normalise=False, key=key, near_chars=near_chars,
-                             num_perm=num_perm, shingle_size=shingle_size, seed=seed)
-        else:
-            return (hashlib.sha256(utf8).hexdigest() if key else None), mins
+    results: list[tuple[str | None, np.ndarray]] = []
+    start = 0
+    while start < len(texts):
+        base = bounds[start]
+        status, done, ub, mins = kernels.signatures(src[base:], bounds[start:] - base, *tables, out, near_chars, mult,
+                                                   shingle_size, a, b)
+        for t in range(done):
+            results.append((hashlib.sha256(out[ub[t]:ub[t + 1]]).hexdigest() if key else None, mins[t]))
+        start += done
+        if status == kernels.UNKNOWN:  # enter the text's new code points, then go on from it
+            _fill(tables, np.frombuffer(texts[start].encode("utf-32-le", "surrogatepass"), dtype="<u4"), normalise)
+        elif status == kernels.OWN_LOWER:  # lower-case this one as a whole string, then take it as it is
+            results += _compiled([" ".join(texts[start].split()).lower()], normalise=False, key=key,
+                                 near_chars=near_chars, num_perm=num_perm, shingle_size=shingle_size, seed=seed)
+            start += 1
+    return results
 
 
 class Deduper:
@@ -274,9 +285,14 @@ class Deduper:
         """Hashes of one conversation (pure, so workers can compute them in parallel): ``exact_key`` of its
         ``normalised_text`` and the MinHash values of that text's first ``NEAR_CHARS`` characters (near-duplicates
         are judged on those; the exact key covers everything: keeps MinHash cost bounded per conversation)."""
-        key, hv = _compiled(_joined(conv), normalise=True, key=True, near_chars=NEAR_CHARS if self.near else 0,
-                            num_perm=self.num_perm, shingle_size=self.shingle_size, seed=self.seed)
-        return key, ((hv, "affine32") if self.near else None)  # type: ignore[return-value]
+        return self.signatures([conv])[0]
+
+    def signatures(self, convs: list[Conversation]) -> list[tuple[str, Any]]:
+        """``signature`` of each of ``convs``, in one compiled call."""
+        found = _compiled([_joined(c) for c in convs], normalise=True, key=True,
+                          near_chars=NEAR_CHARS if self.near else 0, num_perm=self.num_perm,
+                          shingle_size=self.shingle_size, seed=self.seed)
+        return [(key, (hv, "affine32") if self.near else None) for key, hv in found]  # type: ignore[misc]
 
     def check(self, conv: Conversation, signature: tuple[str, Any] | None = None) -> Rejection | None:
         """Record ``conv`` as kept (None) or return the ledger row of a dropped twin."""

@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-__all__ = ["signature", "entropy_runs", "char_offsets", "warm"]
+__all__ = ["signatures", "entropy_runs", "char_offsets", "warm"]
 
 _U = np.uint64
 _P = _U(0x100000001B3)
@@ -54,31 +54,47 @@ def _fold(ring, w, mult, a, b, mins):
 
 
 @njit(cache=True, nogil=True)
-def signature(src, low, cls, utf8, near_chars, mult, shingle_size, a, b):
-    """One pass over the UTF-8 text ``src`` (bytes as ``surrogatepass`` writes them): normalise its code points
-    (map each through ``low``; drop leading and trailing whitespace; one space for each whitespace run), write the
-    result as UTF-8 into ``utf8`` (at least twice as long as ``src``: a lower-case form is at most 1.5 times as
-    long; an empty ``utf8`` skips this), and fold the shingles of the first ``near_chars`` normalised code points
-    into MinHash values. Returns (status, the UTF-8 written, MinHash values); status 0 = done, ``UNKNOWN`` /
-    ``OWN_LOWER`` = stopped at such a code point (see the caller).
+def signatures(src, bounds, low, cls, utf8, near_chars, mult, shingle_size, a, b):
+    """Signatures of several texts in one call (a call from Python has a fixed cost). ``src`` holds them as UTF-8
+    (bytes as ``surrogatepass`` writes them), text ``t`` at ``src[bounds[t]:bounds[t + 1]]``. For each: normalise
+    its code points (map each through ``low``; drop leading and trailing whitespace; one space for each whitespace
+    run), write the result as UTF-8 into ``utf8`` (at least twice as long as ``src``: a lower-case form is at most
+    1.5 times as long; an empty ``utf8`` skips this), and fold the shingles of its first ``near_chars`` normalised
+    code points into MinHash values.
+
+    Returns (status, texts done, UTF-8 bounds (text ``t`` at ``utf8[ub[t]:ub[t + 1]]``), MinHash values (one row
+    per text)); status 0 = all done, ``UNKNOWN`` / ``OWN_LOWER`` = stopped at such a code point in the first text
+    not done (see the caller).
 
     ``cls`` is the token class of each code point's mapped form (0 whitespace, 1 word, 2 punctuation). Tokens are
     word runs and single punctuation characters; token hashes, shingles (``shingle_size`` >= 1 tokens, or one
     window of all tokens when there are fewer) and permutations are ``dedup``'s definitions."""
-    n = len(src)
+    texts = len(bounds) - 1
+    mins = np.full((texts, len(a)), np.uint32(0xFFFFFFFF), dtype=np.uint32)
+    ub = np.zeros(texts + 1, dtype=np.int64)
+    ring = np.zeros(shingle_size, dtype=np.uint64)
+    u = 0
+    for t in range(texts):
+        status, u = _one(src, bounds[t], bounds[t + 1], low, cls, utf8, u, near_chars, mult, ring, a, b, mins[t])
+        if status != 0:
+            return status, t, ub, mins
+        ub[t + 1] = u
+    return 0, texts, ub, mins
+
+
+@njit(cache=True, nogil=True)
+def _one(src, i, n, low, cls, utf8, u, near_chars, mult, ring, a, b, mins):
+    """One text of ``signatures``: ``src[i:n]``, its UTF-8 written from ``utf8[u]`` on; returns (status, end of
+    what it wrote)."""
     want_utf8 = len(utf8) > 0
-    mins = np.full(len(a), np.uint32(0xFFFFFFFF), dtype=np.uint32)
-    k = shingle_size
-    ring = np.zeros(k, dtype=np.uint64)
+    k = len(ring)
     nt = 0  # tokens so far
-    u = 0  # UTF-8 bytes written
     m = 0  # normalised code points so far
     space = False
     word = False  # inside a word token
     h = _U(0)
     pw = _U(1)
     wlen = 0
-    i = 0
     while i < n:  # decode one code point (the input is valid UTF-8 with surrogates passed)
         b0 = src[i]
         if b0 < 0x80:
@@ -96,7 +112,7 @@ def signature(src, low, cls, utf8, near_chars, mult, shingle_size, a, b):
             i += 4
         kc = cls[c]
         if kc >= OWN_LOWER:
-            return kc, utf8[:0], mins
+            return kc, u
         if kc == 0:
             space = m > 0
             continue
@@ -177,7 +193,7 @@ def signature(src, low, cls, utf8, near_chars, mult, shingle_size, a, b):
             _fold(ring, k, mult, a, b, mins)
     if nt < k:  # fewer tokens than a shingle: one window of them all
         _fold(ring, nt, mult, a, b, mins)
-    return 0, utf8[:u], mins
+    return 0, u
 
 
 @njit(cache=True, nogil=True)
@@ -246,7 +262,8 @@ def char_offsets(utf8, offsets):
 def warm() -> None:
     """Compile (or load from the disk cache) every kernel with the argument types the build uses."""
     table = np.zeros(128, dtype=np.uint32)
-    signature(np.zeros(1, dtype=np.uint8), table, np.zeros(128, dtype=np.uint8), np.zeros(2, dtype=np.uint8), 10,
-              np.ones(1, dtype=np.uint64), 1, np.ones(1, dtype=np.uint32), np.ones(1, dtype=np.uint32))
+    signatures(np.zeros(1, dtype=np.uint8), np.array([0, 1], dtype=np.int64), table, np.zeros(128, dtype=np.uint8),
+               np.zeros(2, dtype=np.uint8), 10, np.ones(1, dtype=np.uint64), 1, np.ones(1, dtype=np.uint32),
+               np.ones(1, dtype=np.uint32))
     entropy_runs(np.zeros(1, dtype=np.uint8), np.zeros(128, dtype=np.bool_), 24, 9)
     char_offsets(np.zeros(1, dtype=np.uint8), np.zeros(1, dtype=np.int64))
