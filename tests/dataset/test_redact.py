@@ -260,3 +260,27 @@ def test_literal_first_forms_find_what_the_original_patterns_find():
     for kind, fast in R._FAST_FORMS.items():
         for text in texts:
             assert [m.span() for m in fast.finditer(text)] == [m.span() for m in originals[kind].finditer(text)], (kind, text)
+
+
+def test_escaped_arguments_are_still_redacted():
+    """Tool-call arguments are left unparsed only when they cannot hide a value: a user name or secret written with
+    ``\\u`` or ``\\/`` escapes, or a value JSON must escape (a private key's newlines), is still replaced."""
+    import json
+
+    from harnessfit.dataset.redact import _iter_texts
+
+    key = "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA7bq1example0000000000000000\n-----END RSA PRIVATE KEY-----"
+    escaped = ['{"path":"\\/ho\\u006de\\/zed\\/app\\/a.py"}', '{"path":"/home/\\u007aed/app/b.py"}',
+               '{"command":"echo zed.k@corp-mail.io"}', '{"path":"/home/zed/c.py"}', '{"path":"/srv/other/d.py"}']
+    for result, extra in (("", []), (key, [json.dumps({"content": key})])):
+        conv = make_conv("Deploy", [("bash", {"command": "ls"}, f"cwd is /home/zed/app; mail zed.k@corp-mail.io\n{result}")])
+        msgs = conv.model_dump()["messages"]
+        for n, args in enumerate(escaped + extra):
+            msgs.append({"role": "assistant", "content": None, "tool_calls": [
+                {"id": f"e{n}", "type": "function", "function": {"name": "read", "arguments": args}}]})
+            msgs.append({"role": "tool", "content": "ok", "tool_call_id": f"e{n}"})
+        res = Redactor().redact(conv.model_copy(update={"messages": msgs}))
+        texts = _iter_texts(res.conversation)
+        assert not any("/home/zed" in t or "zed.k@" in t or "MIIEowIBAAKCAQEA" in t for t in texts), extra
+        calls = [m["tool_calls"][0]["function"]["arguments"] for m in res.conversation.messages if m.get("tool_calls")]
+        assert escaped[-1] in calls  # nothing to replace: the same bytes

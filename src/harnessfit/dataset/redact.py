@@ -122,6 +122,7 @@ def _matches(pat: re.Pattern[str], text: str) -> Iterator[re.Match[str]]:
             end = m.end()
 
 
+_JSON_ESCAPED = frozenset('"\\' + "".join(map(chr, range(32))))  # characters JSON writes only as escapes
 _PW_KEY_PREFIXES = ("api_", "api", "access_", "access", "auth_", "auth", "private_", "private")
 _PW_KEY_PREFIX_ENDS = frozenset("_iIsShHeE")  # their last characters, either case
 
@@ -662,7 +663,8 @@ class Redactor:
         sub = _make_substituter(secrets, users, replaced, self._keep, self._kept)
         data = conv.model_dump()
         needles = [*secrets, *users]
-        data["messages"] = [_redact_message(m, sub, needles) for m in data["messages"]]
+        plain = not any(c in _JSON_ESCAPED for n in needles for c in n)
+        data["messages"] = [_redact_message(m, sub, needles, plain) for m in data["messages"]]
         data["meta"]["cwd"] = sub(data["meta"]["cwd"])
         return RedactionResult(Conversation.model_validate(data), found, _kinds_of(replaced))
 
@@ -712,8 +714,10 @@ def _make_substituter(secrets: dict[str, str], users: dict[str, str], replaced: 
             text = user_pat.sub(one_user, text)
         return text
 
+    needles = [*secrets, *users] if len(secrets) + len(users) <= 16 else None  # each replacement holds one
+
     def sub(text: str | None) -> str | None:
-        if not text:
+        if not text or (needles is not None and not any(n in text for n in needles)):
             return text
         if keep is None or not any(k in text for k in kept or ()):
             return sub_piece(text)
@@ -788,25 +792,32 @@ def redact_text_values(value: Any, sub: Callable[[str], str]) -> Any:
     return value
 
 
-def _redact_message(msg: dict[str, Any], sub: Callable[[str], str], needles: list[str]) -> dict[str, Any]:
-    """``msg`` with ``sub`` applied to every text and argument string; ``needles``: the secret values and user
-    names, one of which a string must hold to change."""
-    out = dict(msg)
+def _redact_message(msg: dict[str, Any], sub: Callable[[str], str], needles: list[str], plain: bool) -> dict[str, Any]:
+    """``msg`` with ``sub`` applied to every text and argument string (``msg`` itself when nothing changes);
+    ``needles``: the secret values and user names, one of which a string must hold to change; ``plain``: no needle
+    holds a character JSON writes only as an escape. Then a string inside JSON arguments that have no ``\\u`` or
+    ``\\/`` escape holds a needle only if the arguments hold it verbatim, and needle-free arguments are left as they
+    are without parsing."""
+    out = msg
     content = msg.get("content")
     if isinstance(content, str):
-        out["content"] = sub(content)
+        if (new := sub(content)) != content:
+            out = {**msg, "content": new}
     elif isinstance(content, list):
-        out["content"] = [
-            {**part, "text": sub(part["text"])} if isinstance(part, dict) and isinstance(part.get("text"), str) else part
-            for part in content
-        ]
-    if msg.get("tool_calls"):
-        calls = []
-        for tc in msg["tool_calls"]:
+        parts = [{**part, "text": sub(part["text"])} if isinstance(part, dict) and isinstance(part.get("text"), str)
+                 else part for part in content]
+        if parts != content:
+            out = {**msg, "content": parts}
+    calls = msg.get("tool_calls")
+    if calls:
+        new_calls = list(calls)
+        changed = False
+        for i, tc in enumerate(calls):
             fn = tc.get("function") or {}
             args = fn.get("arguments")
-            if isinstance(args, str) and "\\" not in args and not any(n in args for n in needles):
-                new_args = args  # no escapes, so every string inside is a verbatim part of args: none can change
+            if (isinstance(args, str) and plain and "\\u" not in args and "\\/" not in args
+                    and not any(n in args for n in needles)):
+                new_args = args
             elif isinstance(args, str):
                 try:
                     parsed = orjson.loads(args)
@@ -817,6 +828,10 @@ def _redact_message(msg: dict[str, Any], sub: Callable[[str], str], needles: lis
                     new_args = args if red == parsed else orjson.dumps(red).decode("utf-8")
             else:
                 new_args = redact_text_values(args, sub)
-            calls.append({**tc, "function": {**fn, "arguments": new_args}})
-        out["tool_calls"] = calls
+            if new_args is args and "function" in tc and "arguments" in fn:
+                continue
+            new_calls[i] = {**tc, "function": {**fn, "arguments": new_args}}
+            changed = True
+        if changed:
+            out = {**out, "tool_calls": new_calls}
     return out
