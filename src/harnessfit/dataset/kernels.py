@@ -260,10 +260,12 @@ def char_offsets(utf8, offsets):
 
 
 def warm() -> None:
-    """Compile (or load from the disk cache) every kernel with the argument types the build uses."""
+    """Compile (or load from the disk cache) every kernel with the argument types the build uses (inputs that come
+    from ``np.frombuffer`` are read-only arrays, a type of their own)."""
+    text = np.frombuffer(b"a b", dtype=np.uint8)  # read-only, as the callers' UTF-8 views are
     table = np.zeros(128, dtype=np.uint32)
-    signatures(np.zeros(1, dtype=np.uint8), np.array([0, 1], dtype=np.int64), table, np.zeros(128, dtype=np.uint8),
-               np.zeros(2, dtype=np.uint8), 10, np.ones(1, dtype=np.uint64), 1, np.ones(1, dtype=np.uint32),
+    signatures(text, np.array([0, 3], dtype=np.int64), table, np.zeros(128, dtype=np.uint8),
+               np.zeros(8, dtype=np.uint8), 10, np.ones(1, dtype=np.uint64), 1, np.ones(1, dtype=np.uint32),
                np.ones(1, dtype=np.uint32))
-    entropy_runs(np.zeros(1, dtype=np.uint8), np.zeros(128, dtype=np.bool_), 24, 9)
-    char_offsets(np.zeros(1, dtype=np.uint8), np.zeros(1, dtype=np.int64))
+    entropy_runs(text, np.zeros(128, dtype=np.bool_), 24, 9)
+    char_offsets(text, np.zeros(1, dtype=np.int64))
