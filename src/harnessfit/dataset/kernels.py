@@ -204,16 +204,19 @@ def entropy_runs(cp, run128, min_len, min_switches):
     n = len(cp)
     out = np.empty(n // max(min_len, 1) + 1, dtype=np.int64)
     count = 0
+    run = 0  # length of the run of run characters ending here
     i = 0
     while i < n:
-        if cp[i] >= 128 or not run128[cp[i]]:
-            i += 1
+        c = cp[i]
+        # branch-free in the common case: most runs are words, far shorter than min_len
+        run = (run + 1) * (c < 128 and run128[c])
+        i += 1
+        if run < min_len:
             continue
-        start = i
-        while i < n and cp[i] < 128 and run128[cp[i]]:
+        start = i - run
+        while i < n and cp[i] < 128 and run128[cp[i]]:  # the rest of this long run
             i += 1
-        if i - start < min_len:  # most runs are words: counted only when long enough
-            continue
+        run = 0
         up = lo = dg = sw = 0
         prev = -1
         for j in range(start, i):
