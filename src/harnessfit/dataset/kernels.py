@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-__all__ = ["signatures", "entropy_runs", "char_offsets", "warm"]
+__all__ = ["signatures", "entropy_runs", "char_offsets", "dot_colon_guards", "warm"]
 
 _U = np.uint64
 _P = _U(0x100000001B3)
@@ -242,6 +242,41 @@ def entropy_runs(cp, run128, min_len, min_switches):
 
 
 @njit(cache=True, nogil=True)
+def _token_byte(c):  # [0-9A-Za-z_-]
+    return (48 <= c <= 57) or (65 <= c <= 90) or (97 <= c <= 122) or c == 95 or c == 45
+
+
+@njit(cache=True, nogil=True)
+def dot_colon_guards(utf8):
+    """Over UTF-8 bytes: (is there a ``:`` followed by 35 of ``[0-9A-Za-z_-]``, is there a ``.``, a run of 6 to 24
+    bytes that may be word characters, a ``.`` and a run of 27 or more such bytes). The first is exactly
+    ``:[0-9A-Za-z_-]{35}``; the second holds wherever ``\.[\w-]{6}\.[\w-]{27}`` matches (a non-ASCII byte counts
+    as maybe a word character; 6 characters are 6 to 24 bytes), so a False rules that pattern out."""
+    n = len(utf8)
+    colon = False
+    dot = False
+    for i in range(n):
+        c = utf8[i]
+        if c == 58 and not colon:
+            j = i + 1
+            while j < n and j - i <= 35 and _token_byte(utf8[j]):
+                j += 1
+            colon = j - i > 35
+        elif c == 46 and not dot:
+            j = i + 1
+            while j < n and (utf8[j] >= 128 or _token_byte(utf8[j])):
+                j += 1
+            if 6 <= j - i - 1 <= 24 and j < n and utf8[j] == 46:
+                k = j + 1
+                while k < n and k - j <= 27 and (utf8[k] >= 128 or _token_byte(utf8[k])):
+                    k += 1
+                dot = k - j > 27
+        if colon and dot:
+            break
+    return colon, dot
+
+
+@njit(cache=True, nogil=True)
 def char_offsets(utf8, offsets):
     """The character offsets of the ascending byte ``offsets`` into the UTF-8 text ``utf8`` (each at a character
     start): the number of characters (bytes that are not continuation bytes) before each."""
@@ -272,3 +307,4 @@ def warm() -> None:
                np.ones(1, dtype=np.uint32))
     entropy_runs(text, np.zeros(128, dtype=np.bool_), 24, 9)
     char_offsets(text, np.zeros(1, dtype=np.int64))
+    dot_colon_guards(text)
