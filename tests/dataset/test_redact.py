@@ -284,3 +284,18 @@ def test_escaped_arguments_are_still_redacted():
         assert not any("/home/zed" in t or "zed.k@" in t or "MIIEowIBAAKCAQEA" in t for t in texts), extra
         calls = [m["tool_calls"][0]["function"]["arguments"] for m in res.conversation.messages if m.get("tool_calls")]
         assert escaped[-1] in calls  # nothing to replace: the same bytes
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from([":", ".", "a", "Z", "9", "_", "-", " ", "é", "東", "x" * 6, "y" * 27, "Q" * 35, "\n"]),
+                max_size=30).map("".join))
+def test_compiled_corpus_guards_agree_with_their_patterns(text):
+    """Telegram's guard is exactly ``:[0-9A-Za-z_-]{35}``; Discord's never says no where its pattern matches."""
+    import numpy as np
+
+    from harnessfit.dataset import kernels
+    from harnessfit.dataset.redact import _PLUGIN_CORPUS_GUARDS
+
+    colon, dot = kernels.dot_colon_guards(np.frombuffer(text.encode("utf-8"), dtype=np.uint8))
+    assert colon == (_PLUGIN_CORPUS_GUARDS["TelegramBotTokenDetector"].search(text) is not None)
+    assert dot or _PLUGIN_CORPUS_GUARDS["DiscordBotTokenDetector"].search(text) is None

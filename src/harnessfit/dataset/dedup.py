@@ -175,7 +175,7 @@ def minhash_of(text: str, *, num_perm: int, shingle_size: int, seed: int) -> Min
 
 def minhash_values(text: str, *, num_perm: int, shingle_size: int, seed: int) -> np.ndarray:
     """The hash values of a datasketch ``MinHash(num_perm, seed)`` ("affine32" permutations) over
-    ``shingle_hashes(text, shingle_size)`` (computed in one compiled pass, ``kernels.signature``; a test pins it
+    ``shingle_hashes(text, shingle_size)`` (computed in one compiled pass, ``kernels.signatures``; a test pins it
     against the numpy definition).
 
     Not datasketch's ``update`` path (SHA-1 of each shingle's UTF-8 string): shingles are hashed arithmetically
@@ -190,6 +190,7 @@ _CAPITAL_SIGMA = 0x3A3  # its lower-case form depends on the neighbours (final s
 _TABLES: dict[bool, tuple[np.ndarray, np.ndarray]] = {}
 _NO_BYTES = np.zeros(0, dtype=np.uint8)
 _BUFFER = [_NO_BYTES]
+_BUFFER_KEEP = 64 * 2**20
 
 
 def _class(ch: str) -> int:
@@ -263,6 +264,8 @@ def _compiled(texts: list[str], *, normalise: bool, key: bool, near_chars: int, 
             results += _compiled([" ".join(texts[start].split()).lower()], normalise=False, key=key,
                                  near_chars=near_chars, num_perm=num_perm, shingle_size=shingle_size, seed=seed)
             start += 1
+    if len(_BUFFER[0]) > _BUFFER_KEEP:  # a batch with a very large conversation: do not hold its buffer on
+        _BUFFER[0] = _NO_BYTES
     return results
 
 

@@ -1,14 +1,15 @@
-"""Compiled loops (numba) for the build's per-character work: dedup's normalisation + MinHash, and redaction's
-high-entropy candidate scan.
+"""Compiled loops (numba) for the build's per-character work: dedup's normalisation, exact-key text and MinHash
+(many conversations per call), and redaction's scans over a conversation's UTF-8 (high-entropy candidate runs,
+byte-to-character offsets, the Telegram/Discord corpus guards).
 
 Each kernel computes exactly what a plain definition elsewhere computes (``dedup.normalised_text`` /
-``dedup.token_hashes`` / ``dedup.shingle_hashes``, ``redact._TOKEN``'s candidate runs); tests pin them against
-those definitions. They exist only for speed: one pass over a conversation's code points instead of a dozen numpy
-passes and temporaries.
+``dedup.token_hashes`` / ``dedup.shingle_hashes``, the runs ``redact._TOKEN`` can match in, the corpus guard
+patterns); tests pin the results against those definitions. They exist only for speed: one pass over the bytes
+instead of a dozen numpy passes and temporaries or a regex attempt at every position.
 
-Compiled on first use and cached on disk beside this file (``cache=True``), so a process pays the compile once per
-install and then only numba's import. This module is imported lazily (by the first signature or scan), so commands
-that never build a dataset do not load numba at all.
+Compiled once per install (``make setup`` runs ``warm``; otherwise on first use) and cached on disk beside this
+file (``cache=True``); a process then pays numba's import and the cache load (~0.5 CPU s). This module is imported
+lazily (by the first signature or scan), so commands that never build a dataset do not load numba at all.
 """
 
 from __future__ import annotations

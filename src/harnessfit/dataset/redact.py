@@ -20,9 +20,9 @@ import math
 import re
 import string
 from bisect import bisect_right
-from itertools import accumulate
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterable, Iterator
+from itertools import accumulate
 from typing import Any, NamedTuple
 
 import ahocorasick_rs
@@ -132,8 +132,8 @@ def _pw_quoted_starts(corpus: str, occ: dict[tuple[bool, str], list[int] | None]
     ``Redactor._occurrences``): at ``passw``, ``secret``, ``token`` and ``credential``, and at the ``api``/
     ``access``/``auth``/``private`` (``_``) just before a ``key`` (its other keyword starts). None when that is not
     exact: a corpus holding one of the non-ASCII letters ``(?i)`` folds to ASCII (``_FOLDS``; one can stand inside
-    a keyword), or whose lower-cased form has another length (offsets unknown). Without those, only ASCII
-    letters can spell a keyword and lower-casing keeps every offset."""
+    a keyword), or a keyword whose offsets ``occ`` does not know. Otherwise only ASCII letters can spell a
+    keyword, and ``occ`` holds each one's offsets."""
     if not corpus.isascii() and any(ch in corpus for ch in _FOLD_CHARS):
         return None
     starts: set[int] = set()
@@ -408,8 +408,8 @@ class Redactor:
                 self._guarding.setdefault(key, []).append(d)
         # one Aho-Corasick automaton per case: every occurrence of every guard literal in one linear pass
         # (single characters, e.g. Discord's ".", would match everywhere: they are tested with ``in`` instead)
-        # (an ASCII corpus is searched as bytes by a DFA, which is faster; the home-folder prefixes ride along in
-        # the case-sensitive automaton: their offsets are where ``_HOME`` can match)
+        # (searched as UTF-8 bytes by DFAs; the home-folder prefixes ride along in the case-sensitive automaton:
+        # their offsets are where ``_HOME`` can match)
         self._high_entropy = high_entropy and self._on("high_entropy")
         self._email = self._on("email")
         self._home = self._on("home_user")
