@@ -22,7 +22,6 @@ import string
 from bisect import bisect_right
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterable, Iterator
-from itertools import accumulate
 from typing import Any, NamedTuple
 
 import ahocorasick_rs
@@ -644,8 +643,8 @@ class Redactor:
         # a repeated text (a file read twice, the same command output) can only find values already mapped: scan each
         # distinct text once, in order of first appearance
         texts = [t for t in dict.fromkeys(_iter_texts(conv)) if t]
-        if self._keep is not None:  # split the texts that hold a kept string (found in their join) around it
-            holders = _holders(texts, self._kept)
+        if self._keep is not None:  # split the texts that hold a kept string around it
+            holders = {i for i, text in enumerate(texts) for k in self._kept if k in text}
             if holders:
                 texts = list(dict.fromkeys(piece for i, text in enumerate(texts)
                                            for piece in (self._pieces(text) if i in holders else (text,)) if piece))
@@ -736,24 +735,6 @@ def _make_substituter(secrets: dict[str, str], users: dict[str, str], replaced: 
         return "".join(p if i % 2 else sub_piece(p) for i, p in enumerate(parts))
 
     return sub
-
-
-def _holders(texts: list[str], needles: list[str]) -> set[int]:
-    """Indices of the ``texts`` that may hold one of ``needles``: found in the texts joined by newlines, each
-    occurrence assigned to the text it starts in (a needle holding a newline could span two: both are kept)."""
-    joined = "\n".join(texts)
-    hits: set[int] = set()
-    starts: list[int] | None = None
-    for needle in needles:
-        at = joined.find(needle)
-        while at >= 0:
-            if starts is None:
-                starts = list(accumulate((len(t) + 1 for t in texts[:-1]), initial=0))
-            first = bisect_right(starts, at) - 1
-            last = bisect_right(starts, at + len(needle) - 1) - 1
-            hits.update(range(first, last + 1))
-            at = joined.find(needle, at + 1)
-    return hits
 
 
 def _iter_texts(conv: Conversation) -> list[str]:
