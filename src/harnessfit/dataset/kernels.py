@@ -39,19 +39,30 @@ UNKNOWN = 255  # a code point whose class the caller's table does not hold yet
 OWN_LOWER = 254  # a code point whose lower case is several characters or depends on its neighbours
 
 
-@njit(cache=True, nogil=True)
-def _fold(ring, w, mult, a, b, mins):
-    """Fold the window of the last ``w`` token hashes (the right end of ``ring``) into the MinHash ``mins``: a
-    position-weighted sum, mixed, its high 32 bits permuted by datasketch's affine32 (a*h + b mod 2**32)."""
+@njit(cache=True, nogil=True, inline="always")
+def _shingle(ring, w, mult):
+    """The hash of the window of the last ``w`` token hashes (the right end of ``ring``): a position-weighted sum,
+    mixed, its high 32 bits."""
     acc = _U(w)
     base = len(ring) - w
     for j in range(w):
         acc += ring[base + j] * mult[j]
-    h = _U(_mix64(acc) >> _U(32))
+    return np.uint32(_mix64(acc) >> _U(32))
+
+
+@njit(cache=True, nogil=True)
+def _permute(sh, count, a, b, mins):
+    """Fold the shingle hashes ``sh[:count]`` into the MinHash ``mins`` with datasketch's affine32 permutations
+    (a*h + b mod 2**32), one permutation at a time over all shingles (a loop the compiler vectorises)."""
     for p in range(len(a)):
-        v = np.uint32((_U(a[p]) * h + _U(b[p])) & _MASK32)
-        if v < mins[p]:
-            mins[p] = v
+        ap = a[p]
+        bp = b[p]
+        best = mins[p]
+        for s in range(count):
+            v = np.uint32(ap * sh[s] + bp)
+            if v < best:
+                best = v
+        mins[p] = best
 
 
 @njit(cache=True, nogil=True)
@@ -74,9 +85,13 @@ def signatures(src, bounds, low, cls, utf8, near_chars, mult, shingle_size, a, b
     mins = np.full((texts, len(a)), np.uint32(0xFFFFFFFF), dtype=np.uint32)
     ub = np.zeros(texts + 1, dtype=np.int64)
     ring = np.zeros(shingle_size, dtype=np.uint64)
+    longest = 0
+    for t in range(texts):
+        longest = max(longest, bounds[t + 1] - bounds[t])
+    sh = np.empty(longest + 1, dtype=np.uint32)  # a text's shingle hashes (no more than its bytes, or one)
     u = 0
     for t in range(texts):
-        status, u = _one(src, bounds[t], bounds[t + 1], low, cls, utf8, u, near_chars, mult, ring, a, b, mins[t])
+        status, u = _one(src, bounds[t], bounds[t + 1], low, cls, utf8, u, near_chars, mult, ring, sh, a, b, mins[t])
         if status != 0:
             return status, t, ub, mins
         ub[t + 1] = u
@@ -84,12 +99,13 @@ def signatures(src, bounds, low, cls, utf8, near_chars, mult, shingle_size, a, b
 
 
 @njit(cache=True, nogil=True)
-def _one(src, i, n, low, cls, utf8, u, near_chars, mult, ring, a, b, mins):
+def _one(src, i, n, low, cls, utf8, u, near_chars, mult, ring, sh, a, b, mins):
     """One text of ``signatures``: ``src[i:n]``, its UTF-8 written from ``utf8[u]`` on; returns (status, end of
     what it wrote)."""
     want_utf8 = len(utf8) > 0
     k = len(ring)
     nt = 0  # tokens so far
+    ns = 0  # shingles so far
     m = 0  # normalised code points so far
     space = False
     word = False  # inside a word token
@@ -184,16 +200,20 @@ def _one(src, i, n, low, cls, utf8, u, near_chars, mult, ring, a, b, mins):
             ring[k - 1] = t1 if e == 0 else t2
             nt += 1
             if nt >= k:
-                _fold(ring, k, mult, a, b, mins)
+                sh[ns] = _shingle(ring, k, mult)
+                ns += 1
     if word:
         for j in range(k - 1):
             ring[j] = ring[j + 1]
         ring[k - 1] = _mix64(h + _U(wlen) * _SEED)
         nt += 1
         if nt >= k:
-            _fold(ring, k, mult, a, b, mins)
+            sh[ns] = _shingle(ring, k, mult)
+            ns += 1
     if nt < k:  # fewer tokens than a shingle: one window of them all
-        _fold(ring, nt, mult, a, b, mins)
+        sh[ns] = _shingle(ring, nt, mult)
+        ns += 1
+    _permute(sh, ns, a, b, mins)
     return 0, u
 
 
@@ -249,7 +269,7 @@ def _token_byte(c):  # [0-9A-Za-z_-]
 
 @njit(cache=True, nogil=True)
 def dot_colon_guards(utf8):
-    """Over UTF-8 bytes: (is there a ``:`` followed by 35 of ``[0-9A-Za-z_-]``, is there a ``.``, a run of 6 to 24
+    r"""Over UTF-8 bytes: (is there a ``:`` followed by 35 of ``[0-9A-Za-z_-]``, is there a ``.``, a run of 6 to 24
     bytes that may be word characters, a ``.`` and a run of 27 or more such bytes). The first is exactly
     ``:[0-9A-Za-z_-]{35}``; the second holds wherever ``\.[\w-]{6}\.[\w-]{27}`` matches (a non-ASCII byte counts
     as maybe a word character; 6 characters are 6 to 24 bytes), so a False rules that pattern out."""
