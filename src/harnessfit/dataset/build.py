@@ -163,7 +163,8 @@ def _processed(stream: Iterable[Conversation | Rejection], config: BuildConfig,
         while batch := list(islice(it, _SIGN_BATCH)):
             convs = [x for x in batch if isinstance(x, Conversation)] if config.dedup.exact else []
             t, c = time.perf_counter(), time.process_time()
-            sigs = iter(signer.signatures(convs))  # also the near-dup signatures when redaction changes nothing
+            # the near-dup signatures too: still valid where redaction changes nothing
+            sigs = iter(signer.signatures(convs) if convs else ())
             clock["dedup"] += time.perf_counter() - t
             cpu["dedup"] += time.process_time() - c
             for item in batch:
