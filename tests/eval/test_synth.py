@@ -30,6 +30,9 @@ def test_synth_writes_pi_sessions(pi_installed, small_suite, tmp_path):
         assert sha256_file(path) == row["sha256"]
         rows = _lines(path)
         assert rows[0]["type"] == "session" and rows[0]["version"] == 3
+        # the working folder is named independently of where the episode ran (the dataset must not depend on it)
+        assert rows[0]["cwd"] == f"/workspace/{row['task']}/seed-{row['seed']}"
+        assert str(tmp_path).encode() not in path.read_bytes()
         msgs = [r["message"] for r in rows if r["type"] == "message"]
         assert all("id" in r and "parentId" in r for r in rows[1:])
         assert msgs[0]["role"] == "user" and msgs[-1]["role"] == "assistant" and msgs[-1]["stopReason"] == "stop"

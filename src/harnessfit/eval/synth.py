@@ -4,7 +4,9 @@
 a failing validation, create-and-validate that ends promptly) and, as contrast examples, the recovering solver
 (its first call's arguments are a JSON string of the object: Pi rejects it with its validation error, and the
 session shows the corrected call and the rest of the solution). Only episodes whose loop completed are kept; the
-manifest lists every file with its SHA-256 and every skipped episode with why.
+manifest lists every file with its SHA-256 and every skipped episode with why. A kept session names
+``/workspace/<task>/seed-<n>`` as its working folder instead of the folder the episode ran in, so the dataset built
+from it does not depend on where the project was cloned.
 
 `harnessfit build` rejects the contrast sessions as ``arguments_double_encoded`` (Pi stores the string it parsed,
 and a refused call must never become an SFT label); they are there for preference/RL pairs and for the ledger.
@@ -23,9 +25,27 @@ from harnessfit.eval.run import run_eval
 from harnessfit.harness.pi import DEFAULT_PI_VERSION
 from harnessfit.jsonio import sha256_file
 
-__all__ = ["synth", "SYNTH_KINDS"]
+__all__ = ["synth", "SYNTH_KINDS", "WORKSPACE_ROOT"]
 
 SYNTH_KINDS = {"golden": "scripted:golden", "contrast": "scripted:recovering"}
+WORKSPACE_ROOT = "/workspace"  # the working folder a kept session names, whatever folder the episode ran in
+
+
+def _copy_session(src: Path, dst: Path, workspace: str) -> None:
+    """Copy a Pi session file, naming ``workspace`` instead of the episode's real working folder (the header's
+    ``cwd`` and any other mention of that folder). The build groups a session without a repository by its working
+    folder, so a real path (under the project's clone, perhaps ``/home/<user>``) would make the dataset's groups,
+    splits and redactions depend on where the project lives."""
+    data = src.read_bytes()
+    lines = data.split(b"\n", 1)
+    header = orjson.loads(lines[0])
+    real = header.get("cwd")
+    if header.get("type") != "session" or not isinstance(real, str) or not real:
+        raise UserError(f"{src}: not a Pi session file (its first line has no session header with a cwd)")
+    header["cwd"] = workspace
+    rest = lines[1] if len(lines) > 1 else b""
+    old, new = orjson.dumps(real)[1:-1], orjson.dumps(workspace)[1:-1]  # as they appear inside JSON strings
+    dst.write_bytes(orjson.dumps(header) + b"\n" + rest.replace(old, new))
 
 
 def synth(
@@ -59,7 +79,7 @@ def synth(
                 skipped.append({"kind": kind, "task": f.task_id, "seed": f.seed, "reason": why})
                 continue
             dst = target / name
-            shutil.copyfile(run_dir / f.session_file, dst)
+            _copy_session(run_dir / f.session_file, dst, f"{WORKSPACE_ROOT}/{f.task_id}/seed-{f.seed}")
             files.append({"path": dst.relative_to(out_dir).as_posix(), "kind": kind, "task": f.task_id,
                           "seed": f.seed, "sha256": sha256_file(dst),
                           "double_encoded_calls": m.double_encoded_arguments})
