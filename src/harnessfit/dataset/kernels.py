@@ -134,7 +134,8 @@ def _one(src, i, n, low, cls, utf8, u, near_chars, mult, ring, sh, a, b, mins):
             space = m > 0
             continue
         # at most two tokens end here: a word (at a space, a punctuation mark or the near_chars cut) and a
-        # punctuation mark; they are shifted into ring (the last k token hashes) and each full window is folded
+        # punctuation mark; they are shifted into ring (the last k token hashes) and each full window's hash is
+        # collected in sh (permuted once the text is done)
         ended = 0
         t1 = t2 = _U(0)
         if space:
