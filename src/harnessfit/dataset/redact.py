@@ -131,14 +131,10 @@ def _pw_quoted_starts(corpus: str, occ: dict[tuple[bool, str], list[int] | None]
     ``Redactor._occurrences``): at ``passw``, ``secret``, ``token`` and ``credential``, and at the ``api``/
     ``access``/``auth``/``private`` (``_``) just before a ``key`` (its other keyword starts). None when that is not
     exact: a corpus holding one of the non-ASCII letters ``(?i)`` folds to ASCII (``_FOLDS``; one can stand inside
-    a keyword), or a keyword whose offsets ``occ`` does not know. Otherwise only ASCII letters can spell a
-    keyword, and ``occ`` holds each one's offsets."""
+    a keyword). Otherwise only ASCII letters can spell a keyword, and ``occ`` holds each one's offsets."""
     if not corpus.isascii() and any(ch in corpus for ch in _FOLD_CHARS):
         return None
     starts: set[int] = set()
-    for lit in ("passw", "secret", "token", "credential", "key"):
-        if (True, lit) in occ and occ[True, lit] is None:
-            return None
     for lit in ("passw", "secret", "token", "credential"):
         starts.update(occ.get((True, lit)) or ())
     for at in occ.get((True, "key")) or ():
@@ -405,10 +401,9 @@ class Redactor:
                 self._unguarded.add(d)
             for key in keys or ():
                 self._guarding.setdefault(key, []).append(d)
-        # one Aho-Corasick automaton per case: every occurrence of every guard literal in one linear pass
-        # (single characters, e.g. Discord's ".", would match everywhere: they are tested with ``in`` instead)
-        # (searched as UTF-8 bytes by DFAs; the home-folder prefixes ride along in the case-sensitive automaton:
-        # their offsets are where ``_HOME`` can match)
+        # one Aho-Corasick automaton (a DFA over UTF-8 bytes) per case: every occurrence of every guard literal in
+        # one linear pass; the home-folder prefixes ride along in the case-sensitive one (their offsets are where
+        # ``_HOME`` can match); single characters, e.g. Discord's ".", would match everywhere: tested with ``in``
         self._high_entropy = high_entropy and self._on("high_entropy")
         self._email = self._on("email")
         self._home = self._on("home_user")
@@ -614,12 +609,6 @@ class Redactor:
         return iter([value for kind, value in self.findings(text) if kind == "home_user"])
 
     # -- redaction ------------------------------------------------------------------------------------------------
-    def _pieces(self, text: str) -> list[str]:
-        """``text`` without the ``keep`` strings: the parts redaction may look at."""
-        if self._keep is None or not text or not any(k in text for k in self._kept):
-            return [text]
-        return self._keep.split(text)[0::2]
-
     def _scan_cached(self, texts: list[str]) -> list[list[tuple[str, str]]]:
         """``_scan``, with the findings of long texts remembered across conversations (what a text holds depends on
         the text alone): the system prompt, a file read in many sessions, a repeated command output are scanned
@@ -643,11 +632,12 @@ class Redactor:
         # a repeated text (a file read twice, the same command output) can only find values already mapped: scan each
         # distinct text once, in order of first appearance
         texts = [t for t in dict.fromkeys(_iter_texts(conv)) if t]
-        if self._keep is not None:  # split the texts that hold a kept string around it
+        if self._keep is not None:  # the texts that hold a kept string are looked at only around it
             holders = {i for i, text in enumerate(texts) for k in self._kept if k in text}
             if holders:
                 texts = list(dict.fromkeys(piece for i, text in enumerate(texts)
-                                           for piece in (self._pieces(text) if i in holders else (text,)) if piece))
+                                           for piece in (self._keep.split(text)[0::2] if i in holders else (text,))
+                                           if piece))
         per_text = self._scan_cached(texts)
         secrets: dict[str, str] = {}  # value -> placeholder
         users: dict[str, str] = {}  # name -> placeholder name
