@@ -9,9 +9,9 @@ import pytest
 
 from harnessfit.convert.mappings.base import Drop, Failure, MapContext, PiCall
 from harnessfit.convert.mappings.codex import CodexMapping, argv_to_command, parse_patch
-from harnessfit.convert.rejection import Reason
+from harnessfit.core.rejection import Reason
 from harnessfit.traces.readers.codex import CodexReader
-from harnessfit.traces.trajectory import Step, ToolCall, Trajectory
+from harnessfit.core.trajectory import Step, ToolCall, Trajectory
 from harnessfit.harness.card import load_card
 
 CARD = load_card("pi", "0.73.1")

@@ -9,7 +9,7 @@ import pytest
 
 from harnessfit.convert.mappings.base import Failure, MapContext, PiCall
 from harnessfit.convert.mappings.openai_chat import OpenAIChatMapping
-from harnessfit.convert.rejection import Reason
+from harnessfit.core.rejection import Reason
 from harnessfit.traces.readers.openai_chat import OpenAIChatReader
 from harnessfit.harness.card import load_card
 
@@ -70,7 +70,7 @@ def test_real_files_end_to_end(traces_dir: Path, card) -> None:
     from collections import Counter
 
     from harnessfit.convert import iter_unit_results
-    from harnessfit.convert.rejection import Rejection
+    from harnessfit.core.rejection import Rejection
 
     inputs = [traces_dir / d for d in ("codex", "swe_agent", "openhands", "openai_chat")]
     seen = {}

@@ -7,9 +7,9 @@ from pathlib import Path
 
 from harnessfit.convert.mappings.base import Drop, Failure, MapContext, PiCall
 from harnessfit.convert.mappings.openhands import OpenHandsMapping, split_openhands_output
-from harnessfit.convert.rejection import Reason
+from harnessfit.core.rejection import Reason
 from harnessfit.traces.readers.openhands import OpenHandsReader
-from harnessfit.traces.trajectory import Step, ToolCall, Trajectory
+from harnessfit.core.trajectory import Step, ToolCall, Trajectory
 from harnessfit.harness.card import load_card
 
 CARD = load_card("pi", "0.73.1")

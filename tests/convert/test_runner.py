@@ -10,7 +10,8 @@ from pathlib import Path
 import orjson
 import pytest
 
-from harnessfit.convert import Conversation, Rejection, convert, iter_convert, iter_unit_results
+from harnessfit.convert import convert, iter_convert, iter_unit_results
+from harnessfit.core import Conversation, Rejection
 from harnessfit.convert.ledger import Accounting
 from harnessfit.convert.runner import EncodedUnit, encode_unit, iter_encoded_units
 from harnessfit.harness.card import load_card

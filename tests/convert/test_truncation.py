@@ -6,11 +6,11 @@ from __future__ import annotations
 from harnessfit.convert.mappings.base import Failure, MapContext, PiCall
 from harnessfit.convert.mappings.claude_code import ClaudeCodeMapping
 from harnessfit.convert.mappings.openhands import OpenHandsMapping
-from harnessfit.convert.pi_results import PI_MAX_BYTES, PI_MAX_LINES, pi_bash_result, pi_read_result
-from harnessfit.convert.rejection import Reason, Rejection
+from harnessfit.harness.pi_results import PI_MAX_BYTES, PI_MAX_LINES, pi_bash_result, pi_read_result
+from harnessfit.core.rejection import Reason, Rejection
 from harnessfit.convert.wire import to_conversation
 from harnessfit.harness.card import load_card
-from harnessfit.traces.trajectory import Step, ToolCall, Trajectory
+from harnessfit.core.trajectory import Step, ToolCall, Trajectory
 
 CARD = load_card("pi", "0.73.1")
 

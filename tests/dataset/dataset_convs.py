@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import orjson
-from harnessfit.convert.conversation import Conversation, ConversationMeta
-from harnessfit.traces.ids import content_id, root_request_id
+from harnessfit.core.conversation import Conversation, ConversationMeta
+from harnessfit.core.ids import content_id, root_request_id
 
 TOOLS = [{"type": "function", "function": {"name": n, "description": f"{n} tool", "parameters": {
     "type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}}} for n in ("read", "bash", "edit")]

@@ -6,7 +6,7 @@ import pytest
 from typer.testing import CliRunner
 
 from harnessfit.cli import app
-from harnessfit.convert.rejection import Reason, Rejection
+from harnessfit.core.rejection import Reason, Rejection
 from harnessfit.dataset.build import build_dataset
 from harnessfit.dataset.config import BuildConfig, config_from_values, load_build_config
 from harnessfit.dataset.exports import decision_points, sft_records

@@ -1,4 +1,4 @@
-from harnessfit.convert.rejection import Reason
+from harnessfit.core.rejection import Reason
 from harnessfit.dataset.dedup import Deduper
 
 from dataset_convs import corpus, make_conv
@@ -109,7 +109,7 @@ def test_minhash_estimates_jaccard_like_datasketch():
 def test_near_dedup_verdicts_on_real_traces_match_sha1_minhash(traces_dir):
     """On the real traces, every conversation is kept or dropped (and for which kept twin) exactly as with
     datasketch's SHA-1 shingle hashing, the definition used before the arithmetic hashes."""
-    from harnessfit.convert.conversation import Conversation
+    from harnessfit.core.conversation import Conversation
     from harnessfit.convert.runner import iter_convert
     from harnessfit.dataset.dedup import NEAR_CHARS, exact_key, normalised_text
     from harnessfit.harness.card import load_card

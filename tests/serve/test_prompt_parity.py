@@ -8,8 +8,8 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from harnessfit import jsonio
-from harnessfit.dataset.records import SFTRecord
+from harnessfit.core import jsonio
+from harnessfit.core.records import SFTRecord
 from harnessfit.models import load_tokenizer
 from harnessfit.serve.engine import render_prompt
 from harnessfit.serve.protocol import parse_chat_request

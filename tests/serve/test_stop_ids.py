@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from harnessfit import jsonio
+from harnessfit.core import jsonio
 from harnessfit.serve.engine import GenerationResult, load_engine
 from harnessfit.serve.protocol import parse_chat_request
 from harnessfit.serve.sources import collect_stop_ids, recorded_stop_ids, resolve_source

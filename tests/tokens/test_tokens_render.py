@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from harnessfit.dataset.records import SFTRecord
+from harnessfit.core.records import SFTRecord
 from harnessfit.models import load_tokenizer
 from harnessfit.models.templates import chatml_tools_template
 from harnessfit.tokens import Problem, RecordError, Violation, render_many, render_record

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from harnessfit import jsonio
+from harnessfit.core import jsonio
 
 TOOLS = [
     {"type": "function", "function": {"name": "read", "description": "Read a file",

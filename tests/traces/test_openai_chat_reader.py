@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from harnessfit.convert.rejection import Reason, Rejection
+from harnessfit.core.rejection import Reason, Rejection
 from harnessfit.traces.readers.openai_chat import OpenAIChatReader
 from harnessfit.traces.readers.registry import detect_format
-from harnessfit.traces.trajectory import Trajectory
+from harnessfit.core.trajectory import Trajectory
 
 FIXTURES = Path(__file__).parent / "fixtures"
 FNCALL = "openai_chat/OpenHands__software-agent-sdk__fncall-llm-message.json"

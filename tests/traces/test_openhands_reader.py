@@ -6,10 +6,10 @@ import json
 import shutil
 from pathlib import Path
 
-from harnessfit.convert.rejection import Reason, Rejection
+from harnessfit.core.rejection import Reason, Rejection
 from harnessfit.traces.readers.openhands import OpenHandsReader
 from harnessfit.traces.readers.registry import detect_format
-from harnessfit.traces.trajectory import Trajectory
+from harnessfit.core.trajectory import Trajectory
 
 V0 = "openhands/All-Hands-AI__OpenHands__basic.json"
 V1 = "openhands/OpenHands__software-agent-sdk__v1_conversation_cd94562403b9487ebdd4018e3f531dfd"

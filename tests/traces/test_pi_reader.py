@@ -7,10 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from harnessfit.convert import Conversation, Reason, Rejection, to_conversation, validate_conversation
+from harnessfit.convert import to_conversation, validate_conversation
+from harnessfit.core import Conversation, Reason, Rejection
 from harnessfit.harness.card import load_card
 from harnessfit.traces.readers.pi import PiReader
-from harnessfit.traces.trajectory import Trajectory
+from harnessfit.core.trajectory import Trajectory
 
 
 @pytest.fixture(scope="module")

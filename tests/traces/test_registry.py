@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from harnessfit.convert.rejection import Reason, Rejection
+from harnessfit.core.rejection import Reason, Rejection
 from harnessfit.errors import UserError
 from harnessfit.traces.readers.registry import FORMATS, detect_format, get_reader, iter_units, read_unit
 

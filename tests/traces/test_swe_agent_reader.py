@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harnessfit.convert.rejection import Reason, Rejection
+from harnessfit.core.rejection import Reason, Rejection
 from harnessfit.traces.readers.registry import detect_format
 from harnessfit.traces.readers.swe_agent import SweAgentReader
-from harnessfit.traces.trajectory import Trajectory
+from harnessfit.core.trajectory import Trajectory
 
 FIXTURES = Path(__file__).parent / "fixtures"
 REAL = "swe_agent/SWE-agent__SWE-agent__marshmallow-code__marshmallow-1867__function_calling_replace.traj"

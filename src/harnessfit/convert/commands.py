@@ -26,7 +26,7 @@ def _convert_cmd(
     from rich.table import Table
 
     from harnessfit.convert.ledger import convert
-    from harnessfit.convert.rejection import Reason
+    from harnessfit.core.rejection import Reason
     from harnessfit.harness.card import load_card
 
     card = load_card(harness, harness_version)

@@ -17,10 +17,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from harnessfit.convert.rejection import Reason, Rejection
-from harnessfit.traces.trajectory import Trajectory
+from harnessfit.core.rejection import Reason, Rejection, reject
+from harnessfit.core.trajectory import Trajectory
 
-__all__ = ["Draft", "Gate", "GATES", "GATE_ORDER", "first_rejection", "rejection_for"]
+__all__ = ["Draft", "Gate", "GATES", "GATE_ORDER", "first_rejection"]
 
 
 @dataclass
@@ -40,14 +40,6 @@ class Draft:
         for n in names:
             if n not in self.transformations:
                 self.transformations.append(n)
-
-
-def rejection_for(traj: Trajectory, reason: Reason, detail: str, hint: str) -> Rejection:
-    p = traj.provenance
-    return Rejection(
-        record_id=traj.id, source=traj.source, file=p.file, line_start=p.line_start, line_end=p.line_end,
-        reason=reason, detail=detail, repair_hint=hint,
-    )
 
 
 _FLAG_GATES: dict[Reason, tuple[str, str, str]] = {
@@ -71,16 +63,16 @@ class Gate:
         traj = item.trajectory if isinstance(item, Draft) else item
         if self.reason in _FLAG_GATES:
             flag, detail, hint = _FLAG_GATES[self.reason]
-            return rejection_for(traj, self.reason, detail, hint) if flag in traj.flags else None
+            return reject(traj, self.reason, detail, hint) if flag in traj.flags else None
         if self.reason == Reason.empty:
             roles = {s.role for s in traj.steps}
             if "user" not in roles or "assistant" not in roles:
-                return rejection_for(traj, Reason.empty, f"no {'user' if 'user' not in roles else 'assistant'} "
+                return reject(traj, Reason.empty, f"no {'user' if 'user' not in roles else 'assistant'} "
                                      "message", "a conversation needs a prompt and an answer")
             return None
         if isinstance(item, Draft) and self.reason in item.problems:
             detail, hint = item.problems[self.reason]
-            return rejection_for(traj, self.reason, detail, hint)
+            return reject(traj, self.reason, detail, hint)
         return None
 
 

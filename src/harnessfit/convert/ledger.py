@@ -18,8 +18,8 @@ from typing import Any
 
 import orjson
 
-from harnessfit.convert.conversation import Conversation
-from harnessfit.convert.rejection import Reason, Rejection
+from harnessfit.core.conversation import Conversation
+from harnessfit.core.rejection import Reason, Rejection
 from harnessfit.convert.runner import EncodedUnit, UnitResult, iter_encoded_units
 from harnessfit.traces.readers.registry import iter_units
 

@@ -34,11 +34,11 @@ from typing import Any
 
 import orjson
 
-from harnessfit.convert.conversation import Conversation
-from harnessfit.convert.rejection import Rejection
+from harnessfit.core.conversation import Conversation
+from harnessfit.core.rejection import Rejection
 from harnessfit.convert.wire import to_conversation
 from harnessfit.traces.readers.registry import Unit, iter_units, read_unit
-from harnessfit.traces.trajectory import Trajectory
+from harnessfit.core.trajectory import Trajectory
 
 __all__ = ["UnitResult", "EncodedUnit", "convert_unit", "encode_unit", "iter_unit_results", "iter_encoded_units",
            "iter_convert"]
@@ -77,10 +77,9 @@ def convert_unit(unit: Unit, card: Any, formats: Sequence[str] | None = None,
             try:
                 out = to_conversation(record, card, install_dir=install_dir)
             except Exception as exc:  # a converter bug on odd data must not stop the run
-                from harnessfit.convert.gates import rejection_for
-                from harnessfit.convert.rejection import Reason
+                from harnessfit.core.rejection import Reason, reject
 
-                out = rejection_for(record, Reason.parse_error, f"converter failed: {type(exc).__name__}: "
+                out = reject(record, Reason.parse_error, f"converter failed: {type(exc).__name__}: "
                                     f"{str(exc)[:200]}", "report this trajectory shape as a converter bug")
             res.outputs.append(out)
         else:

@@ -9,7 +9,7 @@ from typing import Any
 
 import orjson
 
-from harnessfit.convert.conversation import Conversation
+from harnessfit.core.conversation import Conversation
 
 __all__ = ["validate_conversation", "card_wire_tools"]
 

@@ -22,8 +22,8 @@ from typing import Any
 import orjson
 from pydantic import BaseModel
 
-from harnessfit.convert.conversation import Conversation, ConversationMeta
-from harnessfit.convert.rejection import Reason, Rejection
+from harnessfit.core.conversation import Conversation, ConversationMeta
+from harnessfit.core.rejection import Reason, Rejection
 from harnessfit.convert.runner import iter_convert
 from harnessfit.dataset.card import render_card
 from harnessfit.dataset.config import BuildConfig, InputSpec
@@ -34,7 +34,7 @@ from harnessfit.dataset.redact import Redactor
 from harnessfit.dataset.sink import Sink
 from harnessfit.dataset.split import assign_splits, check_no_overlap
 from harnessfit.harness.card import HarnessCard, load_card
-from harnessfit.jsonio import sha256_file
+from harnessfit.core.jsonio import sha256_file
 from harnessfit.traces.readers.registry import iter_units
 
 __all__ = ["BuildReport", "run_build", "build_dataset", "input_files", "MANIFEST_FORMAT"]

@@ -15,8 +15,8 @@ import numpy as np
 import orjson
 from datasketch import MinHash, MinHashLSH
 
-from harnessfit.convert.conversation import Conversation, ConversationMeta
-from harnessfit.convert.rejection import Reason, Rejection
+from harnessfit.core.conversation import Conversation, ConversationMeta
+from harnessfit.core.rejection import Reason, Rejection
 
 __all__ = ["normalised_text", "exact_key", "token_hashes", "shingle_hashes", "minhash_of", "minhash_values", "Deduper"]
 

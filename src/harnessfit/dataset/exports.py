@@ -15,9 +15,9 @@ import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from harnessfit.dataset.records import DecisionPoint, SFTRecord
+from harnessfit.core.records import DecisionPoint, SFTRecord
 from harnessfit.dataset.sink import OutFile
-from harnessfit.traces.ids import content_id
+from harnessfit.core.ids import content_id
 
 __all__ = ["sft_records", "decision_points", "ConversationExport", "ParquetOut", "PARQUET_SCHEMAS", "conversation_row", "sft_row", "dp_row"]
 

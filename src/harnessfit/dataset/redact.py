@@ -28,7 +28,7 @@ import ahocorasick_rs
 import numpy as np
 import orjson
 
-from harnessfit.convert.conversation import Conversation
+from harnessfit.core.conversation import Conversation
 
 __all__ = ["Redactor", "RedactionResult", "redact_text_values"]
 

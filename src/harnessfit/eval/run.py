@@ -24,7 +24,7 @@ from harnessfit.eval.scorers import load_card_or_none, score_episode
 from harnessfit.eval.scripted_models import Responder, responder_for
 from harnessfit.eval.task import Task, load_suite
 from harnessfit.harness.pi import DEFAULT_PI_VERSION, pi_binary
-from harnessfit.jsonio import sha256_bytes
+from harnessfit.core.jsonio import sha256_bytes
 
 __all__ = ["run_eval", "open_endpoint", "resolve_model_id"]
 

@@ -16,7 +16,7 @@ import orjson
 
 from harnessfit.eval.episode import EpisodeFacts, EpisodeMetrics
 from harnessfit.eval.task import Task
-from harnessfit.jsonio import dumps_compact_str
+from harnessfit.core.jsonio import dumps_compact_str, read_jsonl
 
 __all__ = ["read_jsonl_tolerant", "episode_messages", "score_episode", "load_card_or_none"]
 
@@ -27,20 +27,9 @@ _REFUSAL_REASONS = {"validation_failed": "pi_validation_failed", "tool_not_found
 
 def read_jsonl_tolerant(path: Path | None) -> list[dict[str, Any]]:
     """JSON objects of a JSONL file; a truncated or broken line (a killed process) is skipped, not fatal."""
-    if path is None or not path.is_file():
+    if path is None:
         return []
-    rows: list[dict[str, Any]] = []
-    with path.open("rb") as fh:
-        for line in fh:
-            if not line.strip():
-                continue
-            try:
-                obj = orjson.loads(line)
-            except orjson.JSONDecodeError:
-                continue
-            if isinstance(obj, dict):
-                rows.append(obj)
-    return rows
+    return list(read_jsonl(path, bad_lines="skip", objects_only=True, missing_ok=True))
 
 
 def episode_messages(session: list[dict[str, Any]], events: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -20,7 +20,7 @@ from typing import Any
 
 from harnessfit.errors import UserError
 from harnessfit.eval.task import ReferenceStep, Task
-from harnessfit.jsonio import dumps_compact_str
+from harnessfit.core.jsonio import dumps_compact_str
 from harnessfit.serve.scripted import Reply
 
 __all__ = ["SCRIPTED_MODELS", "responder_for", "golden", "double_encode", "recovering", "runaway", "never_stop",

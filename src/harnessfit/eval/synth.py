@@ -23,7 +23,7 @@ import orjson
 from harnessfit.errors import UserError
 from harnessfit.eval.run import run_eval
 from harnessfit.harness.pi import DEFAULT_PI_VERSION
-from harnessfit.jsonio import sha256_file
+from harnessfit.core.jsonio import sha256_file
 
 __all__ = ["synth", "SYNTH_KINDS", "WORKSPACE_ROOT"]
 

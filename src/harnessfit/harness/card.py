@@ -50,7 +50,7 @@ import orjson
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 from harnessfit.errors import UserError
-from harnessfit.jsonio import sha256_bytes
+from harnessfit.core.jsonio import sha256_bytes
 from harnessfit.paths import harness_dir
 
 __all__ = [

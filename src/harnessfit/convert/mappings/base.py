@@ -19,7 +19,7 @@ The converter (not the mapping) then validates every mapped call against the car
 rejects ``schema_violation`` on any error; it also checks result images, orphans and missing results.
 
 Helpers here are shared by every mapping: :func:`parse_arguments` (object / JSON text / double-encoded),
-:func:`arg_failure`, :func:`unsupported`. Pi's result wording lives in ``harnessfit.convert.pi_results``.
+:func:`arg_failure`, :func:`unsupported`. Pi's result wording lives in ``harnessfit.harness.pi_results``.
 """
 
 from __future__ import annotations
@@ -30,8 +30,8 @@ from typing import Any, Protocol, runtime_checkable
 
 import orjson
 
-from harnessfit.convert.rejection import Reason
-from harnessfit.traces.trajectory import Step, ToolCall, Trajectory
+from harnessfit.core.rejection import Failure, Reason
+from harnessfit.core.trajectory import Step, ToolCall, Trajectory
 
 __all__ = [
     "PiCall",
@@ -62,15 +62,6 @@ class Drop:
     """Remove this call and its result (a no-op tool under a documented policy)."""
 
     policy: str
-
-
-@dataclass(frozen=True, slots=True)
-class Failure:
-    """This call cannot be expressed exactly in Pi: reject the trajectory with ``reason``."""
-
-    reason: Reason
-    detail: str
-    repair_hint: str
 
 
 MapOutcome = PiCall | Sequence[PiCall] | Drop | Failure

@@ -38,7 +38,7 @@ from harnessfit.convert.mappings.base import (
     parse_arguments,
     unsupported,
 )
-from harnessfit.convert.pi_results import (
+from harnessfit.harness.pi_results import (
     pi_bash_result,
     pi_edit_no_match,
     pi_edit_result,
@@ -46,8 +46,8 @@ from harnessfit.convert.pi_results import (
     pi_read_result,
     pi_write_result,
 )
-from harnessfit.convert.rejection import Reason
-from harnessfit.traces.trajectory import Step, ToolCall
+from harnessfit.core.rejection import Reason
+from harnessfit.core.trajectory import Step, ToolCall
 
 __all__ = ["ClaudeCodeMapping", "strip_read_prefixes", "strip_system_reminders", "NOOP_TOOLS"]
 

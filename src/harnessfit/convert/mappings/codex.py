@@ -47,9 +47,9 @@ from harnessfit.convert.mappings.base import (
     parse_arguments,
     unsupported,
 )
-from harnessfit.convert.pi_results import pi_bash_result, pi_edit_result, pi_write_result
-from harnessfit.convert.rejection import Reason
-from harnessfit.traces.trajectory import Step, ToolCall
+from harnessfit.harness.pi_results import pi_bash_result, pi_edit_result, pi_write_result
+from harnessfit.core.rejection import Reason
+from harnessfit.core.trajectory import Step, ToolCall
 
 __all__ = [
     "CodexMapping",

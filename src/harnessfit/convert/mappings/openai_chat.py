@@ -24,8 +24,8 @@ from harnessfit.convert.mappings.base import (
     result_text,
     unsupported,
 )
-from harnessfit.convert.pi_results import over_pi_limits
-from harnessfit.traces.trajectory import Step, ToolCall
+from harnessfit.harness.pi_results import over_pi_limits
+from harnessfit.core.trajectory import Step, ToolCall
 
 __all__ = ["OpenAIChatMapping", "PI_ARG_ORDER"]
 

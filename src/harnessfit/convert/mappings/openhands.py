@@ -34,9 +34,9 @@ from harnessfit.convert.mappings.base import (
     unsupported,
 )
 from harnessfit.convert.mappings.swe_agent import map_str_replace_editor
-from harnessfit.convert.pi_results import pi_bash_result
-from harnessfit.convert.rejection import Reason
-from harnessfit.traces.trajectory import Step, ToolCall
+from harnessfit.harness.pi_results import pi_bash_result
+from harnessfit.core.rejection import Reason
+from harnessfit.core.trajectory import Step, ToolCall
 
 __all__ = ["OpenHandsMapping", "split_openhands_output"]
 

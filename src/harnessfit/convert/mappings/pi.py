@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from harnessfit.convert.rejection import Reason
+from harnessfit.core.rejection import Reason
 from harnessfit.convert.mappings.base import Failure, MapContext, MapOutcome, PiCall, parse_arguments, result_text
-from harnessfit.traces.trajectory import Step, ToolCall
+from harnessfit.core.trajectory import Step, ToolCall
 
 __all__ = ["PiMapping"]
 

@@ -37,9 +37,9 @@ from harnessfit.convert.mappings.base import (
     parse_arguments,
     unsupported,
 )
-from harnessfit.convert.pi_results import pi_edit_result, pi_write_result
-from harnessfit.convert.rejection import Reason
-from harnessfit.traces.trajectory import Step, ToolCall
+from harnessfit.harness.pi_results import pi_edit_result, pi_write_result
+from harnessfit.core.rejection import Reason
+from harnessfit.core.trajectory import Step, ToolCall
 
 __all__ = ["SweAgentMapping", "map_str_replace_editor", "strip_swe_prompt"]
 

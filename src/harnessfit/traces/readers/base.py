@@ -14,7 +14,7 @@ Contract (``Reader`` below):
   it). Must not raise (return ``False`` on any error).
 - ``read(path) -> Iterator[Trajectory | Rejection]``: every record is yielded in a deterministic order.
   ``provenance.file`` / ``Rejection.file`` may be ``str(path)``; the walk rewrites it to a stable label (see
-  ``registry.relabel``). Ids must come from content (``harnessfit.traces.ids.content_id`` over the file SHA-256 and a
+  ``registry.relabel``). Ids must come from content (``harnessfit.core.ids.content_id`` over the file SHA-256 and a
   position), never from the path, the clock or the host.
 
 Readers keep the *source's* tool names and argument shapes in the Trajectory (mapping to the harness is
@@ -38,10 +38,10 @@ from typing import Any, Protocol, runtime_checkable
 
 import orjson
 
-from harnessfit.convert.rejection import Reason, Rejection
-from harnessfit.jsonio import sha256_file
-from harnessfit.traces.ids import content_id, root_request_id
-from harnessfit.traces.trajectory import Provenance, Step, Trajectory
+from harnessfit.core.rejection import Reason, Rejection
+from harnessfit.core.jsonio import sha256_file
+from harnessfit.core.ids import content_id, root_request_id
+from harnessfit.core.trajectory import Provenance, Step, Trajectory
 
 __all__ = [
     "Reader",

@@ -23,7 +23,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from harnessfit.convert.rejection import Reason, Rejection
+from harnessfit.core.rejection import Reason, Rejection
 from harnessfit.traces.readers.base import (
     JsonLine,
     file_problem,
@@ -34,7 +34,7 @@ from harnessfit.traces.readers.base import (
     reject,
     sniff,
 )
-from harnessfit.traces.trajectory import Step, ToolCall, Trajectory
+from harnessfit.core.trajectory import Step, ToolCall, Trajectory
 
 __all__ = ["ClaudeCodeReader", "NOISE_TYPES", "USER_REJECTION_MARK"]
 

@@ -19,8 +19,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from harnessfit.convert.rejection import Reason, Rejection
-from harnessfit.jsonio import dumps_compact_str
+from harnessfit.core.rejection import Reason, Rejection
+from harnessfit.core.jsonio import dumps_compact_str
 from harnessfit.traces.readers.base import (
     JsonLine,
     file_problem,
@@ -30,7 +30,7 @@ from harnessfit.traces.readers.base import (
     make_trajectory,
     reject,
 )
-from harnessfit.traces.trajectory import Step, ToolCall, Trajectory
+from harnessfit.core.trajectory import Step, ToolCall, Trajectory
 
 __all__ = ["CodexReader", "READER", "INJECTED_PREFIXES"]
 

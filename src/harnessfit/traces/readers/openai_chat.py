@@ -24,7 +24,7 @@ from typing import Any
 
 import orjson
 
-from harnessfit.convert.rejection import Reason, Rejection
+from harnessfit.core.rejection import Reason, Rejection
 from harnessfit.traces.readers.base import (
     file_problem,
     file_sha256,
@@ -35,7 +35,7 @@ from harnessfit.traces.readers.base import (
     reject,
     sniff,
 )
-from harnessfit.traces.trajectory import Step, ToolCall, Trajectory
+from harnessfit.core.trajectory import Step, ToolCall, Trajectory
 
 __all__ = ["OpenAIChatReader", "PI_TOOL_NAMES"]
 
@@ -236,7 +236,7 @@ class OpenAIChatReader:
         rid_key = f"{key}"
 
         def bad(reason: Reason, detail: str, hint: str) -> Rejection:
-            from harnessfit.traces.ids import content_id
+            from harnessfit.core.ids import content_id
 
             return reject(path, FORMAT, reason, f"{where}: {detail}", hint, sha256=sha, line_start=line, line_end=line,
                           record_id=content_id("traj", FORMAT, sha, rid_key))

@@ -22,8 +22,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from harnessfit.convert.pi_results import bash_user_text
-from harnessfit.convert.rejection import Reason, Rejection
+from harnessfit.harness.pi_results import bash_user_text
+from harnessfit.core.rejection import Reason, Rejection
 from harnessfit.traces.readers.base import (
     JsonLine,
     file_problem,
@@ -33,7 +33,7 @@ from harnessfit.traces.readers.base import (
     make_trajectory,
     reject,
 )
-from harnessfit.traces.trajectory import Step, ToolCall, Trajectory
+from harnessfit.core.trajectory import Step, ToolCall, Trajectory
 
 __all__ = ["PiReader", "COMPACTION_PREFIX", "COMPACTION_SUFFIX", "BRANCH_PREFIX", "BRANCH_SUFFIX"]
 

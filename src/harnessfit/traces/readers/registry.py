@@ -13,10 +13,10 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-from harnessfit.convert.rejection import Reason, Rejection
+from harnessfit.core.rejection import Reason, Rejection
 from harnessfit.errors import UserError
 from harnessfit.traces.readers.base import Reader, file_problem, file_sha256, reject
-from harnessfit.traces.trajectory import Trajectory
+from harnessfit.core.trajectory import Trajectory
 
 __all__ = [
     "FORMATS",

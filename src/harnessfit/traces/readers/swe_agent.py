@@ -20,9 +20,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from harnessfit.convert.rejection import Reason, Rejection
+from harnessfit.core.rejection import Reason, Rejection
 from harnessfit.traces.readers.base import file_sha256, load_json_document, make_trajectory, reject, sniff
-from harnessfit.traces.trajectory import Step, ToolCall, Trajectory
+from harnessfit.core.trajectory import Step, ToolCall, Trajectory
 
 __all__ = ["SweAgentReader", "READER"]
 

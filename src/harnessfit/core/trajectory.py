@@ -1,7 +1,8 @@
 """Canonical, source-agnostic trajectory: what any reader produces and the converter consumes.
 
 Readers keep the source's own tool names and argument shapes here (mapping to the harness happens in
-``harnessfit.convert``), so a trajectory says what the agent really did, and provenance says where it came from.
+``harnessfit.formats.<name>.mapping``), so a trajectory says what the agent really did, and provenance says where
+it came from.
 """
 
 from __future__ import annotations
@@ -64,7 +65,7 @@ class Provenance(BaseModel):
 class Trajectory(BaseModel):
     """A source-agnostic agent run: ordered steps plus context for the harness prompt and for grouped splits.
 
-    ``id`` is derived from content (see ``harnessfit.traces.ids``), ``root_request_id`` groups runs that answer
+    ``id`` is derived from content (see ``harnessfit.core.ids``), ``root_request_id`` groups runs that answer
     the same first request in the same repository, so splits never leak a task across train/validation.
     ``flags`` are facts the reader saw that gates turn into rejections (``subagent``, ``side_branch``…).
     """

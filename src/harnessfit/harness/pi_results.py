@@ -1,4 +1,4 @@
-"""The one renderer of Pi tool-result texts: every mapping words its results through these functions.
+"""The one renderer of Pi tool-result texts: every mapping (and the Pi reader) words results through these functions.
 
 Why one place: a model learns the result texts it sees, so each must be a text Pi itself could have produced. All
 wording comes from the committed harness card (``card.format_result``; a missing key is a bug and raises). What the
@@ -12,10 +12,12 @@ Facts from Pi 0.73.1's own tools (``core/tools/{read,bash,edit,write,truncate}.j
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
-from harnessfit.convert.mappings.base import Failure
-from harnessfit.convert.rejection import Reason
+from harnessfit.core.rejection import Failure, Reason
+
+if TYPE_CHECKING:  # the card module pulls in jsonschema; readers that only need bash_user_text should not
+    from harnessfit.harness.card import HarnessCard
 
 __all__ = [
     "NO_OUTPUT",
@@ -51,7 +53,7 @@ def over_pi_limits(text: str) -> str | None:
     return f"{lines} lines, {size} bytes: over Pi's limits ({PI_MAX_LINES} lines / {PI_MAX_BYTES // 1024} KB)"
 
 
-def pi_bash_result(card: Any, output: str, exit_code: int | None, tool: str = "bash") -> str | Failure:
+def pi_bash_result(card: HarnessCard, output: str, exit_code: int | None, tool: str = "bash") -> str | Failure:
     """Pi's bash text: the merged output or ``(no output)``, then the exit status when non-zero; a ``Failure`` when
     Pi would have truncated the output (its note names a random temp file, which no source can give)."""
     why = over_pi_limits(output)
@@ -68,7 +70,7 @@ def pi_bash_result(card: Any, output: str, exit_code: int | None, tool: str = "b
     return card.format_result("bash", output=output)
 
 
-def pi_read_result(card: Any, content: str, *, start: int, total: int | None, limited: bool,
+def pi_read_result(card: HarnessCard, content: str, *, start: int, total: int | None, limited: bool,
                    shown: int | None = None, tool: str = "read") -> str | Failure:
     """Pi's read text for ``content`` shown from line ``start`` of a file of ``total`` lines (``None``: unknown);
     ``shown`` lines (default: counted in ``content``).
@@ -89,21 +91,21 @@ def pi_read_result(card: Any, content: str, *, start: int, total: int | None, li
     return card.format_result("read", content=content)
 
 
-def pi_edit_result(card: Any, path: str, n_edits: int) -> str:
+def pi_edit_result(card: HarnessCard, path: str, n_edits: int) -> str:
     """``Successfully replaced N block(s) in PATH.`` (the path as the call gave it)."""
     return card.format_result("edit", count=n_edits, path=path)
 
 
-def pi_write_result(card: Any, path: str, content: str) -> str:
+def pi_write_result(card: HarnessCard, path: str, content: str) -> str:
     """Pi counts ``content.length`` (UTF-16 code units), not UTF-8 bytes."""
     return card.format_result("write", bytes=js_length(content), path=path)
 
 
-def pi_file_not_found(card: Any, abs_path: str) -> str:
+def pi_file_not_found(card: HarnessCard, abs_path: str) -> str:
     return card.format_result("file_not_found", abs_path=abs_path)
 
 
-def pi_edit_no_match(card: Any, path: str) -> str:
+def pi_edit_no_match(card: HarnessCard, path: str) -> str:
     return card.format_result("edit_no_match", path=path)
 
 

@@ -13,6 +13,9 @@ __all__ = ["ConversationMeta", "Conversation"]
 
 
 class ConversationMeta(BaseModel):
+    """Where a conversation came from (file, SHA-256, lines, root request for grouped splits), which card it was
+    made for, the cwd/date its system prompt shows, and every transformation applied on the way."""
+
     source: str
     file: str
     sha256: str
@@ -27,6 +30,8 @@ class ConversationMeta(BaseModel):
 
 
 class Conversation(BaseModel):
+    """One accepted trajectory in the harness's wire form; ``id`` is derived from the card and the trajectory id."""
+
     id: str
     messages: list[dict[str, Any]]
     tools: list[dict[str, Any]]
