@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from harnessfit.convert.mappings.base import Drop, Failure, MapContext, PiCall
-from harnessfit.convert.mappings.codex import CodexMapping, argv_to_command, parse_patch
 from harnessfit.core.rejection import Reason
-from harnessfit.traces.readers.codex import CodexReader
 from harnessfit.core.trajectory import Step, ToolCall, Trajectory
+from harnessfit.formats.base import Drop, Failure, MapContext, PiCall
+from harnessfit.formats.codex.mapping import CodexMapping, argv_to_command, parse_patch
+from harnessfit.formats.codex.reader import CodexReader
 from harnessfit.harness.card import load_card
 
 CARD = load_card("pi", "0.73.1")

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from harnessfit.convert.mappings.base import Failure, MapContext, PiCall
-from harnessfit.convert.mappings.openai_chat import OpenAIChatMapping
 from harnessfit.core.rejection import Reason
-from harnessfit.traces.readers.openai_chat import OpenAIChatReader
+from harnessfit.formats.base import Failure, MapContext, PiCall
+from harnessfit.formats.openai_chat.mapping import OpenAIChatMapping
+from harnessfit.formats.openai_chat.reader import OpenAIChatReader
 from harnessfit.harness.card import load_card
 
 CARD = load_card("pi", "0.73.1")

@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from harnessfit.convert.mappings.base import Drop, Failure, MapContext, PiCall
-from harnessfit.convert.mappings.openhands import OpenHandsMapping, split_openhands_output
 from harnessfit.core.rejection import Reason
-from harnessfit.traces.readers.openhands import OpenHandsReader
 from harnessfit.core.trajectory import Step, ToolCall, Trajectory
+from harnessfit.formats.base import Drop, Failure, MapContext, PiCall
+from harnessfit.formats.openhands.mapping import OpenHandsMapping, split_openhands_output
+from harnessfit.formats.openhands.reader import OpenHandsReader
 from harnessfit.harness.card import load_card
 
 CARD = load_card("pi", "0.73.1")

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harnessfit.convert.mappings.base import Drop, Failure, MapContext, PiCall
-from harnessfit.convert.mappings.swe_agent import SweAgentMapping, strip_swe_prompt
 from harnessfit.core.rejection import Reason
-from harnessfit.traces.readers.swe_agent import SweAgentReader
 from harnessfit.core.trajectory import Trajectory
+from harnessfit.formats.base import Drop, Failure, MapContext, PiCall
+from harnessfit.formats.swe_agent.mapping import SweAgentMapping, strip_swe_prompt
+from harnessfit.formats.swe_agent.reader import SweAgentReader
 from harnessfit.harness.card import load_card
 
 CARD = load_card("pi", "0.73.1")
@@ -54,9 +54,9 @@ def test_real_trajectory_outcomes(traces_dir: Path) -> None:
 
 
 def test_editor_failures_and_view_rejected() -> None:
-    from harnessfit.convert.mappings.swe_agent import map_str_replace_editor
-    from harnessfit.harness.card import load_card
     from harnessfit.core.trajectory import Step
+    from harnessfit.formats.swe_agent.mapping import map_str_replace_editor
+    from harnessfit.harness.card import load_card
 
     bad = Step(role="tool", tool_call_id="x", text="No replacement was performed, old_str `a` did not appear verbatim")
     out = map_str_replace_editor({"command": "str_replace", "path": "/a", "old_str": "a", "new_str": "b"}, bad,

@@ -6,10 +6,10 @@ from __future__ import annotations
 import json
 
 from harnessfit.convert import validate_conversation
-from harnessfit.core import Conversation
 from harnessfit.convert.wire import to_conversation
-from harnessfit.harness.card import load_card
+from harnessfit.core import Conversation
 from harnessfit.core.trajectory import Step, ToolCall, Trajectory
+from harnessfit.harness.card import load_card
 
 CARD = load_card("pi", "0.73.1")
 

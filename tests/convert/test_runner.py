@@ -11,9 +11,9 @@ import orjson
 import pytest
 
 from harnessfit.convert import convert, iter_convert, iter_unit_results
-from harnessfit.core import Conversation, Rejection
 from harnessfit.convert.ledger import Accounting
 from harnessfit.convert.runner import EncodedUnit, encode_unit, iter_encoded_units
+from harnessfit.core import Conversation, Rejection
 from harnessfit.harness.card import load_card
 
 OUTPUT_FILES = ("conversations.jsonl", "ledger.jsonl", "ledger_summary.md", "accounting.json")
@@ -111,7 +111,7 @@ def test_worker_error_reaches_the_caller_and_workers_stop(traces_dir: Path, card
     import multiprocessing as mp
 
     from harnessfit.convert.runner import _iter_pool
-    from harnessfit.traces.readers.registry import iter_units
+    from harnessfit.formats.registry import iter_units
 
     units = iter_units([traces_dir], None)
     with pytest.raises(ValueError, match="boom at"):

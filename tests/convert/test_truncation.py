@@ -3,14 +3,14 @@ text Pi could not have produced; results within the limits render exactly."""
 
 from __future__ import annotations
 
-from harnessfit.convert.mappings.base import Failure, MapContext, PiCall
-from harnessfit.convert.mappings.claude_code import ClaudeCodeMapping
-from harnessfit.convert.mappings.openhands import OpenHandsMapping
-from harnessfit.harness.pi_results import PI_MAX_BYTES, PI_MAX_LINES, pi_bash_result, pi_read_result
-from harnessfit.core.rejection import Reason, Rejection
 from harnessfit.convert.wire import to_conversation
-from harnessfit.harness.card import load_card
+from harnessfit.core.rejection import Reason, Rejection
 from harnessfit.core.trajectory import Step, ToolCall, Trajectory
+from harnessfit.formats.base import Failure, MapContext, PiCall
+from harnessfit.formats.claude_code.mapping import ClaudeCodeMapping
+from harnessfit.formats.openhands.mapping import OpenHandsMapping
+from harnessfit.harness.card import load_card
+from harnessfit.harness.pi_results import PI_MAX_BYTES, PI_MAX_LINES, pi_bash_result, pi_read_result
 
 CARD = load_card("pi", "0.73.1")
 
@@ -125,7 +125,7 @@ def test_whole_trajectory_with_an_over_limit_result_is_rejected_with_the_reason(
 
 
 def test_openai_chat_result_over_pi_limits_is_rejected() -> None:
-    from harnessfit.convert.mappings.openai_chat import OpenAIChatMapping
+    from harnessfit.formats.openai_chat.mapping import OpenAIChatMapping
 
     ctx = MapContext(CARD, _traj("openai_chat"), "/w")
     call = ToolCall(id="x", name="bash", arguments='{"command":"seq 3000"}')

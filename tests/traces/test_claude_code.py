@@ -9,9 +9,9 @@ import pytest
 
 from harnessfit.convert import to_conversation, validate_conversation
 from harnessfit.core import Conversation, Reason, Rejection
-from harnessfit.harness.card import load_card
-from harnessfit.traces.readers.claude_code import ClaudeCodeReader
 from harnessfit.core.trajectory import Trajectory
+from harnessfit.formats.claude_code.reader import ClaudeCodeReader
+from harnessfit.harness.card import load_card
 
 
 @pytest.fixture(scope="module")

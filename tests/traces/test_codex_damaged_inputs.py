@@ -7,11 +7,11 @@ from pathlib import Path
 import pytest
 
 from harnessfit.core.rejection import Rejection
-from harnessfit.traces.readers.codex import CodexReader
-from harnessfit.traces.readers.openai_chat import OpenAIChatReader
-from harnessfit.traces.readers.openhands import OpenHandsReader
-from harnessfit.traces.readers.swe_agent import SweAgentReader
 from harnessfit.core.trajectory import Trajectory
+from harnessfit.formats.codex.reader import CodexReader
+from harnessfit.formats.openai_chat.reader import OpenAIChatReader
+from harnessfit.formats.openhands.reader import OpenHandsReader
+from harnessfit.formats.swe_agent.reader import SweAgentReader
 
 CASES = [
     (CodexReader, "codex/jnarowski__agentcmd__rollout-2025-09-25T15-12-14-019982b8-3422-79e0-8b3b-05abaf4f3c3e.jsonl"),

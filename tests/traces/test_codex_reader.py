@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from harnessfit.core.rejection import Reason, Rejection
-from harnessfit.traces.readers.codex import CodexReader
-from harnessfit.traces.readers.registry import detect_format
 from harnessfit.core.trajectory import Trajectory
+from harnessfit.formats.codex.reader import CodexReader
+from harnessfit.formats.registry import detect_format
 
 FIXTURES = Path(__file__).parent / "fixtures"
 R2025 = "codex/jnarowski__agentcmd__rollout-2025-09-25T15-12-14-019982b8-3422-79e0-8b3b-05abaf4f3c3e.jsonl"

@@ -6,9 +6,9 @@ import json
 from pathlib import Path
 
 from harnessfit.core.rejection import Reason, Rejection
-from harnessfit.traces.readers.openai_chat import OpenAIChatReader
-from harnessfit.traces.readers.registry import detect_format
 from harnessfit.core.trajectory import Trajectory
+from harnessfit.formats.openai_chat.reader import OpenAIChatReader
+from harnessfit.formats.registry import detect_format
 
 FIXTURES = Path(__file__).parent / "fixtures"
 FNCALL = "openai_chat/OpenHands__software-agent-sdk__fncall-llm-message.json"
@@ -69,9 +69,9 @@ def test_bad_inputs(tmp_path: Path) -> None:
 
 
 def test_each_real_file_claimed_by_exactly_one_of_these_readers(traces_dir: Path) -> None:
-    from harnessfit.traces.readers.codex import CodexReader
-    from harnessfit.traces.readers.openhands import OpenHandsReader
-    from harnessfit.traces.readers.swe_agent import SweAgentReader
+    from harnessfit.formats.codex.reader import CodexReader
+    from harnessfit.formats.openhands.reader import OpenHandsReader
+    from harnessfit.formats.swe_agent.reader import SweAgentReader
 
     readers = [CodexReader(), SweAgentReader(), OpenHandsReader(), OpenAIChatReader()]
     for d in ("codex", "swe_agent", "openhands", "openai_chat"):

@@ -7,9 +7,9 @@ import shutil
 from pathlib import Path
 
 from harnessfit.core.rejection import Reason, Rejection
-from harnessfit.traces.readers.openhands import OpenHandsReader
-from harnessfit.traces.readers.registry import detect_format
 from harnessfit.core.trajectory import Trajectory
+from harnessfit.formats.openhands.reader import OpenHandsReader
+from harnessfit.formats.registry import detect_format
 
 V0 = "openhands/All-Hands-AI__OpenHands__basic.json"
 V1 = "openhands/OpenHands__software-agent-sdk__v1_conversation_cd94562403b9487ebdd4018e3f531dfd"

@@ -9,9 +9,9 @@ import pytest
 
 from harnessfit.convert import to_conversation, validate_conversation
 from harnessfit.core import Conversation, Reason, Rejection
-from harnessfit.harness.card import load_card
-from harnessfit.traces.readers.pi import PiReader
 from harnessfit.core.trajectory import Trajectory
+from harnessfit.formats.pi.reader import PiReader
+from harnessfit.harness.card import load_card
 
 
 @pytest.fixture(scope="module")

@@ -9,7 +9,7 @@ import pytest
 
 from harnessfit.core.rejection import Reason, Rejection
 from harnessfit.errors import UserError
-from harnessfit.traces.readers.registry import FORMATS, detect_format, get_reader, iter_units, read_unit
+from harnessfit.formats.registry import FORMATS, detect_format, get_reader, iter_units, read_unit
 
 
 def test_all_six_formats_registered_in_detection_order():

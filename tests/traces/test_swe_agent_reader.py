@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from harnessfit.core.rejection import Reason, Rejection
-from harnessfit.traces.readers.registry import detect_format
-from harnessfit.traces.readers.swe_agent import SweAgentReader
 from harnessfit.core.trajectory import Trajectory
+from harnessfit.formats.registry import detect_format
+from harnessfit.formats.swe_agent.reader import SweAgentReader
 
 FIXTURES = Path(__file__).parent / "fixtures"
 REAL = "swe_agent/SWE-agent__SWE-agent__marshmallow-code__marshmallow-1867__function_calling_replace.traj"

@@ -21,7 +21,7 @@ import orjson
 from harnessfit.core.conversation import Conversation
 from harnessfit.core.rejection import Reason, Rejection
 from harnessfit.convert.runner import EncodedUnit, UnitResult, iter_encoded_units
-from harnessfit.traces.readers.registry import iter_units
+from harnessfit.formats.registry import iter_units
 
 __all__ = ["FileAccount", "Accounting", "ConvertSummary", "convert", "write_ledger_summary", "AccountingError"]
 

@@ -37,7 +37,7 @@ import orjson
 from harnessfit.core.conversation import Conversation
 from harnessfit.core.rejection import Rejection
 from harnessfit.convert.wire import to_conversation
-from harnessfit.traces.readers.registry import Unit, iter_units, read_unit
+from harnessfit.formats.registry import Unit, iter_units, read_unit
 from harnessfit.core.trajectory import Trajectory
 
 __all__ = ["UnitResult", "EncodedUnit", "convert_unit", "encode_unit", "iter_unit_results", "iter_encoded_units",

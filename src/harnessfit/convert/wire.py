@@ -32,14 +32,14 @@ from typing import Any
 import orjson
 
 from harnessfit.convert.canonical import canonical_arguments
-from harnessfit.core.conversation import Conversation, ConversationMeta
 from harnessfit.convert.gates import Draft, first_rejection
-from harnessfit.convert.mappings.base import Drop, Failure, MapContext, PiCall
-from harnessfit.convert.mappings.registry import get_mapping
-from harnessfit.core.rejection import Reason, Rejection
 from harnessfit.convert.validate import card_wire_tools
+from harnessfit.core.conversation import Conversation, ConversationMeta
 from harnessfit.core.ids import content_id
+from harnessfit.core.rejection import Reason, Rejection
 from harnessfit.core.trajectory import Step, Trajectory
+from harnessfit.formats.base import Drop, Failure, MapContext, PiCall
+from harnessfit.formats.registry import get_mapping
 
 __all__ = ["to_conversation", "DEFAULT_CWD", "DEFAULT_DATE", "normalise_call_id"]
 

@@ -35,7 +35,7 @@ from harnessfit.dataset.sink import Sink
 from harnessfit.dataset.split import assign_splits, check_no_overlap
 from harnessfit.harness.card import HarnessCard, load_card
 from harnessfit.core.jsonio import sha256_file
-from harnessfit.traces.readers.registry import iter_units
+from harnessfit.formats.registry import iter_units
 
 __all__ = ["BuildReport", "run_build", "build_dataset", "input_files", "MANIFEST_FORMAT"]
 

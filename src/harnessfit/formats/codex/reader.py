@@ -10,7 +10,7 @@ instructions``, ``<user_instructions>``, permission notes in ``developer`` messa
 request and are left out, each recorded. Consecutive assistant-side items (reasoning, message, function calls)
 belong to one model response and become one assistant step; tool outputs become tool steps in file order.
 
-Tool calls keep Codex's own names and raw argument strings; ``harnessfit.convert.mappings.codex`` maps them.
+Tool calls keep Codex's own names and raw argument strings; ``harnessfit.formats.codex.mapping`` maps them.
 """
 
 from __future__ import annotations
@@ -19,20 +19,13 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from harnessfit.core.jsonio import JsonLine, dumps_compact_str
 from harnessfit.core.rejection import Reason, Rejection
-from harnessfit.core.jsonio import dumps_compact_str
-from harnessfit.traces.readers.base import (
-    JsonLine,
-    file_problem,
-    file_sha256,
-    first_json_line,
-    iter_json_lines,
-    make_trajectory,
-    reject,
-)
 from harnessfit.core.trajectory import Step, ToolCall, Trajectory
+from harnessfit.formats.base import BaseTraceReader
+from harnessfit.formats.reading import first_json_line
 
-__all__ = ["CodexReader", "READER", "INJECTED_PREFIXES"]
+__all__ = ["CodexReader", "INJECTED_PREFIXES"]
 
 FORMAT = "codex"
 ENVELOPE_TYPES = frozenset({"session_meta", "turn_context", "response_item", "event_msg", "compacted"})
@@ -183,7 +176,7 @@ class _Builder:
         self.steps.append(step)
 
 
-class CodexReader:
+class CodexReader(BaseTraceReader):
     """Reads Codex CLI rollout JSONL files (2025 ``shell`` era and 2026 ``exec_command`` era)."""
 
     name = FORMAT
@@ -200,16 +193,11 @@ class CodexReader:
         except Exception:  # noqa: BLE001 - detect must never raise
             return False
 
-    def read(self, path: Path) -> Iterator[Trajectory | Rejection]:
-        sha = file_sha256(path)
-        problem = file_problem(path, FORMAT, sha)
-        if problem is not None:
-            yield problem
-            return
+    def read_file(self, path: Path, sha: str) -> Iterator[Trajectory | Rejection]:
         b = _Builder()
         lost = False
         first_line = last_line = None
-        for item in iter_json_lines(path, FORMAT, sha):
+        for item in self.json_lines(path, sha):
             if isinstance(item, Rejection):
                 lost = True
                 yield item
@@ -219,20 +207,20 @@ class CodexReader:
             self._envelope(b, item)
         if first_line is None:
             if not lost:
-                yield reject(path, FORMAT, Reason.empty, "no JSON lines", "re-export the rollout", sha256=sha)
+                yield self.reject(path, sha, Reason.empty, "no JSON lines", "re-export the rollout")
             return
         if not any(s.role in ("user", "assistant") for s in b.steps):
-            yield reject(
-                path, FORMAT, Reason.empty, "rollout has no user or assistant messages",
-                "nothing to train on: drop the file", sha256=sha, line_start=first_line, line_end=last_line,
+            yield self.reject(
+                path, sha, Reason.empty, "rollout has no user or assistant messages",
+                "nothing to train on: drop the file", line_start=first_line, line_end=last_line,
             )
             return
         notes = [f"codex: {k} x{v}" for k, v in sorted(b.counts.items())]
         flags = set(b.flags)
         if lost:
             flags.add("lines_lost")
-        yield make_trajectory(
-            fmt=FORMAT, path=path, sha256=sha, key="rollout", steps=b.steps, cwd=b.cwd, date=b.date,
+        yield self.trajectory(
+            path, sha, key="rollout", steps=b.steps, cwd=b.cwd, date=b.date,
             repository=b.repository, source_harness_version=b.version, flags=sorted(flags),
             line_start=first_line, line_end=last_line, transformations=notes,
         )
@@ -267,5 +255,3 @@ class CodexReader:
         else:
             b.count(f"envelope_{etype}_ignored")
 
-
-READER = CodexReader()

@@ -37,7 +37,9 @@ from typing import Any
 
 import orjson
 
-from harnessfit.convert.mappings.base import (
+from harnessfit.core.rejection import Reason
+from harnessfit.core.trajectory import Step, ToolCall
+from harnessfit.formats.base import (
     Drop,
     Failure,
     MapContext,
@@ -47,9 +49,8 @@ from harnessfit.convert.mappings.base import (
     parse_arguments,
     unsupported,
 )
+from harnessfit.harness.card import HarnessCard
 from harnessfit.harness.pi_results import pi_bash_result, pi_edit_result, pi_write_result
-from harnessfit.core.rejection import Reason
-from harnessfit.core.trajectory import Step, ToolCall
 
 __all__ = [
     "CodexMapping",
@@ -293,7 +294,7 @@ def _parse_output(text: str) -> tuple[str, int | None] | Failure:
     )
 
 
-def _bash_result(result: Step | None, card: Any) -> str | None | Failure:
+def _bash_result(result: Step | None, card: HarnessCard) -> str | None | Failure:
     if result is None:
         return None
     parsed = _parse_output(result.text or "")
@@ -311,8 +312,6 @@ def _bash_result(result: Step | None, card: Any) -> str | None | Failure:
 # ---------------------------------------------------------------- the mapping
 class CodexMapping:
     """Maps Codex rollout tool calls (2025 ``shell``/``apply_patch`` and 2026 ``exec_command`` eras) to Pi."""
-
-    format = "codex"
 
     def map_call(self, call: ToolCall, result: Step | None, ctx: MapContext) -> MapOutcome:
         name = call.name

@@ -11,16 +11,14 @@ from __future__ import annotations
 from typing import Any
 
 from harnessfit.core.rejection import Reason
-from harnessfit.convert.mappings.base import Failure, MapContext, MapOutcome, PiCall, parse_arguments, result_text
 from harnessfit.core.trajectory import Step, ToolCall
+from harnessfit.formats.base import Failure, MapContext, MapOutcome, PiCall, parse_arguments, result_text
 
 __all__ = ["PiMapping"]
 
 
 class PiMapping:
     """Maps calls from Pi sessions (same tool names; legacy edit arguments upgraded)."""
-
-    format = "pi"
 
     def map_call(self, call: ToolCall, result: Step | None, ctx: MapContext) -> MapOutcome:
         if isinstance(call.arguments, str) and call.arguments.strip():

@@ -24,18 +24,11 @@ from typing import Any
 
 import orjson
 
+from harnessfit.core.ids import content_id
 from harnessfit.core.rejection import Reason, Rejection
-from harnessfit.traces.readers.base import (
-    file_problem,
-    file_sha256,
-    first_json_line,
-    iter_json_lines,
-    load_json_document,
-    make_trajectory,
-    reject,
-    sniff,
-)
 from harnessfit.core.trajectory import Step, ToolCall, Trajectory
+from harnessfit.formats.base import BaseTraceReader
+from harnessfit.formats.reading import first_json_line, sniff
 
 __all__ = ["OpenAIChatReader", "PI_TOOL_NAMES"]
 
@@ -166,7 +159,7 @@ def _sharegpt_steps(turns: list[Any], notes: list[str]) -> list[Step] | str:
     return steps
 
 
-class OpenAIChatReader:
+class OpenAIChatReader(BaseTraceReader):
     """Reads OpenAI chat JSON/JSONL and ShareGPT conversation files (see the module docstring for layouts)."""
 
     name = FORMAT
@@ -190,19 +183,14 @@ class OpenAIChatReader:
         except Exception:  # noqa: BLE001 - detect must never raise
             return False
 
-    def read(self, path: Path) -> Iterator[Trajectory | Rejection]:
-        sha = file_sha256(path)
-        problem = file_problem(path, FORMAT, sha)
-        if problem is not None:
-            yield problem
-            return
+    def read_file(self, path: Path, sha: str) -> Iterator[Trajectory | Rejection]:
         first = first_json_line(path)
         whole = None
         if first is None or not isinstance(first, dict) or not _is_conversation(first):
-            whole = load_json_document(path, FORMAT, sha)
+            whole = self.load_document(path, sha)
         elif path.suffix != ".jsonl":
             # one object on the first line may still be a whole single-line document: try the document first
-            doc = load_json_document(path, FORMAT, sha)
+            doc = self.load_document(path, sha)
             whole = doc if not isinstance(doc, Rejection) else None
         if whole is not None:
             if isinstance(whole, Rejection):
@@ -210,7 +198,7 @@ class OpenAIChatReader:
                 return
             yield from self._document(path, sha, whole)
             return
-        for item in iter_json_lines(path, FORMAT, sha):
+        for item in self.json_lines(path, sha):
             if isinstance(item, Rejection):
                 yield item
                 continue
@@ -228,18 +216,16 @@ class OpenAIChatReader:
                 yield self._one(path, sha, conv if not isinstance(conv, list) else {"messages": conv},
                                 key=f"item{i}", line=None, index=i)
             return
-        yield reject(path, FORMAT, Reason.empty if doc == [] else Reason.parse_error,
-                     "no conversations in the document", "pass a message list or a list of conversations", sha256=sha)
+        yield self.reject(path, sha, Reason.empty if doc == [] else Reason.parse_error,
+                          "no conversations in the document", "pass a message list or a list of conversations")
 
     def _one(self, path: Path, sha: str, conv: Any, *, key: str, line: int | None, index: int | None = None) -> Trajectory | Rejection:
         where = f"conversation {index}" if index is not None else "conversation"
         rid_key = f"{key}"
 
         def bad(reason: Reason, detail: str, hint: str) -> Rejection:
-            from harnessfit.core.ids import content_id
-
-            return reject(path, FORMAT, reason, f"{where}: {detail}", hint, sha256=sha, line_start=line, line_end=line,
-                          record_id=content_id("traj", FORMAT, sha, rid_key))
+            return self.reject(path, sha, reason, f"{where}: {detail}", hint, line=line,
+                               record_id=content_id("traj", FORMAT, sha, rid_key))
 
         if not isinstance(conv, dict) or not _is_conversation(conv):
             return bad(Reason.parse_error, "not a message list, {messages} or {conversations} object",
@@ -270,5 +256,5 @@ class OpenAIChatReader:
             )
         if declared:
             notes.append(f"openai_chat: declared tools {','.join(sorted(set(declared)))}")
-        return make_trajectory(fmt=FORMAT, path=path, sha256=sha, key=rid_key, steps=steps, line_start=line,
-                               line_end=line, transformations=notes)
+        return self.trajectory(path, sha, key=rid_key, steps=steps, line_start=line, line_end=line,
+                               transformations=notes)

@@ -20,10 +20,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from harnessfit.core.rejection import Reason, Rejection
 from harnessfit.core.jsonio import dumps_compact_str
-from harnessfit.traces.readers.base import file_sha256, load_json_document, make_trajectory, reject, sniff
+from harnessfit.core.rejection import Reason, Rejection
 from harnessfit.core.trajectory import Step, ToolCall, Trajectory
+from harnessfit.formats.base import BaseTraceReader
+from harnessfit.formats.reading import sniff
 
 __all__ = ["OpenHandsReader"]
 
@@ -92,7 +93,7 @@ class _Steps:
         self.steps.append(step)
 
 
-class OpenHandsReader:
+class OpenHandsReader(BaseTraceReader):
     """Reads OpenHands V0 event lists (one ``.json``) and V1 conversation folders (``base_state.json`` + events)."""
 
     name = FORMAT
@@ -108,21 +109,21 @@ class OpenHandsReader:
         except Exception:  # noqa: BLE001 - detect must never raise
             return False
 
-    def read(self, path: Path) -> Iterator[Trajectory | Rejection]:
+    def read_file(self, path: Path, sha: str) -> Iterator[Trajectory | Rejection]:
         if path.is_dir():
-            yield from self._read_v1(path)
+            yield from self._read_v1(path, sha)
         else:
-            yield from self._read_v0(path)
+            yield from self._read_v0(path, sha)
 
     # ------------------------------------------------------------------------------------------------ V0
-    def _read_v0(self, path: Path) -> Iterator[Trajectory | Rejection]:
-        sha = file_sha256(path)
-        doc = load_json_document(path, FORMAT, sha)
+    def _read_v0(self, path: Path, sha: str) -> Iterator[Trajectory | Rejection]:
+        doc = self.load_document(path, sha)
         if isinstance(doc, Rejection):
             yield doc
             return
         if not isinstance(doc, list) or not all(isinstance(e, dict) for e in doc):
-            yield reject(path, FORMAT, Reason.parse_error, "not a list of event objects", "pass an OpenHands event list", sha256=sha)
+            yield self.reject(path, sha, Reason.parse_error, "not a list of event objects",
+                              "pass an OpenHands event list")
             return
         acc = _Steps()
         call_of_event: dict[Any, str] = {}
@@ -134,14 +135,13 @@ class OpenHandsReader:
             if cwd is None and isinstance(meta.get("working_dir"), str):
                 cwd = meta["working_dir"]
         if not any(s.role in ("user", "assistant") for s in acc.steps):
-            yield reject(path, FORMAT, Reason.empty, "no user or agent messages", "nothing to train on: drop the file", sha256=sha)
+            yield self.reject(path, sha, Reason.empty, "no user or agent messages", "nothing to train on: drop the file")
             return
         date = next((e["timestamp"][:10] for e in doc if isinstance(e.get("timestamp"), str)), None)
         notes = [f"openhands: {k} x{v}" for k, v in sorted(acc.counts.items())]
         notes.append("openhands.v0: default cwd /workspace" if cwd is None else "openhands.v0: cwd from observation")
-        yield make_trajectory(
-            fmt=FORMAT, path=path, sha256=sha, key="v0", steps=acc.steps, cwd=cwd or DEFAULT_CWD, date=date,
-            transformations=notes,
+        yield self.trajectory(
+            path, sha, key="v0", steps=acc.steps, cwd=cwd or DEFAULT_CWD, date=date, transformations=notes,
         )
 
     @staticmethod
@@ -211,32 +211,28 @@ class OpenHandsReader:
         acc.count("unknown_event_skipped")
 
     # ------------------------------------------------------------------------------------------------ V1
-    def _read_v1(self, folder: Path) -> Iterator[Trajectory | Rejection]:
-        sha = file_sha256(folder)
-        state = load_json_document(folder / "base_state.json", FORMAT, sha)
+    def _read_v1(self, folder: Path, sha: str) -> Iterator[Trajectory | Rejection]:
+        state = self.load_document(folder / "base_state.json", sha, checked=False)
         if isinstance(state, Rejection):
             yield state
             return
         files = sorted(p for p in (folder / "events").iterdir() if p.is_file() and p.suffix == ".json")
         if not files:
-            yield reject(folder, FORMAT, Reason.empty, "events/ holds no event files", "re-export the conversation", sha256=sha)
+            yield self.reject(folder, sha, Reason.empty, "events/ holds no event files", "re-export the conversation")
             return
         acc = _Steps()
         lost = False
         date = None
         for i, f in enumerate(files, start=1):
-            ev = load_json_document(f, FORMAT, sha)
+            ev = self.load_document(f, sha, checked=False)
             if isinstance(ev, Rejection):
                 lost = True
-                yield reject(
-                    folder, FORMAT, ev.reason, f"{f.name}: {ev.detail}", ev.repair_hint, sha256=sha,
-                    line_start=i, line_end=i,
-                )
+                yield self.reject(folder, sha, ev.reason, f"{f.name}: {ev.detail}", ev.repair_hint, line=i)
                 continue
             if not isinstance(ev, dict):
                 lost = True
-                yield reject(folder, FORMAT, Reason.parse_error, f"{f.name}: not an event object", "fix the event file",
-                             sha256=sha, line_start=i, line_end=i)
+                yield self.reject(folder, sha, Reason.parse_error, f"{f.name}: not an event object",
+                                  "fix the event file", line=i)
                 continue
             if date is None and isinstance(ev.get("timestamp"), str):
                 date = ev["timestamp"][:10]
@@ -245,12 +241,12 @@ class OpenHandsReader:
         cwd = ws.get("working_dir") if isinstance(ws.get("working_dir"), str) else None
         if not any(s.role in ("user", "assistant") for s in acc.steps):
             if not lost:
-                yield reject(folder, FORMAT, Reason.empty, "no user or agent messages", "nothing to train on", sha256=sha)
+                yield self.reject(folder, sha, Reason.empty, "no user or agent messages", "nothing to train on")
             return
         notes = [f"openhands: {k} x{v}" for k, v in sorted(acc.counts.items())]
         notes.append("openhands.v1: events read in file-name order")
-        yield make_trajectory(
-            fmt=FORMAT, path=folder, sha256=sha, key="v1", steps=acc.steps, cwd=cwd or DEFAULT_CWD, date=date,
+        yield self.trajectory(
+            folder, sha, key="v1", steps=acc.steps, cwd=cwd or DEFAULT_CWD, date=date,
             flags=["lines_lost"] if lost else [], line_start=1, line_end=len(files), transformations=notes,
         )
 

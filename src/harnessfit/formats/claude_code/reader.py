@@ -24,17 +24,9 @@ from pathlib import Path
 from typing import Any
 
 from harnessfit.core.rejection import Reason, Rejection
-from harnessfit.traces.readers.base import (
-    JsonLine,
-    file_problem,
-    file_sha256,
-    first_json_line,
-    iter_json_lines,
-    make_trajectory,
-    reject,
-    sniff,
-)
 from harnessfit.core.trajectory import Step, ToolCall, Trajectory
+from harnessfit.formats.base import BaseTraceReader
+from harnessfit.formats.reading import first_json_line, sniff
 
 __all__ = ["ClaudeCodeReader", "NOISE_TYPES", "USER_REJECTION_MARK"]
 
@@ -61,7 +53,7 @@ def _result_text(content: Any) -> tuple[str, int]:
     return "", 0
 
 
-class ClaudeCodeReader:
+class ClaudeCodeReader(BaseTraceReader):
     """Reads one Claude Code session file into one trajectory (plus per-line rejections for unreadable lines)."""
 
     name = "claude_code"
@@ -77,12 +69,7 @@ class ClaudeCodeReader:
             bool(_CLAUDE_KEYS & set(first)) or first.get("type") in NOISE_TYPES
         )
 
-    def read(self, path: Path) -> Iterator[Trajectory | Rejection]:
-        sha = file_sha256(path)
-        problem = file_problem(path, self.name, sha)
-        if problem is not None:
-            yield problem
-            return
+    def read_file(self, path: Path, sha: str) -> Iterator[Trajectory | Rejection]:
         steps: list[Step] = []
         flags: set[str] = set()
         transformations: list[str] = []
@@ -92,19 +79,18 @@ class ClaudeCodeReader:
         last_msg_id: str | None = None
         if "subagents" in path.parts:
             flags.add("subagent")
-        for item in iter_json_lines(path, self.name, sha):
+        for item in self.json_lines(path, sha):
             if isinstance(item, Rejection):
                 flags.add("lines_lost")
                 if item.reason == Reason.truncated_file:
                     flags.add("truncated")
                 yield item
                 continue
-            assert isinstance(item, JsonLine)
             line = item.value
             if not isinstance(line, dict):
                 flags.add("lines_lost")
-                yield reject(path, self.name, Reason.parse_error, f"line {item.lineno}: not a JSON object",
-                             "each line must be one object", sha256=sha, line_start=item.lineno, line_end=item.lineno)
+                yield self.reject(path, sha, Reason.parse_error, f"line {item.lineno}: not a JSON object",
+                                  "each line must be one object", line=item.lineno)
                 continue
             kind = line.get("type")
             msg = line.get("message")
@@ -136,14 +122,14 @@ class ClaudeCodeReader:
             last_msg_id = None
             self._add_user(line, content, steps, flags, transformations)
         if not steps:
-            yield reject(path, self.name, Reason.empty, f"no user/assistant messages ({noise} bookkeeping lines)",
-                         "the session holds no conversation", sha256=sha)
+            yield self.reject(path, sha, Reason.empty, f"no user/assistant messages ({noise} bookkeeping lines)",
+                              "the session holds no conversation")
             return
         if noise:
             transformations.insert(0, f"claude.noise_lines_skipped:{noise}")
-        yield make_trajectory(
-            fmt=self.name, path=path, sha256=sha, key="session", steps=steps, cwd=cwd, date=date,
-            source_harness_version=version, flags=sorted(flags), line_start=first_line, line_end=last_line,
+        yield self.trajectory(
+            path, sha, key="session", steps=steps, cwd=cwd, date=date, source_harness_version=version,
+            flags=sorted(flags), line_start=first_line, line_end=last_line,
             transformations=list(dict.fromkeys(transformations)),
         )
 

@@ -22,18 +22,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from harnessfit.harness.pi_results import bash_user_text
 from harnessfit.core.rejection import Reason, Rejection
-from harnessfit.traces.readers.base import (
-    JsonLine,
-    file_problem,
-    file_sha256,
-    first_json_line,
-    iter_json_lines,
-    make_trajectory,
-    reject,
-)
 from harnessfit.core.trajectory import Step, ToolCall, Trajectory
+from harnessfit.formats.base import BaseTraceReader
+from harnessfit.formats.reading import first_json_line
+from harnessfit.harness.pi_results import bash_user_text
 
 __all__ = ["PiReader", "COMPACTION_PREFIX", "COMPACTION_SUFFIX", "BRANCH_PREFIX", "BRANCH_SUFFIX"]
 
@@ -113,7 +106,7 @@ def _entry_step(entry: dict[str, Any]) -> Step | None:
     return None
 
 
-class PiReader:
+class PiReader(BaseTraceReader):
     """Reads Pi session JSONL files (any layout version) into trajectories."""
 
     name = "pi"
@@ -122,39 +115,31 @@ class PiReader:
         head = first_json_line(path)
         return isinstance(head, dict) and head.get("type") == "session" and ("cwd" in head or "version" in head)
 
-    def read(self, path: Path) -> Iterator[Trajectory | Rejection]:
-        sha = file_sha256(path)
-        problem = file_problem(path, self.name, sha)
-        if problem is not None:
-            yield problem
-            return
+    def read_file(self, path: Path, sha: str) -> Iterator[Trajectory | Rejection]:
         header: dict[str, Any] | None = None
         entries: list[tuple[int, dict[str, Any]]] = []
         lost: list[int] = []
         truncated = False
-        for item in iter_json_lines(path, self.name, sha):
+        for item in self.json_lines(path, sha):
             if isinstance(item, Rejection):
                 lost.append(item.line_start or 0)
                 truncated = truncated or item.reason == Reason.truncated_file
                 yield item
                 continue
-            assert isinstance(item, JsonLine)
             value = item.value
             if not isinstance(value, dict):
                 lost.append(item.lineno)
-                yield reject(
-                    path, self.name, Reason.parse_error, f"line {item.lineno}: not a JSON object",
-                    "each line must be one session entry object", sha256=sha, line_start=item.lineno, line_end=item.lineno,
-                )
+                yield self.reject(path, sha, Reason.parse_error, f"line {item.lineno}: not a JSON object",
+                                  "each line must be one session entry object", line=item.lineno)
                 continue
             if value.get("type") == "session" and header is None:
                 header = value
                 continue
             entries.append((item.lineno, value))
         if header is None or not entries:
-            yield reject(
-                path, self.name, Reason.empty, "session has no header or no entries",
-                "a Pi session needs its header line and at least one message", sha256=sha,
+            yield self.reject(
+                path, sha, Reason.empty, "session has no header or no entries",
+                "a Pi session needs its header line and at least one message",
             )
             return
         version = header.get("version") or 1
@@ -199,9 +184,9 @@ class PiReader:
             flags = list(flags_common) + (["side_branch"] if n > 0 else [])
             if version == 1:
                 transformations.insert(0, "pi.session_v1_linear")
-            yield make_trajectory(
-                fmt=self.name, path=path, sha256=sha, key=f"leaf:{leaf}", steps=steps, cwd=cwd, date=date,
-                flags=flags, line_start=min(lines) if lines else None, line_end=max(lines) if lines else None,
+            yield self.trajectory(
+                path, sha, key=f"leaf:{leaf}", steps=steps, cwd=cwd, date=date, flags=flags,
+                line_start=min(lines) if lines else None, line_end=max(lines) if lines else None,
                 transformations=transformations,
             )
 

@@ -23,7 +23,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from harnessfit.convert.mappings.base import (
+from harnessfit.core.rejection import Reason
+from harnessfit.core.trajectory import Step, ToolCall
+from harnessfit.formats.base import (
     Drop,
     Failure,
     MapContext,
@@ -33,10 +35,8 @@ from harnessfit.convert.mappings.base import (
     parse_arguments,
     unsupported,
 )
-from harnessfit.convert.mappings.swe_agent import map_str_replace_editor
+from harnessfit.formats.swe_agent.mapping import map_str_replace_editor
 from harnessfit.harness.pi_results import pi_bash_result
-from harnessfit.core.rejection import Reason
-from harnessfit.core.trajectory import Step, ToolCall
 
 __all__ = ["OpenHandsMapping", "split_openhands_output"]
 
@@ -70,8 +70,6 @@ def _editor_success(command: str, text: str) -> bool:
 
 class OpenHandsMapping:
     """Maps OpenHands actions to Pi (see the module table)."""
-
-    format = "openhands"
 
     def map_call(self, call: ToolCall, result: Step | None, ctx: MapContext) -> MapOutcome:
         name = call.name

@@ -27,7 +27,9 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from harnessfit.convert.mappings.base import (
+from harnessfit.core.rejection import Reason
+from harnessfit.core.trajectory import Step, ToolCall
+from harnessfit.formats.base import (
     Drop,
     Failure,
     MapContext,
@@ -37,9 +39,8 @@ from harnessfit.convert.mappings.base import (
     parse_arguments,
     unsupported,
 )
+from harnessfit.harness.card import HarnessCard
 from harnessfit.harness.pi_results import pi_edit_result, pi_write_result
-from harnessfit.core.rejection import Reason
-from harnessfit.core.trajectory import Step, ToolCall
 
 __all__ = ["SweAgentMapping", "map_str_replace_editor", "strip_swe_prompt"]
 
@@ -60,7 +61,7 @@ def _result_failure(tool: str, text: str) -> Failure:
 
 
 def map_str_replace_editor(
-    args: dict[str, Any], result: Step | None, prefix: str, success: Callable[[str, str], bool], card: Any
+    args: dict[str, Any], result: Step | None, prefix: str, success: Callable[[str, str], bool], card: HarnessCard
 ) -> MapOutcome:
     """Shared by SWE-agent and OpenHands (both use the ``str_replace_editor`` family).
 
@@ -117,8 +118,6 @@ def _swe_success(command: str, text: str) -> bool:
 
 class SweAgentMapping:
     """Maps SWE-agent function-calling tool calls to Pi (see the module table)."""
-
-    format = "swe_agent"
 
     def map_call(self, call: ToolCall, result: Step | None, ctx: MapContext) -> MapOutcome:
         name = call.name

@@ -28,7 +28,9 @@ import math
 import re
 from typing import Any
 
-from harnessfit.convert.mappings.base import (
+from harnessfit.core.rejection import Reason
+from harnessfit.core.trajectory import Step, ToolCall
+from harnessfit.formats.base import (
     Drop,
     Failure,
     MapContext,
@@ -46,8 +48,6 @@ from harnessfit.harness.pi_results import (
     pi_read_result,
     pi_write_result,
 )
-from harnessfit.core.rejection import Reason
-from harnessfit.core.trajectory import Step, ToolCall
 
 __all__ = ["ClaudeCodeMapping", "strip_read_prefixes", "strip_system_reminders", "NOOP_TOOLS"]
 
@@ -93,8 +93,6 @@ def _claude_read_cut(content: str, start: int, shown: Any, total: Any, limited: 
 
 class ClaudeCodeMapping:
     """Maps Claude Code tool calls to Pi's read/bash/edit/write (see the module table)."""
-
-    format = "claude_code"
 
     def map_call(self, call: ToolCall, result: Step | None, ctx: MapContext) -> MapOutcome:
         name = call.name

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from harnessfit.convert.mappings.base import (
+from harnessfit.core.trajectory import Step, ToolCall
+from harnessfit.formats.base import (
     Failure,
     MapContext,
     MapOutcome,
@@ -25,7 +26,6 @@ from harnessfit.convert.mappings.base import (
     unsupported,
 )
 from harnessfit.harness.pi_results import over_pi_limits
-from harnessfit.core.trajectory import Step, ToolCall
 
 __all__ = ["OpenAIChatMapping", "PI_ARG_ORDER"]
 
@@ -46,8 +46,6 @@ def _schema_order(name: str, args: dict[str, Any]) -> dict[str, Any]:
 
 class OpenAIChatMapping:
     """Pi-named calls map 1:1 (validated later by the card); everything else is ``unsupported_tool``."""
-
-    format = "openai_chat"
 
     def map_call(self, call: ToolCall, result: Step | None, ctx: MapContext) -> MapOutcome:
         name = call.name

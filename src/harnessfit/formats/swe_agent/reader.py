@@ -21,10 +21,11 @@ from pathlib import Path
 from typing import Any
 
 from harnessfit.core.rejection import Reason, Rejection
-from harnessfit.traces.readers.base import file_sha256, load_json_document, make_trajectory, reject, sniff
 from harnessfit.core.trajectory import Step, ToolCall, Trajectory
+from harnessfit.formats.base import BaseTraceReader
+from harnessfit.formats.reading import sniff
 
-__all__ = ["SweAgentReader", "READER"]
+__all__ = ["SweAgentReader"]
 
 FORMAT = "swe_agent"
 _TOP = re.compile(rb'"(trajectory|history)"\s*:\s*\[')
@@ -38,7 +39,7 @@ def _text(content: Any) -> str:
     return ""
 
 
-class SweAgentReader:
+class SweAgentReader(BaseTraceReader):
     """Reads SWE-agent ``.traj`` documents (function-calling era; the text-action era is rejected with a reason)."""
 
     name = FORMAT
@@ -54,31 +55,29 @@ class SweAgentReader:
         except Exception:  # noqa: BLE001 - detect must never raise
             return False
 
-    def read(self, path: Path) -> Iterator[Trajectory | Rejection]:
-        sha = file_sha256(path)
-        doc = load_json_document(path, FORMAT, sha)
+    def read_file(self, path: Path, sha: str) -> Iterator[Trajectory | Rejection]:
+        doc = self.load_document(path, sha)
         if isinstance(doc, Rejection):
             yield doc
             return
         if not isinstance(doc, dict) or not isinstance(doc.get("history"), list):
-            yield reject(
-                path, FORMAT, Reason.parse_error, "document has no 'history' list",
-                "pass a SWE-agent .traj file that includes the model history", sha256=sha,
+            yield self.reject(
+                path, sha, Reason.parse_error, "document has no 'history' list",
+                "pass a SWE-agent .traj file that includes the model history",
             )
             return
         history = [m for m in doc["history"] if isinstance(m, dict)]
         if not history:
-            yield reject(path, FORMAT, Reason.empty, "'history' is empty", "nothing to train on: drop the file", sha256=sha)
+            yield self.reject(path, sha, Reason.empty, "'history' is empty", "nothing to train on: drop the file")
             return
         has_calls = any(m.get("tool_calls") for m in history)
         if not has_calls:
             demos = sum(1 for m in history if m.get("is_demo"))
-            yield reject(
-                path, FORMAT, Reason.unsupported_tool,
+            yield self.reject(
+                path, sha, Reason.unsupported_tool,
                 f"SWE-agent text-action trajectory: actions are fenced commands inside the assistant text, no tool "
                 f"calls ({len(history)} messages, {demos} demonstration messages)",
                 "re-run with SWE-agent's function-calling parser, or rewrite each action as a Pi tool call by hand",
-                sha256=sha,
             )
             return
         steps, notes = self._steps(history)
@@ -93,8 +92,8 @@ class SweAgentReader:
                 repo = repo if repo not in (None, "testbed") else env["deployment"]["image"]
         cwd = self._cwd(history)
         version = info.get("swe_agent_version") if isinstance(info.get("swe_agent_version"), str) else None
-        yield make_trajectory(
-            fmt=FORMAT, path=path, sha256=sha, key="history", steps=steps, cwd=cwd, date=None,
+        yield self.trajectory(
+            path, sha, key="history", steps=steps, cwd=cwd, date=None,
             repository=repo if isinstance(repo, str) else None, source_harness_version=version,
             transformations=notes,
         )
@@ -152,5 +151,3 @@ class SweAgentReader:
             notes.append(f"swe_agent: {demos} demonstration messages dropped")
         return steps, notes
 
-
-READER = SweAgentReader()
