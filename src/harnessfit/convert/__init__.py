@@ -9,7 +9,7 @@ Public surface:
   ledger.jsonl, ledger_summary.md, accounting.json);
 - ``to_conversation(trajectory, card)`` → one trajectory through its format's mapping and the gates;
 - ``Accounting`` / ``write_ledger_summary`` for the per-file identity ``read = accepted + rejected``;
-- ``Gate`` / ``GATES``: the checks, in the order that decides a rejection's reason;
+- ``Gate`` / ``GATES``: the checks, one class each, in the order that decides a rejection's reason;
 - ``validate_conversation``: re-check a conversation against the card.
 
 The nouns it produces (``Conversation``, ``Rejection``, ``Reason``) live in ``harnessfit.core``.
@@ -17,7 +17,7 @@ The nouns it produces (``Conversation``, ``Rejection``, ``Reason``) live in ``ha
 
 from __future__ import annotations
 
-from harnessfit.convert.gates import GATE_ORDER, GATES, Gate
+from harnessfit.convert.gates import GATES, Gate
 from harnessfit.convert.ledger import (
     Accounting,
     AccountingError,
@@ -53,6 +53,5 @@ __all__ = [
     "to_conversation",
     "Gate",
     "GATES",
-    "GATE_ORDER",
     "validate_conversation",
 ]

@@ -1,108 +1,271 @@
-"""Gates: deterministic checks, in one fixed order, each owning one closed ``Reason``.
+"""Gates: small checks with one job each, in one ordered list, ``GATES``. The order is the contract.
 
-Why gates are separate from the builder: the builder (``convert.wire``) notes every problem it meets while mapping
-a trajectory (first occurrence per reason, in a ``Draft``); the gates then decide, *in order*, which one rejects.
-So the reason a trajectory is rejected for never depends on where in the trajectory problems happened to be.
+A gate looks at a ``Draft`` (the trajectory, the messages built for it and the builder's notes, see
+``convert.draft``) and lists its ``findings``: each a reason, a detail, a repair hint and the trajectory step it is
+at. The first gate in ``GATES`` with a finding rejects the trajectory (``check``), so the reason a trajectory is
+rejected for never depends on where in it the problems happened to be. Gates marked ``before_build`` look at the
+trajectory alone; they come first and run before the builder, so a rejected side branch costs no mapping work.
 
-Order (= ``GATE_ORDER``, the order of ``Reason``):
-parse_error → truncated_file → empty → side_branch → subagent → unsupported_tool → unmappable_arguments →
-arguments_double_encoded → schema_violation → orphan_tool_result → missing_tool_result → aborted_or_error_turn →
-image_content → no_final_response.
+Order: lines_lost → truncated_file → empty → side_branch → subagent (reader flags; before the build) →
+mapping_failed → invalid_call → orphan_tool_result → missing_tool_result → user_rejected_tool → image_content →
+no_final_response.
 
-The first four look at the trajectory alone (reader flags); the rest at the draft.
+Adding a gate is one class here and one entry in ``GATES`` (``docs/extending.md``).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
+from abc import ABC, abstractmethod
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import ClassVar
 
+from harnessfit.convert.draft import Draft
 from harnessfit.core.rejection import Reason, Rejection, reject
-from harnessfit.core.trajectory import Trajectory
 
-__all__ = ["Draft", "Gate", "GATES", "GATE_ORDER", "first_rejection"]
-
-
-@dataclass
-class Draft:
-    """A trajectory being converted: wire ``messages`` built so far and the first ``problem`` met per reason."""
-
-    trajectory: Trajectory
-    messages: list[dict[str, Any]] = field(default_factory=list)
-    problems: dict[Reason, tuple[str, str]] = field(default_factory=dict)
-    transformations: list[str] = field(default_factory=list)
-    mergeable: set[int] = field(default_factory=set)
-
-    def problem(self, reason: Reason, detail: str, hint: str) -> None:
-        self.problems.setdefault(reason, (detail, hint))
-
-    def transformed(self, *names: str) -> None:
-        for n in names:
-            if n not in self.transformations:
-                self.transformations.append(n)
+__all__ = [
+    "Finding",
+    "Gate",
+    "FlagGate",
+    "LinesLost",
+    "TruncatedFile",
+    "Empty",
+    "SideBranch",
+    "Subagent",
+    "MappingFailed",
+    "InvalidCall",
+    "OrphanToolResult",
+    "MissingToolResult",
+    "UserRejectedTool",
+    "ImageContent",
+    "NoFinalResponse",
+    "GATES",
+    "first_rejection",
+]
 
 
-_FLAG_GATES: dict[Reason, tuple[str, str, str]] = {
-    Reason.parse_error: ("lines_lost", "some lines of the session could not be read (see their own ledger rows); "
-                         "a conversation with a hole is not trained", "repair or remove the broken lines"),
-    Reason.truncated_file: ("truncated", "the session file ends mid-record", "re-export the complete session"),
-    Reason.side_branch: ("side_branch", "a non-active branch of the session tree (Pi replays only the active one)",
-                         "open the branch in Pi and export it as its own session"),
-    Reason.subagent: ("subagent", "a sub-agent / sidechain run: its prompts come from the parent agent",
-                      "train sub-agent runs only with a harness that has a Task tool"),
-}
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """One problem a gate found: at trajectory step ``step`` (``None``: the trajectory as a whole) and why."""
 
-
-@dataclass(frozen=True)
-class Gate:
-    """One reason's check. ``check`` takes a ``Draft`` (or a bare ``Trajectory`` for the reader-flag gates)."""
-
+    step: int | None
     reason: Reason
+    detail: str
+    hint: str
 
-    def check(self, item: Draft | Trajectory) -> Rejection | None:
-        traj = item.trajectory if isinstance(item, Draft) else item
-        if self.reason in _FLAG_GATES:
-            flag, detail, hint = _FLAG_GATES[self.reason]
-            return reject(traj, self.reason, detail, hint) if flag in traj.flags else None
-        if self.reason == Reason.empty:
-            roles = {s.role for s in traj.steps}
-            if "user" not in roles or "assistant" not in roles:
-                return reject(traj, Reason.empty, f"no {'user' if 'user' not in roles else 'assistant'} "
-                                     "message", "a conversation needs a prompt and an answer")
-            return None
-        if isinstance(item, Draft) and self.reason in item.problems:
-            detail, hint = item.problems[self.reason]
-            return reject(traj, self.reason, detail, hint)
+
+class Gate(ABC):
+    """One check. Why a class per check: each owns its condition and its ledger wording, and the list ``GATES``
+    alone decides which one wins; the builder never decides.
+
+    Subclasses set ``name`` (and ``before_build`` if they need only the trajectory) and implement ``findings``."""
+
+    name: ClassVar[str]
+    before_build: ClassVar[bool] = False
+
+    @abstractmethod
+    def findings(self, draft: Draft) -> Iterator[Finding]:
+        """Every problem this gate sees, in the order the builder met them."""
+
+    def check(self, draft: Draft) -> Rejection | None:
+        """The rejection this gate makes, or ``None``: by default its first finding."""
+        for f in self.findings(draft):
+            return reject(draft.trajectory, f.reason, f.detail, f.hint)
         return None
 
 
-GATE_ORDER: tuple[Reason, ...] = (
-    Reason.parse_error,
-    Reason.truncated_file,
-    Reason.empty,
-    Reason.side_branch,
-    Reason.subagent,
-    Reason.unsupported_tool,
-    Reason.unmappable_arguments,
-    Reason.arguments_double_encoded,
-    Reason.schema_violation,
-    Reason.orphan_tool_result,
-    Reason.missing_tool_result,
-    Reason.aborted_or_error_turn,
-    Reason.image_content,
-    Reason.no_final_response,
+class FlagGate(Gate):
+    """Rejects a trajectory that carries a reader flag (``Trajectory.flags``): a fact only the reader could see."""
+
+    before_build = True
+    flag: ClassVar[str]
+    reason: ClassVar[Reason]
+    detail: ClassVar[str]
+    hint: ClassVar[str]
+
+    def findings(self, draft: Draft) -> Iterator[Finding]:
+        if self.flag in draft.trajectory.flags:
+            yield Finding(None, self.reason, self.detail, self.hint)
+
+
+class LinesLost(FlagGate):
+    """Some lines of the unit could not be read (each has its own ledger row): the conversation has a hole."""
+
+    name, flag, reason = "lines_lost", "lines_lost", Reason.parse_error
+    detail = ("some lines of the session could not be read (see their own ledger rows); a conversation with a hole "
+              "is not trained")
+    hint = "repair or remove the broken lines"
+
+
+class TruncatedFile(FlagGate):
+    """The unit ends mid-record: its last turn is not what the agent wrote."""
+
+    name, flag, reason = "truncated_file", "truncated", Reason.truncated_file
+    detail, hint = "the session file ends mid-record", "re-export the complete session"
+
+
+class Empty(Gate):
+    """A conversation needs a prompt and an answer."""
+
+    name, before_build = "empty", True
+
+    def findings(self, draft: Draft) -> Iterator[Finding]:
+        roles = {s.role for s in draft.trajectory.steps}
+        for role in ("user", "assistant"):
+            if role not in roles:
+                yield Finding(None, Reason.empty, f"no {role} message", "a conversation needs a prompt and an answer")
+                return
+
+
+class SideBranch(FlagGate):
+    """A non-active branch of a session tree: its prefix repeats the active branch, and Pi never replays it."""
+
+    name, flag, reason = "side_branch", "side_branch", Reason.side_branch
+    detail = "a non-active branch of the session tree (Pi replays only the active one)"
+    hint = "open the branch in Pi and export it as its own session"
+
+
+class Subagent(FlagGate):
+    """A sub-agent run: its prompts were written by a parent agent, not a user, and Pi has no sub-agents."""
+
+    name, flag, reason = "subagent", "subagent", Reason.subagent
+    detail = "a sub-agent / sidechain run: its prompts come from the parent agent"
+    hint = "train sub-agent runs only with a harness that has a Task tool"
+
+
+def _by_precedence(findings: Iterator[Finding], order: Sequence[Reason]) -> Finding | None:
+    """The first finding of the reason that comes first in ``order`` (reasons not in it come last)."""
+    rank = {r: i for i, r in enumerate(order)}
+    best: Finding | None = None
+    for f in findings:
+        if best is None or rank.get(f.reason, len(rank)) < rank.get(best.reason, len(rank)):
+            best = f
+    return best
+
+
+class _PrecedenceGate(Gate):
+    """A gate whose findings carry several reasons; it rejects for the most important one (``precedence``)."""
+
+    precedence: ClassVar[tuple[Reason, ...]]
+
+    def check(self, draft: Draft) -> Rejection | None:
+        f = _by_precedence(self.findings(draft), self.precedence)
+        return None if f is None else reject(draft.trajectory, f.reason, f.detail, f.hint)
+
+
+class MappingFailed(_PrecedenceGate):
+    """A call the format's mapping cannot express exactly in Pi (its ``Failure`` names the reason and the repair)."""
+
+    name = "mapping_failed"
+    precedence = (Reason.unsupported_tool, Reason.unmappable_arguments, Reason.arguments_double_encoded,
+                  Reason.schema_violation, Reason.aborted_or_error_turn, Reason.image_content, Reason.subagent)
+
+    def findings(self, draft: Draft) -> Iterator[Finding]:
+        for note in draft.failed_calls:
+            f = note.failure
+            yield Finding(note.step, f.reason, f.detail, f.repair_hint)
+
+
+_VIOLATION_REASONS = {"unknown_tool": Reason.unsupported_tool,
+                      "arguments_double_encoded": Reason.arguments_double_encoded}
+
+
+class InvalidCall(_PrecedenceGate):
+    """A mapped call the card's validator refuses (Pi would answer it with a validation error, not run it)."""
+
+    name = "invalid_call"
+    precedence = (Reason.unsupported_tool, Reason.arguments_double_encoded, Reason.schema_violation)
+
+    def findings(self, draft: Draft) -> Iterator[Finding]:
+        for note in draft.invalid_calls:
+            v = note.violation
+            yield Finding(note.step, _VIOLATION_REASONS.get(v.code, Reason.schema_violation),
+                          f"{note.name}: {v.code}: {v.detail}",
+                          "fix the call so it validates against the harness card's schema")
+
+
+class OrphanToolResult(Gate):
+    """Every tool message must answer a call of the assistant message right before it."""
+
+    name = "orphan_tool_result"
+    _WHERE = {"start": "before any call", "user": "follows a user message", "turn": "answers no call of its turn"}
+
+    def findings(self, draft: Draft) -> Iterator[Finding]:
+        for note in draft.orphan_results:
+            yield Finding(note.step, Reason.orphan_tool_result,
+                          f"tool result {note.call_id!r} {self._WHERE[note.after]}",
+                          "pair every tool result with the call it answers")
+
+
+class MissingToolResult(Gate):
+    """A call without a result cannot be trained: the next message Pi sends would be its result."""
+
+    name = "missing_tool_result"
+
+    def findings(self, draft: Draft) -> Iterator[Finding]:
+        for note in draft.unanswered_calls:
+            yield Finding(note.step, Reason.missing_tool_result, f"call {note.call.id!r} ({note.call.name}) has no "
+                          "result", "the session ended or lost the result; re-run or drop the call")
+
+
+class UserRejectedTool(FlagGate):
+    """The user refused a tool call (Claude Code's approval step); Pi has none. After the draft gates, because it
+    decides only when no call-level problem does (the order of ``GATES`` is the contract)."""
+
+    name, flag, reason, before_build = "user_rejected_tool", "user_rejected_tool", Reason.aborted_or_error_turn, False
+    detail = "the user rejected a tool call (Pi has no approval step)"
+    hint = "cut the session before the rejected call"
+
+
+class ImageContent(Gate):
+    """Images in a user message or a tool result: a text-only model never sees them."""
+
+    name = "image_content"
+
+    def findings(self, draft: Draft) -> Iterator[Finding]:
+        for note in draft.images:
+            if note.where == "user":
+                yield Finding(note.step, Reason.image_content, f"user message with {note.count} image(s)",
+                              "remove the images or convert for a vision-capable model")
+            else:
+                yield Finding(note.step, Reason.image_content, f"tool result with {note.count} image(s)",
+                              "drop the image result or convert for a vision-capable model")
+
+
+class NoFinalResponse(Gate):
+    """The conversation (after its unanswered tail is trimmed) must end with the agent's final answer."""
+
+    name = "no_final_response"
+
+    def findings(self, draft: Draft) -> Iterator[Finding]:
+        last = draft.messages[-1]
+        if last["role"] != "assistant" or "tool_calls" in last or not last.get("content"):
+            yield Finding(None, Reason.no_final_response,
+                          f"the conversation ends with a {last['role']} message, not an answer",
+                          "keep only sessions whose last turn is the agent's final answer")
+
+
+GATES: tuple[Gate, ...] = (
+    LinesLost(),
+    TruncatedFile(),
+    Empty(),
+    SideBranch(),
+    Subagent(),
+    MappingFailed(),
+    InvalidCall(),
+    OrphanToolResult(),
+    MissingToolResult(),
+    UserRejectedTool(),
+    ImageContent(),
+    NoFinalResponse(),
 )
-GATES: tuple[Gate, ...] = tuple(Gate(r) for r in GATE_ORDER)
-TRAJECTORY_GATES: tuple[Gate, ...] = GATES[:5]
+"""Every gate, in the order that decides a rejection's reason."""
 
 
-def first_rejection(item: Draft | Trajectory, gates: tuple[Gate, ...] = GATES) -> Rejection | None:
-    """Run ``gates`` in order; the first that fires decides."""
+def first_rejection(draft: Draft, gates: Sequence[Gate] = GATES) -> Rejection | None:
+    """Run ``gates`` in order; the first that rejects decides."""
     for gate in gates:
-        rej = gate.check(item)
+        rej = gate.check(draft)
         if rej is not None:
             return rej
     return None
-
-
-__all__.append("TRAJECTORY_GATES")

@@ -5,11 +5,14 @@ Used by tests and by later stages that read ``conversations.jsonl`` back (a chea
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from harnessfit.core.conversation import Conversation
+
+if TYPE_CHECKING:
+    from harnessfit.harness.card import HarnessCard
 
 __all__ = ["validate_conversation", "card_wire_tools"]
 
@@ -17,13 +20,13 @@ _USER_KEYS = ["role", "content"]
 _TOOL_KEYS = ["role", "content", "tool_call_id"]
 
 
-def card_wire_tools(card: Any) -> list[dict[str, Any]]:
+def card_wire_tools(card: HarnessCard) -> list[dict[str, Any]]:
     """The tool list Pi sends: the card's tools that are active by default, in the card's order."""
     active = set(getattr(card, "default_tools", None) or [t["function"]["name"] for t in card.tools])
     return [t for t in card.tools if t["function"]["name"] in active]
 
 
-def validate_conversation(conv: Conversation | dict[str, Any], card: Any) -> list[str]:
+def validate_conversation(conv: Conversation | dict[str, Any], card: HarnessCard) -> list[str]:
     """Problems found (``[]`` = valid): tools equal the card's; system first; user content as text parts;
     assistant ``content`` text-or-null with compact-JSON ``tool_calls`` that validate without errors; each tool
     message answers a call of the previous assistant message, every call answered; ends with an answer."""

@@ -19,9 +19,13 @@ Serialisation, as Pi 0.73.1 sends it (``pi-ai/providers/openai-completions.js`` 
   ``ignored_property``) is written in the canonical form Pi executes (``convert.canonical``: edits upgraded to
   ``edits[]``, values coerced, ignored properties removed, schema key order), and ``repaired:<code>`` is recorded per
   kind of repair, so the model learns the call the schema describes. Calls with an error are rejected
-  (``schema_violation`` / ``unsupported_tool`` / ``arguments_double_encoded``), never repaired.
+  (the ``invalid_call`` gate: ``schema_violation`` / ``unsupported_tool`` / ``arguments_double_encoded``), never
+  repaired.
 - A user message that ends the session unanswered is trimmed (``trim_unanswered_tail``); after that the last
   message must be an assistant answer without tool calls (else ``no_final_response``).
+
+The builder only builds: what may make the conversation inexact is noted on the ``Draft`` (``convert.draft``), and
+the gates (``convert.gates.GATES``) decide, in their order, whether the trajectory is rejected and for what.
 """
 
 from __future__ import annotations
@@ -32,20 +36,27 @@ from typing import Any
 import orjson
 
 from harnessfit.convert.canonical import canonical_arguments
-from harnessfit.convert.gates import Draft, first_rejection
+from harnessfit.convert.draft import CallFailed, CallInvalid, Draft, ImagesSeen, OrphanResult, UnansweredCall
+from harnessfit.convert.gates import GATES, first_rejection
 from harnessfit.convert.validate import card_wire_tools
 from harnessfit.core.conversation import Conversation, ConversationMeta
 from harnessfit.core.ids import content_id
-from harnessfit.core.rejection import Reason, Rejection
+from harnessfit.core.rejection import Failure, Rejection
 from harnessfit.core.trajectory import Step, Trajectory
-from harnessfit.formats.base import Drop, Failure, MapContext, PiCall
+from harnessfit.formats.base import Drop, MapContext, Mapping, PiCall
 from harnessfit.formats.registry import get_mapping
+from harnessfit.harness.card import HarnessCard
 
 __all__ = ["to_conversation", "DEFAULT_CWD", "DEFAULT_DATE", "normalise_call_id"]
 
 DEFAULT_CWD = "/workspace"
 DEFAULT_DATE = "2026-01-01"
 _ID_BAD = re.compile(r"[^a-zA-Z0-9_-]")
+_BEFORE_BUILD = tuple(g for g in GATES if g.before_build)
+_AFTER_BUILD = GATES[len(_BEFORE_BUILD):]
+assert all(g.before_build for g in GATES[:len(_BEFORE_BUILD)]), "before_build gates must come first in GATES"
+
+Turn = tuple[int, Step, list[tuple[int, Step]]]
 
 
 def normalise_call_id(call_id: str) -> str:
@@ -54,14 +65,14 @@ def normalise_call_id(call_id: str) -> str:
     return call_id
 
 
-def _turns(steps: list[Step]) -> list[tuple[Step, list[Step]]]:
-    """Group steps: each non-tool step with the tool steps that follow it."""
-    out: list[tuple[Step, list[Step]]] = []
-    for step in steps:
+def _turns(steps: list[Step]) -> list[Turn]:
+    """Group steps: each non-tool step with the tool steps that follow it (with their indices in ``steps``)."""
+    out: list[Turn] = []
+    for i, step in enumerate(steps):
         if step.role == "tool" and out:
-            out[-1][1].append(step)
+            out[-1][2].append((i, step))
         else:
-            out.append((step, []))
+            out.append((i, step, []))
     return out
 
 
@@ -74,117 +85,102 @@ def _user_message(step: Step) -> dict[str, Any] | None:
     return {"role": "user", "content": [{"type": "text", "text": p} for p in parts]}
 
 
-def _assistant(draft: Draft, step: Step, results: list[Step], ctx: MapContext) -> list[dict[str, Any]]:
-    traj = draft.trajectory
-    mapping = get_mapping(traj.source)
+def _pair_results(draft: Draft, i: int, step: Step, results: list[tuple[int, Step]]) -> dict[str, Step]:
+    """The turn's results by call id; a result that answers none of the turn's calls (or one answered already)
+    is noted as an orphan."""
+    ids = {c.id for c in step.tool_calls}
     by_id: dict[str, Step] = {}
-    for r in results:
-        if r.tool_call_id in by_id or r.tool_call_id not in {c.id for c in step.tool_calls}:
-            draft.problem(Reason.orphan_tool_result, f"tool result {r.tool_call_id!r} answers no call of its turn",
-                          "pair every tool result with the call it answers")
+    for j, r in results:
+        if r.tool_call_id in by_id or r.tool_call_id not in ids:
+            draft.orphan_results.append(OrphanResult(j, r.tool_call_id, "turn"))
             continue
         by_id[r.tool_call_id or ""] = r
+    return by_id
+
+
+def _assistant(draft: Draft, turn: Turn, mapping: Mapping, ctx: MapContext) -> tuple[list[dict[str, Any]], bool]:
+    """The turn's wire messages (the assistant message, then its tool messages), and whether the assistant message
+    is left open (it had calls, all dropped: the next turn continues it)."""
+    i, step, results = turn
+    by_id = _pair_results(draft, i, step, results)
+    card = ctx.card
     calls: list[dict[str, Any]] = []
     tool_msgs: list[dict[str, Any]] = []
     for call in step.tool_calls:
-        result = by_id.get(call.id)
-        outcome = mapping.map_call(call, result, ctx)
+        outcome = mapping.map_call(call, by_id.get(call.id), ctx)
         if isinstance(outcome, Drop):
             draft.transformed(f"drop:{outcome.policy}")
             continue
         if isinstance(outcome, Failure):
-            draft.problem(outcome.reason, outcome.detail, outcome.repair_hint)
+            draft.failed_calls.append(CallFailed(i, call, outcome))
             continue
         pieces = [outcome] if isinstance(outcome, PiCall) else list(outcome)
         for k, pc in enumerate(pieces):
             draft.transformed(*pc.transformations)
-            verdict = ctx.card.validate_call(pc.name, pc.arguments)
+            verdict = card.validate_call(pc.name, pc.arguments)
             errors = [v for v in verdict if v.severity == "error"]
             warnings = [v for v in verdict if v.severity == "warning"]
             arguments = pc.arguments
             if warnings and not errors:
-                arguments = canonical_arguments(ctx.card, pc.name, pc.arguments, warnings)
+                arguments = canonical_arguments(card, pc.name, pc.arguments, warnings)
                 draft.transformed(*(f"repaired:{w.code}" for w in warnings))
             if errors:
-                code = errors[0].code
-                reason = Reason.unsupported_tool if code == "unknown_tool" else (
-                    Reason.arguments_double_encoded if code == "arguments_double_encoded" else Reason.schema_violation
-                )
-                draft.problem(reason, f"{pc.name}: {errors[0].code}: {errors[0].detail}",
-                              "fix the call so it validates against the harness card's schema")
+                draft.invalid_calls.append(CallInvalid(i, pc.name, errors[0]))
             cid = normalise_call_id(call.id if k == 0 else f"{call.id}_{k}")
             if cid != call.id and k == 0:
                 draft.transformed("call_id_normalised")
             calls.append({"id": cid, "type": "function",
                           "function": {"name": pc.name, "arguments": orjson.dumps(arguments).decode()}})
             if pc.result is None:
-                draft.problem(Reason.missing_tool_result, f"call {call.id!r} ({call.name}) has no result",
-                              "the session ended or lost the result; re-run or drop the call")
+                draft.unanswered_calls.append(UnansweredCall(i, call))
             else:
                 tool_msgs.append({"role": "tool", "content": pc.result or "(see attached image)", "tool_call_id": cid})
     msg: dict[str, Any] = {"role": "assistant", "content": step.text if step.text else None}
     if calls:
         msg["tool_calls"] = calls
     if msg["content"] is None and not calls:
-        return []
-    if step.tool_calls and not calls:
-        draft.mergeable.add(id(msg))  # every call was dropped: the next turn continues this message
-    return [msg, *tool_msgs]
+        return [], False
+    return [msg, *tool_msgs], bool(step.tool_calls) and not calls
 
 
-def _append(draft: Draft, msgs: list[dict[str, Any]]) -> None:
-    for m in msgs:
-        prev = draft.messages[-1] if draft.messages else None
-        if m["role"] == "assistant" and prev is not None and id(prev) in draft.mergeable:
-            # an answer whose only calls were dropped, followed by the next turn: Pi would have sent one message
+def _append(draft: Draft, msgs: list[dict[str, Any]], left_open: bool = False) -> None:
+    """Append wire messages; an assistant message that follows an open one is merged into it (Pi would have sent
+    one message). ``left_open``: the first of ``msgs`` is itself open (see ``_assistant``)."""
+    for n, m in enumerate(msgs):
+        is_open = left_open and n == 0
+        prev = draft.open_assistant
+        if m["role"] == "assistant" and prev is not None:
             merged = (prev["content"] or "") + (m["content"] or "")
             prev["content"] = merged or None
             if "tool_calls" in m:
                 prev["tool_calls"] = m["tool_calls"]
             draft.transformed("merge_assistant_after_drop")
-            if id(m) not in draft.mergeable:
-                draft.mergeable.discard(id(prev))
+            if not is_open:
+                draft.open_assistant = None
             continue
-        if prev is not None:
-            draft.mergeable.discard(id(prev))
         draft.messages.append(m)
+        draft.open_assistant = m if is_open else None
 
 
-def to_conversation(traj: Trajectory, card: Any, *, install_dir: str | None = None) -> Conversation | Rejection:
-    """Convert one trajectory with ``card``; the first gate (in ``GATE_ORDER``) that fires rejects it.
-
-    ``install_dir`` is the harness folder the system prompt names; ``None`` = ``card.default_install_dir()`` (where
-    ``harnessfit harness install`` puts Pi on this machine, so prompts equal what Pi sends here)."""
-    draft = Draft(traj, transformations=list(traj.provenance.transformations))
-    early = first_rejection(traj, gates=_traj_gates())
-    if early is not None:
-        return early
-    cwd = traj.cwd or DEFAULT_CWD
-    date = traj.date or DEFAULT_DATE
-    if not traj.cwd:
-        draft.transformed("default_cwd")
-    if not traj.date:
-        draft.transformed("default_date")
-    if "user_rejected_tool" in traj.flags:
-        draft.problem(Reason.aborted_or_error_turn, "the user rejected a tool call (Pi has no approval step)",
-                      "cut the session before the rejected call")
+def _build(draft: Draft, card: HarnessCard, cwd: str, date: str, install_dir: str | None) -> None:
+    """Fill ``draft`` with the wire messages of its trajectory, noting what the gates need."""
+    traj = draft.trajectory
+    mapping = get_mapping(traj.source)
     ctx = MapContext(card=card, trajectory=traj, cwd=cwd)
     draft.messages.append({"role": "system", "content": card.render_system_prompt(cwd, date, install_dir=install_dir)})
-    for step, results in _turns(traj.steps):
+    for turn in _turns(traj.steps):
+        i, step, results = turn
         if step.role == "system":
             draft.transformed("source_system_prompt_replaced")
             continue
         if step.role == "tool":  # a tool result before any turn
-            draft.problem(Reason.orphan_tool_result, f"tool result {step.tool_call_id!r} before any call",
-                          "pair every tool result with the call it answers")
+            draft.orphan_results.append(OrphanResult(i, step.tool_call_id, "start"))
             continue
         if step.role == "user":
             if step.images:
-                draft.problem(Reason.image_content, f"user message with {step.images} image(s)",
-                              "remove the images or convert for a vision-capable model")
-            for r in results:
-                draft.problem(Reason.orphan_tool_result, f"tool result {r.tool_call_id!r} follows a user message",
-                              "pair every tool result with the call it answers")
+                draft.images.append(ImagesSeen(i, "user", step.images))
+            for j, r in results:
+                draft.orphan_results.append(OrphanResult(j, r.tool_call_id, "user"))
             m = _user_message(step)
             if m is not None:
                 _append(draft, [m])
@@ -194,19 +190,33 @@ def to_conversation(traj: Trajectory, card: Any, *, install_dir: str | None = No
             continue
         if step.reasoning:
             draft.transformed("reasoning_not_on_wire")
-        for r in results:
+        for j, r in results:
             if r.images:
-                draft.problem(Reason.image_content, f"tool result with {r.images} image(s)",
-                              "drop the image result or convert for a vision-capable model")
-        _append(draft, _assistant(draft, step, results, ctx))
+                draft.images.append(ImagesSeen(j, "tool", r.images))
+        _append(draft, *_assistant(draft, turn, mapping, ctx))
     while len(draft.messages) > 1 and draft.messages[-1]["role"] == "user":
         draft.messages.pop()
         draft.transformed("trim_unanswered_tail")
-    last = draft.messages[-1]
-    if last["role"] != "assistant" or "tool_calls" in last or not last.get("content"):
-        draft.problem(Reason.no_final_response, f"the conversation ends with a {last['role']} message, not an answer",
-                      "keep only sessions whose last turn is the agent's final answer")
-    rej = first_rejection(draft)
+
+
+def to_conversation(traj: Trajectory, card: HarnessCard, *,
+                    install_dir: str | None = None) -> Conversation | Rejection:
+    """Convert one trajectory with ``card``; the first gate (in ``GATES`` order) that fires rejects it.
+
+    ``install_dir`` is the harness folder the system prompt names; ``None`` = ``card.default_install_dir()`` (where
+    ``harnessfit harness install`` puts Pi on this machine, so prompts equal what Pi sends here)."""
+    draft = Draft(traj, transformations=list(traj.provenance.transformations))
+    early = first_rejection(draft, _BEFORE_BUILD)
+    if early is not None:
+        return early
+    cwd = traj.cwd or DEFAULT_CWD
+    date = traj.date or DEFAULT_DATE
+    if not traj.cwd:
+        draft.transformed("default_cwd")
+    if not traj.date:
+        draft.transformed("default_date")
+    _build(draft, card, cwd, date, install_dir)
+    rej = first_rejection(draft, _AFTER_BUILD)
     if rej is not None:
         return rej
     p = traj.provenance
@@ -215,10 +225,5 @@ def to_conversation(traj: Trajectory, card: Any, *, install_dir: str | None = No
         root_request_id=traj.root_request_id, repository=traj.repository, card=card.id, cwd=cwd, date=date,
         transformations=draft.transformations,
     )
-    return Conversation(id=content_id("conv", card.id, traj.id), messages=draft.messages, tools=card_wire_tools(card), meta=meta)
-
-
-def _traj_gates():
-    from harnessfit.convert.gates import TRAJECTORY_GATES
-
-    return TRAJECTORY_GATES
+    return Conversation(id=content_id("conv", card.id, traj.id), messages=draft.messages, tools=card_wire_tools(card),
+                        meta=meta)

@@ -118,7 +118,8 @@ def reject(
         )
     if source is None:
         raise ValueError("reject(path, ...) needs source (the format name)")
-    rid = record_id or content_id("reject", source, sha256 or str(subject), reason.value, str(line_start), str(line_end))
+    rid = record_id or content_id("reject", source, sha256 or str(subject), reason.value, str(line_start),
+                                  str(line_end))
     return Rejection(
         record_id=rid, source=source, file=str(subject), line_start=line_start, line_end=line_end, reason=reason,
         detail=detail, repair_hint=hint, kept_id=kept_id,

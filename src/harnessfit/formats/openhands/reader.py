@@ -135,7 +135,8 @@ class OpenHandsReader(BaseTraceReader):
             if cwd is None and isinstance(meta.get("working_dir"), str):
                 cwd = meta["working_dir"]
         if not any(s.role in ("user", "assistant") for s in acc.steps):
-            yield self.reject(path, sha, Reason.empty, "no user or agent messages", "nothing to train on: drop the file")
+            yield self.reject(path, sha, Reason.empty, "no user or agent messages",
+                              "nothing to train on: drop the file")
             return
         date = next((e["timestamp"][:10] for e in doc if isinstance(e.get("timestamp"), str)), None)
         notes = [f"openhands: {k} x{v}" for k, v in sorted(acc.counts.items())]
