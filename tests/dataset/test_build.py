@@ -12,7 +12,7 @@ from harnessfit.dataset.config import BuildConfig, config_from_values, load_buil
 from harnessfit.dataset.exports import decision_points, sft_records
 from harnessfit.errors import UserError
 
-from dataset_convs import corpus, make_conv
+from _helpers.conversations import corpus, make_conv
 
 
 def _items():

@@ -1,7 +1,7 @@
 from harnessfit.core.rejection import Reason
 from harnessfit.dataset.dedup import Deduper
 
-from dataset_convs import corpus, make_conv
+from _helpers.conversations import corpus, make_conv
 
 
 def _steps(extra: str = ""):

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 from harnessfit.dataset.probe import measure_false_positive_rate
 from harnessfit.dataset.redact import Redactor
 
-from dataset_convs import make_conv
+from _helpers.conversations import make_conv
 
 
 def _rs(rng, n, alpha=string.ascii_letters + string.digits):

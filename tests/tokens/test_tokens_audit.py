@@ -13,7 +13,7 @@ from harnessfit.cli import app
 from harnessfit.errors import UserError
 from harnessfit.models import load_tokenizer, template_info
 from harnessfit.tokens import audit, read_tokenized
-from tokens_helpers import SYSTEM, call, conversation_records, record, write_dataset
+from _helpers.sft import SYSTEM, call, conversation_records, record, write_dataset
 
 
 def _dataset(root: Path) -> Path:

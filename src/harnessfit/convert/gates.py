@@ -40,6 +40,7 @@ __all__ = [
     "ImageContent",
     "NoFinalResponse",
     "GATES",
+    "split_gates",
     "first_rejection",
 ]
 
@@ -262,7 +263,18 @@ GATES: tuple[Gate, ...] = (
 """Every gate, in the order that decides a rejection's reason."""
 
 
-def first_rejection(draft: Draft, gates: Sequence[Gate] = GATES) -> Rejection | None:
+def split_gates(gates: Sequence[Gate]) -> tuple[Sequence[Gate], Sequence[Gate]]:
+    """``gates`` cut into those that run before the build and the rest; the first kind must come first, or an early
+    rejection could overrule a gate the order puts ahead of it."""
+    n = 0
+    while n < len(gates) and gates[n].before_build:
+        n += 1
+    if any(g.before_build for g in gates[n:]):
+        raise ValueError("gates marked before_build must come first in GATES")
+    return gates[:n], gates[n:]
+
+
+def first_rejection(draft: Draft, gates: Sequence[Gate]) -> Rejection | None:
     """Run ``gates`` in order; the first that rejects decides."""
     for gate in gates:
         rej = gate.check(draft)

@@ -37,7 +37,8 @@ import orjson
 
 from harnessfit.convert.canonical import canonical_arguments
 from harnessfit.convert.draft import CallFailed, CallInvalid, Draft, ImagesSeen, OrphanResult, UnansweredCall
-from harnessfit.convert.gates import GATES, first_rejection
+from harnessfit.convert import gates
+from harnessfit.convert.gates import first_rejection, split_gates
 from harnessfit.convert.validate import card_wire_tools
 from harnessfit.core.conversation import Conversation, ConversationMeta
 from harnessfit.core.ids import content_id
@@ -47,14 +48,11 @@ from harnessfit.formats.base import Drop, MapContext, Mapping, PiCall
 from harnessfit.formats.registry import get_mapping
 from harnessfit.harness.card import HarnessCard
 
-__all__ = ["to_conversation", "DEFAULT_CWD", "DEFAULT_DATE", "normalise_call_id"]
+__all__ = ["to_conversation", "build_draft", "DEFAULT_CWD", "DEFAULT_DATE", "normalise_call_id"]
 
 DEFAULT_CWD = "/workspace"
 DEFAULT_DATE = "2026-01-01"
 _ID_BAD = re.compile(r"[^a-zA-Z0-9_-]")
-_BEFORE_BUILD = tuple(g for g in GATES if g.before_build)
-_AFTER_BUILD = GATES[len(_BEFORE_BUILD):]
-assert all(g.before_build for g in GATES[:len(_BEFORE_BUILD)]), "before_build gates must come first in GATES"
 
 Turn = tuple[int, Step, list[tuple[int, Step]]]
 
@@ -162,9 +160,16 @@ def _append(draft: Draft, msgs: list[dict[str, Any]], left_open: bool = False) -
         draft.open_assistant = m if is_open else None
 
 
-def _build(draft: Draft, card: HarnessCard, cwd: str, date: str, install_dir: str | None) -> None:
-    """Fill ``draft`` with the wire messages of its trajectory, noting what the gates need."""
-    traj = draft.trajectory
+def build_draft(traj: Trajectory, card: HarnessCard, *, install_dir: str | None = None) -> Draft:
+    """The wire messages of ``traj`` and the notes the gates read (no gate runs here; ``to_conversation`` runs them).
+    cwd and date come from the trajectory, else ``DEFAULT_CWD`` / ``DEFAULT_DATE`` (recorded as transformations)."""
+    draft = Draft(traj, transformations=list(traj.provenance.transformations))
+    cwd = traj.cwd or DEFAULT_CWD
+    date = traj.date or DEFAULT_DATE
+    if not traj.cwd:
+        draft.transformed("default_cwd")
+    if not traj.date:
+        draft.transformed("default_date")
     mapping = get_mapping(traj.source)
     ctx = MapContext(card=card, trajectory=traj, cwd=cwd)
     draft.messages.append({"role": "system", "content": card.render_system_prompt(cwd, date, install_dir=install_dir)})
@@ -197,6 +202,7 @@ def _build(draft: Draft, card: HarnessCard, cwd: str, date: str, install_dir: st
     while len(draft.messages) > 1 and draft.messages[-1]["role"] == "user":
         draft.messages.pop()
         draft.transformed("trim_unanswered_tail")
+    return draft
 
 
 def to_conversation(traj: Trajectory, card: HarnessCard, *,
@@ -205,24 +211,19 @@ def to_conversation(traj: Trajectory, card: HarnessCard, *,
 
     ``install_dir`` is the harness folder the system prompt names; ``None`` = ``card.default_install_dir()`` (where
     ``harnessfit harness install`` puts Pi on this machine, so prompts equal what Pi sends here)."""
-    draft = Draft(traj, transformations=list(traj.provenance.transformations))
-    early = first_rejection(draft, _BEFORE_BUILD)
+    before_build, after_build = split_gates(gates.GATES)  # read per call: a gate added to the list takes effect
+    early = first_rejection(Draft(traj), before_build)
     if early is not None:
         return early
-    cwd = traj.cwd or DEFAULT_CWD
-    date = traj.date or DEFAULT_DATE
-    if not traj.cwd:
-        draft.transformed("default_cwd")
-    if not traj.date:
-        draft.transformed("default_date")
-    _build(draft, card, cwd, date, install_dir)
-    rej = first_rejection(draft, _AFTER_BUILD)
+    draft = build_draft(traj, card, install_dir=install_dir)
+    rej = first_rejection(draft, after_build)
     if rej is not None:
         return rej
     p = traj.provenance
     meta = ConversationMeta(
         source=traj.source, file=p.file, sha256=p.sha256, line_start=p.line_start, line_end=p.line_end,
-        root_request_id=traj.root_request_id, repository=traj.repository, card=card.id, cwd=cwd, date=date,
+        root_request_id=traj.root_request_id, repository=traj.repository, card=card.id,
+        cwd=traj.cwd or DEFAULT_CWD, date=traj.date or DEFAULT_DATE,
         transformations=draft.transformations,
     )
     return Conversation(id=content_id("conv", card.id, traj.id), messages=draft.messages, tools=card_wire_tools(card),

@@ -15,7 +15,7 @@ from harnessfit.harness.card import load_card
 
 CARD = load_card("pi", "0.73.1")
 
-FIXTURES = Path(__file__).parents[1] / "traces" / "fixtures"
+FIXTURES = Path(__file__).parent / "fixtures"
 
 
 def first_outcome(traj) -> object:

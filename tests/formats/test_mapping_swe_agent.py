@@ -13,7 +13,7 @@ from harnessfit.harness.card import load_card
 
 CARD = load_card("pi", "0.73.1")
 
-FIXTURES = Path(__file__).parents[1] / "traces" / "fixtures"
+FIXTURES = Path(__file__).parent / "fixtures"
 REAL = "swe_agent/SWE-agent__SWE-agent__marshmallow-code__marshmallow-1867__function_calling_replace.traj"
 
 

@@ -16,7 +16,7 @@ from harnessfit.harness.card import load_card
 
 CARD = load_card("pi", "0.73.1")
 
-FIXTURES = Path(__file__).parents[1] / "traces" / "fixtures"
+FIXTURES = Path(__file__).parent / "fixtures"
 R2026 = "codex/iampkuhz__feipi-session-browser__rollout-2026-06-19T10-14-27-019edda8-7eca-7710-b78b-6ce7607beaa1.jsonl"
 CWD = "/home/dev/proj"
 
