@@ -100,7 +100,8 @@ def test_adding_a_gate_is_one_class_and_one_list_entry(monkeypatch: pytest.Monke
     assert isinstance(to_conversation(_traj(steps), CARD), Conversation)
     monkeypatch.setattr(gates, "GATES", (*GATES[:-1], GaveUp(), GATES[-1]))  # the one entry
     rej = to_conversation(_traj(steps), CARD)
-    assert isinstance(rej, Rejection) and (rej.reason, rej.detail) == (Reason.aborted_or_error_turn, "the agent gave up")
+    assert isinstance(rej, Rejection)
+    assert (rej.reason, rej.detail) == (Reason.aborted_or_error_turn, "the agent gave up")
     assert rej.record_id == "t1" and rej.file == "f.jsonl"
 
 

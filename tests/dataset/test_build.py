@@ -84,6 +84,7 @@ def test_parquet_copies_load_with_datasets(tmp_path):
     assert json.loads(row["messages"]) == jl[0]["messages"]
 
 
+@pytest.mark.slow
 def test_same_items_same_bytes_whatever_the_worker_count(tmp_path):
     a, b = tmp_path / "a" / "out", tmp_path / "b" / "out"
     (tmp_path / "a").mkdir()

@@ -1,3 +1,5 @@
+import pytest
+
 from harnessfit.core.rejection import Reason
 from harnessfit.dataset.dedup import Deduper
 
@@ -58,6 +60,7 @@ def test_token_hashes_follow_the_regex_tokeniser():
         assert len(set(by_word.values())) == len(by_word)
 
 
+@pytest.mark.slow
 def test_minhash_is_deterministic_across_processes():
     """The signature is a pure function of the text (no Python ``hash``): workers with other hash seeds agree."""
     import os

@@ -20,6 +20,7 @@ def test_default_suite_has_three_tasks_per_kind(default_suite):
         assert (t.workspace_dir.is_dir() or t.kind == TaskKind.create) and t.checker_dir.is_dir()
 
 
+@pytest.mark.slow
 def test_checker_fails_on_untouched_fixture(default_suite, tmp_path):
     """The independent checker must be able to fail: it fails before the agent did anything."""
     for t in load_suite(default_suite):

@@ -172,6 +172,7 @@ def _full_only(card):
 
 @settings(max_examples=400, deadline=None)
 @given(name=st.sampled_from(["read", "bash", "edit", "write"]), arguments=_arguments)
+@pytest.mark.slow
 def test_clean_shortcut_matches_full_validation(name, arguments):
     card = load_card("pi", "0.73.1")
     full = _full_only(card)

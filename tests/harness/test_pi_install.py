@@ -27,6 +27,7 @@ HARNESSFIT = Path(sys.executable).parent / "harnessfit"
 
 
 @pytest.mark.slow
+@pytest.mark.pi
 def test_install_is_idempotent_and_checked(pi_bin: Path) -> None:
     assert pi_bin == pi_binary(DEFAULT_PI_VERSION)
     assert pi_version(pi_bin) == DEFAULT_PI_VERSION
@@ -37,6 +38,7 @@ def test_install_is_idempotent_and_checked(pi_bin: Path) -> None:
     assert res.returncode == 0 and DEFAULT_PI_VERSION in res.stdout
 
 
+@pytest.mark.slow
 def test_missing_node_is_one_clear_line(tmp_path: Path) -> None:
     env = {"PATH": str(HARNESSFIT.parent), "HARNESSFIT_HOME": str(tmp_path / "home"), "HOME": str(tmp_path)}
     res = subprocess.run([str(HARNESSFIT), "harness", "install", "pi"], capture_output=True, text=True, env=env, timeout=120)
@@ -51,6 +53,7 @@ def test_not_installed_says_how_to_install(tmp_path: Path, monkeypatch: pytest.M
         pi_binary("0.73.1")
 
 
+@pytest.mark.slow
 def test_npm_failure_is_one_clear_line(tmp_path: Path) -> None:
     env = {**os.environ, "HARNESSFIT_HOME": str(tmp_path / "home")}
     res = subprocess.run(
@@ -63,6 +66,7 @@ def test_npm_failure_is_one_clear_line(tmp_path: Path) -> None:
     assert not (tmp_path / "home" / "harness" / "pi" / "0.0.0-no-such-version").exists()  # no half install left
 
 
+@pytest.mark.pi
 def test_agent_config_env_and_command(tmp_path: Path, pi_bin: Path) -> None:
     agent = tmp_path / "agent"
     write_pi_agent_config(agent, "http://127.0.0.1:9/v1", "my/model", context_window=8192, max_tokens=256)

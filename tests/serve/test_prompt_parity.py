@@ -60,6 +60,7 @@ def _server_prompt(tokenizer) -> list[int]:
     return render_prompt(tokenizer, parse_chat_request(json.dumps(body).encode()))
 
 
+@pytest.mark.slow
 def test_served_prompt_equals_audited_prefix(tmp_path: Path) -> None:
     rec = _record()
     # 1) the render functions themselves, on the embedded tokenizer

@@ -29,6 +29,7 @@ def _audit_dir(tmp_path: Path) -> Path:
     return tmp_path / "ds-audit"
 
 
+@pytest.mark.slow
 def test_recorded_end_of_turn_ids_stop_generation(scripted_factory, tmp_path: Path) -> None:
     f = scripted_factory
     im_end, bang = f.token_id("<|im_end|>"), f.encode("!")

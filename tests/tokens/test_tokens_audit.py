@@ -100,6 +100,7 @@ def test_second_run_is_identical(audited, tmp_path: Path) -> None:
         assert (tmp_path / "again" / rel).read_bytes() == (out / rel).read_bytes(), rel
 
 
+@pytest.mark.slow
 def test_cli_audit_and_user_errors(tmp_path: Path) -> None:
     ds = write_dataset(tmp_path / "ds", {"train": conversation_records(2)})
     runner = CliRunner()

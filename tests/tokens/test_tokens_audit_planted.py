@@ -29,6 +29,7 @@ def _think_in_labels(t: str) -> str:  # a thought written into every assistant t
 @pytest.mark.parametrize("kind, plant", [("prompt_in_loss", _prompt_in_loss),
                                          ("missing_end_of_turn", _missing_end_of_turn),
                                          ("think_in_labels", _think_in_labels)])
+@pytest.mark.slow
 def test_planted_violation_caught_by_audit(tmp_path: Path, kind: str, plant) -> None:
     text = plant(chatml_tools_template())
     assert text != chatml_tools_template()

@@ -72,6 +72,7 @@ def test_planted_double_encoded_arguments(tok) -> None:
     assert '"arguments": "{\\"path' in r.text
 
 
+@pytest.mark.slow
 def test_planted_think_in_labels(tok) -> None:
     # a template that writes a thought into every assistant turn
     thinking = chatml_tools_template().replace(

@@ -35,9 +35,9 @@ from typing import Any
 
 import orjson
 
+from harnessfit.convert import gates
 from harnessfit.convert.canonical import canonical_arguments
 from harnessfit.convert.draft import CallFailed, CallInvalid, Draft, ImagesSeen, OrphanResult, UnansweredCall
-from harnessfit.convert import gates
 from harnessfit.convert.gates import first_rejection, split_gates
 from harnessfit.convert.validate import card_wire_tools
 from harnessfit.core.conversation import Conversation, ConversationMeta

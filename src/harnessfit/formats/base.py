@@ -50,7 +50,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 
@@ -108,7 +108,6 @@ class MapContext:
     card: HarnessCard
     trajectory: Trajectory
     cwd: str
-    notes: list[str] = field(default_factory=list)
 
 
 @runtime_checkable

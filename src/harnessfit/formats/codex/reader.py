@@ -72,7 +72,6 @@ class _Builder:
 
     def __init__(self) -> None:
         self.steps: list[Step] = []
-        self.notes: list[str] = []
         self.flags: set[str] = set()
         self.cwd: str | None = None
         self.date: str | None = None
