@@ -26,7 +26,9 @@ __all__ = ["Reason", "Failure", "Rejection", "reject"]
 
 
 class Reason(StrEnum):
-    """Closed set of reasons, in gate order. Adding one is a deliberate change (tests pin the list)."""
+    """Closed set of reasons, grouped by the stage that gives them; ledger summaries list them in this order. Which
+    one a trajectory gets is decided by the gates, in the order of ``convert.gates.GATES``. Adding one is a
+    deliberate change: every consumer of the ledger sees it."""
 
     # reading
     unknown_format = "unknown_format"
