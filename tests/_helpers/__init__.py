@@ -4,6 +4,5 @@ pytest-xdist and with any ``--import-mode``.
 
 - ``conversations``: small Pi-wire conversations (``make_conv``, ``corpus``) for the dataset tests;
 - ``sft``: small SFT record sets in the audit's input shape, for the tokens tests;
-- ``tinyset``: a tiny random Llama and a tokenized set in the audit's output shape, for the train tests;
-- ``formats``: a toy source format written into a temporary package, for the registry's extension test.
+- ``tinyset``: a tiny random Llama and a tokenized set in the audit's output shape, for the train tests.
 """
