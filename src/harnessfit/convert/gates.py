@@ -155,7 +155,11 @@ class _PrecedenceGate(Gate):
 
 
 class MappingFailed(_PrecedenceGate):
-    """A call the format's mapping cannot express exactly in Pi (its ``Failure`` names the reason and the repair)."""
+    """A call the format's mapping cannot express exactly in Pi (its ``Failure`` names the reason and the repair).
+
+    Failures carry several reasons; the trajectory is rejected for the first failure of the reason that comes first
+    in ``precedence``. ``subagent`` (Codex ``spawn_agent`` and its kin) comes last, so a rollout that also holds
+    another failure is filed under that one."""
 
     name = "mapping_failed"
     precedence = (Reason.unsupported_tool, Reason.unmappable_arguments, Reason.arguments_double_encoded,
