@@ -81,8 +81,10 @@ def synth_cmd(
 
 def register(app: typer.Typer) -> None:
     """Add this stage's commands to the main app."""
+    from harnessfit.eval.pairwise import commands as pairwise_cmds
     from harnessfit.eval.raw import commands as raw_cmds
 
     raw_cmds.register(eval_app)
+    pairwise_cmds.register(eval_app)
     app.add_typer(eval_app, name="eval")
     app.command("synth")(synth_cmd)
