@@ -7,18 +7,21 @@ broke on the answer) listed and counted but kept out of every rate.
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
+import orjson
 from pydantic import BaseModel, Field
 
+from harnessfit.errors import UserError
 from harnessfit.eval.files import md_cell, read_results_file, write_results_files
 from harnessfit.eval.raw.findings import Check
 from harnessfit.eval.results import fmt_rate
 from harnessfit.eval.stats import rate
 
 __all__ = ["RAW_RESULTS_VERSION", "RAW_METRICS", "Completion", "RawAnswer", "RawResults", "aggregate_raw",
-           "write_raw_results", "load_raw_results", "render_raw_markdown"]
+           "write_raw_results", "load_raw_results", "render_raw_markdown", "compare_raw"]
 
 RAW_RESULTS_VERSION = 1
 
@@ -154,3 +157,31 @@ def render_raw_markdown(results: RawResults) -> str:
             lines += ["", f"{check.capitalize()} findings (answers): "
                       + ", ".join(f"{md_cell(k)} {v}" for k, v in counts.items())]
     return "\n".join(lines) + "\n"
+
+
+def compare_raw(paths: Sequence[Path], out_md: Path, labels: Sequence[str] | None = None) -> Path:
+    """Side-by-side Markdown (and ``<out>.json``) of two or more raw runs: the published before/after table."""
+    if len(paths) < 2:
+        raise UserError("a raw comparison needs at least two raw results")
+    runs = [load_raw_results(Path(p)) for p in paths]
+    bad = [str(p) for p, r in zip(paths, runs, strict=True) if r.status != "success"]
+    if bad:
+        raise UserError(f"raw results not finished successfully: {', '.join(bad)}")
+    names = list(labels) if labels else [str(r.model.get("name")) for r in runs]
+    note = "" if len({r.suite.get("sha256") for r in runs}) == 1 else \
+        "\n> Warning: the runs answered different suites; counts are not comparable.\n"
+    rows = ["| Check | " + " | ".join(md_cell(n) for n in names) + " |", "|---|" + "---|" * len(runs)]
+    data: dict[str, Any] = {"models": names, "paths": [str(p) for p in paths], "metrics": {}}
+    for label, field in RAW_METRICS:
+        cells = [r.aggregates["rates"][field] for r in runs]
+        data["metrics"][field] = cells
+        rows.append(f"| {label} | " + " | ".join(fmt_rate(c) for c in cells) + " |")
+    rows.append("| Scored / unscored answers | " + " | ".join(
+        f"{r.aggregates['scored']} / {r.aggregates['unscored']}" for r in runs) + " |")
+    text = (f"# Raw suite `{md_cell(runs[0].suite.get('name'))}` side by side\n\nCells: clean share [95% Wilson CI] "
+            f"(answers).\n{note}\n" + "\n".join(rows) + "\n")
+    out_md = Path(out_md)
+    out_md.parent.mkdir(parents=True, exist_ok=True)
+    out_md.write_text(text, encoding="utf-8")
+    out_md.with_suffix(".json").write_bytes(orjson.dumps(data, option=orjson.OPT_INDENT_2) + b"\n")
+    return out_md
