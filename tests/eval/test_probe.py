@@ -34,7 +34,7 @@ PLAN = {
     "run-tests": Reply(text='<tool_call>{"name": "bash", "arguments": {"command": </tool_call>'),  # malformed
     "fix-after-read": Reply(text="Change `a - b` to `a + b`."),  # answers without the tool it needs
     "find-todo": Reply(text='{"name": "bash", "arguments": {"command": "grep -rl TODO src"}}'),  # untagged call
-    "explain-concept": Reply(text="<think>easy</think>It means the resource was not found, and", finish_reason="length"),
+    "explain-concept": Reply(text="<think>easy</think>It means the page was not found, and", finish_reason="length"),
     "greeting": Reply(tool_calls=[("bash", '{"command":"echo hello"}')]),  # a call it does not need
 }
 

@@ -69,7 +69,8 @@ class DemoPlan:
         self.train_suite = Path(self.train_suite or ex / "tasks" / "train")
         self.eval_suite = Path(self.eval_suite or ex / "tasks" / "default")
         self.recipe = Path(self.recipe or ex / "recipes" / "smollm2-cpu-demo.yaml")
-        self.raw_suites = [Path(s) for s in self.raw_suites or sorted(p.parent for p in (ex / "raw").glob("*/suite.yaml"))]
+        default_raw = sorted(p.parent for p in (ex / "raw").glob("*/suite.yaml"))
+        self.raw_suites = [Path(s) for s in self.raw_suites or default_raw]
         self.probes = Path(self.probes or ex / "probes" / "default")
         if self.traces is not None and not Path(self.traces).exists():
             raise UserError(f"traces folder not found: {self.traces} (pass --no-traces to use synthesised data only)")

@@ -110,7 +110,8 @@ def t_quantile_975(df: int) -> float:
     return z + (z**3 + z) / (4 * df) + (5 * z**5 + 16 * z**3 + 3 * z) / (96 * df * df)
 
 
-def mean_interval(values: Sequence[float], lo: float = -math.inf, hi: float = math.inf) -> dict[str, float | int | None]:
+def mean_interval(values: Sequence[float], lo: float = -math.inf,
+                  hi: float = math.inf) -> dict[str, float | int | None]:
     """Mean of ``values`` with its 95% t interval (clipped to ``[lo, hi]``, e.g. a 1–5 scale); None where undefined
     (no value: no mean; one value: no interval)."""
     n = len(values)

@@ -176,7 +176,8 @@ def compare_probes(paths: Sequence[Path], out_md: Path, labels: Sequence[str] | 
     rows.append("| Scored / unscored samples | " + " | ".join(
         f"{r.aggregates['scored']} / {r.aggregates['unscored']}" for r in runs) + " |")
     text = (f"# Probes side by side\n\nProbe set `{md_cell(runs[0].probes.get('name'))}`, card "
-            f"{runs[0].card.get('id')}. Cells: share [95% Wilson CI] (count/n).\n{note}\n" + "\n".join(head + rows) + "\n")
+            f"{runs[0].card.get('id')}. Cells: share [95% Wilson CI] (count/n).\n{note}\n"
+            + "\n".join(head + rows) + "\n")
     out_md = Path(out_md)
     out_md.parent.mkdir(parents=True, exist_ok=True)
     out_md.write_text(text, encoding="utf-8")

@@ -92,7 +92,8 @@ def run_probe(
                                                 wall_seconds=reply.wall_seconds, **read))
                     bar.advance(tid)
     except Exception as exc:
-        results.status, results.error = "error", str(exc) if isinstance(exc, UserError) else f"{type(exc).__name__}: {exc}"
+        results.status = "error"
+        results.error = str(exc) if isinstance(exc, UserError) else f"{type(exc).__name__}: {exc}"
         write_probe_results(results, out_dir)
         raise
     results.samples = done

@@ -44,7 +44,7 @@ def raw(
 
 
 def toolchain() -> None:
-    """Install the raw checkers' pinned toolchain (svelte compiler, @sveltejs/mcp autofixer) into harnessfit's folder."""
+    """Install the raw checkers' pinned toolchain (svelte compiler, @sveltejs/mcp autofixer) in harnessfit's folder."""
     from harnessfit.eval.raw import install_toolchains
 
     for tool, version in install_toolchains().items():

@@ -71,7 +71,8 @@ class PythonChecker(BaseChecker):
                "--select", ",".join(RUFF_SELECT), "--ignore", ",".join(RUFF_IGNORE), str(folder)]
         proc = subprocess.run(cmd, capture_output=True, timeout=300)
         if proc.returncode not in (0, 1):
-            raise UserError(f"ruff failed (exit {proc.returncode}): {proc.stderr.decode(errors='replace').strip()[:300]}")
+            why = proc.stderr.decode(errors="replace").strip()[:300]
+            raise UserError(f"ruff failed (exit {proc.returncode}): {why}")
         return json.loads(proc.stdout or b"[]")
 
     def check(self, codes: Sequence[str]) -> list[CodeChecks | str]:

@@ -120,7 +120,8 @@ def run_raw(
                     answers = list(pool.map(one, jobs))
         results.checker = check_answers(answers, suite.language)
     except Exception as exc:
-        results.status, results.error = "error", str(exc) if isinstance(exc, UserError) else f"{type(exc).__name__}: {exc}"
+        results.status = "error"
+        results.error = str(exc) if isinstance(exc, UserError) else f"{type(exc).__name__}: {exc}"
         write_raw_results(results, out_dir)
         raise
     results.answers = answers

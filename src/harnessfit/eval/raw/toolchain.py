@@ -73,7 +73,7 @@ def ruff_version() -> str:
 
 
 def install_toolchains() -> dict[str, str]:
-    """Everything the raw checkers need, installed; returns tool → version (what ``harnessfit eval toolchain`` prints)."""
+    """Everything the raw checkers need, installed; returns tool → version (``harnessfit eval toolchain`` prints it)."""
     folder = install_svelte()
     ruff_binary()
     return {"svelte": SVELTE_VERSION, "@sveltejs/mcp": SVELTE_MCP_VERSION, "ruff": ruff_version(),
