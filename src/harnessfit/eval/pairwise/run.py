@@ -71,7 +71,10 @@ def run_pairwise(
     api_key = api_key_from_env(api_key_env)
     if api_key_env and api_key is None:
         raise UserError(f"--judge-key-env {api_key_env}: that environment variable is not set")
-    model_id = judge_model or resolve_model_id(base)
+    try:
+        model_id = judge_model or resolve_model_id(base)
+    except UserError as exc:
+        raise UserError(str(exc).replace("pass --model-id", "pass --judge-model")) from None
     prompts: dict[str, str] = res_a.suite["prompts"]
     ans_a, ans_b = _answers(res_a), _answers(res_b)
     keys = sorted(set(ans_a) | set(ans_b))

@@ -24,7 +24,7 @@ from harnessfit.eval.raw.toolchain import ruff_binary, svelte_toolchain
 from harnessfit.eval.run import open_endpoint
 from harnessfit.eval.runner import Endpoint
 
-__all__ = ["run_raw", "default_temperature"]
+__all__ = ["run_raw", "check_answers", "default_temperature"]
 
 
 def default_temperature(seeds: int) -> float:
