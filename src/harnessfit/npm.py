@@ -27,7 +27,8 @@ def require_node() -> None:
     missing = [tool for tool in ("node", "npm") if shutil.which(tool) is None]
     if missing:
         raise UserError(
-            f"{' and '.join(missing)} not found on PATH: install Node.js >= 20.6 (with npm) to use the Pi harness"
+            f"{' and '.join(missing)} not found on PATH: install Node.js >= 20.6 (with npm); harnessfit installs the "
+            "Pi harness and the Svelte checkers from npm"
         )
 
 

@@ -6,12 +6,15 @@ and the pinned ruff), so these tests also prove the toolchain installs and runs 
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from harnessfit.eval.raw import checker_for, extract
 from harnessfit.eval.raw.extract import Block, find_blocks
 from harnessfit.eval.raw.svelte_rules import POLICY_RULES
-from harnessfit.eval.raw.toolchain import install_svelte
+from harnessfit.errors import UserError
+from harnessfit.eval.raw.toolchain import install_svelte, svelte_toolchain, svelte_toolchain_dir
 
 SV_TAGS = ("svelte", "html")
 
@@ -173,3 +176,10 @@ def test_python_planted_answers_are_each_caught() -> None:
         assert {f.code for f in r.policy.counted()} == set(ruff_codes), (name, r.policy.findings)
         assert r.compile.clean is (not compile_codes) and r.policy.clean is (not ruff_codes)
         assert r.compiles is (name not in ("syntax_error", "indentation_error"))
+
+
+def test_missing_toolchain_says_how_to_install(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HARNESSFIT_HOME", str(tmp_path))
+    assert str(svelte_toolchain_dir()).startswith(str(tmp_path))
+    with pytest.raises(UserError, match="harnessfit eval toolchain"):
+        svelte_toolchain(install=False)
