@@ -59,7 +59,7 @@ class DemoPlan:
     raw_suites: list[Path] | None = None
     probes: Path | None = None
     raw_prompts: int | None = None  # the first N prompts of each suite (None: all)
-    raw_max_tokens: int = 64
+    raw_max_tokens: int = 48
     probe_samples: int = 1
     probe_max_tokens: int = 48
     judge: str | None = None  # an OpenAI-compatible judge URL: adds the blinded pairwise review
