@@ -69,7 +69,10 @@ def report_section(tables: dict[str, Any]) -> list[str]:
     for path in tables["raw"].values():
         lines += [Path(path).read_text(encoding="utf-8").replace("# Raw suite", "### Raw suite", 1), ""]
     for name, path in tables.get("pairwise", {}).items():
-        lines += [f"Blinded pairwise review of `{name}`: `{path}`", ""]
+        oc = tables["pairwise_outcomes"][name]
+        lines += [f"Blinded pairwise review of `{name}` (A = base, B = tuned): stable A {oc['a']} / B {oc['b']} / "
+                  f"tie {oc['tie']}, order-sensitive {oc['order_sensitive']}, unparseable {oc['unparseable']} — "
+                  f"`{path}`", ""]
     lines += ["## Probes (raw behaviour under Pi's system prompt and tools)", "",
               Path(tables["probe"]).read_text(encoding="utf-8").replace("# Probes", "### Probes", 1), ""]
     return lines

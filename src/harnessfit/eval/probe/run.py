@@ -13,6 +13,7 @@ from typing import Any
 
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from harnessfit.convert.validate import card_wire_tools
 from harnessfit.errors import UserError
 from harnessfit.eval.client import ChatError, api_key_from_env, chat
 from harnessfit.eval.probe.probes import load_probes, read_reply, request_messages
@@ -54,8 +55,6 @@ def run_probe(
         raise UserError("scripted models play agent tasks, not probes: pass a model spec or an endpoint URL")
     probes = load_probes(Path(probes_dir))
     card = load_card("pi", pi_version)
-    from harnessfit.convert.validate import card_wire_tools
-
     tools = card_wire_tools(card)
     adapter = serve_kwargs.get("adapter")
     results = ProbeResults(
