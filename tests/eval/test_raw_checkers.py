@@ -33,6 +33,7 @@ SV_TAGS = ("svelte", "html")
         ("```svelte\n<p>hi</p>", ["unterminated_block"], "<p>hi</p>", "tagged_block"),
         ("```jsx\n<p>hi</p>\n```", ["wrong_language_tag"], "<p>hi</p>", "first_block"),
         ("```svelte\n\n```", ["empty_block"], "", "tagged_block"),
+        ("```svelte\r\n<p>hi</p>\r\n```\r\n", [], "<p>hi</p>", "tagged_block"),
     ],
 )
 def test_shape_findings_and_extraction_rule(answer: str, codes: list[str], code: str, source: str) -> None:

@@ -1,6 +1,7 @@
 """The code of a raw answer, and its output shape: the one documented extraction rule every raw checker uses.
 
-Fenced code blocks are found as CommonMark defines them: an opening fence is a line indented by at most three
+Fenced code blocks are found as CommonMark defines them (a line ends at ``\n``, ``\r\n`` or ``\r``): an opening
+fence is a line indented by at most three
 spaces, then at least three backticks or tildes, then an info string (its first word is the block's language tag;
 after backticks it may not contain a backtick); the block closes at a line indented by at most three spaces holding
 only at least as many of the same fence character; a block never closed runs to the end of the answer.
@@ -54,7 +55,7 @@ class Extraction:
 
 def find_blocks(text: str) -> list[Block]:
     """Every fenced block of ``text``, in order (see the module docstring for the fence rules)."""
-    lines = text.split("\n")
+    lines = _lines(text)
     blocks: list[Block] = []
     i = 0
     while i < len(lines):
@@ -78,8 +79,13 @@ def find_blocks(text: str) -> list[Block]:
     return blocks
 
 
+def _lines(text: str) -> list[str]:
+    """Lines as CommonMark counts them: ``\\n``, ``\\r\\n`` and ``\\r`` all end one."""
+    return text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+
+
 def _outside_text(text: str, blocks: Sequence[Block]) -> str:
-    lines = text.split("\n")
+    lines = _lines(text)
     inside: set[int] = set()
     for b in blocks:
         inside.update(range(b.start_line - 1, b.end_line))
