@@ -1,10 +1,10 @@
 """The code of a raw answer, and its output shape: the one documented extraction rule every raw checker uses.
 
 Fenced code blocks are found as CommonMark defines them (a line ends at ``\n``, ``\r\n`` or ``\r``): an opening
-fence is a line indented by at most three
-spaces, then at least three backticks or tildes, then an info string (its first word is the block's language tag;
-after backticks it may not contain a backtick); the block closes at a line indented by at most three spaces holding
-only at least as many of the same fence character; a block never closed runs to the end of the answer.
+fence is a line indented by at most three spaces, then at least three backticks or tildes, then an info string (its
+first word is the block's language tag; after backticks it may not contain a backtick); the block closes at a line
+indented by at most three spaces holding only at least as many of the same fence character; a block never closed
+runs to the end of the answer.
 
 **Extraction rule.** The code checked is the content of the first block whose language tag is one of the checker's
 tags (compared case-insensitively); else the content of the first block; else, when the answer has no block at all,
