@@ -21,6 +21,7 @@ $(STAMP): pyproject.toml
 
 setup: $(STAMP)
 	$(BIN)/harnessfit harness install pi --version $(PI_VERSION)
+	$(BIN)/harnessfit eval toolchain   # the raw checkers' pinned svelte compiler + autofixer (ruff comes from pip)
 
 demo: setup
 	$(BIN)/harnessfit demo

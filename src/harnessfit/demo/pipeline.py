@@ -1,7 +1,8 @@
 """The whole pipeline on the embedded model, on CPU: the README's main job (``harnessfit demo``).
 
 capture (real Pi) → synth (golden solver through real Pi on the *training* suite) + real traces → build → audit →
-short SFT → serve base and tuned → eval both on the *default* suite (never trained on) → one Markdown report.
+short SFT → serve base and tuned → eval both on the *default* suite (never trained on) → raw suites and probes for
+both (plus a blinded pairwise review when a judge is given) → one Markdown report.
 
 Each step calls the stage's public function and keeps its artifacts under ``out/<stage>``; the demo adds nothing a
 stage does not already do, it only chains them and writes ``out/report.md``.
@@ -54,12 +55,23 @@ class DemoPlan:
     eval_max_seconds: float = 60.0
     serve_max_tokens: int = 80
     synth_seeds: int = 1
+    # raw suites and probes (harnessfit.demo.raw_probes): short caps and one sample keep them to a few minutes
+    raw_suites: list[Path] | None = None
+    probes: Path | None = None
+    raw_prompts: int | None = None  # the first N prompts of each suite (None: all)
+    raw_max_tokens: int = 48
+    probe_samples: int = 1
+    probe_max_tokens: int = 48
+    judge: str | None = None  # an OpenAI-compatible judge URL: adds the blinded pairwise review
 
     def resolved(self) -> DemoPlan:
         ex = examples_dir()
         self.train_suite = Path(self.train_suite or ex / "tasks" / "train")
         self.eval_suite = Path(self.eval_suite or ex / "tasks" / "default")
         self.recipe = Path(self.recipe or ex / "recipes" / "smollm2-cpu-demo.yaml")
+        default_raw = sorted(p.parent for p in (ex / "raw").glob("*/suite.yaml"))
+        self.raw_suites = [Path(s) for s in self.raw_suites or default_raw]
+        self.probes = Path(self.probes or ex / "probes" / "default")
         if self.traces is not None and not Path(self.traces).exists():
             raise UserError(f"traces folder not found: {self.traces} (pass --no-traces to use synthesised data only)")
         return self
@@ -85,6 +97,7 @@ def run_demo(plan: DemoPlan, console: Console | None = None) -> Path:
     """Run every stage; returns the path of ``report.md``."""
     from harnessfit.dataset.build import build_dataset
     from harnessfit.dataset.config import config_from_values
+    from harnessfit.demo.raw_probes import run_raw_and_probes
     from harnessfit.eval import run_eval, synth
     from harnessfit.harness.capture import capture_pi
     from harnessfit.harness.card import card_path
@@ -164,6 +177,10 @@ def run_demo(plan: DemoPlan, console: Console | None = None) -> Path:
 
     results = steps.run("serve base and tuned, evaluate both in the real Pi (default suite)", _evals)
     table = steps.run("compare", lambda: compare(results, out / "eval" / "before_after.md"))
+    facts["static"] = steps.run("raw suites and probes, base and tuned (no tools)", lambda: run_raw_and_probes(
+        plan.model, out, adapter=adapter, tokenizer=out / "audit" / "tokenizer", raw_suites=plan.raw_suites,
+        probes_dir=plan.probes, raw_prompts=plan.raw_prompts, raw_max_tokens=plan.raw_max_tokens,
+        probe_samples=plan.probe_samples, probe_max_tokens=plan.probe_max_tokens, judge=plan.judge))
     facts["seconds"] = steps.seconds
     report = _write_report(out, facts, Path(table))
     console.print(f"\n[bold green]report:[/] {report}")
@@ -175,6 +192,8 @@ def _fmt(x: Any, nd: int = 4) -> str:
 
 
 def _write_report(out: Path, facts: dict[str, Any], table_md: Path) -> Path:
+    from harnessfit.demo.raw_probes import report_section
+
     card, build, aud, train = facts["card"], facts["build"], facts["audit"], facts["train"]
     counts = build["counts"]
     reasons = ", ".join(f"{k} {v}" for k, v in counts["rejected_by_reason"].items()) or "none"
@@ -228,6 +247,7 @@ def _write_report(out: Path, facts: dict[str, Any], table_md: Path) -> Path:
         "",
         table_md.read_text(encoding="utf-8").replace("# Before / after", "### Before / after", 1),
         "",
+        *report_section(facts["static"]),
         "## Time per step (seconds)",
         "",
         "| step | seconds |",

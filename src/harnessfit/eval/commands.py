@@ -81,5 +81,12 @@ def synth_cmd(
 
 def register(app: typer.Typer) -> None:
     """Add this stage's commands to the main app."""
+    from harnessfit.eval.pairwise import commands as pairwise_cmds
+    from harnessfit.eval.probe import commands as probe_cmds
+    from harnessfit.eval.raw import commands as raw_cmds
+
+    raw_cmds.register(eval_app)
+    pairwise_cmds.register(eval_app)
+    probe_cmds.register(app)
     app.add_typer(eval_app, name="eval")
     app.command("synth")(synth_cmd)

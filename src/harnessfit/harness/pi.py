@@ -9,9 +9,7 @@ own Pi settings, sessions and API keys never leak into a capture or an eval.
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,7 +18,8 @@ from typing import Any
 import orjson
 
 from harnessfit.errors import UserError
-from harnessfit.paths import file_lock, harness_dir
+from harnessfit.npm import install_npm_folder
+from harnessfit.paths import harness_dir
 
 __all__ = [
     "DEFAULT_PI_VERSION",
@@ -63,60 +62,21 @@ def pi_version(binary: Path, env: dict[str, str] | None = None) -> str | None:
     return out[-1].strip() if out else None
 
 
-def _require_node() -> None:
-    missing = [tool for tool in ("node", "npm") if shutil.which(tool) is None]
-    if missing:
-        raise UserError(
-            f"{' and '.join(missing)} not found on PATH: install Node.js >= 20.6 (with npm) to use the Pi harness"
-        )
-
-
 def install_pi(version: str = DEFAULT_PI_VERSION) -> Path:
     """Install Pi ``version`` from npm into ``harness_dir("pi", version)`` and return the ``pi`` binary's path.
 
-    Idempotent (a working install is kept) and safe under concurrency: one file lock per version, npm runs in a
-    temporary sibling folder that is renamed into place only after ``pi --version`` printed ``version``.
+    Idempotent (a working install is kept) and safe under concurrency: ``harnessfit.npm.install_npm_folder`` holds
+    one file lock per version and renames its temporary folder into place only after ``pi --version`` printed
+    ``version``.
     """
-    target = harness_dir("pi", version)
-    binary = _bin_in(target)
-    if binary.exists() and pi_version(binary) == version:
-        return binary
-    _require_node()
-    with file_lock(target.parent / f".{version}.lock"):
-        if binary.exists() and pi_version(binary) == version:
-            return binary
-        tmp = Path(tempfile.mkdtemp(prefix=f".{version}.tmp-", dir=target.parent))
-        try:
-            (tmp / "package.json").write_bytes(
-                orjson.dumps({"name": "harnessfit-pi", "private": True, "dependencies": {PI_PACKAGE: version}})
-            )
-            try:
-                proc = subprocess.run(
-                    ["npm", "install", "--no-audit", "--no-fund", "--loglevel=error", "--save-exact"],
-                    cwd=tmp,
-                    stdin=subprocess.DEVNULL,
-                    capture_output=True,
-                    text=True,
-                    timeout=900,
-                )
-            except subprocess.TimeoutExpired as exc:
-                raise UserError(f"npm install of {PI_PACKAGE}@{version} took over 15 minutes and was stopped") from exc
-            if proc.returncode != 0:
-                lines = [ln.strip() for ln in (proc.stderr or proc.stdout).splitlines() if ln.strip()]
-                reason = next((ln for ln in lines if "ERR" in ln and "code" not in ln.lower()), None) or (
-                    lines[-1] if lines else f"exit code {proc.returncode}"
-                )
-                raise UserError(f"npm install of {PI_PACKAGE}@{version} failed: {reason}")
-            got = pi_version(_bin_in(tmp))
-            if got != version:
-                raise UserError(f"installed {PI_PACKAGE}@{version} but `pi --version` printed {got!r}")
-            if target.exists():
-                shutil.rmtree(target)
-            os.replace(tmp, target)
-        finally:
-            if tmp.exists():
-                shutil.rmtree(tmp, ignore_errors=True)
-    return binary
+
+    def verify(folder: Path) -> str | None:
+        binary = _bin_in(folder)
+        got = pi_version(binary) if binary.exists() else None
+        return None if got == version else f"`pi --version` printed {got!r}"
+
+    target = install_npm_folder(harness_dir("pi", version), {PI_PACKAGE: version}, verify=verify, name="harnessfit-pi")
+    return _bin_in(target)
 
 
 def pi_binary(version: str = DEFAULT_PI_VERSION) -> Path:
