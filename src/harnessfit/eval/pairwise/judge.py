@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from typing import Literal
 
-from harnessfit.jsonio import sha256_bytes
+from harnessfit.core.jsonio import sha256_bytes
 
 __all__ = ["PAIRWISE_VERSION", "PAIRWISE_SYSTEM", "PAIRWISE_TEMPLATE", "RUBRIC_VERSION", "RUBRIC_TEXT",
            "pairwise_messages", "rubric_messages", "parse_verdict", "parse_score", "prompt_versions"]

@@ -32,7 +32,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from harnessfit.errors import UserError
 from harnessfit.eval.client import ChatReply
 from harnessfit.harness.card import HarnessCard
-from harnessfit.jsonio import sha256_bytes
+from harnessfit.core.jsonio import sha256_bytes
 
 __all__ = ["Probe", "ProbeSet", "load_probes", "request_messages", "read_reply", "FLAGS"]
 

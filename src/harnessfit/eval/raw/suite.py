@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from harnessfit.errors import UserError
 from harnessfit.eval.raw.checkers import LANGUAGES
-from harnessfit.jsonio import sha256_bytes
+from harnessfit.core.jsonio import sha256_bytes
 
 __all__ = ["RawPrompt", "RawSuite", "load_raw_suite"]
 
