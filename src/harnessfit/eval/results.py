@@ -16,7 +16,7 @@ import orjson
 from pydantic import BaseModel, Field
 
 from harnessfit.errors import UserError
-from harnessfit.eval.episode import FAILURES, Episode
+from harnessfit.eval.episode import FAILURES, INTEGRITY_FLAGS, Episode
 from harnessfit.eval.stats import mean_over_tasks, pass_at_k, pass_hat_k, rate
 
 __all__ = ["RESULTS_VERSION", "RATE_METRICS", "EvalResults", "aggregate", "load_results", "write_results",
@@ -58,6 +58,10 @@ def aggregate(episodes: list[Episode], seeds: int) -> dict[str, Any]:
     scored = [e for e in episodes if e.facts.status == "success" and e.metrics is not None]
     n = len(scored)
     out: dict[str, Any] = {"episodes": len(episodes), "scored": n, "unscored": len(episodes) - n}
+    # why the unscored ones are out of the rates: runner/harness errors, environments this machine cannot provide
+    kept = {id(e) for e in scored}
+    why = Counter("error" if e.facts.status == "success" else e.facts.status for e in episodes if id(e) not in kept)
+    out["unscored_by_status"] = dict(sorted(why.items()))
     out["rates"] = {
         field: rate(sum(1 for e in scored if getattr(e.metrics, field)), n).as_dict() for _, field, _ in RATE_METRICS
     }
@@ -73,6 +77,8 @@ def aggregate(episodes: list[Episode], seeds: int) -> dict[str, Any]:
     }
     failures = Counter(e.metrics.failure for e in scored if e.metrics.failure)
     out["failures"] = {name: failures[name] for name in FAILURES if failures[name]}
+    flags = Counter(e.metrics.integrity_flag for e in scored if e.metrics.integrity_flag)
+    out["integrity_flags"] = {name: flags[name] for name in INTEGRITY_FLAGS if flags[name]}
 
     def mean(field: str) -> float | None:
         vals = [getattr(e.metrics, field) for e in scored]
@@ -156,7 +162,7 @@ def render_markdown(results: EvalResults) -> str:
     for e in results.episodes:
         f, m = e.facts, e.metrics
         if m is None:
-            lines.append(f"| {f.task_id} | {f.seed} | unscored (error) | {f.error or ''} | | | | |")
+            lines.append(f"| {f.task_id} | {f.seed} | unscored ({f.status}) | {_cell(f.error or '')} | | | | |")
             continue
         lines.append(
             f"| {f.task_id} | {f.seed} | {'pass' if m.complete_loop else 'fail'} | {m.failure or ''} | {m.turns} | "
@@ -167,4 +173,17 @@ def render_markdown(results: EvalResults) -> str:
                   + ", ".join(f"`{k}` {v}" for k, v in tc["invalid_by_reason"].items())]
     if agg.get("failures"):
         lines += ["", "Failures: " + ", ".join(f"`{k}` {v}" for k, v in agg["failures"].items())]
+    flagged = [e for e in results.episodes if e.metrics is not None and e.metrics.integrity_flag]
+    if flagged:
+        lines += ["", "**Checker and expected change disagree** (look at these episodes; the verdicts above are "
+                  "unchanged):", ""]
+        lines += [f"- {e.facts.task_id} seed {e.facts.seed}: `{e.metrics.integrity_flag}`" for e in flagged]
+    if agg.get("unscored_by_status"):
+        lines += ["", "Unscored, kept out of every rate: "
+                  + ", ".join(f"`{k}` {v}" for k, v in agg["unscored_by_status"].items())]
     return "\n".join(lines) + "\n"
+
+
+def _cell(text: str) -> str:
+    """Text made safe for one Markdown table cell (no pipes, no line breaks, no markup)."""
+    return text.replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ").replace("<", "&lt;")[:300]
