@@ -120,3 +120,4 @@ def test_sandbox_failure_never_runs_the_agent_unsandboxed(pi_installed, small_su
         assert not (tmp_path / "out" / "episodes").exists()
     finally:
         sandbox_mod.sandbox_status.cache_clear()
+

@@ -139,7 +139,7 @@ def render_markdown(results: EvalResults) -> str:
         f"# Eval: {results.model.get('name', '?')} on {results.suite.get('name', '?')}",
         "",
         f"- status: **{results.status}**" + (f" — {results.error}" if results.error else ""),
-        f"- sandbox: {results.sandbox}",
+        f"- sandbox: {results.sandbox}" + _policy_line(results),
         f"- Pi {results.pi_version}; seeds {results.config.get('seeds')}; "
         f"episodes {agg.get('episodes', 0)} (scored {agg.get('scored', 0)}, unscored {agg.get('unscored', 0)})",
         "",
@@ -182,6 +182,16 @@ def render_markdown(results: EvalResults) -> str:
         lines += ["", "Unscored, kept out of every rate: "
                   + ", ".join(f"`{k}` {v}" for k, v in agg["unscored_by_status"].items())]
     return "\n".join(lines) + "\n"
+
+
+def _policy_line(results: EvalResults) -> str:
+    """What the agent's sandbox allowed, from the first episode that recorded it (each episode has its own)."""
+    policy = next((e.facts.sandbox_policy["agent"] for e in results.episodes
+                   if e.facts.sandbox_policy and "agent" in e.facts.sandbox_policy), None)
+    if policy is None:
+        return ""
+    return (f" — namespaces {', '.join(policy['unshared'])} unshared; writable only the workspace and Pi's session "
+            f"folder, HOME and /tmp on tmpfs; network {policy['network']} (per episode: `sandbox_policy`)")
 
 
 def _cell(text: str) -> str:

@@ -5,7 +5,8 @@ An agent under evaluation runs arbitrary bash as the user running the eval. Insi
 - the system folders read-only (``/usr`` and the ``/bin``, ``/lib`` … links or folders beside it, a short list of
   ``/etc`` entries the loader, Python, Node and TLS need — never ``/etc/shadow``, ``/etc/ssl/private``, npm or pip
   settings) plus synthetic ``/etc/passwd``, ``/etc/group``, ``/etc/hosts`` and ``/etc/nsswitch.conf``;
-- Node's own install folder when it lives outside ``/usr``, and the harness install that is used (read-only);
+- Node's own install folder when it lives outside ``/usr`` (and Python's when the system has none), and the
+  harness install that is used (read-only);
 - read-write only what the caller names (the episode's workspace and Pi's session folder);
 - a fresh tmpfs ``HOME`` and ``/tmp``, a minimal ``/dev``, its own ``/proc``; the root itself read-only;
 - new user, IPC, PID, network, UTS (and cgroup, where possible) namespaces: no host process, no loopback service
@@ -28,6 +29,7 @@ import os
 import shutil
 import socket
 import subprocess
+import sys
 import tempfile
 import threading
 from collections.abc import Sequence
@@ -128,10 +130,20 @@ def _tool_prefix(exe: str) -> Path | None:
     return real.parent.parent if real.parent.name == "bin" else real.parent
 
 
+def tool_prefixes() -> list[Path]:
+    """Install folders bound read-only beside the system folders: Node's when it lives outside ``/usr``, and this
+    interpreter's base prefix when no ``python3`` is in the system folders (a pyenv-only machine)."""
+    found = [p for p in [_tool_prefix("node")] if p is not None]
+    if shutil.which("python3", path=SANDBOX_PATH) is None:
+        base = Path(sys.base_prefix).resolve()
+        if not base.is_relative_to("/usr"):
+            found.append(base)
+    return found
+
+
 def sandbox_path() -> str:
-    """PATH inside the sandbox: the system folders, plus Node's own ``bin`` when Node is installed elsewhere."""
-    node = _tool_prefix("node")
-    return SANDBOX_PATH + (f":{node / 'bin'}" if node is not None else "")
+    """PATH inside the sandbox: the system folders, then the ``bin`` of each of ``tool_prefixes``."""
+    return ":".join([SANDBOX_PATH, *(str(p / "bin") for p in tool_prefixes())])
 
 
 @dataclass
@@ -178,9 +190,8 @@ class SandboxSpec:
             if Path("/etc", name).exists():
                 args += ["--ro-bind", f"/etc/{name}", f"/etc/{name}"]
         args += self._etc_files(etc_dir)
-        node = _tool_prefix("node")
-        if node is not None:
-            args += ["--ro-bind", str(node), str(node)]
+        for prefix in tool_prefixes():
+            args += ["--ro-bind", str(prefix), str(prefix)]
         args += ["--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "--tmpfs", SANDBOX_HOME]
         if self.runner_dir is not None:
             args += ["--ro-bind", str(Path(self.runner_dir).resolve()), RUNNER_DIR]
@@ -195,7 +206,6 @@ class SandboxSpec:
 
     def describe(self) -> dict[str, Any]:
         """Exactly what the sandbox allowed, for the results file."""
-        node = _tool_prefix("node")
         system = [f"/{t}" for t in _SYSTEM_TOP if Path("/", t).exists()]
         if self.forward is not None:
             host, port, _, target = self.forward
@@ -208,7 +218,7 @@ class SandboxSpec:
             "unshared": list(UNSHARED),
             "read_only": system + [f"/etc/{n}" for n in _ETC if Path("/etc", n).exists()]
             + [f"/etc/{n} (synthetic)" for n in (*_SYNTHETIC_ETC, "hosts")]
-            + ([str(node)] if node is not None else [])
+            + [str(p) for p in tool_prefixes()]
             + ([f"{RUNNER_DIR} (runner files)"] if self.runner_dir is not None else [])
             + [self._pair(p)[1] for p in self.read_only],
             "read_write": [self._pair(p)[1] for p in self.read_write],
@@ -417,8 +427,6 @@ sys.exit(code if code >= 0 else 128 - code)
 
 def supervised(cmd: Sequence[str]) -> list[str]:
     """``cmd`` under the subreaper supervisor: no process it starts outlives it (see ``SUPERVISOR_PY``)."""
-    import sys
-
     return [sys.executable, "-I", "-c", SUPERVISOR_PY, *cmd]
 
 
