@@ -357,11 +357,6 @@ def run_episode(
     return facts
 
 
-def checker_spec(workspace: Path, inside: str | None = None, read_only: Sequence[Any] = ()) -> SandboxSpec:
-    """The checker's sandbox: the workspace read-write (at ``inside``, default its own path), no network at all."""
-    return SandboxSpec(read_write=[(workspace, inside or str(workspace.resolve()))], read_only=list(read_only))
-
-
 def _check(task: Task, workspace: Path, ep_dir: Path, facts: EpisodeFacts, *, sandboxed: bool) -> None:
     """Expected change, then the checker's files copied in (no link followed) and the checker run, isolated."""
     facts.expected_change = all(change.holds(workspace) for change in task.expected_change)
@@ -370,7 +365,7 @@ def _check(task: Task, workspace: Path, ep_dir: Path, facts: EpisodeFacts, *, sa
     scratch = None
     try:
         if sandboxed:
-            spec = checker_spec(workspace)
+            spec = SandboxSpec(read_write=[workspace])  # the workspace only; no network at all
             env = checker_env(SANDBOX_HOME, sandbox_path())
             facts.sandbox_policy = {**(facts.sandbox_policy or {}), "checker": spec.describe()}
         else:
