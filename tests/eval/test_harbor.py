@@ -179,3 +179,20 @@ def test_oracle_scores_full_marks_through_pi(pi_installed, harbor_suite, tmp_pat
     assert "/tests" not in str(ep.facts.sandbox_policy["agent"])  # the agent never saw the tests
     session = orjson.loads((out / ep.facts.session_file).read_bytes().splitlines()[0])
     assert session["cwd"] == "/app"
+
+
+def test_dockerfile_layout_is_followed(harbor_suite, tmp_path):
+    """The first WORKDIR is the mounted workspace, later WORKDIRs the agent's folder inside it, COPY fills it."""
+    task_dir = tmp_path / "nested"
+    shutil.copytree(harbor_suite / "word-frequency", task_dir)
+    (task_dir / "environment" / "Dockerfile").write_text(
+        "# a comment\nFROM python:3-slim\nWORKDIR /srv\nENV MODE=fast\nCOPY [\"sample.txt\", \"data/in.txt\"]\n"
+        "COPY . .\nWORKDIR pkg\nCMD [\"python3\"]\n")
+    task = load_harbor_task(task_dir)
+    assert task.environment_issue is None
+    assert (task.mount, task.workdir, task.env) == ("/srv", "/srv/pkg", {"MODE": "fast"})
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    task.seed_workspace(ws)
+    assert (ws / "data" / "in.txt").read_text() == (task_dir / "environment" / "sample.txt").read_text()
+    assert (ws / "wordfreq.py").is_file() and (ws / "pkg").is_dir()

@@ -16,8 +16,9 @@ else — a ``docker_image``, a compose file, ``RUN``, ``ADD``, ``USER``, a ``COP
 GPUs, MCP servers, a health check — makes the task ``needs_container``: it is reported with the reason, never
 run, and kept out of every rate (never passed).
 
-One episode: the working folder (``WORKDIR``, default ``/app``) is seeded from the ``COPY`` instructions and bound
-at its own path in the agent's sandbox; the real Pi runs on ``instruction.md``. After the agent stopped, a fresh
+One episode: the workspace is seeded from the ``COPY`` instructions and bound at the first ``WORKDIR`` (default
+``/app``; every ``COPY`` and later ``WORKDIR`` must stay inside it) in the agent's sandbox, the last ``WORKDIR``
+being the agent's working folder; the real Pi runs on ``instruction.md``. After the agent stopped, a fresh
 copy of ``tests/`` is bound at ``/tests`` and a fresh, empty folder at ``/logs/verifier`` (the agent never saw
 either, so it cannot plant a reward), and ``bash /tests/test.sh`` runs in a sandbox of its own with the
 checker's isolation (``runner.checker_env``) and ``[verifier]`` timeout. The reward is ``reward.txt`` (Harbor's
@@ -156,11 +157,23 @@ def _inside(workdir: str, dest: str) -> str:
     return "/" + "/".join(parts)
 
 
-def _read_dockerfile(env_dir: Path) -> tuple[str, list[tuple[str, str]], dict[str, str], str | None]:
-    """(working folder, [(source in the build context, destination inside)], ENV values, problem or None)."""
-    workdir, copies, env = "/app", [], {}
+def _under(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip("/") + "/")
+
+
+def _read_dockerfile(env_dir: Path) -> tuple[str, str, list[tuple[str, str]], dict[str, str], str | None]:
+    """(mounted folder, working folder, [(source in the build context, destination inside)], ENV values, problem).
+
+    The mounted folder is the first ``WORKDIR`` (``/app`` without one): every ``COPY`` and any later ``WORKDIR``
+    must stay inside it, since only that folder is the agent's workspace.
+    """
+    mount, workdir, copies, env = None, "/app", [], {}
     text = (env_dir / "Dockerfile").read_text(encoding="utf-8", errors="replace")
     froms = 0
+
+    def result(problem: str | None) -> tuple[str, str, list[tuple[str, str]], dict[str, str], str | None]:
+        return mount or workdir, workdir, copies, env, problem
+
     for line in _dockerfile_lines(text):
         word, _, rest = line.partition(" ")
         op, rest = word.upper(), rest.strip()
@@ -168,17 +181,20 @@ def _read_dockerfile(env_dir: Path) -> tuple[str, list[tuple[str, str]], dict[st
             froms += 1
             image = rest.split()[0] if rest.split() else ""
             if froms > 1 or " as " in f" {rest.lower()} ":
-                return workdir, copies, env, "needs a multi-stage container build"
+                return result("needs a multi-stage container build")
             problem = _stand_in(image)
             if problem:
-                return workdir, copies, env, problem
+                return result(problem)
         elif op == "WORKDIR":
             workdir = _inside(workdir, rest)
+            mount = mount or workdir
+            if not _under(workdir, mount):
+                return result(f"needs a container build (WORKDIR {workdir} outside {mount})")
         elif op == "ENV":
             try:
                 tokens = shlex.split(rest)
             except ValueError:
-                return workdir, copies, env, f"cannot read the Dockerfile's ENV {rest!r}"
+                return result(f"cannot read the Dockerfile's ENV {rest!r}")
             if tokens and "=" not in tokens[0]:
                 env[tokens[0]] = " ".join(tokens[1:])
             else:
@@ -187,24 +203,25 @@ def _read_dockerfile(env_dir: Path) -> tuple[str, list[tuple[str, str]], dict[st
             try:
                 args = orjson.loads(rest) if rest.startswith("[") else shlex.split(rest)
             except (ValueError, orjson.JSONDecodeError):
-                return workdir, copies, env, f"cannot read the Dockerfile's COPY {rest!r}"
+                return result(f"cannot read the Dockerfile's COPY {rest!r}")
             if any(str(a).startswith("--") for a in args) or len(args) < 2:
-                return workdir, copies, env, f"needs a container build (COPY {rest})"
+                return result(f"needs a container build (COPY {rest})")
+            mount = mount or workdir
             dest = _inside(workdir, str(args[-1]))
-            if dest != workdir and not dest.startswith(workdir.rstrip("/") + "/"):
-                return workdir, copies, env, f"needs a container build (COPY to {dest}, outside {workdir})"
+            if not _under(dest, mount):
+                return result(f"needs a container build (COPY to {dest}, outside {mount})")
             for src in args[:-1]:
                 rel = PurePosixPath(str(src))
                 if rel.is_absolute() or ".." in rel.parts or not (env_dir / rel).exists():
-                    return workdir, copies, env, f"needs a container build (COPY source {src!r})"
+                    return result(f"needs a container build (COPY source {src!r})")
                 into_dir = str(args[-1]).endswith("/") or len(args) > 2 or (env_dir / rel).is_dir()
                 target = dest if (env_dir / rel).is_dir() else (f"{dest}/{rel.name}" if into_dir else dest)
                 copies.append((rel.as_posix(), target))
         elif op not in _NO_FILE_CHANGE:
-            return workdir, copies, env, f"needs a container build (Dockerfile {op} {rest[:80]})"
+            return result(f"needs a container build (Dockerfile {op} {rest[:80]})")
     if froms == 0:
-        return workdir, copies, env, "the Dockerfile has no FROM"
-    return workdir, copies, env, None
+        return result("the Dockerfile has no FROM")
+    return result(None)
 
 
 class HarborTask:
@@ -221,7 +238,7 @@ class HarborTask:
         self.prompt = instruction
         agent_seconds = config.agent.timeout_sec or 600.0
         self.limits = Limits(max_turns=DEFAULT_HARBOR_TURNS, max_seconds=agent_seconds)
-        self.workdir, self.copies, self.env = "/app", [], {}
+        self.mount, self.workdir, self.copies, self.env = "/app", "/app", [], {}
         self.environment_issue = self._environment_issue()
 
     # -- environment -------------------------------------------------------------------------------------------
@@ -242,7 +259,7 @@ class HarborTask:
             if any("${" in v for v in values.values()):
                 return f"needs host variables ([{section}] env templates)"
         if (self.environment_dir / "Dockerfile").is_file():
-            self.workdir, self.copies, self.env, problem = _read_dockerfile(self.environment_dir)
+            self.mount, self.workdir, self.copies, self.env, problem = _read_dockerfile(self.environment_dir)
             if problem:
                 return problem
         self.env.update(env.env)
@@ -268,9 +285,9 @@ class HarborTask:
 
     # -- an episode --------------------------------------------------------------------------------------------
     def seed_workspace(self, workspace: Path) -> None:
-        """Fill the (empty) working folder as the Dockerfile's ``COPY`` instructions would."""
+        """Fill the (empty) workspace, mounted at ``mount``, as the Dockerfile's ``COPY`` instructions would."""
         for src, dest in self.copies:
-            rel = PurePosixPath(dest).relative_to(self.workdir) if dest != self.workdir else PurePosixPath(".")
+            rel = PurePosixPath(dest).relative_to(self.mount) if dest != self.mount else PurePosixPath(".")
             source = self.environment_dir / src
             target = workspace / rel
             if source.is_dir():
@@ -279,6 +296,8 @@ class HarborTask:
             else:
                 target.parent.mkdir(parents=True, exist_ok=True)
                 shutil.copyfile(source, target)
+        if self.workdir != self.mount:  # Docker creates the WORKDIR; so does the seed
+            (workspace / PurePosixPath(self.workdir).relative_to(self.mount)).mkdir(parents=True, exist_ok=True)
 
     def _seed_digest(self) -> str:
         with tempfile.TemporaryDirectory(prefix="hf-harbor-seed-") as tmp:
@@ -300,7 +319,7 @@ class HarborTask:
                 shutil.rmtree(folder)
             folder.mkdir(parents=True)
         copy_into(self.tests_dir, tests)
-        spec = SandboxSpec(read_write=[(workspace, self.workdir), (tests, "/tests"), (logs, "/logs/verifier")])
+        spec = SandboxSpec(read_write=[(workspace, self.mount), (tests, "/tests"), (logs, "/logs/verifier")])
         env = {**checker_env(SANDBOX_HOME, sandbox_path()), **self.env, **self.config.verifier.env}
         (ep_dir / "runner" / "etc").mkdir(parents=True, exist_ok=True)
         code, killed, _, _ = run_contained(

@@ -290,7 +290,8 @@ def run_episode(
             task.seed_workspace(workspace)
         else:
             copy_into(task.workspace_dir, workspace)
-        inside_ws = task.workdir if harbor else str(workspace)
+        mount = task.mount if harbor else str(workspace)  # where the workspace is inside the sandbox
+        inside_ws = task.workdir if harbor else str(workspace)  # the agent's working folder there
         home = SANDBOX_HOME if sandbox else str(ep_dir / "home")
         seed_dir = runner / "home" if sandbox else ep_dir / "home"
         agent_dir = seed_dir / ".pi" / "agent"
@@ -312,7 +313,7 @@ def run_episode(
                                     (forwarder.folder, f"{RUNNER_DIR}/endpoint")]
             if expose_solution and harbor:
                 read_only.append((task.solution_dir, "/solution"))
-            spec = SandboxSpec(read_write=[(workspace, inside_ws), sessions], read_only=read_only,
+            spec = SandboxSpec(read_write=[(workspace, mount), sessions], read_only=read_only,
                                runner_dir=runner, hosts=[h for h in [forwarder.hostname] if h],
                                forward=(forwarder.listen_host, forwarder.port, forwarder.socket_path,
                                         f"{forwarder.host}:{forwarder.port}"))
