@@ -14,8 +14,8 @@ An agent under evaluation runs arbitrary bash as the user running the eval. Insi
 
 The model endpoint is the one way out: a forwarder inside the sandbox (``_LAUNCHER``, run by Node, which Pi needs
 anyway) listens on the endpoint's own address inside the new network namespace and passes each connection over a
-unix socket bound into the sandbox to a forwarder in the runner (``EndpointForwarder``), which connects to the
-real endpoint. A hostname endpoint is mapped to 127.0.0.1 in the synthetic ``/etc/hosts``, so TLS to a hosted API
+unix socket bound into the sandbox to a forwarder outside (``EndpointForwarder``, also Node), which connects to
+the real endpoint. A hostname endpoint is mapped to 127.0.0.1 in the synthetic ``/etc/hosts``, so TLS to a hosted API
 passes through end to end. ``SandboxSpec.describe()`` is what the results record as exactly what was allowed.
 
 The sandbox fails closed: ``require_sandbox`` raises when bubblewrap is missing or cannot create the namespaces;
@@ -31,7 +31,6 @@ import socket
 import subprocess
 import sys
 import tempfile
-import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -229,8 +228,31 @@ class SandboxSpec:
         }
 
 
+# The runner's half of the endpoint forward, run by Node outside the sandbox (libuv pipes keep back-pressure and
+# cost the runner's Python process nothing): listen on a unix socket, pipe each connection to host:port; print
+# "ready" once listening; exit when the runner closes stdin (or dies).
+_OUTSIDE_JS = r"""
+const net = require("node:net");
+const [sock, host, port] = process.argv.slice(1);
+const server = net.createServer((inside) => {
+  const outside = net.connect(Number(port), host);
+  const close = () => { inside.destroy(); outside.destroy(); };
+  inside.on("error", close);
+  outside.on("error", close);
+  inside.pipe(outside);
+  outside.pipe(inside);
+});
+server.on("error", (err) => { console.error(`forwarder: ${err.message}`); process.exit(70); });
+server.listen(sock, () => console.log("ready"));
+process.stdin.on("end", () => process.exit(0));
+process.stdin.on("error", () => process.exit(0));
+process.stdin.resume();
+"""
+
+
 class EndpointForwarder:
-    """The runner's half of the endpoint forward: a unix socket whose every connection is piped to ``host:port``.
+    """The runner's half of the endpoint forward: a unix socket whose every connection is piped to ``host:port``
+    (by a small Node process, ``_OUTSIDE_JS``).
 
     The socket lives in a fresh short-named folder (unix socket paths are limited to 108 bytes); bind that folder
     read-only into the sandbox (connecting to a socket needs no write access to its file system).
@@ -240,17 +262,21 @@ class EndpointForwarder:
         parts = urlsplit(base_url)
         if parts.hostname is None:
             raise UserError(f"endpoint URL has no host: {base_url}")
-        self.scheme = parts.scheme
         self.host = parts.hostname
         self.port = parts.port or (443 if parts.scheme == "https" else 80)
         self.folder = Path(tempfile.mkdtemp(prefix="hf-fwd-"))
         self.socket_path = self.folder / "model.sock"
-        self._server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self._server.bind(str(self.socket_path))
-        self._server.listen(16)
-        self._closed = threading.Event()
-        self._thread = threading.Thread(target=self._accept, name="harnessfit-forward", daemon=True)
-        self._thread.start()
+        node = shutil.which("node")
+        if node is None:
+            shutil.rmtree(self.folder, ignore_errors=True)
+            raise UserError("node not found on PATH: the eval sandbox's endpoint forward runs on Node (as Pi does)")
+        self._proc = subprocess.Popen([node, "-e", _OUTSIDE_JS, str(self.socket_path), self.host, str(self.port)],
+                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        line = self._proc.stdout.readline() if self._proc.stdout is not None else b""
+        if line.strip() != b"ready":
+            err = self._proc.stderr.read().decode(errors="replace").strip() if self._proc.stderr else ""
+            self.close()
+            raise UserError(f"the endpoint forwarder did not start: {err or line!r}")
 
     @property
     def listen_host(self) -> str:
@@ -266,34 +292,19 @@ class EndpointForwarder:
         """The endpoint's host name when it is one (mapped to 127.0.0.1 inside), None for an IP literal."""
         return None if self.listen_host == self.host else self.host
 
-    def _accept(self) -> None:
-        while not self._closed.is_set():
-            try:
-                conn, _ = self._server.accept()
-            except OSError:
-                return
-            threading.Thread(target=self._pipe_pair, args=(conn,), daemon=True).start()
-
-    def _pipe_pair(self, inside: socket.socket) -> None:
-        try:
-            outside = socket.create_connection((self.host, self.port), timeout=30)
-            outside.settimeout(None)
-        except OSError:
-            inside.close()
-            return
-        a = threading.Thread(target=_pump, args=(inside, outside), daemon=True)
-        b = threading.Thread(target=_pump, args=(outside, inside), daemon=True)
-        a.start()
-        b.start()
-        a.join()
-        b.join()
-        inside.close()
-        outside.close()
-
     def close(self) -> None:
-        self._closed.set()
+        proc = self._proc
         try:
-            self._server.close()
+            if proc.poll() is None:
+                proc.terminate()
+                try:
+                    proc.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait()
+            for pipe in (proc.stdin, proc.stdout, proc.stderr):
+                if pipe is not None:
+                    pipe.close()
         finally:
             shutil.rmtree(self.folder, ignore_errors=True)
 
@@ -302,22 +313,6 @@ class EndpointForwarder:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def _pump(src: socket.socket, dst: socket.socket) -> None:
-    try:
-        while True:
-            data = src.recv(65536)
-            if not data:
-                break
-            dst.sendall(data)
-    except OSError:
-        pass
-    finally:
-        try:
-            dst.shutdown(socket.SHUT_WR)
-        except OSError:
-            pass
 
 
 # Run by Node inside the sandbox: copy the HOME seed into the fresh tmpfs HOME, listen on the endpoint's address in
