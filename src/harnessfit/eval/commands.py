@@ -16,11 +16,13 @@ _DEFAULT_SUITE = Path("examples/tasks/default")
 @eval_app.command("agent")
 def agent(
     model: str = typer.Option(None, "--model", help="Model spec to serve (path, HF id) or scripted:golden|"
-                              "scripted:double-encode|scripted:runaway|scripted:never-stop|scripted:recovering."),
+                              "scripted:double-encode|scripted:runaway|scripted:never-stop|scripted:recovering|"
+                              "scripted:oracle."),
     endpoint: str = typer.Option(None, "--endpoint", help="Running OpenAI-compatible endpoint, e.g. "
                                  "http://127.0.0.1:8000/v1 (instead of --model)."),
     model_id: str = typer.Option(None, "--model-id", help="Model id at --endpoint (default: the first it lists)."),
-    suite: Path = typer.Option(_DEFAULT_SUITE, "--suite", help="Task suite folder (<task>/task.yaml)."),
+    suite: Path = typer.Option(_DEFAULT_SUITE, "--suite", help="Task suite folder (<task>/task.yaml), or "
+                               "harbor:DIR for Harbor task folders (instruction.md, task.toml, tests/test.sh)."),
     seeds: int = typer.Option(1, "--seeds", help="Runs per task (pass@k / pass^k use them)."),
     workers: int = typer.Option(1, "--workers", help="Episodes run in parallel."),
     out: Path = typer.Option(Path("runs/eval"), "--out", help="Output folder (results.json, results.md, episodes/)."),
@@ -29,7 +31,8 @@ def agent(
     max_output_bytes: int = typer.Option(None, "--max-output-bytes", help="Override the output capture cap "
                                          "(default 50 MiB; hitting it counts as runaway)."),
     task: list[str] = typer.Option(None, "--task", help="Only these task ids (repeatable)."),
-    no_sandbox: bool = typer.Option(False, "--no-sandbox", help="Run Pi without bubblewrap (results say so)."),
+    no_sandbox: bool = typer.Option(False, "--no-sandbox", help="Run Pi without bubblewrap (results say so); "
+                                    "without this flag a missing or broken bubblewrap stops the eval."),
     adapter: Path = typer.Option(None, "--adapter", help="LoRA adapter folder for --model (served by harnessfit)."),
 ) -> None:
     """Run every task x seed through the real Pi CLI against one model; write results JSON + Markdown."""
@@ -48,6 +51,11 @@ def agent(
                f"(unscored {agg['unscored']}); sandbox {results.sandbox}")
     if agg.get("failures"):
         typer.echo("failures: " + ", ".join(f"{k} {v}" for k, v in agg["failures"].items()))
+    if agg.get("unscored_by_status"):
+        typer.echo("unscored: " + ", ".join(f"{k} {v}" for k, v in agg["unscored_by_status"].items()))
+    if agg.get("integrity_flags"):
+        typer.echo("checker and expected change disagree: "
+                   + ", ".join(f"{k} {v}" for k, v in agg["integrity_flags"].items()))
     typer.echo(f"wrote {out / 'results.json'} and {out / 'results.md'}")
 
 
