@@ -51,7 +51,7 @@ def test_escape_succeeds_without_sandbox(pi_installed, small_suite, tmp_path):
 
 
 def _sleeper_responder(marker: str):
-    from harnessfit.jsonio import dumps_compact_str
+    from harnessfit.core.jsonio import dumps_compact_str
     from harnessfit.serve.scripted import Reply
 
     def respond(body: dict, index: int) -> Reply:

@@ -23,7 +23,7 @@ import pytest
 from harnessfit.eval.run import run_eval
 from harnessfit.eval.sandbox import sandbox_status
 from harnessfit.eval.task import load_suite
-from harnessfit.jsonio import dumps_compact_str
+from harnessfit.core.jsonio import dumps_compact_str
 from harnessfit.serve.scripted import Reply
 
 pytestmark = [pytest.mark.pi, pytest.mark.slow]

@@ -52,7 +52,7 @@ from harnessfit.eval.episode import EpisodeFacts
 from harnessfit.eval.safefs import copy_into, read_regular
 from harnessfit.eval.sandbox import SANDBOX_HOME, SANDBOX_PATH, SandboxSpec, sandbox_path
 from harnessfit.eval.task import Limits
-from harnessfit.jsonio import sha256_bytes
+from harnessfit.core.jsonio import sha256_bytes
 
 __all__ = ["HARBOR_PREFIX", "HarborTask", "load_harbor_task", "load_harbor_suite", "parse_reward",
            "DEFAULT_HARBOR_TURNS"]
