@@ -91,6 +91,8 @@ def _message_step(msg: dict[str, Any]) -> Step | None:
             is_error=bool(msg.get("isError")),
             images=sum(1 for b in blocks if b.get("type") == "image"),
         )
+    if role == "system":
+        return _system_step(msg)
     if role == "bashExecution":
         if msg.get("excludeFromContext"):
             return None
@@ -99,6 +101,18 @@ def _message_step(msg: dict[str, Any]) -> Step | None:
         )
         return Step(role="user", text=text, meta={"parts": [text], "bash_execution": True})
     return Step(role="user", text="", meta={"parts": [], "unknown_role": str(role)})
+
+
+def _system_step(msg: dict[str, Any]) -> Step:
+    """A ``system`` message (Pi 1.x keeps the system prompt in the session: ``content`` plus named ``sections``, and
+    ``toolsAdded``/``toolsRemoved`` declarations). Its text is pi-ai's ``getSystemMessageText`` (content, then every
+    non-null section, non-empty parts joined by a blank line); the converter replaces it with the card's prompt."""
+    parts = [b.get("text") or "" for b in _blocks(msg.get("content")) if b.get("type") == "text"]  # contentText
+    sections = msg.get("sections") if isinstance(msg.get("sections"), dict) else {}
+    text = "\n\n".join(p for p in ["\n".join(parts), *(v for v in sections.values() if isinstance(v, str))] if p)
+    tools = [t.get("name") for t in msg.get("toolsAdded") or [] if isinstance(t, dict)]
+    return Step(role="system", text=text, meta={"sections": list(sections), "tools_added": tools,
+                                               "tools_removed": list(msg.get("toolsRemoved") or [])})
 
 
 def _entry_step(entry: dict[str, Any]) -> Step | None:
