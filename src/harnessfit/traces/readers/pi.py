@@ -60,6 +60,19 @@ def _user_step(content: Any, **meta: Any) -> Step:
     return Step(role="user", text="\n".join(parts), images=images, meta={"parts": parts, **meta})
 
 
+_RECEIVED = "\n\nReceived arguments:\n"
+
+
+def _call_arguments(block: dict[str, Any]) -> Any:
+    """A tool call's arguments as the model sent them. Pi 1.x stores text it could not parse into an object as
+    ``arguments: {}`` plus ``argumentsError: "<reason>\\n\\nReceived arguments:\\n<text as sent>"`` (pi-ai
+    ``parseToolCallArguments``); the text as sent is the call (the converter decides, as for any string)."""
+    error = block.get("argumentsError")
+    if isinstance(error, str) and _RECEIVED in error:
+        return error.split(_RECEIVED, 1)[1]
+    return block.get("arguments")
+
+
 def _message_step(msg: dict[str, Any]) -> Step | None:
     role = msg.get("role")
     if role == "user":
@@ -69,7 +82,7 @@ def _message_step(msg: dict[str, Any]) -> Step | None:
         text = "".join(b.get("text") or "" for b in blocks if b.get("type") == "text" and (b.get("text") or "").strip())
         thinking = [b.get("thinking") or "" for b in blocks if b.get("type") == "thinking"]
         calls = [
-            ToolCall(id=str(b.get("id") or ""), name=str(b.get("name") or ""), arguments=b.get("arguments"))
+            ToolCall(id=str(b.get("id") or ""), name=str(b.get("name") or ""), arguments=_call_arguments(b))
             for b in blocks
             if b.get("type") == "toolCall"
         ]
