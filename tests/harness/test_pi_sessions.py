@@ -1,4 +1,5 @@
-"""Sessions written by a newer Pi read back and convert: the golden solver and the contrast model record real
+"""Newer Pi in the loop: the golden solver scores every default task under the newest committed Pi (`eval agent
+--harness`), and sessions written by it read back and convert: the golden solver and the contrast model record real
 sessions through ``synth`` under the newest committed Pi; the Pi reader turns each into one trajectory (1.x keeps
 the system prompt in the session as a ``system`` message), and every trajectory converts against that version's
 card with no rejection (contrast sessions, whose first call is double-encoded, are refused for that reason as under
@@ -82,3 +83,23 @@ def test_reader_and_converter_handle_every_session(recorded: tuple[Path, dict]) 
         assert isinstance(conv, Conversation), (row["path"], conv)
         assert conv.messages[0] == {"role": "system", "content": card.render_system_prompt(traj.cwd, traj.date or day)}
         assert sum(1 for m in conv.messages if m["role"] == "system") == 1
+
+
+def test_golden_solver_scores_every_task_under_the_newest_pi(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from harnessfit.cli import app
+    from harnessfit.eval.results import load_results
+
+    install_pi(NEWEST_PI_VERSION)
+    out = tmp_path / "golden"
+    res = CliRunner().invoke(app, ["eval", "agent", "--model", "scripted:golden", "--suite", str(SUITE), "--out",
+                                   str(out), "--workers", "2", "--harness", f"pi@{NEWEST_PI_VERSION}"])
+    assert res.exit_code == 0, res.output
+    results = load_results(out)
+    agg = results.aggregates
+    assert results.pi_version == NEWEST_PI_VERSION and agg["scored"] == len(results.episodes) >= 9
+    assert agg["rates"]["complete_loop"]["successes"] == agg["scored"], [
+        (e.facts.task_id, e.metrics and e.metrics.failure, e.facts.error) for e in results.episodes]
+    assert agg["tool_calls"]["invalid"] == 0
+    assert f"in Pi {NEWEST_PI_VERSION}: complete loop {agg['scored']}/{agg['scored']}" in res.stdout

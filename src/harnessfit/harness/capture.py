@@ -11,6 +11,13 @@ Three runs in one temporary folder (isolated HOME, fixed fixture files):
    arguments) and Pi's lenient repairs (legacy edit, ``edits`` as a string, truncated JSON, ``"1"`` for a number);
 3. orphan run: Pi killed while a tool runs, then ``-c`` continues the session → the "No result provided" text.
 
+Besides: ``pi --help`` (options, ``PI_*`` variables → the card's ``cli`` with the isolation flags runs use), the
+installed ``package.json`` (package, ``engines.node``), and the session files of runs 1 and 2 (the ``session``
+layout: header version, keys per entry type, message role and content block). Whatever a version changed shows up
+in the card this way, not by assumption: 0.82.0 has no date in its prompt (``date`` is then no variable), 1.x
+answers argument text that is not one JSON object with an ``invalid_arguments`` text instead of a schema
+validation error, and so on (``harnessfit harness diff``).
+
 Every learned template is checked to reproduce the captured text it came from (``CaptureError`` otherwise).
 """
 

@@ -44,6 +44,7 @@ __all__ = [
     "pi_cli",
     "parse_help",
     "isolation_flags",
+    "run_flags",
     "write_pi_agent_config",
     "pi_env",
     "pi_command",
@@ -354,6 +355,19 @@ def isolation_flags(options: Sequence[str]) -> list[str]:
     return [*_BASE_ISOLATION, *(flag for flag in _ISOLATION_IF_OFFERED if flag in options)]
 
 
+@functools.cache
+def run_flags(version: str) -> tuple[str, ...]:
+    """The isolation flags of unattended runs of Pi ``version``: the committed card's (captured from this CLI's
+    ``--help`` and re-checked against it in CI), else derived from the installed CLI's ``--help``."""
+    from harnessfit.harness.card import card_path, load_card
+
+    if card_path("pi", version).is_file():
+        card = load_card("pi", version)
+        if card.package == installed_package(version):
+            return tuple(card.cli["isolation_flags"])
+    return tuple(isolation_flags(pi_cli(version).options))
+
+
 def write_pi_agent_config(
     agent_dir: Path,
     base_url: str,
@@ -432,7 +446,7 @@ def pi_command(
 ) -> list[str]:
     """The argument list of one unattended json-mode run: the isolation flags this version offers
     (``isolation_flags``), ``-nc`` unless ``context_files``."""
-    cmd = [str(pi_binary(version)), "--mode", "json", *isolation_flags(pi_cli(version).options)]
+    cmd = [str(pi_binary(version)), "--mode", "json", *run_flags(version)]
     if not context_files:
         cmd.append("-nc")
     cmd += ["--model", f"{_PROVIDER}/{model_id}", "--tools", ",".join(tools)]

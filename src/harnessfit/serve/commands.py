@@ -76,10 +76,11 @@ def _pi_version(harness: str | None) -> str:
 
 def _pi_config_note(pi_config: Path, model_id: str, pi_version: str | None) -> str:
     """How to run the chosen Pi against the written config: its binary, its isolation flags, the config folder."""
-    from harnessfit.harness.pi import isolation_flags, pi_binary, pi_cli
+    from harnessfit.harness.pi import pi_binary, run_flags
+    from harnessfit.harness.versions import DEFAULT_PI_VERSION
 
-    version = pi_version or ""
-    flags = " ".join(isolation_flags(pi_cli(version).options))
+    version = pi_version or DEFAULT_PI_VERSION
+    flags = " ".join(run_flags(version))
     return (f"Pi config written to {pi_config} (use: PI_CODING_AGENT_DIR={pi_config} PI_OFFLINE=1 "
             f"{pi_binary(version)} {flags} --model local/{model_id})")
 
