@@ -78,3 +78,18 @@ def test_cli_diff_text_and_json(old: HarnessCard, new: HarnessCard) -> None:
     assert isinstance(missing.exception, UserError) and "no harness card for pi 9.9.9" in str(missing.exception)
     bare = runner.invoke(app, ["harness", "diff", "pi", "pi@1.6.0"])
     assert isinstance(bare.exception, UserError) and "pi@VERSION" in str(bare.exception)
+
+
+def test_key_order_and_wording_are_told_apart(old: HarnessCard) -> None:
+    # Pi 0.69 reordered schema keys ({description, type} → {type, description}): same JSON value, other text
+    tools = orjson.loads(orjson.dumps(old.tools))
+    path = tools[0]["function"]["parameters"]["properties"]["path"]
+    tools[0]["function"]["parameters"]["properties"]["path"] = dict(reversed(list(path.items())))
+    tools[1]["function"]["description"] = "Run a command."
+    other = old.model_copy(update={"tools": tools, "version": "0.0.1"})
+    diff = card_diff(old, other)
+    read, bash = old.tools[0]["function"]["name"], old.tools[1]["function"]["name"]
+    assert not diff.tool_schema_identical(read) and any("another order" in c for c in diff.tools[read].changes)
+    assert diff.tool_schema_identical(bash) and not diff.tool_identical(bash)
+    assert diff.tools[bash].changes == ["description reworded"]
+    assert diff.differing() == ["tools"]

@@ -101,10 +101,9 @@ _COMPARATOR = re.compile(r"(>=|<=|>|<|=|\^|~)?\s*v?(\d+)(?:\.(\d+|[xX*]))?(?:\.(
 def _satisfies(version: tuple[int, int, int], spec: str) -> bool | None:
     """Whether ``version`` satisfies the npm range ``spec`` (``>=22.19.0``, ``^20.6 || >=22``); None when the range
     uses a form this reader does not know (hyphen ranges, pre-release tags)."""
-    alternatives = [alt.strip() for alt in spec.split("||")]
-    if any(" - " in alt or "-" in alt.replace(" - ", "") for alt in alternatives):
+    if "-" in spec:  # a hyphen range or a pre-release tag
         return None
-    for alt in alternatives:
+    for alt in (alt.strip() for alt in spec.split("||")):
         ok = True
         for token in re.findall(r"(?:>=|<=|>|<|=|\^|~)?\s*v?[0-9][0-9A-Za-z.*]*", alt) or ["*"]:
             if token == "*":
