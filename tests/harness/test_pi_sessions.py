@@ -3,7 +3,7 @@
 sessions through ``synth`` under the newest committed Pi; the Pi reader turns each into one trajectory (1.x keeps
 the system prompt in the session as a ``system`` message), and every trajectory converts against that version's
 card with no rejection (contrast sessions, whose first call is double-encoded, are refused for that reason as under
-0.73.1). (The default version's sessions are covered by tests/eval and tests/traces.)"""
+0.73.1). Under every committed version, a session converts to exactly the request Pi sent (the oracle test)."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from harnessfit.convert.wire import to_conversation
 from harnessfit.eval.synth import synth
 from harnessfit.harness.card import load_card
 from harnessfit.harness.pi import install_pi, installed_package
-from harnessfit.harness.versions import NEWEST_PI_VERSION, harness_spec
+from harnessfit.harness.versions import NEWEST_PI_VERSION, PI_CARD_VERSIONS, harness_spec
 from harnessfit.traces.readers.pi import PiReader
 from harnessfit.traces.trajectory import Trajectory
 
@@ -103,3 +103,33 @@ def test_golden_solver_scores_every_task_under_the_newest_pi(tmp_path: Path) -> 
         (e.facts.task_id, e.metrics and e.metrics.failure, e.facts.error) for e in results.episodes]
     assert agg["tool_calls"]["invalid"] == 0
     assert f"in Pi {NEWEST_PI_VERSION}: complete loop {agg['scored']}/{agg['scored']}" in res.stdout
+
+
+@pytest.mark.parametrize("version", PI_CARD_VERSIONS)
+def test_a_session_converts_to_exactly_what_pi_sent(version: str, tmp_path: Path) -> None:
+    """The oracle: Pi ``version`` runs a scripted round trip (text, parallel calls, an edit), its session file is read
+    back and converted against its card, and the conversation equals the last request Pi sent (plus the final
+    answer) — for every session layout the committed versions write."""
+    from harnessfit.harness.pi import pi_command, pi_env, run_pi, write_pi_agent_config
+    from harnessfit.serve.scripted import Reply, ScriptedEndpoint
+
+    install_pi(version)
+    card = load_card("pi", version)
+    cwd = tmp_path / "w"
+    cwd.mkdir()
+    (cwd / "a.txt").write_text("one\ntwo\n")
+    script = [Reply(text="Looking.", tool_calls=[("read", '{"path":"a.txt"}')]),
+              Reply(tool_calls=[("bash", '{"command":"wc -l a.txt"}'), ("write", '{"path":"b.txt","content":"hi\\n"}')]),
+              Reply(tool_calls=[("edit", '{"path":"b.txt","edits":[{"oldText":"hi","newText":"ho"}]}')]),
+              Reply(text="Done.")]
+    with ScriptedEndpoint(script, model_id="m") as ep:
+        write_pi_agent_config(tmp_path / "h" / ".pi" / "agent", ep.base_url, "m")
+        run = run_pi(pi_command(version, "m", "Do it.", session_dir=tmp_path / "s"), cwd=cwd, env=pi_env(tmp_path / "h"))
+    assert run.stop_reason() == "stop" and len(ep.requests) == len(script)
+    (session,) = sorted((tmp_path / "s").glob("*.jsonl"))
+    (traj,) = list(PiReader().read(session))
+    conv = to_conversation(traj, card)
+    assert isinstance(conv, Conversation), conv
+    last = ep.requests[-1]
+    assert conv.messages[:-1] == last["messages"] and conv.tools == last["tools"]
+    assert conv.messages[-1] == {"role": "assistant", "content": "Done."}
