@@ -19,7 +19,7 @@ import orjson
 from harnessfit.errors import UserError
 from harnessfit.paths import file_lock
 
-__all__ = ["require_node", "install_npm_folder"]
+__all__ = ["require_node", "npm_install", "write_package_json", "install_npm_folder"]
 
 
 def require_node() -> None:
@@ -32,19 +32,49 @@ def require_node() -> None:
         )
 
 
+def npm_install(folder: Path, what: str, *, timeout: float = 900.0) -> None:
+    """``npm install`` the ``package.json`` in ``folder`` (exact versions, no audit); a one-line error on failure."""
+    try:
+        proc = subprocess.run(
+            ["npm", "install", "--no-audit", "--no-fund", "--loglevel=error", "--save-exact"],
+            cwd=folder,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
+    except subprocess.TimeoutExpired as exc:
+        raise UserError(f"npm install of {what} took over {timeout / 60:.0f} minutes and was stopped") from exc
+    if proc.returncode != 0:
+        lines = [ln.strip() for ln in (proc.stderr or proc.stdout).splitlines() if ln.strip()]
+        reason = next((ln for ln in lines if "ERR" in ln and "code" not in ln.lower()), None) or (
+            lines[-1] if lines else f"exit code {proc.returncode}"
+        )
+        raise UserError(f"npm install of {what} failed: {reason}")
+
+
+def write_package_json(folder: Path, name: str, dependencies: Mapping[str, str]) -> None:
+    (folder / "package.json").write_bytes(
+        orjson.dumps({"name": name, "private": True, "dependencies": dict(dependencies)})
+    )
+
+
 def install_npm_folder(
     target: Path,
     dependencies: Mapping[str, str],
     *,
     verify: Callable[[Path], str | None],
     name: str,
+    prepare: Callable[[Path], None] | None = None,
     timeout: float = 900.0,
 ) -> Path:
     """Install ``dependencies`` (package → exact version) into ``target`` and return it.
 
     ``verify(folder)`` returns None when ``folder`` holds a working install, else a one-line reason; it decides both
     whether an existing ``target`` is kept and whether a fresh install is accepted. ``name`` is the ``package.json``
-    name of the folder.
+    name of the folder. ``prepare(tmp)``, when given, runs in the temporary folder after npm and before ``verify``
+    (to add packages that depend on what was installed, or write files beside them); whatever it does is renamed
+    into place with the rest, or discarded with it.
     """
     target = Path(target)
     if target.exists() and verify(target) is None:
@@ -57,26 +87,10 @@ def install_npm_folder(
             return target
         tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=target.parent))
         try:
-            (tmp / "package.json").write_bytes(
-                orjson.dumps({"name": name, "private": True, "dependencies": dict(dependencies)})
-            )
-            try:
-                proc = subprocess.run(
-                    ["npm", "install", "--no-audit", "--no-fund", "--loglevel=error", "--save-exact"],
-                    cwd=tmp,
-                    stdin=subprocess.DEVNULL,
-                    capture_output=True,
-                    text=True,
-                    timeout=timeout,
-                )
-            except subprocess.TimeoutExpired as exc:
-                raise UserError(f"npm install of {what} took over {timeout / 60:.0f} minutes and was stopped") from exc
-            if proc.returncode != 0:
-                lines = [ln.strip() for ln in (proc.stderr or proc.stdout).splitlines() if ln.strip()]
-                reason = next((ln for ln in lines if "ERR" in ln and "code" not in ln.lower()), None) or (
-                    lines[-1] if lines else f"exit code {proc.returncode}"
-                )
-                raise UserError(f"npm install of {what} failed: {reason}")
+            write_package_json(tmp, name, dependencies)
+            npm_install(tmp, what, timeout=timeout)
+            if prepare is not None:
+                prepare(tmp)
             problem = verify(tmp)
             if problem is not None:
                 raise UserError(f"installed {what} but {problem}")

@@ -11,6 +11,13 @@ __all__ = ["register"]
 eval_app = typer.Typer(help="Evaluate models inside the real harness (Pi) on task suites.", no_args_is_help=True)
 
 _DEFAULT_SUITE = Path("examples/tasks/default")
+_HARNESS_HELP = "Pi to run, as pi@VERSION (an installed version: `harnessfit harness install pi --version V`)."
+
+
+def _pi_version(harness: str | None) -> str:
+    from harnessfit.harness.versions import parse_harness
+
+    return parse_harness(harness)[1]
 
 
 @eval_app.command("agent")
@@ -34,6 +41,7 @@ def agent(
     no_sandbox: bool = typer.Option(False, "--no-sandbox", help="Run Pi without bubblewrap (results say so); "
                                     "without this flag a missing or broken bubblewrap stops the eval."),
     adapter: Path = typer.Option(None, "--adapter", help="LoRA adapter folder for --model (served by harnessfit)."),
+    harness: str = typer.Option(None, "--harness", help=_HARNESS_HELP + " Default: the project's default Pi."),
 ) -> None:
     """Run every task x seed through the real Pi CLI against one model; write results JSON + Markdown."""
     from harnessfit.errors import UserError
@@ -44,10 +52,10 @@ def agent(
     extra = {"adapter": adapter} if adapter is not None else {}
     results = run_eval(model or endpoint, suite, out, seeds=seeds, workers=workers, max_turns=max_turns,
                        max_seconds=max_seconds, max_output_bytes=max_output_bytes, sandbox=not no_sandbox,
-                       model_id=model_id, task_ids=task or None, **extra)
+                       model_id=model_id, task_ids=task or None, pi_version=_pi_version(harness), **extra)
     agg = results.aggregates
     loop = agg["rates"]["complete_loop"]
-    typer.echo(f"{results.model['name']}: complete loop {loop['successes']}/{loop['n']} "
+    typer.echo(f"{results.model['name']} in Pi {results.pi_version}: complete loop {loop['successes']}/{loop['n']} "
                f"(unscored {agg['unscored']}); sandbox {results.sandbox}")
     if agg.get("failures"):
         typer.echo("failures: " + ", ".join(f"{k} {v}" for k, v in agg["failures"].items()))
@@ -78,12 +86,13 @@ def synth_cmd(
     workers: int = typer.Option(2, "--workers", help="Episodes run in parallel."),
     contrast: bool = typer.Option(True, "--contrast/--no-contrast", help="Also record the double-encoded-then-"
                                   "recovered contrast sessions."),
+    harness: str = typer.Option(None, "--harness", help=_HARNESS_HELP + " Default: the project's default Pi."),
 ) -> None:
     """Record real Pi session files of the golden solver (and contrast examples) for `harnessfit build`."""
     from harnessfit.eval.synth import synth
 
-    manifest = synth(suite, out, seeds=seeds, workers=workers, contrast=contrast)
-    typer.echo(f"wrote {len(manifest['files'])} session files under {out / 'sessions'} "
+    manifest = synth(suite, out, seeds=seeds, workers=workers, contrast=contrast, pi_version=_pi_version(harness))
+    typer.echo(f"Pi {manifest['pi_version']}: wrote {len(manifest['files'])} session files under {out / 'sessions'} "
                f"({len(manifest['skipped'])} skipped); manifest {out / 'manifest.json'}")
 
 

@@ -131,7 +131,7 @@ def run_eval(
     results = EvalResults(model={"name": str(endpoint_or_model)}, suite=_suite_info(suite_dir, tasks, fmt),
                           config=config, sandbox=status, pi_version=pi_version)
     write_results(results, out_dir)
-    card = load_card_or_none()
+    card = load_card_or_none(pi_version)  # scored against the card of the Pi that ran
     jobs = [(t, s) for t in tasks for s in range(seeds)]
     try:
         with open_endpoint(endpoint_or_model, tasks, model_id=model_id, responder=responder,
