@@ -21,8 +21,8 @@ from harnessfit.eval.synth import synth
 from harnessfit.harness.card import load_card
 from harnessfit.harness.pi import install_pi, installed_package
 from harnessfit.harness.versions import NEWEST_PI_VERSION, PI_CARD_VERSIONS, harness_spec
-from harnessfit.traces.readers.pi import PiReader
-from harnessfit.traces.trajectory import Trajectory
+from harnessfit.formats.pi.reader import PiReader
+from harnessfit.core.trajectory import Trajectory
 
 pytestmark = [pytest.mark.pi, pytest.mark.slow]
 

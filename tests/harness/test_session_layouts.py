@@ -9,8 +9,8 @@ from pathlib import Path
 import orjson
 
 from harnessfit.harness.card import load_card
-from harnessfit.traces.readers.pi import PiReader
-from harnessfit.traces.trajectory import Trajectory
+from harnessfit.formats.pi.reader import PiReader
+from harnessfit.core.trajectory import Trajectory
 
 
 def _write(path: Path, entries: list[dict]) -> Path:
