@@ -14,8 +14,8 @@ from pathlib import Path
 import orjson
 import pytest
 
-from harnessfit.convert.conversation import Conversation
-from harnessfit.convert.rejection import Reason, Rejection
+from harnessfit.core.conversation import Conversation
+from harnessfit.core.rejection import Reason, Rejection
 from harnessfit.convert.wire import to_conversation
 from harnessfit.eval.synth import synth
 from harnessfit.harness.card import load_card
