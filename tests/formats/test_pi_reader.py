@@ -1,4 +1,6 @@
-"""Pi sessions: v1 linear, v3 trees (active branch + side branches), bashExecution, legacy edits, aborted turns."""
+"""Pi sessions as Pi loads them: v1 linear (and its compaction index), v3 trees (active branch + side branches),
+compaction epochs, bashExecution/custom/branch-summary entries, context edits, legacy edits, aborted turns, calls
+that lost their result."""
 
 from __future__ import annotations
 
@@ -109,11 +111,18 @@ def test_bash_execution_becomes_pi_user_text(tmp_path: Path, card):
         _msg("u1", "b1", _user("what failed?")),
         _msg("a1", "u1", _assistant([{"type": "thinking", "thinking": "hmm"}, {"type": "text", "text": "ls exited 2"}])),
     ]
-    conv = to_conversation(next(iter(PiReader().read(_write(tmp_path / "b.jsonl", rows)))), card)
+    traj = next(iter(PiReader().read(_write(tmp_path / "b.jsonl", rows))))
+    conv = to_conversation(traj, card)
     assert isinstance(conv, Conversation), conv
     assert conv.messages[1]["content"][0]["text"] == "Ran `ls`\n```\na\nb\n```\n\nCommand exited with code 2"
-    assert "reasoning_not_on_wire" in conv.meta.transformations
+    # Pi before 1.3.0 sends another model's thinking as a text block, joined with the text (transformMessages)
+    assert conv.messages[-1] == {"role": "assistant", "content": "hmmls exited 2"}
+    assert "pi.thinking_as_text" in conv.meta.transformations
     assert all("reasoning_content" not in m for m in conv.messages)
+    # from 1.3.0 it drops it
+    newest = to_conversation(traj, load_card("pi", "1.6.0"))
+    assert isinstance(newest, Conversation) and newest.messages[-1] == {"role": "assistant", "content": "ls exited 2"}
+    assert "pi.thinking_dropped" in newest.meta.transformations
 
 
 def test_double_encoded_arguments_are_rejected(tmp_path: Path, card):
@@ -147,16 +156,35 @@ def test_string_arguments_in_a_pi_session_are_double_encoded(tmp_path: Path, car
     assert "stores the arguments as a string" in rej.detail
 
 
-def test_missing_result_and_no_final_response(tmp_path: Path, card):
+def test_a_call_without_result_gets_pis_synthetic_result(tmp_path: Path, card):
+    """Pi answers a call that lost its result with "No result provided" when it sends the history
+    (transformMessages): a later turn of a Pi session was written after exactly that, so the session is exact."""
     rows = [
         HEADER,
         _msg("u1", None, _user("read it")),
-        _msg("a1", "u1", _assistant([{"type": "toolCall", "id": "c1", "name": "read", "arguments": {"path": "a"}}],
+        _msg("a1", "u1", _assistant([{"type": "toolCall", "id": "c1", "name": "read", "arguments": {"path": "a"}},
+                                     {"type": "toolCall", "id": "c2", "name": "read", "arguments": {"path": "b"}}],
                                     "toolUse")),
+        _msg("r2", "a1", _result("c2", "B")),
+        _msg("u2", "r2", _user("go on")),
+        _msg("a2", "u2", _assistant([{"type": "text", "text": "done"}])),
     ]
-    rej = to_conversation(next(iter(PiReader().read(_write(tmp_path / "m.jsonl", rows)))), card)
-    assert isinstance(rej, Rejection) and rej.reason == Reason.missing_tool_result
-    rows[-1] = _msg("a1", "u1", _assistant([], "aborted"))
+    conv = to_conversation(next(iter(PiReader().read(_write(tmp_path / "m.jsonl", rows)))), card)
+    assert isinstance(conv, Conversation), conv
+    assert conv.messages[3:5] == [{"role": "tool", "content": "B", "tool_call_id": "c2"},
+                                  {"role": "tool", "content": card.errors["no_result"], "tool_call_id": "c1"}]
+    assert "pi.synthetic_no_result" in conv.meta.transformations
+    # a session that ends on the call: a valid Pi context, but no final answer to train as a conversation
+    rej = to_conversation(next(iter(PiReader().read(_write(tmp_path / "e.jsonl", rows[:3])))), card)
+    assert isinstance(rej, Rejection) and rej.reason == Reason.no_final_response
+
+
+def test_an_aborted_last_turn_leaves_no_final_response(tmp_path: Path, card):
+    rows = [
+        HEADER,
+        _msg("u1", None, _user("read it")),
+        _msg("a1", "u1", _assistant([], "aborted")),
+    ]
     rej = to_conversation(next(iter(PiReader().read(_write(tmp_path / "n.jsonl", rows)))), card)
     assert isinstance(rej, Rejection) and rej.reason == Reason.no_final_response
 

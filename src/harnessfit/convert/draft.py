@@ -83,6 +83,9 @@ class Draft:
     unanswered_calls: list[UnansweredCall] = field(default_factory=list)
     images: list[ImagesSeen] = field(default_factory=list)
     open_assistant: dict[str, Any] | None = None
+    labels_from: int = 0
+    """Messages before this index are history only: made from steps the reader marked ``history_only`` (what a
+    compaction kept, written before it with another context), so no record takes one of them as a label."""
 
     def transformed(self, *names: str) -> None:
         """Record transformations (each once, in first-seen order)."""

@@ -203,14 +203,25 @@ class OrphanToolResult(Gate):
 
 
 class MissingToolResult(Gate):
-    """A call without a result cannot be trained: the next message Pi sends would be its result."""
+    """A call without a result is answered by Pi's synthetic "No result provided" (the builder puts it in, as Pi
+    does when it sends any history), so the context stays exact. What is not exact is a *later* turn of a source
+    other than Pi: its agent saw the real result, which the trace lost, while the context now says there was none.
+    In a Pi session every later turn was written after Pi sent exactly that synthetic result (``PI_REPLAYED``)."""
 
     name = "missing_tool_result"
+    PI_REPLAYED: ClassVar[frozenset[str]] = frozenset({"pi"})
 
     def findings(self, draft: Draft) -> Iterator[Finding]:
+        traj = draft.trajectory
+        if traj.source in self.PI_REPLAYED:
+            return
         for note in draft.unanswered_calls:
-            yield Finding(note.step, Reason.missing_tool_result, f"call {note.call.id!r} ({note.call.name}) has no "
-                          "result", "the session ended or lost the result; re-run or drop the call")
+            later = any(s.role == "assistant" and s.stop_reason not in ("aborted", "error")
+                        for s in traj.steps[note.step + 1:])
+            if later:
+                yield Finding(note.step, Reason.missing_tool_result, f"call {note.call.id!r} ({note.call.name}) has "
+                              "no result in the trace, and the agent's next turn was made after seeing one",
+                              "re-export the trace with its tool results, or cut it after this call")
 
 
 class UserRejectedTool(FlagGate):

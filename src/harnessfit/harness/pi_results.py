@@ -109,13 +109,17 @@ def pi_edit_no_match(card: HarnessCard, path: str) -> str:
     return card.format_result("edit_no_match", path=path)
 
 
-def bash_user_text(command: str, output: str, exit_code: int | None, cancelled: bool = False) -> str:
-    """The user message Pi sends for a user's ``!cmd`` (``bashExecutionToText``; not a tool result, so not in the
-    card)."""
+def bash_user_text(command: str, output: str, exit_code: int | None, cancelled: bool = False, *,
+                   full_output_path: str | None = None) -> str:
+    """The user message Pi sends for a user's ``!cmd`` (``bashExecutionToText`` in ``core/messages.js``, the same in
+    every captured version; not a tool result, so not in the card). ``full_output_path``: the file Pi saved a
+    truncated output to (set only when the execution was ``truncated``)."""
     text = f"Ran `{command}`\n"
     text += f"```\n{output}\n```" if output else NO_OUTPUT
     if cancelled:
         text += "\n\n(command cancelled)"
     elif exit_code not in (None, 0):
         text += f"\n\nCommand exited with code {exit_code}"
+    if full_output_path:
+        text += f"\n\n[Output truncated. Full output: {full_output_path}]"
     return text
