@@ -12,7 +12,8 @@ Each rule is Pi's own (``core/session-manager.js`` and ``core/messages.js`` of t
 - **Compaction** (``buildContextEntries``): on a path with compactions, the latest one is replaced by its summary
   message, followed by the entries from its ``firstKeptEntryId`` up to it and every entry after it. Each compaction
   *epoch* is its own trajectory, the context Pi sent between that compaction and the next: epoch 0 is the path up to
-  the first compaction, epoch k the summary of compaction k, what it kept and what followed until compaction k+1.
+  the first compaction, epoch k the summary of compaction k, what it kept and what followed until compaction k+1
+  (none when nothing followed: a context Pi never got an answer to).
   The summary and the kept entries are marked ``history_only``: the model wrote the kept turns before the
   compaction, seeing another context, so they are never labels (``ConversationMeta.labels_from``). All epochs share
   the first epoch's ``root_request_id``, so a split never separates them. An older compaction entry inside the kept
@@ -197,6 +198,11 @@ class PiReader(BaseTraceReader):
 
     name = "pi"
 
+    def __init__(self, *, unanswered_epochs: bool = False) -> None:
+        self.unanswered_epochs = unanswered_epochs
+        """Also yield an epoch nothing followed (a compaction that is the last entry): the context Pi would send with
+        its next request, which no turn answered. Off for conversion (the epoch before holds every turn)."""
+
     def detect(self, path: Path) -> bool:
         head = first_json_line(path)
         return isinstance(head, dict) and head.get("type") == "session" and ("cwd" in head or "version" in head)
@@ -253,8 +259,8 @@ class PiReader(BaseTraceReader):
             root: str | None = None
             for epoch, end in enumerate(ends):
                 prefix = path_nodes[:end]
-                if epoch and not prefix:
-                    continue
+                if epoch and end == compactions[epoch - 1] + 1 and not self.unanswered_epochs:
+                    continue  # nothing after this compaction: its context was never answered (epoch - 1 has it all)
                 steps, transformations = _context(prefix)
                 transformations = [*notes, *transformations]
                 lines = [node.lineno for node in prefix]
