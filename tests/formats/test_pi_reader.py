@@ -12,7 +12,13 @@ import pytest
 from harnessfit.convert import to_conversation, validate_conversation
 from harnessfit.core import Conversation, Reason, Rejection
 from harnessfit.core.trajectory import Trajectory
-from harnessfit.formats.pi.reader import PiReader
+from harnessfit.formats.pi.reader import (
+    BRANCH_PREFIX,
+    BRANCH_SUFFIX,
+    COMPACTION_PREFIX,
+    COMPACTION_SUFFIX,
+    PiReader,
+)
 from harnessfit.harness.card import load_card
 
 
@@ -201,3 +207,113 @@ def test_schema_violation_from_card_validator(tmp_path: Path, card):
     rej = to_conversation(next(iter(PiReader().read(_write(tmp_path / "v.jsonl", rows)))), card)
     assert isinstance(rej, Rejection) and rej.reason == Reason.schema_violation
     assert "missing_required" in rej.detail
+
+
+def _v1(rows: list[dict]) -> list[dict]:
+    """Rows without ids (the v1 layout)."""
+    return [{k: v for k, v in r.items() if k not in ("id", "parentId")} for r in rows]
+
+
+def _answered(prefix: str, n: int) -> list[dict]:
+    """``n`` v1 rows: a prompt and its answer, repeated."""
+    rows = []
+    for k in range(n // 2):
+        rows += [{"type": "message", "message": _user(f"{prefix} q{k}")},
+                 {"type": "message", "message": _assistant([{"type": "text", "text": f"{prefix} a{k}"}])}]
+    return rows
+
+
+def test_v1_compaction_index_is_migrated_like_pi(tmp_path: Path, card):
+    """``migrateV1ToV2``: firstKeptEntryIndex counts the file's entries with the header as 0. Epoch 0 is the whole
+    history; epoch 1 is Pi's summary, the kept entries (history only) and what followed."""
+    header = {"type": "session", "id": "x", "timestamp": "2025-01-02T03:04:05Z", "cwd": "/r"}
+    rows = [header, *_answered("old", 6),  # file entries 1..6
+            {"type": "compaction", "summary": "S", "firstKeptEntryIndex": 5, "tokensBefore": 9},
+            *_answered("new", 2)]
+    epoch0, epoch1 = PiReader().read(_write(tmp_path / "v1.jsonl", rows))
+    assert [s.text for s in epoch0.steps] == [r["message"]["content"][0]["text"] for r in rows[1:7]]
+    assert [s.text for s in epoch1.steps] == [COMPACTION_PREFIX + "S" + COMPACTION_SUFFIX, "old q2", "old a2",
+                                              "new q0", "new a0"]
+    assert [bool(s.meta.get("history_only")) for s in epoch1.steps] == [True, True, True, False, False]
+    assert "pi.v1_compaction_index->id" in epoch1.provenance.transformations
+    assert epoch0.root_request_id == epoch1.root_request_id  # one task, one split
+    conv = to_conversation(epoch1, card)
+    assert isinstance(conv, Conversation) and conv.meta.labels_from == 4  # system, summary, kept q2, kept a2
+    # an index naming the header (or nothing) keeps nothing, as Pi's migration leaves firstKeptEntryId unset
+    for bad in (0, 99):
+        rows[7] = {**rows[7], "firstKeptEntryIndex": bad}
+        *_, last = PiReader().read(_write(tmp_path / f"v1-{bad}.jsonl", rows))
+        assert [s.text for s in last.steps][1:] == ["new q0", "new a0"]
+
+
+def test_compaction_epochs_and_nested_summaries_by_version(tmp_path: Path):
+    """A second compaction that keeps the first: Pi 0.80.4–0.86.x sends the older summary too, others do not."""
+    rows = [HEADER, _msg("u1", None, _user("q1")), _msg("a1", "u1", _assistant([{"type": "text", "text": "a1"}])),
+            {"type": "compaction", "id": "c1", "parentId": "a1", "summary": "S1", "firstKeptEntryId": "a1"},
+            _msg("u2", "c1", _user("q2")), _msg("a2", "u2", _assistant([{"type": "text", "text": "a2"}])),
+            {"type": "compaction", "id": "c2", "parentId": "a2", "summary": "S2", "firstKeptEntryId": "a1"},
+            _msg("u3", "c2", _user("q3")), _msg("a3", "u3", _assistant([{"type": "text", "text": "a3"}]))]
+    trajs = list(PiReader().read(_write(tmp_path / "c.jsonl", rows)))
+    assert len(trajs) == 3 and len({t.id for t in trajs}) == 3
+    last = trajs[-1]
+    texts = {v: [m["content"] if isinstance(m["content"], str) else m["content"][0]["text"]
+                 for m in to_conversation(last, load_card("pi", v)).messages[1:]] for v in ("0.79.10", "0.82.0")}
+    s1, s2 = (COMPACTION_PREFIX + s + COMPACTION_SUFFIX for s in ("S1", "S2"))
+    assert texts["0.79.10"] == [s2, "a1", "q2", "a2", "q3", "a3"]
+    assert texts["0.82.0"] == [s2, "a1", s1, "q2", "a2", "q3", "a3"]
+    # nothing after the last compaction: no epoch of its own (unless asked for: the context Pi would send next)
+    assert len(list(PiReader().read(_write(tmp_path / "end.jsonl", rows[:7])))) == 2
+    *_, pending = PiReader(unanswered_epochs=True).read(_write(tmp_path / "end2.jsonl", rows[:7]))
+    assert [s.text for s in pending.steps] == [s2, "a1", s1, "q2", "a2"]
+
+
+def test_entries_become_the_messages_convertToLlm_makes(tmp_path: Path, card):
+    rows = [
+        {**HEADER, "version": 2},
+        _msg("u1", None, {"role": "user", "content": "plain string"}),
+        {"type": "custom_message", "id": "cm", "parentId": "u1", "customType": "x", "content": "from ext",
+         "display": False},
+        _msg("h1", "cm", {"role": "hookMessage", "content": [{"type": "text", "text": "hook"}]}),  # v2: custom
+        {"type": "branch_summary", "id": "bs", "parentId": "h1", "summary": "B", "fromId": "u1"},
+        {"type": "custom", "id": "cu", "parentId": "bs", "customType": "state", "data": {}},  # never sent
+        _msg("x1", "cu", {"role": "someFutureRole", "content": "?"}),  # convertToLlm drops unknown roles
+        _msg("b1", "x1", {"role": "bashExecution", "command": "make", "output": "o", "exitCode": 0,
+                          "truncated": True, "fullOutputPath": "/tmp/out.txt"}),
+        _msg("b2", "b1", {"role": "bashExecution", "command": "secret", "output": "", "excludeFromContext": True}),
+        _msg("a1", "b2", _assistant([{"type": "text", "text": "ok"}])),
+    ]
+    traj = next(iter(PiReader().read(_write(tmp_path / "e.jsonl", rows))))
+    conv = to_conversation(traj, card)
+    assert isinstance(conv, Conversation), conv
+    assert conv.messages[1:] == [
+        {"role": "user", "content": "plain string"},
+        {"role": "user", "content": [{"type": "text", "text": "from ext"}]},
+        {"role": "user", "content": [{"type": "text", "text": "hook"}]},
+        {"role": "user", "content": [{"type": "text", "text": BRANCH_PREFIX + "B" + BRANCH_SUFFIX}]},
+        {"role": "user", "content": [{"type": "text", "text":
+                                      "Ran `make`\n```\no\n```\n\n[Output truncated. Full output: /tmp/out.txt]"}]},
+        {"role": "assistant", "content": "ok"},
+    ]
+    assert {"pi.unknown_role_dropped:someFutureRole", "pi.bash_excluded_from_context"} <= set(
+        conv.meta.transformations)
+    # in a v3 file hookMessage is no longer migrated: an unknown role, dropped
+    rows[0] = HEADER
+    traj = next(iter(PiReader().read(_write(tmp_path / "e3.jsonl", rows))))
+    assert "hook" not in [s.text for s in traj.steps]
+
+
+def test_context_edits_replace_or_leave_out_content(tmp_path: Path, card):
+    rows = [HEADER, _msg("u1", None, _user("q")),
+            _msg("a1", "u1", _assistant([{"type": "toolCall", "id": "c1", "name": "read", "arguments": {"path": "a"}}],
+                                        "toolUse")),
+            _msg("r1", "a1", _result("c1", "a very long file")),
+            _msg("u2", "r1", _user("noise")),
+            {"type": "context_edit", "id": "e1", "parentId": "u2", "targetId": "r1",
+             "replacement": {"content": "[cut]"}},
+            {"type": "context_edit", "id": "e2", "parentId": "e1", "targetId": "u2", "replacement": None},
+            _msg("a2", "e2", _assistant([{"type": "text", "text": "done"}]))]
+    conv = to_conversation(next(iter(PiReader().read(_write(tmp_path / "x.jsonl", rows)))), card)
+    assert isinstance(conv, Conversation), conv
+    assert [m["role"] for m in conv.messages[1:]] == ["user", "assistant", "tool", "assistant"]
+    assert conv.messages[3] == {"role": "tool", "content": "[cut]", "tool_call_id": "c1"}
+    assert "pi.context_edit_applied" in conv.meta.transformations

@@ -127,7 +127,8 @@ def as_pi_executes(card: HarnessCard, messages: list[dict[str, Any]]) -> list[di
 def first_difference(got: list[dict[str, Any]], want: list[dict[str, Any]]) -> str | None:
     for i, (a, b) in enumerate(zip(got, want, strict=False)):
         if a != b:
-            return f"message {i} of {len(want)}:\n  harnessfit {json.dumps(a)[:600]}\n  pi         {json.dumps(b)[:600]}"
+            return (f"message {i} of {len(want)}:\n  harnessfit {json.dumps(a)[:600]}\n"
+                    f"  pi         {json.dumps(b)[:600]}")
     if len(got) != len(want):
         return f"{len(got)} messages, Pi sent {len(want)}"
     return None
@@ -214,7 +215,8 @@ class Rpc:
 
 @contextmanager
 def pi_rpc(version: str, root: Path, responder: Callable[[dict, int], Reply], *, session_dir: Path | None = None,
-           settings: dict[str, Any] | None = None, context_window: int = 32768) -> Iterator[tuple[Rpc, ScriptedEndpoint]]:
+           settings: dict[str, Any] | None = None,
+           context_window: int = 32768) -> Iterator[tuple[Rpc, ScriptedEndpoint]]:
     """One Pi ``version`` in RPC mode in ``root/w`` against a scripted endpoint (``settings`` replaces the eval
     settings, e.g. to turn compaction on)."""
     install_pi(version)
@@ -315,7 +317,8 @@ def busy_model(body: dict[str, Any], index: int) -> Reply:
             break
         rounds += m["role"] == "assistant"
     if rounds < 2:
-        return Reply(text=f"Step {rounds}.", tool_calls=[("bash", json.dumps({"command": f"seq 1 {150 + 10 * index}"}))])
+        command = json.dumps({"command": f"seq 1 {150 + 10 * index}"})
+        return Reply(text=f"Step {rounds}.", tool_calls=[("bash", command)])
     return Reply(text=f"Answer {index}.")
 
 
