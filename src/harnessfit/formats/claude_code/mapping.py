@@ -9,7 +9,9 @@
 | Bash{command, timeout?} | bash{command, timeout?} | timeout ms → s (ceil); non-zero exit → Pi's exit-code text |
 | TodoWrite, ExitPlanMode | dropped | policy ``noop_tool``: they change nothing in the workspace |
 | AskUserQuestion | unsupported | it hands control to the user mid-turn; Pi has no such tool |
-| Glob, Grep, LS, Task, WebFetch, WebSearch, NotebookEdit, mcp__* … | unsupported | not in Pi's default tool set |
+| Grep{pattern, path, output_mode: content, -n, -i?, glob?} | grep{pattern, path, ignoreCase?, glob?} | only with the tools profile (``pi@V+tools``) and only a search of one file (``formats.claude_code.search``) |
+| Glob, LS | blocked | with the tools profile: never exact as find/ls (``formats.claude_code.search`` says why); else unsupported |
+| Task, WebFetch, WebSearch, NotebookEdit, mcp__* … | unsupported | not in Pi's default tool set |
 
 Sizes: Claude Code cuts what Pi would not and Pi cuts what Claude Code would not, so such results are rejected
 (``unmappable_arguments``, detail "<Tool> result: …") rather than re-rendered: a Read whose content Pi's
@@ -40,6 +42,7 @@ from harnessfit.formats.base import (
     parse_arguments,
     unsupported,
 )
+from harnessfit.formats.claude_code.search import map_glob, map_grep, map_ls
 from harnessfit.harness.pi_results import (
     pi_bash_result,
     pi_edit_no_match,
@@ -99,7 +102,7 @@ class ClaudeCodeMapping:
         if name in NOOP_TOOLS:
             return Drop(f"noop_tool:{name}")
         handler = {"Read": self._read, "Edit": self._edit, "MultiEdit": self._multi_edit, "Write": self._write,
-                   "Bash": self._bash}.get(name)
+                   "Bash": self._bash, "Grep": map_grep, "Glob": map_glob, "LS": map_ls}.get(name)
         if handler is None:
             return unsupported(name)
         args = parse_arguments(call.arguments, name)
