@@ -21,6 +21,7 @@ $(STAMP): pyproject.toml
 
 setup: $(STAMP)
 	$(BIN)/harnessfit harness install pi --version $(PI_VERSION)
+	@command -v chromium >/dev/null || { [ "$$(id -u)" = 0 ] && (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) || echo "note: chromium not installed; the browser test of the HTML report skips (and fails under CI)"; }
 
 demo: setup
 	$(BIN)/harnessfit demo
