@@ -68,19 +68,23 @@ def _svg(fig) -> bytes:
 
 
 def curve_svg(rows: Sequence[Mapping[str, Any]], curve: Curve) -> bytes | None:
-    """The figure as SVG bytes, or None when no row has a value for any of its keys."""
+    """The figure as SVG bytes, or None when no row has a value to draw for any of its keys."""
     keys = curve_keys(rows, curve)
     if not keys:
         return None
     fig, ax = _figure()
+    drawn = 0
     for i, key in enumerate(keys):
         pts = [(r["step"], r[key]) for r in rows if _is_number(r.get(key)) and _is_number(r.get("step"))]
         if curve.log:
             pts = [p for p in pts if p[1] > 0]
         if not pts:
             continue
+        drawn += 1
         ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o" if len(pts) < 30 else None, markersize=3,
                 color=_COLORS[i % len(_COLORS)], label=curve.labels.get(key, key))
+    if not drawn:
+        return None
     if curve.log:
         ax.set_yscale("log")
     ax.set_title(curve.title, fontsize=11)
