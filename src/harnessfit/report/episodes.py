@@ -106,6 +106,13 @@ def _items(messages: list[dict[str, Any]], card: Any) -> list[dict[str, Any]]:
     return items
 
 
+_CUT_OFF = {
+    "output_cap": "Pi was killed here: the output capture cap was hit while the model streamed. The message being "
+                  "streamed never ended, so it is in neither file (the runner keeps no stream deltas).",
+    "wall_clock": "Pi was killed here: the wall-clock cap was hit before the episode ended.",
+}
+
+
 def _tail(path: Path, limit: int = 4000) -> str:
     if not path.is_file():
         return ""
@@ -147,7 +154,7 @@ def episode_view(run_folder: Path, episode: Episode, *, suite_path: str | None =
     return {
         "facts": f, "metrics": m, "messages": _items(messages, card),
         "source": "session file" if any(e.get("type") == "message" for e in session) else "event stream",
-        "caps": caps, "stderr": _tail(run_folder / f.stderr_file),
+        "caps": caps, "cut_off": _CUT_OFF.get(f.killed or ""), "stderr": _tail(run_folder / f.stderr_file),
         "task": _task_facts(suite_path, f.task_id, run_folder),
         "passed": bool(m and m.complete_loop), "scored": m is not None,
     }
