@@ -87,7 +87,7 @@ def _list_path(run: AgentRun, key: str) -> str:
 
 
 # which episodes stand behind a cell: (page key, title, filter, the column that marks each episode)
-def _selections() -> list[tuple[str, str, Callable[[Episode], bool], str | None]]:
+def _selections(run: AgentRun) -> list[tuple[str, str, Callable[[Episode], bool], str | None]]:
     scored: Callable[[Episode], bool] = lambda e: e.metrics is not None  # noqa: E731
     out: list[tuple[str, str, Callable[[Episode], bool], str | None]] = [
         ("all", "All episodes", lambda e: True, None),
@@ -98,7 +98,8 @@ def _selections() -> list[tuple[str, str, Callable[[Episode], bool], str | None]
     ]
     for field, (label, _) in _RATE_FIELDS.items():
         out.append((field, f"{label}: the scored episodes behind the rate", scored, field))
-    for name in FAILURES:
+    failed = run.results.aggregates.get("failures") or {}
+    for name in (n for n in FAILURES if n in failed):
         out.append((f"failure-{name}", f"Episodes that failed with {name}",
                     lambda e, n=name: e.metrics is not None and e.metrics.failure == n, None))
     return out
@@ -155,7 +156,7 @@ def _episode_pages(run: AgentRun, files: dict, run_dir: Path, card: Any) -> list
 
 def _list_pages(run: AgentRun) -> list[Page]:
     pages = []
-    for key, title, keep, flag in _selections():
+    for key, title, keep, flag in _selections(run):
         rows = [_episode_row(run, e) for e in run.results.episodes if keep(e)]
         path = _list_path(run, key)
         flag_label = _RATE_FIELDS[flag][0] if flag else None
