@@ -94,8 +94,8 @@ def _hrefs(fragment: str) -> list[str]:
     return [html.unescape(h) for h in re.findall(r'href="([^"]+)"', fragment)]
 
 
-def _table(page: str, table_id: str) -> str:
-    return re.search(rf'<table[^>]*id="{table_id}".*?</table>', page, re.S).group(0)
+def _table(page: str, element_id: str) -> str:
+    return re.search(rf'<(table|tbody)[^>]*id="{element_id}".*?</\1>', page, re.S).group(0)
 
 
 def test_eval_cells_and_tasks_link_every_episode(run: Path) -> None:
@@ -106,8 +106,9 @@ def test_eval_cells_and_tasks_link_every_episode(run: Path) -> None:
     pages = {p.relative_to(out).as_posix() for p in (out / "episodes").rglob("seed-*.html")
              if not p.name.endswith(".pi.html")}
     assert len(pages) == 8
-    # one click from the per-task table reaches every episode
+    # one click from the before/after table (its per-task rows) reaches every episode
     assert set(_hrefs(_table(index, "per-task"))) == pages
+    assert _table(index, "per-task") in _table(index, "before-after")
     # a rate cell links to a page listing exactly the episodes behind it (its n scored episodes)
     row = re.search(r'<tr data-key="complete_loop">.*?</tr>', _table(index, "before-after"), re.S).group(0)
     assert ">33% [6–79] (1/3)<" in row and ">75% [30–95] (3/4)<" in row

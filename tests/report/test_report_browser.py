@@ -123,7 +123,7 @@ def test_report_in_chromium(small_run: Path, tmp_path: Path) -> None:
         assert f"trajectories read\t{manifest['counts']['read']}" in yield_rows
         assert f"clean {audited['records_clean']}" in page.locator("section#audit").inner_text()
         table = page.locator("table#before-after")
-        header = table.locator("tr").first.inner_text().split("\t")
+        header = table.locator("thead tr").inner_text().split("\t")
         assert header[1:] == ["scripted:double-encode", "scripted:golden", "scripted:hostile"]
         loop = table.locator('tr[data-key="complete_loop"] td')
         assert loop.nth(2).inner_text() == fmt_rate(golden["aggregates"]["rates"]["complete_loop"])
@@ -135,8 +135,8 @@ def test_report_in_chromium(small_run: Path, tmp_path: Path) -> None:
         loop.nth(1).locator("a").click()
         assert page.locator("table.episodes tr").count() == 1 + len(TASKS)
         page.go_back()
-        # one click from the before/after section to an episode
-        page.locator("table#per-task a", has_text="seed 0").nth(0).click()
+        # one click from the before/after table to an episode
+        page.locator("table#before-after tbody#per-task a", has_text="seed 0").nth(0).click()
         assert page.url.endswith("episodes/double-encode/create_fizzbuzz/seed-0.html")
         assert "fail: double_encoded_arguments" in page.inner_text("main")
         raw = page.locator("pre.args").first.inner_text()
