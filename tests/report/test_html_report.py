@@ -263,3 +263,10 @@ def test_report_cli(run: Path, tmp_path: Path) -> None:
     assert "sections: eval" in res.output and (tmp_path / "rep" / "index.html").is_file()
     res = CliRunner().invoke(app, ["report", str(tmp_path / "missing")])
     assert res.exit_code != 0 and isinstance(res.exception, UserError)
+
+
+def test_numbers_in_tables() -> None:
+    from harnessfit.report.site import fmt_num
+
+    assert [fmt_num(x) for x in (187500.0, 21340.4, 2.0, 1.5, 0.000123, 12345, None, False)] == \
+        ["187,500", "21,340", "2", "1.5", "0.000123", "12,345", "–", "no"]

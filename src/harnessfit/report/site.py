@@ -60,7 +60,8 @@ def fmt_rate(r: dict[str, Any] | None) -> str:
 
 
 def fmt_num(x: Any, digits: int = 4) -> str:
-    """Numbers for tables: ints with thousands separators, floats with ``digits`` significant digits."""
+    """Numbers for tables: whole and large numbers with thousands separators, other floats with ``digits``
+    significant digits."""
     if x is None:
         return "–"
     if isinstance(x, bool):
@@ -68,7 +69,9 @@ def fmt_num(x: Any, digits: int = 4) -> str:
     if isinstance(x, int):
         return f"{x:,}"
     if isinstance(x, float):
-        return f"{x:,.{digits}g}"
+        if x.is_integer() or abs(x) >= 10 ** digits:
+            return f"{x:,.0f}"
+        return f"{x:.{digits}g}"
     return str(x)
 
 
