@@ -91,12 +91,13 @@ def training_section(folder: str, title: str, *, key: str | None = None, curves:
                      metrics_name: str = "metrics.jsonl", guard_name: str = "guard.jsonl",
                      result_name: str = "result.json",
                      report_names: Sequence[str] = ("train_report.md",)) -> Callable[[Path], Section | None]:
-    """The section function for the training run in ``RUN_DIR/<folder>`` (absent when it has no metrics file)."""
+    """The section function for the training run in ``RUN_DIR/<folder>`` (absent when it has no metrics, result or
+    guard file; a run still in its first steps shows its resource envelope already)."""
     key = key or folder.replace("/", "-")
 
     def section(run_dir: Path) -> Section | None:
         d = run_dir / folder
-        if not (d / metrics_name).is_file():
+        if not any((d / name).is_file() for name in (metrics_name, result_name, guard_name)):
             return None
         rows = read_rows(d / metrics_name)
         files: dict = {}
@@ -117,7 +118,7 @@ def training_section(folder: str, title: str, *, key: str | None = None, curves:
         body = render("sections/training.html.jinja", result=_result_rows(result), recipe=_recipe_rows(recipe),
                       figures=figures, env=env, n_samples=n_samples, interval=interval, links=links,
                       stop_reason=result.get("stop_reason"), evals=evals[-12:], n_evals=len(evals), folder=folder)
-        summary = f"{result.get('status', 'no result file')}, {steps} optimizer steps"
+        summary = f"{result.get('status', 'no result.json (still running, or it ended without one)')}, {steps} optimizer steps"
         if result.get("initial_val_loss") is not None and result.get("final_val_loss") is not None:
             summary += f", validation loss {result['initial_val_loss']:.4g} → {result['final_val_loss']:.4g}"
         closest = next((r for r in env if r.get("closest")), None)
