@@ -118,7 +118,8 @@ def training_section(folder: str, title: str, *, key: str | None = None, curves:
         body = render("sections/training.html.jinja", result=_result_rows(result), recipe=_recipe_rows(recipe),
                       figures=figures, env=env, n_samples=n_samples, interval=interval, links=links,
                       stop_reason=result.get("stop_reason"), evals=evals[-12:], n_evals=len(evals), folder=folder)
-        summary = f"{result.get('status', 'no result.json (still running, or it ended without one)')}, {steps} optimizer steps"
+        status = result.get("status", "no result.json (still running, or it ended without one)")
+        summary = f"{status}, {steps} optimizer steps"
         if result.get("initial_val_loss") is not None and result.get("final_val_loss") is not None:
             summary += f", validation loss {result['initial_val_loss']:.4g} → {result['final_val_loss']:.4g}"
         closest = next((r for r in env if r.get("closest")), None)
