@@ -54,8 +54,8 @@ def tool_call_view(part: dict[str, Any], card: Any = None) -> dict[str, Any]:
     findings: list[tuple[str, str, str]] = []
     if card is not None:
         try:
-            findings = [(str(getattr(v, "code", v)), str(getattr(v, "severity", "error")), str(getattr(v, "detail", "")))
-                        for v in card.validate_call(str(part.get("name")), raw)]
+            findings = [(str(getattr(v, "code", v)), str(getattr(v, "severity", "error")),
+                         str(getattr(v, "detail", ""))) for v in card.validate_call(str(part.get("name")), raw)]
         except Exception:  # noqa: BLE001 - a validator crash leaves the call shown without findings
             findings = []
     raw_shown, raw_cut = _clip(raw)
@@ -131,7 +131,8 @@ def _task_facts(suite_path: str | None, task_id: str, run_folder: Path) -> dict[
                 t = load_task(base / task_id)
             except Exception:  # noqa: BLE001 - the suite changed since the run; the page shows the session alone
                 return None
-            return {"kind": str(t.kind), "prompt": t.prompt, "validation_command": t.validation_command, "checker": t.checker.command,
+            return {"kind": str(t.kind), "prompt": t.prompt, "validation_command": t.validation_command,
+                    "checker": t.checker.command,
                     "expected_change": [c.model_dump(exclude_none=True) for c in t.expected_change],
                     "limits": t.limits.model_dump()}
     return None

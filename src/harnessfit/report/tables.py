@@ -61,7 +61,8 @@ def compare_rows(results: Sequence[EvalResults]) -> list[Row]:
         vals = [m.get(field) for m in means]
         rows.append(Row(label, f"means_{field}", ["n/a" if v is None else f"{v:g}" for v in vals], vals))
     fails = [r.aggregates.get("failures", {}) for r in results]
-    rows.append(Row("Failures", "failures", [", ".join(f"{k} {v}" for k, v in f.items()) or "–" for f in fails], fails))
+    rows.append(Row("Failures", "failures", [", ".join(f"{k} {v}" for k, v in f.items()) or "–" for f in fails],
+                    fails))
     scored = [(r.aggregates.get("scored", 0), r.aggregates.get("unscored", 0)) for r in results]
     rows.append(Row("Scored / unscored episodes", "scored", [f"{a} / {b}" for a, b in scored], scored))
     rows.append(Row("Sandbox", "sandbox", [r.sandbox for r in results], [r.sandbox for r in results]))

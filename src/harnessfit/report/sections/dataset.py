@@ -56,7 +56,9 @@ def section(run_dir: Path) -> Section | None:
                   examples=examples, splits=(m.get("splits") or {}), red=(m.get("redaction") or {}), links=links,
                   card=markdown_html(card) if card else None)
     kept = c.get("kept")
-    summary = f"{kept} of {read} trajectories kept" + (f" ({100 * kept / read:.0f}%)" if read and kept is not None else "")
+    summary = f"{kept} of {read} trajectories kept"
+    if read and kept is not None:
+        summary += f" ({100 * kept / read:.0f}%)"
     if by_reason:
         summary += f"; {sum(by_reason.values())} ledger rows in {len(by_reason)} reason(s)"
     return Section("dataset", "Dataset build", body, summary=summary, files=files)

@@ -113,7 +113,8 @@ def _cell_parts(row_key: str, text: str, run: AgentRun) -> list[tuple[str, str |
         return [(text, _list_path(run, "all"))]
     if row_key == "scored":
         scored, unscored = (run.results.aggregates.get(k, 0) for k in ("scored", "unscored"))
-        return [(str(scored), _list_path(run, "tool_calls")), (" / ", None), (str(unscored), _list_path(run, "unscored"))]
+        return [(str(scored), _list_path(run, "tool_calls")), (" / ", None),
+                (str(unscored), _list_path(run, "unscored"))]
     if row_key == "failures":
         fails = run.results.aggregates.get("failures") or {}
         parts: list[tuple[str, str | None]] = []
