@@ -20,7 +20,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from harnessfit.errors import UserError
 from harnessfit.report.site import MARKER, FileSource, Page, Section, render
 
-__all__ = ["ReportResult", "build_report", "MARKER"]
+__all__ = ["ReportResult", "build_report"]
 
 
 @dataclass

@@ -95,7 +95,6 @@ def _env():
         lstrip_blocks=True,
         keep_trailing_newline=True,
     )
-    env.filters["rate"] = fmt_rate
     env.filters["num"] = fmt_num
     return env
 
