@@ -131,7 +131,7 @@ def _task_facts(suite_path: str | None, task_id: str, run_folder: Path) -> dict[
                 t = load_task(base / task_id)
             except Exception:  # noqa: BLE001 - the suite changed since the run; the page shows the session alone
                 return None
-            return {"kind": str(t.kind), "prompt": t.prompt, "validation_command": t.validation_command,
+            return {"changed": False, "kind": str(t.kind), "prompt": t.prompt, "validation_command": t.validation_command,
                     "checker": t.checker.command,
                     "expected_change": [c.model_dump(exclude_none=True) for c in t.expected_change],
                     "limits": t.limits.model_dump()}
@@ -145,6 +145,11 @@ def episode_view(run_folder: Path, episode: Episode, *, suite_path: str | None =
     events = read_jsonl_tolerant(run_folder / f.events_file)
     session = read_jsonl_tolerant(run_folder / f.session_file) if f.session_file else []
     messages = episode_messages(session, events)
+    task = _task_facts(suite_path, f.task_id, run_folder)
+    first_user = next((m for m in messages if m.get("role") == "user"), None)
+    if task is not None and first_user is not None:
+        sent = "".join(p.get("text", "") for p in _parts_text(first_user.get("content")) if p.get("type") == "text")
+        task["changed"] = sent.strip() != task["prompt"].strip()  # the suite was edited since the run
     caps = []
     if f.killed == "output_cap":
         caps.append(("output cap", "runaway: the output capture cap was hit and Pi was killed"))
@@ -156,7 +161,7 @@ def episode_view(run_folder: Path, episode: Episode, *, suite_path: str | None =
         "facts": f, "metrics": m, "messages": _items(messages, card),
         "source": "session file" if any(e.get("type") == "message" for e in session) else "event stream",
         "caps": caps, "cut_off": _CUT_OFF.get(f.killed or ""), "stderr": _tail(run_folder / f.stderr_file),
-        "task": _task_facts(suite_path, f.task_id, run_folder),
+        "task": task,
         "passed": bool(m and m.complete_loop), "scored": m is not None,
     }
 
