@@ -44,7 +44,7 @@ def _need_browser():
 
 
 def _hostile(tasks):
-    from harnessfit.jsonio import dumps_compact_str
+    from harnessfit.core.jsonio import dumps_compact_str
     from harnessfit.serve.scripted import Reply
 
     def respond(body: dict, index: int) -> Reply:

@@ -20,7 +20,7 @@ import orjson
 
 from harnessfit.eval.episode import Episode
 from harnessfit.eval.scorers import episode_messages, read_jsonl_tolerant
-from harnessfit.jsonio import dumps_compact_str
+from harnessfit.core.jsonio import dumps_compact_str
 
 __all__ = ["MAX_TEXT", "episode_view", "tool_call_view", "pi_export_producer"]
 
