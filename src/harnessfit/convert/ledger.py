@@ -20,7 +20,7 @@ import orjson
 
 from harnessfit.convert.conversation import Conversation
 from harnessfit.convert.rejection import Reason, Rejection
-from harnessfit.convert.runner import EncodedUnit, UnitResult, iter_encoded_units
+from harnessfit.convert.runner import EncodedUnit, UnitResult, iter_encoded_units, unit_size
 from harnessfit.traces.readers.registry import iter_units
 
 __all__ = ["FileAccount", "Accounting", "ConvertSummary", "convert", "write_ledger_summary", "AccountingError"]
@@ -179,9 +179,7 @@ def convert(
     out.mkdir(parents=True, exist_ok=True)
     units = iter_units([Path(p) for p in inputs], formats)
     if on_units is not None:
-        from harnessfit.convert.runner import _size
-
-        on_units(len(units), sum(_size(u.path) for u in units))
+        on_units(len(units), sum(unit_size(u.path) for u in units))
     accounting = Accounting()
     examples: dict[str, Rejection] = {}
     with (out / "conversations.jsonl").open("wb") as conv_fh, (out / "ledger.jsonl").open("wb") as led_fh:
