@@ -39,6 +39,7 @@ class FileAccount:
     accepted: int = 0
     rejected: int = 0
     reasons: Counter = field(default_factory=Counter)
+    dropped: int = 0  # accepted when read, rejected by a later stage (the build's duplicates; not in ``as_dict``)
 
     def as_dict(self) -> dict[str, Any]:
         return {"file": self.file, "format": self.format, "bytes": self.bytes, "read": self.read,
@@ -47,10 +48,12 @@ class FileAccount:
 
 @dataclass
 class Accounting:
-    """Counts per file and in total; ``add`` takes one unit's result (objects or encoded), ``check`` asserts the
-    identity."""
+    """Counts per file and in total, for every stage that reads records and keeps or rejects each: ``add`` takes one
+    convert unit's result (objects or encoded), ``record`` one record, ``drop`` a later stage's rejection of a
+    record it had accepted; ``check`` asserts ``read == accepted + rejected`` per file and in total."""
 
     files: list[FileAccount] = field(default_factory=list)
+    _by_file: dict[str, FileAccount] = field(default_factory=dict, repr=False)
 
     def add(self, res: UnitResult | EncodedUnit) -> FileAccount:
         acc = FileAccount(file=res.label, format=res.format, bytes=res.size, read=res.read)
@@ -66,7 +69,37 @@ class Accounting:
                     acc.rejected += 1
                     acc.reasons[out.reason.value] += 1
         self.files.append(acc)
+        self._by_file.setdefault(acc.file, acc)
         return acc
+
+    def _file(self, file: str, format: str) -> FileAccount:
+        acc = self._by_file.get(file)
+        if acc is None:
+            acc = self._by_file[file] = FileAccount(file=file, format=format)
+            self.files.append(acc)
+        return acc
+
+    def record(self, file: str, format: str, reason: str | None = None) -> None:
+        """One record of ``file`` read: accepted (``reason`` None) or rejected for ``reason``."""
+        acc = self._file(file, format)
+        acc.read += 1
+        if reason is None:
+            acc.accepted += 1
+        else:
+            acc.rejected += 1
+            acc.reasons[reason] += 1
+
+    def drop(self, file: str, format: str, reason: str) -> None:
+        """A later stage rejects, for ``reason``, a record of ``file`` that was accepted when read."""
+        acc = self._file(file, format)
+        acc.accepted -= 1
+        acc.dropped += 1
+        acc.rejected += 1
+        acc.reasons[reason] += 1
+
+    @property
+    def dropped(self) -> int:
+        return sum(f.dropped for f in self.files)
 
     @property
     def read(self) -> int:

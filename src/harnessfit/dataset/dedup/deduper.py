@@ -64,6 +64,10 @@ class Deduper:
                      num_perm=self.num_perm, shingle_size=self.shingle_size, seed=self.seed, backend=self.backend)
         return [Signature(key, hv if self.near else None) for key, hv in found]  # type: ignore[arg-type]
 
+    def read_before(self, raw_key: str) -> bool:
+        """Whether a conversation with this key as read was checked before (a later one is its twin)."""
+        return self.exact and raw_key in self._as_read
+
     def check(self, conv: Conversation, signature: Signature | None = None) -> Rejection | None:
         """Record ``conv`` as kept (None) or return the ledger row of a dropped twin."""
         return self.check_signed(conv.id, conv.meta, signature if signature is not None else self.signature(conv))
@@ -72,7 +76,7 @@ class Deduper:
                      raw_key: str | None = None) -> Rejection | None:
         """Same as ``check`` with precomputed hashes (from a worker). ``raw_key``: the exact key of the
         conversation before redaction (see the module docstring)."""
-        if self.exact and raw_key is not None and (twin := self._as_read.get(raw_key)) is not None:
+        if raw_key is not None and self.exact and (twin := self._as_read.get(raw_key)) is not None:
             return _dup(conv_id, meta, twin[0], twin[1], _SAME)
         verdict = self._judge(conv_id, meta, Signature(*signature))
         if self.exact and raw_key is not None:
