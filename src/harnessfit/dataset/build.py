@@ -121,9 +121,10 @@ def _run_build(config: BuildConfig, base_dir: Path, sink: Sink, *, out_dir: Path
 
     clock = StageClock()
     inputs = config.resolved_inputs(base_dir)
+    files = input_files(inputs)
     with clock("hash_inputs"):
         input_rows = [{"path": os.path.relpath(p, out_dir), "sha256": sha256_file(p), "bytes": p.stat().st_size}
-                      for p in input_files(inputs)]
+                      for p in files]
     card, card_info = _card_info(config)
     # the harness folder the system prompt names: fixed by the config, else this machine's install folder; the
     # resolved value goes into the manifest's config, so ``verify`` rebuilds with the same one anywhere
