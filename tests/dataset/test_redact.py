@@ -2,8 +2,6 @@ import random
 import string
 
 import orjson
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from harnessfit.dataset.probe import measure_false_positive_rate
 from harnessfit.dataset.redact import Redactor, iter_texts

@@ -163,7 +163,7 @@ class Judge:
             self.accounting.record(row.file, row.source, str(row.reason))
             self.ledger.append(row)
             return
-        meta = row.meta if isinstance(row.meta, ConversationMeta) else ConversationMeta(**row.meta)
+        meta = row.meta
         self.accounting.record(meta.file, meta.source)
         if row.raw_key is None or not self.deduper.read_before(row.raw_key):
             self.redacted += int(row.changed)
