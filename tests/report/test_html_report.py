@@ -21,7 +21,8 @@ from harnessfit.eval.episode import Episode, EpisodeFacts, EpisodeMetrics
 from harnessfit.eval.results import EvalResults, aggregate, write_results
 from harnessfit.report.build import build_report
 from harnessfit.report.figures import Curve, curve_keys, curve_svg
-from harnessfit.report.sections import GRPO_CURVES, SFT_CURVES, results_table_section, training_section
+from harnessfit.report.sections import (GRPO_CURVES, SECTIONS, SFT_CURVES, results_table_section,
+                                        training_section)
 from harnessfit.report.view import serve_folder
 
 MARKUP = "<script>window.__pwned=1</script><b>bold?</b>"
@@ -236,6 +237,20 @@ def test_generic_results_table(tmp_path: Path) -> None:
     body = str(sec.body)
     assert "75% [30–95] (3/4)" in body and "means.tokens" in body and "12.5" in body and "<script" not in body
     assert results_table_section("eval/none/*.json", "x", key="x")(tmp_path) is None
+
+
+def test_raw_pairwise_and_probe_sections_read_their_own_kind(tmp_path: Path) -> None:
+    rate = {"successes": 1, "n": 10, "rate": 0.1, "ci95_low": 0.02, "ci95_high": 0.4}
+    for rel, kind, agg in (("raw/python-functions/base", "raw", {"rates": {"fully_clean": rate}}),
+                           ("raw/python-functions/pairwise", "pairwise", {"flip_rate": rate}),
+                           ("probe/base", "probe", {"rates": {"tool_call": rate}})):
+        (tmp_path / rel).mkdir(parents=True)
+        (tmp_path / rel / "results.json").write_bytes(orjson.dumps(
+            {"kind": kind, "version": 1, "status": "success", "aggregates": agg}))
+    got = {name: SECTIONS[name](tmp_path) for name in ("raw", "pairwise", "probe")}
+    assert "fully_clean" in str(got["raw"].body) and "flip_rate" not in str(got["raw"].body)  # the glob also matches
+    assert "flip_rate" in str(got["pairwise"].body)                                         # pairwise/: kind decides
+    assert "tool_call" in str(got["probe"].body)
 
 
 def test_view_serves_on_loopback_only(run: Path) -> None:

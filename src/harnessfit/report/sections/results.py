@@ -44,9 +44,10 @@ def _cell(v: Any) -> str:
     return fmt_num(v)
 
 
-def results_table_section(patterns: str | Sequence[str], title: str, *, key: str
+def results_table_section(patterns: str | Sequence[str], title: str, *, key: str, kind: str | None = None
                           ) -> Callable[[Path], Section | None]:
-    """The section function for the results files matching ``patterns`` (globs relative to RUN_DIR)."""
+    """The section function for the results files matching ``patterns`` (globs relative to RUN_DIR); with ``kind``,
+    only files whose ``kind`` field is that value (raw, pairwise, probe)."""
     pats = [patterns] if isinstance(patterns, str) else list(patterns)
 
     def section(run_dir: Path) -> Section | None:
@@ -57,7 +58,8 @@ def results_table_section(patterns: str | Sequence[str], title: str, *, key: str
                 data = orjson.loads(p.read_bytes())
             except orjson.JSONDecodeError:
                 continue
-            if isinstance(data, dict) and isinstance(data.get("aggregates"), dict):
+            if isinstance(data, dict) and isinstance(data.get("aggregates"), dict) and (
+                    kind is None or data.get("kind") == kind):
                 docs.append((p, data))
         if not docs:
             return None
