@@ -50,6 +50,11 @@ def test_demo_runs_every_stage_and_writes_the_report(tmp_path: Path) -> None:
             res = orjson.loads((out / rel / name / "results.json").read_bytes())
             assert res["status"] == "success" and res["aggregates"]["unscored"] == 0, (rel, name)
     assert "Fully clean (shape + compile + policy)" in text and "Turns with a tool call" in text
+    # the HTML report shows every stage, with a page per eval episode
+    index = (out / "report" / "index.html").read_text()
+    for key in ("run", "harness", "synth", "dataset", "audit", "train", "eval", "raw", "probe"):
+        assert f'<section class="stage" id="{key}">' in index, key
+    assert (out / "report" / "episodes" / "base" / "create_hello_script" / "seed-0.html").is_file()
     # the eval ran the real Pi on the held-out suite for both models
     for name in ("base", "tuned"):
         res = orjson.loads((out / "eval" / name / "results.json").read_bytes())

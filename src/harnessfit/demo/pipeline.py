@@ -2,10 +2,11 @@
 
 capture (real Pi) → synth (golden solver through real Pi on the *training* suite) + real traces → build → audit →
 short SFT → serve base and tuned → eval both on the *default* suite (never trained on) → raw suites and probes for
-both (plus a blinded pairwise review when a judge is given) → one Markdown report.
+both (plus a blinded pairwise review when a judge is given) → one Markdown report and the HTML report.
 
 Each step calls the stage's public function and keeps its artifacts under ``out/<stage>``; the demo adds nothing a
-stage does not already do, it only chains them and writes ``out/report.md``.
+stage does not already do, it only chains them and writes ``out/report.md``, ``out/steps.json`` (seconds per
+step) and ``out/report/index.html``.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import orjson
 from rich.console import Console
 
 from harnessfit.errors import UserError
@@ -103,6 +105,8 @@ def run_demo(plan: DemoPlan, console: Console | None = None) -> Path:
     from harnessfit.harness.card import card_path
     from harnessfit.harness.pi import DEFAULT_PI_VERSION, install_pi
     from harnessfit.report import compare
+    from harnessfit.report.build import build_report
+    from harnessfit.report.sections.run import STEPS_FILE
     from harnessfit.tokens import audit
     from harnessfit.train import load_recipe, train_sft
 
@@ -182,8 +186,11 @@ def run_demo(plan: DemoPlan, console: Console | None = None) -> Path:
         probes_dir=plan.probes, raw_prompts=plan.raw_prompts, raw_max_tokens=plan.raw_max_tokens,
         probe_samples=plan.probe_samples, probe_max_tokens=plan.probe_max_tokens, judge=plan.judge))
     facts["seconds"] = steps.seconds
+    (out / STEPS_FILE).write_bytes(orjson.dumps({"steps": steps.seconds}, option=orjson.OPT_INDENT_2) + b"\n")
     report = _write_report(out, facts, Path(table))
-    console.print(f"\n[bold green]report:[/] {report}")
+    html = steps.run("HTML report (episodes with Pi's own session export)",
+                     lambda: build_report(out, out / "report", progress=True).index)
+    console.print(f"\n[bold green]report:[/] {report}\n[bold green]HTML report:[/] {html}")
     return report
 
 
@@ -209,6 +216,9 @@ def _write_report(out: Path, facts: dict[str, Any], table_md: Path) -> Path:
         "solver recorded through the real Pi on the *training* suite (`examples/tasks/train`) plus the real traces;",
         "the demo recipe trains on the Pi-format records among them. Evaluation: the *default* suite",
         "(`examples/tasks/default`), whose tasks the model never saw, in the real Pi CLI.",
+        "",
+        f"The HTML report, with curves and a page per eval episode: `{out / 'report' / 'index.html'}` "
+        f"(`harnessfit view {out}` serves it).",
         "",
         "## Harness",
         f"- card `{card['id']}` (sha256 `{card['sha256'][:16]}…`), tools: {', '.join(card['tools'])}",
