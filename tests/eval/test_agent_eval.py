@@ -82,3 +82,32 @@ def test_cli_rejects_unknown_scripted_model(tmp_path, small_suite):
                                    "--out", str(tmp_path / "x")])
     assert res.exit_code != 0
     assert "unknown scripted model" in str(res.exception)
+
+
+def test_the_tools_profile_runs_pi_with_its_optional_tools(pi_installed, small_suite, tmp_path):
+    """`--harness pi@V+tools`: Pi is offered the profile's tools (grep/find/ls too), a grep call runs (ripgrep from
+    `make setup`), and the episode is scored against the profile's card, so the call is a valid one."""
+    import json
+
+    from harnessfit.harness.card import load_card
+    from harnessfit.harness.versions import DEFAULT_PI_VERSION
+    from harnessfit.serve.scripted import Reply
+
+    offered: list[list[str]] = []
+
+    def responder(body, index):
+        offered.append([t["function"]["name"] for t in body.get("tools") or []])
+        if not any(m.get("role") == "tool" for m in body["messages"]):
+            return Reply(tool_calls=[("grep", json.dumps({"pattern": "def", "path": "."}))])
+        return Reply(text="Searched.")
+
+    card = load_card("pi", DEFAULT_PI_VERSION, "tools")
+    results = run_eval("scripted:golden", small_suite, tmp_path / "tools", responder=responder, progress=False,
+                       pi_version=DEFAULT_PI_VERSION, pi_profile="tools", task_ids=[_first_task(small_suite)])
+    assert offered and all(names == card.default_tools for names in offered), offered
+    assert results.config["harness"] == f"pi@{DEFAULT_PI_VERSION}+tools" and results.config["tools"] == card.default_tools
+    assert results.aggregates["tool_calls"]["invalid"] == 0, results.aggregates["tool_calls"]
+
+
+def _first_task(suite) -> str:
+    return sorted(p.name for p in suite.iterdir() if (p / "task.yaml").is_file())[0]
