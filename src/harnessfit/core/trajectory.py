@@ -35,7 +35,9 @@ class Step(BaseModel):
     - ``tool``: ``tool_call_id``, ``text`` (the result text as the source had it), ``is_error``, ``exit_code``
       when the source recorded one separately, ``images``.
     - ``system``: the source's own system prompt (replaced by the harness's on conversion).
-    ``meta`` keeps source details a mapping needs (e.g. Claude's ``toolUseResult``), never for the wire.
+    ``meta`` keeps source details a mapping needs (e.g. Claude's ``toolUseResult``); the wire builder reads only
+    the block structure a reader kept there (``parts`` of a user message, ``content_string``, an assistant's ordered
+    text/thinking ``blocks``) and ``history_only`` (a step that is context, never a label).
     """
 
     role: Literal["system", "user", "assistant", "tool"]

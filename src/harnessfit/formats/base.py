@@ -30,8 +30,8 @@ call it returns exactly one outcome:
 - ``PiCall`` (or a list of them, when one source call is exactly several Pi calls, e.g. a patch over two files):
   the Pi tool ``name``, the ``arguments`` *object* (a dict, key order as Pi's schema lists them), the Pi-format
   ``result`` text (what Pi's tool would have returned; ``None`` only when the source has no result step for the
-  call, which the converter turns into ``missing_tool_result``), and the ``transformations`` done (short stable
-  strings such as ``"claude.Read->read"``, ``"read_result.strip_line_numbers"``; the converter appends them,
+  call, which the converter answers with Pi's synthetic "No result provided"), and the ``transformations`` done
+  (short stable strings such as ``"claude.Read->read"``, ``"read_result.strip_line_numbers"``; the converter appends them,
   de-duplicated and in first-seen order, to the conversation's provenance).
 - ``Drop``: the call and its result are removed under a documented policy (tools that change nothing in the
   workspace: TodoWrite, update_plan, ExitPlanMode…). ``policy`` becomes a transformation string
