@@ -60,7 +60,7 @@ from harnessfit.serve.scripted import Reply, ScriptedEndpoint
 __all__ = ["CaptureError", "Probe", "PROBES", "ROUNDS", "CaptureLog", "capture_pi", "run_probes"]
 
 MODEL_ID = "capture"
-PROFILES_DEFAULT: tuple[str, ...] = ("read", "bash", "edit", "write")
+DEFAULT_TOOLS: tuple[str, ...] = ("read", "bash", "edit", "write")
 """The tools Pi runs with when no profile is asked for (Pi's own default set)."""
 
 
@@ -120,7 +120,7 @@ PROBES: dict[str, Probe] = {
 
 # Pi's optional tools (the tools profile only): single-file searches, so the order of rg's parallel walk never shows.
 # No find probe: its text depends on the fd on the PATH (Debian bookworm's fd 8.6 has no --no-require-git, which
-# Pi's find passes), and no source call maps to find exactly (formats/claude_code/mapping.py says why).
+# Pi's find passes), and no source call maps to find exactly (formats/claude_code/search.py says why).
 OPTIONAL_PROBES: dict[str, Probe] = {
     p.label: p
     for p in [
@@ -184,13 +184,13 @@ def run_probes(
     *,
     first_text: str | None = "Let me look.",
     first_reasoning: str | None = "The user wants the file.",
-    tools: tuple[str, ...] = PROFILES_DEFAULT,
+    tools: tuple[str, ...] = DEFAULT_TOOLS,
 ) -> CaptureLog:
     """Run Pi (``-nc``, ``--tools tools``) in ``root/work`` through ``rounds`` of probes (one scripted reply each) and
     collect the tool-result text Pi sent back for every probe label."""
     cwd = root / "work"
     home = root / "home-probes"
-    _fixtures(cwd, optional=any(t not in PROFILES_DEFAULT for t in tools))
+    _fixtures(cwd, optional=any(t not in DEFAULT_TOOLS for t in tools))
     script: list[Reply] = []
     ids: dict[str, str] = {}
     for r, labels in enumerate(rounds):
@@ -276,7 +276,7 @@ def _split_vars(text: str, values: dict[str, str]) -> list[dict[str, str]]:
 
 
 def _context_run(version: str, root: Path, cwd: Path,
-                 tools: tuple[str, ...] = PROFILES_DEFAULT) -> tuple[dict[str, Any], list[tuple[str, str]], dict[str, Any]]:
+                 tools: tuple[str, ...] = DEFAULT_TOOLS) -> tuple[dict[str, Any], list[tuple[str, str]], dict[str, Any]]:
     """A plain answer with two context files on, then ``-c`` continues it: the first request (prompt with a
     "# Project Context") and the replayed text-only assistant message."""
     home = root / "home-context"
@@ -305,7 +305,7 @@ def _context_run(version: str, root: Path, cwd: Path,
         return ep.requests[0], [(str(p), c) for p, c in files], replayed
 
 
-def _orphan_run(version: str, root: Path, tools: tuple[str, ...] = PROFILES_DEFAULT) -> str:
+def _orphan_run(version: str, root: Path, tools: tuple[str, ...] = DEFAULT_TOOLS) -> str:
     """Kill Pi while a tool runs, continue the session: the replayed result of the orphaned call."""
     cwd = root / "orphan"
     cwd.mkdir()
@@ -548,7 +548,7 @@ def capture_pi(version: str = DEFAULT_PI_VERSION, *, profile: str | None = None,
     pi_binary(version)
     if profile is not None and profile not in PROFILES:
         raise UserError(f"unknown harness profile {profile!r} (known: {', '.join(PROFILES)})")
-    tools = PROFILES[profile] if profile else PROFILES_DEFAULT
+    tools = PROFILES[profile] if profile else DEFAULT_TOOLS
     probes = {**PROBES, "tool_not_found": _tool_not_found(tools)}
     rounds = [[probes[label] for label in labels] for labels in ROUNDS]
     if profile == "tools":

@@ -17,7 +17,7 @@ Each rule is Pi's own (``core/session-manager.js`` and ``core/messages.js`` of t
   The summary and the kept entries are marked ``history_only``: the model wrote the kept turns before the
   compaction, seeing another context, so they are never labels (``ConversationMeta.labels_from``). All epochs share
   the first epoch's ``root_request_id``, so a split never separates them. An older compaction entry inside the kept
-  range is sent as a second summary by Pi 0.80.0–0.86.x only (``sessionEntryToContextMessages`` maps every
+  range is sent as a second summary by Pi 0.80.4–0.86.x only (``sessionEntryToContextMessages`` maps every
   compaction; 1.x skips all but the first, ``buildSessionProjection``): its step has ``meta["nested_compaction"]`` and
   the converter keeps it for those versions (``PiHistory.nested_compaction_summary``).
 - **Entries → messages** (``sessionEntryToContextMessages`` + ``convertToLlm``): ``message`` entries by role —
