@@ -266,6 +266,58 @@ def check_resumed(version: str, card: HarnessCard, cuts: list[Path], sent: list[
     return problems
 
 
+def rare_entries_session(dest: Path) -> Path:
+    """A small current-layout session with the entries no real session here has: a branch summary, a custom
+    message with string content, a ``custom`` role message, user bash executions (one left out of the context), an
+    unknown role, a string user message, an aborted turn whose result stays, empty thinking, a call without result
+    in the middle and an empty tool result (the real Pi decides what each becomes)."""
+    def msg(i: int, message: dict[str, Any]) -> dict[str, Any]:
+        return {"type": "message", "id": f"e{i}", "parentId": f"e{i - 1}" if i else None,
+                "timestamp": "2026-01-02T03:04:05.000Z", "message": message}
+
+    def asst(blocks: list[dict[str, Any]], stop: str = "toolUse") -> dict[str, Any]:
+        return {"role": "assistant", "content": blocks, "api": "anthropic-messages", "provider": "anthropic",
+                "model": "claude-sonnet-4-5", "stopReason": stop, "timestamp": 1,
+                "usage": {"input": 1, "output": 1, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 2,
+                          "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0}}}
+
+    def call(cid: str, command: str) -> dict[str, Any]:
+        return {"type": "toolCall", "id": cid, "name": "bash", "arguments": {"command": command}}
+
+    def result(cid: str, text: str) -> dict[str, Any]:
+        return {"role": "toolResult", "toolCallId": cid, "toolName": "bash", "isError": False, "timestamp": 1,
+                "content": [{"type": "text", "text": text}] if text else []}
+
+    rows: list[dict[str, Any]] = [
+        {"role": "user", "content": [{"type": "text", "text": "start"}, {"type": "text", "text": ""}], "timestamp": 1},
+        asst([{"type": "thinking", "thinking": "  "}, {"type": "thinking", "thinking": "plan"},
+              {"type": "text", "text": "Looking."}, call("c1|fc_1", "ls"), call("c2", "pwd")]),
+        result("c2", "/w"),  # c1 lost its result
+        {"role": "bashExecution", "command": "make", "output": "ok", "exitCode": 2, "cancelled": False,
+         "truncated": False, "timestamp": 1},
+        {"role": "bashExecution", "command": "secret", "output": "x", "exitCode": 0, "cancelled": False,
+         "truncated": False, "excludeFromContext": True, "timestamp": 1},
+        {"role": "custom", "customType": "note", "content": "from an extension", "display": False, "timestamp": 1},
+        {"role": "somethingNew", "content": "?", "timestamp": 1},
+        {"role": "user", "content": "plain string", "timestamp": 1},
+        asst([call("c3", "sleep 9")], stop="aborted"),
+        result("c3", "partial"),
+        {"role": "user", "content": [{"type": "text", "text": "again"}], "timestamp": 1},
+        asst([call("c4", "true")]),
+        result("c4", ""),
+        asst([{"type": "text", "text": "Done."}], stop="stop"),
+    ]
+    entries = [msg(i, m) for i, m in enumerate(rows)]
+    k = len(entries)
+    entries.append({"type": "branch_summary", "id": f"e{k}", "parentId": f"e{k - 1}", "timestamp":
+                    "2026-01-02T03:04:05.000Z", "fromId": "e1", "summary": "Tried another way."})
+    entries.append({"type": "custom_message", "id": f"e{k + 1}", "parentId": f"e{k}", "customType": "x",
+                    "content": "custom text", "display": True, "timestamp": "2026-01-02T03:04:05.000Z"})
+    header = {"type": "session", "version": 3, "id": "rare", "timestamp": "2026-01-02T03:04:05.000Z", "cwd": "/"}
+    dest.write_bytes(b"".join(orjson.dumps(e) + b"\n" for e in [header, *entries]))
+    return dest
+
+
 # -- 1. real sessions, cut and resumed -----------------------------------------------------------------------
 
 @pytest.mark.parametrize("version", PI_CARD_VERSIONS)
@@ -281,6 +333,8 @@ def test_resumed_cuts_of_real_sessions_equal_what_pi_sends(version: str, tmp_pat
         per_file[src.name] = len(points)
         cuts += [write_cut(lines, k, cwd, tmp_path / f"{src.stem}.cut{k}.jsonl") for k in points]
     assert all(n >= 5 for n in per_file.values()), per_file
+    rare = entry_lines(rare_entries_session(tmp_path / "rare.jsonl"))
+    cuts += [write_cut(rare, k, cwd, tmp_path / f"rare.cut{k}.jsonl") for k in (4, 10, 12, len(rare))]
     day = datetime.date.today().isoformat()
     sent = resume(version, tmp_path, cuts)
     problems = check_resumed(version, card, cuts, sent, day)

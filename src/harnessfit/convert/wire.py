@@ -155,6 +155,16 @@ def _assistant(draft: Draft, turn: Turn, mapping: Mapping, ctx: MapContext,
     return [msg, *tool_msgs, *synthetic], bool(step.tool_calls) and not calls
 
 
+def _orphans(draft: Draft, results: list[tuple[int, Step]], after: str, rules: PiHistory) -> None:
+    """Results that answer no call: noted for the gate, and on the wire where Pi puts them (it sends every stored
+    result; transformMessages pairs nothing with them)."""
+    for j, r in results:
+        draft.orphan_results.append(OrphanResult(j, r.tool_call_id, after))  # type: ignore[arg-type]
+        draft.messages.append({"role": "tool", "content": rules.tool_content(r.text or "", r.images),
+                               "tool_call_id": rules.call_id(r.tool_call_id or "")})
+        draft.open_assistant = None
+
+
 def _append(draft: Draft, msgs: list[dict[str, Any]], left_open: bool = False) -> None:
     """Append wire messages; an assistant message that follows an open one is merged into it (Pi would have sent
     one message). ``left_open``: the first of ``msgs`` is itself open (see ``_assistant``)."""
@@ -201,7 +211,7 @@ def build_draft(traj: Trajectory, card: HarnessCard, *, install_dir: str | None 
             draft.transformed("source_system_prompt_replaced")
             continue
         if step.role == "tool":  # a tool result before any turn
-            draft.orphan_results.append(OrphanResult(i, step.tool_call_id, "start"))
+            _orphans(draft, [(i, step)], "start", rules)
             continue
         if step.meta.get("nested_compaction") and not rules.nested_compaction_summary:
             draft.transformed("pi.nested_compaction_not_sent")  # see PiHistory.nested_compaction_summary
@@ -209,17 +219,15 @@ def build_draft(traj: Trajectory, card: HarnessCard, *, install_dir: str | None 
         if step.role == "user":
             if step.images:
                 draft.images.append(ImagesSeen(i, "user", step.images))
-            for j, r in results:
-                draft.orphan_results.append(OrphanResult(j, r.tool_call_id, "user"))
             m = _user_message(step, rules)
             if m is not None:
                 _append(draft, [m])
+            _orphans(draft, results, "user", rules)
             continue
         if step.stop_reason in ("aborted", "error"):
             # Pi skips the turn (transformMessages); results after it stay on the wire and answer no call
             draft.transformed("drop_aborted_or_error_turn")
-            for j, r in results:
-                draft.orphan_results.append(OrphanResult(j, r.tool_call_id, "turn"))
+            _orphans(draft, results, "turn", rules)
             continue
         for j, r in results:
             if r.images:
