@@ -227,11 +227,13 @@ class BaseTraceReader(ABC):
 
     # -------------------------------------------------------------------------------- helpers for read_file
     def json_lines(self, path: Path, sha: str) -> Iterator[JsonLine | Rejection]:
-        """Stream a JSONL file: ``JsonLine`` for each good line, a ``Rejection`` for each bad one (with its line).
+        """Stream a JSONL file: ``JsonLine`` for each good record, a ``Rejection`` for each bad one (with its line).
 
-        Blank lines are skipped. A line over ``MAX_LINE_BYTES`` is skipped without being held in memory
-        (``line_too_long``); invalid UTF-8 is ``not_utf8``; invalid JSON is ``parse_error``, except on a last line
-        without a newline, which is ``truncated_file`` (the writer stopped mid-record)."""
+        Every layout ``core.jsonio.iter_jsonl`` reads is accepted (one object per line, pretty-printed objects one
+        after the other, several on a line, a top-level array, CRLF); ``JsonLine.lineno`` is the line a record
+        starts on. Blank lines are skipped. A record over ``MAX_LINE_BYTES`` is skipped without being held in memory
+        (``line_too_long``); invalid UTF-8 is ``not_utf8``; invalid JSON is ``parse_error``, except where the file
+        ends inside the record, which is ``truncated_file`` (the writer stopped mid-record)."""
         try:
             fh = path.open("rb")
         except OSError as exc:
