@@ -36,7 +36,9 @@ import orjson
 
 from harnessfit.core.conversation import Conversation
 from harnessfit.core.rejection import Rejection
-from harnessfit.convert.wire import to_conversation
+from harnessfit.convert.policy import ConvertPolicy
+from harnessfit.convert.wire import DEFAULT_POLICY, convert_trajectory
+from harnessfit.convert.yields import FileYield
 from harnessfit.formats.registry import Unit, iter_units, read_unit
 from harnessfit.core.trajectory import Trajectory
 
@@ -46,7 +48,9 @@ __all__ = ["UnitResult", "EncodedUnit", "convert_unit", "encode_unit", "iter_uni
 
 @dataclass
 class UnitResult:
-    """Everything one unit produced: ``read`` counts reader records, ``outputs`` has one item per read record."""
+    """Everything one unit produced: ``read`` counts reader records, ``outputs`` has one item per read record;
+    ``prefixes`` the exact prefixes of its rejected trajectories (``Conversation`` with ``meta.prefix``), and
+    ``yields`` what became of every source call (``convert.yields``)."""
 
     index: int
     label: str
@@ -54,6 +58,8 @@ class UnitResult:
     size: int
     read: int = 0
     outputs: list[Conversation | Rejection] = field(default_factory=list)
+    prefixes: list[Conversation] = field(default_factory=list)
+    yields: FileYield | None = None
 
 
 def _size(path: Path) -> int:
@@ -66,26 +72,32 @@ def _size(path: Path) -> int:
 
 
 def convert_unit(unit: Unit, card: Any, formats: Sequence[str] | None = None,
-                 install_dir: str | None = None) -> UnitResult:
+                 install_dir: str | None = None, policy: ConvertPolicy = DEFAULT_POLICY) -> UnitResult:
     """Read one unit and convert each trajectory; reader rejections pass through. ``install_dir`` is the harness
     folder the system prompt names (``None``: the card's default, where ``harnessfit harness install`` puts it)."""
     res = UnitResult(index=unit.index, label=unit.label, format="unknown", size=_size(unit.path))
+    res.yields = FileYield(unit.label, "unknown")
     for record in read_unit(unit, formats):
         res.read += 1
         if isinstance(record, Trajectory):
             res.format = record.source
             try:
-                out = to_conversation(record, card, install_dir=install_dir)
+                outcome = convert_trajectory(record, card, install_dir=install_dir, policy=policy)
             except Exception as exc:  # a converter bug on odd data must not stop the run
                 from harnessfit.core.rejection import Reason, reject
 
-                out = reject(record, Reason.parse_error, f"converter failed: {type(exc).__name__}: "
-                                    f"{str(exc)[:200]}", "report this trajectory shape as a converter bug")
-            res.outputs.append(out)
+                res.outputs.append(reject(record, Reason.parse_error, f"converter failed: {type(exc).__name__}: "
+                                          f"{str(exc)[:200]}", "report this trajectory shape as a converter bug"))
+                continue
+            res.outputs.append(outcome.record)
+            if outcome.prefix is not None:
+                res.prefixes.append(outcome.prefix)
+            res.yields.add(outcome.calls)
         else:
             if res.format == "unknown" and record.source != "unknown":
                 res.format = record.source
             res.outputs.append(record)
+    res.yields.format = res.format
     return res
 
 
@@ -109,6 +121,8 @@ class EncodedUnit:
     ledger: bytes = b""
     reasons: dict[str, int] = field(default_factory=dict)
     examples: dict[str, Rejection] = field(default_factory=dict)
+    prefixes: bytes = b""
+    yields: FileYield | None = None
 
     @property
     def rejected(self) -> int:
@@ -134,24 +148,27 @@ def encode_unit(res: UnitResult) -> EncodedUnit:
             reasons[reason] = reasons.get(reason, 0) + 1
             examples.setdefault(reason, item)
             led.append(_line(item))
+    pre = [_line(p) for p in res.prefixes]
     return EncodedUnit(
         index=res.index, label=res.label, format=res.format, size=res.size, read=res.read, accepted=len(conv),
         conversations=b"\n".join([*conv, b""]) if conv else b"", ledger=b"\n".join([*led, b""]) if led else b"",
-        reasons=reasons, examples=examples,
+        reasons=reasons, examples=examples, prefixes=b"\n".join([*pre, b""]) if pre else b"", yields=res.yields,
     )
 
 
 _WORKER: dict[str, Any] = {}
 
 
-def _init_worker(card: Any, formats: Sequence[str] | None, install_dir: str | None) -> None:
+def _init_worker(card: Any, formats: Sequence[str] | None, install_dir: str | None,
+                 policy: ConvertPolicy = DEFAULT_POLICY) -> None:
     _WORKER["card"] = card
     _WORKER["formats"] = formats
     _WORKER["install_dir"] = install_dir
+    _WORKER["policy"] = policy
 
 
 def _work(unit: Unit) -> UnitResult:
-    return convert_unit(unit, _WORKER["card"], _WORKER["formats"], _WORKER["install_dir"])
+    return convert_unit(unit, _WORKER["card"], _WORKER["formats"], _WORKER["install_dir"], _WORKER["policy"])
 
 
 def _work_encoded(unit: Unit) -> EncodedUnit:
@@ -178,12 +195,12 @@ _WINDOW = 8  # tasks per worker that may finish ahead of the oldest unfinished o
 
 
 def _worker_main(conn: Connection, work: Callable[[Unit], Any], card: Any, formats: Sequence[str] | None,
-                 install_dir: str | None, inherited: list[Connection]) -> None:
+                 install_dir: str | None, inherited: list[Connection], policy: ConvertPolicy = DEFAULT_POLICY) -> None:
     """A worker process: ``(seq, units)`` in, ``(seq, ok, results | exception)`` out, until ``None`` or EOF."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C and stops the workers
     for other in inherited:  # other workers' parent ends, inherited through fork
         other.close()
-    _init_worker(card, formats, install_dir)
+    _init_worker(card, formats, install_dir, policy)
     while True:
         try:
             task = conn.recv()
@@ -233,7 +250,8 @@ def _recv(conn: Connection) -> Any:
 
 
 def _iter_pool(work: Callable[[Unit], Any], units: list[Unit], card: Any, workers: int,
-               formats: Sequence[str] | None, install_dir: str | None, chunksize: int | None = None) -> Iterator[Any]:
+               formats: Sequence[str] | None, install_dir: str | None, chunksize: int | None = None,
+               policy: ConvertPolicy = DEFAULT_POLICY) -> Iterator[Any]:
     """``work(unit)`` for every unit in worker processes, yielded in unit order.
 
     Why not ``multiprocessing.Pool``: its worker-handler thread waits on the result pipe too, so while the parent
@@ -250,7 +268,7 @@ def _iter_pool(work: Callable[[Unit], Any], units: list[Unit], card: Any, worker
         for _ in range(min(workers, len(tasks))):
             parent_end, child_end = ctx.Pipe()
             proc = ctx.Process(target=_worker_main, daemon=True, name="harnessfit-convert",
-                               args=(child_end, work, card, formats, install_dir, list(conns)))
+                               args=(child_end, work, card, formats, install_dir, list(conns), policy))
             proc.start()
             child_end.close()
             procs.append(proc)
@@ -303,7 +321,7 @@ def _iter_pool(work: Callable[[Unit], Any], units: list[Unit], card: Any, worker
 
 def iter_unit_results(
     inputs: Sequence[Path | str], card: Any, *, workers: int = 1, formats: Sequence[str] | None = None,
-    units: list[Unit] | None = None, install_dir: str | None = None,
+    units: list[Unit] | None = None, install_dir: str | None = None, policy: ConvertPolicy = DEFAULT_POLICY,
 ) -> Iterator[UnitResult]:
     """Per-unit results in unit order (the building block of ``iter_convert``). With workers the objects cross the
     process boundary by pickle; ``iter_encoded_units`` is the cheaper path when only the output bytes are needed."""
@@ -311,14 +329,15 @@ def iter_unit_results(
     install_dir = _resolved_install_dir(card, install_dir)
     if workers <= 1 or len(units) <= 1:
         for unit in units:
-            yield convert_unit(unit, card, formats, install_dir)
+            yield convert_unit(unit, card, formats, install_dir, policy)
         return
-    yield from _iter_pool(_work, units, card, workers, formats, install_dir)
+    yield from _iter_pool(_work, units, card, workers, formats, install_dir, policy=policy)
 
 
 def iter_encoded_units(
     inputs: Sequence[Path | str], card: Any, *, workers: int = 1, formats: Sequence[str] | None = None,
     units: list[Unit] | None = None, install_dir: str | None = None, chunksize: int | None = None,
+    policy: ConvertPolicy = DEFAULT_POLICY,
 ) -> Iterator[EncodedUnit]:
     """Per-unit results already serialised (``encode_unit``), in unit order; serialised in the workers when there
     are any. The bytes are the same for any worker count, and the same as ``encode_unit`` of ``iter_unit_results``.
@@ -327,21 +346,26 @@ def iter_encoded_units(
     install_dir = _resolved_install_dir(card, install_dir)
     if workers <= 1 or len(units) <= 1:
         for unit in units:
-            yield encode_unit(convert_unit(unit, card, formats, install_dir))
+            yield encode_unit(convert_unit(unit, card, formats, install_dir, policy))
         return
-    yield from _iter_pool(_work_encoded, units, card, workers, formats, install_dir, chunksize)
+    yield from _iter_pool(_work_encoded, units, card, workers, formats, install_dir, chunksize, policy)
 
 
 def iter_convert(
     inputs: Sequence[Path], card: Any, *, workers: int = 1, formats: Sequence[str] | None = None,
-    install_dir: str | None = None,
+    install_dir: str | None = None, prefixes: bool = False, policy: ConvertPolicy = DEFAULT_POLICY,
 ) -> Iterator[Conversation | Rejection]:
-    """Every input record as a Conversation or a Rejection, in deterministic order (any worker count).
+    """Every input record as a Conversation or a Rejection, in deterministic order (any worker count). With
+    ``prefixes``, each unit's exact prefixes of rejected trajectories follow its records (``Conversation`` objects
+    with ``meta.prefix`` set: they are no input records, so count them apart).
 
     ``install_dir`` fixes the harness folder named in the system prompt (default: the card's
     ``default_install_dir()``, which depends on ``$HARNESSFIT_HOME``); fix it for machine-independent output."""
-    for res in iter_unit_results(inputs, card, workers=workers, formats=formats, install_dir=install_dir):
+    for res in iter_unit_results(inputs, card, workers=workers, formats=formats, install_dir=install_dir,
+                                 policy=policy):
         yield from res.outputs
+        if prefixes:
+            yield from res.prefixes
 
 
 ProgressFn = Callable[[UnitResult | EncodedUnit], None]

@@ -19,7 +19,8 @@ Policies:
   (every other user/assistant line, in file order) is its own trajectory and is not flagged; its ``Task`` calls are
   what the mapping rejects. A file under ``subagents/`` is a sub-agent's transcript: flagged as a whole.
 - A user's rejection of a tool call (``is_error`` result "doesn't want to proceed…") → flag
-  ``user_rejected_tool``: Pi has no approval step, so the gate rejects it as ``aborted_or_error_turn``.
+  ``user_rejected_tool`` and ``meta["user_rejected"]`` on the result step: Pi has no approval step, so the gate
+  rejects the trajectory (``user_rejected_call``) and keeps the actions before the refused call.
 """
 
 from __future__ import annotations
@@ -222,12 +223,14 @@ class ClaudeCodeReader(BaseTraceReader):
             if kind == "tool_result":
                 text, imgs = _result_text(b.get("content"))
                 is_error = bool(b.get("is_error"))
+                meta: dict[str, Any] = {"toolUseResult": line.get("toolUseResult")}
                 if is_error and USER_REJECTION_MARK in text:
                     flags.add("user_rejected_tool")
+                    meta["user_rejected"] = True
                 steps.append(
                     Step(
                         role="tool", tool_call_id=str(b.get("tool_use_id") or ""), text=text, is_error=is_error,
-                        images=imgs, meta={"toolUseResult": line.get("toolUseResult")},
+                        images=imgs, meta=meta,
                     )
                 )
             elif kind == "text":
