@@ -35,7 +35,8 @@ def _bash(cid: str, command: str, output: str, text: str | None = None) -> list[
 
 def test_the_order_is_the_contract() -> None:
     assert [g.name for g in GATES] == [
-        "lines_lost", "truncated_file", "empty", "side_branch", "subagent", "mapping_failed", "invalid_call",
+        "lines_lost", "truncated_file", "empty", "side_branch", "subagent", "foreign_tools", "mapping_failed",
+        "invalid_call",
         "orphan_tool_result", "turn_after_answer", "missing_tool_result", "user_rejected_tool", "image_content",
         "no_final_response",
     ]
@@ -94,7 +95,7 @@ def test_findings_name_their_step_and_the_first_gate_decides() -> None:
     rej = to_conversation(traj, CARD)
     assert isinstance(rej, Rejection) and rej.reason == Reason.unsupported_tool  # mapping_failed before orphans
     draft = build_draft(traj, CARD)  # the builder alone: its notes, before any gate decides
-    found = {g.name: [(f.step, f.reason) for f in g.findings(draft)] for g in GATES[5:]}
+    found = {g.name: [(f.step, f.reason) for f in g.findings(draft)] for g in GATES[6:]}
     assert found["mapping_failed"] == [(1, Reason.unsupported_tool)]
     assert found["orphan_tool_result"] == [(3, Reason.orphan_tool_result)]
 

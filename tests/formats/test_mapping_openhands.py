@@ -7,7 +7,7 @@ from pathlib import Path
 
 from harnessfit.core.rejection import Reason
 from harnessfit.core.trajectory import Step, ToolCall, Trajectory
-from harnessfit.formats.base import Drop, Failure, MapContext, PiCall
+from harnessfit.formats.base import Failure, MapContext, PiCall
 from harnessfit.formats.openhands.mapping import OpenHandsMapping, split_openhands_output
 from harnessfit.formats.openhands.reader import OpenHandsReader
 from harnessfit.harness.card import load_card

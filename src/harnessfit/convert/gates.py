@@ -20,9 +20,10 @@ the first trajectory step the problem makes unusable; the labels are the assista
 - a hole where lines were lost: ``cut`` = ``Trajectory.lost_at`` when the reader knows it, else 0;
 - a property of the whole run that makes no context inexact (no final answer): ``cut`` = ``None`` — every action is
   a label, only the complete conversation is not exported;
-- a run that is not a user's (a side branch, a sub-agent, no prompt at all): ``cut`` = 0.
+- a run that is not a user's (a side branch, a sub-agent, no prompt at all) or whose answers were written with other
+  tools on offer: ``cut`` = 0.
 
-Order: lines_lost → truncated_file → empty → side_branch → subagent (reader flags; before the build) →
+Order: lines_lost → truncated_file → empty → side_branch → subagent → foreign_tools (reader flags; before the build) →
 mapping_failed → invalid_call → orphan_tool_result → turn_after_answer → missing_tool_result → user_rejected_tool →
 image_content → no_final_response.
 
@@ -48,6 +49,7 @@ __all__ = [
     "Empty",
     "SideBranch",
     "Subagent",
+    "ForeignTools",
     "MappingFailed",
     "InvalidCall",
     "OrphanToolResult",
@@ -169,6 +171,22 @@ class Subagent(FlagGate):
     name, flag, reason = "subagent", "subagent", Reason.subagent
     detail = "a sub-agent / sidechain run: its prompts come from the parent agent"
     hint = "train sub-agent runs only with a harness that has a Task tool"
+
+
+class ForeignTools(FlagGate):
+    """The source offered the model tools Pi lacks (its tool list; the reader notes them as ``foreign_tools:<names>``):
+    every answer was written with them on offer, so no action of it is a label."""
+
+    name, flag, reason = "foreign_tools", "foreign_tools", Reason.unsupported_tool
+    detail = "the conversation offers tools Pi lacks, so every answer was written with them on offer"
+    hint = "keep only conversations whose tool list is Pi's read/bash/edit/write (or that declare no tools)"
+
+    def findings(self, draft: Draft) -> Iterator[Finding]:
+        if self.flag in draft.trajectory.flags:
+            names = next((t.split(":", 1)[1] for t in draft.trajectory.provenance.transformations
+                          if t.startswith("foreign_tools:")), "")
+            detail = self.detail + (f" ({names.replace(',', ', ')})" if names else "")
+            yield Finding(None, self.reason, detail, self.hint, cut=0)
 
 
 def _by_precedence(findings: Sequence[Finding], order: Sequence[Reason]) -> Finding:
@@ -338,6 +356,7 @@ GATES: tuple[Gate, ...] = (
     Empty(),
     SideBranch(),
     Subagent(),
+    ForeignTools(),
     MappingFailed(),
     InvalidCall(),
     OrphanToolResult(),

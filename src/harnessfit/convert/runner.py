@@ -38,7 +38,7 @@ from harnessfit.core.conversation import Conversation
 from harnessfit.core.rejection import Rejection
 from harnessfit.convert.policy import ConvertPolicy
 from harnessfit.convert.wire import DEFAULT_POLICY, convert_trajectory
-from harnessfit.convert.yields import FileYield
+from harnessfit.convert.yields import FileYield, YieldReport
 from harnessfit.formats.registry import Unit, iter_units, read_unit
 from harnessfit.core.trajectory import Trajectory
 
@@ -354,15 +354,19 @@ def iter_encoded_units(
 def iter_convert(
     inputs: Sequence[Path], card: Any, *, workers: int = 1, formats: Sequence[str] | None = None,
     install_dir: str | None = None, prefixes: bool = False, policy: ConvertPolicy = DEFAULT_POLICY,
+    yields: YieldReport | None = None,
 ) -> Iterator[Conversation | Rejection]:
     """Every input record as a Conversation or a Rejection, in deterministic order (any worker count). With
     ``prefixes``, each unit's exact prefixes of rejected trajectories follow its records (``Conversation`` objects
-    with ``meta.prefix`` set: they are no input records, so count them apart).
+    with ``meta.prefix`` set: they are no input records, so count them apart). ``yields`` collects every unit's call
+    accounting (``convert.yields``).
 
     ``install_dir`` fixes the harness folder named in the system prompt (default: the card's
     ``default_install_dir()``, which depends on ``$HARNESSFIT_HOME``); fix it for machine-independent output."""
     for res in iter_unit_results(inputs, card, workers=workers, formats=formats, install_dir=install_dir,
                                  policy=policy):
+        if yields is not None and res.yields is not None:
+            yields.add(res.yields)
         yield from res.outputs
         if prefixes:
             yield from res.prefixes

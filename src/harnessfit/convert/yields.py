@@ -45,7 +45,7 @@ if TYPE_CHECKING:
     from harnessfit.convert.gates import Finding
     from harnessfit.core.trajectory import Trajectory
 
-__all__ = ["CallFates", "call_fates", "FileYield", "YieldReport", "write_yield", "LABEL"]
+__all__ = ["CallFates", "call_fates", "FileYield", "YieldReport", "render_yield", "write_yield", "LABEL"]
 
 LABEL = "label"
 _DROP = "drop:"
@@ -245,10 +245,9 @@ def _counts(d: dict[str, int]) -> str:
     return ", ".join(f"{k} {n}" for k, n in d.items()) or "-"
 
 
-def write_yield(out: Path, report: YieldReport, *, top: int = 30) -> dict[str, Any]:
-    """Write ``yield.json`` and ``yield.md`` into ``out``; returns the JSON document."""
+def render_yield(report: YieldReport, *, top: int = 30) -> tuple[bytes, str]:
+    """``yield.json`` (bytes) and ``yield.md`` (text) of ``report``."""
     doc = report.as_dict()
-    (out / "yield.json").write_bytes(orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n")
     t = doc["total"]
     pct = f" ({100 * t['labels'] / t['calls']:.1f} %)" if t["calls"] else ""
     lines = ["# Yield: tool calls read → kept as training labels", "",
@@ -271,5 +270,12 @@ def write_yield(out: Path, report: YieldReport, *, top: int = 30) -> dict[str, A
     for f in doc["files"]:
         lines.append(f"| {_md(f['file'])} | {f['format']} | {f['calls']} | {f['labels']} | {_counts(f['dropped'])} | "
                      f"{_md(_counts(f['lost']))} |")
-    (out / "yield.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return doc
+    return orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n", "\n".join(lines) + "\n"
+
+
+def write_yield(out: Path, report: YieldReport, *, top: int = 30) -> dict[str, Any]:
+    """Write ``yield.json`` and ``yield.md`` into ``out``; returns the JSON document."""
+    data, md = render_yield(report, top=top)
+    (out / "yield.json").write_bytes(data)
+    (out / "yield.md").write_text(md, encoding="utf-8")
+    return orjson.loads(data)

@@ -25,10 +25,12 @@ from pydantic import BaseModel
 from harnessfit.core.conversation import Conversation, ConversationMeta
 from harnessfit.core.rejection import Reason, Rejection
 from harnessfit.convert.runner import iter_convert
+from harnessfit.convert.yields import YieldReport, render_yield
 from harnessfit.dataset.card import render_card
 from harnessfit.dataset.config import BuildConfig, InputSpec
 from harnessfit.dataset.dedup import Deduper
 from harnessfit.dataset.exports import PARQUET_SCHEMAS, ConversationExport, ParquetOut, conversation_row
+from harnessfit.dataset.prefixes import PrefixSpool, divert
 from harnessfit.dataset.probe import measure_false_positive_rate
 from harnessfit.dataset.redact import Redactor
 from harnessfit.dataset.sink import Sink
@@ -92,16 +94,19 @@ def _card_info(config: BuildConfig) -> tuple[HarnessCard, dict[str, Any]]:
     return card, {"id": card.id, "sha256": card.sha256}
 
 
-def _convert_stream(inputs: list[InputSpec], card: HarnessCard, workers: int,
-                    install_dir: str) -> Iterator[Conversation | Rejection]:
+def _convert_stream(inputs: list[InputSpec], card: HarnessCard, workers: int, install_dir: str, policy: Any,
+                    yields: YieldReport) -> Iterator[Conversation | Rejection]:
+    """Every record of the inputs and, after each unit's records, the exact prefixes of its rejected trajectories
+    (``dataset.prefixes`` takes them out of the stream); ``yields`` collects the per-call accounting."""
     kinds = {tuple(i.formats) if i.formats else None for i in inputs}
+    kw: dict[str, Any] = {"workers": workers, "install_dir": install_dir, "prefixes": True, "policy": policy,
+                          "yields": yields}
     if len(kinds) == 1:
         fmts = next(iter(kinds))
-        yield from iter_convert([Path(i.path) for i in inputs], card, workers=workers,
-                                formats=list(fmts) if fmts else None, install_dir=install_dir)
+        yield from iter_convert([Path(i.path) for i in inputs], card, formats=list(fmts) if fmts else None, **kw)
     else:
         for i in inputs:
-            yield from iter_convert([Path(i.path)], card, workers=workers, formats=i.formats, install_dir=install_dir)
+            yield from iter_convert([Path(i.path)], card, formats=i.formats, **kw)
 
 
 # -- redaction + hashing, possibly in worker processes --------------------------------------------------------------
@@ -218,7 +223,9 @@ def _run_build(config: BuildConfig, base_dir: Path, sink: Sink, *, out_dir: Path
     # resolved value goes into the manifest's config, so ``verify`` rebuilds with the same one anywhere
     install_dir = config.install_dir if config.install_dir is not None else card.default_install_dir()
     card_info["install_dir"] = install_dir
-    stream = items if items is not None else _convert_stream(inputs, card, config.workers, install_dir)
+    yields = YieldReport()
+    stream = items if items is not None else _convert_stream(inputs, card, config.workers, install_dir,
+                                                             config.convert.policy(), yields)
 
     rc = config.redaction
     red_kwargs = ({"kinds": rc.kinds, "high_entropy": rc.high_entropy, "detect_secrets": rc.detect_secrets,
@@ -228,6 +235,8 @@ def _run_build(config: BuildConfig, base_dir: Path, sink: Sink, *, out_dir: Path
     dedup_kwargs = {"exact": dc.exact, "near": dc.near, "threshold": dc.threshold, "num_perm": dc.num_perm,
                     "shingle_size": dc.shingle_size, "seed": dc.seed}
     deduper = Deduper(**dedup_kwargs)
+    prefix_spool = PrefixSpool(Redactor(**red_kwargs) if red_kwargs is not None else None, exact_dedup=dc.exact)
+    stream = divert(stream, prefix_spool)  # exact prefixes of rejected trajectories: SFT/DP only (dataset.prefixes)
 
     ledger: list[Rejection] = []
     verdicts: dict[str, Rejection | None] = {}
@@ -286,7 +295,7 @@ def _run_build(config: BuildConfig, base_dir: Path, sink: Sink, *, out_dir: Path
         # -- split ----------------------------------------------------------------------------------------------
         t, c = time.perf_counter(), time.process_time()
         ratios = config.split.ratios()
-        assignment = assign_splits((g for _, g, _, _ in spool), ratios, config.split.seed)
+        assignment = assign_splits([*(g for _, g, _, _ in spool), *prefix_spool.groups()], ratios, config.split.seed)
         split_groups = {s: {g for g, a in assignment.items() if a == s} for s in ratios}
         check_no_overlap(split_groups)
         overlap = sum(1 for g in assignment if sum(g in gs for gs in split_groups.values()) > 1)
@@ -329,6 +338,10 @@ def _run_build(config: BuildConfig, base_dir: Path, sink: Sink, *, out_dir: Path
                 if pq_out:
                     pq_out["conversations"].add(conversation_row(conv))
                 bar.advance(wtask)
+            n["prefix_sft"], n["prefix_decision_points"] = prefix_spool.export(
+                split, assignment, sf, df, pq_out)
+            n["sft"] += n["prefix_sft"]
+            n["decision_points"] += n["prefix_decision_points"]
             for f in (cf, sf, df):
                 f.close()
             for p in (pq_out or {}).values():
@@ -348,6 +361,12 @@ def _run_build(config: BuildConfig, base_dir: Path, sink: Sink, *, out_dir: Path
         lf.mark(rej.record_id)
         lf.write(orjson.dumps(rej.model_dump(mode="json")) + b"\n")
     lf.close()
+    found.update(prefix_spool.found)
+    replaced.update(prefix_spool.replaced)
+    if items is None:  # the per-call accounting of the conversion, beside the ledger
+        yield_json, yield_md = render_yield(yields)
+        _write_whole(sink, "yield.json", yield_json)
+        _write_whole(sink, "yield.md", yield_md.encode("utf-8"))
     by_source: Counter[str] = Counter(r.source for r in ledger)
     summary = {"read": counts["read"], "accepted": counts["kept"], "rejected": rejected,
                "by_reason": dict(sorted(rejected_by_reason.items())), "by_source": dict(sorted(by_source.items()))}
@@ -371,7 +390,9 @@ def _run_build(config: BuildConfig, base_dir: Path, sink: Sink, *, out_dir: Path
             "duplicate_near": counts["duplicate_near"], "kept": counts["kept"],
             "rejected_by_reason": dict(sorted(rejected_by_reason.items())),
             "kept_by_source": dict(sorted(kept_by_source.items())),
+            "prefixes": prefix_spool.summary(),
         },
+        "yield": _yield_summary(yields) if items is None else None,
         "splits": {"seed": config.split.seed, "ratios": ratios, "group_overlap": overlap, "per_split": per_split},
         "redaction": {"enabled": red_kwargs is not None, "found": dict(sorted(found.items())),
                       "replaced": dict(sorted(replaced.items())),
@@ -387,6 +408,13 @@ def _run_build(config: BuildConfig, base_dir: Path, sink: Sink, *, out_dir: Path
     return BuildReport(manifest=manifest, seconds={k: round(v, 4) for k, v in clock.items()},
                        cpu_seconds={k: round(v, 4) for k, v in cpu.items()},
                        input_bytes=sum(r["bytes"] for r in input_rows))
+
+
+def _yield_summary(yields: YieldReport) -> dict[str, Any]:
+    """The manifest's (and card's) view of ``yield.json``: totals and per format."""
+    doc = yields.as_dict()
+    return {"total": doc["total"], "by_format": doc["by_format"], "identity_holds": doc["identity_holds"],
+            "top_blockers": doc["blockers"][:10]}
 
 
 def _write_whole(sink: Sink, relpath: str, data: bytes) -> None:

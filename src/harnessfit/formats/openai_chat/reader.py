@@ -24,8 +24,9 @@ assistant message before it; when none is waiting it is an orphan, for the gates
 Tool-call ``arguments`` are kept exactly as stored (object, JSON text, or a string of a string) so the mapping can
 tell double encoding apart. A conversation that declares tools Pi lacks but never calls one is rejected here as
 ``unsupported_tool``: its answers were written with those tools on offer (e.g. "I can't order that, I can only
-search recipes"), which a Pi model with read/bash/edit/write must not learn. Conversations that call tools go on to
-the mapping, which rejects each non-Pi call by name.
+search recipes"), which a Pi model with read/bash/edit/write must not learn. A conversation that declares such tools
+and calls them is flagged ``foreign_tools``: for the same reason none of its actions is a label, not even those before
+the first foreign call (the mapping still names each non-Pi call, for the ledger).
 """
 
 from __future__ import annotations
@@ -323,5 +324,9 @@ class OpenAIChatReader(BaseTraceReader):
             )
         if declared:
             notes.append(f"openai_chat: declared tools {','.join(sorted(set(declared)))}")
+        flags = []
+        if foreign:  # every answer was written with these on offer: the gate keeps no label of it
+            flags.append("foreign_tools")
+            notes.append(f"foreign_tools:{','.join(foreign)}")
         return self.trajectory(path, sha, key=rid_key, steps=steps, line_start=line, line_end=line,
-                               transformations=notes)
+                               transformations=notes, flags=flags)
