@@ -402,14 +402,15 @@ def blocking_summary(findings: Sequence[Finding]) -> str:
                      for r, tools in by_reason.items())
 
 
-def rejection_of(draft: Draft, gate: Gate, own: Sequence[Finding], every: Sequence[Finding]) -> Rejection:
+def rejection_of(draft: Draft, gate: Gate, own: Sequence[Finding], every: Sequence[Finding], *,
+                 calls: int | None = None, labels: int | None = None) -> Rejection:
     """The ledger row ``gate`` makes from its findings ``own``: the verdict's reason and hint, its detail, and, when
     the trajectory has more than one blocking call, every one of them with its count (``every``)."""
     f = gate.verdict(own)
     detail = f.detail
     if sum(1 for x in every if x.tool is not None) > 1:
         detail = f"{detail} — every blocking call: {blocking_summary(every)}"
-    return reject(draft.trajectory, f.reason, detail, f.hint)
+    return reject(draft.trajectory, f.reason, detail, f.hint, calls=calls, labels=labels)
 
 
 def first_rejection(draft: Draft, gates: Sequence[Gate]) -> Rejection | None:

@@ -13,8 +13,9 @@ one turn, all of these must hold (``ui_drop_problem`` says which one fails):
 1. every call of its assistant turn is UI-only and the turn has no text: the whole model turn goes, and no other
    action is altered (a turn with text or another call would become an action the model never wrote);
 2. its result is not an error and not a refusal: the model would have reacted to it;
-3. its result is not referenced later: no line of it (of 16 characters or more) appears in a later assistant text or
-   call arguments.
+3. its result is not referenced later: no later assistant text or call arguments repeat a line of it (of 40 characters
+   or more) or one of its distinctive tokens (8 characters or more, with a digit or one of ``/_-#@:=``: an id, a path,
+   a number the model could only have taken from the result).
 
 Otherwise the call is a blocker (``ui_only_call``): the turn is no label, nor is anything after it. The drop is
 recorded in the conversation's provenance (``drop:ui_only:<tool>``) and counted in the yield report. Turning
@@ -27,6 +28,7 @@ assistant turn follows it: its turn's text is then the final answer, as Pi ends 
 from __future__ import annotations
 
 import bisect
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -43,7 +45,9 @@ DEFAULT_UI_TOOLS: dict[str, tuple[str, ...]] = {
 """UI-only tools per source format (names as the source writes them). Tools that *read* UI state back
 (``TodoRead``, ``TaskList``, ``TaskGet``) are not here: the model reads their results."""
 
-MIN_REFERENCE_CHARS = 16
+MIN_QUOTED_LINE = 40
+_TOKEN = re.compile(r"[^\s\"'`,;()\[\]{}<>]{8,}")
+_DISTINCT = re.compile(r"[0-9/_\-#@:=]")
 
 
 @dataclass(frozen=True)
@@ -102,8 +106,10 @@ def ui_drop_problem(step_index: int, step: Step, ui_calls: int, result: Step | N
     if result is not None:
         if result.is_error or result.meta.get("user_rejected"):
             return "its result is an error or a refusal the model reacted to"
-        for line in (result.text or "").splitlines():
-            line = line.strip()
-            if len(line) >= MIN_REFERENCE_CHARS and later.last_step_with(line) > step_index:
-                return f"a later turn quotes its result ({line[:40]!r})"
+        text = result.text or ""
+        needles = [ln.strip() for ln in text.splitlines() if len(ln.strip()) >= MIN_QUOTED_LINE]
+        needles += [t for t in _TOKEN.findall(text) if _DISTINCT.search(t)]
+        for needle in needles:
+            if later.last_step_with(needle) > step_index:
+                return f"a later turn quotes its result ({needle[:40]!r})"
     return None

@@ -127,9 +127,7 @@ class _Context:
         self.policy = policy
         self.ui_tools = policy.ui_tools_for(draft.trajectory.source)
         self._later: LaterText | None = None
-        self.last_action = max((i for i, s in enumerate(draft.trajectory.steps)
-                                if s.role == "assistant" and (s.text or s.tool_calls)
-                                and s.stop_reason not in ("aborted", "error")), default=-1)
+        self._last_action: int | None = None
 
     @property
     def later(self) -> LaterText:
@@ -137,40 +135,53 @@ class _Context:
             self._later = LaterText(self.draft.trajectory)
         return self._later
 
+    @property
+    def last_action(self) -> int:
+        """The step of the run's last assistant action (a turn with text or calls that Pi keeps)."""
+        if self._last_action is None:
+            self._last_action = max((i for i, s in enumerate(self.draft.trajectory.steps)
+                                     if s.role == "assistant" and (s.text or s.tool_calls)
+                                     and s.stop_reason not in ("aborted", "error")), default=-1)
+        return self._last_action
 
-def _outcome(b: _Context, i: int, step: Step, call: Any, result: Step | None) -> Any:
-    """The mapping's outcome for one call, with the UI-only policy applied: a UI-only tool is a ``Drop`` (the
-    builder decides whether it may be dropped)."""
-    if call.name in b.ui_tools:
-        return Drop(f"ui_only:{call.name}")
-    return b.mapping.map_call(call, result, b.ctx)
+
+_NO_RESULT: tuple[None, None] = (None, None)
+
+
+def _drop_problem(b: _Context, i: int, k: int, step: Step, outcome: Drop, ui_calls: int,
+                  result: Step | None) -> str | None:
+    """Why a dropped call may not go (``None``: it may; ``convert.policy``)."""
+    if outcome.ends_episode:
+        if i >= b.last_action and k == len(step.tool_calls) - 1:
+            return None
+        return "it is not the run's last action, so its result was seen"
+    if not b.policy.drop_ui_tools:
+        return "dropping UI-only calls is turned off (convert.drop_ui_tools)"
+    return ui_drop_problem(i, step, ui_calls, result, b.later)
 
 
 def _assistant(b: _Context, turn: Turn) -> tuple[dict[str, Any] | None, list[tuple[int, dict[str, Any]]]]:
     """The turn's assistant message (``None`` when nothing of it is left) and its tool messages with their result
-    steps."""
-    draft, card = b.draft, b.ctx.card
+    steps. A UI-only tool (``policy.ui_tools``) is a ``Drop`` before its mapping is asked; a refused call's result is
+    the user's refusal, not a tool's, so the mapping judges that call alone."""
+    draft, card, mapping, ctx, ui_tools = b.draft, b.ctx.card, b.mapping, b.ctx, b.ui_tools
     i, step, results = turn
     by_id = _pair_results(draft, step, results)
-    refused = {cid for cid, (_, r) in by_id.items() if r.meta.get("user_rejected")}
-    # a refused call's result is the user's refusal, not a tool's: the mapping judges the call alone
-    outcomes = [_outcome(b, i, step, call, None if call.id in refused else by_id.get(call.id, (None, None))[1])
-                for call in step.tool_calls]
-    ui_calls = sum(1 for o in outcomes if isinstance(o, Drop) and not o.ends_episode)
+    pairs = [by_id.get(call.id, _NO_RESULT) for call in step.tool_calls]
+    refused = [r is not None and r.meta.get("user_rejected") is True for _, r in pairs]
+    outcomes = [Drop(f"ui_only:{call.name}") if call.name in ui_tools else
+                mapping.map_call(call, None if no else r, ctx)
+                for call, (_, r), no in zip(step.tool_calls, pairs, refused)]
+    ui_calls = sum(1 for o in outcomes if type(o) is Drop and not o.ends_episode)
     calls: list[dict[str, Any]] = []
     tool_msgs: list[tuple[int, dict[str, Any]]] = []
-    for k, (call, outcome) in enumerate(zip(step.tool_calls, outcomes)):
-        j, result = by_id.get(call.id, (None, None))
-        if result is not None and result.meta.get("user_rejected"):
+    for k, call in enumerate(step.tool_calls):
+        outcome = outcomes[k]
+        j, result = pairs[k]
+        if refused[k]:
             draft.user_rejections.append(RejectedByUser(i, j, call))  # type: ignore[arg-type]
-        if isinstance(outcome, Drop):
-            if outcome.ends_episode:
-                why = None if i >= b.last_action and k == len(step.tool_calls) - 1 else \
-                    "it is not the run's last action, so its result was seen"
-            elif not b.policy.drop_ui_tools:
-                why = "dropping UI-only calls is turned off (convert.drop_ui_tools)"
-            else:
-                why = ui_drop_problem(i, step, ui_calls, result, b.later)
+        if type(outcome) is Drop:
+            why = _drop_problem(b, i, k, step, outcome, ui_calls, result)
             if why is None:
                 draft.dropped_calls.append(CallDropped(i, k, call, outcome.policy))
                 draft.transformed(f"drop:{outcome.policy}")
@@ -178,36 +189,39 @@ def _assistant(b: _Context, turn: Turn) -> tuple[dict[str, Any] | None, list[tup
             outcome = Failure(Reason.ui_only_call, f"{call.name} is a UI-only call Pi would never see, but {why}",
                               "keep the session up to this turn; or, where the call is its turn's only content and "
                               "its result is a plain acknowledgement, it is dropped")
-        if isinstance(outcome, Failure):
+        if type(outcome) is Failure:
             draft.failed_calls.append(CallFailed(i, call, outcome))
             continue
-        pieces = [outcome] if isinstance(outcome, PiCall) else list(outcome)
+        pieces = [outcome] if type(outcome) is PiCall else list(outcome)
         for n, pc in enumerate(pieces):
-            draft.transformed(*pc.transformations)
+            if pc.transformations:
+                draft.transformed(*pc.transformations)
             verdict = card.validate_call(pc.name, pc.arguments)
-            errors = [v for v in verdict if v.severity == "error"]
-            warnings = [v for v in verdict if v.severity == "warning"]
             arguments = pc.arguments
-            if warnings and not errors:
-                arguments = canonical_arguments(card, pc.name, pc.arguments, warnings)
-                draft.transformed(*(f"repaired:{w.code}" for w in warnings))
-            if errors:
-                draft.invalid_calls.append(CallInvalid(i, pc.name, errors[0], call))
+            if verdict:
+                errors = [v for v in verdict if v.severity == "error"]
+                warnings = [v for v in verdict if v.severity == "warning"]
+                if warnings and not errors:
+                    arguments = canonical_arguments(card, pc.name, pc.arguments, warnings)
+                    draft.transformed(*(f"repaired:{w.code}" for w in warnings))
+                if errors:
+                    draft.invalid_calls.append(CallInvalid(i, pc.name, errors[0], call))
             cid = normalise_call_id(call.id if n == 0 else f"{call.id}_{n}")
             if cid != call.id and n == 0:
                 draft.transformed("call_id_normalised")
             calls.append({"id": cid, "type": "function",
                           "function": {"name": pc.name, "arguments": orjson.dumps(arguments).decode()}})
-            if call.id in refused:
+            if refused[k]:
                 continue
-            if pc.result is None:
+            res = pc.result
+            if res is None:
                 draft.unanswered_calls.append(UnansweredCall(i, call))
-            elif isinstance(pc.result, Failure):
+            elif type(res) is Failure:
                 if n == 0:
-                    draft.failed_results.append(ResultFailed(i, j, call, pc.result))
+                    draft.failed_results.append(ResultFailed(i, j, call, res))
             else:
                 tool_msgs.append((i + 1 if j is None else j,
-                                  {"role": "tool", "content": pc.result or "(see attached image)", "tool_call_id": cid}))
+                                  {"role": "tool", "content": res or "(see attached image)", "tool_call_id": cid}))
     msg: dict[str, Any] = {"role": "assistant", "content": step.text if step.text else None}
     if calls:
         msg["tool_calls"] = calls
@@ -229,6 +243,7 @@ def build_draft(traj: Trajectory, card: HarnessCard, *, install_dir: str | None 
     if not traj.date:
         draft.transformed("default_date")
     b = _Context(draft, get_mapping(traj.source), MapContext(card=card, trajectory=traj, cwd=cwd), policy)
+    messages, steps_of = draft.messages, draft.message_steps
     draft.add(-1, {"role": "system", "content": card.render_system_prompt(cwd, date, install_dir=install_dir)})
     for turn in _turns(traj.steps):
         i, step, results = turn
@@ -257,9 +272,11 @@ def build_draft(traj: Trajectory, card: HarnessCard, *, install_dir: str | None 
                 draft.images.append(ImagesSeen(j, "tool", r.images))
         msg, tool_msgs = _assistant(b, turn)
         if msg is not None:
-            draft.add(i, msg)
+            messages.append(msg)
+            steps_of.append(i)
             for j, m in tool_msgs:
-                draft.add(j, m)
+                messages.append(m)
+                steps_of.append(j)
     while len(draft.messages) > 1 and draft.messages[-1]["role"] == "user":
         draft.messages.pop()
         draft.message_steps.pop()
@@ -324,8 +341,7 @@ def convert_trajectory(traj: Trajectory, card: HarnessCard, *, install_dir: str 
                             tools=card_wire_tools(card), meta=_meta(traj, card, draft.transformations))
         return Outcome(conv, None, fates)
     gate, own = found_all[0]
-    rejection = rejection_of(draft or Draft(traj), gate, own, findings)
-    rejection.calls, rejection.labels = fates.read, fates.labels
+    rejection = rejection_of(draft or Draft(traj), gate, own, findings, calls=fates.read, labels=fates.labels)
     prefix = None
     if draft is not None and cut != 0:
         msgs, labels = _prefix(draft, cut)

@@ -83,8 +83,8 @@ def call_fates(traj: Trajectory, findings: Sequence[Finding], cut: int | None,
     """The fate of every source call of ``traj`` given the gates' ``findings`` (``cut``: the smallest ``Finding.cut``,
     ``None`` when no finding limits the labels) and the calls the builder dropped."""
     out = CallFates(side_branch="side_branch" in traj.flags)
-    drops = {(d.step, d.index): d.policy for d in dropped}
-    cutting = sorted((f for f in findings if f.cut is not None), key=lambda f: f.cut)  # type: ignore[arg-type,return-value]
+    drops = {(d.step, d.index): d.policy for d in dropped} if dropped else None
+    cutting = sorted((f for f in findings if f.cut is not None), key=lambda f: f.cut) if findings else []  # type: ignore[arg-type,return-value]
     kinds: list[Kind] = []
     for f in cutting:
         k = _kind(f)
@@ -93,13 +93,9 @@ def call_fates(traj: Trajectory, findings: Sequence[Finding], cut: int | None,
             kinds.append(k)
     # the cut each blocker kind leaves when it alone is removed
     without = {k: min((f.cut for f in cutting if _kind(f) != k), default=None) for k in kinds}  # type: ignore[type-var]
-    seen: Counter[tuple[str, str]] = Counter()
-
-    def add(key_id: str, name: str, fate: str, unlock: Kind | None) -> None:
-        seen[(key_id, name)] += 1
-        out.keys.append((key_id, name, seen[(key_id, name)]))
-        out.fates.append(fate)
-        out.unlock.append(unlock)
+    seen: dict[tuple[str, str], int] = {}
+    keys, fates, unlocks = out.keys, out.fates, out.unlock
+    aborted = Reason.aborted_or_error_turn.value
 
     def lost_at(i: int) -> tuple[str, Kind | None]:
         reason = cutting[0].reason.value
@@ -112,25 +108,33 @@ def call_fates(traj: Trajectory, findings: Sequence[Finding], cut: int | None,
         return reason, unlock
 
     for i, step in enumerate(traj.steps):
-        if step.role != "assistant":
-            continue
-        folded = step.meta.get("folded_calls") or []
-        if not step.tool_calls and not folded:
+        calls = step.tool_calls
+        folded = step.meta.get("folded_calls") if step.meta else None
+        if (not calls and not folded) or step.role != "assistant":
             continue
         if step.stop_reason in ("aborted", "error"):
-            fate, unlock = Reason.aborted_or_error_turn.value, None
+            fate, unlock = aborted, None
         elif cut is None or i < cut:
             fate, unlock = LABEL, None
         else:
             fate, unlock = lost_at(i)
-        for k, call in enumerate(step.tool_calls):
-            policy = drops.get((i, k))
-            add(call.id, call.name, _DROP + policy if policy is not None and fate == LABEL else fate, unlock)
-        for name in folded:
-            add(f"folded@{i}", str(name), fate, unlock)
+        named = [(c.id, c.name) for c in calls]
+        if folded:
+            named += [(f"folded@{i}", str(n)) for n in folded]
+        for idn in named:
+            n = seen.get(idn, 0) + 1
+            seen[idn] = n
+            keys.append((idn[0], idn[1], n))
+        if drops is not None and fate == LABEL:
+            fates.extend(_DROP + drops[(i, k)] if (i, k) in drops else fate for k in range(len(named)))
+        else:
+            fates.extend([fate] * len(named))
+        unlocks.extend([unlock] * len(named))
     for reason, n in sorted(traj.skipped_calls.items()):
-        for _ in range(n):
-            add(f"skipped:{reason}", "", reason, None)
+        for j in range(n):
+            keys.append((f"skipped:{reason}", "", j + 1))
+            fates.append(reason)
+            unlocks.append(None)
     return out
 
 

@@ -129,6 +129,7 @@ _SCALAR_END = re.compile(rb"[\s,\]}]")
 _STRING = re.compile(rb'"(?:[^"\\\n]|\\.)*"')
 # what may stand outside strings between brackets and quotes: separators, numbers and the literals' letters
 _GAP = re.compile(rb"[\s,:0-9eE+\-.truefalsn]*")
+_GAP_LINE = re.compile(rb"[\s,:0-9eE+\-.truefalsn\[\]{}]*")
 _SKIP_BLOCK = 1 << 20
 
 
@@ -186,6 +187,23 @@ class _Scan:
                 if self.depth < 0:
                     raise ValueError("a closing bracket closes nothing")
         return -1
+
+
+def _feed_line(scan: _Scan, line: bytes, off: int) -> int:
+    """``scan.feed`` for a whole line, with a shortcut for the lines inside a value: with its strings taken out, a
+    line that closes fewer brackets than are open cannot end the value, so only its bracket counts matter (three C
+    calls instead of a loop over its tokens). Other lines, and pieces of a line, go through ``scan.feed``."""
+    if off == 0 and scan.depth > 0 and not scan.in_string and line.endswith(b"\n"):
+        bare = _STRING.sub(b"", line)
+        closes = bare.count(b"}") + bare.count(b"]")
+        if closes < scan.depth:
+            if b'"' in bare:
+                raise ValueError("a line ends inside a string")
+            if _GAP_LINE.fullmatch(bare) is None:
+                raise ValueError("text outside a string that is not JSON")
+            scan.depth += bare.count(b"{") + bare.count(b"[") - closes
+            return -1
+    return scan.feed(line, off)
 
 
 def _skip_ws(line: bytes, i: int, commas: bool) -> int:
@@ -254,28 +272,50 @@ class _RecordReader:
 
     # -- records -------------------------------------------------------------------------------------------------
     def records(self) -> Iterator[JsonLine | BadLine]:
-        first = True
+        # the first record decides whether the file is a top-level array
         while True:
             n, line = self._next()
             if not line:
                 return
-            if first:
-                if line.startswith(_BOM):
-                    line = line[3:]
-                if not line.strip():
+            if n == 1 and line.startswith(_BOM):
+                line = line[3:]
+            if line.strip():
+                break
+        if not self._is_long(line) and line.lstrip()[:1] == b"[":
+            yield from self._array_start(n, line)
+        else:
+            yield from self._line(n, line)
+        # the rest, one line at a time (the loop every ordinary JSONL file spends its time in)
+        readline, back, loads, cap = self.fh.readline, self.back, orjson.loads, self.cap
+        size = -1 if cap is None else cap + 1
+        while True:
+            if back:
+                n, line = back.popleft()
+            else:
+                line = readline(size)
+                if not line:
+                    return
+                self.lineno += 1
+                n = self.lineno
+            if cap is None or len(line) <= cap or line.endswith(b"\n"):
+                try:
+                    yield JsonLine(n, loads(line))  # orjson accepts only valid UTF-8: no decode check needed
                     continue
-                first = False
-                if not self._is_long(line) and line.lstrip()[:1] == b"[":
-                    yield from self._array_start(n, line)
-                    continue
-            if self._is_long(line):
-                yield from self._values(n, line, _skip_ws(line, 0, False), base=0)
-                continue
+                except orjson.JSONDecodeError:
+                    if not line.strip():
+                        continue
+            yield from self._line(n, line)
+
+    def _line(self, n: int, line: bytes) -> Iterator[JsonLine | BadLine]:
+        """A line that is not one value by itself (or is over the cap): what values it starts."""
+        if not self._is_long(line):
             try:
-                yield JsonLine(n, orjson.loads(line))  # orjson accepts only valid UTF-8: no decode check needed
+                yield JsonLine(n, orjson.loads(line))
+                return
             except orjson.JSONDecodeError:
-                if line.strip():
-                    yield from self._values(n, line, 0, base=0)
+                if not line.strip():
+                    return
+        yield from self._values(n, line, _skip_ws(line, 0, False), base=0)
 
     def _array_start(self, n: int, line: bytes) -> Iterator[JsonLine | BadLine]:
         """The first record starts with ``[``: a whole array on this line (its elements are the records when
@@ -362,7 +402,7 @@ class _RecordReader:
         cur_n, cur, off = n, line, i
         while True:
             try:
-                end = scan.feed(cur, off)
+                end = _feed_line(scan, cur, off)
             except ValueError:
                 if pieces is None:
                     yield self._too_long(n, cur_n, size + len(cur) - off)

@@ -108,10 +108,13 @@ def reject(
     line_start: int | None = None,
     line_end: int | None = None,
     kept_id: str | None = None,
+    calls: int | None = None,
+    labels: int | None = None,
 ) -> Rejection:
     """The Rejection of ``subject``, with its id and provenance filled in.
 
-    - a ``Trajectory``: its id, source, file and line span (from its provenance);
+    - a ``Trajectory``: its id, source, file and line span (from its provenance), and ``calls`` / ``labels`` (its
+      source tool calls, and those kept as labels from its exact prefix);
     - a ``Conversation``: its id and its meta's source, file and lines; a ``ConversationMeta``: the same, with
       ``record_id`` given by the caller (``kept_id`` names the surviving twin of a duplicate);
     - a path (a file or folder that gave no record): ``source`` is the format name, and the id is derived from the
@@ -121,7 +124,8 @@ def reject(
         p = subject.provenance
         return Rejection(
             record_id=record_id or subject.id, source=subject.source, file=p.file, line_start=p.line_start,
-            line_end=p.line_end, reason=reason, detail=detail, repair_hint=hint, kept_id=kept_id,
+            line_end=p.line_end, reason=reason, detail=detail, repair_hint=hint, kept_id=kept_id, calls=calls,
+            labels=labels,
         )
     if isinstance(subject, Conversation | ConversationMeta):
         meta = subject.meta if isinstance(subject, Conversation) else subject

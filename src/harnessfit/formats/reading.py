@@ -7,6 +7,8 @@ its bad records into rejections.)
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +24,7 @@ __all__ = [
     "MAX_DOCUMENT_BYTES",
     "sniff",
     "first_json_line",
+    "detection_cache",
     "looks_binary",
     "file_problem",
     "load_json_document",
@@ -71,20 +74,67 @@ class _Bounded:
         return line
 
 
+def _first_record(path: Path, max_bytes: int) -> Any:
+    with path.open("rb") as fh:
+        head = fh.readline(max_bytes + 1)
+        try:  # the ordinary JSONL case: the first line is a record
+            value = orjson.loads(head)
+            if not isinstance(value, list):
+                return value
+        except orjson.JSONDecodeError:
+            pass
+        size = path.stat().st_size
+        if size <= max_bytes:  # a whole document (pretty-printed .traj, .json): orjson parses it faster than a scan
+            fh.seek(0)
+            try:
+                value = orjson.loads(fh.read())
+            except orjson.JSONDecodeError:
+                value = _NOT_ONE
+            if isinstance(value, dict):
+                return value
+            if isinstance(value, list):
+                return value[0] if value else None
+        fh.seek(0)
+        for item in iter_jsonl(_Bounded(fh, max_bytes), max_line_bytes=max_bytes,  # type: ignore[arg-type]
+                               bad_lines="report"):
+            return item.value if isinstance(item, JsonLine) else None
+    return None
+
+
+_NOT_ONE = object()
+_DETECTING: dict[tuple[str, int], Any] | None = None
+
+
+@contextmanager
+def detection_cache() -> Iterator[None]:
+    """While it is open, ``first_json_line`` answers each (path, ``max_bytes``) once: ``registry.detect_format``
+    asks every format's detector about the same file in a row, and each would otherwise parse its first record."""
+    global _DETECTING
+    outer = _DETECTING
+    _DETECTING = {} if outer is None else outer
+    try:
+        yield
+    finally:
+        _DETECTING = outer
+
+
 def first_json_line(path: Path, max_bytes: int = 4 * 1024 * 1024) -> Any:
     """The first JSON record of a file, in any layout ``core.jsonio.iter_jsonl`` reads (a line, a pretty-printed
     value, the first element of a top-level array); ``None`` if the first record is not JSON, is over ``max_bytes``,
-    or the file is unreadable. Reads at most ``max_bytes``."""
+    or the file is unreadable. Reads at most ``max_bytes``. Inside ``detection_cache`` the value is shared between
+    callers: do not change it."""
+    key = (str(path), max_bytes)
+    if _DETECTING is not None and key in _DETECTING:
+        return _DETECTING[key]
+    value = None
     try:
-        if not path.is_file():
-            return None
-        with path.open("rb") as fh:
-            for item in iter_jsonl(_Bounded(fh, max_bytes), max_line_bytes=max_bytes,  # type: ignore[arg-type]
-                                   bad_lines="report"):
-                return item.value if isinstance(item, JsonLine) else None
+        if path.is_file():
+            value = _first_record(path, max_bytes)
     except OSError:
-        return None
-    return None
+        value = None
+    if _DETECTING is not None:
+        _DETECTING[key] = value
+    return value
 
 
 def file_problem(path: Path, fmt: str, sha256: str = "") -> Rejection | None:
