@@ -6,6 +6,8 @@ from pathlib import Path
 
 import typer
 
+from harnessfit.harness.versions import DEFAULT_PI_VERSION
+
 __all__ = ["register"]
 
 
@@ -16,7 +18,7 @@ def _convert_cmd(
     workers: int = typer.Option(1, "--workers", "-w", min=1, help="Worker processes (output is identical for any count)."),
     formats: list[str] = typer.Option(None, "--format", "-f", help="Only these formats (repeatable); default: detect."),
     harness: str = typer.Option("pi", "--harness", help="Harness whose card defines the wire format."),
-    harness_version: str = typer.Option("0.73.1", "--harness-version", help="Harness version of the card."),
+    harness_version: str = typer.Option(DEFAULT_PI_VERSION, "--harness-version", help="Harness version of the card."),
     install_dir: str = typer.Option(None, "--install-dir", help="Harness folder the system prompt names "
                                     "(default: where `harnessfit harness install` puts it on this machine)."),
     keep_ui_calls: bool = typer.Option(False, "--keep-ui-calls", help="Never drop UI-only calls (TodoWrite, "

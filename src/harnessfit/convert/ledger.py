@@ -30,7 +30,7 @@ import orjson
 from harnessfit.core.conversation import Conversation
 from harnessfit.core.rejection import Reason, Rejection
 from harnessfit.convert.policy import ConvertPolicy
-from harnessfit.convert.runner import EncodedUnit, UnitResult, iter_encoded_units
+from harnessfit.convert.runner import EncodedUnit, UnitResult, iter_encoded_units, unit_size
 from harnessfit.convert.wire import DEFAULT_POLICY
 from harnessfit.convert.yields import YieldReport, write_yield
 from harnessfit.formats.registry import iter_units
@@ -51,6 +51,7 @@ class FileAccount:
     accepted: int = 0
     rejected: int = 0
     reasons: Counter = field(default_factory=Counter)
+    dropped: int = 0  # accepted when read, rejected by a later stage (the build's duplicates; not in ``as_dict``)
 
     def as_dict(self) -> dict[str, Any]:
         return {"file": self.file, "format": self.format, "bytes": self.bytes, "read": self.read,
@@ -59,10 +60,12 @@ class FileAccount:
 
 @dataclass
 class Accounting:
-    """Counts per file and in total; ``add`` takes one unit's result (objects or encoded), ``check`` asserts the
-    identity."""
+    """Counts per file and in total, for every stage that reads records and keeps or rejects each: ``add`` takes one
+    convert unit's result (objects or encoded), ``record`` one record, ``drop`` a later stage's rejection of a
+    record it had accepted; ``check`` asserts ``read == accepted + rejected`` per file and in total."""
 
     files: list[FileAccount] = field(default_factory=list)
+    _by_file: dict[str, FileAccount] = field(default_factory=dict, repr=False)
 
     def add(self, res: UnitResult | EncodedUnit) -> FileAccount:
         acc = FileAccount(file=res.label, format=res.format, bytes=res.size, read=res.read)
@@ -78,7 +81,37 @@ class Accounting:
                     acc.rejected += 1
                     acc.reasons[out.reason.value] += 1
         self.files.append(acc)
+        self._by_file.setdefault(acc.file, acc)
         return acc
+
+    def _file(self, file: str, format: str) -> FileAccount:
+        acc = self._by_file.get(file)
+        if acc is None:
+            acc = self._by_file[file] = FileAccount(file=file, format=format)
+            self.files.append(acc)
+        return acc
+
+    def record(self, file: str, format: str, reason: str | None = None) -> None:
+        """One record of ``file`` read: accepted (``reason`` None) or rejected for ``reason``."""
+        acc = self._file(file, format)
+        acc.read += 1
+        if reason is None:
+            acc.accepted += 1
+        else:
+            acc.rejected += 1
+            acc.reasons[reason] += 1
+
+    def drop(self, file: str, format: str, reason: str) -> None:
+        """A later stage rejects, for ``reason``, a record of ``file`` that was accepted when read."""
+        acc = self._file(file, format)
+        acc.accepted -= 1
+        acc.dropped += 1
+        acc.rejected += 1
+        acc.reasons[reason] += 1
+
+    @property
+    def dropped(self) -> int:
+        return sum(f.dropped for f in self.files)
 
     @property
     def read(self) -> int:
@@ -195,9 +228,7 @@ def convert(
     out.mkdir(parents=True, exist_ok=True)
     units = iter_units([Path(p) for p in inputs], formats)
     if on_units is not None:
-        from harnessfit.convert.runner import _size
-
-        on_units(len(units), sum(_size(u.path) for u in units))
+        on_units(len(units), sum(unit_size(u.path) for u in units))
     accounting = Accounting()
     yields = YieldReport()
     examples: dict[str, Rejection] = {}

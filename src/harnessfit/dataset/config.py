@@ -10,6 +10,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from harnessfit.errors import UserError
+from harnessfit.harness.versions import DEFAULT_PI_VERSION
 
 __all__ = ["InputSpec", "ConvertConfig", "RedactionConfig", "DedupConfig", "SplitConfig", "BuildConfig",
            "load_build_config", "config_from_values"]
@@ -90,7 +91,7 @@ class BuildConfig(_Strict):
 
     ``install_dir`` is the harness package folder that Pi's system prompt names (its docs paths). ``None`` (the
     default) uses where ``harnessfit harness install`` puts Pi on *this* machine
-    (``$HARNESSFIT_HOME/harness/pi/<version>/node_modules/@mariozechner/pi-coding-agent``), so training prompts
+    (``$HARNESSFIT_HOME/harness/pi/<version>/node_modules/<npm package>``), so training prompts
     equal what Pi sends during ``harnessfit eval`` here — but the bytes then depend on the machine. Fix it (e.g.
     ``/opt/pi``) to build machine-independent data; either way the manifest records the value used and ``verify``
     reuses it. Redaction never rewrites this exact string (a user name in it stays, so the prompt stays Pi's).
@@ -98,7 +99,7 @@ class BuildConfig(_Strict):
 
     inputs: list[InputSpec]
     harness: str = "pi"
-    harness_version: str = "0.73.1"
+    harness_version: str = DEFAULT_PI_VERSION
     policies: dict[str, Any] = Field(default_factory=dict)
     convert: ConvertConfig = Field(default_factory=ConvertConfig)
     redaction: RedactionConfig = Field(default_factory=RedactionConfig)

@@ -53,6 +53,19 @@ def _user_step(content: Any, **meta: Any) -> Step:
     return Step(role="user", text="\n".join(parts), images=images, meta={"parts": parts, **meta})
 
 
+_RECEIVED = "\n\nReceived arguments:\n"
+
+
+def _call_arguments(block: dict[str, Any]) -> Any:
+    """A tool call's arguments as the model sent them. Pi 1.x stores text it could not parse into an object as
+    ``arguments: {}`` plus ``argumentsError: "<reason>\\n\\nReceived arguments:\\n<text as sent>"`` (pi-ai
+    ``parseToolCallArguments``); the text as sent is the call (the converter decides, as for any string)."""
+    error = block.get("argumentsError")
+    if isinstance(error, str) and _RECEIVED in error:
+        return error.split(_RECEIVED, 1)[1]
+    return block.get("arguments")
+
+
 def _message_step(msg: dict[str, Any]) -> Step | None:
     role = msg.get("role")
     if role == "user":
@@ -62,7 +75,7 @@ def _message_step(msg: dict[str, Any]) -> Step | None:
         text = "".join(b.get("text") or "" for b in blocks if b.get("type") == "text" and (b.get("text") or "").strip())
         thinking = [b.get("thinking") or "" for b in blocks if b.get("type") == "thinking"]
         calls = [
-            ToolCall(id=str(b.get("id") or ""), name=str(b.get("name") or ""), arguments=b.get("arguments"))
+            ToolCall(id=str(b.get("id") or ""), name=str(b.get("name") or ""), arguments=_call_arguments(b))
             for b in blocks
             if b.get("type") == "toolCall"
         ]
@@ -84,6 +97,8 @@ def _message_step(msg: dict[str, Any]) -> Step | None:
             is_error=bool(msg.get("isError")),
             images=sum(1 for b in blocks if b.get("type") == "image"),
         )
+    if role == "system":
+        return _system_step(msg)
     if role == "bashExecution":
         if msg.get("excludeFromContext"):
             return None
@@ -92,6 +107,18 @@ def _message_step(msg: dict[str, Any]) -> Step | None:
         )
         return Step(role="user", text=text, meta={"parts": [text], "bash_execution": True})
     return Step(role="user", text="", meta={"parts": [], "unknown_role": str(role)})
+
+
+def _system_step(msg: dict[str, Any]) -> Step:
+    """A ``system`` message (Pi 1.x keeps the system prompt in the session: ``content`` plus named ``sections``, and
+    ``toolsAdded``/``toolsRemoved`` declarations). Its text is pi-ai's ``getSystemMessageText`` (content, then every
+    non-null section, non-empty parts joined by a blank line); the converter replaces it with the card's prompt."""
+    parts = [b.get("text") or "" for b in _blocks(msg.get("content")) if b.get("type") == "text"]  # contentText
+    sections = msg.get("sections") if isinstance(msg.get("sections"), dict) else {}
+    text = "\n\n".join(p for p in ["\n".join(parts), *(v for v in sections.values() if isinstance(v, str))] if p)
+    tools = [t.get("name") for t in msg.get("toolsAdded") or [] if isinstance(t, dict)]
+    return Step(role="system", text=text, meta={"sections": list(sections), "tools_added": tools,
+                                               "tools_removed": list(msg.get("toolsRemoved") or [])})
 
 
 def _entry_step(entry: dict[str, Any]) -> Step | None:
