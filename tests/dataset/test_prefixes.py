@@ -88,3 +88,16 @@ def test_ui_only_drop_policy_is_configured_in_the_build(tmp_path: Path) -> None:
     assert off.manifest["counts"]["kept"] == 0
     assert off.manifest["yield"]["total"]["lost"] == {"ui_only_call": 1}
     assert off.manifest["config"]["convert"] == {"drop_ui_tools": False, "ui_tools": {}}
+
+
+@pytest.mark.slow
+def test_the_audit_renders_the_prefix_records(built: Path, tmp_path: Path) -> None:
+    """Partial-trajectory SFT records are ordinary SFT records to the audit: rendered with the real tokenizer and
+    chat template, with their loss masks checked."""
+    from harnessfit.tokens.audit import audit
+
+    m = json.loads((built / "manifest.json").read_text())
+    report = audit(built, "embedded", tmp_path / "audit", progress=False)
+    doc = json.loads((tmp_path / "audit" / "audit.json").read_text())
+    assert doc["records_read"] == sum(v["sft"] for v in m["splits"]["per_split"].values())
+    assert doc["records_rendered"] == doc["records_read"] and report is not None

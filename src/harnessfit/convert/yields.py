@@ -108,9 +108,11 @@ def call_fates(traj: Trajectory, findings: Sequence[Finding], cut: int | None,
         return reason, unlock
 
     for i, step in enumerate(traj.steps):
+        if step.role != "assistant":
+            continue
         calls = step.tool_calls
         folded = step.meta.get("folded_calls") if step.meta else None
-        if (not calls and not folded) or step.role != "assistant":
+        if not calls and not folded:
             continue
         if step.stop_reason in ("aborted", "error"):
             fate, unlock = aborted, None

@@ -84,12 +84,14 @@ def _first_record(path: Path, max_bytes: int) -> Any:
         except orjson.JSONDecodeError:
             pass
         size = path.stat().st_size
-        if size <= max_bytes:  # a whole document (pretty-printed .traj, .json): orjson parses it faster than a scan
+        if head.lstrip()[:1] != b"[" and size <= max_bytes:
+            # one pretty-printed document (.traj, .json): orjson parses it faster than a scan (a top-level array is
+            # scanned instead: only its first element is needed)
             fh.seek(0)
             try:
                 value = orjson.loads(fh.read())
             except orjson.JSONDecodeError:
-                value = _NOT_ONE
+                value = None  # several records (pretty-printed JSONL): scanned below
             if isinstance(value, dict):
                 return value
             if isinstance(value, list):
@@ -100,8 +102,6 @@ def _first_record(path: Path, max_bytes: int) -> Any:
             return item.value if isinstance(item, JsonLine) else None
     return None
 
-
-_NOT_ONE = object()
 _DETECTING: dict[tuple[str, int], Any] | None = None
 
 
