@@ -60,7 +60,6 @@ __all__ = [
     "NoFinalResponse",
     "GATES",
     "split_gates",
-    "first_rejection",
     "all_findings",
     "blocking_summary",
     "rejection_of",
@@ -411,12 +410,3 @@ def rejection_of(draft: Draft, gate: Gate, own: Sequence[Finding], every: Sequen
     if sum(1 for x in every if x.tool is not None) > 1:
         detail = f"{detail} — every blocking call: {blocking_summary(every)}"
     return reject(draft.trajectory, f.reason, detail, f.hint, calls=calls, labels=labels)
-
-
-def first_rejection(draft: Draft, gates: Sequence[Gate]) -> Rejection | None:
-    """Run ``gates`` in order; the first that rejects decides."""
-    for gate in gates:
-        rej = gate.check(draft)
-        if rej is not None:
-            return rej
-    return None

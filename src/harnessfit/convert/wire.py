@@ -271,7 +271,7 @@ def build_draft(traj: Trajectory, card: HarnessCard, *, install_dir: str | None 
             if r.images:
                 draft.images.append(ImagesSeen(j, "tool", r.images))
         msg, tool_msgs = _assistant(b, turn)
-        if msg is not None:
+        if msg is not None:  # Draft.add, inlined: this loop runs once per assistant turn
             messages.append(msg)
             steps_of.append(i)
             for j, m in tool_msgs:
