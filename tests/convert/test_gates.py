@@ -1,5 +1,5 @@
 """Gates: the ordered list is the contract, adding a gate is one class and one list entry, findings say which step
-they are at, and the builder merges an answer whose calls were all dropped into the next turn."""
+they are at and where the exact prefix ends; UI-only turns go whole, and nothing is merged."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from harnessfit.convert import gates, to_conversation, validate_conversation
+from harnessfit.convert import convert_trajectory, gates, to_conversation, validate_conversation
 from harnessfit.convert.draft import Draft
 from harnessfit.convert.gates import GATES, Finding, Gate, split_gates
 from harnessfit.convert.wire import build_draft
@@ -28,15 +28,17 @@ def _todo(cid: str, text: str | None) -> list[Step]:
             Step(role="tool", tool_call_id=cid, text="Todos have been modified successfully.")]
 
 
-def _bash(cid: str, command: str, output: str) -> list[Step]:
-    return [Step(role="assistant", tool_calls=[ToolCall(id=cid, name="Bash", arguments={"command": command})]),
+def _bash(cid: str, command: str, output: str, text: str | None = None) -> list[Step]:
+    return [Step(role="assistant", text=text, tool_calls=[ToolCall(id=cid, name="Bash", arguments={"command": command})]),
             Step(role="tool", tool_call_id=cid, text=output, meta={"toolUseResult": {"stdout": output, "stderr": ""}})]
 
 
 def test_the_order_is_the_contract() -> None:
     assert [g.name for g in GATES] == [
-        "lines_lost", "truncated_file", "empty", "side_branch", "subagent", "mapping_failed", "invalid_call",
-        "orphan_tool_result", "missing_tool_result", "user_rejected_tool", "image_content", "no_final_response",
+        "lines_lost", "truncated_file", "empty", "side_branch", "subagent", "foreign_tools", "mapping_failed",
+        "invalid_call",
+        "orphan_tool_result", "turn_after_answer", "missing_tool_result", "user_rejected_tool", "image_content",
+        "no_final_response",
     ]
     before, after = split_gates(GATES)
     assert all(g.before_build for g in before) and not any(g.before_build for g in after)
@@ -44,29 +46,43 @@ def test_the_order_is_the_contract() -> None:
         split_gates((*after, *before))
 
 
-def test_all_calls_dropped_twice_then_text_is_one_message() -> None:
-    """Regression for the id()-keyed "mergeable" set: two answers whose calls were all dropped and the text after
-    them are one assistant message (Pi would have sent one); the next turn stays its own message."""
-    steps = [Step(role="user", text="Plan it, then do it."), *_todo("a", "A."), *_todo("b", "B."),
-             Step(role="assistant", text="C."), *_bash("c", "ls", "x.py"), Step(role="assistant", text="Done.")]
+def test_ui_only_turns_are_dropped_whole_and_nothing_is_merged() -> None:
+    """A turn whose only content is a UI-only call goes with its result; the turns around it stay as they were."""
+    steps = [Step(role="user", text="Plan it, then do it."), *_todo("a", None), *_todo("b", None),
+             *_bash("c", "ls", "x.py", text="C."), Step(role="assistant", text="Done.")]
     conv = to_conversation(_traj(steps), CARD)
     assert isinstance(conv, Conversation), conv
     assert [(m["role"], m.get("content")) for m in conv.messages[1:]] == [
-        ("user", [{"type": "text", "text": "Plan it, then do it."}]), ("assistant", "A.B.C."), ("assistant", None),
-        ("tool", "x.py"), ("assistant", "Done."),
+        ("user", [{"type": "text", "text": "Plan it, then do it."}]), ("assistant", "C."), ("tool", "x.py"),
+        ("assistant", "Done."),
     ]
-    assert "merge_assistant_after_drop" in conv.meta.transformations
+    assert "drop:ui_only:TodoWrite" in conv.meta.transformations
+    assert not any("merge" in t for t in conv.meta.transformations)
     assert validate_conversation(conv, CARD) == []
 
 
-def test_a_turn_after_dropped_calls_takes_over_its_calls() -> None:
-    steps = [Step(role="user", text="Go."), *_todo("a", "Planning."), *_bash("b", "pwd", "/w"),
-             Step(role="assistant", text="In /w.")]
-    conv = to_conversation(_traj(steps), CARD)
-    assert isinstance(conv, Conversation)
-    merged = conv.messages[2]
-    assert merged["content"] == "Planning." and merged["tool_calls"][0]["function"]["name"] == "bash"
-    assert [m["role"] for m in conv.messages] == ["system", "user", "assistant", "tool", "assistant"]
+def test_a_ui_call_beside_text_blocks_and_the_actions_before_it_are_labels() -> None:
+    steps = [Step(role="user", text="Go."), *_bash("b", "pwd", "/w"), *_todo("a", "Planning."),  # 1-2, 3-4
+             *_bash("c", "ls", "x.py"), Step(role="assistant", text="In /w.")]
+    out = convert_trajectory(_traj(steps), CARD)
+    assert isinstance(out.record, Rejection) and out.record.reason == Reason.ui_only_call
+    assert "also holds text" in out.record.detail
+    assert out.calls.fates == ["label", "ui_only_call", "ui_only_call"]
+    assert (out.record.calls, out.record.labels) == (3, 1)
+    prefix = out.prefix
+    assert prefix is not None and prefix.meta.prefix.step == 3 and prefix.meta.prefix.labels == 1
+    assert [m["role"] for m in prefix.messages] == ["system", "user", "assistant", "tool"]
+    assert validate_conversation(prefix, CARD) == []
+
+
+def test_a_turn_right_after_an_answer_is_no_label() -> None:
+    """Pi starts a run only with a user message: an answer followed at once by another turn is not a Pi context."""
+    steps = [Step(role="user", text="Go."), Step(role="assistant", text="Sure, later."),  # 1: an answer
+             *_bash("c", "ls", "x.py"), Step(role="assistant", text="Done.")]  # 2: a turn right after it
+    out = convert_trajectory(_traj(steps), CARD)
+    assert isinstance(out.record, Rejection) and out.record.reason == Reason.turn_after_answer
+    assert out.calls.fates == ["turn_after_answer"]
+    assert out.prefix is not None and [m["role"] for m in out.prefix.messages] == ["system", "user", "assistant"]
 
 
 def test_findings_name_their_step_and_the_first_gate_decides() -> None:
@@ -79,7 +95,7 @@ def test_findings_name_their_step_and_the_first_gate_decides() -> None:
     rej = to_conversation(traj, CARD)
     assert isinstance(rej, Rejection) and rej.reason == Reason.unsupported_tool  # mapping_failed before orphans
     draft = build_draft(traj, CARD)  # the builder alone: its notes, before any gate decides
-    found = {g.name: [(f.step, f.reason) for f in g.findings(draft)] for g in GATES[5:]}
+    found = {g.name: [(f.step, f.reason) for f in g.findings(draft)] for g in GATES[6:]}
     assert found["mapping_failed"] == [(1, Reason.unsupported_tool)]
     assert found["orphan_tool_result"] == [(3, Reason.orphan_tool_result)]
 

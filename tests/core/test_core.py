@@ -54,3 +54,74 @@ def test_one_rejection_builder_for_every_subject() -> None:
     assert r.record_id == content_id("reject", "toy", "abc", "parse_error", "4", "4") and r.file == "x/y.log"
     with pytest.raises(ValueError):
         reject(Path("x"), Reason.parse_error, "d", "h")
+
+
+RECORDS = [{"a": 1, "b": {"c": [1, 2, {"d": 'x"y}'}]}}, {"e": "f\\n"}, {"g": []}, {"h": {}}]
+
+
+def _layouts() -> dict[str, bytes]:
+    import json
+
+    one = b"".join(json.dumps(r).encode() + b"\n" for r in RECORDS)
+    pretty = b"".join(json.dumps(r, indent=2).encode() + b"\n" for r in RECORDS)
+    return {
+        "one per line": one,
+        "pretty-printed": pretty,
+        "indent 0": b"".join(json.dumps(r, indent=0).encode() + b"\n" for r in RECORDS),
+        "array on one line": json.dumps(RECORDS).encode(),
+        "pretty array": json.dumps(RECORDS, indent=2).encode() + b"\n",
+        "CRLF": pretty.replace(b"\n", b"\r\n"),
+        "CRLF array": json.dumps(RECORDS, indent=1).encode().replace(b"\n", b"\r\n"),
+        "no newline between": b"".join(json.dumps(r).encode() for r in RECORDS),
+        "BOM": b"\xef\xbb\xbf" + one,
+    }
+
+
+@pytest.mark.parametrize("layout", list(_layouts()))
+def test_iter_jsonl_reads_every_layout(layout: str) -> None:
+    items = list(iter_jsonl(io.BytesIO(_layouts()[layout]), max_line_bytes=1 << 20, bad_lines="report"))
+    assert [i.value for i in items] == RECORDS, items
+    assert all(isinstance(i, JsonLine) for i in items)
+
+
+def test_a_broken_line_costs_only_itself_and_records_say_where_they_start() -> None:
+    text = b'{\n  "a": 1\n}\n{"b": 2,\n{"c": 3}\n[1,\n  2]\n{"d": "unterminated\n{"e": 5}\n'
+    items = list(iter_jsonl(io.BytesIO(text), bad_lines="report"))
+    assert [(i.lineno, i.value if isinstance(i, JsonLine) else i.kind) for i in items] == [
+        (1, {"a": 1}), (4, "invalid_json"), (5, {"c": 3}), (6, [1, 2]), (8, "invalid_json"), (9, {"e": 5})]
+    # a file that ends inside a pretty-printed record: one truncated record, not a row per inner line
+    cut = b'{"a": 1}\n{\n  "b": {\n    "c": 1\n'
+    items = list(iter_jsonl(io.BytesIO(cut), bad_lines="report"))
+    assert [(i.lineno, getattr(i, "kind", None)) for i in items] == [(1, None), (2, "truncated")]
+    assert "lines 2-4" in items[1].detail
+
+
+def test_the_record_limit_bounds_every_layout() -> None:
+    big = {"x": "y" * 100}
+    for text in (json_bytes(big) + b"\n", json_bytes(big, indent=2) + b"\n", b"[" + json_bytes(big) + b"]"):
+        items = list(iter_jsonl(io.BytesIO(text + b'{"ok": 1}\n'), max_line_bytes=60, bad_lines="report"))
+        kinds = [getattr(i, "kind", None) for i in items]
+        assert kinds[0] == "too_long", (text, items)
+        assert "limit 60" in items[0].detail
+    items = list(iter_jsonl(io.BytesIO(json_bytes(big, indent=2) + b'\n{"ok": 1}\n'), max_line_bytes=60,
+                            bad_lines="report"))
+    assert items[-1] == JsonLine(4, {"ok": 1}) and "lines 1-3" in items[0].detail
+    with pytest.raises(ValueError, match="limit 60"):
+        list(iter_jsonl(io.BytesIO(json_bytes(big, indent=2)), max_line_bytes=60))
+
+
+def test_first_json_line_is_the_first_record_of_any_layout(tmp_path: Path) -> None:
+    from harnessfit.formats.reading import first_json_line
+
+    for name, data in _layouts().items():
+        p = tmp_path / "x.jsonl"
+        p.write_bytes(data)
+        assert first_json_line(p) == RECORDS[0], name
+    p.write_bytes(b"not json\n")
+    assert first_json_line(p) is None
+
+
+def json_bytes(value: object, indent: int | None = None) -> bytes:
+    import json
+
+    return json.dumps(value, indent=indent).encode()

@@ -90,15 +90,14 @@ def test_read_result_loses_line_number_prefixes_and_reminders(tmp_path: Path, ca
     assert "read_result.strip_line_numbers" in conv.meta.transformations
 
 
-def test_multiedit_write_bash_and_todo_policy(tmp_path: Path, card):
+def test_multiedit_write_bash(tmp_path: Path, card):
     calls = [
         _use("t1", "MultiEdit", {"file_path": "/p/a", "edits": [{"old_string": "a", "new_string": "b"},
                                                                   {"old_string": "c", "new_string": "d"}]}),
         _use("t2", "Write", {"file_path": "/p/b", "content": "h\u00e9llo"}),
         _use("t3", "Bash", {"command": "false", "timeout": 1500}),
-        _use("t4", "TodoWrite", {"todos": []}),
     ]
-    results = [_res("t1", "ok"), _res("t2", "ok"), _res("t3", "Exit code 1\nboom", is_error=True), _res("t4", "ok")]
+    results = [_res("t1", "ok"), _res("t2", "ok"), _res("t3", "Exit code 1\nboom", is_error=True)]
     conv = _convert(_session(tmp_path, calls, results), card)
     assert isinstance(conv, Conversation), conv
     calls_out = conv.messages[2]["tool_calls"]
@@ -109,7 +108,26 @@ def test_multiedit_write_bash_and_todo_policy(tmp_path: Path, card):
     tools = [m["content"] for m in conv.messages if m["role"] == "tool"]
     assert tools == ["Successfully replaced 2 block(s) in /p/a.", "Successfully wrote 5 bytes to /p/b",
                      "boom\n\nCommand exited with code 1"]
-    assert "drop:noop_tool:TodoWrite" in conv.meta.transformations
+
+
+def test_todo_write_is_dropped_only_where_it_is_its_turns_only_content(tmp_path: Path, card):
+    todo = _use("t1", "TodoWrite", {"todos": [{"content": "fix it", "status": "pending"}]})
+    ack = _res("t1", "Todos have been modified successfully. Ensure that you continue to use the todo list.")
+    rows = [_line("user", "please change it"), _line("assistant", [todo], mid="m1"),
+            _line("user", [ack["block"]]),
+            _line("assistant", [_use("t2", "Bash", {"command": "ls"})], mid="m2"),
+            _line("user", [_res("t2", "a.py")["block"]]), _line("assistant", [{"type": "text", "text": "Done."}],
+                                                                mid="m3")]
+    path = tmp_path / "alone.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    conv = _convert(path, card)
+    assert isinstance(conv, Conversation), conv
+    assert [m["role"] for m in conv.messages] == ["system", "user", "assistant", "tool", "assistant"]
+    assert "drop:ui_only:TodoWrite" in conv.meta.transformations
+    # with text in its turn, dropping it would change that action: it blocks, and nothing before it is a label
+    rej = _convert(_session(tmp_path, [todo], [ack], name="with_text.jsonl"), card)
+    assert isinstance(rej, Rejection) and rej.reason == Reason.ui_only_call
+    assert "also holds text" in rej.detail and rej.labels == 0 and rej.calls == 1
 
 
 @pytest.mark.parametrize(
@@ -121,7 +139,7 @@ def test_multiedit_write_bash_and_todo_policy(tmp_path: Path, card):
         (_use("t1", "mcp__srv__tool", {}), _res("t1", "ok"), Reason.unsupported_tool),
         (_use("t1", "Bash", {"command": "rm -rf /"}),
          _res("t1", "The user doesn't want to proceed with this tool use. The tool use was rejected", is_error=True),
-         Reason.aborted_or_error_turn),
+         Reason.user_rejected_call),
         (_use("t1", "Read", {"file_path": "/p/x.png"}),
          _res("t1", [{"type": "image", "source": {"type": "base64", "data": "AAAA"}}]), Reason.image_content),
     ],

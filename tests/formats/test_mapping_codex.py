@@ -9,7 +9,7 @@ import pytest
 
 from harnessfit.core.rejection import Reason
 from harnessfit.core.trajectory import Step, ToolCall, Trajectory
-from harnessfit.formats.base import Drop, Failure, MapContext, PiCall
+from harnessfit.formats.base import Failure, MapContext, PiCall
 from harnessfit.formats.codex.mapping import CodexMapping, argv_to_command, parse_patch
 from harnessfit.formats.codex.reader import CodexReader
 from harnessfit.harness.card import load_card
@@ -72,8 +72,16 @@ def test_apply_patch_add_maps_to_write(fixture_outcomes: dict[str, object]) -> N
     assert out.result == "Successfully wrote 17 bytes to notes/todo.md"
 
 
-def test_update_plan_is_dropped(fixture_outcomes: dict[str, object]) -> None:
-    assert fixture_outcomes["c4"] == Drop("codex.update_plan:no-workspace-change")
+def test_update_plan_is_ui_only_and_dropped_by_the_converter() -> None:
+    from harnessfit.convert import ConvertPolicy, convert_trajectory
+
+    (traj,) = CodexReader().read(FIXTURES / "codex_patch_rollout.jsonl")
+    assert isinstance(traj, Trajectory) and any(c.name == "update_plan" for s in traj.steps for c in s.tool_calls)
+    assert "update_plan" in ConvertPolicy().ui_tools_for("codex")
+    out = convert_trajectory(traj, CARD)
+    assert any(f == "drop:ui_only:update_plan" for f in out.calls.fates), out.calls.fates
+    off = convert_trajectory(traj, CARD, policy=ConvertPolicy(drop_ui_tools=False))
+    assert "ui_only_call" in off.calls.fates
 
 
 def _call(name: str, args: object, output: str | None) -> object:
@@ -100,11 +108,19 @@ def test_patches_that_do_not_map_exactly_are_rejected(patch: str, why: str) -> N
     assert why in out.detail
 
 
-def test_failed_patch_is_rejected() -> None:
+def _result_failure(out: object) -> Failure:
+    """The call maps (it is a label), its result does not render."""
+    assert isinstance(out, PiCall), out
+    assert isinstance(out.result, Failure) and out.result.reason == Reason.unmappable_result, out.result
+    return out.result
+
+
+def test_failed_patch_is_a_label_whose_result_does_not_render() -> None:
     patch = "*** Begin Patch\n*** Update File: a.py\n@@\n-x\n+y\n*** End Patch"
     bad = json.dumps({"output": "error: Failed to find expected lines", "metadata": {"exit_code": 1}})
     out = _call("shell", json.dumps({"command": ["apply_patch", patch]}), bad)
-    assert isinstance(out, Failure) and "exit code 1" in out.detail
+    assert "exit code 1" in _result_failure(out).detail
+    assert out.name == "edit" and out.arguments == {"path": "a.py", "edits": [{"oldText": "x", "newText": "y"}]}
 
 
 def test_exec_command_2026_output_and_dropped_knobs() -> None:
@@ -116,18 +132,20 @@ def test_exec_command_2026_output_and_dropped_knobs() -> None:
     )
     running = "Chunk ID: x\nWall time: 10 seconds\nProcess running with session ID 7\nOutput:\n..."
     out = _call("exec_command", json.dumps({"cmd": "npm run dev"}), running)
-    assert isinstance(out, Failure) and "still running" in out.detail
+    assert "still running" in _result_failure(out).detail
 
 
 def test_outputs_pi_would_truncate_or_codex_truncated_are_rejected() -> None:
     long = json.dumps({"output": "x\n" * 2500, "metadata": {"exit_code": 0}})
     out = _call("shell", json.dumps({"command": ["seq", "2500"]}), long)
-    assert isinstance(out, Failure) and "over Pi's limits" in out.detail
+    assert "over Pi's limits" in _result_failure(out).detail
     cut = json.dumps({"output": "a\n[... omitted 10 of 300 lines ...]\nb", "metadata": {"exit_code": 0}})
     out = _call("shell", json.dumps({"command": ["cat", "f"]}), cut)
-    assert isinstance(out, Failure) and "truncated by Codex" in out.detail
-    plain = _call("shell", json.dumps({"command": ["rm", "-rf", "x"]}), "exec command rejected by user")
-    assert isinstance(plain, Failure) and "no exit status" in plain.detail
+    assert "Codex truncated the output" in _result_failure(out).detail
+    refused = _call("shell", json.dumps({"command": ["rm", "-rf", "x"]}), "exec command rejected by user")
+    assert isinstance(refused, Failure) and refused.reason == Reason.user_rejected_call  # no label
+    plain = _call("shell", json.dumps({"command": ["rm", "-rf", "x"]}), "sandbox: permission denied")
+    assert "no exit status" in _result_failure(plain).detail
 
 
 def test_real_2026_rollout_outcomes(traces_dir: Path) -> None:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from harnessfit.core.rejection import Reason
 from harnessfit.core.trajectory import Step, ToolCall, Trajectory
-from harnessfit.formats.base import Drop, Failure, MapContext, PiCall
+from harnessfit.formats.base import Failure, MapContext, PiCall
 from harnessfit.formats.openhands.mapping import OpenHandsMapping, split_openhands_output
 from harnessfit.formats.openhands.reader import OpenHandsReader
 from harnessfit.harness.card import load_card
@@ -50,7 +50,8 @@ def test_terminal_results() -> None:
     text = "Hello\n[The command completed with exit code 0.]\n[Current working directory: /w]"
     assert split_openhands_output(text) == ("Hello", 0)
     out = _map("execute_bash", {"command": "python hi.py"}, Step(role="tool", tool_call_id="x", text=text))
-    assert isinstance(out, Failure) and "final newline" in out.detail
+    assert isinstance(out, PiCall) and out.arguments == {"command": "python hi.py"}  # the call is a label
+    assert isinstance(out.result, Failure) and "final newline" in out.result.detail
     failed = _map("execute_bash", {"command": "false"},
                   Step(role="tool", tool_call_id="x", text="\n[The command completed with exit code 1.]"))
     assert isinstance(failed, PiCall) and failed.result == "(no output)\n\nCommand exited with code 1"
@@ -59,9 +60,9 @@ def test_terminal_results() -> None:
 
 
 def test_other_tools() -> None:
-    assert _map("think", {"thought": "hmm"}, None) == Drop("openhands.think:no-workspace-change")
     browse = _map("browser", {"code": "goto('x')"}, None)
     assert isinstance(browse, Failure) and browse.reason == Reason.unsupported_tool
     err = _map("str_replace_editor", {"command": "create", "path": "/w/a", "file_text": "x"},
                Step(role="tool", tool_call_id="x", text="Ran into [Errno 2] No such file", meta={"observation": "error"}))
-    assert isinstance(err, Failure) and err.reason == Reason.unmappable_arguments
+    assert isinstance(err, PiCall) and err.name == "write"
+    assert isinstance(err.result, Failure) and err.result.reason == Reason.unmappable_result

@@ -8,6 +8,9 @@ Public surface:
 - ``convert(inputs, out_dir, card, *, workers, formats)`` → ``ConvertSummary`` (writes conversations.jsonl,
   ledger.jsonl, ledger_summary.md, accounting.json);
 - ``to_conversation(trajectory, card)`` → one trajectory through its format's mapping and the gates;
+  ``convert_trajectory`` → the same with its exact prefix and the fate of every source call (``Outcome``);
+- ``ConvertPolicy`` / ``DEFAULT_UI_TOOLS``: which UI-only calls are dropped, and when (``convert.policy``);
+- ``YieldReport`` / ``write_yield``: calls read → labels → dropped → lost, per file and format (``yield.json``);
 - ``Accounting`` / ``write_ledger_summary`` for the per-file identity ``read = accepted + rejected``;
 - ``Gate`` / ``GATES``: the checks, one class each, in the order that decides a rejection's reason;
 - ``validate_conversation``: re-check a conversation against the card.
@@ -34,8 +37,10 @@ from harnessfit.convert.runner import (
     iter_encoded_units,
     iter_unit_results,
 )
+from harnessfit.convert.policy import DEFAULT_UI_TOOLS, ConvertPolicy
 from harnessfit.convert.validate import validate_conversation
-from harnessfit.convert.wire import to_conversation
+from harnessfit.convert.wire import Outcome, convert_trajectory, to_conversation
+from harnessfit.convert.yields import YieldReport, write_yield
 
 __all__ = [
     "iter_convert",
@@ -51,6 +56,12 @@ __all__ = [
     "FileAccount",
     "write_ledger_summary",
     "to_conversation",
+    "convert_trajectory",
+    "Outcome",
+    "ConvertPolicy",
+    "DEFAULT_UI_TOOLS",
+    "YieldReport",
+    "write_yield",
     "Gate",
     "GATES",
     "validate_conversation",

@@ -1,11 +1,20 @@
 """The convert run's output folder: conversations, reject ledger, ledger summary, accounting.
 
 Files written by ``convert``:
-- ``conversations.jsonl`` — one ``Conversation`` per line (compact JSON, key order kept);
-- ``ledger.jsonl`` — one ``Rejection`` per line (record id, source, file, lines, reason, detail, repair hint);
+- ``conversations.jsonl`` — one complete ``Conversation`` per line (compact JSON, key order kept);
+- ``prefixes.jsonl`` — the exact prefix of each rejected trajectory that holds at least one training label, one
+  ``Conversation`` per line with ``meta.prefix`` (why it ends, how many labels); the build exports their SFT records
+  and decision points, never as conversations;
+- ``ledger.jsonl`` — one ``Rejection`` per line: ``record_id``, ``source``, ``file``, ``line_start``/``line_end``,
+  ``reason`` (a ``Reason``), ``detail`` (computed from the data; for a trajectory with more than one blocking call it
+  ends with every blocking call by reason and tool, with counts), ``repair_hint``, ``kept_id`` (duplicates), and for a
+  trajectory ``calls`` (its source tool calls) and ``labels`` (those kept from its exact prefix);
 - ``ledger_summary.md`` — a table by reason (count, an example detail, the repair hint) and by file;
 - ``accounting.json`` — per file and in total: ``read``, ``accepted``, ``rejected``, reasons. The identity
-  ``read == accepted + rejected`` is asserted for every file and the total before the run reports success.
+  ``read == accepted + rejected`` is asserted for every file and the total before the run reports success;
+- ``yield.json`` / ``yield.md`` — per format and per file, tool calls read → kept as labels → dropped → lost by reason,
+  and the blockers ranked by the calls they would unlock (``convert.yields``; ``calls == labels + dropped + lost`` is
+  asserted too).
 """
 
 from __future__ import annotations
@@ -20,7 +29,10 @@ import orjson
 
 from harnessfit.core.conversation import Conversation
 from harnessfit.core.rejection import Reason, Rejection
+from harnessfit.convert.policy import ConvertPolicy
 from harnessfit.convert.runner import EncodedUnit, UnitResult, iter_encoded_units, unit_size
+from harnessfit.convert.wire import DEFAULT_POLICY
+from harnessfit.convert.yields import YieldReport, write_yield
 from harnessfit.formats.registry import iter_units
 
 __all__ = ["FileAccount", "Accounting", "ConvertSummary", "convert", "write_ledger_summary", "AccountingError"]
@@ -147,12 +159,15 @@ class Accounting:
 
 @dataclass
 class ConvertSummary:
-    """What a convert run produced (paths and counts); ``accounting`` holds the per-file numbers."""
+    """What a convert run produced (paths and counts); ``accounting`` holds the per-file numbers, ``yields`` the
+    per-call ones, ``prefixes`` the number of exact prefixes written."""
 
     out_dir: Path
     card: str
     card_sha256: str
     accounting: Accounting
+    yields: YieldReport = field(default_factory=YieldReport)
+    prefixes: int = 0
 
     @property
     def read(self) -> int:
@@ -202,6 +217,7 @@ def convert(
     on_units: Callable[[int, int], None] | None = None,
     on_unit: Callable[[EncodedUnit], None] | None = None,
     install_dir: str | None = None,
+    policy: ConvertPolicy = DEFAULT_POLICY,
 ) -> ConvertSummary:
     """Convert ``inputs`` into ``out_dir`` (see the module docstring for the files). ``on_units(n, bytes)`` is
     called once with the number and size of units, ``on_unit`` after each unit with its ``EncodedUnit`` (label,
@@ -214,21 +230,33 @@ def convert(
     if on_units is not None:
         on_units(len(units), sum(unit_size(u.path) for u in units))
     accounting = Accounting()
+    yields = YieldReport()
     examples: dict[str, Rejection] = {}
-    with (out / "conversations.jsonl").open("wb") as conv_fh, (out / "ledger.jsonl").open("wb") as led_fh:
+    prefixes = 0
+    with (out / "conversations.jsonl").open("wb") as conv_fh, (out / "ledger.jsonl").open("wb") as led_fh, \
+            (out / "prefixes.jsonl").open("wb") as pre_fh:
         for res in iter_encoded_units(inputs, card, workers=workers, formats=formats, units=units,
-                                      install_dir=install_dir):
+                                      install_dir=install_dir, policy=policy):
             accounting.add(res)
+            if res.yields is not None:
+                yields.add(res.yields)
             for reason, example in res.examples.items():
                 examples.setdefault(reason, example)
             if res.conversations:
                 conv_fh.write(res.conversations)
             if res.ledger:
                 led_fh.write(res.ledger)
+            if res.prefixes:
+                pre_fh.write(res.prefixes)
+                prefixes += res.prefixes.count(b"\n")
             if on_unit is not None:
                 on_unit(res)
     accounting.check()
+    doc_yield = write_yield(out, yields)
+    if not doc_yield["identity_holds"]:
+        raise AccountingError("yield: calls != labels + dropped + lost for some file (a bug, never bad data)")
     write_ledger_summary(out / "ledger_summary.md", accounting, examples)
     doc = {"card": card.id, "card_sha256": card.sha256, **accounting.as_dict()}
     (out / "accounting.json").write_bytes(orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n")
-    return ConvertSummary(out_dir=out, card=card.id, card_sha256=card.sha256, accounting=accounting)
+    return ConvertSummary(out_dir=out, card=card.id, card_sha256=card.sha256, accounting=accounting, yields=yields,
+                          prefixes=prefixes)

@@ -27,7 +27,9 @@ import orjson
 
 from harnessfit.core.conversation import Conversation
 from harnessfit.core.rejection import Rejection
-from harnessfit.convert.wire import to_conversation
+from harnessfit.convert.policy import ConvertPolicy
+from harnessfit.convert.wire import DEFAULT_POLICY, convert_trajectory
+from harnessfit.convert.yields import FileYield, YieldReport
 from harnessfit.pipeline.executor import ordered_map
 from harnessfit.formats.registry import Unit, iter_units, read_unit
 from harnessfit.core.trajectory import Trajectory
@@ -38,7 +40,9 @@ __all__ = ["UnitResult", "EncodedUnit", "convert_unit", "encode_unit", "iter_uni
 
 @dataclass
 class UnitResult:
-    """Everything one unit produced: ``read`` counts reader records, ``outputs`` has one item per read record."""
+    """Everything one unit produced: ``read`` counts reader records, ``outputs`` has one item per read record;
+    ``prefixes`` the exact prefixes of its rejected trajectories (``Conversation`` with ``meta.prefix``), and
+    ``yields`` what became of every source call (``convert.yields``)."""
 
     index: int
     label: str
@@ -46,6 +50,8 @@ class UnitResult:
     size: int
     read: int = 0
     outputs: list[Conversation | Rejection] = field(default_factory=list)
+    prefixes: list[Conversation] = field(default_factory=list)
+    yields: FileYield | None = None
 
 
 def unit_size(path: Path) -> int:
@@ -59,26 +65,33 @@ def unit_size(path: Path) -> int:
 
 
 def convert_unit(unit: Unit, card: Any, formats: Sequence[str] | None = None,
-                 install_dir: str | None = None) -> UnitResult:
+                 install_dir: str | None = None, policy: ConvertPolicy = DEFAULT_POLICY) -> UnitResult:
     """Read one unit and convert each trajectory; reader rejections pass through. ``install_dir`` is the harness
-    folder the system prompt names (``None``: the card's default, where ``harnessfit harness install`` puts it)."""
+    folder the system prompt names (``None``: the card's default, where ``harnessfit harness install`` puts it);
+    ``policy`` says which UI-only calls may be dropped (``convert.policy``)."""
     res = UnitResult(index=unit.index, label=unit.label, format="unknown", size=unit_size(unit.path))
+    res.yields = FileYield(unit.label, "unknown")
     for record in read_unit(unit, formats):
         res.read += 1
         if isinstance(record, Trajectory):
             res.format = record.source
             try:
-                out = to_conversation(record, card, install_dir=install_dir)
+                outcome = convert_trajectory(record, card, install_dir=install_dir, policy=policy)
             except Exception as exc:  # a converter bug on odd data must not stop the run
                 from harnessfit.core.rejection import Reason, reject
 
-                out = reject(record, Reason.parse_error, f"converter failed: {type(exc).__name__}: "
-                                    f"{str(exc)[:200]}", "report this trajectory shape as a converter bug")
-            res.outputs.append(out)
+                res.outputs.append(reject(record, Reason.parse_error, f"converter failed: {type(exc).__name__}: "
+                                          f"{str(exc)[:200]}", "report this trajectory shape as a converter bug"))
+                continue
+            res.outputs.append(outcome.record)
+            if outcome.prefix is not None:
+                res.prefixes.append(outcome.prefix)
+            res.yields.add(outcome.calls)
         else:
             if res.format == "unknown" and record.source != "unknown":
                 res.format = record.source
             res.outputs.append(record)
+    res.yields.format = res.format
     return res
 
 
@@ -89,7 +102,8 @@ class EncodedUnit:
     Why: a worker that returns these instead of ``Conversation`` objects spares the parent unpickling and
     re-serialising every record (the parent's serial share is what bounds multi-worker scaling). ``conversations``
     and ``ledger`` are JSONL (each line ends with ``\\n``) in output order; ``reasons`` counts rejections by reason
-    value; ``examples`` keeps the first rejection of each reason in this unit (for the ledger summary).
+    value; ``examples`` keeps the first rejection of each reason in this unit (for the ledger summary); ``prefixes``
+    is the unit's ``prefixes.jsonl`` lines and ``yields`` its per-call accounting.
     """
 
     index: int
@@ -102,6 +116,8 @@ class EncodedUnit:
     ledger: bytes = b""
     reasons: dict[str, int] = field(default_factory=dict)
     examples: dict[str, Rejection] = field(default_factory=dict)
+    prefixes: bytes = b""
+    yields: FileYield | None = None
 
     @property
     def rejected(self) -> int:
@@ -127,24 +143,28 @@ def encode_unit(res: UnitResult) -> EncodedUnit:
             reasons[reason] = reasons.get(reason, 0) + 1
             examples.setdefault(reason, item)
             led.append(_line(item))
+    pre = [_line(p) for p in res.prefixes]
     return EncodedUnit(
         index=res.index, label=res.label, format=res.format, size=res.size, read=res.read, accepted=len(conv),
         conversations=b"\n".join([*conv, b""]) if conv else b"", ledger=b"\n".join([*led, b""]) if led else b"",
-        reasons=reasons, examples=examples,
+        reasons=reasons, examples=examples, prefixes=b"\n".join([*pre, b""]) if pre else b"", yields=res.yields,
     )
 
 
 _WORKER: dict[str, Any] = {}
 
 
-def _init_worker(card: Any, formats: Sequence[str] | None, install_dir: str | None) -> None:
+def _init_worker(card: Any, formats: Sequence[str] | None, install_dir: str | None,
+                 policy: ConvertPolicy = DEFAULT_POLICY) -> None:
     _WORKER["card"] = card
     _WORKER["formats"] = formats
     _WORKER["install_dir"] = install_dir
+    _WORKER["policy"] = policy
 
 
 def _work(units: list[Unit]) -> list[UnitResult]:
-    return [convert_unit(u, _WORKER["card"], _WORKER["formats"], _WORKER["install_dir"]) for u in units]
+    return [convert_unit(u, _WORKER["card"], _WORKER["formats"], _WORKER["install_dir"], _WORKER["policy"])
+            for u in units]
 
 
 def _work_encoded(units: list[Unit]) -> list[EncodedUnit]:
@@ -167,18 +187,19 @@ def units_per_task(n_units: int, workers: int) -> int:
 
 
 def _in_unit_order(work: Callable[[list[Unit]], list[Any]], units: list[Unit], card: Any, workers: int,
-                   formats: Sequence[str] | None, install_dir: str | None, size: int | None) -> Iterator[Any]:
+                   formats: Sequence[str] | None, install_dir: str | None, size: int | None,
+                   policy: ConvertPolicy = DEFAULT_POLICY) -> Iterator[Any]:
     """``work`` over chunks of ``units`` (in worker processes when ``workers > 1``), results in unit order."""
     size = max(1, size if size is not None else units_per_task(len(units), workers))
     chunks = [units[i:i + size] for i in range(0, len(units), size)]
     for results in ordered_map(work, chunks, workers=min(workers, len(chunks)), initializer=_init_worker,
-                               initargs=(card, formats, install_dir)):
+                               initargs=(card, formats, install_dir, policy)):
         yield from results
 
 
 def iter_unit_results(
     inputs: Sequence[Path | str], card: Any, *, workers: int = 1, formats: Sequence[str] | None = None,
-    units: list[Unit] | None = None, install_dir: str | None = None,
+    units: list[Unit] | None = None, install_dir: str | None = None, policy: ConvertPolicy = DEFAULT_POLICY,
 ) -> Iterator[UnitResult]:
     """Per-unit results in unit order (the building block of ``iter_convert``). With workers the objects cross the
     process boundary by pickle; ``iter_encoded_units`` is the cheaper path when only the output bytes are needed."""
@@ -186,14 +207,15 @@ def iter_unit_results(
     install_dir = _resolved_install_dir(card, install_dir)
     if workers <= 1 or len(units) <= 1:
         for unit in units:
-            yield convert_unit(unit, card, formats, install_dir)
+            yield convert_unit(unit, card, formats, install_dir, policy)
         return
-    yield from _in_unit_order(_work, units, card, workers, formats, install_dir, None)
+    yield from _in_unit_order(_work, units, card, workers, formats, install_dir, None, policy)
 
 
 def iter_encoded_units(
     inputs: Sequence[Path | str], card: Any, *, workers: int = 1, formats: Sequence[str] | None = None,
     units: list[Unit] | None = None, install_dir: str | None = None, chunksize: int | None = None,
+    policy: ConvertPolicy = DEFAULT_POLICY,
 ) -> Iterator[EncodedUnit]:
     """Per-unit results already serialised (``encode_unit``), in unit order; serialised in the workers when there
     are any. The bytes are the same for any worker count, and the same as ``encode_unit`` of ``iter_unit_results``.
@@ -202,21 +224,30 @@ def iter_encoded_units(
     install_dir = _resolved_install_dir(card, install_dir)
     if workers <= 1 or len(units) <= 1:
         for unit in units:
-            yield encode_unit(convert_unit(unit, card, formats, install_dir))
+            yield encode_unit(convert_unit(unit, card, formats, install_dir, policy))
         return
-    yield from _in_unit_order(_work_encoded, units, card, workers, formats, install_dir, chunksize)
+    yield from _in_unit_order(_work_encoded, units, card, workers, formats, install_dir, chunksize, policy)
 
 
 def iter_convert(
     inputs: Sequence[Path], card: Any, *, workers: int = 1, formats: Sequence[str] | None = None,
-    install_dir: str | None = None,
+    install_dir: str | None = None, prefixes: bool = False, policy: ConvertPolicy = DEFAULT_POLICY,
+    yields: YieldReport | None = None,
 ) -> Iterator[Conversation | Rejection]:
-    """Every input record as a Conversation or a Rejection, in deterministic order (any worker count).
+    """Every input record as a Conversation or a Rejection, in deterministic order (any worker count). With
+    ``prefixes``, each unit's exact prefixes of rejected trajectories follow its records (``Conversation`` objects
+    with ``meta.prefix`` set: they are no input records, so count them apart). ``yields`` collects every unit's call
+    accounting (``convert.yields``).
 
     ``install_dir`` fixes the harness folder named in the system prompt (default: the card's
     ``default_install_dir()``, which depends on ``$HARNESSFIT_HOME``); fix it for machine-independent output."""
-    for res in iter_unit_results(inputs, card, workers=workers, formats=formats, install_dir=install_dir):
+    for res in iter_unit_results(inputs, card, workers=workers, formats=formats, install_dir=install_dir,
+                                 policy=policy):
+        if yields is not None and res.yields is not None:
+            yields.add(res.yields)
         yield from res.outputs
+        if prefixes:
+            yield from res.prefixes
 
 
 ProgressFn = Callable[[UnitResult | EncodedUnit], None]

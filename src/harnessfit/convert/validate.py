@@ -29,8 +29,12 @@ def card_wire_tools(card: HarnessCard) -> list[dict[str, Any]]:
 def validate_conversation(conv: Conversation | dict[str, Any], card: HarnessCard) -> list[str]:
     """Problems found (``[]`` = valid): tools equal the card's; system first; user content as text parts;
     assistant ``content`` text-or-null with compact-JSON ``tool_calls`` that validate without errors; each tool
-    message answers a call of the previous assistant message, every call answered; ends with an answer."""
+    message answers a call of the previous assistant message, every call answered; ends with an answer.
+
+    An exact prefix (``meta.prefix`` set) is checked the same way, except at its end: its last assistant message may
+    be a call whose result is not part of it, and it need not end with an answer."""
     c = conv.model_dump(mode="json") if isinstance(conv, Conversation) else conv
+    is_prefix = bool((c.get("meta") or {}).get("prefix"))
     problems: list[str] = []
     if c["tools"] != card_wire_tools(card):
         problems.append("tools differ from the card's")
@@ -85,9 +89,15 @@ def validate_conversation(conv: Conversation | dict[str, Any], card: HarnessCard
                 pending.remove(m["tool_call_id"])
         else:
             problems.append(f"message {i}: unexpected role {role!r}")
+    last = msgs[-1] if msgs else {}
+    if is_prefix:
+        if pending and last.get("role") not in ("assistant", "tool"):
+            problems.append(f"calls {pending} unanswered before the prefix's end")
+        if not any(m.get("role") == "assistant" for m in msgs):
+            problems.append("a prefix without a label")
+        return problems
     if pending:
         problems.append(f"calls {pending} unanswered at the end")
-    last = msgs[-1] if msgs else {}
     if last.get("role") != "assistant" or last.get("tool_calls") or not last.get("content"):
         problems.append("does not end with a final assistant answer")
     return problems

@@ -13,7 +13,8 @@ the rules that depend on Pi's version are in ``convert.history``, chosen by the 
   skipped. The text is the non-blank text blocks joined with ``""``; the source model's thinking is among them as
   text before Pi 1.3.0 and dropped from 1.3.0 (the trained model is never the model that wrote the history), recorded
   as ``pi.thinking_as_text`` / ``pi.thinking_dropped``. Turns that ended ``aborted``/``error`` are dropped; a tool
-  result that follows one answers no call (an orphan, as on Pi's wire).
+  result that follows one answers no call (an orphan, on the wire as on Pi's; the ``orphan_tool_result`` gate cuts
+  there).
 - tool: ``{"role":"tool","content": text, "tool_call_id": id}`` in call order; ``isError`` is not sent. A call
   without a result gets Pi's synthetic result (the card's ``no_result`` text, ``pi.synthetic_no_result``) after
   the results that exist.
@@ -28,37 +29,58 @@ the rules that depend on Pi's version are in ``convert.history``, chosen by the 
   never repaired.
 - A user message that ends the session unanswered is trimmed (``trim_unanswered_tail``); after that the last
   message must be an assistant answer without tool calls (else ``no_final_response``).
+- UI-only calls Pi would never see are dropped with their results where ``convert.policy`` allows it (recorded as
+  ``drop:ui_only:<tool>``); nothing is merged: an answer is never glued to another turn.
 - ``ConversationMeta.labels_from``: messages before it are history only (the kept messages after a compaction
   summary were written before the compaction, with another context), so no record trains on them.
 
 The builder only builds: what may make the conversation inexact is noted on the ``Draft`` (``convert.draft``), and
-the gates (``convert.gates.GATES``) decide, in their order, whether the trajectory is rejected and for what.
+the gates (``convert.gates.GATES``) decide, in their order, whether the trajectory is rejected and for what, and where
+its exact prefix ends. ``convert_trajectory`` returns all three: the record (a ``Conversation``, or the ``Rejection``
+that is the trajectory's ledger row), the exact prefix of a rejected trajectory when it holds at least one label (a
+``Conversation`` with ``meta.prefix``; its SFT records and decision points are exported, the conversation is not),
+and what became of every source call (``convert.yields.CallFates``).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
 
 from harnessfit.convert import gates
 from harnessfit.convert.canonical import canonical_arguments
-from harnessfit.convert.draft import CallFailed, CallInvalid, Draft, ImagesSeen, OrphanResult, UnansweredCall
-from harnessfit.convert.gates import first_rejection, split_gates
+from harnessfit.convert.draft import (
+    CallDropped,
+    CallFailed,
+    CallInvalid,
+    Draft,
+    ImagesSeen,
+    OrphanResult,
+    RejectedByUser,
+    ResultFailed,
+    UnansweredCall,
+)
+from harnessfit.convert.gates import Finding, all_findings, rejection_of, split_gates
 from harnessfit.convert.history import PiHistory, assistant_blocks, history_rules
+from harnessfit.convert.policy import ConvertPolicy, LaterText, ui_drop_problem
 from harnessfit.convert.validate import card_wire_tools
-from harnessfit.core.conversation import Conversation, ConversationMeta
+from harnessfit.convert.yields import CallFates, call_fates
+from harnessfit.core.conversation import Conversation, ConversationMeta, PrefixInfo
 from harnessfit.core.ids import content_id
-from harnessfit.core.rejection import Failure, Rejection
+from harnessfit.core.rejection import Failure, Reason, Rejection
 from harnessfit.core.trajectory import Step, Trajectory
 from harnessfit.formats.base import Drop, MapContext, Mapping, PiCall
 from harnessfit.formats.registry import get_mapping
 from harnessfit.harness.card import HarnessCard
 
-__all__ = ["to_conversation", "build_draft", "DEFAULT_CWD", "DEFAULT_DATE"]
+__all__ = ["to_conversation", "convert_trajectory", "Outcome", "build_draft", "DEFAULT_CWD", "DEFAULT_DATE",
+           "DEFAULT_POLICY"]
 
 DEFAULT_CWD = "/workspace"
 DEFAULT_DATE = "2026-01-01"
+DEFAULT_POLICY = ConvertPolicy()
 
 Turn = tuple[int, Step, list[tuple[int, Step]]]
 
@@ -86,73 +108,142 @@ def _user_message(step: Step, rules: PiHistory) -> dict[str, Any] | None:
     return {"role": "user", "content": [{"type": "text", "text": p} for p in parts]}
 
 
-def _pair_results(draft: Draft, i: int, step: Step, results: list[tuple[int, Step]]) -> dict[str, Step]:
-    """The turn's results by call id; a result that answers none of the turn's calls (or one answered already)
-    is noted as an orphan."""
+def _pair_results(draft: Draft, step: Step, results: list[tuple[int, Step]]) -> dict[str, tuple[int, Step]]:
+    """The turn's results by call id, with their step indices; a result that answers none of the turn's calls (or
+    one answered already) is noted as an orphan."""
     ids = {c.id for c in step.tool_calls}
-    by_id: dict[str, Step] = {}
+    by_id: dict[str, tuple[int, Step]] = {}
     for j, r in results:
         if r.tool_call_id in by_id or r.tool_call_id not in ids:
             draft.orphan_results.append(OrphanResult(j, r.tool_call_id, "turn"))
             continue
-        by_id[r.tool_call_id or ""] = r
+        by_id[r.tool_call_id or ""] = (j, r)
     return by_id
 
 
-def _assistant(draft: Draft, turn: Turn, mapping: Mapping, ctx: MapContext,
-               rules: PiHistory) -> tuple[list[dict[str, Any]], bool]:
-    """The turn's wire messages (the assistant message, then its tool messages), and whether the assistant message
-    is left open (it had calls, all dropped: the next turn continues it)."""
+class _Context:
+    """What the builder needs for every turn of one trajectory."""
+
+    def __init__(self, draft: Draft, mapping: Mapping, ctx: MapContext, policy: ConvertPolicy,
+                 rules: PiHistory) -> None:
+        self.draft = draft
+        self.rules = rules
+        self.mapping = mapping
+        self.ctx = ctx
+        self.policy = policy
+        self.ui_tools = policy.ui_tools_for(draft.trajectory.source)
+        self._later: LaterText | None = None
+        self._last_action: int | None = None
+
+    @property
+    def later(self) -> LaterText:
+        if self._later is None:
+            self._later = LaterText(self.draft.trajectory)
+        return self._later
+
+    @property
+    def last_action(self) -> int:
+        """The step of the run's last assistant action (a turn with text or calls that Pi keeps)."""
+        if self._last_action is None:
+            self._last_action = max((i for i, s in enumerate(self.draft.trajectory.steps)
+                                     if s.role == "assistant" and (s.text or s.tool_calls)
+                                     and s.stop_reason not in ("aborted", "error")), default=-1)
+        return self._last_action
+
+
+_NO_RESULT: tuple[None, None] = (None, None)
+
+
+def _drop_problem(b: _Context, i: int, k: int, step: Step, outcome: Drop, ui_calls: int,
+                  result: Step | None) -> str | None:
+    """Why a dropped call may not go (``None``: it may; ``convert.policy``)."""
+    if outcome.ends_episode:
+        if i >= b.last_action and k == len(step.tool_calls) - 1:
+            return None
+        return "it is not the run's last action, so its result was seen"
+    if not b.policy.drop_ui_tools:
+        return "dropping UI-only calls is turned off (convert.drop_ui_tools)"
+    return ui_drop_problem(i, step, ui_calls, result, b.later)
+
+
+def _assistant(b: _Context, turn: Turn) -> tuple[dict[str, Any] | None, list[tuple[int, dict[str, Any]]]]:
+    """The turn's assistant message (``None`` when nothing of it is left) and its tool messages with their result
+    steps. A UI-only tool (``policy.ui_tools``) is a ``Drop`` before its mapping is asked; a refused call's result is
+    the user's refusal, not a tool's, so the mapping judges that call alone."""
+    draft, card, mapping, ctx, ui_tools, rules = b.draft, b.ctx.card, b.mapping, b.ctx, b.ui_tools, b.rules
     i, step, results = turn
-    by_id = _pair_results(draft, i, step, results)
-    card = ctx.card
+    by_id = _pair_results(draft, step, results)
+    pairs = [by_id.get(call.id, _NO_RESULT) for call in step.tool_calls]
+    refused = [r is not None and r.meta.get("user_rejected") is True for _, r in pairs]
+    outcomes = [Drop(f"ui_only:{call.name}") if call.name in ui_tools else
+                mapping.map_call(call, None if no else r, ctx)
+                for call, (_, r), no in zip(step.tool_calls, pairs, refused)]
+    ui_calls = sum(1 for o in outcomes if type(o) is Drop and not o.ends_episode)
     calls: list[dict[str, Any]] = []
-    tool_msgs: list[dict[str, Any]] = []
-    synthetic: list[dict[str, Any]] = []
-    for call in step.tool_calls:
-        outcome = mapping.map_call(call, by_id.get(call.id), ctx)
-        if isinstance(outcome, Drop):
-            draft.transformed(f"drop:{outcome.policy}")
-            continue
-        if isinstance(outcome, Failure):
+    tool_msgs: list[tuple[int, dict[str, Any]]] = []
+    synthetic: list[tuple[int, dict[str, Any]]] = []
+    for k, call in enumerate(step.tool_calls):
+        outcome = outcomes[k]
+        j, result = pairs[k]
+        if refused[k]:
+            draft.user_rejections.append(RejectedByUser(i, j, call))  # type: ignore[arg-type]
+        if type(outcome) is Drop:
+            why = _drop_problem(b, i, k, step, outcome, ui_calls, result)
+            if why is None:
+                draft.dropped_calls.append(CallDropped(i, k, call, outcome.policy))
+                draft.transformed(f"drop:{outcome.policy}")
+                continue
+            outcome = Failure(Reason.ui_only_call, f"{call.name} is a UI-only call Pi would never see, but {why}",
+                              "keep the session up to this turn; or, where the call is its turn's only content and "
+                              "its result is a plain acknowledgement, it is dropped")
+        if type(outcome) is Failure:
             draft.failed_calls.append(CallFailed(i, call, outcome))
             continue
-        pieces = [outcome] if isinstance(outcome, PiCall) else list(outcome)
-        for k, pc in enumerate(pieces):
-            draft.transformed(*pc.transformations)
+        pieces = [outcome] if type(outcome) is PiCall else list(outcome)
+        for n, pc in enumerate(pieces):
+            if pc.transformations:
+                draft.transformed(*pc.transformations)
             verdict = card.validate_call(pc.name, pc.arguments)
-            errors = [v for v in verdict if v.severity == "error"]
-            warnings = [v for v in verdict if v.severity == "warning"]
             arguments = pc.arguments
-            if warnings and not errors:
-                arguments = canonical_arguments(card, pc.name, pc.arguments, warnings)
-                draft.transformed(*(f"repaired:{w.code}" for w in warnings))
-            if errors:
-                draft.invalid_calls.append(CallInvalid(i, pc.name, errors[0]))
-            cid = rules.call_id(call.id if k == 0 else f"{call.id}_{k}")
-            if cid != call.id and k == 0:
+            if verdict:
+                errors = [v for v in verdict if v.severity == "error"]
+                warnings = [v for v in verdict if v.severity == "warning"]
+                if warnings and not errors:
+                    arguments = canonical_arguments(card, pc.name, pc.arguments, warnings)
+                    draft.transformed(*(f"repaired:{w.code}" for w in warnings))
+                if errors:
+                    draft.invalid_calls.append(CallInvalid(i, pc.name, errors[0], call))
+            cid = rules.call_id(call.id if n == 0 else f"{call.id}_{n}")
+            if cid != call.id and n == 0:
                 draft.transformed("call_id_normalised")
             calls.append({"id": cid, "type": "function",
                           "function": {"name": pc.name, "arguments": orjson.dumps(arguments).decode()}})
-            if pc.result is None:
+            if refused[k]:
+                continue
+            res = pc.result
+            if res is None:
                 # Pi answers a call that has no result with its synthetic one, after the results that exist
-                # (pi-ai transformMessages, insertSyntheticToolResults)
+                # (pi-ai transformMessages, insertSyntheticToolResults); it has no result step of its own
                 draft.unanswered_calls.append(UnansweredCall(i, call))
                 draft.transformed("pi.synthetic_no_result")
-                synthetic.append({"role": "tool", "content": rules.no_result, "tool_call_id": cid})
+                synthetic.append((i + 1, {"role": "tool", "content": rules.no_result, "tool_call_id": cid}))
+            elif type(res) is Failure:
+                if n == 0:
+                    draft.failed_results.append(ResultFailed(i, j, call, res))
             else:
-                source = by_id.get(call.id)
-                content = rules.tool_content(pc.result, source.images if source is not None else 0)
-                tool_msgs.append({"role": "tool", "content": content, "tool_call_id": cid})
+                images = result.images if result is not None else 0
+                tool_msgs.append((i + 1 if j is None else j,
+                                  {"role": "tool", "content": rules.tool_content(res, images), "tool_call_id": cid}))
     blocks = assistant_blocks(step)
     if any(kind == "thinking" and text.strip() for kind, text in blocks):
         draft.transformed("pi.thinking_as_text" if rules.foreign_thinking == "text" else "pi.thinking_dropped")
     msg: dict[str, Any] = {"role": "assistant", "content": rules.assistant_content(blocks)}
     if calls:
         msg["tool_calls"] = calls
+    tool_msgs += synthetic
     if msg["content"] is None and not calls:
-        return [], False
-    return [msg, *tool_msgs, *synthetic], bool(step.tool_calls) and not calls
+        return None, tool_msgs
+    return msg, tool_msgs
 
 
 def _orphans(draft: Draft, results: list[tuple[int, Step]], after: str, rules: PiHistory) -> None:
@@ -160,33 +251,15 @@ def _orphans(draft: Draft, results: list[tuple[int, Step]], after: str, rules: P
     result; transformMessages pairs nothing with them)."""
     for j, r in results:
         draft.orphan_results.append(OrphanResult(j, r.tool_call_id, after))  # type: ignore[arg-type]
-        draft.messages.append({"role": "tool", "content": rules.tool_content(r.text or "", r.images),
-                               "tool_call_id": rules.call_id(r.tool_call_id or "")})
-        draft.open_assistant = None
+        draft.add(j, {"role": "tool", "content": rules.tool_content(r.text or "", r.images),
+                      "tool_call_id": rules.call_id(r.tool_call_id or "")})
 
 
-def _append(draft: Draft, msgs: list[dict[str, Any]], left_open: bool = False) -> None:
-    """Append wire messages; an assistant message that follows an open one is merged into it (Pi would have sent
-    one message). ``left_open``: the first of ``msgs`` is itself open (see ``_assistant``)."""
-    for n, m in enumerate(msgs):
-        is_open = left_open and n == 0
-        prev = draft.open_assistant
-        if m["role"] == "assistant" and prev is not None:
-            merged = (prev["content"] or "") + (m["content"] or "")
-            prev["content"] = merged or None
-            if "tool_calls" in m:
-                prev["tool_calls"] = m["tool_calls"]
-            draft.transformed("merge_assistant_after_drop")
-            if not is_open:
-                draft.open_assistant = None
-            continue
-        draft.messages.append(m)
-        draft.open_assistant = m if is_open else None
-
-
-def build_draft(traj: Trajectory, card: HarnessCard, *, install_dir: str | None = None, trim: bool = True) -> Draft:
-    """The wire messages of ``traj`` and the notes the gates read (no gate runs here; ``to_conversation`` runs them).
-    cwd and date come from the trajectory, else ``DEFAULT_CWD`` / ``DEFAULT_DATE`` (recorded as transformations).
+def build_draft(traj: Trajectory, card: HarnessCard, *, install_dir: str | None = None,
+                policy: ConvertPolicy = DEFAULT_POLICY, trim: bool = True) -> Draft:
+    """The wire messages of ``traj`` and the notes the gates read (no gate runs here; ``convert_trajectory`` runs
+    them). cwd and date come from the trajectory, else ``DEFAULT_CWD`` / ``DEFAULT_DATE`` (recorded as
+    transformations).
 
     ``trim=False`` keeps an unanswered user tail: the messages are then the whole history as Pi would send it before
     its next request (what the oracle test compares)."""
@@ -198,13 +271,13 @@ def build_draft(traj: Trajectory, card: HarnessCard, *, install_dir: str | None 
         draft.transformed("default_cwd")
     if not traj.date:
         draft.transformed("default_date")
-    mapping = get_mapping(traj.source)
-    ctx = MapContext(card=card, trajectory=traj, cwd=cwd)
-    draft.messages.append({"role": "system", "content": card.render_system_prompt(cwd, date, install_dir=install_dir)})
+    b = _Context(draft, get_mapping(traj.source), MapContext(card=card, trajectory=traj, cwd=cwd), policy, rules)
+    messages, steps_of = draft.messages, draft.message_steps
+    draft.add(-1, {"role": "system", "content": card.render_system_prompt(cwd, date, install_dir=install_dir)})
     history_only = False
     for turn in _turns(traj.steps):
         if history_only:  # the previous step's messages are history only
-            draft.labels_from = len(draft.messages)
+            draft.labels_from = len(messages)
         i, step, results = turn
         history_only = bool(step.meta.get("history_only"))
         if step.role == "system":
@@ -221,7 +294,7 @@ def build_draft(traj: Trajectory, card: HarnessCard, *, install_dir: str | None 
                 draft.images.append(ImagesSeen(i, "user", step.images))
             m = _user_message(step, rules)
             if m is not None:
-                _append(draft, [m])
+                draft.add(i, m)
             _orphans(draft, results, "user", rules)
             continue
         if step.stop_reason in ("aborted", "error"):
@@ -232,35 +305,97 @@ def build_draft(traj: Trajectory, card: HarnessCard, *, install_dir: str | None 
         for j, r in results:
             if r.images:
                 draft.images.append(ImagesSeen(j, "tool", r.images))
-        _append(draft, *_assistant(draft, turn, mapping, ctx, rules))
+        msg, tool_msgs = _assistant(b, turn)
+        if msg is not None:  # Draft.add, inlined: this loop runs once per assistant turn
+            messages.append(msg)
+            steps_of.append(i)
+            for j, m in tool_msgs:
+                messages.append(m)
+                steps_of.append(j)
     if history_only:
-        draft.labels_from = len(draft.messages)
+        draft.labels_from = len(messages)
     while trim and len(draft.messages) > 1 and draft.messages[-1]["role"] == "user":
         draft.messages.pop()
+        draft.message_steps.pop()
         draft.transformed("trim_unanswered_tail")
     return draft
 
 
-def to_conversation(traj: Trajectory, card: HarnessCard, *,
-                    install_dir: str | None = None) -> Conversation | Rejection:
-    """Convert one trajectory with ``card``; the first gate (in ``GATES`` order) that fires rejects it.
+@dataclass
+class Outcome:
+    """What converting one trajectory gives: ``record`` (its ``Conversation``, or the ``Rejection`` that is its ledger
+    row), ``prefix`` (the exact prefix of a rejected trajectory with at least one label, as a ``Conversation`` with
+    ``meta.prefix``; else ``None``) and ``calls`` (what became of each source call)."""
+
+    record: Conversation | Rejection
+    prefix: Conversation | None
+    calls: CallFates
+
+
+def _meta(traj: Trajectory, card: HarnessCard, transformations: list[str], labels_from: int,
+          prefix: PrefixInfo | None = None) -> ConversationMeta:
+    p = traj.provenance
+    return ConversationMeta(
+        source=traj.source, file=p.file, sha256=p.sha256, line_start=p.line_start, line_end=p.line_end,
+        root_request_id=traj.root_request_id, repository=traj.repository, card=card.id,
+        cwd=traj.cwd or DEFAULT_CWD, date=traj.date or DEFAULT_DATE, transformations=transformations,
+        labels_from=labels_from, prefix=prefix,
+    )
+
+
+def _prefix(draft: Draft, cut: int | None) -> tuple[list[dict[str, Any]], int, int]:
+    """The wire messages from steps before ``cut`` (``None``: all), without a trailing user message; how many
+    assistant messages at or after ``draft.labels_from`` (labels) they hold; and the prefix's own ``labels_from``."""
+    kept = list(enumerate(draft.messages)) if cut is None else \
+        [(n, m) for n, (m, s) in enumerate(zip(draft.messages, draft.message_steps)) if s < cut]
+    end = len(kept)
+    while end > 1 and kept[end - 1][1]["role"] == "user":
+        end -= 1
+    kept = kept[:end]
+    labels = sum(1 for n, m in kept if n >= draft.labels_from and m["role"] == "assistant")
+    return [m for _, m in kept], labels, sum(1 for n, _ in kept if n < draft.labels_from)
+
+
+def convert_trajectory(traj: Trajectory, card: HarnessCard, *, install_dir: str | None = None,
+                       policy: ConvertPolicy = DEFAULT_POLICY) -> Outcome:
+    """Convert one trajectory with ``card``: every gate runs; the first (in ``GATES`` order) that finds something
+    names the ledger row, and the first problem by position (the smallest ``Finding.cut``) ends the exact prefix.
 
     ``install_dir`` is the harness folder the system prompt names; ``None`` = ``card.default_install_dir()`` (where
     ``harnessfit harness install`` puts Pi on this machine, so prompts equal what Pi sends here)."""
     before_build, after_build = split_gates(gates.GATES)  # read per call: a gate added to the list takes effect
-    early = first_rejection(Draft(traj), before_build)
-    if early is not None:
-        return early
-    draft = build_draft(traj, card, install_dir=install_dir)
-    rej = first_rejection(draft, after_build)
-    if rej is not None:
-        return rej
-    p = traj.provenance
-    meta = ConversationMeta(
-        source=traj.source, file=p.file, sha256=p.sha256, line_start=p.line_start, line_end=p.line_end,
-        root_request_id=traj.root_request_id, repository=traj.repository, card=card.id,
-        cwd=traj.cwd or DEFAULT_CWD, date=traj.date or DEFAULT_DATE,
-        transformations=draft.transformations, labels_from=draft.labels_from,
-    )
-    return Conversation(id=content_id("conv", card.id, traj.id), messages=draft.messages, tools=card_wire_tools(card),
-                        meta=meta)
+    early = all_findings(Draft(traj), before_build)
+    draft: Draft | None = None
+    if not any(f.cut == 0 for _, found in early for f in found):  # something before the first problem may be a label
+        draft = build_draft(traj, card, install_dir=install_dir, policy=policy)
+        found_all = early + all_findings(draft, after_build)
+    else:
+        found_all = early
+    findings: list[Finding] = [f for _, found in found_all for f in found]
+    cuts = [f.cut for f in findings if f.cut is not None]
+    cut = min(cuts) if cuts else None
+    fates = call_fates(traj, findings, cut, draft.dropped_calls if draft is not None else [])
+    if not found_all:
+        assert draft is not None
+        conv = Conversation(id=content_id("conv", card.id, traj.id), messages=draft.messages, tools=card_wire_tools(card),
+                            meta=_meta(traj, card, draft.transformations, draft.labels_from))
+        return Outcome(conv, None, fates)
+    gate, own = found_all[0]
+    rejection = rejection_of(draft or Draft(traj), gate, own, findings, calls=fates.read, labels=fates.labels)
+    prefix = None
+    if draft is not None and cut != 0:
+        msgs, labels, labels_from = _prefix(draft, cut)
+        if labels:
+            first = min((f for f in findings if f.cut is not None), key=lambda f: f.cut, default=findings[0])
+            info = PrefixInfo(of=rejection.record_id, reason=first.reason.value, step=first.step,
+                              detail=first.detail, labels=labels)
+            prefix = Conversation(id=content_id("prefix", card.id, traj.id), messages=msgs, tools=card_wire_tools(card),
+                                  meta=_meta(traj, card, draft.transformations, labels_from, info))
+    return Outcome(rejection, prefix, fates)
+
+
+def to_conversation(traj: Trajectory, card: HarnessCard, *, install_dir: str | None = None,
+                    policy: ConvertPolicy = DEFAULT_POLICY) -> Conversation | Rejection:
+    """Convert one trajectory with ``card``: its ``Conversation``, or the ``Rejection`` the first gate (in ``GATES``
+    order) with a finding makes (``convert_trajectory`` also gives the exact prefix and the call fates)."""
+    return convert_trajectory(traj, card, install_dir=install_dir, policy=policy).record

@@ -10,7 +10,7 @@
 Stages import down into core (``from harnessfit.core import Trajectory``), never the other way round.
 """
 
-from harnessfit.core.conversation import Conversation, ConversationMeta
+from harnessfit.core.conversation import Conversation, ConversationMeta, PrefixInfo
 from harnessfit.core.ids import content_id, normalise_prompt, root_request_id
 from harnessfit.core.records import DecisionPoint, SFTRecord
 from harnessfit.core.rejection import Failure, Reason, Rejection, reject
@@ -21,6 +21,7 @@ __all__ = [
     "ConversationMeta",
     "DecisionPoint",
     "Failure",
+    "PrefixInfo",
     "Provenance",
     "Reason",
     "Rejection",

@@ -9,7 +9,20 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-__all__ = ["ConversationMeta", "Conversation"]
+__all__ = ["ConversationMeta", "Conversation", "PrefixInfo"]
+
+
+class PrefixInfo(BaseModel):
+    """Why a conversation is only a prefix: the trajectory (``of``, its ledger row's record id) was rejected for
+    ``reason``, and the first problem (``detail``) is at trajectory step ``step``; every assistant message before it is
+    exact, and those ``labels`` messages are training labels (SFT records, decision points). A prefix is never
+    exported as a conversation: it need not end with an answer, and its last calls may have no result."""
+
+    of: str
+    reason: str
+    step: int | None
+    detail: str
+    labels: int
 
 
 class ConversationMeta(BaseModel):
@@ -31,10 +44,12 @@ class ConversationMeta(BaseModel):
     """Index of the first message that may be a training label; the assistant messages before it are history only
     (after a Pi compaction: the kept messages, which the model wrote before the compaction, seeing another
     context)."""
+    prefix: PrefixInfo | None = None
 
 
 class Conversation(BaseModel):
-    """One accepted trajectory in the harness's wire form; ``id`` is derived from the card and the trajectory id."""
+    """One accepted trajectory in the harness's wire form; ``id`` is derived from the card and the trajectory id.
+    With ``meta.prefix`` set it is instead the exact prefix of a rejected trajectory (see ``PrefixInfo``)."""
 
     id: str
     messages: list[dict[str, Any]]

@@ -28,7 +28,13 @@ __all__ = ["Reason", "Failure", "Rejection", "reject"]
 class Reason(StrEnum):
     """Closed set of reasons, grouped by the stage that gives them; ledger summaries list them in this order. Which
     one a trajectory gets is decided by the gates, in the order of ``convert.gates.GATES``. Adding one is a
-    deliberate change: every consumer of the ledger sees it."""
+    deliberate change: every consumer of the ledger sees it.
+
+    A call's problem is either in the call (``unsupported_tool``, ``ui_only_call`` — a UI-only call that could not be
+    dropped without changing what the model saw —, ``unmappable_arguments``, ``arguments_double_encoded``,
+    ``schema_violation``, ``user_rejected_call``: the call is no training label) or in its result
+    (``unmappable_result``, ``missing_tool_result``, a result's ``image_content``: the call is an exact label, the
+    context after it is not)."""
 
     # reading
     unknown_format = "unknown_format"
@@ -42,12 +48,16 @@ class Reason(StrEnum):
     subagent = "subagent"
     # conversion
     unsupported_tool = "unsupported_tool"
+    ui_only_call = "ui_only_call"
     unmappable_arguments = "unmappable_arguments"
+    unmappable_result = "unmappable_result"
     arguments_double_encoded = "arguments_double_encoded"
     schema_violation = "schema_violation"
     orphan_tool_result = "orphan_tool_result"
+    turn_after_answer = "turn_after_answer"
     missing_tool_result = "missing_tool_result"
     aborted_or_error_turn = "aborted_or_error_turn"
+    user_rejected_call = "user_rejected_call"
     image_content = "image_content"
     no_final_response = "no_final_response"
     # dataset build
@@ -58,7 +68,9 @@ class Reason(StrEnum):
 class Rejection(BaseModel):
     """One ledger row. ``record_id`` is the trajectory id (or a file-level id when nothing could be read).
 
-    ``kept_id`` names the surviving twin for duplicate reasons.
+    ``kept_id`` names the surviving twin for duplicate reasons. For a rejected trajectory, ``calls`` counts its source
+    tool calls and ``labels`` those kept as training labels from its exact prefix (``None`` for rows that are not a
+    trajectory's: unreadable lines and files, duplicates).
     """
 
     record_id: str
@@ -70,6 +82,8 @@ class Rejection(BaseModel):
     detail: str
     repair_hint: str
     kept_id: str | None = None
+    calls: int | None = None
+    labels: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,10 +108,13 @@ def reject(
     line_start: int | None = None,
     line_end: int | None = None,
     kept_id: str | None = None,
+    calls: int | None = None,
+    labels: int | None = None,
 ) -> Rejection:
     """The Rejection of ``subject``, with its id and provenance filled in.
 
-    - a ``Trajectory``: its id, source, file and line span (from its provenance);
+    - a ``Trajectory``: its id, source, file and line span (from its provenance), and ``calls`` / ``labels`` (its
+      source tool calls, and those kept as labels from its exact prefix);
     - a ``Conversation``: its id and its meta's source, file and lines; a ``ConversationMeta``: the same, with
       ``record_id`` given by the caller (``kept_id`` names the surviving twin of a duplicate);
     - a path (a file or folder that gave no record): ``source`` is the format name, and the id is derived from the
@@ -107,7 +124,8 @@ def reject(
         p = subject.provenance
         return Rejection(
             record_id=record_id or subject.id, source=subject.source, file=p.file, line_start=p.line_start,
-            line_end=p.line_end, reason=reason, detail=detail, repair_hint=hint, kept_id=kept_id,
+            line_end=p.line_end, reason=reason, detail=detail, repair_hint=hint, kept_id=kept_id, calls=calls,
+            labels=labels,
         )
     if isinstance(subject, Conversation | ConversationMeta):
         meta = subject.meta if isinstance(subject, Conversation) else subject

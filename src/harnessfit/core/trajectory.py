@@ -37,7 +37,9 @@ class Step(BaseModel):
     - ``system``: the source's own system prompt (replaced by the harness's on conversion).
     ``meta`` keeps source details a mapping needs (e.g. Claude's ``toolUseResult``); the wire builder reads only
     the block structure a reader kept there (``parts`` of a user message, ``content_string``, an assistant's ordered
-    text/thinking ``blocks``) and ``history_only`` (a step that is context, never a label).
+    text/thinking ``blocks``) and ``history_only`` (a step that is context, never a label). One key is shared by
+    every reader: ``meta["folded_calls"]`` names source tool calls the reader folded into this step (OpenHands'
+    ``finish`` becomes the final answer text), so the yield accounting still counts them as calls.
     """
 
     role: Literal["system", "user", "assistant", "tool"]
@@ -70,6 +72,10 @@ class Trajectory(BaseModel):
     ``id`` is derived from content (see ``harnessfit.core.ids``), ``root_request_id`` groups runs that answer
     the same first request in the same repository, so splits never leak a task across train/validation.
     ``flags`` are facts the reader saw that gates turn into rejections (``subagent``, ``side_branch``…).
+    ``lost_at``: where a hole starts — the index of the first step that may miss what an unreadable line held (the
+    steps before it are whole); ``None`` when the reader does not know (then nothing of the trajectory is trusted
+    when it is flagged ``lines_lost`` or ``truncated``). ``skipped_calls``: source tool calls the reader saw but left
+    out of ``steps``, by reason (SWE-agent demonstrations), so that every call of the file is accounted for.
     """
 
     id: str
@@ -81,4 +87,6 @@ class Trajectory(BaseModel):
     root_request_id: str
     source_harness_version: str | None = None
     flags: list[str] = Field(default_factory=list)
+    lost_at: int | None = None
+    skipped_calls: dict[str, int] = Field(default_factory=dict)
     provenance: Provenance

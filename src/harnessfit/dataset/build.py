@@ -23,6 +23,7 @@ from pydantic import BaseModel
 
 from harnessfit.core.conversation import Conversation
 from harnessfit.core.rejection import Rejection
+from harnessfit.convert.yields import YieldReport, render_yield
 from harnessfit.dataset.card import render_card
 from harnessfit.dataset.config import BuildConfig, InputSpec
 from harnessfit.dataset.dedup import Deduper
@@ -135,7 +136,8 @@ def _run_build(config: BuildConfig, base_dir: Path, sink: Sink, *, out_dir: Path
                   "keep": [install_dir] if install_dir else None} if rc.enabled else None)
     dedup = {"exact": dc.exact, "near": dc.near, "threshold": dc.threshold, "num_perm": dc.num_perm,
              "shingle_size": dc.shingle_size, "seed": dc.seed}
-    settings = Settings(card=card, install_dir=install_dir, redaction=redaction, dedup=dedup)
+    settings = Settings(card=card, install_dir=install_dir, redaction=redaction, dedup=dedup,
+                        policy=config.convert.policy())
     judge = Judge(Deduper(**dedup), clock, freeze_every=_FREEZE_EVERY if freeze else 0)
     with Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                   TimeElapsedColumn(), disable=not progress, transient=True) as bar:
@@ -147,17 +149,19 @@ def _run_build(config: BuildConfig, base_dir: Path, sink: Sink, *, out_dir: Path
         judge.accounting.check()
         with clock("split"):
             ratios = config.split.ratios()
-            assignment = assign_splits((g for _, g, _, _ in judge.spool), ratios, config.split.seed)
+            # the exact prefixes' root requests too: a task never crosses splits, whether complete or not
+            assignment = assign_splits([*(g for _, g, _, _ in judge.spool), *judge.prefixes.groups()], ratios,
+                                       config.split.seed)
             split_groups = {s: {g for g, a in assignment.items() if a == s} for s in ratios}
             check_no_overlap(split_groups)
             overlap = sum(1 for g in assignment if sum(g in gs for gs in split_groups.values()) > 1)
         with clock("export"):
             per_split, kept_by_source = write_exports(sink, judge.spool, assignment, split_groups,
-                                                      parquet=config.parquet, bar=bar)
+                                                      parquet=config.parquet, bar=bar, prefixes=judge.prefixes)
     with clock("manifest"):
         splits = {"seed": config.split.seed, "ratios": ratios, "group_overlap": overlap, "per_split": per_split}
         manifest = _finish(sink, config, judge, inputs, out_dir, input_rows, card_info, splits, kept_by_source,
-                           redaction)
+                           redaction, with_yield=items is None)
     seconds, cpu_seconds = clock.rounded()
     return BuildReport(manifest=manifest, seconds=seconds, cpu_seconds=cpu_seconds,
                        input_bytes=sum(r["bytes"] for r in input_rows))
@@ -165,8 +169,9 @@ def _run_build(config: BuildConfig, base_dir: Path, sink: Sink, *, out_dir: Path
 
 def _finish(sink: Sink, config: BuildConfig, judge: Judge, inputs: list[InputSpec], out_dir: Path,
             input_rows: list[dict[str, Any]], card_info: dict[str, Any], splits: dict[str, Any],
-            kept_by_source: Counter[str], redaction: dict[str, Any] | None) -> dict[str, Any]:
-    """Write the ledger, its summary, the dataset card and the manifest; return the manifest."""
+            kept_by_source: Counter[str], redaction: dict[str, Any] | None, *, with_yield: bool) -> dict[str, Any]:
+    """Write the ledger, its summary, the per-call yield (``with_yield``: the build read the inputs itself), the
+    dataset card and the manifest; return the manifest."""
     acc = judge.accounting
     lf = sink.open("ledger.jsonl")
     for rej in judge.ledger:
@@ -178,6 +183,11 @@ def _finish(sink: Sink, config: BuildConfig, judge: Judge, inputs: list[InputSpe
     summary = {"read": acc.read, "accepted": acc.accepted, "rejected": acc.rejected, "by_reason": reasons,
                "by_source": dict(sorted(by_source.items()))}
     _write_whole(sink, "ledger_summary.json", orjson.dumps(summary, option=orjson.OPT_INDENT_2) + b"\n")
+    if with_yield:  # the conversion's per-call accounting, beside the ledger
+        yield_json, yield_md = render_yield(judge.yields)
+        _write_whole(sink, "yield.json", yield_json)
+        _write_whole(sink, "yield.md", yield_md.encode("utf-8"))
+    found, replaced = judge.found + judge.prefixes.found, judge.replaced + judge.prefixes.replaced
 
     fp = measure_false_positive_rate(Redactor(**redaction)) if redaction is not None else None
     semantic = config.semantic_dict()
@@ -196,10 +206,12 @@ def _finish(sink: Sink, config: BuildConfig, judge: Judge, inputs: list[InputSpe
             "redacted_conversations": judge.redacted, "duplicate_exact": reasons.get("duplicate_exact", 0),
             "duplicate_near": reasons.get("duplicate_near", 0), "kept": acc.accepted,
             "rejected_by_reason": reasons, "kept_by_source": dict(sorted(kept_by_source.items())),
+            "prefixes": judge.prefixes.summary(),
         },
+        "yield": _yield_summary(judge.yields) if with_yield else None,
         "splits": splits,
-        "redaction": {"enabled": redaction is not None, "found": dict(sorted(judge.found.items())),
-                      "replaced": dict(sorted(judge.replaced.items())),
+        "redaction": {"enabled": redaction is not None, "found": dict(sorted(found.items())),
+                      "replaced": dict(sorted(replaced.items())),
                       "false_positive": fp.model_dump() if fp else None},
     }
     _write_whole(sink, "README.md", render_card(manifest).encode("utf-8"))
@@ -208,6 +220,13 @@ def _finish(sink: Sink, config: BuildConfig, judge: Judge, inputs: list[InputSpe
     _write_whole(sink, "manifest.json", orjson.dumps(manifest, option=orjson.OPT_INDENT_2) + b"\n")
     sink.finish()
     return manifest
+
+
+def _yield_summary(yields: YieldReport) -> dict[str, Any]:
+    """The manifest's (and card's) view of ``yield.json``: totals, per format, and the top blockers."""
+    doc = yields.as_dict()
+    return {"total": doc["total"], "by_format": doc["by_format"], "identity_holds": doc["identity_holds"],
+            "top_blockers": doc["blockers"][:10]}
 
 
 def _write_whole(sink: Sink, relpath: str, data: bytes) -> None:

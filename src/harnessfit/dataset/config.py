@@ -12,8 +12,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from harnessfit.errors import UserError
 from harnessfit.harness.versions import DEFAULT_PI_VERSION
 
-__all__ = ["InputSpec", "RedactionConfig", "DedupConfig", "SplitConfig", "BuildConfig", "load_build_config",
-           "config_from_values"]
+__all__ = ["InputSpec", "ConvertConfig", "RedactionConfig", "DedupConfig", "SplitConfig", "BuildConfig",
+           "load_build_config", "config_from_values"]
 
 
 class _Strict(BaseModel):
@@ -25,6 +25,21 @@ class InputSpec(_Strict):
 
     path: str
     formats: list[str] | None = None
+
+
+class ConvertConfig(_Strict):
+    """How conversion treats calls Pi would never see (``harnessfit.convert.policy``): ``drop_ui_tools`` drops UI-only
+    calls (todo/plan updates, a session-title setter) with their results where that changes no later context the
+    model saw; ``ui_tools`` replaces a format's list of UI-only tool names (``{"claude_code": ["TodoWrite"]}``)."""
+
+    drop_ui_tools: bool = True
+    ui_tools: dict[str, list[str]] = Field(default_factory=dict)
+
+    def policy(self) -> Any:
+        from harnessfit.convert.policy import ConvertPolicy
+
+        return ConvertPolicy(drop_ui_tools=self.drop_ui_tools,
+                             ui_tools={k: tuple(v) for k, v in sorted(self.ui_tools.items())})
 
 
 class RedactionConfig(_Strict):
@@ -91,6 +106,7 @@ class BuildConfig(_Strict):
     harness_version: str = DEFAULT_PI_VERSION
     harness_profile: str | None = None
     policies: dict[str, Any] = Field(default_factory=dict)
+    convert: ConvertConfig = Field(default_factory=ConvertConfig)
     redaction: RedactionConfig = Field(default_factory=RedactionConfig)
     dedup: DedupConfig = Field(default_factory=DedupConfig)
     split: SplitConfig = Field(default_factory=SplitConfig)

@@ -213,10 +213,13 @@ _KINDS = ("conversations", "sft", "decision_points")
 
 
 def write_exports(sink: Any, spool: list[tuple[str, str, bytes, str]], assignment: dict[str, str],
-                  split_groups: dict[str, set[str]], *, parquet: bool, bar: Any = None) -> tuple[dict[str, dict[str, int]], Counter[str]]:
+                  split_groups: dict[str, set[str]], *, parquet: bool, bar: Any = None,
+                  prefixes: Any = None) -> tuple[dict[str, dict[str, int]], Counter[str]]:
     """The export stage: for each split, the kept conversations (``spool``: id, group, line, source) whose group
-    ``assignment`` puts there, with their SFT records and decision points, as JSONL (and Parquet copies). Returns
-    the counts per split and the kept conversations per source."""
+    ``assignment`` puts there, with their SFT records and decision points, as JSONL (and Parquet copies); then the
+    SFT records and decision points of the split's exact prefixes (``prefixes``: a ``dataset.prefixes.PrefixSpool``),
+    counted in ``sft`` / ``decision_points`` and apart as ``prefix_sft`` / ``prefix_decision_points``. Returns the
+    counts per split and the kept conversations per source."""
     per_split: dict[str, dict[str, int]] = {}
     kept_by_source: Counter[str] = Counter()
     task = bar.add_task("export", total=len(spool)) if bar is not None else None
@@ -245,6 +248,10 @@ def write_exports(sink: Any, spool: list[tuple[str, str, bytes, str]], assignmen
                 pq_out["conversations"].add(conversation_row(conv))
             if task is not None:
                 bar.advance(task)
+        if prefixes is not None:
+            n["prefix_sft"], n["prefix_decision_points"] = prefixes.export(split, assignment, files, pq_out)
+            n["sft"] += n["prefix_sft"]
+            n["decision_points"] += n["prefix_decision_points"]
         for f in files.values():
             f.close()
         for p in pq_out.values():

@@ -7,7 +7,9 @@ order, in this process). The rest of the build (split, export, manifest) works o
   verdict (``Deduper.check_signed``'s ``raw_key``), whatever redaction would make of it.
 - ``records`` — that work over the inputs, in this process or in workers (one pool, ``pipeline.ordered_map``,
   each worker converting and redacting whole units); rows come back in input order either way.
-- ``Judge`` — in order: accounting, the dedup verdict, the ledger, and the kept conversations' lines (the spool).
+- ``Judge`` — in order: accounting, the dedup verdict, the ledger, and the kept conversations' lines (the spool);
+  beside the records, each unit's exact prefixes of rejected trajectories (``dataset.prefixes``: redacted here,
+  deduplicated and spooled by the judge) and its per-call accounting (``convert.yields.FileYield``).
 
 Every stage's seconds go to one ``StageClock`` (workers send theirs with their rows).
 """
@@ -25,8 +27,12 @@ import orjson
 
 from harnessfit.core.conversation import Conversation, ConversationMeta
 from harnessfit.convert.ledger import Accounting
+from harnessfit.convert.policy import ConvertPolicy
+from harnessfit.convert.wire import DEFAULT_POLICY
+from harnessfit.convert.yields import FileYield, YieldReport
 from harnessfit.core.rejection import Rejection
 from harnessfit.convert.runner import convert_unit, units_per_task
+from harnessfit.dataset.prefixes import Prefix, PrefixRow, PrefixSpool
 from harnessfit.dataset.dedup import Deduper, Signature
 from harnessfit.dataset.redact import Redactor
 from harnessfit.pipeline import StageClock, ordered_map
@@ -45,6 +51,7 @@ class Settings:
     install_dir: str | None
     redaction: dict[str, Any] | None  # Redactor keyword arguments; None: redaction off
     dedup: dict[str, Any]  # Deduper keyword arguments
+    policy: ConvertPolicy = DEFAULT_POLICY  # which UI-only calls conversion drops
 
 
 @dataclass(slots=True)
@@ -81,8 +88,13 @@ class Redact:
             for item in batch:
                 yield self._one(item, next(raw)) if convs and isinstance(item, Conversation) else self._plain(item)
 
-    def _plain(self, item: Conversation | Rejection) -> Rejection | Converted:
-        return item if isinstance(item, Rejection) else self._one(item, None)
+    def _plain(self, item: Any) -> Any:
+        if isinstance(item, Rejection | FileYield):
+            return item
+        if isinstance(item, Prefix):
+            with self.clock("redact"):
+                return PrefixRow.of(item.conversation, self.redactor)
+        return self._one(item, None)
 
     def _one(self, conv: Conversation, raw: Signature | None) -> Converted:
         if raw is not None:
@@ -111,24 +123,32 @@ def _start_worker(settings: Settings) -> None:
     _WORKER["stage"] = Redact(settings, StageClock())
 
 
+def _unit_items(units: Iterable[Unit], formats: list[str] | None, settings: Settings) -> Iterator[Any]:
+    """Each unit's records, then its exact prefixes (``Prefix``) and its per-call accounting (``FileYield``)."""
+    for unit in units:
+        res = convert_unit(unit, settings.card, formats, settings.install_dir, settings.policy)
+        yield from res.outputs
+        for p in res.prefixes:
+            yield Prefix(p)
+        if res.yields is not None:
+            yield res.yields
+
+
 def _run_task(task: tuple[Any, list[Unit]]) -> tuple[list[Any], tuple[dict[str, float], dict[str, float]]]:
     """One worker task: convert and redact a few units; the rows and the seconds they took."""
     stage = _WORKER["stage"]
     formats, units = task
-    source = (out for unit in units
-              for out in convert_unit(unit, stage.settings.card, formats, stage.settings.install_dir).outputs)
-    rows = list(stage.run(stage.clock.timed("convert", source)))
+    rows = list(stage.run(stage.clock.timed("convert", _unit_items(units, formats, stage.settings))))
     return rows, stage.clock.take()
 
 
 def records(groups: list[tuple[list[str] | None, list[Unit]]] | None, items: Iterable[Conversation | Rejection] | None,
-            settings: Settings, workers: int, clock: StageClock) -> Iterator[Rejection | Converted]:
+            settings: Settings, workers: int, clock: StageClock) -> Iterator[Rejection | Converted | PrefixRow | FileYield]:
     """Every input record through convert → sign → redact, in input order. ``groups``: units to read and the formats
     to read them with; ``items``: records already converted (tests, in-memory sources), handled in this process."""
     if items is not None or workers <= 1 or groups is None:
         if items is None:
-            items = (out for formats, units in groups or () for unit in units
-                     for out in convert_unit(unit, settings.card, formats, settings.install_dir).outputs)
+            items = (out for formats, units in groups or () for out in _unit_items(units, formats, settings))
         yield from Redact(settings, clock).run(clock.timed("convert", items))  # type: ignore[misc]
         return
     size = units_per_task(sum(len(units) for _, units in groups), workers)
@@ -141,10 +161,13 @@ def records(groups: list[tuple[list[str] | None, list[Unit]]] | None, items: Ite
 class Judge:
     """The in-order stage: counts every record (``accounting``), asks ``deduper`` about each conversation, keeps
     the ledger rows and the kept conversations' lines (``spool``: id, group, line, source), and the redaction
-    totals of the conversations that reached redaction."""
+    totals of the conversations that reached redaction; beside them the exact prefixes (``prefixes``) and the
+    per-call accounting of every unit (``yields``)."""
 
     def __init__(self, deduper: Deduper, clock: StageClock, *, freeze_every: int = 0) -> None:
         self.deduper = deduper
+        self.prefixes = PrefixSpool(exact_dedup=deduper.exact)
+        self.yields = YieldReport()
         self.clock = clock
         self.accounting = Accounting()
         self.ledger: list[Rejection] = []
@@ -155,7 +178,13 @@ class Judge:
         self.freeze_every = freeze_every
         self.n = 0
 
-    def take(self, row: Rejection | Converted) -> None:
+    def take(self, row: Rejection | Converted | PrefixRow | FileYield) -> None:
+        if isinstance(row, PrefixRow):
+            self.prefixes.take(row)
+            return
+        if isinstance(row, FileYield):
+            self.yields.add(row)
+            return
         self.n += 1
         if self.freeze_every and self.n % self.freeze_every == 0:
             gc.freeze()  # see build._FREEZE_EVERY

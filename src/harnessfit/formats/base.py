@@ -30,20 +30,23 @@ call it returns exactly one outcome:
 - ``PiCall`` (or a list of them, when one source call is exactly several Pi calls, e.g. a patch over two files):
   the Pi tool ``name``, the ``arguments`` *object* (a dict, key order as Pi's schema lists them), the Pi-format
   ``result`` text (what Pi's tool would have returned; ``None`` only when the source has no result step for the
-  call, which the converter answers with Pi's synthetic "No result provided"), and the ``transformations`` done
-  (short stable strings such as ``"claude.Read->read"``, ``"read_result.strip_line_numbers"``; the converter appends them,
-  de-duplicated and in first-seen order, to the conversation's provenance).
-- ``Drop``: the call and its result are removed under a documented policy (tools that change nothing in the
-  workspace: TodoWrite, update_plan, ExitPlanMode…). ``policy`` becomes a transformation string
-  (``"drop:<policy>"``).
-- ``Failure`` (``harnessfit.core``): a closed ``Reason`` (``unsupported_tool``, ``unmappable_arguments``,
-  ``arguments_double_encoded``, ``image_content``…), a one-line ``detail`` and a ``repair_hint`` saying what a
-  repair would have to fix. The ``MappingFailed`` gate rejects the whole trajectory with it.
+  call, which the converter answers with Pi's synthetic "No result provided" as Pi does; a ``Failure`` when the
+  call is exact but its result cannot be rendered as Pi's — the call can then still be a training label, the
+  context after it cannot: use :func:`result_failure`), and the ``transformations`` done (short stable strings such
+  as ``"claude.Read->read"``, ``"read_result.strip_line_numbers"``; the converter appends them, de-duplicated and in
+  first-seen order, to the conversation's provenance).
+- ``Drop``: the call and its result are removed under a documented policy (UI-only tools that change nothing in the
+  workspace and that Pi would never see: TodoWrite, update_plan…). ``policy`` becomes a transformation string
+  (``"drop:<policy>"``). The converter drops it only where that changes no later context the model saw (the
+  ``convert.policy.ConvertPolicy`` rules); elsewhere the call is a ``ui_only_call`` blocker.
+- ``Failure`` (``harnessfit.core``): the *call* has no exact Pi equivalent — a closed ``Reason``
+  (``unsupported_tool``, ``unmappable_arguments``, ``arguments_double_encoded``…), a one-line ``detail`` computed from
+  the data and a ``repair_hint`` that fits the case. The call is no training label, nor is anything after it.
 
 The converter (not the mapping) then validates every mapped call against the card (``card.validate_call``); the
 gates reject errors, result images, orphans and missing results. Helpers here are shared by every mapping:
-:func:`parse_arguments` (object / JSON text / double-encoded), :func:`arg_failure`, :func:`unsupported`. Pi's result
-wording lives in ``harnessfit.harness.pi_results``.
+:func:`parse_arguments` (object / JSON text / double-encoded), :func:`arg_failure`, :func:`result_failure`,
+:func:`unsupported`, :func:`with_result`. Pi's result wording lives in ``harnessfit.harness.pi_results``.
 """
 
 from __future__ import annotations
@@ -75,26 +78,34 @@ __all__ = [
     "Mapping",
     "parse_arguments",
     "arg_failure",
+    "result_failure",
     "unsupported",
+    "unsupported_hint",
+    "with_result",
     "result_text",
 ]
 
 
 @dataclass(frozen=True, slots=True)
 class PiCall:
-    """One Pi tool call and the Pi-format text its result would have had."""
+    """One Pi tool call and the Pi-format text its result would have had (``None``: the source has no result; a
+    ``Failure``: the call is exact, its result cannot be rendered)."""
 
     name: str
     arguments: dict[str, Any]
-    result: str | None
+    result: str | Failure | None
     transformations: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
 class Drop:
-    """Remove this call and its result (a no-op tool under a documented policy)."""
+    """Remove this call and its result under a documented policy: a UI-only tool Pi would never see (``policy`` names
+    it), or, with ``ends_episode``, the source's end-of-episode call (SWE-agent's ``submit``: Pi ends a run with an
+    answer, so the turn's text is the final answer). The converter decides whether the drop changes a later context
+    the model saw (``convert.policy``); where it would, the call is a blocker instead."""
 
     policy: str
+    ends_episode: bool = False
 
 
 MapOutcome = PiCall | Sequence[PiCall] | Drop | Failure
@@ -160,12 +171,46 @@ def arg_failure(tool: str, detail: str, hint: str) -> Failure:
     return Failure(Reason.unmappable_arguments, f"{tool}: {detail}", hint)
 
 
-def unsupported(tool: str, why: str = "Pi has no such tool") -> Failure:
-    """``unsupported_tool``: the source used a tool Pi's card does not offer."""
-    return Failure(
-        Reason.unsupported_tool, f"tool {tool!r}: {why}",
-        "re-run the task with only read/bash/edit/write, or express the call as a bash command by hand",
-    )
+def result_failure(tool: str, detail: str, hint: str) -> Failure:
+    """``unmappable_result`` for ``tool``: the call maps, its result cannot be rendered as Pi's (put it in
+    ``PiCall.result``)."""
+    return Failure(Reason.unmappable_result, f"{tool} result: {detail}", hint)
+
+
+def with_result(outcome: MapOutcome, result: str | Failure | None) -> MapOutcome:
+    """``outcome`` with its (single) Pi call's result replaced, e.g. by a ``Failure`` found after mapping."""
+    if isinstance(outcome, PiCall):
+        return PiCall(outcome.name, outcome.arguments, result, outcome.transformations)
+    return outcome
+
+
+_SUBAGENT_TOOLS = frozenset({"Task", "Agent", "spawn_agent", "wait_agent", "delegate", "task"})
+_SEARCH_TOOLS = frozenset({"Glob", "Grep", "LS", "grep", "find", "ls", "find_file", "search_dir", "search_file",
+                           "glob", "list_dir", "list_directory"})
+_WEB_TOOLS = frozenset({"WebFetch", "WebSearch", "web_search", "fetch_url", "web_fetch", "browser"})
+_USER_TOOLS = frozenset({"AskUserQuestion", "request_user_input", "ask_user"})
+
+
+def unsupported_hint(tool: str) -> str:
+    """A repair hint that fits the kind of tool Pi lacks."""
+    if tool.startswith("mcp__"):
+        return ("an MCP server's tool: Pi's card has no MCP tools; keep sessions that do not call it, or convert with "
+                "a card that includes the server's tools")
+    if tool in _SUBAGENT_TOOLS:
+        return "Pi has no sub-agents: keep sessions that do not delegate, or train with a harness that has a Task tool"
+    if tool in _SEARCH_TOOLS:
+        return ("Pi's default tools search with bash (grep/find/ls are optional Pi tools): re-run the search as a bash "
+                "command, or convert with a card that enables the optional tools")
+    if tool in _WEB_TOOLS:
+        return "Pi has no web tools: keep sessions that do not browse, or give the agent the pages as files"
+    if tool in _USER_TOOLS:
+        return "the call hands control to the user mid-turn; in Pi the agent ends its turn with a question instead"
+    return "re-run the task with only read/bash/edit/write, or express the call as a bash command by hand"
+
+
+def unsupported(tool: str, why: str = "Pi has no such tool", hint: str | None = None) -> Failure:
+    """``unsupported_tool``: the source used a tool Pi's card does not offer (the hint fits the kind of tool)."""
+    return Failure(Reason.unsupported_tool, f"tool {tool!r}: {why}", hint or unsupported_hint(tool))
 
 
 def result_text(result: Step | None) -> str | None:
@@ -227,11 +272,13 @@ class BaseTraceReader(ABC):
 
     # -------------------------------------------------------------------------------- helpers for read_file
     def json_lines(self, path: Path, sha: str) -> Iterator[JsonLine | Rejection]:
-        """Stream a JSONL file: ``JsonLine`` for each good line, a ``Rejection`` for each bad one (with its line).
+        """Stream a JSONL file: ``JsonLine`` for each good record, a ``Rejection`` for each bad one (with its line).
 
-        Blank lines are skipped. A line over ``MAX_LINE_BYTES`` is skipped without being held in memory
-        (``line_too_long``); invalid UTF-8 is ``not_utf8``; invalid JSON is ``parse_error``, except on a last line
-        without a newline, which is ``truncated_file`` (the writer stopped mid-record)."""
+        Every layout ``core.jsonio.iter_jsonl`` reads is accepted (one object per line, pretty-printed objects one
+        after the other, several on a line, a top-level array, CRLF); ``JsonLine.lineno`` is the line a record
+        starts on. Blank lines are skipped. A record over ``MAX_LINE_BYTES`` is skipped without being held in memory
+        (``line_too_long``); invalid UTF-8 is ``not_utf8``; invalid JSON is ``parse_error``, except where the file
+        ends inside the record, which is ``truncated_file`` (the writer stopped mid-record)."""
         try:
             fh = path.open("rb")
         except OSError as exc:

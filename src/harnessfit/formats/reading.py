@@ -1,19 +1,21 @@
 """Safe reading helpers every reader shares: cheap sniffing for ``detect``, file-level checks, whole-document JSON
 loading and unit hashing. None of them raises on bad input: a problem becomes a ``Rejection`` saying why.
 
-(Line-by-line JSONL streaming is ``harnessfit.core.jsonio.iter_jsonl``; ``BaseTraceReader.json_lines`` turns its
-bad lines into rejections.)
+(JSONL streaming, in every layout, is ``harnessfit.core.jsonio.iter_jsonl``; ``BaseTraceReader.json_lines`` turns
+its bad records into rejections.)
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import orjson
 
 from harnessfit.core.ids import content_id
-from harnessfit.core.jsonio import sha256_file
+from harnessfit.core.jsonio import JsonLine, iter_jsonl, sha256_file
 from harnessfit.core.rejection import Reason, Rejection, reject
 
 __all__ = [
@@ -22,6 +24,7 @@ __all__ = [
     "MAX_DOCUMENT_BYTES",
     "sniff",
     "first_json_line",
+    "detection_cache",
     "looks_binary",
     "file_problem",
     "load_json_document",
@@ -32,7 +35,8 @@ SNIFF_BYTES = 64 * 1024
 """How much a ``detect`` may read from the start of a file."""
 
 MAX_LINE_BYTES = 16 * 1024 * 1024
-"""A JSONL line longer than this becomes a ``line_too_long`` rejection (it is skipped, never loaded whole)."""
+"""A JSONL record (one line, or one value spread over several lines) longer than this becomes a ``line_too_long``
+rejection (it is skipped, never loaded whole)."""
 
 MAX_DOCUMENT_BYTES = 256 * 1024 * 1024
 """A whole-file JSON document (``.json``, ``.traj``) larger than this is rejected as ``line_too_long``."""
@@ -54,24 +58,83 @@ def looks_binary(head: bytes) -> bool:
     return b"\x00" in head
 
 
-def first_json_line(path: Path, max_bytes: int = 4 * 1024 * 1024) -> Any:
-    """Parse the first non-blank line of a file as JSON; ``None`` if it is not JSON (or the file unreadable)."""
-    try:
-        if not path.is_file():
-            return None
-        with path.open("rb") as fh:
-            for _ in range(64):
-                line = fh.readline(max_bytes)
-                if not line:
-                    return None
-                if line.strip():
-                    try:
-                        return orjson.loads(line)
-                    except orjson.JSONDecodeError:
-                        return None
-    except OSError:
-        return None
+class _Bounded:
+    """A binary file's ``readline`` that reports the end after ``limit`` bytes (so a detector never reads far)."""
+
+    def __init__(self, fh: Any, limit: int) -> None:
+        self.fh = fh
+        self.left = limit
+
+    def readline(self, size: int = -1) -> bytes:
+        if self.left <= 0:
+            return b""
+        n = self.left if size is None or size < 0 else min(size, self.left)
+        line = self.fh.readline(n)
+        self.left -= len(line)
+        return line
+
+
+def _first_record(path: Path, max_bytes: int) -> Any:
+    with path.open("rb") as fh:
+        head = fh.readline(max_bytes + 1)
+        try:  # the ordinary JSONL case: the first line is a record
+            value = orjson.loads(head)
+            if not isinstance(value, list):
+                return value
+        except orjson.JSONDecodeError:
+            pass
+        size = path.stat().st_size
+        if head.lstrip()[:1] != b"[" and size <= max_bytes:
+            # one pretty-printed document (.traj, .json): orjson parses it faster than a scan (a top-level array is
+            # scanned instead: only its first element is needed)
+            fh.seek(0)
+            try:
+                value = orjson.loads(fh.read())
+            except orjson.JSONDecodeError:
+                value = None  # several records (pretty-printed JSONL): scanned below
+            if isinstance(value, dict):
+                return value
+            if isinstance(value, list):
+                return value[0] if value else None
+        fh.seek(0)
+        for item in iter_jsonl(_Bounded(fh, max_bytes), max_line_bytes=max_bytes,  # type: ignore[arg-type]
+                               bad_lines="report"):
+            return item.value if isinstance(item, JsonLine) else None
     return None
+
+_DETECTING: dict[tuple[str, int], Any] | None = None
+
+
+@contextmanager
+def detection_cache() -> Iterator[None]:
+    """While it is open, ``first_json_line`` answers each (path, ``max_bytes``) once: ``registry.detect_format``
+    asks every format's detector about the same file in a row, and each would otherwise parse its first record."""
+    global _DETECTING
+    outer = _DETECTING
+    _DETECTING = {} if outer is None else outer
+    try:
+        yield
+    finally:
+        _DETECTING = outer
+
+
+def first_json_line(path: Path, max_bytes: int = 4 * 1024 * 1024) -> Any:
+    """The first JSON record of a file, in any layout ``core.jsonio.iter_jsonl`` reads (a line, a pretty-printed
+    value, the first element of a top-level array); ``None`` if the first record is not JSON, is over ``max_bytes``,
+    or the file is unreadable. Reads at most ``max_bytes``. Inside ``detection_cache`` the value is shared between
+    callers: do not change it."""
+    key = (str(path), max_bytes)
+    if _DETECTING is not None and key in _DETECTING:
+        return _DETECTING[key]
+    value = None
+    try:
+        if path.is_file():
+            value = _first_record(path, max_bytes)
+    except OSError:
+        value = None
+    if _DETECTING is not None:
+        _DETECTING[key] = value
+    return value
 
 
 def file_problem(path: Path, fmt: str, sha256: str = "") -> Rejection | None:

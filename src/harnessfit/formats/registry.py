@@ -20,7 +20,7 @@ from harnessfit.core.rejection import Reason, Rejection, reject
 from harnessfit.core.trajectory import Trajectory
 from harnessfit.errors import UserError
 from harnessfit.formats.base import BaseTraceReader, Mapping
-from harnessfit.formats.reading import file_problem, file_sha256
+from harnessfit.formats.reading import detection_cache, file_problem, file_sha256
 
 __all__ = [
     "Format",
@@ -112,12 +112,13 @@ def _check_formats(formats: Sequence[str] | None) -> list[str]:
 
 def detect_format(path: Path, formats: Sequence[str] | None = None) -> str | None:
     """The first format (in ``FORMATS`` order, restricted to ``formats``) whose reader detects ``path``."""
-    for name in _check_formats(formats):
-        try:
-            if get_reader(name).detect(path):
-                return name
-        except Exception:  # a detector must not raise; treat it as "not mine"
-            continue
+    with detection_cache():  # the detectors share one parse of the file's first record
+        for name in _check_formats(formats):
+            try:
+                if get_reader(name).detect(path):
+                    return name
+            except Exception:  # a detector must not raise; treat it as "not mine"
+                continue
     return None
 
 

@@ -4,8 +4,9 @@ Why one place: a model learns the result texts it sees, so each must be a text P
 wording comes from the committed harness card (``card.format_result``; a missing key is a bug and raises). What the
 card cannot express — Pi's output limits — is checked here too: Pi cuts a bash output over 2000 lines or 50 KB to its
 tail and names a random temp file, and cuts a read over those limits with a continuation note; a source result of
-that size cannot be re-rendered exactly, so the renderer returns a ``Failure`` (``unmappable_arguments``, detail
-"<tool> result: …") and the mapping rejects the trajectory.
+that size cannot be re-rendered exactly, so the renderer returns a ``Failure`` (``unmappable_result``, detail
+"<tool> result: …"); the mapping puts it in place of the result (``PiCall.result``): the call can still be a training
+label, the context after it cannot.
 
 Facts from Pi 0.73.1's own tools (``core/tools/{read,bash,edit,write,truncate}.js``).
 """
@@ -64,7 +65,7 @@ def pi_bash_result(card: HarnessCard, output: str, exit_code: int | None, tool: 
     why = over_pi_limits(output)
     if why is not None:
         return Failure(
-            Reason.unmappable_arguments,
+            Reason.unmappable_result,
             f"{tool} result: output {why}; Pi would keep the tail and name a random temp file",
             "trim the command's output (head/tail) so it fits 2000 lines / 50 KB, or re-run under Pi",
         )
@@ -85,7 +86,7 @@ def pi_read_result(card: HarnessCard, content: str, *, start: int, total: int | 
     why = over_pi_limits(content)
     if why is not None:
         return Failure(
-            Reason.unmappable_arguments, f"{tool} result: content {why}; Pi would cut it and add its own note",
+            Reason.unmappable_result, f"{tool} result: content {why}; Pi would cut it and add its own note",
             "read the file in parts (offset/limit) that fit Pi's limits, or re-run under Pi",
         )
     if shown is None:

@@ -7,21 +7,23 @@
 | MultiEdit{file_path, edits[]} | edit{path, edits:[…]} | one Pi edit with several entries; any replace_all → unmappable |
 | Write{file_path, content} | write{path, content} | result ``Successfully wrote N bytes to PATH`` |
 | Bash{command, timeout?} | bash{command, timeout?} | timeout ms → s (ceil); non-zero exit → Pi's exit-code text |
-| TodoWrite, ExitPlanMode | dropped | policy ``noop_tool``: they change nothing in the workspace |
+| TodoWrite, TaskCreate, TaskUpdate, ExitPlanMode, mcp__happy__change_title | UI-only | dropped with their results where ``convert.policy`` allows it (decided before the mapping is asked) |
 | AskUserQuestion | unsupported | it hands control to the user mid-turn; Pi has no such tool |
 | Grep{pattern, path, output_mode: content, -n, -i?, glob?} | grep{pattern, path, ignoreCase?, glob?} | only with the tools profile (``pi@V+tools``) and only a search of one file (``formats.claude_code.search``) |
 | Glob, LS | blocked | with the tools profile: never exact as find/ls (``formats.claude_code.search`` says why); else unsupported |
 | Task, WebFetch, WebSearch, NotebookEdit, mcp__* … | unsupported | not in Pi's default tool set |
 
-Sizes: Claude Code cuts what Pi would not and Pi cuts what Claude Code would not, so such results are rejected
-(``unmappable_arguments``, detail "<Tool> result: …") rather than re-rendered: a Read whose content Pi's
+Sizes: Claude Code cuts what Pi would not and Pi cuts what Claude Code would not, so such results are not re-rendered
+(``unmappable_result``, detail "<Tool> result: …": the call itself is an exact label, the context after it is not): a Read whose content Pi's
 2000-line / 50 KB cap would cut; a Read without ``limit`` that Claude stopped before the end of the file (its own
 2000-line cap: Pi's continuation note would differ); a Read holding a line of 2000+ characters (Claude cuts long
 lines); a Bash output over Pi's limits (Pi keeps the tail and names a random temp file) or one Claude Code itself
 truncated or persisted to a file.
 
 Errors are re-worded as Pi words them where the meaning is the same (missing file → ``ENOENT…``; edit text not
-found → Pi's "Could not find the exact text…"); any other error result is rejected rather than guessed.
+found → Pi's "Could not find the exact text…"); any other error result is ``unmappable_result`` rather than
+guessed. A result with images is ``image_content`` (a result problem too). An interrupted Bash call is an aborted
+action (``aborted_or_error_turn``): never a label.
 """
 
 from __future__ import annotations
@@ -33,14 +35,15 @@ from typing import Any
 from harnessfit.core.rejection import Reason
 from harnessfit.core.trajectory import Step, ToolCall
 from harnessfit.formats.base import (
-    Drop,
     Failure,
     MapContext,
     MapOutcome,
     PiCall,
     arg_failure,
     parse_arguments,
+    result_failure,
     unsupported,
+    with_result,
 )
 from harnessfit.formats.claude_code.search import map_glob, map_grep, map_ls
 from harnessfit.harness.pi_results import (
@@ -52,9 +55,8 @@ from harnessfit.harness.pi_results import (
     pi_write_result,
 )
 
-__all__ = ["ClaudeCodeMapping", "strip_read_prefixes", "strip_system_reminders", "NOOP_TOOLS"]
+__all__ = ["ClaudeCodeMapping", "strip_read_prefixes", "strip_system_reminders"]
 
-NOOP_TOOLS = frozenset({"TodoWrite", "ExitPlanMode", "TodoRead"})
 _LINE_PREFIX = re.compile(r"^ *\d+(?:\u2192|\t)", re.MULTILINE)
 _REMINDER = re.compile(r"\n*<system-reminder>.*?</system-reminder>\n*", re.DOTALL)
 _EXIT = re.compile(r"^(?:Error: )?Exit code (\d+)\n?")
@@ -99,8 +101,6 @@ class ClaudeCodeMapping:
 
     def map_call(self, call: ToolCall, result: Step | None, ctx: MapContext) -> MapOutcome:
         name = call.name
-        if name in NOOP_TOOLS:
-            return Drop(f"noop_tool:{name}")
         handler = {"Read": self._read, "Edit": self._edit, "MultiEdit": self._multi_edit, "Write": self._write,
                    "Bash": self._bash, "Grep": map_grep, "Glob": map_glob, "LS": map_ls}.get(name)
         if handler is None:
@@ -108,10 +108,12 @@ class ClaudeCodeMapping:
         args = parse_arguments(call.arguments, name)
         if isinstance(args, Failure):
             return args
-        if result is not None and result.images:
-            return Failure(Reason.image_content, f"{name} result holds {result.images} image(s)",
-                           "drop the image read or convert with a vision-capable target")
-        return handler(args, result, ctx)
+        out = handler(args, result, ctx)
+        if result is not None and result.images and isinstance(out, PiCall):
+            return with_result(out, Failure(
+                Reason.image_content, f"{name} result holds {result.images} image(s)",
+                "a text-only model cannot see them: keep the session up to this call, or convert for a vision model"))
+        return out
 
     # -- read ------------------------------------------------------------------------------------------------
     def _read(self, args: dict[str, Any], result: Step | None, ctx: MapContext) -> MapOutcome:
@@ -133,8 +135,9 @@ class ClaudeCodeMapping:
             if "does not exist" in text or "ENOENT" in text:
                 abs_path = path if path.startswith("/") else f"{ctx.cwd.rstrip('/')}/{path}"
                 return PiCall("read", pi_args, pi_file_not_found(ctx.card, abs_path), (*tr, "error.file_not_found"))
-            return Failure(Reason.aborted_or_error_turn, f"Read error without a Pi equivalent: {text[:100]!r}",
-                           "drop the failed read from the trajectory")
+            return PiCall("read", pi_args, result_failure(
+                "Read", f"an error Pi words differently or not at all ({text[:100]!r})",
+                "Pi's read errors are its own texts: re-run the read under Pi"), tuple(tr))
         tur = _tool_use_result(result)
         file_info = tur.get("file") if isinstance(tur, dict) else None
         if isinstance(file_info, dict) and isinstance(file_info.get("content"), str):
@@ -150,23 +153,23 @@ class ClaudeCodeMapping:
         limited = "limit" in pi_args
         cut = _claude_read_cut(content, start, shown, total, limited)
         if cut is not None:
-            return arg_failure("Read", f"result: {cut}", "re-read the file in parts that fit, or re-run under Pi")
+            return PiCall("read", pi_args, result_failure("Read", cut, "re-read the file in parts that fit, or re-run "
+                                                          "under Pi"), tuple(tr))
         text = pi_read_result(ctx.card, content, start=start, total=total if isinstance(total, int) else None,
                               shown=shown if isinstance(shown, int) else None, limited=limited, tool="Read")
-        if isinstance(text, Failure):
-            return text
         return PiCall("read", pi_args, text, tuple(tr))
 
     # -- edit ------------------------------------------------------------------------------------------------
-    def _edit_result(self, path: str, count: int, result: Step | None, ctx: MapContext, tr: list[str]) -> MapOutcome:
+    def _edit_result(self, path: str, count: int, result: Step | None, ctx: MapContext, tr: list[str]) -> PiCall:
         if result is None:
             return PiCall("edit", {}, None, tuple(tr))
         if result.is_error:
             text = result.text or ""
             if "not found in file" in text or "String to replace not found" in text:
                 return PiCall("edit", {}, pi_edit_no_match(ctx.card, path), (*tr, "error.edit_no_match"))
-            return Failure(Reason.aborted_or_error_turn, f"Edit error without a Pi equivalent: {text[:100]!r}",
-                           "drop the failed edit from the trajectory")
+            return PiCall("edit", {}, result_failure(
+                "Edit", f"an error Pi words differently or not at all ({text[:100]!r})",
+                "Pi's edit errors are its own texts: re-run the edit under Pi"), tuple(tr))
         return PiCall("edit", {}, pi_edit_result(ctx.card, path, count), tuple(tr))
 
     def _edit(self, args: dict[str, Any], result: Step | None, ctx: MapContext) -> MapOutcome:
@@ -181,10 +184,8 @@ class ClaudeCodeMapping:
         if extra:
             return arg_failure("Edit", f"unknown arguments {sorted(extra)}", "drop them")
         out = self._edit_result(path, 1, result, ctx, ["claude.Edit->edit"])
-        if isinstance(out, PiCall):
-            return PiCall("edit", {"path": path, "edits": [{"oldText": old, "newText": new}]}, out.result,
-                          out.transformations)
-        return out
+        return PiCall("edit", {"path": path, "edits": [{"oldText": old, "newText": new}]}, out.result,
+                      out.transformations)
 
     def _multi_edit(self, args: dict[str, Any], result: Step | None, ctx: MapContext) -> MapOutcome:
         path, edits = args.get("file_path"), args.get("edits")
@@ -200,9 +201,7 @@ class ClaudeCodeMapping:
                 return arg_failure("MultiEdit", "replace_all=true in an edit", "split it into unique edits")
             pi_edits.append({"oldText": e["old_string"], "newText": e["new_string"]})
         out = self._edit_result(path, len(pi_edits), result, ctx, ["claude.MultiEdit->edit"])
-        if isinstance(out, PiCall):
-            return PiCall("edit", {"path": path, "edits": pi_edits}, out.result, out.transformations)
-        return out
+        return PiCall("edit", {"path": path, "edits": pi_edits}, out.result, out.transformations)
 
     # -- write -----------------------------------------------------------------------------------------------
     def _write(self, args: dict[str, Any], result: Step | None, ctx: MapContext) -> MapOutcome:
@@ -214,8 +213,9 @@ class ClaudeCodeMapping:
         if result is None:
             return PiCall("write", pi_args, None, tr)
         if result.is_error:
-            return Failure(Reason.aborted_or_error_turn, f"Write error: {(result.text or '')[:100]!r}",
-                           "drop the failed write from the trajectory")
+            return PiCall("write", pi_args, result_failure(
+                "Write", f"an error Pi words differently or not at all ({(result.text or '')[:100]!r})",
+                "Pi's write errors are its own texts: re-run the write under Pi"), tr)
         return PiCall("write", pi_args, pi_write_result(ctx.card, path, content), tr)
 
     # -- bash ------------------------------------------------------------------------------------------------
@@ -236,21 +236,21 @@ class ClaudeCodeMapping:
         text = strip_system_reminders(result.text or "")
         tur = _tool_use_result(result)
         if isinstance(tur, dict) and tur.get("interrupted"):
-            return Failure(Reason.aborted_or_error_turn, "Bash command was interrupted", "drop the interrupted call")
+            return Failure(Reason.aborted_or_error_turn, f"Bash {command[:60]!r} was interrupted by the user",
+                           "an interrupted call is not a finished action: keep the session up to it")
         if result.is_error:
             m = _EXIT.match(text)
             if not m:
-                return Failure(Reason.aborted_or_error_turn, f"Bash error without an exit code: {text[:100]!r}",
-                               "drop the failed call")
+                return PiCall("bash", pi_args, result_failure(
+                    "Bash", f"an error without an exit code ({text[:100]!r}), which Pi's bash text needs",
+                    "re-run the command under Pi"), tuple(tr))
             code = int(m.group(1))
             output, notes = text[m.end():], (*tr, "bash_result.exit_code")
         else:
             code, output, notes = 0, text, tuple(tr)
         cut = _CLAUDE_BASH_CUT.search(output)
         if cut is not None:
-            return arg_failure("Bash", f"result: Claude Code truncated the output ({cut.group(0)!r}); the real output "
-                               "is unknown", "trim the command's output (head/tail) or re-run under Pi")
-        rendered = pi_bash_result(ctx.card, output, code, tool="Bash")
-        if isinstance(rendered, Failure):
-            return rendered
-        return PiCall("bash", pi_args, rendered, notes)
+            return PiCall("bash", pi_args, result_failure(
+                "Bash", f"Claude Code truncated the output ({cut.group(0)!r}); the real output is unknown",
+                "trim the command's output (head/tail) or re-run under Pi"), notes)
+        return PiCall("bash", pi_args, pi_bash_result(ctx.card, output, code, tool="Bash"), notes)

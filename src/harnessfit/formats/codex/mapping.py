@@ -14,7 +14,8 @@ Codex                        Pi
 shell, argv, function or     hunks → ``edit{path, edits:[{oldText, newText}]}`` (old text = context + removed
 custom tool)                 lines). Delete, Move, several files, hunks without old text, overlapping hunks
                              → ``unmappable_arguments``.
-``update_plan``              dropped with its result (changes nothing in the workspace).
+``update_plan``              UI-only: dropped with its result where ``convert.policy`` allows it (the converter decides,
+                             before the mapping is asked).
 ``spawn_agent`` & co.        ``subagent``.
 everything else              ``unsupported_tool`` (``tool_search``, ``web_search``, ``write_stdin``, MCP…).
 ===========================  =================================================================================
@@ -22,7 +23,8 @@ everything else              ``unsupported_tool`` (``tool_search``, ``web_search
 Results: the 2025 JSON envelope ``{"output", "metadata": {"exit_code"}}`` and the 2026 plain text ("Process
 exited with code N … Output:") become Pi's bash text (output or ``(no output)``, and ``\\n\\nCommand exited with
 code N`` when N ≠ 0). Outputs Pi would have truncated (over 2000 lines or 50 KB: Pi appends a random temp-file
-path), outputs Codex truncated, still-running processes and failed patches cannot be rendered exactly: rejected.
+path), outputs Codex truncated, still-running processes, sandbox refusals and failed patches cannot be rendered
+exactly: ``unmappable_result`` (the call is an exact label; the context after it is not).
 Uniqueness of an edit's old text in the file cannot be checked from a rollout; that limit is recorded on every
 mapped patch (``codex.apply_patch.update->edit``).
 """
@@ -40,13 +42,13 @@ import orjson
 from harnessfit.core.rejection import Reason
 from harnessfit.core.trajectory import Step, ToolCall
 from harnessfit.formats.base import (
-    Drop,
     Failure,
     MapContext,
     MapOutcome,
     PiCall,
     arg_failure,
     parse_arguments,
+    result_failure,
     unsupported,
 )
 from harnessfit.harness.card import HarnessCard
@@ -61,7 +63,6 @@ __all__ = [
 ]
 
 SUBAGENT_TOOLS = frozenset({"spawn_agent", "wait_agent", "close_agent", "send_input", "resume_agent", "list_agents"})
-DROP_TOOLS = {"update_plan": "codex.update_plan:no-workspace-change"}
 SHELL_WRAPPERS = {("bash", "-lc"), ("bash", "-c"), ("/bin/bash", "-lc"), ("/bin/bash", "-c")}
 CODEX_TRUNCATION = re.compile(r"\[\.\.\. omitted \d+ of \d+ lines \.\.\.\]|…\d+ tokens truncated…|tokens truncated")
 HEREDOC = re.compile(r"\Aapply_patch\s+<<-?\s*(['\"]?)(\w+)\1[ \t]*\n(?P<body>.*?)\n(\2)[ \t]*\n?\s*\Z", re.S)
@@ -213,16 +214,16 @@ def _map_patch(text: str, workdir: Any, ctx: MapContext, output: str | None) -> 
         joined = posixpath.normpath(posixpath.join(workdir, path))
         if posixpath.normpath(posixpath.join(ctx.cwd, workdir)) != posixpath.normpath(ctx.cwd):
             path, notes = joined, ("codex.apply_patch.workdir->path",)
+    failed: Failure | None = None
     if output is not None:
         ok, detail = _patch_succeeded(output)
         if not ok:
-            return Failure(
-                Reason.unmappable_arguments, f"apply_patch result: {detail}",
-                "Pi words a failed edit differently: drop the failed patch turn or re-run the task under Pi",
-            )
+            failed = result_failure(
+                "apply_patch", detail,
+                "Pi words a failed edit differently: keep the session up to the patch, or re-run it under Pi")
     if f.op == "add":
         content = "\n".join(f.add_lines) + "\n" if f.add_lines else ""
-        result = pi_write_result(ctx.card, path, content) if output is not None else None
+        result = failed or (pi_write_result(ctx.card, path, content) if output is not None else None)
         return PiCall("write", {"path": path, "content": content}, result, ("codex.apply_patch.add->write", *notes))
     if not f.hunks:
         return arg_failure("apply_patch", f"Update File {f.path} has no hunks", "include at least one hunk")
@@ -242,7 +243,7 @@ def _map_patch(text: str, workdir: Any, ctx: MapContext, output: str | None) -> 
                     "apply_patch", f"hunks {i + 1} and {j + 1} of {f.path} overlap (old text not unique)",
                     "merge the hunks or add distinguishing context",
                 )
-    result = pi_edit_result(ctx.card, path, len(edits)) if output is not None else None
+    result = failed or (pi_edit_result(ctx.card, path, len(edits)) if output is not None else None)
     return PiCall("edit", {"path": path, "edits": edits}, result, ("codex.apply_patch.update->edit", *notes))
 
 
@@ -271,10 +272,8 @@ def _parse_output(text: str) -> tuple[str, int | None] | Failure:
             meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
             code = meta.get("exit_code")
             if not isinstance(code, int):
-                return Failure(
-                    Reason.unmappable_arguments, "shell result: no exit_code in metadata",
-                    "the exit status decides Pi's text: re-record with metadata",
-                )
+                return result_failure("shell", "no exit_code in its metadata, and the exit status decides Pi's text",
+                                      "re-record the rollout with output metadata")
             return obj["output"], code
     header, sep, body = text.partition("\nOutput:\n")
     if not sep and text.endswith("\nOutput:"):
@@ -284,14 +283,21 @@ def _parse_output(text: str) -> tuple[str, int | None] | Failure:
         if m:
             return body, int(m.group(1))
     if "Process running with session ID" in text:
-        return Failure(
-            Reason.unmappable_arguments, "exec_command result: process still running (interactive session)",
-            "Pi's bash waits for the command to end: re-run it non-interactively",
-        )
-    return Failure(
-        Reason.unmappable_arguments, f"shell result has no exit status ({text[:60]!r})",
-        "sandbox denials and approval refusals have no Pi equivalent: drop the turn or re-run under Pi",
-    )
+        return result_failure("exec_command", "the process was still running when Codex returned (an interactive "
+                              "session)", "Pi's bash waits for the command to end: re-run it non-interactively")
+    return result_failure("shell", f"no exit status in the output ({text[:60]!r}): a sandbox refusal or an approval "
+                          "Pi has no words for", "keep the session up to this call, or re-run it under Pi")
+
+
+_REFUSAL = "exec command rejected by user"  # what Codex returns for a command the user declined to approve
+
+
+def _refused(result: Step | None) -> Failure | None:
+    """The user declined the command in Codex's approval prompt: a refused call is no label (Pi has no approval)."""
+    if result is not None and (result.text or "").strip().startswith(_REFUSAL):
+        return Failure(Reason.user_rejected_call, f"the user refused the command ({_REFUSAL!r})",
+                       "Pi has no approval step: the calls before the refused one are kept")
+    return None
 
 
 def _bash_result(result: Step | None, card: HarnessCard) -> str | None | Failure:
@@ -301,11 +307,10 @@ def _bash_result(result: Step | None, card: HarnessCard) -> str | None | Failure
     if isinstance(parsed, Failure):
         return parsed
     output, code = parsed
-    if CODEX_TRUNCATION.search(output):
-        return Failure(
-            Reason.unmappable_arguments, "shell result was truncated by Codex",
-            "the full output is needed to render Pi's result: re-run the command",
-        )
+    cut = CODEX_TRUNCATION.search(output)
+    if cut:
+        return result_failure("shell", f"Codex truncated the output ({cut.group(0)!r}); the full output is unknown",
+                              "the full output is needed to render Pi's result: re-run the command")
     return pi_bash_result(card, output, code, tool="shell")
 
 
@@ -320,8 +325,6 @@ class CodexMapping:
                 Reason.subagent, f"tool {name!r} drives Codex sub-agents",
                 "Pi has no sub-agents: keep only sessions without spawn_agent/wait_agent",
             )
-        if name in DROP_TOOLS:
-            return Drop(DROP_TOOLS[name])
         patch = _patch_text(name, call.arguments)
         if patch is not None:
             return _map_patch(patch, None, ctx, None if result is None else result.text or "")
@@ -346,16 +349,16 @@ class CodexMapping:
         patch = _patch_from_argv(argv)
         if patch is not None:
             return _map_patch(patch, workdir, ctx, None if result is None else result.text or "")
+        refused = _refused(result)
+        if refused is not None:
+            return refused
         command, notes = _with_workdir(argv_to_command(argv), workdir, ctx.cwd)
         arguments: dict[str, Any] = {"command": command}
         if timeout_ms is not None:
             if not isinstance(timeout_ms, int) or isinstance(timeout_ms, bool) or timeout_ms <= 0:
                 return arg_failure("shell", f"timeout_ms {timeout_ms!r} is not a positive integer", "fix timeout_ms")
             arguments["timeout"] = timeout_ms // 1000 if timeout_ms % 1000 == 0 else timeout_ms / 1000
-        rendered = _bash_result(result, ctx.card)
-        if isinstance(rendered, Failure):
-            return rendered
-        return PiCall("bash", arguments, rendered, (note, *notes))
+        return PiCall("bash", arguments, _bash_result(result, ctx.card), (note, *notes))
 
     def _exec(self, call: ToolCall, result: Step | None, ctx: MapContext) -> MapOutcome:
         args = parse_arguments(call.arguments, "exec_command")
@@ -370,10 +373,11 @@ class CodexMapping:
         m = HEREDOC.match(stripped + "\n")
         if m:
             return _map_patch(m.group("body"), args.get("workdir"), ctx, None if result is None else result.text or "")
+        refused = _refused(result)
+        if refused is not None:
+            return refused
         command, notes = _with_workdir(cmd, args.get("workdir"), ctx.cwd)
         dropped = sorted(k for k in args if k not in ("cmd", "workdir"))
-        rendered = _bash_result(result, ctx.card)
-        if isinstance(rendered, Failure):
-            return rendered
         extra = tuple(f"codex.exec_command.drop:{k}" for k in dropped)
-        return PiCall("bash", {"command": command}, rendered, ("codex.exec_command->bash", *notes, *extra))
+        return PiCall("bash", {"command": command}, _bash_result(result, ctx.card),
+                      ("codex.exec_command->bash", *notes, *extra))

@@ -79,6 +79,7 @@ class _Builder:
         self.version: str | None = None
         self.counts: dict[str, int] = {}
         self.seen_request = False
+        self.lost_at: int | None = None
 
     def count(self, key: str) -> None:
         self.counts[key] = self.counts.get(key, 0) + 1
@@ -148,8 +149,9 @@ class _Builder:
         step = self._assistant()
         step.reasoning = f"{step.reasoning}\n\n{text}" if step.reasoning else text
 
-    def call(self, kind: str, payload: dict[str, Any], lineno: int) -> None:
-        call_id = payload.get("call_id") or payload.get("id") or f"codex_line_{lineno}"
+    def call(self, kind: str, payload: dict[str, Any], index: int) -> None:
+        # a call without an id is named by its record's position (not its line: the id must not depend on layout)
+        call_id = payload.get("call_id") or payload.get("id") or f"codex_record_{index}"
         if kind == "function":
             name, args = payload.get("name"), payload.get("arguments")
         elif kind == "custom":
@@ -196,14 +198,18 @@ class CodexReader(BaseTraceReader):
         b = _Builder()
         lost = False
         first_line = last_line = None
+        index = 0
         for item in self.json_lines(path, sha):
+            index += 1
             if isinstance(item, Rejection):
+                if not lost:
+                    b.lost_at = len(b.steps)
                 lost = True
                 yield item
                 continue
             first_line = first_line or item.lineno
             last_line = item.lineno
-            self._envelope(b, item)
+            self._envelope(b, item, index)
         if first_line is None:
             if not lost:
                 yield self.reject(path, sha, Reason.empty, "no JSON lines", "re-export the rollout")
@@ -218,14 +224,16 @@ class CodexReader(BaseTraceReader):
         flags = set(b.flags)
         if lost:
             flags.add("lines_lost")
-        yield self.trajectory(
+        traj = self.trajectory(
             path, sha, key="rollout", steps=b.steps, cwd=b.cwd, date=b.date,
             repository=b.repository, source_harness_version=b.version, flags=sorted(flags),
             line_start=first_line, line_end=last_line, transformations=notes,
         )
+        traj.lost_at = b.lost_at
+        yield traj
 
     @staticmethod
-    def _envelope(b: _Builder, item: JsonLine) -> None:
+    def _envelope(b: _Builder, item: JsonLine, index: int) -> None:
         env = item.value
         if not isinstance(env, dict) or not isinstance(env.get("payload"), dict):
             b.count("non_envelope_line_ignored")
@@ -246,7 +254,7 @@ class CodexReader(BaseTraceReader):
             elif ptype == "reasoning":
                 b.reasoning(payload)
             elif ptype in CALL_TYPES:
-                b.call(CALL_TYPES[ptype], payload, item.lineno)
+                b.call(CALL_TYPES[ptype], payload, index)
             elif ptype in OUTPUT_TYPES:
                 b.output(payload)
             else:

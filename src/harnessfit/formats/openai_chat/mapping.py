@@ -5,7 +5,7 @@ are decoded (object or JSON text; a JSON string holding JSON is ``arguments_doub
 such a call rather than unwrapping it), re-ordered in Pi's schema order, and left to the card's validator. Their
 result text is the source's own, unchanged (such files are assumed to have been recorded against Pi-style tools;
 nothing is re-rendered) — except that a result over Pi's output limits (2000 lines / 50 KB: Pi would have cut it and
-added its own note) is rejected, as no Pi tool returns such a text. Any other tool name is ``unsupported_tool``, with the name in the detail: general chat
+added its own note) is ``unmappable_result``, as no Pi tool returns such a text. Any other tool name is ``unsupported_tool``, with the name in the detail: general chat
 tool sets (ShareGPT/glaive function calling: ``search_recipes``, ``get_weather``…) and other agents' tools
 (``str_replace_editor``, ``terminal``) have no exact Pi equivalent.
 """
@@ -20,8 +20,8 @@ from harnessfit.formats.base import (
     MapContext,
     MapOutcome,
     PiCall,
-    arg_failure,
     parse_arguments,
+    result_failure,
     result_text,
     unsupported,
 )
@@ -61,6 +61,7 @@ class OpenAIChatMapping:
         text = result_text(result)
         why = over_pi_limits(text) if text is not None else None
         if why is not None:
-            return arg_failure(name, f"result: {why}; Pi's {name} never returns such a text",
-                               "drop the call or re-run it under Pi")
+            return PiCall(name, ordered, result_failure(name, f"{why}; Pi's {name} never returns such a text",
+                                                        "keep the conversation up to this call, or re-run it "
+                                                        "under Pi"), notes)
         return PiCall(name, ordered, text, notes)

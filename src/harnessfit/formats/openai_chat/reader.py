@@ -6,13 +6,27 @@ Accepted layouts (detected by content):
   ``{"messages", "tools"?}`` object or a ShareGPT object), or one ``{"messages": …}`` object;
 - JSONL with one conversation object per line (``{"messages": …}`` or ``{"conversations": …}``);
 - ShareGPT (LLaMA-Factory style): ``conversations`` with ``from`` human / gpt / function_call / observation /
-  system, and ``tools`` as a JSON *string*.
+  system, and ``tools`` as a JSON *string*; a ``function_call`` value is one ``{"name", "arguments"}`` object or a
+  list of them (parallel calls, as LLaMA-Factory's ``sharegpt_converter`` reads it), each answered by the following
+  ``observation`` turns in order;
+- LLaMA-Factory v1 messages (``llamafactory.v1`` ``Message``): ``content`` is a list of ``{"type", "value"}`` blocks —
+  ``text`` (joined without a separator, as ``_to_hf_messages`` joins them), ``reasoning``, ``tool_call`` (``value`` is
+  the JSON text of ``{"name", "arguments"}``), ``image_url`` / ``video_url`` / ``audio_url`` (media, counted as
+  images); its ``tool`` messages carry no call id and answer the preceding assistant's calls in order.
+
+- an LLM completion log (``{"messages", "tools", "response", …}``, as OpenHands' ``log_completions`` and LiteLLM
+  write one per model call): the request's ``messages`` and, after them, the answer the model gave
+  (``response.choices[0].message``), which is the last assistant turn (recorded).
+
+A tool message without a ``tool_call_id`` (v1, ShareGPT observations) answers the next unanswered call of the
+assistant message before it; when none is waiting it is an orphan, for the gates.
 
 Tool-call ``arguments`` are kept exactly as stored (object, JSON text, or a string of a string) so the mapping can
 tell double encoding apart. A conversation that declares tools Pi lacks but never calls one is rejected here as
 ``unsupported_tool``: its answers were written with those tools on offer (e.g. "I can't order that, I can only
-search recipes"), which a Pi model with read/bash/edit/write must not learn. Conversations that call tools go on to
-the mapping, which rejects each non-Pi call by name.
+search recipes"), which a Pi model with read/bash/edit/write must not learn. A conversation that declares such tools
+and calls them is flagged ``foreign_tools``: for the same reason none of its actions is a label, not even those before
+the first foreign call (the mapping still names each non-Pi call, for the ledger).
 """
 
 from __future__ import annotations
@@ -36,26 +50,61 @@ FORMAT = "openai_chat"
 PI_TOOL_NAMES = frozenset({"read", "bash", "edit", "write"})
 _FIRST_KEY = re.compile(rb'\A\[\s*(?:\[\s*)?\{\s*"(\w+)"')
 _CHAT_KEYS = frozenset({b"role", b"content", b"messages", b"conversations", b"tools", b"system", b"name", b"tool_calls"})
+MEDIA_TYPES = frozenset({"image_url", "image", "input_image", "video_url", "audio_url"})
 SHAREGPT_ROLES = {"human": "user", "user": "user", "gpt": "assistant", "assistant": "assistant", "system": "system"}
 
 
-def _content_text(content: Any) -> tuple[str, int]:
+def _content(content: Any) -> tuple[str, int, str, list[Any]]:
+    """(text, media count, reasoning text, tool-call block values) of an OpenAI or LLaMA-Factory v1 ``content``.
+
+    OpenAI parts are ``{"type": "text", "text": …}`` / image parts; v1 blocks are ``{"type", "value"}``."""
     if content is None:
-        return "", 0
+        return "", 0, "", []
     if isinstance(content, str):
-        return content, 0
+        return content, 0, "", []
     if isinstance(content, list):
-        texts, images = [], 0
+        texts, images, reasoning, calls = [], 0, [], []
         for p in content:
             if isinstance(p, dict):
-                if p.get("type") in ("image_url", "image", "input_image"):
+                kind = p.get("type")
+                if kind in MEDIA_TYPES:
                     images += 1
                 elif isinstance(p.get("text"), str):
                     texts.append(p["text"])
+                elif kind == "text" and isinstance(p.get("value"), str):
+                    texts.append(p["value"])
+                elif kind == "reasoning" and isinstance(p.get("value"), str):
+                    reasoning.append(p["value"])
+                elif kind == "tool_call" and "value" in p:
+                    calls.append(p["value"])
             elif isinstance(p, str):
                 texts.append(p)
-        return "".join(texts), images
-    return str(content), 0
+        return "".join(texts), images, "".join(reasoning), calls
+    return str(content), 0, "", []
+
+
+def _completion_answer(response: Any) -> dict[str, Any] | None:
+    """The assistant message of a chat-completion response object (its first choice), if it is one."""
+    if not isinstance(response, dict) or not isinstance(response.get("choices"), list) or not response["choices"]:
+        return None
+    choice = response["choices"][0]
+    msg = choice.get("message") if isinstance(choice, dict) else None
+    return msg if isinstance(msg, dict) and msg.get("role") == "assistant" else None
+
+
+def _block_call(value: Any, cid: str) -> ToolCall:
+    """A v1 ``tool_call`` block (JSON text of ``{"name", "arguments"}``) or a ShareGPT call object as a ToolCall;
+    arguments are kept as stored. A value that is not such an object becomes a call with no name (the mapping
+    rejects it with its text)."""
+    obj = value
+    if isinstance(value, str):
+        try:
+            obj = orjson.loads(value)
+        except orjson.JSONDecodeError:
+            obj = None
+    if isinstance(obj, dict) and isinstance(obj.get("name"), str):
+        return ToolCall(id=cid, name=obj["name"], arguments=obj.get("arguments"))
+    return ToolCall(id=cid, name="", arguments=value)
 
 
 def _is_message(m: Any) -> bool:
@@ -91,12 +140,14 @@ def _declared_tools(tools: Any) -> tuple[list[str], str | None]:
 def _openai_steps(messages: list[Any], notes: list[str]) -> list[Step]:
     steps: list[Step] = []
     pending_legacy: list[str] = []
+    waiting: list[str] = []  # calls of the latest assistant message not answered yet, in order
+    blocks = 0
     for i, m in enumerate(messages):
         if not isinstance(m, dict):
             notes.append(f"openai_chat: message {i} is not an object (skipped)")
             continue
         role = m.get("role")
-        text, images = _content_text(m.get("content"))
+        text, images, block_reasoning, block_calls = _content(m.get("content"))
         if role in ("system", "developer"):
             steps.append(Step(role="system", text=text))
         elif role == "user":
@@ -109,27 +160,39 @@ def _openai_steps(messages: list[Any], notes: list[str]) -> list[Step]:
                 fn = tc.get("function") if isinstance(tc.get("function"), dict) else {}
                 calls.append(ToolCall(id=str(tc.get("id") or f"call_{i}_{j}"), name=str(fn.get("name") or ""),
                                       arguments=fn.get("arguments")))
+            for j, value in enumerate(block_calls):
+                calls.append(_block_call(value, f"v1_call_{i}_{j}"))
+                blocks += 1
             fc = m.get("function_call")
             if isinstance(fc, dict):
                 cid = f"legacy_call_{i}"
                 pending_legacy.append(cid)
                 calls.append(ToolCall(id=cid, name=str(fc.get("name") or ""), arguments=fc.get("arguments")))
             reasoning = m.get("reasoning_content") if isinstance(m.get("reasoning_content"), str) else None
+            reasoning = reasoning or block_reasoning or None
             steps.append(Step(role="assistant", text=text or None, tool_calls=calls, reasoning=reasoning))
+            waiting = [c.id for c in calls]
         elif role == "tool":
-            steps.append(Step(role="tool", tool_call_id=str(m.get("tool_call_id") or ""), text=text, images=images,
+            cid = m.get("tool_call_id")
+            if cid is None:
+                cid = waiting.pop(0) if waiting else f"unpaired_result_{i}"
+            elif str(cid) in waiting:
+                waiting.remove(str(cid))
+            steps.append(Step(role="tool", tool_call_id=str(cid), text=text, images=images,
                               tool_name=m.get("name") if isinstance(m.get("name"), str) else None))
         elif role == "function":
             cid = pending_legacy.pop(0) if pending_legacy else f"legacy_orphan_{i}"
             steps.append(Step(role="tool", tool_call_id=cid, text=text, tool_name=m.get("name")))
         else:
             notes.append(f"openai_chat: message {i} has unknown role {role!r} (skipped)")
+    if blocks:
+        notes.append("openai_chat: tool_call content blocks read as calls (LLaMA-Factory v1)")
     return steps
 
 
 def _sharegpt_steps(turns: list[Any], notes: list[str]) -> list[Step] | str:
     steps: list[Step] = []
-    last_call: str | None = None
+    waiting: list[str] = []
     for i, t in enumerate(turns):
         if not isinstance(t, dict):
             return f"turn {i} is not an object"
@@ -141,18 +204,18 @@ def _sharegpt_steps(turns: list[Any], notes: list[str]) -> list[Step] | str:
             try:
                 obj = orjson.loads(value)
             except orjson.JSONDecodeError:
-                obj = None
-            name = obj.get("name") if isinstance(obj, dict) else None
-            args = obj.get("arguments") if isinstance(obj, dict) else value
-            last_call = f"sharegpt_call_{i}"
-            call = ToolCall(id=last_call, name=str(name or ""), arguments=args)
+                obj = value
+            items = obj if isinstance(obj, list) and obj else [obj]
+            calls = [_block_call(c, f"sharegpt_call_{i}" if len(items) == 1 else f"sharegpt_call_{i}_{k}")
+                     for k, c in enumerate(items)]
+            waiting = [c.id for c in calls]
             if steps and steps[-1].role == "assistant" and not steps[-1].tool_calls:
-                steps[-1].tool_calls.append(call)
+                steps[-1].tool_calls.extend(calls)
             else:
-                steps.append(Step(role="assistant", tool_calls=[call]))
+                steps.append(Step(role="assistant", tool_calls=calls))
         elif who == "observation":
-            steps.append(Step(role="tool", tool_call_id=last_call or f"sharegpt_orphan_{i}", text=value))
-            last_call = None
+            steps.append(Step(role="tool", tool_call_id=waiting.pop(0) if waiting else f"sharegpt_orphan_{i}",
+                              text=value))
         else:
             return f"turn {i} has unknown speaker {who!r}"
     notes.append("openai_chat: ShareGPT turns mapped to chat roles")
@@ -232,7 +295,12 @@ class OpenAIChatReader(BaseTraceReader):
                        "give each conversation as {\"messages\": [...]}")
         notes: list[str] = []
         if isinstance(conv.get("messages"), list):
-            steps = _openai_steps(conv["messages"], notes)
+            messages = conv["messages"]
+            answer = _completion_answer(conv.get("response"))
+            if answer is not None:
+                messages = [*messages, answer]
+                notes.append("openai_chat: completion log: the response is the last assistant turn")
+            steps = _openai_steps(messages, notes)
         else:
             got = _sharegpt_steps(conv["conversations"], notes)
             if isinstance(got, str):
@@ -256,5 +324,9 @@ class OpenAIChatReader(BaseTraceReader):
             )
         if declared:
             notes.append(f"openai_chat: declared tools {','.join(sorted(set(declared)))}")
+        flags = []
+        if foreign:  # every answer was written with these on offer: the gate keeps no label of it
+            flags.append("foreign_tools")
+            notes.append(f"foreign_tools:{','.join(foreign)}")
         return self.trajectory(path, sha, key=rid_key, steps=steps, line_start=line, line_end=line,
-                               transformations=notes)
+                               transformations=notes, flags=flags)

@@ -6,16 +6,18 @@ OpenHands                                   Pi
 ``execute_bash`` / ``terminal`` /           ``bash{command}`` (``timeout`` kept in seconds; ``security_risk``,
 ``action:run`` (CmdRunAction)               ``summary``, ``thought`` are OpenHands metadata: dropped, recorded);
                                             ``is_input`` (typing into a running process) is rejected
-``str_replace_editor`` / ``file_editor``    ``create`` → ``write``, ``str_replace`` → ``edit``; ``view``, ``insert``,
-                                            ``undo_edit`` rejected (see ``mappings.swe_agent``)
-``think``, ``task_tracker``                 dropped with their results (they change nothing in the workspace)
+``str_replace_editor`` / ``file_editor``    ``create`` → ``write``, ``str_replace`` → ``edit``, ``view`` of a file →
+                                            ``read`` (result ``unmappable_result``); ``insert``, ``undo_edit``, a
+                                            directory view: blockers (see ``formats.swe_agent.mapping``)
+``think``, ``task_tracker``                 UI-only: dropped with their results where ``convert.policy`` allows it
 others (browser, ipython, MCP…)             ``unsupported_tool``
 ==========================================  =====================================================================
 
 Bash results: OpenHands strips the command's trailing newline and wraps the output in its own status lines
 (``[The command completed with exit code N.]``…). The status lines are parsed and removed; the exit code comes from
 the observation. An *empty* output renders exactly as Pi's ``(no output)`` (plus the exit status). A non-empty
-output cannot: whether it ended with a newline is lost, so such results are rejected rather than guessed.
+output cannot: whether it ended with a newline is lost, so such results are ``unmappable_result`` rather than
+guessed (the call is a label; the context after it is not).
 """
 
 from __future__ import annotations
@@ -23,17 +25,17 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from harnessfit.core.rejection import Reason
 from harnessfit.core.trajectory import Step, ToolCall
 from harnessfit.formats.base import (
-    Drop,
     Failure,
     MapContext,
     MapOutcome,
     PiCall,
     arg_failure,
     parse_arguments,
+    result_failure,
     unsupported,
+    with_result,
 )
 from harnessfit.formats.swe_agent.mapping import map_str_replace_editor
 from harnessfit.harness.pi_results import pi_bash_result
@@ -42,10 +44,6 @@ __all__ = ["OpenHandsMapping", "split_openhands_output"]
 
 BASH_TOOLS = frozenset({"execute_bash", "terminal", "bash", "action:run"})
 EDITOR_TOOLS = frozenset({"str_replace_editor", "file_editor"})
-DROP_TOOLS = {
-    "think": "openhands.think:no-workspace-change",
-    "task_tracker": "openhands.task_tracker:no-workspace-change",
-}
 METADATA_ARGS = frozenset({"security_risk", "summary", "thought", "blocking", "is_input", "reset"})
 _STATUS = re.compile(
     r"\n?\[(?:The command completed with exit code (?P<a>-?\d+)\.|Command finished with exit code (?P<b>-?\d+)"
@@ -73,20 +71,18 @@ class OpenHandsMapping:
 
     def map_call(self, call: ToolCall, result: Step | None, ctx: MapContext) -> MapOutcome:
         name = call.name
-        if name in DROP_TOOLS:
-            return Drop(DROP_TOOLS[name])
         if name not in BASH_TOOLS and name not in EDITOR_TOOLS:
             return unsupported(name or "<unnamed>", "OpenHands tool with no Pi equivalent")
         args = parse_arguments(call.arguments, name)
         if isinstance(args, Failure):
             return args
         if name in EDITOR_TOOLS:
+            out = map_str_replace_editor(args, result, "openhands", _editor_success, ctx.card)
             if result is not None and result.meta.get("observation") == "error":
-                return Failure(
-                    Reason.unmappable_arguments, f"{name} result is an OpenHands error ({(result.text or '')[:80]!r})",
-                    "drop the failed step or re-run the task under Pi so the error text is Pi's own",
-                )
-            return map_str_replace_editor(args, result, "openhands", _editor_success, ctx.card)
+                return with_result(out, result_failure(
+                    name, f"an OpenHands error ({(result.text or '')[:80]!r})",
+                    "keep the session up to this call, or re-run the task under Pi so the error text is Pi's own"))
+            return out
         return self._bash(name, args, result, ctx)
 
     @staticmethod
@@ -107,23 +103,17 @@ class OpenHandsMapping:
         output, code = split_openhands_output(result.text or "")
         if result.exit_code is not None:
             code = result.exit_code
+        rendered: str | Failure
         if code is None:
-            return Failure(
-                Reason.unmappable_arguments, f"{name} result has no exit status",
-                "the exit status decides Pi's text: keep the observation metadata",
-            )
-        if code == -1:
-            return Failure(
-                Reason.unmappable_arguments, f"{name} result: command still running or timed out (exit code -1)",
-                "Pi waits for the command or reports its own timeout text: re-run under Pi",
-            )
-        if output.strip():
-            return Failure(
-                Reason.unmappable_arguments,
-                f"{name} result: OpenHands strips the output's final newline, so Pi's exact text is unknown",
-                "re-run the command under Pi (or a runner that keeps raw output)",
-            )
-        rendered = pi_bash_result(ctx.card, "", code, tool=name)
-        if isinstance(rendered, Failure):
-            return rendered
+            rendered = result_failure(name, "no exit status in the observation, and it decides Pi's text",
+                                      "keep the observation metadata (exit_code) when recording")
+        elif code == -1:
+            rendered = result_failure(name, "the command was still running or timed out (exit code -1)",
+                                      "Pi waits for the command or reports its own timeout text: re-run under Pi")
+        elif output.strip():
+            rendered = result_failure(
+                name, f"{len(output)} characters of output whose final newline OpenHands stripped, so Pi's exact "
+                "text is unknown", "re-run the command under Pi (or a runner that keeps raw output)")
+        else:
+            rendered = pi_bash_result(ctx.card, "", code, tool=name)
         return PiCall("bash", arguments, rendered, notes)

@@ -1,30 +1,47 @@
-"""OpenHands runs into one Trajectory each: V0 event-list JSON files and V1 SDK conversation folders.
+"""OpenHands runs into Trajectories: V0 event lists, V0 session folders, V1 SDK conversation folders, and evaluation
+output files.
 
-- **V0** (one JSON list): actions and observations are separate events. An observation pairs with its action by
-  ``cause`` (the action's event id) or by ``tool_call_metadata.tool_call_id``. A tool action's arguments are taken
-  from the model response stored in ``tool_call_metadata`` (the raw JSON string the model sent); the assistant text
-  is ``args.thought``. Actions from runs without function calling (``run``, ``read``…) become calls named
+- **V0 event list** (one JSON list): actions and observations are separate events. An observation pairs with its
+  action by ``cause`` (the action's event id) or by ``tool_call_metadata.tool_call_id``, else (events stripped of
+  ids, as some evaluation outputs are) with the latest action still waiting for one. A tool action's arguments are
+  taken from the model response stored in ``tool_call_metadata`` (the raw JSON string the model sent); the assistant
+  text is ``args.thought``. Actions from runs without function calling (``run``, ``read``…) become calls named
   ``action:<kind>`` with the event's ``args`` object. Noise (``agent_state_changed``, ``null`` observations,
-  recalls) is skipped and counted.
+  recalls) is skipped and counted. A ``message`` event without ``source`` (stripped outputs) is the user's when it is
+  the first event, else the agent's only when it waits for a response (``wait_for_response``: OpenHands' agent sets
+  it on the messages it ends a turn with; a user message never has it); recorded.
+- **V0 session folder** (``sessions/<id>/``: ``events/<N>.json``, one event per file named by its integer id, optional
+  ``event_cache/<start>-<end>.json`` pages of 25 events and ``metadata.json``; OpenHands' ``EventStore`` and
+  ``storage/locations.py``): the folder is one unit and one trajectory; events are read in id order (numerically:
+  ``10.json`` after ``9.json``), an id missing from ``events/`` is taken from its cache page, as the event store does.
 - **V1** (a folder: ``base_state.json`` + ``events/event-*.json``, one event per file with a ``kind``): the folder
   is one unit; events are read in file-name order. ``MessageEvent`` / ``ActionEvent`` / ``ObservationEvent`` /
   ``AgentErrorEvent`` carry the conversation.
+- **Evaluation output** (``output.jsonl``: one ``EvalOutput`` per line, written by ``evaluation/utils/shared.py`` with
+  ``model_dump_json()``; the resolver's ``ResolverOutput`` has the same ``history``/``instruction``): one trajectory
+  per instance. ``history`` is a list of V0 events, a list of ``[action, observation]`` pairs (the older layout,
+  ``compatibility_for_eval_history_pairs``), or V1 events (``kind``). When the history holds no user message (V1
+  benchmark outputs leave the first message out), the instance's ``instruction`` (the text the harness sent as the
+  first user message) is the first user step, recorded.
 
 ``finish`` is how an OpenHands agent ends its turn, not a workspace tool: its message becomes the assistant's final
-text and the call and its echo observation are removed (recorded as ``openhands.finish->final_text``).
+text and the call and its echo observation are removed (recorded as ``openhands.finish->final_text``; the step keeps
+the call's name in ``meta["folded_calls"]`` so the yield accounting still counts it).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from harnessfit.core.ids import content_id
 from harnessfit.core.jsonio import dumps_compact_str
 from harnessfit.core.rejection import Reason, Rejection
 from harnessfit.core.trajectory import Step, ToolCall, Trajectory
 from harnessfit.formats.base import BaseTraceReader
-from harnessfit.formats.reading import sniff
+from harnessfit.formats.reading import first_json_line, sniff
 
 __all__ = ["OpenHandsReader"]
 
@@ -32,6 +49,23 @@ FORMAT = "openhands"
 V0_NOISE_OBSERVATIONS = frozenset({"agent_state_changed", "null", "recall", "user_rejected_confirmation"})
 V0_NOISE_ACTIONS = frozenset({"change_agent_state", "recall", "null", "condensation"})
 DEFAULT_CWD = "/workspace"
+EVAL_KEYS = frozenset({"instance_id", "instruction", "test_result", "git_patch", "issue"})
+_EVENT_FILE = re.compile(r"\A(\d+)\.json\Z")
+_CACHE_FILE = re.compile(r"\A(\d+)-(\d+)\.json\Z")
+
+
+def _looks_like_event(e: Any) -> bool:
+    if isinstance(e, list) and len(e) == 2:
+        return all(isinstance(x, dict) for x in e)
+    return isinstance(e, dict) and ("action" in e or "observation" in e or "kind" in e)
+
+
+def _is_eval_output(record: Any) -> bool:
+    """An evaluation output record: a ``history`` of OpenHands events and an instance's keys."""
+    if not isinstance(record, dict) or not isinstance(record.get("history"), list) or not EVAL_KEYS & set(record):
+        return False
+    history = record["history"]
+    return not history or _looks_like_event(history[0])
 
 
 def _parts_text(parts: Any) -> str:
@@ -55,6 +89,7 @@ class _Steps:
         self.steps: list[Step] = []
         self.counts: dict[str, int] = {}
         self.finish_ids: set[str] = set()
+        self.waiting: list[str] = []  # call ids of actions not answered yet (pairing by order)
         self._response: str | None = None
 
     def count(self, key: str) -> None:
@@ -71,6 +106,7 @@ class _Steps:
             self.steps[-1].text = thought
         self._response = response_id
         self.steps[-1].tool_calls.append(call)
+        self.waiting.append(call.id)
 
     def finish(self, response_id: str | None, call_id: str, thought: str, message: str) -> None:
         """The agent's end of turn: its message becomes the final assistant text."""
@@ -82,6 +118,7 @@ class _Steps:
             self.steps[-1].text = self.steps[-1].text or final
         else:
             self.steps.append(Step(role="assistant", text=final))
+        self.steps[-1].meta.setdefault("folded_calls", []).append("finish")
         self._response = None
 
     def result(self, call_id: str, text: str, *, is_error: bool, exit_code: int | None, kind: str) -> None:
@@ -91,6 +128,11 @@ class _Steps:
         step = Step(role="tool", tool_call_id=call_id, text=text, is_error=is_error, exit_code=exit_code)
         step.meta["observation"] = kind
         self.steps.append(step)
+        if call_id in self.waiting:
+            self.waiting.remove(call_id)
+
+    def has_user(self) -> bool:
+        return any(s.role == "user" for s in self.steps)
 
 
 class OpenHandsReader(BaseTraceReader):
@@ -101,19 +143,37 @@ class OpenHandsReader(BaseTraceReader):
     def detect(self, path: Path) -> bool:
         try:
             if path.is_dir():
-                return (path / "base_state.json").is_file() and (path / "events").is_dir()
+                return self._folder_kind(path) is not None
             head = sniff(path).lstrip()
-            if not head.startswith(b"["):
-                return False
-            return b'"source"' in head and (b'"action"' in head or b'"observation"' in head) and b'"role"' not in head[:200]
+            if head.startswith(b"["):
+                return (b'"source"' in head and (b'"action"' in head or b'"observation"' in head)
+                        and b'"role"' not in head[:200])
+            return head.startswith(b"{") and b'"history"' in head and _is_eval_output(first_json_line(path))
         except Exception:  # noqa: BLE001 - detect must never raise
             return False
 
+    @staticmethod
+    def _folder_kind(path: Path) -> str | None:
+        """``"v1"`` (base_state.json + events/), ``"v0"`` (events/<N>.json), or ``None``."""
+        events = path / "events"
+        if not events.is_dir():
+            return None
+        if (path / "base_state.json").is_file():
+            return "v1"
+        if any(_EVENT_FILE.match(p.name) for p in events.iterdir() if p.is_file()):
+            return "v0"
+        return None
+
     def read_file(self, path: Path, sha: str) -> Iterator[Trajectory | Rejection]:
         if path.is_dir():
-            yield from self._read_v1(path, sha)
-        else:
+            if self._folder_kind(path) == "v0":
+                yield from self._read_v0_folder(path, sha)
+            else:
+                yield from self._read_v1(path, sha)
+        elif sniff(path, 4096).lstrip().startswith(b"["):
             yield from self._read_v0(path, sha)
+        else:
+            yield from self._read_eval_output(path, sha)
 
     # ------------------------------------------------------------------------------------------------ V0
     def _read_v0(self, path: Path, sha: str) -> Iterator[Trajectory | Rejection]:
@@ -125,28 +185,145 @@ class OpenHandsReader(BaseTraceReader):
             yield self.reject(path, sha, Reason.parse_error, "not a list of event objects",
                               "pass an OpenHands event list")
             return
+        yield self._v0_trajectory(path, sha, doc, key="v0", notes=[])
+
+    def _v0_trajectory(self, path: Path, sha: str, events: list[dict[str, Any]], *, key: str, notes: list[str],
+                       instruction: str | None = None, flags: tuple[str, ...] = (), line: int | None = None,
+                       date: str | None = None) -> Trajectory | Rejection:
+        """One trajectory from V0 events in order (a list file, a session folder or an evaluation instance)."""
         acc = _Steps()
         call_of_event: dict[Any, str] = {}
         cwd = None
-        for ev in doc:
-            self._v0_event(ev, acc, call_of_event)
+        for k, ev in enumerate(events):
+            self._v0_event(ev, acc, call_of_event, first=k == 0)
             extras = ev.get("extras") if isinstance(ev.get("extras"), dict) else {}
             meta = extras.get("metadata") if isinstance(extras.get("metadata"), dict) else {}
             if cwd is None and isinstance(meta.get("working_dir"), str):
                 cwd = meta["working_dir"]
+        return self._finish(path, sha, acc, key=key, notes=notes, instruction=instruction, flags=flags, line=line,
+                            cwd=cwd, cwd_note="from observation", default_note="openhands.v0: default cwd /workspace",
+                            date=date or next((e["timestamp"][:10] for e in events
+                                               if isinstance(e.get("timestamp"), str)), None))
+
+    def _finish(self, path: Path, sha: str, acc: _Steps, *, key: str, notes: list[str], instruction: str | None,
+                flags: tuple[str, ...], line: int | None, cwd: str | None, cwd_note: str, default_note: str,
+                date: str | None, line_end: int | None = None) -> Trajectory | Rejection:
+        if instruction and not acc.has_user():
+            acc.steps.insert(next((i for i, s in enumerate(acc.steps) if s.role != "system"), len(acc.steps)),
+                             Step(role="user", text=instruction))
+            notes = [*notes, "openhands.eval: instruction as the first user message (the history has none)"]
         if not any(s.role in ("user", "assistant") for s in acc.steps):
-            yield self.reject(path, sha, Reason.empty, "no user or agent messages",
-                              "nothing to train on: drop the file")
+            where = f" ({key.replace(':', ' ')})" if key.startswith("instance") else ""
+            return self.reject(path, sha, Reason.empty, f"no user or agent messages{where}",
+                               "nothing to train on: drop it", line_start=line, line_end=line_end or line)
+        notes = [*notes, *(f"openhands: {k} x{v}" for k, v in sorted(acc.counts.items()))]
+        notes.append(default_note if cwd is None else f"openhands.{key.split(':')[0]}: cwd {cwd_note}")
+        return self.trajectory(path, sha, key=key, steps=acc.steps, cwd=cwd or DEFAULT_CWD, date=date,
+                               flags=flags, line_start=line, line_end=line_end or line, transformations=notes)
+
+    # ------------------------------------------------------------------------------------------------ V0 folder
+    def _read_v0_folder(self, folder: Path, sha: str) -> Iterator[Trajectory | Rejection]:
+        ids: dict[int, Path] = {}
+        for p in (folder / "events").iterdir():
+            m = _EVENT_FILE.match(p.name)
+            if m and p.is_file():
+                ids[int(m.group(1))] = p
+        pages: dict[int, Path] = {}  # first id of a cache page -> page file
+        cache = folder / "event_cache"
+        if cache.is_dir():
+            for p in cache.iterdir():
+                m = _CACHE_FILE.match(p.name)
+                if m and p.is_file():
+                    pages[int(m.group(1))] = p
+        events: list[dict[str, Any]] = []
+        lost = False
+        missing = 0
+        page_cache: dict[int, list[Any]] = {}
+        last = max(ids) if ids else -1
+        for start in pages:
+            last = max(last, start + 24)
+        for eid in range(0, last + 1):
+            if eid in ids:
+                ev = self.load_document(ids[eid], sha, checked=False)
+                if isinstance(ev, Rejection):
+                    lost = True
+                    yield self.reject(folder, sha, ev.reason, f"events/{eid}.json: {ev.detail}", ev.repair_hint,
+                                      line=eid)
+                    continue
+            else:
+                start = eid - eid % 25
+                if start in pages and start not in page_cache:
+                    page = self.load_document(pages[start], sha, checked=False)
+                    page_cache[start] = page if isinstance(page, list) else []
+                page = page_cache.get(start) or []
+                ev = page[eid - start] if eid - start < len(page) else None
+                if ev is None:
+                    if eid <= max(ids, default=-1):
+                        missing += 1
+                    continue
+            if not isinstance(ev, dict):
+                lost = True
+                yield self.reject(folder, sha, Reason.parse_error, f"event {eid}: not an event object",
+                                  "fix the event file", line=eid)
+                continue
+            events.append(ev)
+        if not events:
+            if not lost:
+                yield self.reject(folder, sha, Reason.empty, "events/ holds no event files", "re-export the session")
             return
-        date = next((e["timestamp"][:10] for e in doc if isinstance(e.get("timestamp"), str)), None)
-        notes = [f"openhands: {k} x{v}" for k, v in sorted(acc.counts.items())]
-        notes.append("openhands.v0: default cwd /workspace" if cwd is None else "openhands.v0: cwd from observation")
-        yield self.trajectory(
-            path, sha, key="v0", steps=acc.steps, cwd=cwd or DEFAULT_CWD, date=date, transformations=notes,
-        )
+        notes = ["openhands.v0_folder: events read in id order"]
+        if missing:
+            notes.append(f"openhands.v0_folder: {missing} event id(s) absent (OpenHands skips them too)")
+        meta = self.load_document(folder / "metadata.json", sha, checked=False) \
+            if (folder / "metadata.json").is_file() else None
+        date = None
+        if isinstance(meta, dict) and isinstance(meta.get("created_at"), str):
+            date = meta["created_at"][:10]
+        out = self._v0_trajectory(folder, sha, events, key="v0_folder", notes=notes,
+                                  flags=("lines_lost",) if lost else (), date=date)
+        if isinstance(out, Rejection) and lost:
+            return  # the broken event files have their own rows
+        yield out
+
+    # ------------------------------------------------------------------------------------------------ eval output
+    def _read_eval_output(self, path: Path, sha: str) -> Iterator[Trajectory | Rejection]:
+        k = 0
+        for item in self.json_lines(path, sha):
+            if isinstance(item, Rejection):
+                yield item
+                k += 1
+                continue
+            rec = item.value
+            key = f"instance:{k}"
+            k += 1
+            if not _is_eval_output(rec):
+                yield self.reject(path, sha, Reason.parse_error, f"line {item.lineno}: not an evaluation record "
+                                  "with a history of OpenHands events", "each line must be one EvalOutput object",
+                                  line=item.lineno, record_id=content_id("traj", FORMAT, sha, key))
+                continue
+            history = rec["history"]
+            instruction = rec.get("instruction") if isinstance(rec.get("instruction"), str) else None
+            name = next((rec[k] for k in ("instance_id", "id") if isinstance(rec.get(k), (str, int))), None)
+            notes = [f"openhands.eval: instance {name}" if name is not None else "openhands.eval: instance"]
+            if history and isinstance(history[0], list):  # [action, observation] pairs
+                events = [e for pair in history if isinstance(pair, list) for e in pair if isinstance(e, dict)]
+                notes.append("openhands.eval: history of [action, observation] pairs")
+            else:
+                events = [e for e in history if isinstance(e, dict)]
+            if any("kind" in e for e in events):
+                acc = _Steps()
+                for ev in events:
+                    self._v1_event(ev, acc)
+                yield self._finish(path, sha, acc, key=key, notes=notes, instruction=instruction, flags=(),
+                                   line=item.lineno, cwd=None, cwd_note="", default_note="openhands.v1: default cwd "
+                                   "/workspace", date=next((e["timestamp"][:10] for e in events
+                                                            if isinstance(e.get("timestamp"), str)), None))
+                continue
+            yield self._v0_trajectory(path, sha, events, key=key, notes=notes, instruction=instruction,
+                                      line=item.lineno)
 
     @staticmethod
-    def _v0_event(ev: dict[str, Any], acc: _Steps, call_of_event: dict[Any, str]) -> None:
+    def _v0_event(ev: dict[str, Any], acc: _Steps, call_of_event: dict[Any, str], *, first: bool = False) -> None:
         args = ev.get("args") if isinstance(ev.get("args"), dict) else {}
         tcm = ev.get("tool_call_metadata") if isinstance(ev.get("tool_call_metadata"), dict) else None
         if "action" in ev:
@@ -158,7 +335,11 @@ class OpenHandsReader(BaseTraceReader):
                 acc.text("system", str(args.get("content") or ev.get("message") or ""))
                 return
             if action == "message":
-                role = "user" if ev.get("source") == "user" else "assistant"
+                source = ev.get("source")
+                if source is None:  # a stripped event: see the module docstring
+                    source = "user" if first else ("agent" if args.get("wait_for_response") is True else "user")
+                    acc.count(f"message_source_inferred_{source}")
+                role = "user" if source == "user" else "assistant"
                 images = len(args.get("image_urls") or []) if isinstance(args.get("image_urls"), list) else 0
                 acc.text(role, str(args.get("content") or ev.get("message") or ""), images)
                 return
@@ -197,6 +378,9 @@ class OpenHandsReader(BaseTraceReader):
             call_id = call_of_event.get(ev.get("cause"))
             if call_id is None and tcm is not None:
                 call_id = str(tcm.get("tool_call_id") or "")
+            if not call_id and "cause" not in ev and acc.waiting:  # stripped events: the latest waiting action
+                call_id = acc.waiting[-1]
+                acc.count("observation_paired_by_order")
             if not call_id:
                 acc.count(f"observation_{kind}_without_action")
                 call_id = f"oh_orphan_{ev.get('id')}"

@@ -8,17 +8,23 @@ SWE-agent                                       Pi
 ``str_replace_editor str_replace``              ``edit{path, edits:[{oldText: old_str, newText: new_str}]}``
                                                 ("has been edited")
 ``create{filename}``                            ``write{path, content: ""}`` (new empty file shown as "[File: …]")
-``submit``                                      dropped with its result (ends the episode; Pi just stops)
-``str_replace_editor view``                     rejected: the ``cat -n`` rendering expands tabs and hides whether the
-                                                file ends with a newline, so Pi's read text cannot be rebuilt
-``insert``, ``undo_edit``, ``open``, ``goto``,  rejected ``unmappable_arguments``: they act on the viewer's open
+``submit`` (the last call of the run)           the end of the episode: dropped with its result, its turn's text is
+                                                the final answer (Pi ends a run with an answer, not a call)
+``str_replace_editor view`` of a file           ``read{path, offset?, limit?}`` (``view_range``), result
+                                                ``unmappable_result``: the ``cat -n`` rendering adds line numbers,
+                                                expands tabs and hides the final newline, so Pi's read text cannot be
+                                                rebuilt — the call is a label, the context after it is not
+``str_replace_editor view`` of a directory      ``unsupported_tool``: Pi's read cannot list a directory (the result
+                                                names it: "files and directories up to 2 levels deep")
+``insert``, ``undo_edit``, ``open``, ``goto``,  ``unmappable_arguments``: they act on the viewer's open
 ``scroll_*``, ``edit{search, replace}``         file and cursor (state, not arguments)
-``bash``                                        rejected: SWE-agent runs commands with ``check="ignore"`` and never
-                                                records the exit status, which decides Pi's text
+``bash``                                        ``bash{command}``, result ``unmappable_result``: SWE-agent runs
+                                                commands with ``check="ignore"`` and never records the exit status,
+                                                which decides Pi's text
 ``find_file``, ``search_*``, others             ``unsupported_tool``
 ==============================================  ==================================================================
 
-Failed editor operations (SWE-agent's error texts) are rejected too: Pi words its errors differently.
+Failed editor operations (SWE-agent's error texts) are ``unmappable_result`` too: Pi words its errors differently.
 """
 
 from __future__ import annotations
@@ -27,7 +33,6 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from harnessfit.core.rejection import Reason
 from harnessfit.core.trajectory import Step, ToolCall
 from harnessfit.formats.base import (
     Drop,
@@ -37,6 +42,7 @@ from harnessfit.formats.base import (
     PiCall,
     arg_failure,
     parse_arguments,
+    result_failure,
     unsupported,
 )
 from harnessfit.harness.card import HarnessCard
@@ -53,11 +59,38 @@ def strip_swe_prompt(text: str) -> str:
     return _PROMPT_TRAILER.sub("", text)
 
 
+_DIR_VIEW = re.compile(r"\AHere's the files and directories up to \d+ levels? deep in ")
+
+
 def _result_failure(tool: str, text: str) -> Failure:
-    return Failure(
-        Reason.unmappable_arguments, f"{tool} result is not a success Pi could word exactly ({text[:80]!r})",
-        "drop the failed step or re-run the task under Pi so the error text is Pi's own",
-    )
+    return result_failure(tool, f"not a success Pi could word exactly ({text[:80]!r})",
+                          "keep the session up to this call, or re-run the task under Pi so the error text is Pi's own")
+
+
+def _view(args: dict[str, Any], path: str, text: str | None, prefix: str) -> MapOutcome:
+    """``view``: a file view is Pi's read (its result cannot be rebuilt); a directory view has no Pi default tool."""
+    if text is not None and _DIR_VIEW.match(text):
+        return unsupported("str_replace_editor view", f"{path} is a directory (the result lists its files and "
+                           "directories): Pi's read cannot list one",
+                           "list it with a bash ls call, or convert with a card that enables Pi's optional ls tool")
+    pi_args: dict[str, Any] = {"path": path}
+    rng = args.get("view_range")
+    if rng is not None:
+        if not (isinstance(rng, list) and len(rng) == 2 and all(isinstance(v, int) and not isinstance(v, bool)
+                                                                 for v in rng) and rng[0] >= 1):
+            return arg_failure("str_replace_editor view", f"view_range {rng!r} is not [start, end]",
+                               "give view_range as two line numbers")
+        pi_args["offset"] = rng[0]
+        if rng[1] != -1:
+            if rng[1] < rng[0]:
+                return arg_failure("str_replace_editor view", f"view_range {rng!r} ends before it starts",
+                                   "give view_range as [start, end] with end >= start")
+            pi_args["limit"] = rng[1] - rng[0] + 1
+    result = None if text is None else result_failure(
+        "str_replace_editor view", "the editor's `cat -n` rendering (line numbers added, tabs expanded, the final "
+        "newline hidden) is not the file text Pi's read returns", "record the raw file content, or re-run the read "
+        "under Pi")
+    return PiCall("read", pi_args, result, (f"{prefix}.str_replace_editor.view->read",))
 
 
 def map_str_replace_editor(
@@ -72,15 +105,14 @@ def map_str_replace_editor(
     if not isinstance(path, str) or not path:
         return arg_failure("str_replace_editor", "path is missing", "give the file path")
     text = None if result is None else strip_swe_prompt(result.text or "")
-    if text is not None and result is not None and result.is_error:
-        return _result_failure(f"str_replace_editor {command}", text)
+    error = text is not None and result is not None and bool(result.is_error)
     if command == "create":
         content = args.get("file_text")
         if not isinstance(content, str):
             return arg_failure("str_replace_editor", "create without file_text", "give the file text")
-        if text is not None and not success("create", text):
-            return _result_failure("str_replace_editor create", text)
         out = None if text is None else pi_write_result(card, path, content)
+        if text is not None and (error or not success("create", text)):
+            out = _result_failure("str_replace_editor create", text)
         return PiCall("write", {"path": path, "content": content}, out, (f"{prefix}.str_replace_editor.create->write",))
     if command == "str_replace":
         old, new = args.get("old_str"), args.get("new_str", "")
@@ -90,19 +122,15 @@ def map_str_replace_editor(
             new = ""
         if not isinstance(new, str):
             return arg_failure("str_replace_editor", "new_str is not a string", "new_str must be text")
-        if text is not None and not success("str_replace", text):
-            return _result_failure("str_replace_editor str_replace", text)
         out = None if text is None else pi_edit_result(card, path, 1)
+        if text is not None and (error or not success("str_replace", text)):
+            out = _result_failure("str_replace_editor str_replace", text)
         return PiCall(
             "edit", {"path": path, "edits": [{"oldText": old, "newText": new}]}, out,
             (f"{prefix}.str_replace_editor.str_replace->edit",),
         )
     if command == "view":
-        return arg_failure(
-            "str_replace_editor view",
-            "the cat -n rendering expands tabs and hides the final newline, so Pi's read text cannot be rebuilt",
-            "re-run the read under Pi, or record the raw file content",
-        )
+        return _view(args, path, text, prefix)
     if command in ("insert", "undo_edit"):
         return arg_failure(
             f"str_replace_editor {command}", "Pi has no line-number insert or undo",
@@ -122,7 +150,7 @@ class SweAgentMapping:
     def map_call(self, call: ToolCall, result: Step | None, ctx: MapContext) -> MapOutcome:
         name = call.name
         if name == "submit":
-            return Drop("swe_agent.submit:end-of-episode")
+            return Drop("swe_agent.submit:end-of-episode", ends_episode=True)
         args = parse_arguments(call.arguments, name or "<unnamed>")
         if isinstance(args, Failure):
             return args
@@ -138,16 +166,18 @@ class SweAgentMapping:
             # SWE-agent's create writes one newline and opens the file: the viewer shows "(1 lines total)" and an
             # empty line 1. Any other observation (file exists, error) is not a fresh empty file: reject.
             text = None if result is None else strip_swe_prompt(result.text or "").replace("\r\n", "\n")
+            out: str | Failure | None = None if text is None else pi_write_result(ctx.card, path, "\n")
             if text is not None and not re.fullmatch(r"\[File: [^\n]*\(1 lines total\)\]\n1:\s*", text):
-                return _result_failure("create", text)
-            out = None if text is None else pi_write_result(ctx.card, path, "\n")
+                out = _result_failure("create", text)
             return PiCall("write", {"path": path, "content": "\n"}, out, ("swe_agent.create->write",))
         if name == "bash":
-            return Failure(
-                Reason.unmappable_arguments,
-                "bash result: SWE-agent does not record the exit status, which decides Pi's text",
-                "re-run the command under Pi (or a runner that records exit codes)",
-            )
+            command = args.get("command")
+            if not isinstance(command, str) or not command.strip():
+                return arg_failure("bash", "command is missing or empty", "give the command string")
+            out = None if result is None else result_failure(
+                "bash", "SWE-agent does not record the exit status, which decides Pi's text",
+                "re-run the command under Pi (or a runner that records exit codes)")
+            return PiCall("bash", {"command": command}, out, ("swe_agent.bash->bash",))
         if name in VIEWER_STATE:
             return arg_failure(
                 name, "acts on SWE-agent's open file and cursor (viewer state, not arguments)",
