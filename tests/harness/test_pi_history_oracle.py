@@ -92,11 +92,32 @@ def cut_points(lines: list[bytes], spread: int = 6) -> list[int]:
     return sorted(c for c in cuts if 2 <= c <= n)
 
 
+def one_entry_per_line(line: bytes) -> list[bytes]:
+    """A line that holds several entries (its writer lost a newline) as one line per entry; any other line as it is.
+
+    Pi's loader (``parseSessionEntries``) would drop such a line whole, though the agent that wrote the session had
+    those entries in its context; harnessfit reads them (its JSONL reader reads several objects on a line). The
+    oracle compares the history rules, so Pi is given the entries one per line."""
+    text = line.decode("utf-8", errors="surrogateescape")
+    decoder, out, at = json.JSONDecoder(), [], 0
+    try:
+        while at < len(text):
+            value, end = decoder.raw_decode(text, at)
+            out.append(value)
+            at = end
+            while at < len(text) and text[at] in " \t\r":
+                at += 1
+    except ValueError:
+        return [line]
+    return [line] if len(out) < 2 else [orjson.dumps(v) for v in out]
+
+
 def write_cut(lines: list[bytes], keep: int, cwd: Path, dest: Path) -> Path:
     """The first ``keep`` lines of a session, its header's ``cwd`` set to ``cwd`` (Pi runs in the session's cwd)."""
     head = orjson.loads(lines[0])
     head["cwd"] = str(cwd)
-    dest.write_bytes(b"\n".join([orjson.dumps(head), *lines[1:keep]]) + b"\n")
+    body = [part for line in lines[1:keep] for part in one_entry_per_line(line)]
+    dest.write_bytes(b"\n".join([orjson.dumps(head), *body]) + b"\n")
     return dest
 
 
