@@ -317,3 +317,37 @@ def test_context_edits_replace_or_leave_out_content(tmp_path: Path, card):
     assert [m["role"] for m in conv.messages[1:]] == ["user", "assistant", "tool", "assistant"]
     assert conv.messages[3] == {"role": "tool", "content": "[cut]", "tool_call_id": "c1"}
     assert "pi.context_edit_applied" in conv.meta.transformations
+
+
+def test_a_rejected_epoch_keeps_its_own_labels_and_counts_kept_calls_once(tmp_path: Path, card):
+    """After a compaction, the kept turns are history only: the exact prefix of a rejected epoch counts and trains
+    only the turns written after the compaction (its ``labels_from`` says where they start), and the yield counts
+    every call once, in the epoch that wrote it, so calls read still equal the calls in the file."""
+    from harnessfit.convert.wire import convert_trajectory
+    from harnessfit.convert.yields import FileYield
+    from harnessfit.dataset.exports import sft_records
+
+    def call(cid, name="read"):
+        return _assistant([{"type": "toolCall", "id": cid, "name": name, "arguments": {"path": "a.txt"}}], "toolUse")
+
+    rows = [HEADER, _msg("u1", None, _user("q1")), _msg("a1", "u1", call("c1")), _msg("r1", "a1", _result("c1", "x")),
+            _msg("a1b", "r1", _assistant([{"type": "text", "text": "read it"}])),
+            {"type": "compaction", "id": "k", "parentId": "a1b", "summary": "S", "firstKeptEntryId": "a1"},
+            _msg("u2", "k", _user("q2")), _msg("a2", "u2", call("c2")), _msg("r2", "a2", _result("c2", "y")),
+            _msg("a3", "r2", call("c3", "nope")), _msg("r3", "a3", _result("c3", "z")),
+            _msg("a3b", "r3", _assistant([{"type": "text", "text": "done"}]))]
+    epoch0, epoch1 = PiReader().read(_write(tmp_path / "s.jsonl", rows))
+    first, second = convert_trajectory(epoch0, card), convert_trajectory(epoch1, card)
+    assert isinstance(first.record, Conversation) and first.calls.fates == ["label"]
+    assert isinstance(second.record, Rejection) and second.record.reason == Reason.unsupported_tool
+    prefix = second.prefix
+    assert prefix is not None and prefix.meta.prefix.labels == 1
+    # system, summary, the kept call turn, its result and the kept answer are history only
+    assert prefix.meta.labels_from == 5 and prefix.messages[prefix.meta.labels_from - 1]["content"] == "read it"
+    (record,) = sft_records(prefix.model_dump(), "train")
+    assert record.action["tool_calls"][0]["id"] == "c2"
+    assert second.calls.fates == ["label", "unsupported_tool"]  # c2, c3; the kept c1 is epoch 0's
+    fy = FileYield("s.jsonl", "pi")
+    fy.add(first.calls)
+    fy.add(second.calls)
+    assert (fy.calls, fy.labels, dict(fy.lost)) == (3, 2, {"unsupported_tool": 1}) and fy.holds
