@@ -1,5 +1,6 @@
 """Claude Code Grep/Glob/LS → Pi's optional grep/find/ls: only under the tools profile and only where Pi's text can be
-rebuilt from the record (a content search of one file); every other case is the trajectory's blocker, with why.
+rebuilt from the record (a content search of one file); every other case is the trajectory's blocker, with why: a
+call Pi cannot make is no label, a call whose result cannot be rebuilt is one (the context after it is not).
 The real Pi checks the rebuilt grep text in ``test_rebuilt_grep_text_is_what_pi_prints``."""
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from harnessfit.convert import to_conversation
+from harnessfit.convert.wire import convert_trajectory
 from harnessfit.core import Conversation, Provenance, Reason, Rejection, Step, ToolCall, Trajectory
 from harnessfit.harness.card import load_card
 
@@ -53,22 +55,37 @@ def test_more_matches_than_pis_limit_end_with_its_note() -> None:
 
 
 @pytest.mark.parametrize(("call", "record", "why"), [
-    (_grep(path="/w/src"), "/w/src/a.py:3:needle\n/w/src/b.py:1:needle", "names another file"),
-    ({"pattern": "needle", "output_mode": "content", "-n": True}, "a.py:3:needle", "working folder"),
     (_grep(output_mode="files_with_matches"), "Found 1 file\n/w/src/a.py", "lists files or counts"),
     ({"pattern": "needle", "path": "/w/a.py"}, "Found 1 file\n/w/a.py", "lists files or counts"),
     (_grep(**{"-C": 2}), "3:needle", "context lines"),
+    ({"_name": "Glob", "pattern": "**/*.py", "path": "/w"}, "/w/a.py", "also lists folders"),
+    ({"_name": "LS", "path": "/w"}, "- /w/\n  - a.py\n", "leaves out hidden entries"),
+])
+def test_a_call_pi_cannot_make_is_the_blocker(call: dict, record: str, why: str) -> None:
+    out = convert_trajectory(_traj(dict(call), record), TOOLS)
+    assert isinstance(out.record, Rejection) and out.record.reason == Reason.unmappable_arguments, out.record
+    assert why in out.record.detail
+    assert out.prefix is None and out.calls.fates == [Reason.unmappable_arguments.value]
+
+
+@pytest.mark.parametrize(("call", "record", "why"), [
+    (_grep(path="/w/src"), "/w/src/a.py:3:needle\n/w/src/b.py:1:needle", "names another file"),
+    ({"pattern": "needle", "output_mode": "content", "-n": True}, "a.py:3:needle", "working folder"),
     (_grep(**{"-n": False}), "needle one", "no line numbers"),
     (_grep(), "No matches found", "cannot say whether that is one file"),
     (_grep(), "3:" + "x" * 600, "a match line of 600 characters"),
     (_grep(), "3:needle\n[Showing results with pagination = limit: 100]", "cut or paged"),
-    ({"_name": "Glob", "pattern": "**/*.py", "path": "/w"}, "/w/a.py", "also lists folders"),
-    ({"_name": "LS", "path": "/w"}, "- /w/\n  - a.py\n", "leaves out hidden entries"),
 ])
-def test_what_cannot_be_rebuilt_is_the_blocker(call: dict, record: str, why: str) -> None:
-    rej = to_conversation(_traj(dict(call), record), TOOLS)
-    assert isinstance(rej, Rejection) and rej.reason == Reason.unmappable_arguments, rej
-    assert why in rej.detail
+def test_a_result_that_cannot_be_rebuilt_leaves_the_call_a_label(call: dict, record: str, why: str) -> None:
+    """The call is Pi's grep exactly, so it is a label; its result is not Pi's text, so nothing after it is."""
+    out = convert_trajectory(_traj(dict(call), record), TOOLS)
+    assert isinstance(out.record, Rejection) and out.record.reason == Reason.unmappable_result, out.record
+    assert why in out.record.detail
+    assert out.prefix is not None and out.calls.fates == ["label"]
+    (action,) = [m for m in out.prefix.messages if m["role"] == "assistant"]
+    fn = action["tool_calls"][0]["function"]
+    assert fn["name"] == "grep" and json.loads(fn["arguments"])["pattern"] == "needle"
+    assert out.prefix.messages[-1] is action  # no result after it
 
 
 @pytest.mark.parametrize("name", ["Grep", "Glob", "LS"])

@@ -120,7 +120,8 @@ def pi_grep_result(card: HarnessCard, matches: list[tuple[str, int, str]], limit
     """Pi's grep text for ``matches`` (path as Pi shows it, line number, line text) in the order rg found them
     (``core/tools/grep.js``, context 0): one ``path:N: text`` line per match, at most ``limit`` (default 100) of them
     and then its "matches limit reached" note, or ``No matches found``; a match line over 500 characters (Pi cuts it
-    and adds a note) or an output over 50 KB (Pi cuts it) is a ``Failure`` rather than re-rendered. The templates
+    and adds a note) or an output over 50 KB (Pi cuts it) is an ``unmappable_result`` ``Failure`` rather than
+    re-rendered. The templates
     are the tools profile's card (``grep_match``, ``grep_match_limit``, ``grep_no_matches``)."""
     if not matches:
         return card.format_result("grep_no_matches")
@@ -128,12 +129,12 @@ def pi_grep_result(card: HarnessCard, matches: list[tuple[str, int, str]], limit
     shown = matches[:effective]
     longest = max(js_length(text) for _, _, text in shown)
     if longest > PI_GREP_MAX_LINE:
-        return Failure(Reason.unmappable_arguments, f"{tool} result: a match line of {longest} characters; Pi cuts "
+        return Failure(Reason.unmappable_result, f"{tool} result: a match line of {longest} characters; Pi cuts "
                        f"lines at {PI_GREP_MAX_LINE} and adds its own note",
                        "search for a pattern on shorter lines, or re-run under Pi")
     output = "\n".join(card.format_result("grep_match", path=p, line=n, text=t) for p, n, t in shown)
     if len(output.encode("utf-8")) > PI_MAX_BYTES:
-        return Failure(Reason.unmappable_arguments, f"{tool} result: over Pi's 50 KB output cap (Pi cuts it)",
+        return Failure(Reason.unmappable_result, f"{tool} result: over Pi's 50 KB output cap (Pi cuts it)",
                        "narrow the search, or re-run under Pi")
     if len(matches) >= effective:  # Pi stops rg at the limit and says so, even when exactly that many exist
         return card.format_result("grep_match_limit", output=output, limit=effective, more=effective * 2)

@@ -4,14 +4,17 @@ Pi's tools run only in a card with them on (the ``tools`` profile, ``pi@V+tools`
 are ``unsupported_tool``. With them on, a call maps only when Pi's result text can be rebuilt from what Claude Code
 recorded, which Pi's own tools (``core/tools/{grep,find,ls}.js``) decide:
 
-- **Grep → grep** when it is a ``content`` search with line numbers (``-n``) of *one file*, with no context lines,
-  file type, multiline or paging option. Pi prints ``basename:N: text`` per matching line (rg's order, the file's),
-  at most 100 with its limit note, ``No matches found`` when none. A search of a directory does not map: Pi's rg runs
-  with ``--hidden`` and no exclusions, so it also searches ``.git/`` (hooks, logs, config are text), while Claude
-  Code leaves out version-control folders (and older versions every hidden folder): the recorded matches may lack
-  lines Pi would print, and the record cannot say. ``files_with_matches`` and ``count`` modes list files or numbers,
-  which Pi's grep never prints. A search that found nothing maps only when the searched path is known to be a file
-  — never from the record alone, so it does not map either.
+- **Grep → grep** when it is a ``content`` search with no context lines, file type, multiline or paging option (its
+  ``pattern``, ``path``, ``glob`` and ``-i`` are Pi's ``pattern``, ``path``, ``glob`` and ``ignoreCase``). The call
+  is then an exact action; its *result* is rebuilt only for a search of *one file* with line numbers (``-n``):
+  Pi prints ``basename:N: text`` per matching line (rg's order, the file's), at most 100 with its limit note. Any
+  other result is the blocker (``unmappable_result``: the call is a label, the context after it is not): a search
+  of a folder, because Pi's rg runs with ``--hidden`` and no exclusions, so it also searches ``.git/`` (hooks, logs,
+  config are text), while Claude Code leaves out version-control folders (and older versions every hidden folder):
+  the recorded matches may lack lines Pi would print, and the record cannot say; a search that found nothing, since
+  the record never says that the searched path is a file; a record without line numbers, or one Claude Code cut or
+  paged. ``files_with_matches`` and ``count`` modes list files or numbers, which Pi's grep never prints: such a
+  call has no Pi equivalent (``unmappable_arguments``).
 - **Glob → find** never maps: Pi's find runs fd, which also lists folders, matches a pattern without ``/`` against
   names at any depth, skips what ``.gitignore`` lists and prints in its own walk's order; Claude Code's Glob lists
   files only, sorted by modification time. The recorded list does not say what fd would have listed.
@@ -27,7 +30,7 @@ from typing import Any
 
 from harnessfit.core.rejection import Failure, Reason
 from harnessfit.core.trajectory import Step
-from harnessfit.formats.base import MapContext, MapOutcome, PiCall, arg_failure, unsupported
+from harnessfit.formats.base import MapContext, MapOutcome, PiCall, arg_failure, result_failure, unsupported
 from harnessfit.harness.pi_results import pi_grep_result
 
 __all__ = ["map_grep", "map_glob", "map_ls"]
@@ -62,14 +65,10 @@ def map_grep(args: dict[str, Any], result: Step | None, ctx: MapContext) -> MapO
     if used:
         return arg_failure("Grep", f"{', '.join(used)}: Pi's grep has no such option (its context repeats lines "
                            "per match where rg merges them)", "search without it, or re-run under Pi")
-    if args.get("-n") is not True:
-        return arg_failure("Grep", "no line numbers (-n): Pi's grep always prints them, the record lacks them",
-                           "search with -n, or re-run under Pi")
-    path = args.get("path")
-    if not isinstance(path, str) or not path:
-        return arg_failure("Grep", "a search of the working folder: Pi's rg also searches .git/ and hidden files "
-                           "Claude Code leaves out, so its matches are unknown", "grep one file, or re-run under Pi")
-    pi_args: dict[str, Any] = {"pattern": pattern, "path": path}
+    path = args.get("path") if isinstance(args.get("path"), str) and args.get("path") else None
+    pi_args: dict[str, Any] = {"pattern": pattern}
+    if path is not None:
+        pi_args["path"] = path
     if isinstance(args.get("glob"), str):
         pi_args["glob"] = args["glob"]
     if args.get("-i") is True:
@@ -79,15 +78,27 @@ def map_grep(args: dict[str, Any], result: Step | None, ctx: MapContext) -> MapO
     if result.is_error:
         return Failure(Reason.aborted_or_error_turn, f"Grep error: {(result.text or '')[:100]!r}",
                        "drop the failed call")
+    rendered = _grep_text(args, path, result, ctx)
+    return PiCall("grep", pi_args, rendered, ("claude.Grep->grep",) if isinstance(rendered, Failure)
+                  else ("claude.Grep->grep", "grep_result.one_file"))
+
+
+def _grep_text(args: dict[str, Any], path: str | None, result: Step, ctx: MapContext) -> str | Failure:
+    """Pi's grep text for the recorded result of a one-file search, or why it cannot be rebuilt."""
+    hint = "re-run the step under Pi (with the tools profile)"
+    if path is None:
+        return result_failure("Grep", "a search of the working folder: Pi's rg also searches .git/ and hidden files "
+                              "Claude Code leaves out, so its matches are unknown", hint)
+    if args.get("-n") is not True:
+        return result_failure("Grep", "no line numbers (-n): Pi's grep always prints them, the record lacks them",
+                              hint)
     text = result.text or ""
     meta = result.meta.get("toolUseResult") if isinstance(result.meta, dict) else None
     if _PAGED.search(text) or (isinstance(meta, dict) and meta.get("appliedLimit")):
-        return arg_failure("Grep", "result: Claude Code cut or paged the matches; the rest is unknown",
-                           "narrow the search, or re-run under Pi")
+        return result_failure("Grep", "Claude Code cut or paged the matches; the rest is unknown", hint)
     if text.strip() in ("No matches found", ""):
-        return arg_failure("Grep", f"result: no matches in {path!r}, and the record cannot say whether that is one "
-                           "file (exact) or a folder (Pi's rg also searches .git/ and hidden files)",
-                           "re-run under Pi")
+        return result_failure("Grep", f"no matches in {path!r}, and the record cannot say whether that is one file "
+                              "(exact) or a folder (Pi's rg also searches .git/ and hidden files)", hint)
     abs_path = path if path.startswith("/") else posixpath.normpath(posixpath.join(ctx.cwd, path))
     shown = posixpath.basename(abs_path.rstrip("/"))
     matches: list[tuple[str, int, str]] = []
@@ -99,14 +110,10 @@ def map_grep(args: dict[str, Any], result: Step | None, ctx: MapContext) -> MapO
                 break
         m = _NUMBERED.match(rest if rest is not None else line)
         if m is None:
-            return arg_failure("Grep", f"result: a line that names another file or no line number ({line[:80]!r}): "
-                               "a search of a folder, whose matches Pi would not print the same",
-                               "grep one file, or re-run under Pi")
+            return result_failure("Grep", f"a line that names another file or no line number ({line[:80]!r}): a "
+                                  "search of a folder, whose matches Pi would not print the same", hint)
         matches.append((shown, int(m.group(1)), m.group(2).replace("\r", "")))
-    rendered = pi_grep_result(ctx.card, matches, tool="Grep")
-    if isinstance(rendered, Failure):
-        return rendered
-    return PiCall("grep", pi_args, rendered, ("claude.Grep->grep", "grep_result.one_file"))
+    return pi_grep_result(ctx.card, matches, tool="Grep")
 
 
 def map_glob(args: dict[str, Any], result: Step | None, ctx: MapContext) -> MapOutcome:
