@@ -44,7 +44,8 @@ call it returns exactly one outcome:
   the data and a ``repair_hint`` that fits the case. The call is no training label, nor is anything after it.
 
 The converter (not the mapping) then validates every mapped call against the card (``card.validate_call``); the
-gates reject errors, result images, orphans and missing results. Helpers here are shared by every mapping:
+gates reject errors, result images, orphans and (outside Pi sessions) results a later turn saw that the trace lost.
+Helpers here are shared by every mapping:
 :func:`parse_arguments` (object / JSON text / double-encoded), :func:`arg_failure`, :func:`result_failure`,
 :func:`unsupported`, :func:`with_result`. Pi's result wording lives in ``harnessfit.harness.pi_results``.
 """
