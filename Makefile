@@ -22,6 +22,7 @@ $(STAMP): pyproject.toml
 setup: $(STAMP)
 	$(BIN)/harnessfit harness install pi $(if $(strip $(PI_VERSION)),--version $(PI_VERSION))
 	$(BIN)/harnessfit eval toolchain   # the raw checkers' pinned svelte compiler + autofixer (ruff comes from pip)
+	@{ command -v rg >/dev/null && { command -v fd >/dev/null || command -v fdfind >/dev/null; }; } || { [ "$$(id -u)" = 0 ] && (apt-get update -qq && apt-get install -y -qq ripgrep fd-find >/dev/null) || echo "note: ripgrep/fd not installed; Pi's grep/find (the tools profile, pi@V+tools) cannot run"; }   # Pi looks for rg and fd/fdfind on the PATH and, offline, downloads neither
 	@command -v chromium >/dev/null || { [ "$$(id -u)" = 0 ] && (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) || echo "note: chromium not installed; the browser test of the HTML report skips (and fails under CI)"; }
 
 demo: setup

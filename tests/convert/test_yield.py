@@ -56,6 +56,29 @@ def test_every_call_is_a_label_or_lost_for_a_named_reason(converted: Path, trace
     assert f"{raw_total} calls read" in md and "| claude_code |" in md
 
 
+def test_pi_sessions_with_compactions_count_every_call_once(traces_dir: Path, tmp_path: Path) -> None:
+    """The Pi sessions of ``../shared/traces-extra`` (when it is there) hold compactions: each epoch's kept turns
+    repeat, as history only, calls an earlier epoch wrote, and each call is still counted once, as the raw counter
+    counts the file; no label is a history-only turn."""
+    extra = traces_dir.parent / "traces-extra" / "pi"
+    if not extra.is_dir():
+        pytest.skip("../shared/traces-extra/pi is not here")
+    convert([extra], tmp_path, CARD, install_dir="/opt/pi")
+    doc = json.loads((tmp_path / "yield.json").read_text())
+    assert doc["identity_holds"] is True
+    files = {f["file"]: f for f in doc["files"]}
+    for unit in sorted(extra.glob("*.jsonl")):
+        assert files[f"pi/{unit.name}"]["calls"] == count_calls("pi", unit), unit.name
+    labels = 0
+    for name in ("conversations.jsonl", "prefixes.jsonl"):
+        for line in (tmp_path / name).read_bytes().splitlines():
+            conv = json.loads(line)
+            assert validate_conversation(conv, CARD) == [], conv["meta"]["file"]
+            labels += sum(len(m.get("tool_calls") or []) for m in conv["messages"][conv["meta"]["labels_from"]:]
+                          if m["role"] == "assistant")
+    assert labels == doc["total"]["labels"] > 0
+
+
 def test_every_label_validates_and_labels_match_the_wire(converted: Path, traces_dir: Path) -> None:
     wire_calls = 0
     prefixes = 0
@@ -66,7 +89,8 @@ def test_every_label_validates_and_labels_match_the_wire(converted: Path, traces
             is_prefix = conv["meta"]["prefix"] is not None
             assert is_prefix == (name == "prefixes.jsonl")
             prefixes += is_prefix
-            actions = [m for m in conv["messages"] if m["role"] == "assistant"]
+            first = conv["meta"]["labels_from"]  # the messages before it are history only (a Pi compaction's)
+            actions = [m for m in conv["messages"][first:] if m["role"] == "assistant"]
             if is_prefix:
                 assert len(actions) == conv["meta"]["prefix"]["labels"] >= 1
             wire_calls += sum(len(m.get("tool_calls") or []) for m in actions)

@@ -88,3 +88,24 @@ def test_build_keeps_a_home_path_install_dir(tmp_path, traces_dir):
     build_dataset(config_from_values(inputs=[str(src)], install_dir=install, parquet=False), tmp_path, out=out)
     prompts = _system_prompts(out)
     assert prompts and all(install + "/README.md" in p for p in prompts)
+
+
+def test_the_harness_profile_is_chosen_in_the_config_and_recorded(tmp_path, traces_dir):
+    """``harness_profile = "tools"``: the build renders the profile's card (its prompt names grep/find/ls) and the
+    manifest records that card and its tools; an unknown profile is a one-line error."""
+    import pytest
+
+    from harnessfit.errors import UserError
+
+    src = _pi_head(traces_dir, tmp_path / "in" / "pi.jsonl")
+    out = tmp_path / "out"
+    build_dataset(config_from_values(inputs=[str(src)], install_dir=FIXED, parquet=False, harness_profile="tools"),
+                  tmp_path, out=out)
+    m = json.loads((out / "manifest.json").read_bytes())
+    card = load_card("pi", "0.73.1", "tools")
+    assert m["harness_card"]["id"] == card.id and m["harness_card"]["tools"] == card.default_tools
+    assert m["config"]["harness_profile"] == "tools"
+    prompts = _system_prompts(out)
+    assert prompts and all("- grep:" in p for p in prompts)
+    with pytest.raises(UserError, match="unknown harness profile"):
+        config_from_values(inputs=[str(src)], harness_profile="nope")

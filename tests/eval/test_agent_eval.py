@@ -82,3 +82,55 @@ def test_cli_rejects_unknown_scripted_model(tmp_path, small_suite):
                                    "--out", str(tmp_path / "x")])
     assert res.exit_code != 0
     assert "unknown scripted model" in str(res.exception)
+
+
+@pytest.mark.slow
+def test_the_tools_profile_runs_pi_with_its_optional_tools(pi_installed, small_suite, tmp_path):
+    """`--harness pi@V+tools`: Pi is offered the profile's tools (grep/find/ls too), a grep call runs (ripgrep from
+    `make setup`), and the episode is scored against the profile's card, so the call is a valid one."""
+    import json
+
+    from harnessfit.harness.card import load_card
+    from harnessfit.harness.versions import DEFAULT_PI_VERSION
+    from harnessfit.serve.scripted import Reply
+
+    offered: list[list[str]] = []
+
+    def responder(body, index):
+        offered.append([t["function"]["name"] for t in body.get("tools") or []])
+        if not any(m.get("role") == "tool" for m in body["messages"]):
+            return Reply(tool_calls=[("grep", json.dumps({"pattern": "def", "path": "."}))])
+        return Reply(text="Searched.")
+
+    card = load_card("pi", DEFAULT_PI_VERSION, "tools")
+    results = run_eval("scripted:golden", small_suite, tmp_path / "tools", responder=responder, progress=False,
+                       pi_version=DEFAULT_PI_VERSION, pi_profile="tools", task_ids=[_first_task(small_suite)])
+    assert offered and all(names == card.default_tools for names in offered), offered
+    assert results.config["harness"] == f"pi@{DEFAULT_PI_VERSION}+tools" and results.config["tools"] == card.default_tools
+    assert results.aggregates["tool_calls"]["invalid"] == 0, results.aggregates["tool_calls"]
+
+
+@pytest.mark.slow
+def test_golden_solver_under_the_tools_profile_via_cli(pi_installed, small_suite, tmp_path):
+    """`eval agent --harness pi@V+tools` from the command line: the golden solver still completes its task, the
+    results record the profile and its tools, and every call validates against the profile's card."""
+    from harnessfit.harness.card import load_card
+    from harnessfit.harness.versions import DEFAULT_PI_VERSION
+
+    out = tmp_path / "cli-tools"
+    res = CliRunner().invoke(app, ["eval", "agent", "--model", "scripted:golden", "--suite", str(small_suite),
+                                   "--task", "create_hello_script", "--out", str(out),
+                                   "--harness", f"pi@{DEFAULT_PI_VERSION}+tools"])
+    assert res.exit_code == 0, res.output
+    results = load_results(out / "results.json")
+    card = load_card("pi", DEFAULT_PI_VERSION, "tools")
+    assert {"grep", "find", "ls"} <= set(card.default_tools)
+    assert results.config["harness"] == f"pi@{DEFAULT_PI_VERSION}+tools"
+    assert results.config["tools"] == card.default_tools
+    (ep,) = results.episodes
+    assert ep.metrics.complete_loop, (ep.metrics.failure, ep.facts.error)
+    assert results.aggregates["tool_calls"]["invalid"] == 0
+
+
+def _first_task(suite) -> str:
+    return sorted(p.name for p in suite.iterdir() if (p / "task.yaml").is_file())[0]

@@ -27,6 +27,19 @@ def test_recapture_equals_committed_card(version: str, tmp_path: Path) -> None:
     assert out.read_bytes() == card_path("pi", version).read_bytes()
 
 
+@pytest.mark.parametrize("version", sorted({DEFAULT_PI_VERSION, NEWEST_PI_VERSION}))
+def test_recapture_of_the_tools_profile_equals_committed_card(version: str, tmp_path: Path) -> None:
+    """Pi with grep/find/ls on (ripgrep and fd from `make setup`): the profile's card re-captures byte-equal."""
+    install_pi(version)
+    out = tmp_path / "card.json"
+    res = CliRunner().invoke(app, ["harness", "capture", "pi", "--version", version, "--profile", "tools",
+                                   "--out", str(out), "--check"])
+    assert res.exit_code == 0, res.output
+    assert out.read_bytes() == card_path("pi", version, "tools").read_bytes()
+    card = load_card("pi", version, "tools")
+    assert card.format_result("grep_match", path="a.txt", line=2, text="needle one") == "a.txt:2: needle one"
+
+
 # beyond the capture's own probes: more valid calls and more ways to get a call wrong
 EXTRA = [
     Probe("x_read_offset", "read", '{"path":"hello.txt","offset":2}', True),

@@ -18,6 +18,9 @@ from harnessfit.harness.versions import (
     NEWEST_PI_VERSION,
     OLD_SCOPE_PACKAGE,
     PI_CARD_VERSIONS,
+    PROFILES,
+    harness_profile,
+    harness_spec,
     parse_harness,
     parse_version,
     pi_package,
@@ -53,7 +56,8 @@ def test_parse_harness_spec() -> None:
 def test_committed_cards_are_the_listed_versions() -> None:
     folder = card_path("pi", DEFAULT_PI_VERSION).parent
     on_disk = sorted(p.name for p in folder.glob("pi-*.json"))
-    assert on_disk == sorted(f"pi-{v}.json" for v in PI_CARD_VERSIONS)
+    profiles = [f"pi-{v}+{name}.json" for v in PI_CARD_VERSIONS for name in PROFILES]
+    assert on_disk == sorted([f"pi-{v}.json" for v in PI_CARD_VERSIONS] + profiles)
     assert DEFAULT_PI_VERSION in PI_CARD_VERSIONS and NEWEST_PI_VERSION == PI_CARD_VERSIONS[-1]
     assert [parse_version(v) for v in PI_CARD_VERSIONS] == sorted(parse_version(v) for v in PI_CARD_VERSIONS)
     for version in PI_CARD_VERSIONS:
@@ -63,6 +67,22 @@ def test_committed_cards_are_the_listed_versions() -> None:
         assert "--no-extensions" in card.cli["isolation_flags"] and card.cli["run_env"]["PI_OFFLINE"] == "1"
         assert card.session["version"] == 3 and "message" in card.session["entries"]
         assert card.default_install_dir().endswith(card.package)
+        for name, tools in PROFILES.items():  # a profile is the same Pi with other tools
+            variant = load_card("pi", version, name)
+            assert variant.id == f"pi-{version}+{name}" and variant.version == version and variant.profile == name
+            assert variant.default_tools == list(tools) and variant.cli == card.cli
+            assert variant.to_json_bytes() == card_path("pi", version, name).read_bytes()
+            assert variant.default_install_dir() == card.default_install_dir()
+
+
+def test_a_harness_spec_names_a_profile() -> None:
+    assert parse_harness("pi@0.82.0+tools") == ("pi", "0.82.0") and harness_profile("pi@0.82.0+tools") == "tools"
+    assert harness_profile("pi@0.82.0") is None and harness_profile(None) is None
+    assert harness_spec("0.82.0", profile="tools") == "pi@0.82.0+tools"
+    with pytest.raises(UserError, match="unknown harness profile"):
+        parse_harness("pi@0.82.0+nope")
+    with pytest.raises(UserError, match="--profile tools"):
+        load_card("pi", "0.50.0", "tools")
 
 
 def test_the_version_literal_lives_in_versions_py_only() -> None:

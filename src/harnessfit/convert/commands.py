@@ -19,6 +19,8 @@ def _convert_cmd(
     formats: list[str] = typer.Option(None, "--format", "-f", help="Only these formats (repeatable); default: detect."),
     harness: str = typer.Option("pi", "--harness", help="Harness whose card defines the wire format."),
     harness_version: str = typer.Option(DEFAULT_PI_VERSION, "--harness-version", help="Harness version of the card."),
+    harness_profile: str = typer.Option(None, "--harness-profile", help="Card profile: 'tools' = Pi with its "
+                                        "optional grep/find/ls (Claude Code Grep maps to grep where exact)."),
     install_dir: str = typer.Option(None, "--install-dir", help="Harness folder the system prompt names "
                                     "(default: where `harnessfit harness install` puts it on this machine)."),
     keep_ui_calls: bool = typer.Option(False, "--keep-ui-calls", help="Never drop UI-only calls (TodoWrite, "
@@ -34,7 +36,7 @@ def _convert_cmd(
     from harnessfit.core.rejection import Reason
     from harnessfit.harness.card import load_card
 
-    card = load_card(harness, harness_version)
+    card = load_card(harness, harness_version, harness_profile)
     console = Console(stderr=True)
     with Progress(
         TextColumn("[bold]convert[/]"), BarColumn(), DownloadColumn(), TransferSpeedColumn(), TimeRemainingColumn(),

@@ -123,6 +123,9 @@ class Draft:
     orphan_results: list[OrphanResult] = field(default_factory=list)
     unanswered_calls: list[UnansweredCall] = field(default_factory=list)
     images: list[ImagesSeen] = field(default_factory=list)
+    labels_from: int = 0
+    """Messages before this index are history only: made from steps the reader marked ``history_only`` (what a
+    compaction kept, written before it with another context), so no record takes one of them as a label."""
     user_rejections: list[RejectedByUser] = field(default_factory=list)
 
     def transformed(self, *names: str) -> None:

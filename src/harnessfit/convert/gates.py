@@ -14,8 +14,8 @@ the first trajectory step the problem makes unusable; the labels are the assista
 
 - a problem in a *call* (unsupported, unmappable arguments, invalid, a UI-only call that cannot be dropped, a call
   the user refused): ``cut`` = the call's turn — the turn is no label, nor is anything after it;
-- a problem in a *result* (it cannot be rendered as Pi's, it is missing, it holds images): ``cut`` = the turn + 1 —
-  the call is an exact label, but no later context holds its result exactly;
+- a problem in a *result* (it cannot be rendered as Pi's; it is missing while a later turn of a non-Pi source saw
+  it): ``cut`` = the turn + 1 — the call is an exact label, but no later context holds its result exactly;
 - a problem at a step of the context (a user image, an orphan result): ``cut`` = that step;
 - a hole where lines were lost: ``cut`` = ``Trajectory.lost_at`` when the reader knows it, else 0;
 - a property of the whole run that makes no context inexact (no final answer): ``cut`` = ``None`` — every action is
@@ -289,15 +289,27 @@ class TurnAfterAnswer(Gate):
 
 
 class MissingToolResult(Gate):
-    """A call without a result: the call is a label, but the next message Pi sends would be its result."""
+    """A call without a result is answered by Pi's synthetic "No result provided" (the builder puts it in, as Pi
+    does when it sends any history, ``transformMessages`` in pi-ai), so the context stays exact and the call is a
+    label. What is not exact is a *later* turn of a source other than Pi: its agent saw the real result, which the
+    trace lost, while the context now says there was none, so the cut is right after the call's turn. In a Pi
+    session every later turn was written after Pi sent exactly that synthetic result (``PI_REPLAYED``)."""
 
     name = "missing_tool_result"
+    PI_REPLAYED: ClassVar[frozenset[str]] = frozenset({"pi"})
 
     def findings(self, draft: Draft) -> Iterator[Finding]:
+        traj = draft.trajectory
+        if traj.source in self.PI_REPLAYED:
+            return
         for note in draft.unanswered_calls:
-            yield Finding(note.step, Reason.missing_tool_result, f"call {note.call.id!r} ({note.call.name}) has no "
-                          "result", "the session ended or lost the result; the calls before it are kept",
-                          cut=note.step + 1, tool=note.call.name)
+            later = any(s.role == "assistant" and s.stop_reason not in ("aborted", "error")
+                        for s in traj.steps[note.step + 1:])
+            if later:
+                yield Finding(note.step, Reason.missing_tool_result, f"call {note.call.id!r} ({note.call.name}) has "
+                              "no result in the trace, and the agent's next turn was made after seeing one",
+                              "the call is kept as a label; re-export the trace with its tool results to keep the "
+                              "turns after it", cut=note.step + 1, tool=note.call.name)
 
 
 class UserRejectedTool(Gate):

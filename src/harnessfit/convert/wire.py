@@ -1,30 +1,38 @@
 """Trajectory → Conversation in Pi's exact wire form (``openai-completions`` provider), or a Rejection.
 
-Serialisation, as Pi 0.73.1 sends it (``pi-ai/providers/openai-completions.js`` + ``transform-messages.js``):
+Serialisation, as Pi sends a stored history (``pi-ai/providers/openai-completions.js`` + ``transform-messages.js``;
+the rules that depend on Pi's version are in ``convert.history``, chosen by the card's version):
 - ``{"role":"system","content": card.render_system_prompt(cwd, date, install_dir=…)}``; cwd/date from the
   session, else ``DEFAULT_CWD``/``DEFAULT_DATE`` (recorded as ``default_cwd``/``default_date``); the install folder
   is the caller's ``install_dir`` or the card's default (``$HARNESSFIT_HOME``-dependent: fix it for
   machine-independent data).
-- user: ``{"role":"user","content":[{"type":"text","text":…}, …]}`` (one part per text block); no text → skipped.
-- assistant: ``{"role":"assistant","content": <non-blank text blocks joined with "">|null, "tool_calls":[{"id",
-  "type":"function","function":{"name","arguments": compact JSON}}]}``; ``tool_calls`` omitted when none; a message
-  with neither is skipped. Turns that ended ``aborted``/``error`` are dropped with their tool results (Pi drops
-  the turn; its results would be orphans). Reasoning is *not* put on the wire (Pi replays it only to the same
-  model, as a provider-specific field; the trained model is not the source model) — recorded as
-  ``reasoning_not_on_wire``.
-- tool: ``{"role":"tool","content": text, "tool_call_id": id}`` in call order; ``isError`` is not sent.
-- Tool-call ids containing ``|`` are normalised as Pi does (part before ``|``, ``[^A-Za-z0-9_-]``→``_``, 40 chars).
+- user: ``{"role":"user","content":[{"type":"text","text":…}, …]}`` (one part per text block; a source that stored
+  the content as one string, ``meta["content_string"]``, gets that string); no part → skipped.
+- assistant: ``{"role":"assistant","content": <text>|null, "tool_calls":[{"id", "type":"function",
+  "function":{"name","arguments": compact JSON}}]}``; ``tool_calls`` omitted when none; a message with neither is
+  skipped. The text is the non-blank text blocks joined with ``""``; the source model's thinking is among them as
+  text before Pi 1.3.0 and dropped from 1.3.0 (the trained model is never the model that wrote the history), recorded
+  as ``pi.thinking_as_text`` / ``pi.thinking_dropped``. Turns that ended ``aborted``/``error`` are dropped; a tool
+  result that follows one answers no call (an orphan, on the wire as on Pi's; the ``orphan_tool_result`` gate cuts
+  there).
+- tool: ``{"role":"tool","content": text, "tool_call_id": id}`` in call order; ``isError`` is not sent. A call
+  without a result gets Pi's synthetic result (the card's ``no_result`` text, ``pi.synthetic_no_result``) after
+  the results that exist.
+- Tool-call ids containing ``|`` are normalised as Pi does (``PiHistory.call_id``).
 - Repaired calls: a mapped call Pi accepts only by repairing it (the card's validator gives *warnings*, no error:
   ``legacy_edit_arguments``, ``edits_json_string``, ``coerced_type`` such as ``"10"`` → ``10``,
   ``ignored_property``) is written in the canonical form Pi executes (``convert.canonical``: edits upgraded to
   ``edits[]``, values coerced, ignored properties removed, schema key order), and ``repaired:<code>`` is recorded per
-  kind of repair, so the model learns the call the schema describes. Calls with an error are rejected
-  (the ``invalid_call`` gate: ``schema_violation`` / ``unsupported_tool`` / ``arguments_double_encoded``), never
-  repaired.
+  kind of repair, so the model learns the call the schema describes. (Pi itself replays the call as stored: this is
+  the one place where a conversation's history differs from Pi's replay, on purpose.) Calls with an error are
+  rejected (the ``invalid_call`` gate: ``schema_violation`` / ``unsupported_tool`` / ``arguments_double_encoded``),
+  never repaired.
 - A user message that ends the session unanswered is trimmed (``trim_unanswered_tail``); after that the last
   message must be an assistant answer without tool calls (else ``no_final_response``).
 - UI-only calls Pi would never see are dropped with their results where ``convert.policy`` allows it (recorded as
   ``drop:ui_only:<tool>``); nothing is merged: an answer is never glued to another turn.
+- ``ConversationMeta.labels_from``: messages before it are history only (the kept messages after a compaction
+  summary were written before the compaction, with another context), so no record trains on them.
 
 The builder only builds: what may make the conversation inexact is noted on the ``Draft`` (``convert.draft``), and
 the gates (``convert.gates.GATES``) decide, in their order, whether the trajectory is rejected and for what, and where
@@ -36,7 +44,6 @@ and what became of every source call (``convert.yields.CallFates``).
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -56,6 +63,7 @@ from harnessfit.convert.draft import (
     UnansweredCall,
 )
 from harnessfit.convert.gates import Finding, all_findings, rejection_of, split_gates
+from harnessfit.convert.history import PiHistory, assistant_blocks, history_rules
 from harnessfit.convert.policy import ConvertPolicy, LaterText, ui_drop_problem
 from harnessfit.convert.validate import card_wire_tools
 from harnessfit.convert.yields import CallFates, call_fates
@@ -68,20 +76,13 @@ from harnessfit.formats.registry import get_mapping
 from harnessfit.harness.card import HarnessCard
 
 __all__ = ["to_conversation", "convert_trajectory", "Outcome", "build_draft", "DEFAULT_CWD", "DEFAULT_DATE",
-           "DEFAULT_POLICY", "normalise_call_id"]
+           "DEFAULT_POLICY"]
 
 DEFAULT_CWD = "/workspace"
 DEFAULT_DATE = "2026-01-01"
 DEFAULT_POLICY = ConvertPolicy()
-_ID_BAD = re.compile(r"[^a-zA-Z0-9_-]")
 
 Turn = tuple[int, Step, list[tuple[int, Step]]]
-
-
-def normalise_call_id(call_id: str) -> str:
-    if "|" in call_id:
-        return _ID_BAD.sub("_", call_id.split("|", 1)[0])[:40]
-    return call_id
 
 
 def _turns(steps: list[Step]) -> list[Turn]:
@@ -95,10 +96,13 @@ def _turns(steps: list[Step]) -> list[Turn]:
     return out
 
 
-def _user_message(step: Step) -> dict[str, Any] | None:
+def _user_message(step: Step, rules: PiHistory) -> dict[str, Any] | None:
+    if step.meta.get("content_string") and isinstance(step.text, str):
+        return {"role": "user", "content": step.text}  # Pi sends a string content as it is (convertMessages)
     parts = step.meta.get("parts") if isinstance(step.meta.get("parts"), list) else None
     if parts is None:
         parts = [step.text] if step.text else []
+    parts = rules.user_parts(parts)
     if not parts:
         return None
     return {"role": "user", "content": [{"type": "text", "text": p} for p in parts]}
@@ -120,8 +124,10 @@ def _pair_results(draft: Draft, step: Step, results: list[tuple[int, Step]]) -> 
 class _Context:
     """What the builder needs for every turn of one trajectory."""
 
-    def __init__(self, draft: Draft, mapping: Mapping, ctx: MapContext, policy: ConvertPolicy) -> None:
+    def __init__(self, draft: Draft, mapping: Mapping, ctx: MapContext, policy: ConvertPolicy,
+                 rules: PiHistory) -> None:
         self.draft = draft
+        self.rules = rules
         self.mapping = mapping
         self.ctx = ctx
         self.policy = policy
@@ -164,7 +170,7 @@ def _assistant(b: _Context, turn: Turn) -> tuple[dict[str, Any] | None, list[tup
     """The turn's assistant message (``None`` when nothing of it is left) and its tool messages with their result
     steps. A UI-only tool (``policy.ui_tools``) is a ``Drop`` before its mapping is asked; a refused call's result is
     the user's refusal, not a tool's, so the mapping judges that call alone."""
-    draft, card, mapping, ctx, ui_tools = b.draft, b.ctx.card, b.mapping, b.ctx, b.ui_tools
+    draft, card, mapping, ctx, ui_tools, rules = b.draft, b.ctx.card, b.mapping, b.ctx, b.ui_tools, b.rules
     i, step, results = turn
     by_id = _pair_results(draft, step, results)
     pairs = [by_id.get(call.id, _NO_RESULT) for call in step.tool_calls]
@@ -175,6 +181,7 @@ def _assistant(b: _Context, turn: Turn) -> tuple[dict[str, Any] | None, list[tup
     ui_calls = sum(1 for o in outcomes if type(o) is Drop and not o.ends_episode)
     calls: list[dict[str, Any]] = []
     tool_msgs: list[tuple[int, dict[str, Any]]] = []
+    synthetic: list[tuple[int, dict[str, Any]]] = []
     for k, call in enumerate(step.tool_calls):
         outcome = outcomes[k]
         j, result = pairs[k]
@@ -206,7 +213,7 @@ def _assistant(b: _Context, turn: Turn) -> tuple[dict[str, Any] | None, list[tup
                     draft.transformed(*(f"repaired:{w.code}" for w in warnings))
                 if errors:
                     draft.invalid_calls.append(CallInvalid(i, pc.name, errors[0], call))
-            cid = normalise_call_id(call.id if n == 0 else f"{call.id}_{n}")
+            cid = rules.call_id(call.id if n == 0 else f"{call.id}_{n}")
             if cid != call.id and n == 0:
                 draft.transformed("call_id_normalised")
             calls.append({"id": cid, "type": "function",
@@ -215,58 +222,86 @@ def _assistant(b: _Context, turn: Turn) -> tuple[dict[str, Any] | None, list[tup
                 continue
             res = pc.result
             if res is None:
+                # Pi answers a call that has no result with its synthetic one, after the results that exist
+                # (pi-ai transformMessages, insertSyntheticToolResults); it has no result step of its own
                 draft.unanswered_calls.append(UnansweredCall(i, call))
+                draft.transformed("pi.synthetic_no_result")
+                synthetic.append((i + 1, {"role": "tool", "content": rules.no_result, "tool_call_id": cid}))
             elif type(res) is Failure:
                 if n == 0:
                     draft.failed_results.append(ResultFailed(i, j, call, res))
             else:
+                images = result.images if result is not None else 0
                 tool_msgs.append((i + 1 if j is None else j,
-                                  {"role": "tool", "content": res or "(see attached image)", "tool_call_id": cid}))
-    msg: dict[str, Any] = {"role": "assistant", "content": step.text if step.text else None}
+                                  {"role": "tool", "content": rules.tool_content(res, images), "tool_call_id": cid}))
+    blocks = assistant_blocks(step)
+    if any(kind == "thinking" and text.strip() for kind, text in blocks):
+        draft.transformed("pi.thinking_as_text" if rules.foreign_thinking == "text" else "pi.thinking_dropped")
+    msg: dict[str, Any] = {"role": "assistant", "content": rules.assistant_content(blocks)}
     if calls:
         msg["tool_calls"] = calls
+    tool_msgs += synthetic
     if msg["content"] is None and not calls:
         return None, tool_msgs
     return msg, tool_msgs
 
 
+def _orphans(draft: Draft, results: list[tuple[int, Step]], after: str, rules: PiHistory) -> None:
+    """Results that answer no call: noted for the gate, and on the wire where Pi puts them (it sends every stored
+    result; transformMessages pairs nothing with them)."""
+    for j, r in results:
+        draft.orphan_results.append(OrphanResult(j, r.tool_call_id, after))  # type: ignore[arg-type]
+        draft.add(j, {"role": "tool", "content": rules.tool_content(r.text or "", r.images),
+                      "tool_call_id": rules.call_id(r.tool_call_id or "")})
+
+
 def build_draft(traj: Trajectory, card: HarnessCard, *, install_dir: str | None = None,
-                policy: ConvertPolicy = DEFAULT_POLICY) -> Draft:
+                policy: ConvertPolicy = DEFAULT_POLICY, trim: bool = True) -> Draft:
     """The wire messages of ``traj`` and the notes the gates read (no gate runs here; ``convert_trajectory`` runs
     them). cwd and date come from the trajectory, else ``DEFAULT_CWD`` / ``DEFAULT_DATE`` (recorded as
-    transformations)."""
+    transformations).
+
+    ``trim=False`` keeps an unanswered user tail: the messages are then the whole history as Pi would send it before
+    its next request (what the oracle test compares)."""
     draft = Draft(traj, transformations=list(traj.provenance.transformations))
+    rules = history_rules(card)
     cwd = traj.cwd or DEFAULT_CWD
     date = traj.date or DEFAULT_DATE
     if not traj.cwd:
         draft.transformed("default_cwd")
     if not traj.date:
         draft.transformed("default_date")
-    b = _Context(draft, get_mapping(traj.source), MapContext(card=card, trajectory=traj, cwd=cwd), policy)
+    b = _Context(draft, get_mapping(traj.source), MapContext(card=card, trajectory=traj, cwd=cwd), policy, rules)
     messages, steps_of = draft.messages, draft.message_steps
     draft.add(-1, {"role": "system", "content": card.render_system_prompt(cwd, date, install_dir=install_dir)})
+    history_only = False
     for turn in _turns(traj.steps):
+        if history_only:  # the previous step's messages are history only
+            draft.labels_from = len(messages)
         i, step, results = turn
+        history_only = bool(step.meta.get("history_only"))
         if step.role == "system":
             draft.transformed("source_system_prompt_replaced")
             continue
         if step.role == "tool":  # a tool result before any turn
-            draft.orphan_results.append(OrphanResult(i, step.tool_call_id, "start"))
+            _orphans(draft, [(i, step)], "start", rules)
+            continue
+        if step.meta.get("nested_compaction") and not rules.nested_compaction_summary:
+            draft.transformed("pi.nested_compaction_not_sent")  # see PiHistory.nested_compaction_summary
             continue
         if step.role == "user":
             if step.images:
                 draft.images.append(ImagesSeen(i, "user", step.images))
-            for j, r in results:
-                draft.orphan_results.append(OrphanResult(j, r.tool_call_id, "user"))
-            m = _user_message(step)
+            m = _user_message(step, rules)
             if m is not None:
                 draft.add(i, m)
+            _orphans(draft, results, "user", rules)
             continue
         if step.stop_reason in ("aborted", "error"):
+            # Pi skips the turn (transformMessages); results after it stay on the wire and answer no call
             draft.transformed("drop_aborted_or_error_turn")
+            _orphans(draft, results, "turn", rules)
             continue
-        if step.reasoning:
-            draft.transformed("reasoning_not_on_wire")
         for j, r in results:
             if r.images:
                 draft.images.append(ImagesSeen(j, "tool", r.images))
@@ -277,7 +312,9 @@ def build_draft(traj: Trajectory, card: HarnessCard, *, install_dir: str | None 
             for j, m in tool_msgs:
                 messages.append(m)
                 steps_of.append(j)
-    while len(draft.messages) > 1 and draft.messages[-1]["role"] == "user":
+    if history_only:
+        draft.labels_from = len(messages)
+    while trim and len(draft.messages) > 1 and draft.messages[-1]["role"] == "user":
         draft.messages.pop()
         draft.message_steps.pop()
         draft.transformed("trim_unanswered_tail")
@@ -295,25 +332,28 @@ class Outcome:
     calls: CallFates
 
 
-def _meta(traj: Trajectory, card: HarnessCard, transformations: list[str],
+def _meta(traj: Trajectory, card: HarnessCard, transformations: list[str], labels_from: int,
           prefix: PrefixInfo | None = None) -> ConversationMeta:
     p = traj.provenance
     return ConversationMeta(
         source=traj.source, file=p.file, sha256=p.sha256, line_start=p.line_start, line_end=p.line_end,
         root_request_id=traj.root_request_id, repository=traj.repository, card=card.id,
-        cwd=traj.cwd or DEFAULT_CWD, date=traj.date or DEFAULT_DATE, transformations=transformations, prefix=prefix,
+        cwd=traj.cwd or DEFAULT_CWD, date=traj.date or DEFAULT_DATE, transformations=transformations,
+        labels_from=labels_from, prefix=prefix,
     )
 
 
-def _prefix(draft: Draft, cut: int | None) -> tuple[list[dict[str, Any]], int]:
-    """The wire messages from steps before ``cut`` (``None``: all), without a trailing user message, and how many
-    assistant messages (labels) they hold."""
-    msgs = draft.messages if cut is None else [m for m, s in zip(draft.messages, draft.message_steps) if s < cut]
-    end = len(msgs)
-    while end > 1 and msgs[end - 1]["role"] == "user":
+def _prefix(draft: Draft, cut: int | None) -> tuple[list[dict[str, Any]], int, int]:
+    """The wire messages from steps before ``cut`` (``None``: all), without a trailing user message; how many
+    assistant messages at or after ``draft.labels_from`` (labels) they hold; and the prefix's own ``labels_from``."""
+    kept = list(enumerate(draft.messages)) if cut is None else \
+        [(n, m) for n, (m, s) in enumerate(zip(draft.messages, draft.message_steps)) if s < cut]
+    end = len(kept)
+    while end > 1 and kept[end - 1][1]["role"] == "user":
         end -= 1
-    msgs = msgs[:end]
-    return msgs, sum(1 for m in msgs if m["role"] == "assistant")
+    kept = kept[:end]
+    labels = sum(1 for n, m in kept if n >= draft.labels_from and m["role"] == "assistant")
+    return [m for _, m in kept], labels, sum(1 for n, _ in kept if n < draft.labels_from)
 
 
 def convert_trajectory(traj: Trajectory, card: HarnessCard, *, install_dir: str | None = None,
@@ -337,20 +377,20 @@ def convert_trajectory(traj: Trajectory, card: HarnessCard, *, install_dir: str 
     fates = call_fates(traj, findings, cut, draft.dropped_calls if draft is not None else [])
     if not found_all:
         assert draft is not None
-        conv = Conversation(id=content_id("conv", card.id, traj.id), messages=draft.messages,
-                            tools=card_wire_tools(card), meta=_meta(traj, card, draft.transformations))
+        conv = Conversation(id=content_id("conv", card.id, traj.id), messages=draft.messages, tools=card_wire_tools(card),
+                            meta=_meta(traj, card, draft.transformations, draft.labels_from))
         return Outcome(conv, None, fates)
     gate, own = found_all[0]
     rejection = rejection_of(draft or Draft(traj), gate, own, findings, calls=fates.read, labels=fates.labels)
     prefix = None
     if draft is not None and cut != 0:
-        msgs, labels = _prefix(draft, cut)
+        msgs, labels, labels_from = _prefix(draft, cut)
         if labels:
             first = min((f for f in findings if f.cut is not None), key=lambda f: f.cut, default=findings[0])
             info = PrefixInfo(of=rejection.record_id, reason=first.reason.value, step=first.step,
                               detail=first.detail, labels=labels)
-            prefix = Conversation(id=content_id("prefix", card.id, traj.id), messages=msgs,
-                                  tools=card_wire_tools(card), meta=_meta(traj, card, draft.transformations, info))
+            prefix = Conversation(id=content_id("prefix", card.id, traj.id), messages=msgs, tools=card_wire_tools(card),
+                                  meta=_meta(traj, card, draft.transformations, labels_from, info))
     return Outcome(rejection, prefix, fates)
 
 

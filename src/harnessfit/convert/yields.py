@@ -12,7 +12,8 @@ Every assistant tool call a reader read is counted exactly once, as one of:
 So ``calls == labels + sum(dropped) + sum(lost)`` for every file and in total, and ``yield.json`` checks it. Calls
 shared by several trajectories of one unit (a Pi session's side branches repeat the active branch's prefix) are
 counted once: a side branch counts only the calls no earlier trajectory of its unit holds (by call id, name and
-occurrence).
+occurrence). Likewise a Pi compaction epoch repeats, as history only, the turns the compaction kept: they are
+counted in the earlier epoch that wrote them.
 
 **Blockers.** A blocker is a kind of problem: (reason, source tool). It *unlocks* a call when removing every problem
 of that kind from the call's trajectory would make the call a label (the other problems staying). ``yield.json``
@@ -108,8 +109,8 @@ def call_fates(traj: Trajectory, findings: Sequence[Finding], cut: int | None,
         return reason, unlock
 
     for i, step in enumerate(traj.steps):
-        if step.role != "assistant":
-            continue
+        if step.role != "assistant" or (step.meta and step.meta.get("history_only")):
+            continue  # a history-only step (kept by a Pi compaction) is counted in the epoch that wrote it
         calls = step.tool_calls
         folded = step.meta.get("folded_calls") if step.meta else None
         if not calls and not folded:

@@ -40,6 +40,10 @@ class ConversationMeta(BaseModel):
     cwd: str
     date: str
     transformations: list[str] = Field(default_factory=list)
+    labels_from: int = 0
+    """Index of the first message that may be a training label; the assistant messages before it are history only
+    (after a Pi compaction: the kept messages, which the model wrote before the compaction, seeing another
+    context)."""
     prefix: PrefixInfo | None = None
 
 

@@ -35,9 +35,11 @@ class Step(BaseModel):
     - ``tool``: ``tool_call_id``, ``text`` (the result text as the source had it), ``is_error``, ``exit_code``
       when the source recorded one separately, ``images``.
     - ``system``: the source's own system prompt (replaced by the harness's on conversion).
-    ``meta`` keeps source details a mapping needs (e.g. Claude's ``toolUseResult``), never for the wire. One key
-    is shared by every reader: ``meta["folded_calls"]`` names source tool calls the reader folded into this step
-    (OpenHands' ``finish`` becomes the final answer text), so the yield accounting still counts them as calls.
+    ``meta`` keeps source details a mapping needs (e.g. Claude's ``toolUseResult``); the wire builder reads only
+    the block structure a reader kept there (``parts`` of a user message, ``content_string``, an assistant's ordered
+    text/thinking ``blocks``) and ``history_only`` (a step that is context, never a label). One key is shared by
+    every reader: ``meta["folded_calls"]`` names source tool calls the reader folded into this step (OpenHands'
+    ``finish`` becomes the final answer text), so the yield accounting still counts them as calls.
     """
 
     role: Literal["system", "user", "assistant", "tool"]

@@ -89,8 +89,8 @@ def _versions() -> dict[str, str]:
 
 
 def _card_info(config: BuildConfig) -> tuple[HarnessCard, dict[str, Any]]:
-    card = load_card(config.harness, config.harness_version)
-    return card, {"id": card.id, "sha256": card.sha256}
+    card = load_card(config.harness, config.harness_version, config.harness_profile)
+    return card, {"id": card.id, "sha256": card.sha256, "tools": list(card.default_tools)}
 
 
 def _unit_groups(inputs: list[InputSpec]) -> list[tuple[list[str] | None, list[Unit]]]:

@@ -52,6 +52,8 @@ def register(app: typer.Typer) -> None:
         seed: Annotated[Optional[int], typer.Option(help="split seed")] = None,
         harness: Annotated[str, typer.Option(help="harness card name")] = "pi",
         harness_version: Annotated[str, typer.Option(help="harness card version")] = DEFAULT_PI_VERSION,
+        harness_profile: Annotated[Optional[str], typer.Option(
+            help="card profile: 'tools' = Pi with its optional grep/find/ls tools")] = None,
         no_redact: Annotated[bool, typer.Option("--no-redact", help="skip redaction")] = False,
         no_parquet: Annotated[bool, typer.Option("--no-parquet", help="skip the Parquet copies")] = False,
         install_dir: Annotated[Optional[str], typer.Option(
@@ -72,7 +74,7 @@ def register(app: typer.Typer) -> None:
                 base = Path.cwd()
         else:
             cfg = config_from_values(inputs=[str(p) for p in inputs or []], workers=workers, harness=harness,
-                                     harness_version=harness_version)
+                                     harness_version=harness_version, harness_profile=harness_profile)
             base = Path.cwd()
         if seed is not None:
             cfg = cfg.model_copy(update={"split": cfg.split.model_copy(update={"seed": seed})})

@@ -95,11 +95,16 @@ class BuildConfig(_Strict):
     equal what Pi sends during ``harnessfit eval`` here — but the bytes then depend on the machine. Fix it (e.g.
     ``/opt/pi``) to build machine-independent data; either way the manifest records the value used and ``verify``
     reuses it. Redaction never rewrites this exact string (a user name in it stays, so the prompt stays Pi's).
+
+    ``harness_profile`` picks a card profile (``tools``: Pi with its optional grep/find/ls, card
+    ``pi-<version>+tools``); the manifest records the card and its tools, and ``eval agent --harness
+    pi@<version>+tools`` runs Pi with the same tools.
     """
 
     inputs: list[InputSpec]
     harness: str = "pi"
     harness_version: str = DEFAULT_PI_VERSION
+    harness_profile: str | None = None
     policies: dict[str, Any] = Field(default_factory=dict)
     convert: ConvertConfig = Field(default_factory=ConvertConfig)
     redaction: RedactionConfig = Field(default_factory=RedactionConfig)
@@ -109,6 +114,15 @@ class BuildConfig(_Strict):
     parquet: bool = True
     workers: int = Field(1, ge=1, le=64)
     out: str = "out/dataset"
+
+    @field_validator("harness_profile")
+    @classmethod
+    def _profile(cls, v: str | None) -> str | None:
+        from harnessfit.harness.versions import PROFILES
+
+        if v is not None and v not in PROFILES:
+            raise ValueError(f"unknown harness profile {v!r} (known: {', '.join(PROFILES)})")
+        return v
 
     @field_validator("inputs", mode="before")
     @classmethod
@@ -128,8 +142,12 @@ class BuildConfig(_Strict):
         return [InputSpec(path=str((base_dir / i.path).resolve()), formats=i.formats) for i in self.inputs]
 
     def semantic_dict(self) -> dict[str, Any]:
-        """What the output depends on (``workers`` and ``out`` excluded): hashed into the manifest."""
-        return self.model_dump(mode="json", exclude={"workers", "out"})
+        """What the output depends on (``workers`` and ``out`` excluded; no ``harness_profile`` key when none is
+        chosen, so configs from before profiles hash as they did): hashed into the manifest."""
+        data = self.model_dump(mode="json", exclude={"workers", "out"})
+        if data.get("harness_profile") is None:
+            data.pop("harness_profile", None)
+        return data
 
 
 def _errors_line(exc: ValidationError) -> str:

@@ -35,29 +35,32 @@ def _parse_args(call: dict[str, Any]) -> dict[str, Any]:
     return {**call, "function": fn}
 
 
+def _labels(conv: dict[str, Any]) -> list[int]:
+    """Indices of the assistant messages that are labels: from ``meta.labels_from`` on (the ones before it are
+    history only, e.g. what a Pi compaction kept)."""
+    first = conv["meta"].get("labels_from") or 0
+    return [i for i, m in enumerate(conv["messages"]) if m.get("role") == "assistant" and i >= first]
+
+
 def sft_records(conv: dict[str, Any], split: str) -> Iterator[SFTRecord]:
-    """One record per assistant message: the context before it (system prompt first) and the action, wire form."""
+    """One record per assistant message that is a label: the context before it (system prompt first) and the
+    action, wire form."""
     msgs = conv["messages"]
     meta = conv["meta"]
-    k = 0
-    for i, m in enumerate(msgs):
-        if m.get("role") != "assistant":
-            continue
+    for k, i in enumerate(_labels(conv)):
+        m = msgs[i]
         yield SFTRecord(id=content_id("sft", conv["id"], str(i)), conversation_id=conv["id"], split=split,
                         action_index=k, messages=msgs[:i], tools=conv["tools"], action=m, source=meta["source"],
                         group=meta["root_request_id"])
-        k += 1
 
 
 def decision_points(conv: dict[str, Any], split: str) -> Iterator[DecisionPoint]:
-    """One per assistant turn: the state before it, the turn with tool-call arguments parsed to objects, and the
-    tool results that answered its calls in the trace."""
+    """One per assistant turn that is a label: the state before it, the turn with tool-call arguments parsed to
+    objects, and the tool results that answered its calls in the trace."""
     msgs = conv["messages"]
     meta = conv["meta"]
-    k = 0
-    for i, m in enumerate(msgs):
-        if m.get("role") != "assistant":
-            continue
+    for k, i in enumerate(_labels(conv)):
+        m = msgs[i]
         turn = dict(m)
         if m.get("tool_calls"):
             turn["tool_calls"] = [_parse_args(tc) for tc in m["tool_calls"]]
@@ -71,7 +74,6 @@ def decision_points(conv: dict[str, Any], split: str) -> Iterator[DecisionPoint]
         yield DecisionPoint(id=content_id("dp", conv["id"], str(i)), conversation_id=conv["id"], split=split,
                             turn_index=k, state=msgs[:i], tools=conv["tools"], next_turn=turn, tool_results=results,
                             source=meta["source"], group=meta["root_request_id"])
-        k += 1
 
 
 def _j(v: Any) -> str:
@@ -167,7 +169,7 @@ class ConversationExport:
         self.src = orjson.dumps(conv["meta"]["source"])
         self.grp = orjson.dumps(conv["meta"]["root_request_id"])
         self.sp = orjson.dumps(split)
-        self.actions = [i for i, m in enumerate(self.msgs) if m.get("role") == "assistant"]
+        self.actions = _labels(conv)
 
     def sft(self) -> Iterator[tuple[str, bytes, dict[str, Any]]]:
         """(record id, JSONL line without newline, Parquet row) per assistant action."""

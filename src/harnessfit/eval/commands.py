@@ -11,13 +11,20 @@ __all__ = ["register"]
 eval_app = typer.Typer(help="Evaluate models inside the real harness (Pi) on task suites.", no_args_is_help=True)
 
 _DEFAULT_SUITE = Path("examples/tasks/default")
-_HARNESS_HELP = "Pi to run, as pi@VERSION (an installed version: `harnessfit harness install pi --version V`)."
+_HARNESS_HELP = ("Pi to run, as pi@VERSION (an installed version: `harnessfit harness install pi --version V`); "
+                 "pi@VERSION+tools runs it with its optional grep/find/ls tools (the tools profile's card).")
 
 
 def _pi_version(harness: str | None) -> str:
     from harnessfit.harness.versions import parse_harness
 
     return parse_harness(harness)[1]
+
+
+def _pi_profile(harness: str | None) -> str | None:
+    from harnessfit.harness.versions import harness_profile
+
+    return harness_profile(harness)
 
 
 @eval_app.command("agent")
@@ -52,7 +59,8 @@ def agent(
     extra = {"adapter": adapter} if adapter is not None else {}
     results = run_eval(model or endpoint, suite, out, seeds=seeds, workers=workers, max_turns=max_turns,
                        max_seconds=max_seconds, max_output_bytes=max_output_bytes, sandbox=not no_sandbox,
-                       model_id=model_id, task_ids=task or None, pi_version=_pi_version(harness), **extra)
+                       model_id=model_id, task_ids=task or None, pi_version=_pi_version(harness),
+                       pi_profile=_pi_profile(harness), **extra)
     agg = results.aggregates
     loop = agg["rates"]["complete_loop"]
     typer.echo(f"{results.model['name']} in Pi {results.pi_version}: complete loop {loop['successes']}/{loop['n']} "

@@ -23,7 +23,9 @@ from harnessfit.eval.sandbox import require_sandbox
 from harnessfit.eval.scorers import load_card_or_none, score_episode
 from harnessfit.eval.scripted_models import Responder, responder_for
 from harnessfit.eval.task import Task, load_suite
+from harnessfit.harness.card import load_card
 from harnessfit.harness.pi import DEFAULT_PI_VERSION, pi_binary
+from harnessfit.harness.versions import harness_spec
 from harnessfit.core.jsonio import sha256_bytes
 
 __all__ = ["run_eval", "open_endpoint", "resolve_model_id", "load_any_suite"]
@@ -100,6 +102,7 @@ def run_eval(
     max_output_bytes: int | None = None,
     sandbox: bool = True,
     pi_version: str = DEFAULT_PI_VERSION,
+    pi_profile: str | None = None,
     model_id: str | None = None,
     responder: Responder | None = None,
     task_ids: Sequence[str] | None = None,
@@ -113,6 +116,7 @@ def run_eval(
     With ``sandbox=True`` (the default) a missing or broken bubblewrap is a UserError before anything runs.
 
     The results file is written with ``status: started`` first, then ``success`` (or ``error`` with the reason).
+    ``pi_profile`` (``tools``) runs Pi with that card profile's tools and scores against that card.
     """
     if seeds < 1 or workers < 1:
         raise UserError("--seeds and --workers must be at least 1")
@@ -128,10 +132,16 @@ def run_eval(
     oracle = str(endpoint_or_model) == "scripted:oracle"  # Harbor's oracle sees solution/ at /solution
     config = {"seeds": seeds, "workers": workers, "max_turns": max_turns, "max_seconds": max_seconds,
               "max_output_bytes": max_output_bytes, "sandbox_requested": sandbox}
+    tools: tuple[str, ...] | None = None
+    if pi_profile is not None:  # the same tools as the data built with this profile's card
+        profile_card = load_card("pi", pi_version, pi_profile)
+        tools = tuple(profile_card.default_tools)
+        config["harness"] = harness_spec(pi_version, profile=pi_profile)
+        config["tools"] = list(tools)
     results = EvalResults(model={"name": str(endpoint_or_model)}, suite=_suite_info(suite_dir, tasks, fmt),
                           config=config, sandbox=status, pi_version=pi_version)
     write_results(results, out_dir)
-    card = load_card_or_none(pi_version)  # scored against the card of the Pi that ran
+    card = load_card_or_none(pi_version, pi_profile)  # scored against the card of the Pi that ran
     jobs = [(t, s) for t in tasks for s in range(seeds)]
     try:
         with open_endpoint(endpoint_or_model, tasks, model_id=model_id, responder=responder,
@@ -140,7 +150,7 @@ def run_eval(
 
             def one(job: tuple[Task, int]) -> Episode:
                 task, seed = job
-                facts = run_episode(task, seed, endpoint, out_dir, pi_version=pi_version, sandbox=sandbox,
+                facts = run_episode(task, seed, endpoint, out_dir, pi_version=pi_version, sandbox=sandbox, tools=tools,
                                     max_turns=max_turns, max_seconds=max_seconds, max_output_bytes=max_output_bytes,
                                     expose_solution=oracle)
                 return _score(facts, task, out_dir, card)

@@ -250,6 +250,7 @@ def run_episode(
     *,
     pi_version: str = DEFAULT_PI_VERSION,
     sandbox: bool = True,
+    tools: Sequence[str] | None = None,
     max_turns: int | None = None,
     max_seconds: float | None = None,
     max_output_bytes: int | None = None,
@@ -300,7 +301,7 @@ def run_episode(
         ext = runner / "turn_cap.js"
         ext.write_text(_turn_cap_extension(turns), encoding="utf-8")
         ext_arg = f"{RUNNER_DIR}/turn_cap.js" if sandbox else str(ext)
-        cmd = pi_command(pi_version, endpoint.model_id, task.prompt, session_dir=sessions, tools=_TOOLS,
+        cmd = pi_command(pi_version, endpoint.model_id, task.prompt, session_dir=sessions, tools=tools or _TOOLS,
                          extra_args=["-e", ext_arg])
         env = pi_env(Path(home), Path(home) / ".pi" / "agent")
         env["PYTHONDONTWRITEBYTECODE"] = "1"

@@ -40,16 +40,16 @@ def episode_messages(session: list[dict[str, Any]], events: list[dict[str, Any]]
     return [e["message"] for e in events if e.get("type") == "message_end" and isinstance(e.get("message"), dict)]
 
 
-def load_card_or_none(version: str | None = None):
-    """The committed card of Pi ``version`` (default: the project's default), or None when no card can be loaded
-    (validity then rests on Pi's texts)."""
+def load_card_or_none(version: str | None = None, profile: str | None = None):
+    """The committed card of Pi ``version`` (default: the project's default) and card ``profile``, or None when no
+    card can be loaded (validity then rests on Pi's texts)."""
     try:
         from harnessfit.harness.card import load_card
         from harnessfit.harness.versions import DEFAULT_PI_VERSION
     except ImportError:
         return None
     try:
-        return load_card("pi", version or DEFAULT_PI_VERSION)
+        return load_card("pi", version or DEFAULT_PI_VERSION, profile)
     except Exception:  # noqa: BLE001 - a missing/corrupt card must not stop scoring; Pi's own texts still count
         return None
 

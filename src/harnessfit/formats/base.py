@@ -30,11 +30,11 @@ call it returns exactly one outcome:
 - ``PiCall`` (or a list of them, when one source call is exactly several Pi calls, e.g. a patch over two files):
   the Pi tool ``name``, the ``arguments`` *object* (a dict, key order as Pi's schema lists them), the Pi-format
   ``result`` text (what Pi's tool would have returned; ``None`` only when the source has no result step for the
-  call, which the converter turns into ``missing_tool_result``; a ``Failure`` when the call is exact but its result
-  cannot be rendered as Pi's — the call can then still be a training label, the context after it cannot: use
-  :func:`result_failure`), and the ``transformations`` done (short stable strings such as ``"claude.Read->read"``,
-  ``"read_result.strip_line_numbers"``; the converter appends them, de-duplicated and in first-seen order, to the
-  conversation's provenance).
+  call, which the converter answers with Pi's synthetic "No result provided" as Pi does; a ``Failure`` when the
+  call is exact but its result cannot be rendered as Pi's — the call can then still be a training label, the
+  context after it cannot: use :func:`result_failure`), and the ``transformations`` done (short stable strings such
+  as ``"claude.Read->read"``, ``"read_result.strip_line_numbers"``; the converter appends them, de-duplicated and in
+  first-seen order, to the conversation's provenance).
 - ``Drop``: the call and its result are removed under a documented policy (UI-only tools that change nothing in the
   workspace and that Pi would never see: TodoWrite, update_plan…). ``policy`` becomes a transformation string
   (``"drop:<policy>"``). The converter drops it only where that changes no later context the model saw (the
@@ -44,7 +44,8 @@ call it returns exactly one outcome:
   the data and a ``repair_hint`` that fits the case. The call is no training label, nor is anything after it.
 
 The converter (not the mapping) then validates every mapped call against the card (``card.validate_call``); the
-gates reject errors, result images, orphans and missing results. Helpers here are shared by every mapping:
+gates reject errors, result images, orphans and (outside Pi sessions) results a later turn saw that the trace lost.
+Helpers here are shared by every mapping:
 :func:`parse_arguments` (object / JSON text / double-encoded), :func:`arg_failure`, :func:`result_failure`,
 :func:`unsupported`, :func:`with_result`. Pi's result wording lives in ``harnessfit.harness.pi_results``.
 """

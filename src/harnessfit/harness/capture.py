@@ -19,6 +19,11 @@ answers argument text that is not one JSON object with an ``invalid_arguments`` 
 validation error, and so on (``harnessfit harness diff``).
 
 Every learned template is checked to reproduce the captured text it came from (``CaptureError`` otherwise).
+
+A *profile* (``capture_pi(version, profile="tools")``, ``versions.PROFILES``) captures the card of Pi run with other
+``--tools``: every run passes that tool list, the "tool not found" probe names a tool outside it, and the tools
+profile adds a round for Pi's optional tools (grep, find, ls; they need ripgrep and fd on the PATH, which Pi does not
+download under ``PI_OFFLINE``) whose texts become the ``grep_*`` and ``ls_empty`` templates.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import tempfile
@@ -48,12 +54,14 @@ from harnessfit.harness.pi import (
     run_pi,
     write_pi_agent_config,
 )
-from harnessfit.harness.versions import DEFAULT_PI_VERSION
+from harnessfit.harness.versions import DEFAULT_PI_VERSION, PROFILES
 from harnessfit.serve.scripted import Reply, ScriptedEndpoint
 
 __all__ = ["CaptureError", "Probe", "PROBES", "ROUNDS", "CaptureLog", "capture_pi", "run_probes"]
 
 MODEL_ID = "capture"
+DEFAULT_TOOLS: tuple[str, ...] = ("read", "bash", "edit", "write")
+"""The tools Pi runs with when no profile is asked for (Pi's own default set)."""
 
 
 class CaptureError(UserError):
@@ -110,6 +118,20 @@ PROBES: dict[str, Probe] = {
     ]
 }
 
+# Pi's optional tools (the tools profile only): single-file searches, so the order of rg's parallel walk never shows.
+# No find probe: its text depends on the fd on the PATH (Debian bookworm's fd 8.6 has no --no-require-git, which
+# Pi's find passes), and no source call maps to find exactly (formats/claude_code/search.py says why).
+OPTIONAL_PROBES: dict[str, Probe] = {
+    p.label: p
+    for p in [
+        Probe("grep_match", "grep", _j({"pattern": "needle", "path": "g/a.txt"}), True),
+        Probe("grep_no_matches", "grep", _j({"pattern": "zzz", "path": "g"}), True),
+        Probe("grep_match_limit", "grep", _j({"pattern": "needle", "path": "g/many.txt", "limit": 2}), True),
+        Probe("ls", "ls", _j({"path": "g"}), True),
+        Probe("ls_empty", "ls", _j({"path": "g/empty"}), True),
+    ]
+}
+
 # rounds of the main run; edits of note.txt sit in different rounds so their order is fixed
 ROUNDS: list[list[str]] = [
     ["read"],
@@ -123,12 +145,24 @@ ROUNDS: list[list[str]] = [
 ]
 
 
-def _fixtures(cwd: Path) -> None:
+def _fixtures(cwd: Path, optional: bool = False) -> None:
     cwd.mkdir(parents=True, exist_ok=True)
     (cwd / "hello.txt").write_text("hello\nworld\n")
     (cwd / "big.txt").write_text("".join(f"line {i}\n" for i in range(1, 2101)))
     (cwd / "wide.txt").write_text("".join(f"{i:04d}" + "x" * 95 + "\n" for i in range(1000)))
     (cwd / "note.txt").write_text("alpha\n")
+    if optional:  # what the optional tools' probes search and list
+        (cwd / "g" / "empty").mkdir(parents=True, exist_ok=True)
+        (cwd / "g" / "a.txt").write_text("alpha\nneedle one\n")
+        (cwd / "g" / "many.txt").write_text("needle 1\nneedle 2\nneedle 3\n")
+        (cwd / "g" / "README.md").write_text("# g\n")
+
+
+def _tool_not_found(tools: tuple[str, ...]) -> Probe:
+    """The "tool not found" probe names a tool Pi has but does not run in this profile (grep, by default), else a
+    tool Pi does not have."""
+    name = next((t for t in ("grep", "glob") if t not in tools))
+    return Probe("tool_not_found", name, _j({"pattern": "x"}), False)
 
 
 @dataclass
@@ -150,12 +184,13 @@ def run_probes(
     *,
     first_text: str | None = "Let me look.",
     first_reasoning: str | None = "The user wants the file.",
+    tools: tuple[str, ...] = DEFAULT_TOOLS,
 ) -> CaptureLog:
-    """Run Pi (``-nc``) in ``root/work`` through ``rounds`` of probes (one scripted reply each) and collect the
-    tool-result text Pi sent back for every probe label."""
+    """Run Pi (``-nc``, ``--tools tools``) in ``root/work`` through ``rounds`` of probes (one scripted reply each) and
+    collect the tool-result text Pi sent back for every probe label."""
     cwd = root / "work"
     home = root / "home-probes"
-    _fixtures(cwd)
+    _fixtures(cwd, optional=any(t not in DEFAULT_TOOLS for t in tools))
     script: list[Reply] = []
     ids: dict[str, str] = {}
     for r, labels in enumerate(rounds):
@@ -171,7 +206,7 @@ def run_probes(
     with ScriptedEndpoint(script, model_id=MODEL_ID) as ep:
         write_pi_agent_config(home / ".pi" / "agent", ep.base_url, MODEL_ID)
         sessions = root / "sessions-probes"
-        run = run_pi(pi_command(version, MODEL_ID, "Look at the files.", session_dir=sessions), cwd=cwd,
+        run = run_pi(pi_command(version, MODEL_ID, "Look at the files.", session_dir=sessions, tools=tools), cwd=cwd,
                      env=pi_env(home), timeout=180)
         requests = list(ep.requests)
     if run.stop_reason() != "stop" or len(requests) != len(script):
@@ -240,7 +275,8 @@ def _split_vars(text: str, values: dict[str, str]) -> list[dict[str, str]]:
 # -- the capture ---------------------------------------------------------------------------------------------
 
 
-def _context_run(version: str, root: Path, cwd: Path) -> tuple[dict[str, Any], list[tuple[str, str]], dict[str, Any]]:
+def _context_run(version: str, root: Path, cwd: Path,
+                 tools: tuple[str, ...] = DEFAULT_TOOLS) -> tuple[dict[str, Any], list[tuple[str, str]], dict[str, Any]]:
     """A plain answer with two context files on, then ``-c`` continues it: the first request (prompt with a
     "# Project Context") and the replayed text-only assistant message."""
     home = root / "home-context"
@@ -253,11 +289,12 @@ def _context_run(version: str, root: Path, cwd: Path) -> tuple[dict[str, Any], l
             path.write_text(content)
         try:
             run = run_pi(
-                pi_command(version, MODEL_ID, "Hi.", context_files=True, session_dir=sessions),
+                pi_command(version, MODEL_ID, "Hi.", context_files=True, session_dir=sessions, tools=tools),
                 cwd=cwd, env=pi_env(home), timeout=120,
             )
             again = run_pi(
-                pi_command(version, MODEL_ID, "More.", context_files=True, session_dir=sessions, extra_args=["-c"]),
+                pi_command(version, MODEL_ID, "More.", context_files=True, session_dir=sessions, extra_args=["-c"],
+                           tools=tools),
                 cwd=cwd, env=pi_env(home), timeout=120,
             )
         finally:
@@ -268,7 +305,7 @@ def _context_run(version: str, root: Path, cwd: Path) -> tuple[dict[str, Any], l
         return ep.requests[0], [(str(p), c) for p, c in files], replayed
 
 
-def _orphan_run(version: str, root: Path) -> str:
+def _orphan_run(version: str, root: Path, tools: tuple[str, ...] = DEFAULT_TOOLS) -> str:
     """Kill Pi while a tool runs, continue the session: the replayed result of the orphaned call."""
     cwd = root / "orphan"
     cwd.mkdir()
@@ -278,7 +315,7 @@ def _orphan_run(version: str, root: Path) -> str:
     with ScriptedEndpoint(script, model_id=MODEL_ID) as ep:
         write_pi_agent_config(home / ".pi" / "agent", ep.base_url, MODEL_ID)
         proc = subprocess.Popen(
-            pi_command(version, MODEL_ID, "Wait.", session_dir=sessions),
+            pi_command(version, MODEL_ID, "Wait.", session_dir=sessions, tools=tools),
             cwd=cwd,
             env=pi_env(home),
             stdin=subprocess.DEVNULL,
@@ -298,7 +335,7 @@ def _orphan_run(version: str, root: Path) -> str:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
         run_pi(
-            pi_command(version, MODEL_ID, "Go on.", session_dir=sessions, extra_args=["-c"]),
+            pi_command(version, MODEL_ID, "Go on.", session_dir=sessions, extra_args=["-c"], tools=tools),
             cwd=cwd,
             env=pi_env(home),
             timeout=120,
@@ -351,10 +388,17 @@ def _learn_results(log: CaptureLog) -> tuple[dict[str, str], dict[str, str], lis
     learn(results, "write", "write", {"bytes": 4, "path": "new.txt"})
     learn(errors, "file_not_found", "file_not_found", {"abs_path": str(log.cwd / "missing.txt")})
     learn(errors, "offset_beyond_end", "offset_beyond_end", {"offset": 99, "total": 3})
-    learn(errors, "tool_not_found", "tool_not_found", {"name": "grep"})
+    learn(errors, "tool_not_found", "tool_not_found", {"name": log.wire_calls["tool_not_found"]["function"]["name"]})
     checks.append(("claude_tool_name", {"key": "tool_not_found", "name": "Read"}))
     learn(errors, "edit_no_match", "edit_no_match", {"path": "note.txt"})
     learn(errors, "edit_empty", "edit_empty", {}, literal=True)
+    if "grep_match" in res:  # the tools profile: Pi's grep and ls (find's fd output order is its own walk's)
+        learn(results, "grep_match", "grep_match", {"path": "a.txt", "line": 2, "text": "needle one"})
+        learn(results, "grep_no_matches", "grep_no_matches", {}, literal=True)
+        shown = res["grep_match_limit"].split("\n\n[", 1)[0]
+        learn(results, "grep_match_limit", "grep_match_limit", {"output": shown, "limit": 2, "more": 4},
+              prefix="output")
+        learn(results, "ls_empty", "ls_empty", {}, literal=True)
 
     # schema validation failures: a header line, problem lines ("  - path: message"), then the received arguments
     # as parsed (pretty JSON); learned from the first probe that got one (all of them up to 0.82; 1.x answers
@@ -497,22 +541,36 @@ def _engines_node(version: str) -> str | None:
     return str(node) if node else None
 
 
-def capture_pi(version: str = DEFAULT_PI_VERSION, *, progress: Callable[[str], None] | None = None) -> HarnessCard:
-    """Drive the installed Pi ``version`` and build its HarnessCard (needs ``harnessfit harness install pi``)."""
+def capture_pi(version: str = DEFAULT_PI_VERSION, *, profile: str | None = None,
+               progress: Callable[[str], None] | None = None) -> HarnessCard:
+    """Drive the installed Pi ``version`` and build its HarnessCard (needs ``harnessfit harness install pi``);
+    ``profile`` (``versions.PROFILES``) captures the card of Pi run with that profile's tools."""
     pi_binary(version)
+    if profile is not None and profile not in PROFILES:
+        raise UserError(f"unknown harness profile {profile!r} (known: {', '.join(PROFILES)})")
+    tools = PROFILES[profile] if profile else DEFAULT_TOOLS
+    probes = {**PROBES, "tool_not_found": _tool_not_found(tools)}
+    rounds = [[probes[label] for label in labels] for labels in ROUNDS]
+    if profile == "tools":
+        missing = [b for b, alts in (("rg", ("rg",)), ("fd", ("fd", "fdfind"))) if not any(map(shutil.which, alts))]
+        if missing:  # Pi looks for rg, and for fd or fdfind, on the PATH; offline it downloads neither
+            raise UserError(f"the tools profile needs {' and '.join(missing)} on the PATH (Debian: apt-get install "
+                            "ripgrep fd-find; `make setup` does it when run as root)")
+        rounds.append(list(OPTIONAL_PROBES.values()))
+        probes.update(OPTIONAL_PROBES)
     install_dir = str(pi_package_dir(version))
     say = progress or (lambda _msg: None)
     with tempfile.TemporaryDirectory(prefix="harnessfit-capture-") as tmp:
         root = Path(tmp).resolve()
         days = [time.strftime("%Y-%m-%d")]
         say("main run: scripted tool calls")
-        log = run_probes(version, root, [[PROBES[label] for label in labels] for labels in ROUNDS])
+        log = run_probes(version, root, rounds, tools=tools)
         cwd = log.cwd
         say("context run: AGENTS.md files")
-        ctx_req, ctx_files, text_only = _context_run(version, root, cwd)
+        ctx_req, ctx_files, text_only = _context_run(version, root, cwd, tools)
         say("orphan run: killed tool call")
         days.append(time.strftime("%Y-%m-%d"))
-        no_result = _orphan_run(version, root)
+        no_result = _orphan_run(version, root, tools)
 
         first = log.requests[0]
         plain = first["messages"][0]["content"]
@@ -555,6 +613,7 @@ def capture_pi(version: str = DEFAULT_PI_VERSION, *, progress: Callable[[str], N
         card = HarnessCard(
             harness="pi",
             version=version,
+            profile=profile,
             package=installed_package(version),
             engines_node=_engines_node(version),
             cli=_cli_section(version, log),
@@ -578,7 +637,7 @@ def capture_pi(version: str = DEFAULT_PI_VERSION, *, progress: Callable[[str], N
                     "ran": _ran(log.results[p.label]),
                     "result": _normalise_example(log.results[p.label], cwd),
                 }
-                for p in (PROBES[label] for labels in ROUNDS for label in labels)
+                for p in (probe for round_ in rounds for probe in round_)
             ],
         )
         # self-checks: the card reproduces what Pi sent

@@ -5,7 +5,9 @@ tool schemas and result texts; the validator gates tool calls with ``validate_ca
 It is stored as JSON (``cards/<harness>-<version>.json``, key order kept) and identified by ``id`` + ``sha256``;
 ``format`` is the card layout version (``CARD_FORMAT``; ``load_card`` refuses a format it cannot read).
 
-Identity and switches: ``package`` (the npm package the version was installed from, e.g.
+Identity and switches: ``profile`` (``None``, or a card profile such as ``tools``: the card of Pi run with
+``--tools`` from ``versions.PROFILES``; ``id`` is then ``pi-<version>+<profile>``), ``package`` (the npm package the
+version was installed from, e.g.
 ``@earendil-works/pi-coding-agent``), ``engines_node`` (its Node.js range), ``cli`` (what ``pi --help`` documents:
 ``options``, Pi's own ``env`` variables; ``isolation_flags`` and ``run_env`` that unattended runs use;
 ``json_events``, the event types ``--mode json`` printed). ``session``: the session-file layout Pi wrote (header
@@ -197,6 +199,7 @@ class HarnessCard(BaseModel):
     format: int = CARD_FORMAT
     harness: str
     version: str
+    profile: str | None = None
     package: str
     engines_node: str | None = None
     cli: dict[str, Any]
@@ -215,12 +218,16 @@ class HarnessCard(BaseModel):
     # -- identity --------------------------------------------------------------------------------------------
     @property
     def id(self) -> str:
-        return f"{self.harness}-{self.version}"
+        return f"{self.harness}-{self.version}" + (f"+{self.profile}" if self.profile else "")
 
     def to_json_bytes(self, *, indent: bool = True) -> bytes:
-        """The card as stored: fields in declaration order, dict key order kept."""
+        """The card as stored: fields in declaration order, dict key order kept (no ``profile`` key for the default
+        tools, so the cards captured before profiles existed keep their bytes)."""
         option = orjson.OPT_INDENT_2 if indent else 0
-        return orjson.dumps(self.model_dump(mode="json"), option=option) + (b"\n" if indent else b"")
+        data = self.model_dump(mode="json")
+        if data.get("profile") is None:
+            data.pop("profile", None)
+        return orjson.dumps(data, option=option) + (b"\n" if indent else b"")
 
     @property
     def sha256(self) -> str:
@@ -605,9 +612,10 @@ def _from_schema_error(err: jsonschema.ValidationError) -> Violation:
 # -- loading -------------------------------------------------------------------------------------------------
 
 
-def card_path(name: str = "pi", version: str = DEFAULT_PI_VERSION) -> Path:
-    """Where the committed card of ``name``/``version`` lives inside the package."""
-    return Path(str(resources.files("harnessfit.harness") / "cards" / f"{name}-{version}.json"))
+def card_path(name: str = "pi", version: str = DEFAULT_PI_VERSION, profile: str | None = None) -> Path:
+    """Where the committed card of ``name``/``version`` (and ``profile``) lives inside the package."""
+    stem = f"{name}-{version}" + (f"+{profile}" if profile else "")
+    return Path(str(resources.files("harnessfit.harness") / "cards" / f"{stem}.json"))
 
 
 def card_from_json(data: bytes, source: str = "card") -> HarnessCard:
@@ -627,12 +635,17 @@ def card_from_json(data: bytes, source: str = "card") -> HarnessCard:
     return HarnessCard.model_validate(raw)
 
 
-def load_card(name: str = "pi", version: str = DEFAULT_PI_VERSION) -> HarnessCard:
-    """The committed card for ``name``/``version`` (package data)."""
-    path = card_path(name, version)
+def load_card(name: str = "pi", version: str = DEFAULT_PI_VERSION, profile: str | None = None) -> HarnessCard:
+    """The committed card for ``name``/``version``, or for one of its profiles (``profile="tools"``)."""
+    path = card_path(name, version, profile)
     if not path.is_file():
         from harnessfit.harness.versions import PI_CARD_VERSIONS
 
+        if profile:
+            raise UserError(
+                f"no {profile!r} card for {name} {version}: run `harnessfit harness capture {name} --version "
+                f"{version} --profile {profile} --out FILE`"
+            )
         raise UserError(
             f"no harness card for {name} {version} (committed: {', '.join(PI_CARD_VERSIONS)}): "
             f"run `harnessfit harness capture {name} --version {version} --out FILE`"

@@ -65,6 +65,10 @@ def capture_cmd(
     check: Annotated[
         bool, typer.Option("--check", help="Exit 1 when the capture differs from the committed card (or none exists).")
     ] = False,
+    profile: Annotated[
+        Optional[str], typer.Option("--profile", help="Capture a card profile: 'tools' runs Pi with its optional "
+                                    "grep/find/ls tools on (needs ripgrep and fd).")
+    ] = None,
 ) -> None:
     """Run the real harness against a scripted endpoint, build its HarnessCard, and diff it with the committed one."""
     from harnessfit.harness.capture import capture_pi
@@ -72,13 +76,14 @@ def capture_cmd(
 
     _check_harness(harness)
     console = Console(stderr=True)
-    card = capture_pi(version, progress=lambda msg: console.print(f"[dim]capture:[/] {msg}", highlight=False))
+    card = capture_pi(version, profile=profile,
+                      progress=lambda msg: console.print(f"[dim]capture:[/] {msg}", highlight=False))
     data = card.to_json_bytes()
     if out is not None:
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_bytes(data)
         typer.echo(f"wrote {out}")
-    committed = card_path(harness, version)
+    committed = card_path(harness, version, profile)
     typer.echo(f"{card.id} sha256 {card.sha256}: {len(card.tools)} tools, "
                f"{len(card.results)} result texts, {len(card.errors)} error texts")
     if not committed.is_file():
@@ -104,12 +109,12 @@ def _print_diff(old: bytes, new: bytes, name: str) -> None:
 
 def _card_of(spec: str):
     from harnessfit.harness.card import load_card
-    from harnessfit.harness.versions import parse_harness
+    from harnessfit.harness.versions import harness_profile, parse_harness
 
     if "@" not in spec:
         raise UserError(f"give a harness version as pi@VERSION, got {spec!r}")
     name, version = parse_harness(spec)
-    return load_card(name, version)
+    return load_card(name, version, harness_profile(spec))
 
 
 @harness_app.command("diff")

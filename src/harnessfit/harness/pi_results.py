@@ -32,12 +32,17 @@ __all__ = [
     "pi_write_result",
     "pi_file_not_found",
     "pi_edit_no_match",
+    "pi_grep_result",
+    "PI_GREP_LIMIT",
+    "PI_GREP_MAX_LINE",
     "bash_user_text",
 ]
 
 NO_OUTPUT = "(no output)"
 PI_MAX_LINES = 2000
 PI_MAX_BYTES = 50 * 1024
+PI_GREP_LIMIT = 100  # grep's default match limit (core/tools/grep.js DEFAULT_LIMIT)
+PI_GREP_MAX_LINE = 500  # grep cuts a longer match line (truncate.js GREP_MAX_LINE_LENGTH)
 
 
 def js_length(text: str) -> int:
@@ -110,13 +115,43 @@ def pi_edit_no_match(card: HarnessCard, path: str) -> str:
     return card.format_result("edit_no_match", path=path)
 
 
-def bash_user_text(command: str, output: str, exit_code: int | None, cancelled: bool = False) -> str:
-    """The user message Pi sends for a user's ``!cmd`` (``bashExecutionToText``; not a tool result, so not in the
-    card)."""
+def pi_grep_result(card: HarnessCard, matches: list[tuple[str, int, str]], limit: int | None = None,
+                   tool: str = "grep") -> str | Failure:
+    """Pi's grep text for ``matches`` (path as Pi shows it, line number, line text) in the order rg found them
+    (``core/tools/grep.js``, context 0): one ``path:N: text`` line per match, at most ``limit`` (default 100) of them
+    and then its "matches limit reached" note, or ``No matches found``; a match line over 500 characters (Pi cuts it
+    and adds a note) or an output over 50 KB (Pi cuts it) is an ``unmappable_result`` ``Failure`` rather than
+    re-rendered. The templates
+    are the tools profile's card (``grep_match``, ``grep_match_limit``, ``grep_no_matches``)."""
+    if not matches:
+        return card.format_result("grep_no_matches")
+    effective = max(1, limit if limit is not None else PI_GREP_LIMIT)
+    shown = matches[:effective]
+    longest = max(js_length(text) for _, _, text in shown)
+    if longest > PI_GREP_MAX_LINE:
+        return Failure(Reason.unmappable_result, f"{tool} result: a match line of {longest} characters; Pi cuts "
+                       f"lines at {PI_GREP_MAX_LINE} and adds its own note",
+                       "search for a pattern on shorter lines, or re-run under Pi")
+    output = "\n".join(card.format_result("grep_match", path=p, line=n, text=t) for p, n, t in shown)
+    if len(output.encode("utf-8")) > PI_MAX_BYTES:
+        return Failure(Reason.unmappable_result, f"{tool} result: over Pi's 50 KB output cap (Pi cuts it)",
+                       "narrow the search, or re-run under Pi")
+    if len(matches) >= effective:  # Pi stops rg at the limit and says so, even when exactly that many exist
+        return card.format_result("grep_match_limit", output=output, limit=effective, more=effective * 2)
+    return output
+
+
+def bash_user_text(command: str, output: str, exit_code: int | None, cancelled: bool = False, *,
+                   full_output_path: str | None = None) -> str:
+    """The user message Pi sends for a user's ``!cmd`` (``bashExecutionToText`` in ``core/messages.js``, the same in
+    every captured version; not a tool result, so not in the card). ``full_output_path``: the file Pi saved a
+    truncated output to (set only when the execution was ``truncated``)."""
     text = f"Ran `{command}`\n"
     text += f"```\n{output}\n```" if output else NO_OUTPUT
     if cancelled:
         text += "\n\n(command cancelled)"
     elif exit_code not in (None, 0):
         text += f"\n\nCommand exited with code {exit_code}"
+    if full_output_path:
+        text += f"\n\n[Output truncated. Full output: {full_output_path}]"
     return text

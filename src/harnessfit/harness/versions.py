@@ -7,6 +7,8 @@
 - ``pi_package(version)``: the npm package a version is published as. Pi moved from ``@mariozechner`` to
   ``@earendil-works`` at 0.74.0; the old scope stops at 0.73.1 (``npm view <scope>/pi-coding-agent versions``);
 - ``parse_harness(spec)``: ``pi@0.82.0`` (the ``--harness`` option of eval, synth and serve) → ``("pi", "0.82.0")``;
+  ``pi@0.73.1+tools`` names a *profile* of that version's card (``harness_profile``: ``"tools"``, Pi's optional
+  tools grep/find/ls on; ``PROFILES``), run by the same installed Pi;
 - ``PRIVATE_NODE``: the Node.js runtime harnessfit installs from npm (a registry package that ships the binary) into
   a Pi folder when that Pi's ``engines.node`` asks for more than the machine's ``node``.
 """
@@ -29,7 +31,9 @@ __all__ = [
     "parse_version",
     "pi_package",
     "parse_harness",
+    "harness_profile",
     "harness_spec",
+    "PROFILES",
     "private_node_package",
 ]
 
@@ -62,20 +66,40 @@ def pi_package(version: str) -> str:
     return OLD_SCOPE_PACKAGE if parse_version(version) < NEW_SCOPE_SINCE else NEW_SCOPE_PACKAGE
 
 
-def parse_harness(spec: str | None, *, default: str = DEFAULT_PI_VERSION) -> tuple[str, str]:
-    """``"pi@0.82.0"`` → ``("pi", "0.82.0")``; ``"pi"`` or ``None`` → the default version."""
+PROFILES: dict[str, tuple[str, ...]] = {"tools": ("read", "bash", "edit", "write", "grep", "find", "ls")}
+"""Card profiles: the tools Pi runs with (``--tools``). No profile is Pi's default set (read, bash, edit, write);
+``tools`` adds Pi's optional grep (ripgrep), find (fd) and ls. A profile's card is ``cards/pi-<version>+<profile>.json``,
+captured from the real CLI with those tools on (``harnessfit harness capture pi --profile tools``)."""
+
+
+def _split(spec: str | None) -> tuple[str, str, str | None]:
     text = (spec or "pi").strip()
     name, _, version = text.partition("@")
     if name != "pi":
         raise UserError(f"unknown harness {name!r} in {spec!r}: only pi is supported (e.g. pi@{NEWEST_PI_VERSION})")
+    version, plus, profile = version.partition("+")
+    if plus and profile not in PROFILES:
+        raise UserError(f"unknown harness profile {profile!r} in {spec!r} (known: {', '.join(PROFILES)})")
+    return name, version, profile if plus else None
+
+
+def parse_harness(spec: str | None, *, default: str = DEFAULT_PI_VERSION) -> tuple[str, str]:
+    """``"pi@0.82.0"`` → ``("pi", "0.82.0")``; ``"pi"`` or ``None`` → the default version; a profile
+    (``pi@0.82.0+tools``) is left out (``harness_profile`` gives it): the same Pi runs every profile."""
+    name, version, _ = _split(spec)
     version = version or default
     parse_version(version)
     return name, version
 
 
-def harness_spec(version: str, name: str = "pi") -> str:
-    """``"pi@0.82.0"``: how a harness version is written in options and manifests."""
-    return f"{name}@{version}"
+def harness_profile(spec: str | None) -> str | None:
+    """The card profile in a harness spec: ``"pi@0.73.1+tools"`` → ``"tools"``; ``None`` when there is none."""
+    return _split(spec)[2]
+
+
+def harness_spec(version: str, name: str = "pi", profile: str | None = None) -> str:
+    """``"pi@0.82.0"`` (``"pi@0.82.0+tools"`` with a profile): how a harness is written in options and manifests."""
+    return f"{name}@{version}" + (f"+{profile}" if profile else "")
 
 
 _NODE_PLATFORMS = {

@@ -9,7 +9,9 @@
 | Bash{command, timeout?} | bash{command, timeout?} | timeout ms → s (ceil); non-zero exit → Pi's exit-code text |
 | TodoWrite, TaskCreate, TaskUpdate, ExitPlanMode, mcp__happy__change_title | UI-only | dropped with their results where ``convert.policy`` allows it (decided before the mapping is asked) |
 | AskUserQuestion | unsupported | it hands control to the user mid-turn; Pi has no such tool |
-| Glob, Grep, LS, Task, WebFetch, WebSearch, NotebookEdit, mcp__* … | unsupported | not in Pi's default tool set |
+| Grep{pattern, path, output_mode: content, -n, -i?, glob?} | grep{pattern, path, ignoreCase?, glob?} | only with the tools profile (``pi@V+tools``) and only a search of one file (``formats.claude_code.search``) |
+| Glob, LS | blocked | with the tools profile: never exact as find/ls (``formats.claude_code.search`` says why); else unsupported |
+| Task, WebFetch, WebSearch, NotebookEdit, mcp__* … | unsupported | not in Pi's default tool set |
 
 Sizes: Claude Code cuts what Pi would not and Pi cuts what Claude Code would not, so such results are not re-rendered
 (``unmappable_result``, detail "<Tool> result: …": the call itself is an exact label, the context after it is not): a Read whose content Pi's
@@ -43,6 +45,7 @@ from harnessfit.formats.base import (
     unsupported,
     with_result,
 )
+from harnessfit.formats.claude_code.search import map_glob, map_grep, map_ls
 from harnessfit.harness.pi_results import (
     pi_bash_result,
     pi_edit_no_match,
@@ -99,7 +102,7 @@ class ClaudeCodeMapping:
     def map_call(self, call: ToolCall, result: Step | None, ctx: MapContext) -> MapOutcome:
         name = call.name
         handler = {"Read": self._read, "Edit": self._edit, "MultiEdit": self._multi_edit, "Write": self._write,
-                   "Bash": self._bash}.get(name)
+                   "Bash": self._bash, "Grep": map_grep, "Glob": map_glob, "LS": map_ls}.get(name)
         if handler is None:
             return unsupported(name)
         args = parse_arguments(call.arguments, name)
