@@ -29,9 +29,10 @@ from harnessfit.dataset.dedup import Deduper
 from harnessfit.dataset.exports import write_exports
 from harnessfit.dataset.probe import measure_false_positive_rate
 from harnessfit.dataset.redact import Redactor
-from harnessfit.dataset.sink import Sink
+from harnessfit.dataset.sink import MANIFEST_FORMAT, Sink
 from harnessfit.dataset.split import assign_splits, check_no_overlap
 from harnessfit.dataset.stages import Judge, Settings, records
+from harnessfit.errors import UserError
 from harnessfit.harness.card import HarnessCard, load_card
 from harnessfit.core.jsonio import sha256_file
 from harnessfit.pipeline import StageClock
@@ -39,7 +40,6 @@ from harnessfit.formats.registry import Unit, iter_units
 
 __all__ = ["BuildReport", "run_build", "build_dataset", "input_files", "MANIFEST_FORMAT"]
 
-MANIFEST_FORMAT = "harnessfit-dataset/1"
 # The build keeps what it has seen (ledger rows, verdicts, the spool, the LSH index) for the whole run, and each of
 # Python's full garbage collections walks all of it: on a 500 MiB input they cost more CPU than the conversion
 # itself. Every this many records the objects alive so far are moved out of the collector's view (gc.freeze; still
@@ -219,8 +219,19 @@ def _write_whole(sink: Sink, relpath: str, data: bytes) -> None:
 
 def build_dataset(config: BuildConfig, base_dir: Path, *, out: Path | None = None,
                   items: Iterable[Conversation | Rejection] | None = None, progress: bool = False) -> BuildReport:
-    """Build onto disk: ``out`` (default: ``config.out`` resolved against ``base_dir``)."""
+    """Build onto disk: ``out`` (default: ``config.out`` resolved against ``base_dir``). The inputs are checked
+    first; the dataset is written beside ``out`` and swapped in only when complete (``DiskSink``), so a build that
+    fails or is killed leaves the previous dataset as it was."""
     from harnessfit.dataset.sink import DiskSink
 
     out_dir = (Path(out) if out is not None else base_dir / config.out).resolve()
-    return run_build(config, base_dir, DiskSink(out_dir), out_dir=out_dir, items=items, progress=progress)
+    inputs = [Path(i.path) for i in config.resolved_inputs(base_dir)]
+    for p in inputs:
+        if not p.exists():
+            raise UserError(f"input not found: {p}")
+    sink = DiskSink(out_dir, inputs=inputs)
+    try:
+        return run_build(config, base_dir, sink, out_dir=out_dir, items=items, progress=progress)
+    except BaseException:
+        sink.abort()
+        raise
