@@ -1,7 +1,8 @@
 """``verify``: rebuild a dataset in memory from its manifest (inputs + config) and compare byte for byte.
 
 Nothing is written: the rebuild streams through a ``CompareSink`` that reads the files on disk alongside. Inputs
-are checked first (present, unchanged) so a changed input is reported as such, not as a differing record.
+are checked first (present, unchanged) so a changed input is reported as such, not as a differing record; then
+the folder itself: a file the manifest does not list (a planted shard) is a mismatch.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from harnessfit.dataset.config import BuildConfig
 from harnessfit.dataset.sink import CompareSink
 from harnessfit.errors import UserError
 from harnessfit.core.jsonio import sha256_file
+from harnessfit.pipeline.output import unlisted_entries
 
 __all__ = ["VerifyResult", "verify_dataset", "read_manifest"]
 
@@ -77,6 +79,12 @@ def verify_dataset(folder: Path, *, workers: int = 1, progress: bool = False) ->
         if not (folder / i.path).exists():
             raise UserError(f"input missing: {i.path} (resolved to {(folder / i.path).resolve()})")
     _check_inputs(folder, manifest, config)
+    # a file the build did not write is a difference too (a glob loader would read it): only the manifest's outputs
+    # and the manifest itself may be there; a hand-edited outputs list shows up when manifest.json is compared
+    listed = {o.get("path") for o in manifest.get("outputs") or [] if isinstance(o, dict)} | {"manifest.json"}
+    extra = unlisted_entries(folder, listed)  # type: ignore[arg-type]
+    if extra:
+        return VerifyResult(ok=False, file=extra[0], detail=f"not produced by the build ({len(extra)} such file(s))")
     sink = CompareSink(folder)
     run_build(config, folder, sink, out_dir=folder, progress=progress)
     first = sink.first_mismatch()
