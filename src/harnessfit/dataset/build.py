@@ -38,7 +38,7 @@ from harnessfit.core.jsonio import sha256_file
 from harnessfit.pipeline import StageClock
 from harnessfit.formats.registry import Unit, iter_units
 
-__all__ = ["BuildReport", "run_build", "build_dataset", "input_files", "MANIFEST_FORMAT"]
+__all__ = ["BuildReport", "run_build", "build_dataset", "input_files", "input_sha256", "MANIFEST_FORMAT"]
 
 # The build keeps what it has seen (ledger rows, verdicts, the spool, the LSH index) for the whole run, and each of
 # Python's full garbage collections walks all of it: on a 500 MiB input they cost more CPU than the conversion
@@ -63,16 +63,25 @@ class BuildReport(BaseModel):
 
 def input_files(inputs: list[InputSpec]) -> list[Path]:
     """Every regular file the convert stage reads for ``inputs``, sorted: exactly ``iter_units``' walk (hidden files
-    included, symlinked folders not followed), a folder unit (e.g. OpenHands V1) contributing every file under it."""
+    included, symlinked folders not followed), a folder unit (e.g. OpenHands V1) contributing every file under it.
+    A dangling link or link loop is not a file (its ledger row says why)."""
     out: set[Path] = set()
     for spec in inputs:
         for unit in iter_units([Path(spec.path)], spec.formats):
             if unit.path.is_dir():
                 for root, dirs, files in os.walk(unit.path):
                     out.update(p for p in (Path(root) / f for f in files) if p.is_file())
-            else:
+            elif unit.path.is_file():
                 out.add(unit.path)
     return sorted(out)
+
+
+def input_sha256(path: Path) -> str | None:
+    """An input file's SHA-256; ``None`` when it cannot be read (its ledger row says why)."""
+    try:
+        return sha256_file(path)
+    except OSError:
+        return None
 
 
 def _versions() -> dict[str, str]:
@@ -123,7 +132,7 @@ def _run_build(config: BuildConfig, base_dir: Path, sink: Sink, *, out_dir: Path
     inputs = config.resolved_inputs(base_dir)
     files = input_files(inputs)
     with clock("hash_inputs"):
-        input_rows = [{"path": os.path.relpath(p, out_dir), "sha256": sha256_file(p), "bytes": p.stat().st_size}
+        input_rows = [{"path": os.path.relpath(p, out_dir), "sha256": input_sha256(p), "bytes": p.stat().st_size}
                       for p in files]
     card, card_info = _card_info(config)
     # the harness folder the system prompt names: fixed by the config, else this machine's install folder; the

@@ -14,12 +14,13 @@ __all__ = ["register"]
 
 def _summary(report, out_dir: Path) -> None:  # noqa: ANN001
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
     m = report.manifest
     c = m["counts"]
     con = Console()
-    t = Table(title=f"dataset → {out_dir}")
+    t = Table(title=f"dataset → {escape(str(out_dir))}")  # a path is text, never markup
     t.add_column("stage")
     t.add_column("count", justify="right")
     t.add_column("seconds", justify="right")
@@ -36,8 +37,8 @@ def _summary(report, out_dir: Path) -> None:  # noqa: ANN001
     con.print(t)
     fp = m["redaction"]["false_positive"]
     if fp:
-        con.print(f"redaction: {dict(m['redaction']['found'])}; false-positive rate on ordinary code "
-                  f"{fp['rate'] * 100:.2f}% of {fp['probes']} probe lines")
+        con.print(escape(f"redaction: {dict(m['redaction']['found'])}; false-positive rate on ordinary code "
+                         f"{fp['rate'] * 100:.2f}% of {fp['probes']} probe lines"))
 
 
 def register(app: typer.Typer) -> None:

@@ -13,11 +13,10 @@ from typing import Any
 import orjson
 from pydantic import BaseModel
 
-from harnessfit.dataset.build import MANIFEST_FORMAT, input_files, run_build
+from harnessfit.dataset.build import MANIFEST_FORMAT, input_files, input_sha256, run_build
 from harnessfit.dataset.config import BuildConfig
 from harnessfit.dataset.sink import CompareSink
 from harnessfit.errors import UserError
-from harnessfit.core.jsonio import sha256_file
 from harnessfit.pipeline.output import unlisted_entries
 
 __all__ = ["VerifyResult", "verify_dataset", "read_manifest"]
@@ -58,9 +57,12 @@ def _check_inputs(folder: Path, manifest: dict[str, Any], config: BuildConfig) -
     for p, row in listed.items():
         if not p.is_file():
             raise UserError(f"input missing: {row['path']} (listed in the manifest, resolved to {p})")
-        if sha256_file(p) != row["sha256"]:
+        sha = input_sha256(p)
+        if sha is None and row["sha256"] is not None:
+            raise UserError(f"input can no longer be read: {row['path']} (it was read at build time)")
+        if sha != row["sha256"]:
             raise UserError(f"input changed since the build: {row['path']} (sha256 differs from the manifest)")
-    now = set(input_files(config.resolved_inputs(folder)))
+    now = {p.resolve() for p in input_files(config.resolved_inputs(folder))}
     extra = sorted(now - set(listed))
     if extra:
         raise UserError(f"input folder has a file the build did not see: {extra[0]}")

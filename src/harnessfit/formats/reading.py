@@ -7,6 +7,7 @@ bad lines into rejections.)
 
 from __future__ import annotations
 
+import errno
 from pathlib import Path
 from typing import Any
 
@@ -75,13 +76,21 @@ def first_json_line(path: Path, max_bytes: int = 4 * 1024 * 1024) -> Any:
 
 
 def file_problem(path: Path, fmt: str, sha256: str = "") -> Rejection | None:
-    """File-level checks every reader runs first: unreadable, empty (or blank), binary. ``None`` when fine."""
+    """File-level checks every reader runs first: unreadable (permission denied, a dangling link, a link loop), empty
+    (or blank), binary. ``None`` when fine."""
     try:
         size = path.stat().st_size
-        head = sniff(path, 8192)
+        if not path.is_file():  # a FIFO or a device: never opened (a FIFO would block)
+            return reject(path, Reason.parse_error, "not a regular file", "pass session files only", source=fmt,
+                          sha256=sha256)
+        with path.open("rb") as fh:  # not ``sniff``: an unreadable file must say why
+            head = fh.read(8192)
     except OSError as exc:
-        return reject(path, Reason.parse_error, f"cannot read file: {exc.strerror}", "check permissions",
-                      source=fmt, sha256=sha256)
+        dangling = path.is_symlink() and not path.exists() and exc.errno == errno.ENOENT
+        why = "a symbolic link whose target does not exist" if dangling else exc.strerror
+        return reject(path, Reason.parse_error, f"cannot read file: {why}",
+                      "fix or remove the link" if path.is_symlink() else "check permissions", source=fmt,
+                      sha256=sha256)
     if size == 0 or (size <= len(head) and not head.strip()):
         return reject(path, Reason.empty, "file is empty", "remove the file or re-export the session",
                       source=fmt, sha256=sha256)
