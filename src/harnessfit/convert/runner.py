@@ -26,7 +26,7 @@ from typing import Any
 import orjson
 
 from harnessfit.core.conversation import Conversation
-from harnessfit.core.rejection import Rejection
+from harnessfit.core.rejection import Rejection, excerpt
 from harnessfit.convert.wire import to_conversation
 from harnessfit.pipeline.executor import ordered_map
 from harnessfit.formats.registry import Unit, iter_units, read_unit
@@ -73,7 +73,7 @@ def convert_unit(unit: Unit, card: Any, formats: Sequence[str] | None = None,
                 from harnessfit.core.rejection import Reason, reject
 
                 out = reject(record, Reason.parse_error, f"converter failed: {type(exc).__name__}: "
-                                    f"{str(exc)[:200]}", "report this trajectory shape as a converter bug")
+                                    f"{excerpt(str(exc), 200)}", "report this trajectory shape as a converter bug")
             res.outputs.append(out)
         else:
             if res.format == "unknown" and record.source != "unknown":

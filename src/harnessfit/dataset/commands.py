@@ -35,6 +35,10 @@ def _summary(report, out_dir: Path) -> None:  # noqa: ANN001
     t.add_row("root requests in two splits", str(m["splits"]["group_overlap"]), f"{s.get('split', 0):.2f}")
     t.add_row("export", f"{len(m['outputs'])} files", f"{s.get('export', 0):.2f}")
     con.print(t)
+    for k in m["redaction"].get("kept") or []:
+        if k["holds"]:
+            con.print(escape(f"note: kept verbatim, as the card says: {k['text']} (it holds {', '.join(k['holds'])})"),
+                      style="yellow")
     fp = m["redaction"]["false_positive"]
     if fp:
         con.print(escape(f"redaction: {dict(m['redaction']['found'])}; false-positive rate on ordinary code "

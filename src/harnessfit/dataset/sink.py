@@ -7,13 +7,16 @@ path and can name the first record whose bytes differ, without holding the datas
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
 
 import orjson
 
 from harnessfit.pipeline.output import StagedFolder, unlisted_entries
+
+if TYPE_CHECKING:
+    from harnessfit.dataset.redact import Scrubber
 
 __all__ = ["OutFile", "Sink", "DiskSink", "CompareSink", "Mismatch", "MANIFEST_FORMAT", "dataset_problem"]
 
@@ -21,7 +24,8 @@ MANIFEST_FORMAT = "harnessfit-dataset/1"
 
 
 class OutFile:
-    """One output file being produced: ``mark(record_id)`` before each record, then ``write`` its bytes."""
+    """One output file being produced: ``mark(record_id)`` before each record, then ``write`` its bytes (whole
+    records per call: ``scrub``, when set, redacts each call's bytes on their own)."""
 
     def __init__(self, relpath: str) -> None:
         self.relpath = relpath
@@ -30,16 +34,20 @@ class OutFile:
         self.records = 0
         self.current: str | None = None
         self.closed = False
+        self.scrub: Callable[[bytes], bytes] | None = None
 
     def mark(self, record_id: str) -> None:
         self.records += 1
         self.current = record_id
 
     def write(self, data: bytes) -> int:
+        n = len(data)
+        if self.scrub is not None:
+            data = self.scrub(data)
         self._h.update(data)
         self.size += len(data)
         self._emit(data)
-        return len(data)
+        return n
 
     def _emit(self, data: bytes) -> None:  # overridden
         pass
@@ -71,14 +79,21 @@ class Mismatch:
 
 
 class Sink:
-    """Base: collects the produced files in order (for the manifest)."""
+    """Base: collects the produced files in order (for the manifest), and is the build's one redaction choke point:
+    with a ``scrubber`` set, every byte written to a file passes through it, unless the file is opened with
+    ``redacted_records=True`` (its bytes are made only from conversations the redact stage produced: the JSONL
+    exports and their Parquet copies)."""
 
     def __init__(self, root: Path) -> None:
         self.root = Path(root)
         self.files: list[OutFile] = []
+        self.scrubber: Scrubber | None = None
 
-    def open(self, relpath: str) -> OutFile:
+    def open(self, relpath: str, *, redacted_records: bool = False) -> OutFile:
         f = self._open(relpath)
+        if self.scrubber is not None and not redacted_records:
+            scrub = self.scrubber.file_bytes
+            f.scrub = lambda data: scrub(relpath, data)
         self.files.append(f)
         return f
 

@@ -58,7 +58,7 @@ import orjson
 
 from harnessfit.core.ids import content_id, root_request_id
 from harnessfit.core.jsonio import BadLine, JsonLine, iter_jsonl
-from harnessfit.core.rejection import Failure, Reason, Rejection, reject
+from harnessfit.core.rejection import Failure, Reason, Rejection, excerpt, reject
 from harnessfit.core.trajectory import Provenance, Step, ToolCall, Trajectory
 from harnessfit.formats.reading import MAX_LINE_BYTES, file_problem, file_sha256, load_json_document
 
@@ -135,12 +135,12 @@ def parse_arguments(raw: Any, tool: str) -> dict[str, Any] | Failure:
             value = orjson.loads(raw)
         except orjson.JSONDecodeError:
             return Failure(
-                Reason.unmappable_arguments, f"{tool}: arguments are not valid JSON ({raw[:80]!r})",
+                Reason.unmappable_arguments, f"{tool}: arguments are not valid JSON ({excerpt(raw, 80)!r})",
                 "re-emit the call with a complete JSON object",
             )
         if isinstance(value, str):
             return Failure(
-                Reason.arguments_double_encoded, f"{tool}: arguments are a JSON string holding JSON ({raw[:80]!r})",
+                Reason.arguments_double_encoded, f"{tool}: arguments are a JSON string holding JSON ({excerpt(raw, 80)!r})",
                 "decode the inner string once so arguments is a JSON object",
             )
         if isinstance(value, dict):
@@ -221,7 +221,7 @@ class BaseTraceReader(ABC):
         except Exception as exc:  # a reader bug on odd data: keep going, say so in the ledger
             yield _relabel(self.reject(
                 path, sha, Reason.parse_error,
-                f"reader {self.name} failed after {count} record(s): {type(exc).__name__}: {str(exc)[:200]}",
+                f"reader {self.name} failed after {count} record(s): {type(exc).__name__}: {excerpt(str(exc), 200)}",
                 "inspect the file; the reader could not make sense of its structure",
             ), label)
 

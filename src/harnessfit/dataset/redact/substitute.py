@@ -109,8 +109,9 @@ def plain_needles(ph: Placeholders) -> tuple[list[str], bool]:
 
 
 def iter_texts(conv: Any) -> list[str]:
-    """Every string of ``conv`` redaction looks at, in order: the working folder, message texts, and each string
-    value inside tool-call arguments (the arguments themselves when they are not JSON)."""
+    """Every string of ``conv`` redaction looks at, in order: the working folder, message texts, each string value
+    inside tool-call arguments (the arguments themselves when they are not JSON), and last the source file's path
+    (``meta.file``: a session folder may be named after the working folder, user name included)."""
     out = [conv.meta.cwd]
     add = out.append
     for msg in conv.messages:
@@ -130,6 +131,7 @@ def iter_texts(conv: Any) -> list[str]:
                     add(args)
             elif args is not None:
                 _strings_into(args, add)
+    add(conv.meta.file)
     return out
 
 

@@ -28,7 +28,7 @@ import math
 import re
 from typing import Any
 
-from harnessfit.core.rejection import Reason
+from harnessfit.core.rejection import Reason, excerpt
 from harnessfit.core.trajectory import Step, ToolCall
 from harnessfit.formats.base import (
     Drop,
@@ -130,7 +130,7 @@ class ClaudeCodeMapping:
             if "does not exist" in text or "ENOENT" in text:
                 abs_path = path if path.startswith("/") else f"{ctx.cwd.rstrip('/')}/{path}"
                 return PiCall("read", pi_args, pi_file_not_found(ctx.card, abs_path), (*tr, "error.file_not_found"))
-            return Failure(Reason.aborted_or_error_turn, f"Read error without a Pi equivalent: {text[:100]!r}",
+            return Failure(Reason.aborted_or_error_turn, f"Read error without a Pi equivalent: {excerpt(text, 100)!r}",
                            "drop the failed read from the trajectory")
         tur = _tool_use_result(result)
         file_info = tur.get("file") if isinstance(tur, dict) else None
@@ -162,7 +162,7 @@ class ClaudeCodeMapping:
             text = result.text or ""
             if "not found in file" in text or "String to replace not found" in text:
                 return PiCall("edit", {}, pi_edit_no_match(ctx.card, path), (*tr, "error.edit_no_match"))
-            return Failure(Reason.aborted_or_error_turn, f"Edit error without a Pi equivalent: {text[:100]!r}",
+            return Failure(Reason.aborted_or_error_turn, f"Edit error without a Pi equivalent: {excerpt(text, 100)!r}",
                            "drop the failed edit from the trajectory")
         return PiCall("edit", {}, pi_edit_result(ctx.card, path, count), tuple(tr))
 
@@ -211,7 +211,7 @@ class ClaudeCodeMapping:
         if result is None:
             return PiCall("write", pi_args, None, tr)
         if result.is_error:
-            return Failure(Reason.aborted_or_error_turn, f"Write error: {(result.text or '')[:100]!r}",
+            return Failure(Reason.aborted_or_error_turn, f"Write error: {excerpt(result.text or '', 100)!r}",
                            "drop the failed write from the trajectory")
         return PiCall("write", pi_args, pi_write_result(ctx.card, path, content), tr)
 
@@ -237,7 +237,7 @@ class ClaudeCodeMapping:
         if result.is_error:
             m = _EXIT.match(text)
             if not m:
-                return Failure(Reason.aborted_or_error_turn, f"Bash error without an exit code: {text[:100]!r}",
+                return Failure(Reason.aborted_or_error_turn, f"Bash error without an exit code: {excerpt(text, 100)!r}",
                                "drop the failed call")
             code = int(m.group(1))
             output, notes = text[m.end():], (*tr, "bash_result.exit_code")

@@ -37,7 +37,7 @@ from typing import Any
 
 import orjson
 
-from harnessfit.core.rejection import Reason
+from harnessfit.core.rejection import Reason, excerpt
 from harnessfit.core.trajectory import Step, ToolCall
 from harnessfit.formats.base import (
     Drop,
@@ -130,14 +130,14 @@ def parse_patch(text: str) -> Patch:
                 break
         else:
             if cur is None:
-                raise PatchError(f"text before the first file header: {line[:60]!r}")
+                raise PatchError(f"text before the first file header: {excerpt(line, 60)!r}")
             if line.startswith("*** Move to: "):
                 cur.move_to = line[len("*** Move to: "):].strip()
             elif line.strip() == "*** End of File":
                 continue
             elif cur.op == "add":
                 if not line.startswith("+"):
-                    raise PatchError(f"Add File line without '+': {line[:60]!r}")
+                    raise PatchError(f"Add File line without '+': {excerpt(line, 60)!r}")
                 cur.add_lines.append(line[1:])
             elif cur.op == "update":
                 if line.startswith("@@"):
@@ -156,9 +156,9 @@ def parse_patch(text: str) -> Patch:
                     else:
                         new.append(body)
                 else:
-                    raise PatchError(f"unexpected line in Update File: {line[:60]!r}")
+                    raise PatchError(f"unexpected line in Update File: {excerpt(line, 60)!r}")
             else:
-                raise PatchError(f"unexpected line after Delete File: {line[:60]!r}")
+                raise PatchError(f"unexpected line after Delete File: {excerpt(line, 60)!r}")
     close_hunk()
     if not files:
         raise PatchError("patch names no file")
@@ -254,7 +254,7 @@ def _patch_succeeded(output: str) -> tuple[bool, str]:
     if code not in (0, None):
         return False, f"patch failed with exit code {code}"
     if not body.lstrip().startswith("Success."):
-        return False, f"no success line ({body[:60]!r})"
+        return False, f"no success line ({excerpt(body, 60)!r})"
     return True, ""
 
 
@@ -289,7 +289,7 @@ def _parse_output(text: str) -> tuple[str, int | None] | Failure:
             "Pi's bash waits for the command to end: re-run it non-interactively",
         )
     return Failure(
-        Reason.unmappable_arguments, f"shell result has no exit status ({text[:60]!r})",
+        Reason.unmappable_arguments, f"shell result has no exit status ({excerpt(text, 60)!r})",
         "sandbox denials and approval refusals have no Pi equivalent: drop the turn or re-run under Pi",
     )
 

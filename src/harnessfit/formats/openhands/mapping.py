@@ -23,7 +23,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from harnessfit.core.rejection import Reason
+from harnessfit.core.rejection import Reason, excerpt
 from harnessfit.core.trajectory import Step, ToolCall
 from harnessfit.formats.base import (
     Drop,
@@ -83,7 +83,7 @@ class OpenHandsMapping:
         if name in EDITOR_TOOLS:
             if result is not None and result.meta.get("observation") == "error":
                 return Failure(
-                    Reason.unmappable_arguments, f"{name} result is an OpenHands error ({(result.text or '')[:80]!r})",
+                    Reason.unmappable_arguments, f"{name} result is an OpenHands error ({excerpt(result.text or '', 80)!r})",
                     "drop the failed step or re-run the task under Pi so the error text is Pi's own",
                 )
             return map_str_replace_editor(args, result, "openhands", _editor_success, ctx.card)

@@ -27,7 +27,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from harnessfit.core.rejection import Reason
+from harnessfit.core.rejection import Reason, excerpt
 from harnessfit.core.trajectory import Step, ToolCall
 from harnessfit.formats.base import (
     Drop,
@@ -55,7 +55,7 @@ def strip_swe_prompt(text: str) -> str:
 
 def _result_failure(tool: str, text: str) -> Failure:
     return Failure(
-        Reason.unmappable_arguments, f"{tool} result is not a success Pi could word exactly ({text[:80]!r})",
+        Reason.unmappable_arguments, f"{tool} result is not a success Pi could word exactly ({excerpt(text, 80)!r})",
         "drop the failed step or re-run the task under Pi so the error text is Pi's own",
     )
 
