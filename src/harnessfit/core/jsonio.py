@@ -107,7 +107,7 @@ def iter_jsonl(
                 size += len(more)
                 if not more or more.endswith(b"\n"):
                     break
-            bad = BadLine(lineno, "too_long", f"line {lineno} is {size} bytes (limit {max_line_bytes})")
+            bad = BadLine(lineno, "too_long", f"line {lineno} is {size} bytes (limit {max_line_bytes} per record)")
             if bad_lines == "raise":
                 raise ValueError(bad.detail)
             if bad_lines == "report":

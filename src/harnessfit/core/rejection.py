@@ -50,7 +50,7 @@ class Reason(StrEnum):
     not_utf8 = "not_utf8"
     binary_file = "binary_file"
     truncated_file = "truncated_file"
-    line_too_long = "line_too_long"
+    record_too_large = "record_too_large"  # a JSONL line or a whole JSON document over the one size limit
     empty = "empty"
     side_branch = "side_branch"
     subagent = "subagent"

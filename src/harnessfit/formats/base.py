@@ -60,7 +60,7 @@ from harnessfit.core.ids import content_id, root_request_id
 from harnessfit.core.jsonio import BadLine, JsonLine, iter_jsonl
 from harnessfit.core.rejection import Failure, Reason, Rejection, excerpt, reject
 from harnessfit.core.trajectory import Provenance, Step, ToolCall, Trajectory
-from harnessfit.formats.reading import MAX_LINE_BYTES, file_problem, file_sha256, load_json_document
+from harnessfit.formats.reading import file_problem, file_sha256, load_json_document, max_record_bytes
 
 if TYPE_CHECKING:
     from harnessfit.harness.card import HarnessCard
@@ -176,7 +176,7 @@ def result_text(result: Step | None) -> str | None:
 
 
 # ------------------------------------------------------------------------------------------------ readers
-_BAD_LINE_REASONS = {"too_long": Reason.line_too_long, "not_utf8": Reason.not_utf8,
+_BAD_LINE_REASONS = {"too_long": Reason.record_too_large, "not_utf8": Reason.not_utf8,
                      "invalid_json": Reason.parse_error, "truncated": Reason.truncated_file}
 _BAD_LINE_HINTS = {
     "too_long": "split or trim the oversized record (usually an embedded file or image)",
@@ -229,8 +229,8 @@ class BaseTraceReader(ABC):
     def json_lines(self, path: Path, sha: str) -> Iterator[JsonLine | Rejection]:
         """Stream a JSONL file: ``JsonLine`` for each good line, a ``Rejection`` for each bad one (with its line).
 
-        Blank lines are skipped. A line over ``MAX_LINE_BYTES`` is skipped without being held in memory
-        (``line_too_long``); invalid UTF-8 is ``not_utf8``; invalid JSON is ``parse_error``, except on a last line
+        Blank lines are skipped. A line over ``reading.max_record_bytes()`` is skipped without being held in memory
+        (``record_too_large``); invalid UTF-8 is ``not_utf8``; invalid JSON is ``parse_error``, except on a last line
         without a newline, which is ``truncated_file`` (the writer stopped mid-record)."""
         try:
             fh = path.open("rb")
@@ -238,7 +238,7 @@ class BaseTraceReader(ABC):
             yield self.reject(path, sha, Reason.parse_error, f"cannot open: {exc.strerror}", "check permissions")
             return
         with fh:
-            for item in iter_jsonl(fh, max_line_bytes=MAX_LINE_BYTES, bad_lines="report"):
+            for item in iter_jsonl(fh, max_line_bytes=max_record_bytes(), bad_lines="report"):
                 if type(item) is BadLine:
                     yield self.reject(path, sha, _BAD_LINE_REASONS[item.kind], item.detail,
                                       _BAD_LINE_HINTS[item.kind], line=item.lineno)

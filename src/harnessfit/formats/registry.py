@@ -20,7 +20,7 @@ from harnessfit.core.rejection import Reason, Rejection, reject
 from harnessfit.core.trajectory import Trajectory
 from harnessfit.errors import UserError
 from harnessfit.formats.base import BaseTraceReader, Mapping
-from harnessfit.formats.reading import file_problem, file_sha256
+from harnessfit.formats.reading import file_problem, file_sha256, max_record_bytes
 
 __all__ = [
     "Format",
@@ -145,6 +145,7 @@ def iter_units(inputs: Sequence[Path | str], formats: Sequence[str] | None = Non
     dangling link or link loop inside a folder is a unit (``read_unit`` gives its ledger row); a symlinked file whose
     target lies outside the input's folder is labelled where the link is. A missing input is a ``UserError``."""
     names = _check_formats(formats)
+    max_record_bytes()  # a bad $HARNESSFIT_MAX_RECORD_BYTES is one line before any work, not a crash in a worker
     found: dict[str, tuple[Path, str]] = {}
     for raw in sorted({str(Path(p)) for p in inputs}):
         root = Path(raw)
