@@ -50,3 +50,16 @@ class Session:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(b"\n".join(orjson.dumps(r) for r in [self.header, *self.entries]) + b"\n")
         return path
+
+
+def branchy_session(branches: int, cwd: str = "/work/app") -> Session:
+    """A session a user kept regenerating: ``branches`` turns on the active branch, and at each one an answer the
+    user threw away (a side branch one entry long, forking off the active branch at that turn's prompt). The last
+    entry is the active leaf, as Pi writes it, so every side leaf's root→leaf path is as long as the turn it forks at."""
+    s = Session(cwd)
+    prev: str | None = None
+    for i in range(branches):
+        u = s.user(f"step {i}: make the change and run the tests", parent=prev)
+        s.answer(f"draft {i} (discarded)", parent=u)
+        prev = s.answer(f"step {i} done: the tests pass", parent=u)
+    return s

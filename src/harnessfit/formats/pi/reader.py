@@ -7,9 +7,10 @@ from the last entry to the root by ``parentId``; a compaction entry replaces wha
 does the same, so the trajectory is the context Pi itself would have replayed.
 
 Policies (also in the ledger):
-- The *active branch* (path to the last entry) is one trajectory. Every other leaf of the tree is its own
-  trajectory with flag ``side_branch``; the gate rejects it (``side_branch``) because its prefix duplicates the
-  active branch and Pi never replays it.
+- The *active branch* (path to the last entry) is one trajectory. Every other leaf of the tree is a side branch:
+  rejected (``side_branch``) because its prefix duplicates the active branch and Pi never replays it. It is rejected
+  here, from its own entries (``side_branch_span``), without building its root→leaf path: building every side
+  branch's path cost time quadratic in a regenerated session's length.
 - v1 files (no ids) are linear: each entry's parent is the previous one.
 - Assistant turns with ``stopReason`` ``aborted``/``error`` are kept in the trajectory with that stop reason;
   the converter drops them as Pi does on the wire.
@@ -22,13 +23,14 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from harnessfit.core.ids import content_id
 from harnessfit.core.rejection import Reason, Rejection
 from harnessfit.core.trajectory import Step, ToolCall, Trajectory
 from harnessfit.formats.base import BaseTraceReader
 from harnessfit.formats.reading import first_json_line
 from harnessfit.harness.pi_results import bash_user_text
 
-__all__ = ["PiReader", "COMPACTION_PREFIX", "COMPACTION_SUFFIX", "BRANCH_PREFIX", "BRANCH_SUFFIX"]
+__all__ = ["PiReader", "side_branch_span", "COMPACTION_PREFIX", "COMPACTION_SUFFIX", "BRANCH_PREFIX", "BRANCH_SUFFIX"]
 
 COMPACTION_PREFIX = "The conversation history before this point was compacted into the following summary:\n\n<summary>\n"
 COMPACTION_SUFFIX = "\n</summary>"
@@ -133,6 +135,29 @@ def _entry_step(entry: dict[str, Any]) -> Step | None:
     return None
 
 
+def side_branch_span(leaf: str, parent: dict[str, str | None], on_active: set[str], memo: dict[str, str]) -> str:
+    """The first entry of the side branch that ends at ``leaf``: its oldest ancestor not on the active branch (the
+    entry right after the fork). ``memo`` is shared by the leaves of one file, so all of them together cost time
+    linear in the file's entries; a ``parentId`` cycle or a missing parent ends the walk."""
+    chain: list[str] = []
+    seen: set[str] = set()
+    cur: str | None = leaf
+    start = leaf
+    while cur is not None and cur not in on_active and cur not in seen:
+        if cur in memo:
+            start = memo[cur]
+            break
+        seen.add(cur)
+        chain.append(cur)
+        start = cur
+        cur = parent.get(cur)
+        if cur is not None and cur not in parent:  # a parent that is not in the file: the walk ends here
+            break
+    for eid in chain:
+        memo[eid] = start
+    return start
+
+
 class PiReader(BaseTraceReader):
     """Reads Pi session JSONL files (any layout version) into trajectories."""
 
@@ -197,7 +222,18 @@ class PiReader(BaseTraceReader):
             flags_common.append("lines_lost")
         if truncated:
             flags_common.append("truncated")
+        on_active: set[str] = set()
+        memo: dict[str, str] = {}
         for n, leaf in enumerate(leaves):
+            if n > 0:  # a side branch: one ledger row from its own entries, its path never built
+                first = side_branch_span(leaf, parent, on_active, memo)
+                a, b = by_id[first][0], by_id[leaf][0]
+                yield self.reject(path, sha, Reason.side_branch,
+                                  f"a side branch of the session tree (lines {min(a, b)}-{max(a, b)}; Pi replays only "
+                                  "the active branch)", "open the branch in Pi and export it as its own session",
+                                  line_start=min(a, b), line_end=max(a, b),
+                                  record_id=content_id("traj", self.name, sha, f"leaf:{leaf}"))  # the id it always had
+                continue
             path_ids: list[str] = []
             seen: set[str] = set()
             cur: str | None = leaf
@@ -206,9 +242,10 @@ class PiReader(BaseTraceReader):
                 path_ids.append(cur)
                 cur = parent.get(cur)
             path_ids.reverse()
+            on_active.update(path_ids)
             steps, transformations = self._context(path_ids, by_id)
             lines = [by_id[e][0] for e in path_ids]
-            flags = list(flags_common) + (["side_branch"] if n > 0 else [])
+            flags = list(flags_common)
             if version == 1:
                 transformations.insert(0, "pi.session_v1_linear")
             yield self.trajectory(
