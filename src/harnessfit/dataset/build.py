@@ -27,7 +27,7 @@ from harnessfit.dataset.card import render_card
 from harnessfit.dataset.config import BuildConfig, InputSpec
 from harnessfit.dataset.dedup import Deduper
 from harnessfit.dataset.exports import write_exports
-from harnessfit.dataset.probe import measure_false_positive_rate
+from harnessfit.dataset.probe import measure_false_positive_rate, measure_planted_recall
 from harnessfit.dataset.redact import Redactor, Scrubber
 from harnessfit.dataset.sink import MANIFEST_FORMAT, Sink
 from harnessfit.dataset.split import assign_splits, check_no_overlap
@@ -217,7 +217,9 @@ def _finish(sink: Sink, config: BuildConfig, judge: Judge, inputs: list[InputSpe
                "by_source": dict(sorted(by_source.items()))}
     _write_whole(sink, "ledger_summary.json", orjson.dumps(summary, option=orjson.OPT_INDENT_2) + b"\n")
 
-    fp = measure_false_positive_rate(Redactor(**redaction)) if redaction is not None else None
+    probe_redactor = Redactor(**redaction) if redaction is not None else None
+    fp = measure_false_positive_rate(probe_redactor) if probe_redactor is not None else None
+    recall = measure_planted_recall(probe_redactor) if probe_redactor is not None else None
     semantic = config.semantic_dict()
     semantic["install_dir"] = card_info["install_dir"]
     semantic["inputs"] = [{"path": os.path.relpath(i.path, out_dir), "formats": i.formats} for i in inputs]
@@ -242,7 +244,8 @@ def _finish(sink: Sink, config: BuildConfig, judge: Judge, inputs: list[InputSpe
                       "replaced": dict(sorted(judge.replaced.items())),
                       "replaced_outside_conversations": outside,
                       "kept": _kept(redaction, card_info["install_dir"], [i["path"] for i in semantic["inputs"]]),
-                      "false_positive": fp.model_dump() if fp else None},
+                      "false_positive": fp.model_dump() if fp else None,
+                      "planted_recall": recall.model_dump() if recall else None},
     }
     _write_whole(sink, "README.md", render_card(manifest).encode("utf-8"))
     manifest["outputs"] = [{"path": f.relpath, "sha256": f.sha256, "bytes": f.size, "records": f.records}

@@ -104,12 +104,23 @@ def render_card(m: dict[str, Any]) -> str:
         parts += [
             "",
             f"Measured false-positive rate on {red['false_positive']['probes']} lines of ordinary code (git SHAs, "
-            "UUIDs, lockfile hashes, checksums, base64, identifiers, URLs): "
+            "UUIDs, lockfile hashes, checksums, base64 blocks and test vectors, data URIs, certificates, minified "
+            "JavaScript, source maps, identifiers, URLs): "
             f"**{red['false_positive']['rate'] * 100:.2f}%** of lines would be changed.",
             "",
             _table(["probe shape", "changed / probes"],
                    [[k, f"{v[0]} / {v[1]}"] for k, v in red["false_positive"]["by_shape"].items()]),
         ]
+        rc = red.get("planted_recall")
+        if rc:
+            parts += [
+                "",
+                f"Measured recall on {rc['planted']} planted secrets of {len(rc['by_kind'])} kinds (known token "
+                "shapes, keyword assignments in code, YAML and `.env` files, HTTP headers, URLs, keys with no prefix): "
+                f"**{rc['caught']} / {rc['planted']}** removed ({rc['rate'] * 100:.1f}%).",
+                "",
+                _table(["planted kind", "removed / planted"], [[k, f"{v[0]} / {v[1]}"] for k, v in rc["by_kind"].items()]),
+            ]
     else:
         parts += ["Redaction was **off** for this build."]
     parts += [

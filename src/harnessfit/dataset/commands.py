@@ -41,8 +41,10 @@ def _summary(report, out_dir: Path) -> None:  # noqa: ANN001
                       style="yellow")
     fp = m["redaction"]["false_positive"]
     if fp:
+        rc = m["redaction"].get("planted_recall") or {}
+        recall = f"; planted secrets removed {rc['caught']}/{rc['planted']}" if rc else ""
         con.print(escape(f"redaction: {dict(m['redaction']['found'])}; false-positive rate on ordinary code "
-                         f"{fp['rate'] * 100:.2f}% of {fp['probes']} probe lines"))
+                         f"{fp['rate'] * 100:.2f}% of {fp['probes']} probe lines{recall}"))
 
 
 def register(app: typer.Typer) -> None:

@@ -50,6 +50,12 @@ ASSIGNMENTS: list[Rule] = [
         + r")[ \t]*(?:#[^\n]*)?$"),
         literals=_LITERALS, accept=_unquoted_secret,
         examples=("db_password=S3cretValue", "export smtp_password=mail-Pass-42 # prod")),
+    # an HTTP header that carries a key or token (``X-Api-Key: …``, GitLab's ``PRIVATE-TOKEN: …``)
+    Rule("secret_header", re.compile(
+        r"(?i)(?<![A-Za-z0-9_-])(?:x-)?(?:api-key|api-token|auth-token|access-token|private-token|vault-token)"
+        r"[ \t]*:[ \t]*(?P<v>[A-Za-z0-9._~+/=-]{8,200})"),
+        literals=("api-key", "api-token", "auth-token", "access-token", "private-token", "vault-token"),
+        examples=("curl -H 'X-Api-Key: 9fK2mQ7xLp4Rt8Vw' https://api.example.org", "PRIVATE-TOKEN: glx-1234abcd")),
     # a YAML mapping entry: key: value, the value the rest of the line
     Rule("password_assignment", re.compile(
         r"(?im)^[ \t]*[A-Za-z0-9_.-]*?" + _KEYWORDS + r"[A-Za-z0-9_.-]*[ \t]*:[ \t]+(?P<v>" + _UNQUOTED

@@ -22,6 +22,20 @@ def _url_password(value: str, text: str, start: int) -> bool:
     return value.lower() not in _DOC_PASSWORDS and not _TEMPLATE.search(value) and not placeholder_like(value)
 
 
+def _basic_credentials(value: str, text: str, start: int) -> bool:
+    """An HTTP Basic credential: base64 of ``user:password`` with a password (never an ordinary word after
+    "basic")."""
+    import base64
+    import binascii
+
+    try:
+        pair = base64.b64decode(value + "=" * (-len(value) % 4), validate=True).decode("utf-8")
+    except (binascii.Error, ValueError):  # ValueError: a non-ASCII letter the case-insensitive class let in
+        return False
+    user, sep, password = pair.partition(":")
+    return bool(sep and password) and pair.isprintable()
+
+
 TOKENS: list[Rule] = [
     Rule("private_key", re.compile(
         r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----[\s\S]{16,}?-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"),
@@ -59,6 +73,9 @@ TOKENS: list[Rule] = [
          literals=("eyJ",), examples=("Bearer eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiI" + _A[:12] + "In0." + _A[:43],)),
     Rule("bearer_token", re.compile(r"(?i)\bbearer\s+(?P<v>[A-Za-z0-9._~+/=-]{20,})"), literals=("bearer",),
          examples=("Authorization: Bearer " + _A[:32],)),
+    Rule("basic_auth", re.compile(r"(?i)\bbasic[ \t]+(?P<v>[A-Za-z0-9+/]{4,}={0,2})(?![A-Za-z0-9+/=])"),
+         literals=("basic",), accept=_basic_credentials,
+         examples=("Authorization: Basic ZGVwbG95OlN1cDNyUGFzcw==", "curl -H 'authorization: basic YTpi'")),
     # the password of a URL, however short (``postgres://app:pw@db``), but not a template, a version or a word
     # documentation puts there
     Rule("url_credentials",
