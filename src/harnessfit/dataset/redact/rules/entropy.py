@@ -92,9 +92,10 @@ def _starts(joined: Joined) -> list[int]:
     24 long that hold two upper-case letters and two lower-case letters and switch character class at least
     ``_MIN_SWITCHES`` times (digits are not counted: a value right after a secret's name needs none). A match (24+
     token characters, then up to two ``=``) is made of run characters and its lookbehind refuses any position
-    preceded by one, so it starts at the start of such a run and lies inside it; its body counts no more letters, digits or switches than the run. Skipping the other runs changes
-    no finding: matches of different runs never overlap. One compiled pass over the UTF-8 (run characters are
-    ASCII, so its runs are the text's) instead of a regex attempt at every position."""
+    preceded by one, so it starts at the start of such a run and lies inside it; its body counts no more letters or
+    switches than the run. Skipping the other runs changes no finding: matches of different runs never overlap.
+    One compiled pass over the UTF-8 (run characters are ASCII, so its runs are the text's) instead of a regex
+    attempt at every position."""
     from harnessfit.dataset.redact import kernels
 
     utf8 = np.frombuffer(joined.raw, dtype=np.uint8)
