@@ -134,3 +134,16 @@ def test_a_file_nobody_may_read_gets_a_permission_denied_row_in_convert_and_buil
     m = json.loads((tmp_path / "ds" / "manifest.json").read_text())
     assert m["counts"]["kept"] == 1
     assert [r["sha256"] for r in m["inputs"] if r["path"].endswith("locked.jsonl")] == [None]
+
+
+def test_markup_in_trace_file_names_inside_the_input_folder(tmp_path, traces_dir, capsys):
+    # a closing tag needs a slash, so it spans a folder and a file: in/[bold]x[ / ].jsonl reads "[bold]x[/].jsonl"
+    _pi_head(traces_dir, tmp_path / "in" / "[bold]x[" / "].jsonl")
+    (tmp_path / "in" / "[@click=x]bad.jsonl").write_text('{"x":\n')
+    code, stdout, err = _main(["convert", str(tmp_path / "in"), "--out", str(tmp_path / "c[/]")], capsys)
+    assert code == 0 and "Traceback" not in err, err
+    labels = {r["file"] for r in _ledger(tmp_path / "c[/]")}
+    assert "in/[@click=x]bad.jsonl" in labels
+    code, stdout, err = _main(["build", "--inputs", str(tmp_path / "in"), "--out", str(tmp_path / "d[/]"),
+                               "--no-parquet"], capsys)
+    assert code == 0 and "d[/]" in stdout.replace("\n", ""), err
