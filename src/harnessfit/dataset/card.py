@@ -119,7 +119,8 @@ def render_card(m: dict[str, Any]) -> str:
                 "shapes, keyword assignments in code, YAML and `.env` files, HTTP headers, URLs, keys with no prefix): "
                 f"**{rc['caught']} / {rc['planted']}** removed ({rc['rate'] * 100:.1f}%).",
                 "",
-                _table(["planted kind", "removed / planted"], [[k, f"{v[0]} / {v[1]}"] for k, v in rc["by_kind"].items()]),
+                _table(["planted kind", "removed / planted"],
+                       [[k, f"{v[0]} / {v[1]}"] for k, v in rc["by_kind"].items()]),
             ]
     else:
         parts += ["Redaction was **off** for this build."]

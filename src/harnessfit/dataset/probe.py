@@ -64,7 +64,7 @@ def _test_vector(rng: random.Random, rb) -> str:  # noqa: ANN001
         f'    expect(encode({data!r})).toBe("{b64}");',
         f'    ({data!r}, "{b64}"),',
         f'assert to_base64(payload) == "{b64}"',
-        f'        XCTAssertEqual(digest.base64EncodedString(), "{base64.b64encode(hashlib.sha256(data).digest()).decode()}")',
+        f'        XCTAssertEqual(digest.base64EncodedString(), "{base64.b64encode(hashlib.sha256(data).digest()).decode()}")',  # noqa: E501
     ])
 
 
@@ -96,8 +96,8 @@ def probe_lines(n_per_shape: int = 50, seed: int = 7) -> list[tuple[str, str]]:
         blob = b64(171)
         out.append(("base64_block", "\n".join(blob[j:j + 76] for j in range(0, len(blob), 76))))
         cert = b64(rng.randint(300, 420))
-        out.append(("certificate", "-----BEGIN CERTIFICATE-----\n" + "\n".join(cert[j:j + 64] for j in range(0, len(cert), 64))
-                    + "\n-----END CERTIFICATE-----"))
+        pem = "\n".join(cert[j:j + 64] for j in range(0, len(cert), 64))
+        out.append(("certificate", f"-----BEGIN CERTIFICATE-----\n{pem}\n-----END CERTIFICATE-----"))
         out.append(("base64_inline", f'payload = b64decode("{b64(rng.choice([18, 24, 33]))}")'))
         out.append(("base64_test_vector", _test_vector(rng, rb)))
         out.append(("data_uri", f"  background: url(data:image/png;base64,{b64(rng.randint(30, 90))});"))
