@@ -38,6 +38,7 @@ def plans(full: bool) -> dict[str, list[str]]:
         "corpus_check": ["corpus.py", "--check"],
         "convert": ["convert_throughput.py", "--mb", *(["100", "500"] if full else ["10", "50"])],
         "build": ["build_throughput.py", "--mb", "500" if full else "20"],
+        "pi_branches": ["pi_branches.py"],
         "audit": ["audit_throughput.py", *([] if full else ["--convs", "4"])],
         "train": ["train_throughput.py", *(["--device", "cuda"] if full and gpu else ["--device", "cpu", "--shape", "tiny"])],
     }

@@ -10,6 +10,7 @@ import sys
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from harnessfit.errors import UserError
 
@@ -55,12 +56,13 @@ _register_all()
 def main() -> None:
     try:
         app()
-    except UserError as exc:
-        Console(stderr=True).print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
+    except UserError as exc:  # the message may name a path or quote a trace: printed as written, never as markup
+        Console(stderr=True).print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
         sys.exit(exc.exit_code)
     except OSError as exc:  # an unwritable --out, a vanished input: the user's to fix, so one line
         where = f": {exc.filename}" if getattr(exc, "filename", None) else ""
-        Console(stderr=True).print(f"[bold red]error:[/] {exc.strerror or exc}{where}", highlight=False, soft_wrap=True)
+        Console(stderr=True).print(f"[bold red]error:[/] {escape(f'{exc.strerror or exc}{where}')}", highlight=False,
+                                   soft_wrap=True)
         sys.exit(2)
     except KeyboardInterrupt:
         sys.exit(130)

@@ -80,6 +80,6 @@ def test_fifty_megabyte_single_line(tmp_path: Path, card, traces_dir: Path):
     summary = convert([src], out, card)
     rows = _ledger(out)
     big = [r for r in rows if r["file"].endswith("big.jsonl")]
-    assert {(r["reason"], r["line_start"]) for r in big} >= {("line_too_long", 2)}
+    assert {(r["reason"], r["line_start"]) for r in big} >= {("record_too_large", 2)}
     assert summary.accepted == 1  # the good file next to it still converts
     assert summary.read == summary.accepted + summary.rejected

@@ -104,10 +104,10 @@ def test_v3_tree_active_branch_and_side_branch(tmp_path: Path, card):
     assert len(records) == 2
     active, side = records
     assert [s.text for s in active.steps] == ["first", "new answer"] and "side_branch" not in active.flags
-    assert [s.text for s in side.steps] == ["first", "old answer"] and "side_branch" in side.flags
     assert isinstance(to_conversation(active, card), Conversation)
-    rej = to_conversation(side, card)
-    assert isinstance(rej, Rejection) and rej.reason == Reason.side_branch
+    # the side branch is rejected by the reader from its own entry (line 3), never built
+    assert isinstance(side, Rejection) and side.reason == Reason.side_branch
+    assert (side.line_start, side.line_end) == (3, 3)
 
 
 def test_bash_execution_becomes_pi_user_text(tmp_path: Path, card):

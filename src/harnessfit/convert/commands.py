@@ -28,6 +28,7 @@ def _convert_cmd(
 ) -> None:
     """Convert traces into the harness's exact wire format, with a reject ledger and accounting."""
     from rich.console import Console
+    from rich.markup import escape
     from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn, TransferSpeedColumn
     from rich.table import Table
 
@@ -54,11 +55,11 @@ def _convert_cmd(
                           on_unit=on_unit, install_dir=install_dir,
                           policy=ConvertPolicy(drop_ui_tools=not keep_ui_calls))
     acc = summary.accounting
-    table = Table(title=f"convert → {out}  (card {summary.card})")
+    table = Table(title=escape(f"convert → {out}  (card {summary.card})"))  # a path is text, never markup
     for col in ("format", "files", "read", "accepted", "rejected"):
         table.add_column(col, justify="left" if col == "format" else "right")
     for fmt, d in sorted(acc.as_dict()["by_format"].items()):
-        table.add_row(fmt, str(d["files"]), str(d["read"]), str(d["accepted"]), str(d["rejected"]))
+        table.add_row(escape(fmt), str(d["files"]), str(d["read"]), str(d["accepted"]), str(d["rejected"]))
     table.add_row("[bold]total", str(len(acc.files)), str(acc.read), str(acc.accepted), str(acc.rejected))
     out_console = Console()
     out_console.print(table)

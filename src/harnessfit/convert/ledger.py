@@ -34,8 +34,13 @@ from harnessfit.convert.runner import EncodedUnit, UnitResult, iter_encoded_unit
 from harnessfit.convert.wire import DEFAULT_POLICY
 from harnessfit.convert.yields import YieldReport, write_yield
 from harnessfit.formats.registry import iter_units
+from harnessfit.pipeline.output import StagedFolder
 
-__all__ = ["FileAccount", "Accounting", "ConvertSummary", "convert", "write_ledger_summary", "AccountingError"]
+__all__ = ["FileAccount", "Accounting", "ConvertSummary", "convert", "write_ledger_summary", "AccountingError",
+           "CONVERT_OUTPUTS", "convert_output_problem"]
+
+CONVERT_OUTPUTS = ("conversations.jsonl", "ledger.jsonl", "ledger_summary.md", "accounting.json")
+"""Every file ``convert`` writes: a folder holding only these (and ``accounting.json``) is one it may replace."""
 
 
 class AccountingError(AssertionError):
@@ -223,10 +228,36 @@ def convert(
     called once with the number and size of units, ``on_unit`` after each unit with its ``EncodedUnit`` (label,
     format, size, counts; for progress bars). Records are serialised where they are converted (in the workers when
     ``workers > 1``); the parent only writes bytes, so the files are identical for any worker count.
-    ``install_dir``: the harness folder the system prompt names (default: the card's ``default_install_dir()``)."""
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    units = iter_units([Path(p) for p in inputs], formats)
+    ``install_dir``: the harness folder the system prompt names (default: the card's ``default_install_dir()``).
+
+    The files are written beside ``out_dir`` and swapped in when complete (``pipeline.output.StagedFolder``): an
+    existing ``out_dir`` is replaced only when it holds nothing but an earlier convert's files (``CONVERT_OUTPUTS``),
+    and a run that fails or is killed leaves it as it was."""
+    final = Path(out_dir)
+    units = iter_units([Path(p) for p in inputs], formats)  # checks the inputs before anything is written
+    with StagedFolder(final, problem=convert_output_problem, inputs=[Path(p) for p in inputs]) as staged:
+        summary = _write(staged.path, units, inputs, card, workers=workers, formats=formats, on_units=on_units,
+                         on_unit=on_unit, install_dir=install_dir, policy=policy)
+    summary.out_dir = final
+    return summary
+
+
+def convert_output_problem(folder: Path) -> str | None:
+    """Why the non-empty ``folder`` is not an earlier convert's output (``None``: it is; ``convert`` may replace it):
+    it must hold ``accounting.json`` and nothing but ``CONVERT_OUTPUTS``."""
+    names = sorted(p.name + ("/" if p.is_dir() else "") for p in folder.iterdir())
+    foreign = [n for n in names if n not in CONVERT_OUTPUTS]
+    if foreign or "accounting.json" not in names:
+        return (f"is not empty and is not a harnessfit convert output (it holds {(foreign or names)[0]}; convert "
+                f"writes only {', '.join(CONVERT_OUTPUTS)})")
+    return None
+
+
+def _write(out: Path, units: list[Any], inputs: Sequence[Path | str], card: Any, *, workers: int,
+           formats: Sequence[str] | None, on_units: Callable[[int, int], None] | None,
+           on_unit: Callable[[EncodedUnit], None] | None, install_dir: str | None,
+           policy: ConvertPolicy) -> ConvertSummary:
+    """Convert ``units`` into the folder ``out`` (see ``convert``)."""
     if on_units is not None:
         on_units(len(units), sum(unit_size(u.path) for u in units))
     accounting = Accounting()

@@ -32,6 +32,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from harnessfit.core.rejection import excerpt
 from harnessfit.core.jsonio import dumps_compact_str
 from harnessfit.core.trajectory import Step, Trajectory
 
@@ -111,5 +112,5 @@ def ui_drop_problem(step_index: int, step: Step, ui_calls: int, result: Step | N
         needles += [t for t in _TOKEN.findall(text) if _DISTINCT.search(t)]
         for needle in needles:
             if later.last_step_with(needle) > step_index:
-                return f"a later turn quotes its result ({needle[:40]!r})"
+                return f"a later turn quotes its result ({excerpt(needle, 40)!r})"
     return None

@@ -26,7 +26,7 @@ from typing import Any
 import orjson
 
 from harnessfit.core.conversation import Conversation
-from harnessfit.core.rejection import Rejection
+from harnessfit.core.rejection import Rejection, excerpt
 from harnessfit.convert.policy import ConvertPolicy
 from harnessfit.convert.wire import DEFAULT_POLICY, convert_trajectory
 from harnessfit.convert.yields import FileYield, YieldReport
@@ -81,7 +81,7 @@ def convert_unit(unit: Unit, card: Any, formats: Sequence[str] | None = None,
                 from harnessfit.core.rejection import Reason, reject
 
                 res.outputs.append(reject(record, Reason.parse_error, f"converter failed: {type(exc).__name__}: "
-                                          f"{str(exc)[:200]}", "report this trajectory shape as a converter bug"))
+                                          f"{excerpt(str(exc), 200)}", "report this trajectory shape as a converter bug"))
                 continue
             res.outputs.append(outcome.record)
             if outcome.prefix is not None:

@@ -22,7 +22,21 @@ from harnessfit.core.conversation import Conversation, ConversationMeta
 from harnessfit.core.ids import content_id
 from harnessfit.core.trajectory import Trajectory
 
-__all__ = ["Reason", "Failure", "Rejection", "reject"]
+__all__ = ["Reason", "Failure", "Rejection", "reject", "excerpt"]
+
+_SEPARATORS = frozenset(" \t\r\n\"'`,;(){}[]<>|")
+
+
+def excerpt(text: str, limit: int) -> str:
+    """At most ``limit`` characters of ``text`` for a ledger detail, cut only after a separator (space, quote,
+    bracket, comma…) and marked ``…`` when shortened. Why: a cut inside a token leaves a piece of it that no detector
+    recognises (18 characters of an API key are no longer an API key), so redaction could not remove it; whole
+    words either stay whole, and are redacted like any text, or are left out."""
+    if len(text) <= limit:
+        return text
+    cut = text[:limit]
+    at = max((i for i, ch in enumerate(cut) if ch in _SEPARATORS), default=-1)
+    return cut[:at + 1] + "…"
 
 
 class Reason(StrEnum):
@@ -42,7 +56,7 @@ class Reason(StrEnum):
     not_utf8 = "not_utf8"
     binary_file = "binary_file"
     truncated_file = "truncated_file"
-    line_too_long = "line_too_long"
+    record_too_large = "record_too_large"  # a JSONL line or a whole JSON document over the one size limit
     empty = "empty"
     side_branch = "side_branch"
     subagent = "subagent"

@@ -28,19 +28,20 @@ from harnessfit.dataset.card import render_card
 from harnessfit.dataset.config import BuildConfig, InputSpec
 from harnessfit.dataset.dedup import Deduper
 from harnessfit.dataset.exports import write_exports
-from harnessfit.dataset.probe import measure_false_positive_rate
-from harnessfit.dataset.redact import Redactor
-from harnessfit.dataset.sink import Sink
+from harnessfit.dataset.probe import measure_false_positive_rate, measure_planted_recall
+from harnessfit.dataset.redact import Redactor, Scrubber
+from harnessfit.dataset.sink import MANIFEST_FORMAT, Sink
 from harnessfit.dataset.split import assign_splits, check_no_overlap
 from harnessfit.dataset.stages import Judge, Settings, records
+from harnessfit.errors import UserError
 from harnessfit.harness.card import HarnessCard, load_card
 from harnessfit.core.jsonio import sha256_file
 from harnessfit.pipeline import StageClock
 from harnessfit.formats.registry import Unit, iter_units
 
-__all__ = ["BuildReport", "run_build", "build_dataset", "input_files", "MANIFEST_FORMAT"]
+__all__ = ["BuildReport", "run_build", "build_dataset", "input_files", "input_sha256", "input_rows_of",
+           "redaction_settings", "side_scrubber", "MANIFEST_FORMAT"]
 
-MANIFEST_FORMAT = "harnessfit-dataset/1"
 # The build keeps what it has seen (ledger rows, verdicts, the spool, the LSH index) for the whole run, and each of
 # Python's full garbage collections walks all of it: on a 500 MiB input they cost more CPU than the conversion
 # itself. Every this many records the objects alive so far are moved out of the collector's view (gc.freeze; still
@@ -64,16 +65,54 @@ class BuildReport(BaseModel):
 
 def input_files(inputs: list[InputSpec]) -> list[Path]:
     """Every regular file the convert stage reads for ``inputs``, sorted: exactly ``iter_units``' walk (hidden files
-    included, symlinked folders not followed), a folder unit (e.g. OpenHands V1) contributing every file under it."""
+    included, symlinked folders not followed), a folder unit (e.g. OpenHands V1) contributing every file under it.
+    A dangling link or link loop is not a file (its ledger row says why)."""
     out: set[Path] = set()
     for spec in inputs:
         for unit in iter_units([Path(spec.path)], spec.formats):
             if unit.path.is_dir():
                 for root, dirs, files in os.walk(unit.path):
                     out.update(p for p in (Path(root) / f for f in files) if p.is_file())
-            else:
+            elif unit.path.is_file():
                 out.add(unit.path)
     return sorted(out)
+
+
+def input_sha256(path: Path) -> str | None:
+    """An input file's SHA-256; ``None`` when it cannot be read (its ledger row says why)."""
+    try:
+        return sha256_file(path)
+    except OSError:
+        return None
+
+
+def redaction_settings(config: BuildConfig, install_dir: str | None) -> dict[str, Any] | None:
+    """The ``Redactor`` keyword arguments of a build (``None``: redaction off); ``install_dir`` is kept verbatim."""
+    rc = config.redaction
+    if not rc.enabled:
+        return None
+    return {"kinds": rc.kinds, "high_entropy": rc.high_entropy, "detect_secrets": rc.detect_secrets,
+            "keep": [install_dir] if install_dir else None}
+
+
+def side_scrubber(redaction: dict[str, Any] | None, roots: list[str]) -> Scrubber | None:
+    """The redaction every output but the conversation exports passes through (``Sink.scrubber``; ``None`` when
+    redaction is off): the conversations' rules, keeping the install folder as they do, and the input paths the
+    manifest's config names, relative to the dataset folder (``roots``: ``verify`` finds the inputs there)."""
+    if redaction is None:
+        return None
+    return Scrubber(Redactor(**{**redaction, "keep": [*(redaction["keep"] or []), *roots]}))
+
+
+def input_rows_of(files: list[Path], out_dir: Path, scrubber: Scrubber | None) -> list[dict[str, Any]]:
+    """The manifest's row for each input file: its path relative to the dataset folder (redacted like any text, so
+    a session folder named after a home folder keeps no user name), SHA-256 (``None``: unreadable) and size."""
+    rows = []
+    for p in files:
+        rel = os.path.relpath(p, out_dir)
+        rows.append({"path": scrubber.text(rel) if scrubber is not None else rel, "sha256": input_sha256(p),
+                     "bytes": p.stat().st_size})
+    return rows
 
 
 def _versions() -> dict[str, str]:
@@ -123,19 +162,18 @@ def _run_build(config: BuildConfig, base_dir: Path, sink: Sink, *, out_dir: Path
     clock = StageClock()
     inputs = config.resolved_inputs(base_dir)
     files = input_files(inputs)
-    with clock("hash_inputs"):
-        input_rows = [{"path": os.path.relpath(p, out_dir), "sha256": sha256_file(p), "bytes": p.stat().st_size}
-                      for p in files]
     card, card_info = _card_info(config)
     # the harness folder the system prompt names: fixed by the config, else this machine's install folder; the
     # resolved value goes into the manifest's config, so ``verify`` rebuilds with the same one anywhere
     install_dir = config.install_dir if config.install_dir is not None else card.default_install_dir()
     card_info["install_dir"] = install_dir
-    rc, dc = config.redaction, config.dedup
-    redaction = ({"kinds": rc.kinds, "high_entropy": rc.high_entropy, "detect_secrets": rc.detect_secrets,
-                  "keep": [install_dir] if install_dir else None} if rc.enabled else None)
+    dc = config.dedup
+    redaction = redaction_settings(config, install_dir)
     dedup = {"exact": dc.exact, "near": dc.near, "threshold": dc.threshold, "num_perm": dc.num_perm,
              "shingle_size": dc.shingle_size, "seed": dc.seed}
+    sink.scrubber = side_scrubber(redaction, [os.path.relpath(i.path, out_dir) for i in inputs])
+    with clock("hash_inputs"):
+        input_rows = input_rows_of(files, out_dir, sink.scrubber)
     settings = Settings(card=card, install_dir=install_dir, redaction=redaction, dedup=dedup,
                         policy=config.convert.policy())
     judge = Judge(Deduper(**dedup), clock, freeze_every=_FREEZE_EVERY if freeze else 0)
@@ -189,10 +227,14 @@ def _finish(sink: Sink, config: BuildConfig, judge: Judge, inputs: list[InputSpe
         _write_whole(sink, "yield.md", yield_md.encode("utf-8"))
     found, replaced = judge.found + judge.prefixes.found, judge.replaced + judge.prefixes.replaced
 
-    fp = measure_false_positive_rate(Redactor(**redaction)) if redaction is not None else None
+    probe_redactor = Redactor(**redaction) if redaction is not None else None
+    fp = measure_false_positive_rate(probe_redactor) if probe_redactor is not None else None
+    recall = measure_planted_recall(probe_redactor) if probe_redactor is not None else None
     semantic = config.semantic_dict()
     semantic["install_dir"] = card_info["install_dir"]
     semantic["inputs"] = [{"path": os.path.relpath(i.path, out_dir), "formats": i.formats} for i in inputs]
+    # what the scrubber replaced so far: in the manifest's input paths, the ledger and its summary
+    outside = dict(sorted(sink.scrubber.replaced.items())) if sink.scrubber is not None else {}
     config_bytes = orjson.dumps(semantic, option=orjson.OPT_SORT_KEYS)
     manifest: dict[str, Any] = {
         "format": MANIFEST_FORMAT,
@@ -212,7 +254,10 @@ def _finish(sink: Sink, config: BuildConfig, judge: Judge, inputs: list[InputSpe
         "splits": splits,
         "redaction": {"enabled": redaction is not None, "found": dict(sorted(found.items())),
                       "replaced": dict(sorted(replaced.items())),
-                      "false_positive": fp.model_dump() if fp else None},
+                      "replaced_outside_conversations": outside,
+                      "kept": _kept(redaction, card_info["install_dir"], [i["path"] for i in semantic["inputs"]]),
+                      "false_positive": fp.model_dump() if fp else None,
+                      "planted_recall": recall.model_dump() if recall else None},
     }
     _write_whole(sink, "README.md", render_card(manifest).encode("utf-8"))
     manifest["outputs"] = [{"path": f.relpath, "sha256": f.sha256, "bytes": f.size, "records": f.records}
@@ -229,6 +274,19 @@ def _yield_summary(yields: YieldReport) -> dict[str, Any]:
             "top_blockers": doc["blockers"][:10]}
 
 
+def _kept(redaction: dict[str, Any] | None, install_dir: str | None, roots: list[str]) -> list[dict[str, Any]]:
+    """What redaction leaves as written, where, and the kinds of finding it would otherwise have replaced in it (for
+    the card): the install folder (system prompts) and the input paths (the manifest's config)."""
+    if redaction is None:
+        return []
+    plain = Redactor(**{**redaction, "keep": None})
+    out = [{"text": install_dir, "where": "system_prompt"}] if install_dir else []
+    out += [{"text": r, "where": "manifest_inputs"} for r in roots]
+    for k in out:
+        k["holds"] = sorted({kind for kind, _ in plain.findings(k["text"])})
+    return out
+
+
 def _write_whole(sink: Sink, relpath: str, data: bytes) -> None:
     f = sink.open(relpath)
     f.mark(relpath)
@@ -238,8 +296,19 @@ def _write_whole(sink: Sink, relpath: str, data: bytes) -> None:
 
 def build_dataset(config: BuildConfig, base_dir: Path, *, out: Path | None = None,
                   items: Iterable[Conversation | Rejection] | None = None, progress: bool = False) -> BuildReport:
-    """Build onto disk: ``out`` (default: ``config.out`` resolved against ``base_dir``)."""
+    """Build onto disk: ``out`` (default: ``config.out`` resolved against ``base_dir``). The inputs are checked
+    first; the dataset is written beside ``out`` and swapped in only when complete (``DiskSink``), so a build that
+    fails or is killed leaves the previous dataset as it was."""
     from harnessfit.dataset.sink import DiskSink
 
     out_dir = (Path(out) if out is not None else base_dir / config.out).resolve()
-    return run_build(config, base_dir, DiskSink(out_dir), out_dir=out_dir, items=items, progress=progress)
+    inputs = [Path(i.path) for i in config.resolved_inputs(base_dir)]
+    for p in inputs:
+        if not p.exists():
+            raise UserError(f"input not found: {p}")
+    sink = DiskSink(out_dir, inputs=inputs)
+    try:
+        return run_build(config, base_dir, sink, out_dir=out_dir, items=items, progress=progress)
+    except BaseException:
+        sink.abort()
+        raise

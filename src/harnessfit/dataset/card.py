@@ -96,21 +96,61 @@ def render_card(m: dict[str, Any]) -> str:
         "## Redaction",
     ]
     if red["enabled"]:
+        outside = red.get("replaced_outside_conversations") or {}
         parts += [
             "Secrets, e-mail addresses and home-folder user names are replaced by placeholders that are consistent "
-            "within one conversation (`REDACTED_<KIND>_<n>`, `email<n>@redacted.invalid`, `/home/user<n>`).",
+            "within one conversation (`REDACTED_<KIND>_<n>`, `email<n>@redacted.invalid`, `/home/user<n>`); user "
+            "names also in file paths (`meta.file`, the ledger, the manifest), including session folders a tool "
+            "named after the working folder (`--home-<name>-<project>--`).",
+            "",
+            "Every file here passed through the same redaction: the conversations, SFT records, decision points and "
+            "their Parquet copies are written from the redacted conversations; the ledger (whose details quote "
+            "rejected calls, cut only between words), its summary, the manifest and this card are redacted as they "
+            "are written (placeholders numbered within one ledger row or one file). In the manifest's input paths, "
+            "the ledger and its summary it replaced "
+            + (", ".join(f"{v} × {k}" for k, v in outside.items()) if outside else "nothing") + ".",
             "",
             _table(["kind", "distinct values", "occurrences replaced"],
                    [[k, red["found"].get(k, 0), red["replaced"].get(k, 0)] for k in sorted(set(red["found"]) | set(red["replaced"]))])
-            if red["found"] or red["replaced"] else "Nothing was found.",
+            if red["found"] or red["replaced"] else "Nothing was found in the conversations.",
+            "",
+            "### Kept verbatim",
+            "Redaction leaves these strings exactly as written, wherever they occur:",
+            "",
+        ]
+        for k in red.get("kept") or []:
+            holds = (f" **It holds what redaction would otherwise replace ({', '.join(k['holds'])}).**"
+                     if k["holds"] else "")
+            if k["where"] == "system_prompt":
+                parts.append(
+                    f"- `{k['text']}` — the harness install folder. Pi's system prompt names it, so every system "
+                    "prompt keeps it byte for byte as Pi sends it on the machine that built this dataset." + holds +
+                    " Build with `--install-dir /opt/pi` (any fixed folder) for data that names no machine.")
+            else:
+                parts.append(
+                    f"- `{k['text']}` — an input path relative to this folder (`manifest.json` → `config.inputs`): "
+                    "`harnessfit verify` reads the inputs from there." + holds)
+        parts += [
             "",
             f"Measured false-positive rate on {red['false_positive']['probes']} lines of ordinary code (git SHAs, "
-            "UUIDs, lockfile hashes, checksums, base64, identifiers, URLs): "
+            "UUIDs, lockfile hashes, checksums, base64 blocks and test vectors, data URIs, certificates, minified "
+            "JavaScript, source maps, identifiers, URLs): "
             f"**{red['false_positive']['rate'] * 100:.2f}%** of lines would be changed.",
             "",
             _table(["probe shape", "changed / probes"],
                    [[k, f"{v[0]} / {v[1]}"] for k, v in red["false_positive"]["by_shape"].items()]),
         ]
+        rc = red.get("planted_recall")
+        if rc:
+            parts += [
+                "",
+                f"Measured recall on {rc['planted']} planted secrets of {len(rc['by_kind'])} kinds (known token "
+                "shapes, keyword assignments in code, YAML and `.env` files, HTTP headers, URLs, keys with no prefix): "
+                f"**{rc['caught']} / {rc['planted']}** removed ({rc['rate'] * 100:.1f}%).",
+                "",
+                _table(["planted kind", "removed / planted"],
+                       [[k, f"{v[0]} / {v[1]}"] for k, v in rc["by_kind"].items()]),
+            ]
     else:
         parts += ["Redaction was **off** for this build."]
     parts += [

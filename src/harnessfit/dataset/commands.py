@@ -14,12 +14,13 @@ __all__ = ["register"]
 
 def _summary(report, out_dir: Path) -> None:  # noqa: ANN001
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
     m = report.manifest
     c = m["counts"]
     con = Console()
-    t = Table(title=f"dataset → {out_dir}")
+    t = Table(title=f"dataset → {escape(str(out_dir))}")  # a path is text, never markup
     t.add_column("stage")
     t.add_column("count", justify="right")
     t.add_column("seconds", justify="right")
@@ -34,10 +35,16 @@ def _summary(report, out_dir: Path) -> None:  # noqa: ANN001
     t.add_row("root requests in two splits", str(m["splits"]["group_overlap"]), f"{s.get('split', 0):.2f}")
     t.add_row("export", f"{len(m['outputs'])} files", f"{s.get('export', 0):.2f}")
     con.print(t)
+    for k in m["redaction"].get("kept") or []:
+        if k["holds"]:
+            con.print(escape(f"note: kept verbatim, as the card says: {k['text']} (it holds {', '.join(k['holds'])})"),
+                      style="yellow")
     fp = m["redaction"]["false_positive"]
     if fp:
-        con.print(f"redaction: {dict(m['redaction']['found'])}; false-positive rate on ordinary code "
-                  f"{fp['rate'] * 100:.2f}% of {fp['probes']} probe lines")
+        rc = m["redaction"].get("planted_recall") or {}
+        recall = f"; planted secrets removed {rc['caught']}/{rc['planted']}" if rc else ""
+        con.print(escape(f"redaction: {dict(m['redaction']['found'])}; false-positive rate on ordinary code "
+                         f"{fp['rate'] * 100:.2f}% of {fp['probes']} probe lines{recall}"))
 
 
 def register(app: typer.Typer) -> None:

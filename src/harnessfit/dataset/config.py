@@ -139,7 +139,14 @@ class BuildConfig(_Strict):
         return v
 
     def resolved_inputs(self, base_dir: Path) -> list[InputSpec]:
-        return [InputSpec(path=str((base_dir / i.path).resolve()), formats=i.formats) for i in self.inputs]
+        out = []
+        for i in self.inputs:
+            try:
+                path = (base_dir / i.path).resolve()
+            except (OSError, RuntimeError):  # RuntimeError: a symlink loop, before Python 3.13
+                raise UserError(f"input is a symbolic link that loops: {base_dir / i.path}") from None
+            out.append(InputSpec(path=str(path), formats=i.formats))
+        return out
 
     def semantic_dict(self) -> dict[str, Any]:
         """What the output depends on (``workers`` and ``out`` excluded; no ``harness_profile`` key when none is

@@ -224,9 +224,10 @@ def write_exports(sink: Any, spool: list[tuple[str, str, bytes, str]], assignmen
     kept_by_source: Counter[str] = Counter()
     task = bar.add_task("export", total=len(spool)) if bar is not None else None
     for split in split_groups:
-        files = {k: sink.open(f"{k}/{split}.jsonl") for k in _KINDS}
-        pq_out = ({k: ParquetOut(sink.open(f"parquet/{k}/{split}.parquet"), PARQUET_SCHEMAS[k]) for k in _KINDS}
-                  if parquet else {})
+        # every byte of these files comes from the spool, which the redact stage wrote
+        files = {k: sink.open(f"{k}/{split}.jsonl", redacted_records=True) for k in _KINDS}
+        pq_out = ({k: ParquetOut(sink.open(f"parquet/{k}/{split}.parquet", redacted_records=True), PARQUET_SCHEMAS[k])
+                   for k in _KINDS} if parquet else {})
         n = {"groups": len(split_groups[split]), **dict.fromkeys(_KINDS, 0)}
         for cid, group, body, source in spool:
             if assignment[group] != split:

@@ -7,15 +7,25 @@ path and can name the first record whose bytes differ, without holding the datas
 from __future__ import annotations
 
 import hashlib
-import shutil
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
 
-__all__ = ["OutFile", "Sink", "DiskSink", "CompareSink", "Mismatch"]
+import orjson
+
+from harnessfit.pipeline.output import StagedFolder, unlisted_entries
+
+if TYPE_CHECKING:
+    from harnessfit.dataset.redact import Scrubber
+
+__all__ = ["OutFile", "Sink", "DiskSink", "CompareSink", "Mismatch", "MANIFEST_FORMAT", "dataset_problem"]
+
+MANIFEST_FORMAT = "harnessfit-dataset/1"
 
 
 class OutFile:
-    """One output file being produced: ``mark(record_id)`` before each record, then ``write`` its bytes."""
+    """One output file being produced: ``mark(record_id)`` before each record, then ``write`` its bytes (whole
+    records per call: ``scrub``, when set, redacts each call's bytes on their own)."""
 
     def __init__(self, relpath: str) -> None:
         self.relpath = relpath
@@ -24,16 +34,20 @@ class OutFile:
         self.records = 0
         self.current: str | None = None
         self.closed = False
+        self.scrub: Callable[[bytes], bytes] | None = None
 
     def mark(self, record_id: str) -> None:
         self.records += 1
         self.current = record_id
 
     def write(self, data: bytes) -> int:
+        n = len(data)
+        if self.scrub is not None:
+            data = self.scrub(data)
         self._h.update(data)
         self.size += len(data)
         self._emit(data)
-        return len(data)
+        return n
 
     def _emit(self, data: bytes) -> None:  # overridden
         pass
@@ -65,14 +79,21 @@ class Mismatch:
 
 
 class Sink:
-    """Base: collects the produced files in order (for the manifest)."""
+    """Base: collects the produced files in order (for the manifest), and is the build's one redaction choke point:
+    with a ``scrubber`` set, every byte written to a file passes through it, unless the file is opened with
+    ``redacted_records=True`` (its bytes are made only from conversations the redact stage produced: the JSONL
+    exports and their Parquet copies)."""
 
     def __init__(self, root: Path) -> None:
         self.root = Path(root)
         self.files: list[OutFile] = []
+        self.scrubber: Scrubber | None = None
 
-    def open(self, relpath: str) -> OutFile:
+    def open(self, relpath: str, *, redacted_records: bool = False) -> OutFile:
         f = self._open(relpath)
+        if self.scrubber is not None and not redacted_records:
+            scrub = self.scrubber.file_bytes
+            f.scrub = lambda data: scrub(relpath, data)
         self.files.append(f)
         return f
 
@@ -81,6 +102,9 @@ class Sink:
 
     def finish(self) -> None:
         pass
+
+    def abort(self) -> None:
+        """The run failed: drop what was produced (a disk sink removes its staged folder)."""
 
 
 class _DiskFile(OutFile):
@@ -97,33 +121,49 @@ class _DiskFile(OutFile):
         super().close()
 
 
+def dataset_problem(folder: Path) -> str | None:
+    """Why the non-empty ``folder`` is not a dataset a build may replace (``None``: it is one harnessfit built, and
+    every file in it is one its manifest lists). Only harnessfit's own manifest format counts: a web app's or
+    another tool's ``manifest.json`` does not make a folder ours."""
+    path = folder / "manifest.json"
+    try:
+        manifest = orjson.loads(path.read_bytes()) if path.is_file() and not path.is_symlink() else None
+    except (OSError, orjson.JSONDecodeError):
+        manifest = None
+    outputs = manifest.get("outputs") if isinstance(manifest, dict) else None
+    if not isinstance(manifest, dict) or manifest.get("format") != MANIFEST_FORMAT or not isinstance(outputs, list):
+        return f"is not empty and is not a harnessfit dataset (no manifest.json of format {MANIFEST_FORMAT})"
+    listed = {o.get("path") for o in outputs if isinstance(o, dict)} | {"manifest.json"}
+    extra = unlisted_entries(folder, listed)  # type: ignore[arg-type]
+    if extra:
+        return f"holds {len(extra)} file(s) its manifest does not list, e.g. {extra[0]}"
+    return None
+
+
 class DiskSink(Sink):
-    """Writes into ``root``; an earlier harnessfit build there is replaced, any other non-empty folder refused."""
+    """Writes the dataset ``root`` through a ``StagedFolder``: into a hidden sibling, swapped in by ``finish``
+    (``abort`` removes it), so the previous dataset stays whole until the new one is complete. An existing folder
+    is replaced only when it is a dataset harnessfit built (``dataset_problem``); ``inputs`` must lie outside it."""
 
-    OWNED = ("conversations", "sft", "decision_points", "parquet", "ledger.jsonl", "ledger_summary.json",
-             "README.md", "manifest.json")
-
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, *, inputs: Sequence[Path] = ()) -> None:
         super().__init__(root)
-        from harnessfit.errors import UserError
-
-        if self.root.exists():
-            if not self.root.is_dir():
-                raise UserError(f"output path exists and is not a folder: {self.root}")
-            if any(self.root.iterdir()) and not (self.root / "manifest.json").is_file():
-                raise UserError(f"output folder is not empty and holds no harnessfit dataset: {self.root}")
-            for name in self.OWNED:
-                p = self.root / name
-                if p.is_dir():
-                    shutil.rmtree(p)
-                elif p.exists():
-                    p.unlink()
-        self.root.mkdir(parents=True, exist_ok=True)
+        self._staged = StagedFolder(self.root, problem=dataset_problem, inputs=inputs)
+        self._dir = self._staged.path
 
     def _open(self, relpath: str) -> OutFile:
-        p = self.root / relpath
+        p = self._dir / relpath
         p.parent.mkdir(parents=True, exist_ok=True)
         return _DiskFile(relpath, p.open("wb"))
+
+    def finish(self) -> None:
+        for f in self.files:
+            f.close()
+        self._staged.commit()
+
+    def abort(self) -> None:
+        for f in self.files:
+            f.close()
+        self._staged.abort()
 
 
 class _CompareFile(OutFile):

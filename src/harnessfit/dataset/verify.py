@@ -1,7 +1,8 @@
 """``verify``: rebuild a dataset in memory from its manifest (inputs + config) and compare byte for byte.
 
 Nothing is written: the rebuild streams through a ``CompareSink`` that reads the files on disk alongside. Inputs
-are checked first (present, unchanged) so a changed input is reported as such, not as a differing record.
+are checked first (present, unchanged) so a changed input is reported as such, not as a differing record; then
+the folder itself: a file the manifest does not list (a planted shard) is a mismatch.
 """
 
 from __future__ import annotations
@@ -12,11 +13,12 @@ from typing import Any
 import orjson
 from pydantic import BaseModel
 
-from harnessfit.dataset.build import MANIFEST_FORMAT, input_files, run_build
+from harnessfit.dataset.build import (MANIFEST_FORMAT, input_files, input_rows_of, redaction_settings, run_build,
+                                      side_scrubber)
 from harnessfit.dataset.config import BuildConfig
 from harnessfit.dataset.sink import CompareSink
 from harnessfit.errors import UserError
-from harnessfit.core.jsonio import sha256_file
+from harnessfit.pipeline.output import unlisted_entries
 
 __all__ = ["VerifyResult", "verify_dataset", "read_manifest"]
 
@@ -52,14 +54,26 @@ def read_manifest(folder: Path) -> dict[str, Any]:
 
 
 def _check_inputs(folder: Path, manifest: dict[str, Any], config: BuildConfig) -> None:
-    listed = {(folder / r["path"]).resolve(): r for r in manifest["inputs"]}
-    for p, row in listed.items():
-        if not p.is_file():
-            raise UserError(f"input missing: {row['path']} (listed in the manifest, resolved to {p})")
-        if sha256_file(p) != row["sha256"]:
-            raise UserError(f"input changed since the build: {row['path']} (sha256 differs from the manifest)")
-    now = set(input_files(config.resolved_inputs(folder)))
-    extra = sorted(now - set(listed))
+    """The inputs the config names, walked now, against the manifest's rows: the rows the build would write for
+    them now (paths redacted the same way) must be the rows it wrote."""
+    # the manifest's config holds the install folder used and the input paths relative to the folder
+    scrubber = side_scrubber(redaction_settings(config, config.install_dir), [i.path for i in config.inputs])
+    files = input_files(config.resolved_inputs(folder))
+    now: dict[str, list[tuple[Path, str | None]]] = {}
+    for p, row in zip(files, input_rows_of(files, folder, scrubber)):
+        now.setdefault(row["path"], []).append((p, row["sha256"]))
+    listed: dict[str, list[str | None]] = {}
+    for row in manifest["inputs"]:
+        listed.setdefault(row["path"], []).append(row["sha256"])
+    for path, shas in listed.items():
+        found = now.get(path)
+        if not found:
+            raise UserError(f"input missing: {path} (listed in the manifest, resolved to {(folder / path).resolve()})")
+        if sorted(s or "" for s in shas) != sorted(s or "" for _, s in found):
+            if any(s is None for _, s in found) and all(s is not None for s in shas):
+                raise UserError(f"input can no longer be read: {path} (it was read at build time)")
+            raise UserError(f"input changed since the build: {path} (sha256 differs from the manifest)")
+    extra = sorted(str(p) for path, found in now.items() if path not in listed for p, _ in found)
     if extra:
         raise UserError(f"input folder has a file the build did not see: {extra[0]}")
 
@@ -77,6 +91,12 @@ def verify_dataset(folder: Path, *, workers: int = 1, progress: bool = False) ->
         if not (folder / i.path).exists():
             raise UserError(f"input missing: {i.path} (resolved to {(folder / i.path).resolve()})")
     _check_inputs(folder, manifest, config)
+    # a file the build did not write is a difference too (a glob loader would read it): only the manifest's outputs
+    # and the manifest itself may be there; a hand-edited outputs list shows up when manifest.json is compared
+    listed = {o.get("path") for o in manifest.get("outputs") or [] if isinstance(o, dict)} | {"manifest.json"}
+    extra = unlisted_entries(folder, listed)  # type: ignore[arg-type]
+    if extra:
+        return VerifyResult(ok=False, file=extra[0], detail=f"not produced by the build ({len(extra)} such file(s))")
     sink = CompareSink(folder)
     run_build(config, folder, sink, out_dir=folder, progress=progress)
     first = sink.first_mismatch()

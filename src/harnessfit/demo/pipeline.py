@@ -20,6 +20,7 @@ from typing import Any
 
 import orjson
 from rich.console import Console
+from rich.markup import escape
 
 from harnessfit.errors import UserError
 
@@ -120,7 +121,7 @@ def run_demo(plan: DemoPlan, console: Console | None = None) -> Path:
     steps.run("install Pi", lambda: install_pi(DEFAULT_PI_VERSION))
 
     def _capture() -> dict[str, Any]:
-        card = capture_pi(DEFAULT_PI_VERSION, progress=lambda m: console.print(f"[dim]  {m}[/]", highlight=False))
+        card = capture_pi(DEFAULT_PI_VERSION, progress=lambda m: console.print(f"[dim]  {escape(m)}[/]", highlight=False))
         data = card.to_json_bytes()
         (out / "harness").mkdir(exist_ok=True)
         (out / "harness" / f"{card.id}.json").write_bytes(data)
@@ -190,7 +191,7 @@ def run_demo(plan: DemoPlan, console: Console | None = None) -> Path:
     report = _write_report(out, facts, Path(table))
     html = steps.run("HTML report (episodes with Pi's own session export)",
                      lambda: build_report(out, out / "report", progress=True).index)
-    console.print(f"\n[bold green]report:[/] {report}\n[bold green]HTML report:[/] {html}")
+    console.print(f"\n[bold green]report:[/] {escape(str(report))}\n[bold green]HTML report:[/] {escape(str(html))}")
     return report
 
 

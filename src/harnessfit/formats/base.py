@@ -62,9 +62,9 @@ import orjson
 
 from harnessfit.core.ids import content_id, root_request_id
 from harnessfit.core.jsonio import BadLine, JsonLine, iter_jsonl
-from harnessfit.core.rejection import Failure, Reason, Rejection, reject
+from harnessfit.core.rejection import Failure, Reason, Rejection, excerpt, reject
 from harnessfit.core.trajectory import Provenance, Step, ToolCall, Trajectory
-from harnessfit.formats.reading import MAX_LINE_BYTES, file_problem, file_sha256, load_json_document
+from harnessfit.formats.reading import file_problem, file_sha256, load_json_document, max_record_bytes
 
 if TYPE_CHECKING:
     from harnessfit.harness.card import HarnessCard
@@ -147,12 +147,12 @@ def parse_arguments(raw: Any, tool: str) -> dict[str, Any] | Failure:
             value = orjson.loads(raw)
         except orjson.JSONDecodeError:
             return Failure(
-                Reason.unmappable_arguments, f"{tool}: arguments are not valid JSON ({raw[:80]!r})",
+                Reason.unmappable_arguments, f"{tool}: arguments are not valid JSON ({excerpt(raw, 80)!r})",
                 "re-emit the call with a complete JSON object",
             )
         if isinstance(value, str):
             return Failure(
-                Reason.arguments_double_encoded, f"{tool}: arguments are a JSON string holding JSON ({raw[:80]!r})",
+                Reason.arguments_double_encoded, f"{tool}: arguments are a JSON string holding JSON ({excerpt(raw, 80)!r})",
                 "decode the inner string once so arguments is a JSON object",
             )
         if isinstance(value, dict):
@@ -222,7 +222,7 @@ def result_text(result: Step | None) -> str | None:
 
 
 # ------------------------------------------------------------------------------------------------ readers
-_BAD_LINE_REASONS = {"too_long": Reason.line_too_long, "not_utf8": Reason.not_utf8,
+_BAD_LINE_REASONS = {"too_long": Reason.record_too_large, "not_utf8": Reason.not_utf8,
                      "invalid_json": Reason.parse_error, "truncated": Reason.truncated_file}
 _BAD_LINE_HINTS = {
     "too_long": "split or trim the oversized record (usually an embedded file or image)",
@@ -267,7 +267,7 @@ class BaseTraceReader(ABC):
         except Exception as exc:  # a reader bug on odd data: keep going, say so in the ledger
             yield _relabel(self.reject(
                 path, sha, Reason.parse_error,
-                f"reader {self.name} failed after {count} record(s): {type(exc).__name__}: {str(exc)[:200]}",
+                f"reader {self.name} failed after {count} record(s): {type(exc).__name__}: {excerpt(str(exc), 200)}",
                 "inspect the file; the reader could not make sense of its structure",
             ), label)
 
@@ -277,8 +277,8 @@ class BaseTraceReader(ABC):
 
         Every layout ``core.jsonio.iter_jsonl`` reads is accepted (one object per line, pretty-printed objects one
         after the other, several on a line, a top-level array, CRLF); ``JsonLine.lineno`` is the line a record
-        starts on. Blank lines are skipped. A record over ``MAX_LINE_BYTES`` is skipped without being held in memory
-        (``line_too_long``); invalid UTF-8 is ``not_utf8``; invalid JSON is ``parse_error``, except where the file
+        starts on. Blank lines are skipped. A record over ``reading.max_record_bytes()`` is skipped without being held in memory
+        (``record_too_large``); invalid UTF-8 is ``not_utf8``; invalid JSON is ``parse_error``, except where the file
         ends inside the record, which is ``truncated_file`` (the writer stopped mid-record)."""
         try:
             fh = path.open("rb")
@@ -286,7 +286,7 @@ class BaseTraceReader(ABC):
             yield self.reject(path, sha, Reason.parse_error, f"cannot open: {exc.strerror}", "check permissions")
             return
         with fh:
-            for item in iter_jsonl(fh, max_line_bytes=MAX_LINE_BYTES, bad_lines="report"):
+            for item in iter_jsonl(fh, max_line_bytes=max_record_bytes(), bad_lines="report"):
                 if type(item) is BadLine:
                     yield self.reject(path, sha, _BAD_LINE_REASONS[item.kind], item.detail,
                                       _BAD_LINE_HINTS[item.kind], line=item.lineno)

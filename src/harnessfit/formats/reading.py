@@ -7,6 +7,8 @@ its bad records into rejections.)
 
 from __future__ import annotations
 
+import errno
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -17,11 +19,12 @@ import orjson
 from harnessfit.core.ids import content_id
 from harnessfit.core.jsonio import JsonLine, iter_jsonl, sha256_file
 from harnessfit.core.rejection import Reason, Rejection, reject
+from harnessfit.errors import UserError
 
 __all__ = [
     "SNIFF_BYTES",
-    "MAX_LINE_BYTES",
-    "MAX_DOCUMENT_BYTES",
+    "MAX_RECORD_BYTES",
+    "max_record_bytes",
     "sniff",
     "first_json_line",
     "detection_cache",
@@ -34,12 +37,28 @@ __all__ = [
 SNIFF_BYTES = 64 * 1024
 """How much a ``detect`` may read from the start of a file."""
 
-MAX_LINE_BYTES = 16 * 1024 * 1024
-"""A JSONL record (one line, or one value spread over several lines) longer than this becomes a ``line_too_long``
-rejection (it is skipped, never loaded whole)."""
+MAX_RECORD_BYTES = 16 * 1024 * 1024
+"""The most a reader holds whole and parses at once: a JSONL line, or a whole-file JSON document (``.json``,
+``.traj``). Anything larger is a ``record_too_large`` rejection and is never loaded (a JSONL line is skipped in
+blocks; a document is refused by its size). One limit for both: parsing costs about ten times the bytes in memory,
+so a 16 MiB record peaks near 200 MB, where the old 256 MiB document limit let one file take over 3 GB."""
 
-MAX_DOCUMENT_BYTES = 256 * 1024 * 1024
-"""A whole-file JSON document (``.json``, ``.traj``) larger than this is rejected as ``line_too_long``."""
+LIMIT_ENV = "HARNESSFIT_MAX_RECORD_BYTES"
+
+
+def max_record_bytes() -> int:
+    """``MAX_RECORD_BYTES``, or the value of ``$HARNESSFIT_MAX_RECORD_BYTES`` (bytes, a positive integer) when set:
+    read each time a file is read, so worker processes see it too."""
+    raw = os.environ.get(LIMIT_ENV)
+    if raw is None or not raw.strip():
+        return MAX_RECORD_BYTES
+    try:
+        value = int(raw)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise UserError(f"{LIMIT_ENV} must be a positive number of bytes, not {raw!r}")
+    return value
 
 
 def sniff(path: Path, n: int = SNIFF_BYTES) -> bytes:
@@ -138,13 +157,21 @@ def first_json_line(path: Path, max_bytes: int = 4 * 1024 * 1024) -> Any:
 
 
 def file_problem(path: Path, fmt: str, sha256: str = "") -> Rejection | None:
-    """File-level checks every reader runs first: unreadable, empty (or blank), binary. ``None`` when fine."""
+    """File-level checks every reader runs first: unreadable (permission denied, a dangling link, a link loop), empty
+    (or blank), binary. ``None`` when fine."""
     try:
         size = path.stat().st_size
-        head = sniff(path, 8192)
+        if not path.is_file():  # a FIFO or a device: never opened (a FIFO would block)
+            return reject(path, Reason.parse_error, "not a regular file", "pass session files only", source=fmt,
+                          sha256=sha256)
+        with path.open("rb") as fh:  # not ``sniff``: an unreadable file must say why
+            head = fh.read(8192)
     except OSError as exc:
-        return reject(path, Reason.parse_error, f"cannot read file: {exc.strerror}", "check permissions",
-                      source=fmt, sha256=sha256)
+        dangling = path.is_symlink() and not path.exists() and exc.errno == errno.ENOENT
+        why = "a symbolic link whose target does not exist" if dangling else exc.strerror
+        return reject(path, Reason.parse_error, f"cannot read file: {why}",
+                      "fix or remove the link" if path.is_symlink() else "check permissions", source=fmt,
+                      sha256=sha256)
     if size == 0 or (size <= len(head) and not head.strip()):
         return reject(path, Reason.empty, "file is empty", "remove the file or re-export the session",
                       source=fmt, sha256=sha256)
@@ -157,19 +184,26 @@ def file_problem(path: Path, fmt: str, sha256: str = "") -> Rejection | None:
 
 
 def load_json_document(path: Path, fmt: str, sha256: str = "", *, checked: bool = False) -> Any | Rejection:
-    """Load a whole-file JSON document (bounded by ``MAX_DOCUMENT_BYTES``), or a Rejection saying why not.
+    """Load a whole-file JSON document (bounded by ``max_record_bytes()``), or a Rejection saying why not.
     ``checked``: ``file_problem`` already passed for this file (the base reader runs it on every file unit)."""
     problem = None if checked else file_problem(path, fmt, sha256)
     if problem is not None:
         return problem
     try:
+        limit = max_record_bytes()
         size = path.stat().st_size
-        if size > MAX_DOCUMENT_BYTES:
+        if size > limit:
             return reject(
-                path, Reason.line_too_long, f"document is {size} bytes (limit {MAX_DOCUMENT_BYTES})",
+                path, Reason.record_too_large, f"the JSON document is {size} bytes (limit {limit} per record)",
                 "split the file into smaller documents", source=fmt, sha256=sha256,
             )
-        data = path.read_bytes()
+        with path.open("rb") as fh:  # never more than the limit, even if the file grew since the check
+            data = fh.read(limit + 1)
+        if len(data) > limit:
+            return reject(
+                path, Reason.record_too_large, f"the JSON document is over {limit} bytes (limit {limit} per record)",
+                "split the file into smaller documents", source=fmt, sha256=sha256,
+            )
     except OSError as exc:
         return reject(path, Reason.parse_error, f"cannot read: {exc.strerror}", "check permissions",
                       source=fmt, sha256=sha256)

@@ -20,7 +20,7 @@ from harnessfit.core.rejection import Reason, Rejection, reject
 from harnessfit.core.trajectory import Trajectory
 from harnessfit.errors import UserError
 from harnessfit.formats.base import BaseTraceReader, Mapping
-from harnessfit.formats.reading import detection_cache, file_problem, file_sha256
+from harnessfit.formats.reading import detection_cache, file_problem, file_sha256, max_record_bytes
 
 __all__ = [
     "Format",
@@ -142,17 +142,32 @@ def _claimed_folder(path: Path, names: list[str]) -> bool:
 
 def iter_units(inputs: Sequence[Path | str], formats: Sequence[str] | None = None) -> list[Unit]:
     """Walk the inputs into a sorted list of units. Deterministic: inputs are sorted, folders walked in sorted
-    order, symlinked folders not followed. A folder some reader detects is one unit (not descended into).
-    A missing input is a ``UserError``."""
+    order, symlinked folders not followed. A folder some reader detects is one unit (not descended into). A
+    dangling link or link loop inside a folder is a unit (``read_unit`` gives its ledger row); a symlinked file whose
+    target lies outside the input's folder is labelled where the link is. A missing input is a ``UserError``."""
     names = _check_formats(formats)
+    max_record_bytes()  # a bad $HARNESSFIT_MAX_RECORD_BYTES is one line before any work, not a crash in a worker
     found: dict[str, tuple[Path, str]] = {}
     for raw in sorted({str(Path(p)) for p in inputs}):
         root = Path(raw)
         if not root.exists():
+            if root.is_symlink():
+                raise UserError(f"input is a symbolic link whose target does not exist or that loops: {root}")
             raise UserError(f"input not found: {root}")
         base = root.resolve().parent
+        link_base = Path(os.path.abspath(root)).parent
+
+        def add(p: Path) -> None:
+            where = Path(os.path.abspath(p))
+            key = p.resolve() if p.exists() else where  # a dangling link or a link loop: where it is
+            try:
+                label = key.relative_to(base).as_posix()
+            except ValueError:  # a link to outside the input's folder: named where the link is
+                label = where.relative_to(link_base).as_posix()
+            found.setdefault(str(key), (p, label))
+
         if root.is_file() or _claimed_folder(root, names):
-            found.setdefault(str(root.resolve()), (root, root.resolve().relative_to(base).as_posix()))
+            add(root)
             continue
         for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
             here = Path(dirpath)
@@ -162,14 +177,15 @@ def iter_units(inputs: Sequence[Path | str], formats: Sequence[str] | None = Non
                 if sub.is_symlink():
                     continue
                 if _claimed_folder(sub, names):
-                    found.setdefault(str(sub.resolve()), (sub, sub.resolve().relative_to(base).as_posix()))
+                    add(sub)
                 else:
                     keep.append(d)
             dirnames[:] = keep
             for f in sorted(filenames):
                 p = here / f
-                if p.is_file():
-                    found.setdefault(str(p.resolve()), (p, p.resolve().relative_to(base).as_posix()))
+                # a dangling link or a link loop is a unit too: reading it gives its ledger row
+                if p.is_file() or (p.is_symlink() and not p.exists()):
+                    add(p)
     ordered = sorted(found.values(), key=lambda t: t[1])
     return [Unit(index=i, path=p, label=label) for i, (p, label) in enumerate(ordered)]
 
@@ -182,7 +198,7 @@ def read_unit(unit: Unit, formats: Sequence[str] | None = None) -> Iterator[Traj
         yield from get_reader(name).read(unit.path, unit.label)
         return
     sha = file_sha256(unit.path)
-    problem = file_problem(unit.path, "unknown", sha) if unit.path.is_file() else None
+    problem = None if unit.path.is_dir() else file_problem(unit.path, "unknown", sha)
     if problem is None:  # empty or binary: say so rather than "unknown format"
         problem = reject(
             unit.path, Reason.unknown_format, "no reader recognised this file's content",

@@ -11,6 +11,7 @@ from typing import Annotated, Optional
 import orjson
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from harnessfit.errors import UserError
 from harnessfit.harness.versions import DEFAULT_PI_VERSION
@@ -53,7 +54,7 @@ def install_cmd(
     _check_harness(harness)
     console = Console(stderr=True)
     binary = install_pi(version, package=package, node=node,
-                        say=lambda msg: console.print(f"[dim]install:[/] {msg}", highlight=False, soft_wrap=True))
+                        say=lambda msg: console.print(f"[dim]install:[/] {escape(msg)}", highlight=False, soft_wrap=True))
     typer.echo(f"pi {version} installed ({installed_package(version)}): {binary}")
 
 
@@ -77,7 +78,7 @@ def capture_cmd(
     _check_harness(harness)
     console = Console(stderr=True)
     card = capture_pi(version, profile=profile,
-                      progress=lambda msg: console.print(f"[dim]capture:[/] {msg}", highlight=False))
+                      progress=lambda msg: console.print(f"[dim]capture:[/] {escape(msg)}", highlight=False))
     data = card.to_json_bytes()
     if out is not None:
         out.parent.mkdir(parents=True, exist_ok=True)

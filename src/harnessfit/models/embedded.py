@@ -97,10 +97,12 @@ def ensure_embedded() -> Path:
 def _convert(source: Path, out: Path) -> None:
     import torch
     from rich.console import Console
+    from rich.markup import escape
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
+    say = f"converting the embedded model once: {source.name} → {out.parent} (about 30 s)"
     Console(stderr=True).print(
-        f"[dim]converting the embedded model once: {source.name} → {out.parent} (about 30 s)[/]", highlight=False
+        f"[dim]{escape(say)}[/]", highlight=False
     )
     torch.set_num_threads(1)
     folder, name = str(source.parent), source.name

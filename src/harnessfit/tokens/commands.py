@@ -39,6 +39,7 @@ def audit_command(
     """Render SFT records with the real tokenizer and chat template: verified loss masks, token counts, a context-cap
     decision, and the tokenized training set (audit.json, audit.md, lengths.png, tokenized/, tokenizer/)."""
     from rich.console import Console
+    from rich.markup import escape
 
     from harnessfit.tokens.audit import audit
 
@@ -48,13 +49,13 @@ def audit_command(
     console = Console()
     t = report.total
     console.print(f"audited {report.records_rendered}/{report.records_read} records with template "
-                  f"[bold]{report.template['name']}[/]: {t.prompt_tokens:,} prompt + {t.supervised_tokens:,} "
+                  f"[bold]{escape(report.template['name'])}[/]: {t.prompt_tokens:,} prompt + {t.supervised_tokens:,} "
                   f"supervised tokens", highlight=False)
     bad = {k: f.count for k, f in report.violations.items() if f.count}
     probs = {k: f.count for k, f in report.problems.items() if f.count}
-    console.print(f"mask violations: {bad or 'none'}; unusable records: {probs or 'none'}", highlight=False)
-    console.print(f"recommended cap {report.recommended_cap} ({report.recommendation_reason}); applied "
-                  f"{report.cap_applied}; tokenized set: {report.tokenized} → {out_dir}", highlight=False)
+    console.print(escape(f"mask violations: {bad or 'none'}; unusable records: {probs or 'none'}"), highlight=False)
+    console.print(escape(f"recommended cap {report.recommended_cap} ({report.recommendation_reason}); applied "
+                         f"{report.cap_applied}; tokenized set: {report.tokenized} → {out_dir}"), highlight=False)
 
 
 def register(app: typer.Typer) -> None:

@@ -41,11 +41,11 @@ def register(app: typer.Typer) -> None:
                             f"checkpoint {res.checkpoint_dir}; continue with --resume", exit_code=STOPPED_EXIT_CODE)
         fmt = lambda x: "–" if x is None else f"{x:.4f}"  # noqa: E731
         con.print(f"trained {res.global_step} steps: val loss {fmt(res.initial_val_loss)} → {fmt(res.final_val_loss)} "
-                  f"(best {fmt(res.best_val_loss)} at step {res.best_step})")
+                  f"(best {fmt(res.best_val_loss)} at step {res.best_step})", markup=False)
         if res.adapter_dir:
-            con.print(f"adapter: {res.adapter_dir}")
+            con.print(f"adapter: {res.adapter_dir}", markup=False)  # a path is text, never markup
         if res.report_path:
-            con.print(f"report:  {res.report_path}")
+            con.print(f"report:  {res.report_path}", markup=False)
 
     @export_app.command("merge")
     def merge(

@@ -20,6 +20,7 @@ import orjson
 import torch
 from pydantic import BaseModel
 from rich.console import Console
+from rich.markup import escape
 from transformers import TrainerCallback
 
 from harnessfit.errors import UserError
@@ -221,7 +222,7 @@ def train_sft(recipe: TrainRecipe, out_dir: Path, *, resume: bool = False,
     ckpt_dir = out_dir / "checkpoints"
     resume_from = newest_checkpoint(ckpt_dir) if resume else None
     if resume and resume_from is None:
-        console.print(f"[yellow]--resume: no complete checkpoint in {ckpt_dir}; starting from step 0[/]")
+        console.print(f"[yellow]--resume: no complete checkpoint in {escape(str(ckpt_dir))}; starting from step 0[/]")
     if not resume and newest_checkpoint(ckpt_dir) is not None:
         raise UserError(f"{out_dir} already holds checkpoints: pass --resume to continue, or choose another --out")
     if recipe.threads:
@@ -265,7 +266,7 @@ def train_sft(recipe: TrainRecipe, out_dir: Path, *, resume: bool = False,
     model = _load_model(model_path, fp)
     if _rank() == 0:
         for note in fp.notes:
-            console.print(f"[dim]train:[/] {note}")
+            console.print(f"[dim]train:[/] {escape(note)}")
     revision = getattr(model.config, "_commit_hash", None)
     pin = revision or (model_fingerprint(Path(model_path)) if Path(model_path).is_dir() else None)
 

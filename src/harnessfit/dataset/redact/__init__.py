@@ -6,7 +6,9 @@
 - ``fast.Scanner(rules)`` — the engine the build uses: the same findings, with prefilters derived from the rules
   and proved when a rule is built (``patterns``);
 - ``substitute`` — findings → placeholders (each with its kind) → a rewritten conversation;
-- ``Redactor`` — one conversation in, its redacted copy and counts out.
+- ``Redactor`` — one conversation in, its redacted copy and counts out;
+- ``Scrubber`` — the same redaction for every other file the build writes (ledger, manifest, card, …), applied
+  by the dataset sink to each write.
 """
 
 from __future__ import annotations
@@ -16,7 +18,8 @@ from harnessfit.dataset.redact.reference import findings as reference_findings
 from harnessfit.dataset.redact.redactor import RedactionResult, Redactor
 from harnessfit.dataset.redact.rule import PluginRule, Rule, nonempty, plausible
 from harnessfit.dataset.redact.rules import RULES
+from harnessfit.dataset.redact.scrub import Scrubber
 from harnessfit.dataset.redact.substitute import iter_texts, redact_text_values
 
-__all__ = ["Redactor", "RedactionResult", "RULES", "Rule", "PluginRule", "Scanner", "Finding", "reference_findings",
+__all__ = ["Redactor", "RedactionResult", "Scrubber", "RULES", "Rule", "PluginRule", "Scanner", "Finding", "reference_findings",
            "plausible", "nonempty", "iter_texts", "redact_text_values"]

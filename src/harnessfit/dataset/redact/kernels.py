@@ -13,10 +13,11 @@ __all__ = ["entropy_runs", "char_offsets", "dot_colon_guards", "warm"]
 
 
 @njit(cache=True, nogil=True)
-def entropy_runs(cp, run128, min_len, min_switches):
+def entropy_runs(cp, run128, min_len, min_switches, min_digits):
     """Starts of the maximal runs of ``run128`` characters (ASCII only) at least ``min_len`` long that hold at
-    least two upper-case letters, two lower-case letters and two digits and switch character class (lower, upper,
-    digit, other) at least ``min_switches`` times: necessary conditions of a high-entropy secret inside the run."""
+    least two upper-case letters, two lower-case letters and ``min_digits`` digits and switch character class
+    (lower, upper, digit, other) at least ``min_switches`` times: necessary conditions of a high-entropy secret
+    inside the run."""
     n = len(cp)
     out = np.empty(n // max(min_len, 1) + 1, dtype=np.int64)
     count = 0
@@ -51,7 +52,7 @@ def entropy_runs(cp, run128, min_len, min_switches):
             if prev >= 0 and k != prev:
                 sw += 1
             prev = k
-        if up >= 2 and lo >= 2 and dg >= 2 and sw >= min_switches:
+        if up >= 2 and lo >= 2 and dg >= min_digits and sw >= min_switches:
             out[count] = start
             count += 1
     return out[:count]
@@ -117,6 +118,6 @@ def warm() -> None:
     """Compile (or load from the disk cache) every kernel with the argument types the build uses (inputs that come
     from ``np.frombuffer`` are read-only arrays, a type of their own)."""
     text = np.frombuffer(b"a b", dtype=np.uint8)
-    entropy_runs(text, np.zeros(128, dtype=np.bool_), 24, 9)
+    entropy_runs(text, np.zeros(128, dtype=np.bool_), 24, 9, 0)
     char_offsets(text, np.zeros(1, dtype=np.int64))
     dot_colon_guards(text)

@@ -18,14 +18,14 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 
 from harnessfit.core.conversation import Conversation
 from harnessfit.dataset.redact.fast import Finding, Scanner
 from harnessfit.dataset.redact.rule import PluginRule, Rule
 from harnessfit.dataset.redact.rules import RULES
-from harnessfit.dataset.redact.substitute import (assign_placeholders, iter_texts, make_substituter, plain_needles,
-                                                  redact_message)
+from harnessfit.dataset.redact.substitute import (Placeholders, assign_placeholders, iter_texts, make_substituter,
+                                                  plain_needles, redact_message)
 
 __all__ = ["Redactor", "RedactionResult"]
 
@@ -75,24 +75,47 @@ class Redactor:
         """User names in home-folder paths of one text (``/home/<name>``, ``/Users/<name>``, ``C:\\Users\\<name>``)."""
         return iter([value for kind, value in self.findings(text) if kind in self._user_kinds])
 
-    def redact(self, conv: Conversation) -> RedactionResult:
-        """Return a redacted copy (or the same object when nothing was found) plus counts per kind."""
+    @property
+    def kept(self) -> list[str]:
+        """The strings never rewritten nor scanned (``keep``), longest first."""
+        return list(self._kept)
+
+    def placeholders(self, texts: Iterable[str]) -> Placeholders:
+        """One placeholder per distinct value the ``texts`` hold (one record's texts: numbered in order of first
+        appearance); a kept string is not looked at."""
         # a repeated text (a file read twice, the same command output) can only find values already mapped: scan each
         # distinct text once, in order of first appearance
-        texts = [t for t in dict.fromkeys(iter_texts(conv)) if t]
+        texts = [t for t in dict.fromkeys(texts) if t]
         if self._keep is not None:  # the texts that hold a kept string are looked at only around it
             holders = {i for i, text in enumerate(texts) for k in self._kept if k in text}
             if holders:
                 texts = list(dict.fromkeys(piece for i, text in enumerate(texts)
                                            for piece in (self._keep.split(text)[0::2] if i in holders else (text,))
                                            if piece))
-        ph = assign_placeholders((pair for pairs in self._scanner.scan_cached(texts) for pair in pairs), self._styles)
+        return assign_placeholders((pair for pairs in self._scanner.scan_cached(texts) for pair in pairs), self._styles)
+
+    def substituter(self, ph: Placeholders, replaced: Counter[str],
+                    escape: Callable[[str], str] | None = None) -> Callable[[str | None], str | None]:
+        """``sub(text)`` replacing what ``ph`` maps (counted in ``replaced``), kept strings left alone. ``escape``:
+        the form values and kept strings take in the texts ``sub`` will see (JSON text: their JSON escapes)."""
+        if escape is None:
+            return make_substituter(ph, replaced, self._keep, self._kept)
+        esc = Placeholders({escape(v): p for v, p in ph.secrets.items()}, {escape(n): u for n, u in ph.users.items()},
+                           ph.kinds, ph.found)
+        kept = [escape(k) for k in self._kept]
+        keep = re.compile("(" + "|".join(re.escape(k) for k in kept) + ")") if kept else None
+        return make_substituter(esc, replaced, keep, kept)
+
+    def redact(self, conv: Conversation) -> RedactionResult:
+        """Return a redacted copy (or the same object when nothing was found) plus counts per kind."""
+        ph = self.placeholders(iter_texts(conv))
         replaced: Counter[str] = Counter()
         if not ph:
             return RedactionResult(conv, ph.found, replaced)
-        sub = make_substituter(ph, replaced, self._keep, self._kept)
+        sub = self.substituter(ph, replaced)
         data = conv.model_dump()
         needles, plain = plain_needles(ph)
         data["messages"] = [redact_message(m, sub, needles, plain) for m in data["messages"]]
         data["meta"]["cwd"] = sub(data["meta"]["cwd"])
+        data["meta"]["file"] = sub(data["meta"]["file"])
         return RedactionResult(Conversation.model_validate(data), ph.found, replaced)

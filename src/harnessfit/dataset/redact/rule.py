@@ -18,7 +18,7 @@ from typing import Any, Protocol
 
 from harnessfit.dataset.redact.patterns import Literal, is_slice, necessary, newline_neutral, starts_with
 
-__all__ = ["Rule", "PluginRule", "Joined", "Accept", "plausible", "nonempty", "SECRET_MIN_LEN"]
+__all__ = ["Rule", "PluginRule", "Joined", "Accept", "plausible", "placeholder_like", "nonempty", "SECRET_MIN_LEN"]
 
 SECRET_MIN_LEN = 8
 
@@ -30,15 +30,21 @@ _PLACEHOLDER_WORDS = ("${", "{{", "%(", "process.env", "os.environ", "getenv", "
                       "example", "placeholder", "dummy", "changeme", "redacted")
 
 
+def placeholder_like(value: str) -> bool:
+    """A template, reference or placeholder rather than a value: ``${X}``, ``{{ x }}``, ``process.env``, ``xxxx``,
+    ``<your-key>``, an existing ``REDACTED_`` placeholder…"""
+    low = value.lower()
+    return "REDACTED_" in value or any(t in low for t in _PLACEHOLDER_WORDS)
+
+
 def plausible(value: str, text: str = "", start: int = 0) -> bool:
     """A value that may be a secret: not short, not an identifier or env-var name, not a template, reference or
     existing placeholder."""
-    if len(value) < SECRET_MIN_LEN or "REDACTED_" in value:
+    if len(value) < SECRET_MIN_LEN:
         return False
     if re.fullmatch(r"[a-z_.\-]+", value) or re.fullmatch(r"[A-Z_]+", value):
         return False
-    low = value.lower()
-    return not any(t in low for t in _PLACEHOLDER_WORDS)
+    return not placeholder_like(value)
 
 
 def nonempty(value: str, text: str = "", start: int = 0) -> bool:

@@ -2,6 +2,10 @@
 appearance), each placeholder's kind kept beside it, and the value → placeholder map applied to every string of the
 conversation. Tool-call ``arguments`` are parsed, redacted value by value and re-serialised compactly (they stay
 valid JSON); untouched arguments keep their exact bytes.
+
+A string may itself be JSON text (a config the agent writes, a JSON API response it reads): its string values are
+scanned decoded too, so a line-anchored rule sees the lines of a YAML or ``.env`` text inside it, and each value is
+replaced in its written form as well as in its JSON-escaped form (a private key's newlines are ``\n`` there).
 """
 
 from __future__ import annotations
@@ -61,7 +65,10 @@ def make_substituter(ph: Placeholders, replaced: Counter[str], keep: re.Pattern[
                      kept: list[str] | None = None) -> Callable[[str | None], str | None]:
     """``sub(text)``: ``text`` with every secret value and home-folder user name replaced (counted per kind in
     ``replaced``), leaving the ``kept`` strings (which ``keep`` matches) as they are."""
-    secrets, users = ph.secrets, ph.users
+    secrets, users = dict(ph.secrets), ph.users
+    for value, placeholder in ph.secrets.items():  # the value as JSON text inside a string writes it
+        if any(c in _JSON_ESCAPED for c in value):
+            secrets.setdefault(orjson.dumps(value).decode("utf-8")[1:-1], placeholder)
     pat = re.compile("|".join(re.escape(a) for a in sorted(secrets, key=lambda s: (-len(s), s)))) if secrets else None
     user_pat = None
     if users:
@@ -109,10 +116,15 @@ def plain_needles(ph: Placeholders) -> tuple[list[str], bool]:
 
 
 def iter_texts(conv: Any) -> list[str]:
-    """Every string of ``conv`` redaction looks at, in order: the working folder, message texts, and each string
-    value inside tool-call arguments (the arguments themselves when they are not JSON)."""
+    """Every string of ``conv`` redaction looks at, in order: the working folder, message texts, each string value
+    inside tool-call arguments (the arguments themselves when they are not JSON), and last the source file's path
+    (``meta.file``: a session folder may be named after the working folder, user name included)."""
     out = [conv.meta.cwd]
-    add = out.append
+
+    def add(text: str) -> None:
+        out.append(text)
+        _json_inside(text, out.append)
+
     for msg in conv.messages:
         content = msg.get("content")
         if isinstance(content, str):
@@ -130,7 +142,25 @@ def iter_texts(conv: Any) -> list[str]:
                     add(args)
             elif args is not None:
                 _strings_into(args, add)
+    add(conv.meta.file)
     return out
+
+
+def _json_inside(text: str, add: Callable[[str], None], depth: int = 3) -> None:
+    """The string values of ``text`` when it is a JSON object or array (and of JSON text inside those, ``depth``
+    levels down)."""
+    head = text.lstrip()[:1]
+    if depth == 0 or head not in ("{", "[") or text.rstrip()[-1:] not in ("}", "]"):
+        return
+    try:
+        value = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return
+    inner: list[str] = []
+    _strings_into(value, inner.append)
+    for s in inner:
+        add(s)
+        _json_inside(s, add, depth - 1)
 
 
 def _strings_into(value: Any, add: Callable[[str], None]) -> None:

@@ -32,7 +32,7 @@ import math
 import re
 from typing import Any
 
-from harnessfit.core.rejection import Reason
+from harnessfit.core.rejection import Reason, excerpt
 from harnessfit.core.trajectory import Step, ToolCall
 from harnessfit.formats.base import (
     Failure,
@@ -136,7 +136,7 @@ class ClaudeCodeMapping:
                 abs_path = path if path.startswith("/") else f"{ctx.cwd.rstrip('/')}/{path}"
                 return PiCall("read", pi_args, pi_file_not_found(ctx.card, abs_path), (*tr, "error.file_not_found"))
             return PiCall("read", pi_args, result_failure(
-                "Read", f"an error Pi words differently or not at all ({text[:100]!r})",
+                "Read", f"an error Pi words differently or not at all ({excerpt(text, 100)!r})",
                 "Pi's read errors are its own texts: re-run the read under Pi"), tuple(tr))
         tur = _tool_use_result(result)
         file_info = tur.get("file") if isinstance(tur, dict) else None
@@ -168,7 +168,7 @@ class ClaudeCodeMapping:
             if "not found in file" in text or "String to replace not found" in text:
                 return PiCall("edit", {}, pi_edit_no_match(ctx.card, path), (*tr, "error.edit_no_match"))
             return PiCall("edit", {}, result_failure(
-                "Edit", f"an error Pi words differently or not at all ({text[:100]!r})",
+                "Edit", f"an error Pi words differently or not at all ({excerpt(text, 100)!r})",
                 "Pi's edit errors are its own texts: re-run the edit under Pi"), tuple(tr))
         return PiCall("edit", {}, pi_edit_result(ctx.card, path, count), tuple(tr))
 
@@ -214,7 +214,7 @@ class ClaudeCodeMapping:
             return PiCall("write", pi_args, None, tr)
         if result.is_error:
             return PiCall("write", pi_args, result_failure(
-                "Write", f"an error Pi words differently or not at all ({(result.text or '')[:100]!r})",
+                "Write", f"an error Pi words differently or not at all ({excerpt(result.text or '', 100)!r})",
                 "Pi's write errors are its own texts: re-run the write under Pi"), tr)
         return PiCall("write", pi_args, pi_write_result(ctx.card, path, content), tr)
 
@@ -236,13 +236,13 @@ class ClaudeCodeMapping:
         text = strip_system_reminders(result.text or "")
         tur = _tool_use_result(result)
         if isinstance(tur, dict) and tur.get("interrupted"):
-            return Failure(Reason.aborted_or_error_turn, f"Bash {command[:60]!r} was interrupted by the user",
+            return Failure(Reason.aborted_or_error_turn, f"Bash {excerpt(command, 60)!r} was interrupted by the user",
                            "an interrupted call is not a finished action: keep the session up to it")
         if result.is_error:
             m = _EXIT.match(text)
             if not m:
                 return PiCall("bash", pi_args, result_failure(
-                    "Bash", f"an error without an exit code ({text[:100]!r}), which Pi's bash text needs",
+                    "Bash", f"an error without an exit code ({excerpt(text, 100)!r}), which Pi's bash text needs",
                     "re-run the command under Pi"), tuple(tr))
             code = int(m.group(1))
             output, notes = text[m.end():], (*tr, "bash_result.exit_code")

@@ -28,7 +28,7 @@ import posixpath
 import re
 from typing import Any
 
-from harnessfit.core.rejection import Failure, Reason
+from harnessfit.core.rejection import Failure, Reason, excerpt
 from harnessfit.core.trajectory import Step
 from harnessfit.formats.base import MapContext, MapOutcome, PiCall, arg_failure, result_failure, unsupported
 from harnessfit.harness.pi_results import pi_grep_result
@@ -76,7 +76,7 @@ def map_grep(args: dict[str, Any], result: Step | None, ctx: MapContext) -> MapO
     if result is None:
         return PiCall("grep", pi_args, None, ("claude.Grep->grep",))
     if result.is_error:
-        return Failure(Reason.aborted_or_error_turn, f"Grep error: {(result.text or '')[:100]!r}",
+        return Failure(Reason.aborted_or_error_turn, f"Grep error: {excerpt(result.text or '', 100)!r}",
                        "drop the failed call")
     rendered = _grep_text(args, path, result, ctx)
     return PiCall("grep", pi_args, rendered, ("claude.Grep->grep",) if isinstance(rendered, Failure)
@@ -110,7 +110,7 @@ def _grep_text(args: dict[str, Any], path: str | None, result: Step, ctx: MapCon
                 break
         m = _NUMBERED.match(rest if rest is not None else line)
         if m is None:
-            return result_failure("Grep", f"a line that names another file or no line number ({line[:80]!r}): a "
+            return result_failure("Grep", f"a line that names another file or no line number ({excerpt(line, 80)!r}): a "
                                   "search of a folder, whose matches Pi would not print the same", hint)
         matches.append((shown, int(m.group(1)), m.group(2).replace("\r", "")))
     return pi_grep_result(ctx.card, matches, tool="Grep")

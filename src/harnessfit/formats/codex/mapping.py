@@ -39,7 +39,7 @@ from typing import Any
 
 import orjson
 
-from harnessfit.core.rejection import Reason
+from harnessfit.core.rejection import Reason, excerpt
 from harnessfit.core.trajectory import Step, ToolCall
 from harnessfit.formats.base import (
     Failure,
@@ -131,14 +131,14 @@ def parse_patch(text: str) -> Patch:
                 break
         else:
             if cur is None:
-                raise PatchError(f"text before the first file header: {line[:60]!r}")
+                raise PatchError(f"text before the first file header: {excerpt(line, 60)!r}")
             if line.startswith("*** Move to: "):
                 cur.move_to = line[len("*** Move to: "):].strip()
             elif line.strip() == "*** End of File":
                 continue
             elif cur.op == "add":
                 if not line.startswith("+"):
-                    raise PatchError(f"Add File line without '+': {line[:60]!r}")
+                    raise PatchError(f"Add File line without '+': {excerpt(line, 60)!r}")
                 cur.add_lines.append(line[1:])
             elif cur.op == "update":
                 if line.startswith("@@"):
@@ -157,9 +157,9 @@ def parse_patch(text: str) -> Patch:
                     else:
                         new.append(body)
                 else:
-                    raise PatchError(f"unexpected line in Update File: {line[:60]!r}")
+                    raise PatchError(f"unexpected line in Update File: {excerpt(line, 60)!r}")
             else:
-                raise PatchError(f"unexpected line after Delete File: {line[:60]!r}")
+                raise PatchError(f"unexpected line after Delete File: {excerpt(line, 60)!r}")
     close_hunk()
     if not files:
         raise PatchError("patch names no file")
@@ -255,7 +255,7 @@ def _patch_succeeded(output: str) -> tuple[bool, str]:
     if code not in (0, None):
         return False, f"patch failed with exit code {code}"
     if not body.lstrip().startswith("Success."):
-        return False, f"no success line ({body[:60]!r})"
+        return False, f"no success line ({excerpt(body, 60)!r})"
     return True, ""
 
 
@@ -285,7 +285,7 @@ def _parse_output(text: str) -> tuple[str, int | None] | Failure:
     if "Process running with session ID" in text:
         return result_failure("exec_command", "the process was still running when Codex returned (an interactive "
                               "session)", "Pi's bash waits for the command to end: re-run it non-interactively")
-    return result_failure("shell", f"no exit status in the output ({text[:60]!r}): a sandbox refusal or an approval "
+    return result_failure("shell", f"no exit status in the output ({excerpt(text, 60)!r}): a sandbox refusal or an approval "
                           "Pi has no words for", "keep the session up to this call, or re-run it under Pi")
 
 

@@ -25,6 +25,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from harnessfit.core.rejection import excerpt
 from harnessfit.core.trajectory import Step, ToolCall
 from harnessfit.formats.base import (
     Failure,
@@ -80,7 +81,7 @@ class OpenHandsMapping:
             out = map_str_replace_editor(args, result, "openhands", _editor_success, ctx.card)
             if result is not None and result.meta.get("observation") == "error":
                 return with_result(out, result_failure(
-                    name, f"an OpenHands error ({(result.text or '')[:80]!r})",
+                    name, f"an OpenHands error ({excerpt(result.text or '', 80)!r})",
                     "keep the session up to this call, or re-run the task under Pi so the error text is Pi's own"))
             return out
         return self._bash(name, args, result, ctx)

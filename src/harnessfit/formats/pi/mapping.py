@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from harnessfit.core.rejection import Reason
+from harnessfit.core.rejection import Reason, excerpt
 from harnessfit.core.trajectory import Step, ToolCall
 from harnessfit.formats.base import Failure, MapContext, MapOutcome, PiCall, parse_arguments, result_text
 
@@ -26,7 +26,7 @@ class PiMapping:
             # parse: the model sent a JSON string instead of an object (double encoding) and Pi refused it.
             return Failure(
                 Reason.arguments_double_encoded,
-                f"{call.name}: the session stores the arguments as a string ({call.arguments[:80]!r}): the model sent "
+                f"{call.name}: the session stores the arguments as a string ({excerpt(call.arguments, 80)!r}): the model sent "
                 "a JSON string, which Pi refuses ('must be object')",
                 "keep such sessions for preference/RL data; for SFT, re-record the call with an object",
             )

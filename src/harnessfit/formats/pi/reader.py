@@ -8,7 +8,9 @@ Each rule is Pi's own (``core/session-manager.js`` and ``core/messages.js`` of t
   entries, the header being 0 — becomes the ``firstKeptEntryId`` of that entry (none when it is the header or out of
   range). Before v3 the message role ``hookMessage`` is ``custom`` (``migrateV2ToV3``).
 - **Tree**: the leaf is the file's last entry (``_buildIndex``); the context is the path from the root to it
-  (``buildSessionPath``). Every other leaf is its own trajectory with flag ``side_branch`` (Pi never replays it).
+  (``buildSessionPath``). Every other leaf is a side branch, rejected (``side_branch``) because Pi never replays it;
+  it is rejected from its own entries (``side_branch_span``) without building its root→leaf path (building every
+  side branch's path cost time quadratic in a regenerated session's length).
 - **Compaction** (``buildContextEntries``): on a path with compactions, the latest one is replaced by its summary
   message, followed by the entries from its ``firstKeptEntryId`` up to it and every entry after it. Each compaction
   *epoch* is its own trajectory, the context Pi sent between that compaction and the next: epoch 0 is the path up to
@@ -47,13 +49,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harnessfit.core.ids import content_id
 from harnessfit.core.rejection import Reason, Rejection
 from harnessfit.core.trajectory import Step, ToolCall, Trajectory
 from harnessfit.formats.base import BaseTraceReader
 from harnessfit.formats.reading import first_json_line
 from harnessfit.harness.pi_results import bash_user_text
 
-__all__ = ["PiReader", "COMPACTION_PREFIX", "COMPACTION_SUFFIX", "BRANCH_PREFIX", "BRANCH_SUFFIX"]
+__all__ = ["PiReader", "side_branch_span", "COMPACTION_PREFIX", "COMPACTION_SUFFIX", "BRANCH_PREFIX", "BRANCH_SUFFIX"]
 
 COMPACTION_PREFIX = "The conversation history before this point was compacted into the following summary:\n\n<summary>\n"
 COMPACTION_SUFFIX = "\n</summary>"
@@ -197,6 +200,29 @@ class _Node:
     entry: dict[str, Any]
 
 
+def side_branch_span(leaf: str, parent: dict[str, str | None], on_active: set[str], memo: dict[str, str]) -> str:
+    """The first entry of the side branch that ends at ``leaf``: its oldest ancestor not on the active branch (the
+    entry right after the fork). ``memo`` is shared by the leaves of one file, so all of them together cost time
+    linear in the file's entries; a ``parentId`` cycle or a missing parent ends the walk."""
+    chain: list[str] = []
+    seen: set[str] = set()
+    cur: str | None = leaf
+    start = leaf
+    while cur is not None and cur not in on_active and cur not in seen:
+        if cur in memo:
+            start = memo[cur]
+            break
+        seen.add(cur)
+        chain.append(cur)
+        start = cur
+        cur = parent.get(cur)
+        if cur is not None and cur not in parent:  # a parent that is not in the file: the walk ends here
+            break
+    for eid in chain:
+        memo[eid] = start
+    return start
+
+
 class PiReader(BaseTraceReader):
     """Reads Pi session JSONL files (any layout version) into trajectories, one per branch leaf and compaction epoch."""
 
@@ -256,8 +282,21 @@ class PiReader(BaseTraceReader):
             flags_common.append("lines_lost")
         if truncated:
             flags_common.append("truncated")
+        parent = {node.eid: node.parent for node in nodes}
+        on_active: set[str] = set()
+        memo: dict[str, str] = {}
         for n, leaf in enumerate(leaves):
+            if n > 0:  # a side branch: one ledger row from its own entries, its path never built
+                first = side_branch_span(leaf, parent, on_active, memo)
+                a, b = by_id[first].lineno, by_id[leaf].lineno
+                yield self.reject(path, sha, Reason.side_branch,
+                                  f"a side branch of the session tree (lines {min(a, b)}-{max(a, b)}; Pi replays only "
+                                  "the active branch)", "open the branch in Pi and export it as its own session",
+                                  line_start=min(a, b), line_end=max(a, b),
+                                  record_id=content_id("traj", self.name, sha, f"leaf:{leaf}"))  # the id it always had
+                continue
             path_nodes = _path(leaf, by_id)
+            on_active.update(node.eid for node in path_nodes)
             compactions = [i for i, node in enumerate(path_nodes) if node.entry.get("type") == "compaction"]
             ends = [*compactions, len(path_nodes)]  # epoch k is the path up to (not including) compaction k+1
             root: str | None = None
@@ -268,7 +307,7 @@ class PiReader(BaseTraceReader):
                 steps, transformations = _context(prefix)
                 transformations = [*notes, *transformations]
                 lines = [node.lineno for node in prefix]
-                flags = list(flags_common) + (["side_branch"] if n > 0 else [])
+                flags = list(flags_common)
                 last = epoch == len(ends) - 1
                 key = f"leaf:{leaf}" if last else f"leaf:{leaf}:epoch:{epoch}"
                 traj = self.trajectory(

@@ -33,6 +33,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from harnessfit.core.rejection import excerpt
 from harnessfit.core.trajectory import Step, ToolCall
 from harnessfit.formats.base import (
     Drop,
@@ -63,7 +64,7 @@ _DIR_VIEW = re.compile(r"\AHere's the files and directories up to \d+ levels? de
 
 
 def _result_failure(tool: str, text: str) -> Failure:
-    return result_failure(tool, f"not a success Pi could word exactly ({text[:80]!r})",
+    return result_failure(tool, f"not a success Pi could word exactly ({excerpt(text, 80)!r})",
                           "keep the session up to this call, or re-run the task under Pi so the error text is Pi's own")
 
 

@@ -41,7 +41,7 @@ from harnessfit.core.ids import content_id
 from harnessfit.core.rejection import Reason, Rejection
 from harnessfit.core.trajectory import Step, ToolCall, Trajectory
 from harnessfit.formats.base import BaseTraceReader
-from harnessfit.formats.reading import MAX_DOCUMENT_BYTES, first_json_line, sniff
+from harnessfit.formats.reading import first_json_line, max_record_bytes, sniff
 
 __all__ = ["SweAgentReader"]
 
@@ -111,9 +111,9 @@ class SweAgentReader(BaseTraceReader):
         head = sniff(path, 4096)
         if head.lstrip().startswith((b"{", b"[")):
             return self.load_document(path, sha)
-        size = path.stat().st_size
-        if size > MAX_DOCUMENT_BYTES:
-            return self.reject(path, sha, Reason.line_too_long, f"document is {size} bytes (limit {MAX_DOCUMENT_BYTES})",
+        size, limit = path.stat().st_size, max_record_bytes()
+        if size > limit:
+            return self.reject(path, sha, Reason.record_too_large, f"document is {size} bytes (limit {limit})",
                                "split the file into smaller documents")
         try:
             return yaml.load(path.read_bytes(), Loader=_YamlLoader)  # noqa: S506 - a safe loader

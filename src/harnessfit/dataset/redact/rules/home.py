@@ -1,5 +1,6 @@
-"""User names in home-folder paths (``/home/<name>``, ``/Users/<name>``, ``C:\\Users\\<name>``), except generic
-ones (``runner``, ``ubuntu``, …) and names that are already placeholders."""
+"""User names in home-folder paths (``/home/<name>``, ``/Users/<name>``, ``C:\\Users\\<name>``), also where a tool
+has encoded the path into a folder name (Pi: ``--home-<name>-<project>--``, Claude Code: ``-home-<name>-<project>``),
+except generic ones (``runner``, ``ubuntu``, …) and names that are already placeholders."""
 
 from __future__ import annotations
 
@@ -28,7 +29,16 @@ def _starts(joined: Joined) -> list[int]:
     return sorted(set(out))
 
 
+# a session folder named after the working folder, every separator a dash: Pi writes ``--<cwd, leading separator
+# dropped, / \\ : as ->--`` (session-manager ``getDefaultSessionDir``), Claude Code ``<cwd, / and . as ->`` under
+# ``~/.claude/projects/``. The name runs to the next dash: a name holding a dash (or a dot Claude Code dashed) keeps
+# its tail, which the conversation's own cwd then maps whole (``substitute`` reads ``-home-<name>`` too).
+_ENCODED_HOME = re.compile(
+    r"""(?<![^/\\\s"'=:,(\[-])-{1,2}(?:home|Users)-(?P<name>[A-Za-z0-9][A-Za-z0-9._]{0,63})(?![A-Za-z0-9._])""")
+
 HOME: list[Rule] = [
     Rule("home_user", _HOME, literals=("/home/", "Users"), value="name", accept=_accept, starts=_starts,
          placeholder="user", examples=("cd /home/alice/app", "C:\\Users\\bob\\src", "/Users/carol/x")),
+    Rule("home_user", _ENCODED_HOME, literals=("-home-", "-Users-"), value="name", accept=_accept, placeholder="user",
+         examples=("sessions/--home-dave-proj--/s.jsonl", "~/.claude/projects/-Users-erin-app/u.jsonl", "C--Users-fay-x")),
 ]

@@ -6,10 +6,35 @@ from __future__ import annotations
 
 import re
 
-from harnessfit.dataset.redact.rule import Rule, nonempty
+from harnessfit.dataset.redact.rule import Rule, nonempty, placeholder_like
 
 _A = "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8s9T0u1V2w3X4y5Z6"  # a mixed-class filler, sliced to length
 _KEY_BODY = "\n".join(_A[:70] for _ in range(3))
+
+_DOC_PASSWORDS = {"password", "passwd", "pass", "pwd", "secret", "token", "changeme", "xxx", "xxxx", "***", "****",
+                  "user", "username", "name", "p", "x"}
+_TEMPLATE = re.compile(r"[${}<>%]|\A\d+(?:\.\d+)*\Z|\A[*x]+\Z", re.IGNORECASE)
+
+
+def _url_password(value: str, text: str, start: int) -> bool:
+    """Any password in a URL except a template (``${PASS}``, ``<password>``), a version or port (``22.04``),
+    stars or x's, a word documentation writes there (``user:password@``) and an existing placeholder."""
+    return value.lower() not in _DOC_PASSWORDS and not _TEMPLATE.search(value) and not placeholder_like(value)
+
+
+def _basic_credentials(value: str, text: str, start: int) -> bool:
+    """An HTTP Basic credential: base64 of ``user:password`` with a password (never an ordinary word after
+    "basic")."""
+    import base64
+    import binascii
+
+    try:
+        pair = base64.b64decode(value + "=" * (-len(value) % 4), validate=True).decode("utf-8")
+    except (binascii.Error, ValueError):  # ValueError: a non-ASCII letter the case-insensitive class let in
+        return False
+    user, sep, password = pair.partition(":")
+    return bool(sep and password) and pair.isprintable()
+
 
 TOKENS: list[Rule] = [
     Rule("private_key", re.compile(
@@ -48,7 +73,14 @@ TOKENS: list[Rule] = [
          literals=("eyJ",), examples=("Bearer eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiI" + _A[:12] + "In0." + _A[:43],)),
     Rule("bearer_token", re.compile(r"(?i)\bbearer\s+(?P<v>[A-Za-z0-9._~+/=-]{20,})"), literals=("bearer",),
          examples=("Authorization: Bearer " + _A[:32],)),
+    Rule("basic_auth", re.compile(r"(?i)\bbasic[ \t]+(?P<v>[A-Za-z0-9+/]{4,}={0,2})(?![A-Za-z0-9+/=])"),
+         literals=("basic",), accept=_basic_credentials,
+         examples=("Authorization: Basic ZGVwbG95OlN1cDNyUGFzcw==", "curl -H 'authorization: basic YTpi'")),
+    # the password of a URL, however short (``postgres://app:pw@db``), but not a template, a version or a word
+    # documentation puts there
     Rule("url_credentials",
-         re.compile(r"(?i)\b[a-z][a-z0-9+.-]*://[^\s:/@\"']{1,64}:(?P<v>[^\s:/@\"']{6,128})@[A-Za-z0-9.-]+"),
-         literals=("://",), examples=("git push https://x-access-token:" + _A[:20] + "@github.com/a/b",)),
+         re.compile(r"(?i)\b[a-z][a-z0-9+.-]*://[^\s:/@\"']{0,64}:(?P<v>[^\s:/@\"']{1,128})@[A-Za-z0-9.-]+"),
+         literals=("://",), accept=_url_password,
+         examples=("git push https://x-access-token:" + _A[:20] + "@github.com/a/b", "postgres://app:pw@db:5432/x",
+                   "redis://:abc12@cache:6379")),
 ]
