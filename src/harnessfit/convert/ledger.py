@@ -39,7 +39,8 @@ from harnessfit.pipeline.output import StagedFolder
 __all__ = ["FileAccount", "Accounting", "ConvertSummary", "convert", "write_ledger_summary", "AccountingError",
            "CONVERT_OUTPUTS", "convert_output_problem"]
 
-CONVERT_OUTPUTS = ("conversations.jsonl", "ledger.jsonl", "ledger_summary.md", "accounting.json")
+CONVERT_OUTPUTS = ("conversations.jsonl", "prefixes.jsonl", "ledger.jsonl", "ledger_summary.md", "accounting.json",
+                   "yield.json", "yield.md")
 """Every file ``convert`` writes: a folder holding only these (and ``accounting.json``) is one it may replace."""
 
 
