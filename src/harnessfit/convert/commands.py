@@ -6,8 +6,6 @@ from pathlib import Path
 
 import typer
 
-from harnessfit.harness.versions import DEFAULT_PI_VERSION
-
 __all__ = ["register"]
 
 
@@ -17,8 +15,8 @@ def _convert_cmd(
                              "ledger_summary.md, accounting.json)."),
     workers: int = typer.Option(1, "--workers", "-w", min=1, help="Worker processes (output is identical for any count)."),
     formats: list[str] = typer.Option(None, "--format", "-f", help="Only these formats (repeatable); default: detect."),
-    harness: str = typer.Option("pi", "--harness", help="Harness whose card defines the wire format."),
-    harness_version: str = typer.Option(DEFAULT_PI_VERSION, "--harness-version", help="Harness version of the card."),
+    harness: str = typer.Option(None, "--harness", help="Target harness as pi@VERSION, whose committed card defines "
+                                "the wire format (default: the newest committed card)."),
     install_dir: str = typer.Option(None, "--install-dir", help="Harness folder the system prompt names "
                                     "(default: where `harnessfit harness install` puts it on this machine)."),
 ) -> None:
@@ -30,8 +28,9 @@ def _convert_cmd(
     from harnessfit.convert.ledger import convert
     from harnessfit.core.rejection import Reason
     from harnessfit.harness.card import load_card
+    from harnessfit.harness.versions import parse_harness
 
-    card = load_card(harness, harness_version)
+    card = load_card(*parse_harness(harness))
     console = Console(stderr=True)
     with Progress(
         TextColumn("[bold]convert[/]"), BarColumn(), DownloadColumn(), TransferSpeedColumn(), TimeRemainingColumn(),

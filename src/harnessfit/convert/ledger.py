@@ -229,6 +229,7 @@ def convert(
                 on_unit(res)
     accounting.check()
     write_ledger_summary(out / "ledger_summary.md", accounting, examples)
-    doc = {"card": card.id, "card_sha256": card.sha256, **accounting.as_dict()}
+    doc = {"harness": f"{card.harness}@{card.version}", "card": card.id, "card_sha256": card.sha256,
+           **accounting.as_dict()}
     (out / "accounting.json").write_bytes(orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n")
     return ConvertSummary(out_dir=out, card=card.id, card_sha256=card.sha256, accounting=accounting)

@@ -88,8 +88,8 @@ def _versions() -> dict[str, str]:
 
 
 def _card_info(config: BuildConfig) -> tuple[HarnessCard, dict[str, Any]]:
-    card = load_card(config.harness, config.harness_version)
-    return card, {"id": card.id, "sha256": card.sha256}
+    card = load_card(*config.card_name_version)
+    return card, {"id": card.id, "sha256": card.sha256, "package": card.package}
 
 
 def _unit_groups(inputs: list[InputSpec]) -> list[tuple[list[str] | None, list[Unit]]]:
@@ -188,6 +188,7 @@ def _finish(sink: Sink, config: BuildConfig, judge: Judge, inputs: list[InputSpe
         "format": MANIFEST_FORMAT,
         "config": semantic,
         "config_sha256": hashlib.sha256(config_bytes).hexdigest(),
+        "harness": config.harness,
         "harness_card": card_info,
         "packages": _versions(),
         "inputs": input_rows,

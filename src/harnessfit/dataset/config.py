@@ -10,7 +10,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from harnessfit.errors import UserError
-from harnessfit.harness.versions import DEFAULT_PI_VERSION
+from harnessfit.harness.versions import DEFAULT_PI_VERSION, harness_spec, parse_harness
 
 __all__ = ["InputSpec", "RedactionConfig", "DedupConfig", "SplitConfig", "BuildConfig", "load_build_config",
            "config_from_values"]
@@ -80,11 +80,14 @@ class BuildConfig(_Strict):
     equal what Pi sends during ``harnessfit eval`` here — but the bytes then depend on the machine. Fix it (e.g.
     ``/opt/pi``) to build machine-independent data; either way the manifest records the value used and ``verify``
     reuses it. Redaction never rewrites this exact string (a user name in it stays, so the prompt stays Pi's).
+
+    ``harness`` is the target, ``pi@VERSION`` (default: the newest committed card). The older spelling
+    ``harness = "pi"`` + ``harness_version = "0.73.1"`` is read and folded into it.
     """
 
     inputs: list[InputSpec]
-    harness: str = "pi"
-    harness_version: str = DEFAULT_PI_VERSION
+    harness: str = harness_spec(DEFAULT_PI_VERSION)
+    harness_version: str | None = Field(None, exclude=True, description="older spelling of the version in harness")
     policies: dict[str, Any] = Field(default_factory=dict)
     redaction: RedactionConfig = Field(default_factory=RedactionConfig)
     dedup: DedupConfig = Field(default_factory=DedupConfig)
@@ -107,6 +110,23 @@ class BuildConfig(_Strict):
         if not v:
             raise ValueError("at least one input is required")
         return v
+
+    @model_validator(mode="after")
+    def _one_harness(self) -> BuildConfig:
+        try:
+            name, version = parse_harness(self.harness, default=self.harness_version or DEFAULT_PI_VERSION)
+        except UserError as exc:
+            raise ValueError(str(exc)) from None
+        if self.harness_version is not None and version != self.harness_version:
+            raise ValueError(f"harness {self.harness!r} and harness_version {self.harness_version!r} disagree: "
+                             f"give one, as harness = \"pi@VERSION\"")
+        self.harness, self.harness_version = harness_spec(version, name), None
+        return self
+
+    @property
+    def card_name_version(self) -> tuple[str, str]:
+        """``("pi", "1.6.0")``: what ``load_card`` takes."""
+        return parse_harness(self.harness)
 
     def resolved_inputs(self, base_dir: Path) -> list[InputSpec]:
         return [InputSpec(path=str((base_dir / i.path).resolve()), formats=i.formats) for i in self.inputs]

@@ -6,7 +6,13 @@
   is this one line);
 - ``pi_package(version)``: the npm package a version is published as. Pi moved from ``@mariozechner`` to
   ``@earendil-works`` at 0.74.0; the old scope stops at 0.73.1 (``npm view <scope>/pi-coding-agent versions``);
-- ``parse_harness(spec)``: ``pi@0.82.0`` (the ``--harness`` option of eval, synth and serve) → ``("pi", "0.82.0")``;
+- ``parse_harness(spec)``: ``pi@0.82.0`` (the ``--harness`` option of every stage) → ``("pi", "0.82.0")``;
+- agreement between stages: every artifact records the harness it was made for (``"harness": "pi@1.6.0"`` in the
+  dataset manifest, the audit's ``tokenized/meta.json``, the adapter's ``harnessfit_adapter.json``, a merged model's
+  ``harnessfit_merged.json``, eval results). ``recorded_harness(doc)`` reads it back, ``harness_recorded_in(folder)``
+  finds it beside an artifact, and ``stage_harness(requested, recorded, …)`` is the one rule every downstream stage
+  applies: no ``--harness`` → the recorded one (else the default); a ``--harness`` that disagrees with the recorded
+  one → ``check_same_harness`` refuses with one line naming both and the two ways to fix it;
 - ``PRIVATE_NODE``: the Node.js runtime harnessfit installs from npm (a registry package that ships the binary) into
   a Pi folder when that Pi's ``engines.node`` asks for more than the machine's ``node``.
 """
@@ -15,6 +21,9 @@ from __future__ import annotations
 
 import platform
 import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
 
 from harnessfit.errors import UserError
 
@@ -30,12 +39,17 @@ __all__ = [
     "pi_package",
     "parse_harness",
     "harness_spec",
+    "normalise_harness",
+    "recorded_harness",
+    "harness_recorded_in",
+    "check_same_harness",
+    "stage_harness",
     "private_node_package",
 ]
 
 PI_CARD_VERSIONS: tuple[str, ...] = ("0.73.1", "0.79.10", "0.82.0", "1.6.0")
-DEFAULT_PI_VERSION = "0.73.1"
 NEWEST_PI_VERSION = PI_CARD_VERSIONS[-1]
+DEFAULT_PI_VERSION = NEWEST_PI_VERSION
 
 OLD_SCOPE_PACKAGE = "@mariozechner/pi-coding-agent"
 NEW_SCOPE_PACKAGE = "@earendil-works/pi-coding-agent"
@@ -76,6 +90,78 @@ def parse_harness(spec: str | None, *, default: str = DEFAULT_PI_VERSION) -> tup
 def harness_spec(version: str, name: str = "pi") -> str:
     """``"pi@0.82.0"``: how a harness version is written in options and manifests."""
     return f"{name}@{version}"
+
+
+def normalise_harness(spec: str | None) -> str:
+    """Any accepted spelling (``pi@0.82.0``, ``pi``, ``None``) → the written form ``pi@VERSION`` (default filled)."""
+    name, version = parse_harness(spec)
+    return harness_spec(version, name)
+
+
+def recorded_harness(doc: Mapping[str, Any] | None) -> str | None:
+    """The harness a harnessfit artifact's metadata says it was made for: its ``harness`` field, else (datasets built
+    before the field existed) the id of its ``harness_card`` (``pi-0.73.1`` → ``pi@0.73.1``); None when it says none."""
+    if not isinstance(doc, Mapping):
+        return None
+    value = doc.get("harness")
+    if isinstance(value, str) and "@" in value:
+        return normalise_harness(value)
+    card = doc.get("harness_card")
+    card_id = card.get("id") if isinstance(card, Mapping) else None
+    if isinstance(card_id, str) and "-" in card_id:
+        name, _, version = card_id.partition("-")
+        return normalise_harness(f"{name}@{version}")
+    return None
+
+
+_RECORDS = ("harnessfit_adapter.json", "harnessfit_merged.json", "tokenized/meta.json", "manifest.json")
+"""Where each stage writes the harness beside its artifact: an adapter, a merged model, an audit, a dataset."""
+
+
+def harness_recorded_in(folder: Path | str | None) -> tuple[str, Path] | None:
+    """(harness, the file that says so) for a harnessfit artifact folder (an adapter, a merged model, an audit or a
+    dataset); None for anything else (a Hugging Face id, a plain model folder, a file)."""
+    import orjson
+
+    if folder is None or not Path(folder).is_dir():
+        return None
+    for name in _RECORDS:
+        path = Path(folder) / name
+        if not path.is_file():
+            continue
+        try:
+            doc = orjson.loads(path.read_bytes())
+        except (OSError, orjson.JSONDecodeError):
+            continue
+        found = recorded_harness(doc)
+        if found is not None:
+            return found, path
+    return None
+
+
+def check_same_harness(what: str, recorded: str | None, target: str, *, stage: str, redo: str) -> None:
+    """Refuse, in one line, a stage that targets ``target`` on an artifact (``what``) made for another harness.
+
+    ``stage`` names the command (``audit``, ``train sft``, ``eval agent`` …) and ``redo`` what would make the
+    artifact anew (``rebuild the dataset``): the line names both versions and both fixes. No ``recorded``
+    harness (an artifact that predates the field, a base model) is nothing to disagree with."""
+    if recorded is None:
+        return
+    got, want = normalise_harness(recorded), normalise_harness(target)
+    if got != want:
+        raise UserError(f"harness mismatch: {what} is for {got}, but {stage} targets {want}: run {stage} with "
+                        f"--harness {got}, or {redo} with --harness {want}")
+
+
+def stage_harness(requested: str | None, recorded: str | None, *, what: str, stage: str, redo: str) -> str:
+    """The harness (``pi@VERSION``) a stage targets: ``requested`` (its ``--harness``) when given — refused by
+    ``check_same_harness`` if it disagrees with ``recorded`` — else the one its input was made for, else the
+    default (the newest committed card)."""
+    if requested is None:
+        return normalise_harness(recorded)
+    target = normalise_harness(requested)
+    check_same_harness(what, recorded, target, stage=stage, redo=redo)
+    return target
 
 
 _NODE_PLATFORMS = {
