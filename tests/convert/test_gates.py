@@ -35,8 +35,9 @@ def _bash(cid: str, command: str, output: str) -> list[Step]:
 
 def test_the_order_is_the_contract() -> None:
     assert [g.name for g in GATES] == [
-        "lines_lost", "truncated_file", "empty", "side_branch", "subagent", "mapping_failed", "invalid_call",
-        "orphan_tool_result", "missing_tool_result", "user_rejected_tool", "image_content", "no_final_response",
+        "lines_lost", "truncated_file", "empty", "side_branch", "subagent", "mapping_failed",
+        "harness_version_mismatch", "invalid_call", "orphan_tool_result", "missing_tool_result", "user_rejected_tool",
+        "image_content", "no_final_response",
     ]
     before, after = split_gates(GATES)
     assert all(g.before_build for g in before) and not any(g.before_build for g in after)

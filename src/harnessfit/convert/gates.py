@@ -7,7 +7,7 @@ rejected for never depends on where in it the problems happened to be. Gates mar
 trajectory alone; they come first and run before the builder, so a rejected side branch costs no mapping work.
 
 Order: lines_lost → truncated_file → empty → side_branch → subagent (reader flags; before the build) →
-mapping_failed → invalid_call → orphan_tool_result → missing_tool_result → user_rejected_tool → image_content →
+mapping_failed → harness_version_mismatch → invalid_call → orphan_tool_result → missing_tool_result → user_rejected_tool → image_content →
 no_final_response.
 
 Adding a gate is one class here and one entry in ``GATES`` (``docs/extending.md``).
@@ -33,6 +33,7 @@ __all__ = [
     "SideBranch",
     "Subagent",
     "MappingFailed",
+    "HarnessVersionMismatch",
     "InvalidCall",
     "OrphanToolResult",
     "MissingToolResult",
@@ -171,6 +172,22 @@ class MappingFailed(_PrecedenceGate):
             yield Finding(note.step, f.reason, f.detail, f.repair_hint)
 
 
+class HarnessVersionMismatch(Gate):
+    """A call of a Pi session recorded under another Pi than the target, where ``harnessfit harness diff`` says a
+    part the call uses differs (its tool's verdict on the recorded arguments, the template of its recorded result):
+    Pi's answer in the session is not what the target Pi would have sent (``harness.recorded``). Before
+    ``invalid_call``: a call the target refuses but the recording Pi ran is a version difference, not a bad call."""
+
+    name = "harness_version_mismatch"
+
+    def findings(self, draft: Draft) -> Iterator[Finding]:
+        for note in draft.version_mismatches:
+            yield Finding(note.step, Reason.harness_version_mismatch,
+                          f"{note.section} differ: {note.detail}; session recorded by {note.recorded}",
+                          "convert for the Pi that recorded the session (--harness pi@VERSION), or re-record the "
+                          "task with the target Pi (`harnessfit synth --harness`)")
+
+
 _VIOLATION_REASONS = {"unknown_tool": Reason.unsupported_tool,
                       "arguments_double_encoded": Reason.arguments_double_encoded}
 
@@ -257,6 +274,7 @@ GATES: tuple[Gate, ...] = (
     SideBranch(),
     Subagent(),
     MappingFailed(),
+    HarnessVersionMismatch(),
     InvalidCall(),
     OrphanToolResult(),
     MissingToolResult(),

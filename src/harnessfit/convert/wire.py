@@ -21,6 +21,10 @@ Serialisation, as Pi 0.73.1 sends it (``pi-ai/providers/openai-completions.js`` 
   kind of repair, so the model learns the call the schema describes. Calls with an error are rejected
   (the ``invalid_call`` gate: ``schema_violation`` / ``unsupported_tool`` / ``arguments_double_encoded``), never
   repaired.
+- Pi sessions recorded under another Pi than the card's (``harness.recorded``: the version is read from the
+  session's system message or layout; ``pi.recorded:<versions>`` is recorded): each call is checked against the
+  card diff of every version that could have recorded it, and a call whose tool verdict or result template differs
+  is noted (the ``harness_version_mismatch`` gate). Other formats have no Pi version and map to the card as is.
 - A user message that ends the session unanswered is trimmed (``trim_unanswered_tail``); after that the last
   message must be an assistant answer without tool calls (else ``no_final_response``).
 
@@ -37,7 +41,15 @@ import orjson
 
 from harnessfit.convert import gates
 from harnessfit.convert.canonical import canonical_arguments
-from harnessfit.convert.draft import CallFailed, CallInvalid, Draft, ImagesSeen, OrphanResult, UnansweredCall
+from harnessfit.convert.draft import (
+    CallFailed,
+    CallInvalid,
+    CallVersionDiffers,
+    Draft,
+    ImagesSeen,
+    OrphanResult,
+    UnansweredCall,
+)
 from harnessfit.convert.gates import first_rejection, split_gates
 from harnessfit.convert.validate import card_wire_tools
 from harnessfit.core.conversation import Conversation, ConversationMeta
@@ -47,6 +59,7 @@ from harnessfit.core.trajectory import Step, Trajectory
 from harnessfit.formats.base import Drop, MapContext, Mapping, PiCall
 from harnessfit.formats.registry import get_mapping
 from harnessfit.harness.card import HarnessCard
+from harnessfit.harness.recorded import Recorded, call_difference, recorded_pi_versions, versions_to_check
 
 __all__ = ["to_conversation", "build_draft", "DEFAULT_CWD", "DEFAULT_DATE", "normalise_call_id"]
 
@@ -96,9 +109,21 @@ def _pair_results(draft: Draft, i: int, step: Step, results: list[tuple[int, Ste
     return by_id
 
 
-def _assistant(draft: Draft, turn: Turn, mapping: Mapping, ctx: MapContext) -> tuple[list[dict[str, Any]], bool]:
+def _version_check(draft: Draft, step: int, name: str, arguments: Any, result: str | None, card: HarnessCard,
+                   recorded: Recorded | None, check: tuple[str, ...]) -> None:
+    """Note the first version under which the recorded call differs from ``card`` (``harness.recorded``)."""
+    for version in check:
+        found = call_difference(version, card, name, arguments, result)
+        if found is not None and recorded is not None:
+            draft.version_mismatches.append(CallVersionDiffers(step, name, recorded.label(), *found))
+            return
+
+
+def _assistant(draft: Draft, turn: Turn, mapping: Mapping, ctx: MapContext,
+               recorded: Recorded | None = None, check: tuple[str, ...] = ()) -> tuple[list[dict[str, Any]], bool]:
     """The turn's wire messages (the assistant message, then its tool messages), and whether the assistant message
-    is left open (it had calls, all dropped: the next turn continues it)."""
+    is left open (it had calls, all dropped: the next turn continues it). ``check``: the versions a Pi session's
+    calls are checked against (``harness.recorded.versions_to_check``)."""
     i, step, results = turn
     by_id = _pair_results(draft, i, step, results)
     card = ctx.card
@@ -113,6 +138,9 @@ def _assistant(draft: Draft, turn: Turn, mapping: Mapping, ctx: MapContext) -> t
             draft.failed_calls.append(CallFailed(i, call, outcome))
             continue
         pieces = [outcome] if isinstance(outcome, PiCall) else list(outcome)
+        if check:  # what Pi received is the recorded call, before any upgrade the mapping made
+            _version_check(draft, i, call.name, call.arguments, pieces[0].result if pieces else None, card,
+                           recorded, check)
         for k, pc in enumerate(pieces):
             draft.transformed(*pc.transformations)
             verdict = card.validate_call(pc.name, pc.arguments)
@@ -172,6 +200,11 @@ def build_draft(traj: Trajectory, card: HarnessCard, *, install_dir: str | None 
         draft.transformed("default_date")
     mapping = get_mapping(traj.source)
     ctx = MapContext(card=card, trajectory=traj, cwd=cwd)
+    recorded, check = None, ()
+    if traj.source == "pi":
+        recorded = recorded_pi_versions(traj)
+        check = versions_to_check(recorded, card)
+        draft.transformed(f"pi.recorded:{'|'.join(recorded.versions) or 'unknown'}")
     draft.messages.append({"role": "system", "content": card.render_system_prompt(cwd, date, install_dir=install_dir)})
     for turn in _turns(traj.steps):
         i, step, results = turn
@@ -198,7 +231,7 @@ def build_draft(traj: Trajectory, card: HarnessCard, *, install_dir: str | None 
         for j, r in results:
             if r.images:
                 draft.images.append(ImagesSeen(j, "tool", r.images))
-        _append(draft, *_assistant(draft, turn, mapping, ctx))
+        _append(draft, *_assistant(draft, turn, mapping, ctx, recorded, check))
     while len(draft.messages) > 1 and draft.messages[-1]["role"] == "user":
         draft.messages.pop()
         draft.transformed("trim_unanswered_tail")

@@ -45,6 +45,7 @@ class Reason(StrEnum):
     unmappable_arguments = "unmappable_arguments"
     arguments_double_encoded = "arguments_double_encoded"
     schema_violation = "schema_violation"
+    harness_version_mismatch = "harness_version_mismatch"
     orphan_tool_result = "orphan_tool_result"
     missing_tool_result = "missing_tool_result"
     aborted_or_error_turn = "aborted_or_error_turn"

@@ -82,7 +82,7 @@ class BuildConfig(_Strict):
     reuses it. Redaction never rewrites this exact string (a user name in it stays, so the prompt stays Pi's).
 
     ``harness`` is the target, ``pi@VERSION`` (default: the newest committed card). The older spelling
-    ``harness = "pi"`` + ``harness_version = "0.73.1"`` is read and folded into it.
+    ``harness = "pi"`` + ``harness_version = <version>`` is read and folded into it.
     """
 
     inputs: list[InputSpec]
@@ -125,7 +125,7 @@ class BuildConfig(_Strict):
 
     @property
     def card_name_version(self) -> tuple[str, str]:
-        """``("pi", "1.6.0")``: what ``load_card`` takes."""
+        """``(name, version)`` of ``harness``: what ``load_card`` takes."""
         return parse_harness(self.harness)
 
     def resolved_inputs(self, base_dir: Path) -> list[InputSpec]:
