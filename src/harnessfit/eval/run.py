@@ -23,7 +23,8 @@ from harnessfit.eval.sandbox import require_sandbox
 from harnessfit.eval.scorers import load_card_or_none, score_episode
 from harnessfit.eval.scripted_models import Responder, responder_for
 from harnessfit.eval.task import Task, load_suite
-from harnessfit.harness.pi import DEFAULT_PI_VERSION, pi_binary
+from harnessfit.harness.pi import pi_binary
+from harnessfit.harness.versions import harness_spec, parse_harness, stage_harness, trained_harness
 from harnessfit.core.jsonio import sha256_bytes
 
 __all__ = ["run_eval", "open_endpoint", "resolve_model_id", "load_any_suite"]
@@ -99,7 +100,7 @@ def run_eval(
     max_seconds: float | None = None,
     max_output_bytes: int | None = None,
     sandbox: bool = True,
-    pi_version: str = DEFAULT_PI_VERSION,
+    pi_version: str | None = None,
     model_id: str | None = None,
     responder: Responder | None = None,
     task_ids: Sequence[str] | None = None,
@@ -113,6 +114,10 @@ def run_eval(
     With ``sandbox=True`` (the default) a missing or broken bubblewrap is a UserError before anything runs.
 
     The results file is written with ``status: started`` first, then ``success`` (or ``error`` with the reason).
+
+    ``pi_version``: the Pi to run. A model harnessfit trained (an adapter, a merged model) runs in the Pi it was
+    trained for by default, and another ``pi_version`` is refused (``harness.versions.stage_harness``); any other
+    model runs in the default Pi.
     """
     if seeds < 1 or workers < 1:
         raise UserError("--seeds and --workers must be at least 1")
@@ -123,13 +128,14 @@ def run_eval(
         if unknown:
             raise UserError(f"unknown task id(s) {', '.join(unknown)} in {suite_dir}")
         tasks = [t for t in tasks if t.id in set(task_ids)]
+    pi_version = _eval_pi_version(pi_version, endpoint_or_model, serve_kwargs.get("adapter"))
     pi_binary(pi_version)  # a clear error now rather than one error per episode
     status = require_sandbox() if sandbox else NO_SANDBOX  # fail closed: never unsandboxed unless asked
     oracle = str(endpoint_or_model) == "scripted:oracle"  # Harbor's oracle sees solution/ at /solution
     config = {"seeds": seeds, "workers": workers, "max_turns": max_turns, "max_seconds": max_seconds,
               "max_output_bytes": max_output_bytes, "sandbox_requested": sandbox}
     results = EvalResults(model={"name": str(endpoint_or_model)}, suite=_suite_info(suite_dir, tasks, fmt),
-                          config=config, sandbox=status, pi_version=pi_version)
+                          config=config, sandbox=status, pi_version=pi_version, harness=harness_spec(pi_version))
     write_results(results, out_dir)
     card = load_card_or_none(pi_version)  # scored against the card of the Pi that ran
     jobs = [(t, s) for t in tasks for s in range(seeds)]
@@ -168,6 +174,14 @@ def run_eval(
     results.status = "success"
     write_results(results, out_dir)
     return results
+
+
+def _eval_pi_version(pi_version: str | None, model: Endpoint | str, adapter: Any) -> str:
+    found = trained_harness(model if isinstance(model, str) else None, adapter)
+    spec = stage_harness(harness_spec(pi_version) if pi_version else None, found[0] if found else None,
+                         what=f"the model ({found[1]})" if found else "the model", stage="eval agent",
+                         redo="rebuild the dataset, re-audit and retrain")
+    return parse_harness(spec)[1]
 
 
 def _score(facts: EpisodeFacts, task: Task, out_dir: Path, card: Any) -> Episode:

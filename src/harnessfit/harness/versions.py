@@ -42,6 +42,7 @@ __all__ = [
     "normalise_harness",
     "recorded_harness",
     "harness_recorded_in",
+    "trained_harness",
     "check_same_harness",
     "stage_harness",
     "private_node_package",
@@ -136,6 +137,17 @@ def harness_recorded_in(folder: Path | str | None) -> tuple[str, Path] | None:
         found = recorded_harness(doc)
         if found is not None:
             return found, path
+    return None
+
+
+def trained_harness(model: str | Path | None, adapter: Path | str | None = None) -> tuple[str, Path] | None:
+    """(harness, the file that says so) a served model was trained for: its adapter's, else a local model folder's
+    (a merged model); None for a base model, a Hugging Face id or an endpoint."""
+    for folder in (adapter, model):
+        if folder is not None and not str(folder).startswith(("http://", "https://", "scripted:")):
+            found = harness_recorded_in(Path(folder).expanduser())
+            if found is not None:
+                return found
     return None
 
 
