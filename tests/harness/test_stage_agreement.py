@@ -166,3 +166,32 @@ def test_evaluating_a_model_trained_for_another_pi_says_so(tmp_path: Path) -> No
                    f"run eval agent with --harness {OLD}", f"retrain with --harness {NEW}"):
         assert needle in lines[0], (needle, lines[0])
     assert not (tmp_path / "e" / "results.json").exists()  # refused before anything ran
+
+
+def test_probing_a_model_trained_for_another_pi_refuses_another(tmp_path: Path) -> None:
+    adapter = _adapter(tmp_path, OLD)
+    res = CliRunner().invoke(app, ["probe", "smollm2-135m", "--adapter", str(adapter), "--out", str(tmp_path / "p"),
+                                   "--harness", NEW])
+    _one_line_refusal(res, f"is for {OLD}", f"probe targets {NEW}", f"run probe with --harness {OLD}")
+    assert not (tmp_path / "p").exists()  # refused before a model loaded or a file was written
+
+
+def test_a_probe_compare_asks_both_sides_under_one_pi(tmp_path: Path, repo_root: Path) -> None:
+    from harnessfit.convert.validate import card_wire_tools
+    from harnessfit.eval.probe import probe_with_compare, run_probe
+    from harnessfit.serve.scripted import Reply, ScriptedEndpoint
+
+    probes = repo_root / "examples" / "probes" / "default"
+    with ScriptedEndpoint(lambda body, i: Reply(text="ok"), model_id="m") as ep:
+        earlier = run_probe(ep.base_url, probes, tmp_path / "old", samples=1, pi_version="0.73.1", progress=False)
+        assert earlier.harness == OLD and earlier.card["id"] == "pi-0.73.1"
+        # no --harness: the base side is asked under the Pi the earlier results were probed under
+        base, _, _ = probe_with_compare(ep.base_url, probes, tmp_path / "cmp", compare=tmp_path / "old", samples=1,
+                                        progress=False)
+        assert base.harness == OLD and ep.requests[-1]["tools"] == card_wire_tools(load_card("pi", "0.73.1"))
+        sent = len(ep.requests)
+        with pytest.raises(UserError, match=f"the probe results {tmp_path / 'old'} is for {OLD}, but probe --compare "
+                                            f"targets {NEW}"):
+            probe_with_compare(ep.base_url, probes, tmp_path / "x", compare=tmp_path / "old", samples=1,
+                               pi_version=NEWEST_PI_VERSION, progress=False)
+        assert len(ep.requests) == sent and not (tmp_path / "x").exists()  # refused before anything was asked

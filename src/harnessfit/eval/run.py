@@ -24,7 +24,7 @@ from harnessfit.eval.scorers import load_card_or_none, score_episode
 from harnessfit.eval.scripted_models import Responder, responder_for
 from harnessfit.eval.task import Task, load_suite
 from harnessfit.harness.pi import pi_binary
-from harnessfit.harness.versions import harness_spec, parse_harness, stage_harness, trained_harness
+from harnessfit.harness.versions import harness_spec, model_harness, parse_harness
 from harnessfit.core.jsonio import sha256_bytes
 
 __all__ = ["run_eval", "open_endpoint", "resolve_model_id", "load_any_suite"]
@@ -177,10 +177,8 @@ def run_eval(
 
 
 def _eval_pi_version(pi_version: str | None, model: Endpoint | str, adapter: Any) -> str:
-    found = trained_harness(model if isinstance(model, str) else None, adapter)
-    spec = stage_harness(harness_spec(pi_version) if pi_version else None, found[0] if found else None,
-                         what=f"the model ({found[1]})" if found else "the model", stage="eval agent",
-                         redo="rebuild the dataset, re-audit and retrain")
+    spec = model_harness(harness_spec(pi_version) if pi_version else None, model if isinstance(model, str) else None,
+                         adapter, stage="eval agent")
     return parse_harness(spec)[1]
 
 

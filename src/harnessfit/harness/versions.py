@@ -12,7 +12,8 @@
   ``harnessfit_merged.json``, eval results). ``recorded_harness(doc)`` reads it back, ``harness_recorded_in(folder)``
   finds it beside an artifact, and ``stage_harness(requested, recorded, …)`` is the one rule every downstream stage
   applies: no ``--harness`` → the recorded one (else the default); a ``--harness`` that disagrees with the recorded
-  one → ``check_same_harness`` refuses with one line naming both and the two ways to fix it;
+  one → ``check_same_harness`` refuses with one line naming both and the two ways to fix it; the stages that run a
+  model (``serve --pi-config``, ``eval agent``, ``probe``) apply it to the model's record (``model_harness``);
 - ``PRIVATE_NODE``: the Node.js runtime harnessfit installs from npm (a registry package that ships the binary) into
   a Pi folder when that Pi's ``engines.node`` asks for more than the machine's ``node``.
 """
@@ -45,6 +46,7 @@ __all__ = [
     "trained_harness",
     "check_same_harness",
     "stage_harness",
+    "model_harness",
     "private_node_package",
 ]
 
@@ -174,6 +176,16 @@ def stage_harness(requested: str | None, recorded: str | None, *, what: str, sta
     target = normalise_harness(requested)
     check_same_harness(what, recorded, target, stage=stage, redo=redo)
     return target
+
+
+def model_harness(requested: str | None, model: str | Path | None, adapter: Path | str | None = None, *,
+                  stage: str) -> str:
+    """The harness (``pi@VERSION``) a stage that runs a model targets (``serve --pi-config``, ``eval agent``,
+    ``probe``): ``stage_harness`` with what the model was trained for (``trained_harness``) as the recorded one."""
+    found = trained_harness(model, adapter)
+    return stage_harness(requested, found[0] if found else None,
+                         what=f"the model ({found[1]})" if found else "the model", stage=stage,
+                         redo="rebuild the dataset, re-audit and retrain")
 
 
 _NODE_PLATFORMS = {

@@ -69,13 +69,9 @@ def _pi_version(harness: str | None, model: str, adapter: Path | None) -> str:
     """The Pi version the config is for: ``--harness``, which must be the one the adapter (or merged model) was
     trained for, else that one, else the default; it must be installed (checked before a model is loaded)."""
     from harnessfit.harness.pi import pi_binary
-    from harnessfit.harness.versions import parse_harness, stage_harness, trained_harness
+    from harnessfit.harness.versions import model_harness, parse_harness
 
-    found = trained_harness(model, adapter)
-    spec = stage_harness(harness, found[0] if found else None,
-                         what=f"the model ({found[1]})" if found else "the model", stage="serve --pi-config",
-                         redo="rebuild the dataset, re-audit and retrain")
-    version = parse_harness(spec)[1]
+    version = parse_harness(model_harness(harness, model, adapter, stage="serve --pi-config"))[1]
     pi_binary(version)
     return version
 
