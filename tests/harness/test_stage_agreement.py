@@ -195,3 +195,18 @@ def test_a_probe_compare_asks_both_sides_under_one_pi(tmp_path: Path, repo_root:
             probe_with_compare(ep.base_url, probes, tmp_path / "x", compare=tmp_path / "old", samples=1,
                                pi_version=NEWEST_PI_VERSION, progress=False)
         assert len(ep.requests) == sent and not (tmp_path / "x").exists()  # refused before anything was asked
+
+
+def test_a_before_after_table_never_names_one_pi_for_runs_of_two(tmp_path: Path) -> None:
+    from harnessfit.eval.results import EvalResults, write_results
+    from harnessfit.report import compare
+
+    def results(name: str, version: str) -> Path:
+        res = EvalResults(model={"name": name}, suite={"name": "default", "tasks": [], "sha256": "x"}, config={},
+                          sandbox="bwrap", pi_version=version, harness=f"pi@{version}", status="success")
+        return write_results(res, tmp_path / name)
+
+    same = compare([results("a", "1.6.0"), results("b", "1.6.0")], tmp_path / "same.md").read_text()
+    assert "Pi 1.6.0." in same and "different Pi versions" not in same
+    mixed = compare([results("c", "0.73.1"), results("d", "1.6.0")], tmp_path / "mixed.md").read_text()
+    assert "Pi 0.73.1 / 1.6.0." in mixed and "different Pi versions (per column: 0.73.1, 1.6.0)" in mixed
