@@ -75,6 +75,28 @@ def test_a_0x_session_is_its_layout_family_narrowed_by_what_pi_refused(tmp_path:
         assert recorded_pi_versions(t) == Recorded(expected, "session layout and refusals")
 
 
+def test_a_result_only_one_candidate_words_that_way_pins_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # two releases of one layout family that differ only in the wording of a write result (a release after 0.82.0
+    # that rewords it, as 1.6.0 did, is made here from the 0.82.0 card): the recorded text tells them apart
+    from harnessfit.harness import recorded
+
+    real = recorded.committed_card
+    base = real("0.82.0")
+    reworded = base.model_copy(update={"version": "0.82.99", "results": {**base.results,
+                                                                          "write": "Wrote {bytes} bytes to {path}"}})
+    monkeypatch.setattr(recorded, "committed_card", lambda v: reworded if v == "0.82.99" else real(v))
+    family = ("0.82.0", "0.82.99")
+    traj = _read(_write_session(tmp_path / "s.jsonl", "0.82.0", _ordinary_calls("0.82.0")))
+    assert recorded_pi_versions(traj, family) == Recorded(("0.82.0",), "session layout and results")
+    calls = [c if c[0] != "write" else ("write", c[1], reworded.format_result("write", bytes=3, path="b.txt"))
+             for c in _ordinary_calls("0.82.0")]
+    traj = _read(_write_session(tmp_path / "r.jsonl", "0.82.0", calls))
+    assert recorded_pi_versions(traj, family) == Recorded(("0.82.99",), "session layout and results")
+    # without a write, nothing tells them apart
+    traj = _read(_write_session(tmp_path / "n.jsonl", "0.82.0", [c for c in calls if c[0] != "write"]))
+    assert recorded_pi_versions(traj, family) == Recorded(family, "session layout")
+
+
 @pytest.mark.parametrize(("source", "target"), list(itertools.product(PI_CARD_VERSIONS, repeat=2)))
 def test_converting_across_versions_rejects_exactly_what_the_diff_names(tmp_path: Path, source: str,
                                                                        target: str) -> None:

@@ -18,7 +18,9 @@ Then the calls narrow it (``" and refusals"``): a card that could have recorded 
 calls whose recorded result is one of its refusal texts (``card.refused``) and runs the others — for example a 0.x
 session whose ``edit`` with an extra property was answered "Validation failed" was not recorded by 0.82.0, whose
 ``edit`` schema ignores extra properties. When no candidate agrees with every call (a tool outside the defaults, a
-validator gap), the layout's candidates stand.
+validator gap), the layout's candidates stand. Then the results narrow it (``" and results"``): a recorded result
+text that some candidate's templates make (``card.result_key``) was not written by a candidate whose templates
+cannot make it — for example a ``write`` answered in one release's wording when another words it differently.
 
 **Which calls may be converted to the target** (``versions_to_check``, ``call_difference``). A session that any of
 its candidate cards could have recorded is treated as recorded by the target when the target is one of them
@@ -113,6 +115,12 @@ def _agrees(version: str, calls: list[tuple[str, Any, str]]) -> bool:
     return True
 
 
+def _templated(version: str, calls: list[tuple[str, Any, str]]) -> tuple[bool, ...]:
+    """For each call, whether a template of Pi ``version`` makes its recorded result."""
+    card = committed_card(version)
+    return tuple(card.result_key(name, result) is not None for name, _, result in calls)
+
+
 def recorded_pi_versions(traj: Trajectory, versions: Sequence[str] = PI_CARD_VERSIONS) -> Recorded:
     """The committed cards (of ``versions``) that could have recorded the Pi session ``traj`` (module docstring)."""
     system = next((s for s in traj.steps if s.role == "system"), None)
@@ -125,11 +133,17 @@ def recorded_pi_versions(traj: Trajectory, versions: Sequence[str] = PI_CARD_VER
         exact = tuple(v for v in found if _matches(v, system.text or "", tools))
         if exact:
             found, how = exact, "system message"
+    calls = _answered_calls(traj) if len(found) > 1 else []
     if len(found) > 1:
-        calls = _answered_calls(traj)
         agreeing = tuple(v for v in found if _agrees(v, calls))
         if agreeing and agreeing != found:
             found, how = agreeing, how + " and refusals"
+    if len(found) > 1:
+        made = {v: _templated(v, calls) for v in found}
+        some = tuple(any(made[v][i] for v in found) for i in range(len(calls)))
+        wording = tuple(v for v in found if made[v] == some)
+        if wording and wording != found:
+            found, how = wording, how + " and results"
     return Recorded(found, how)
 
 
