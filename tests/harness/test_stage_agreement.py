@@ -96,6 +96,12 @@ def test_the_dataset_manifest_records_the_target(old_dataset: Path) -> None:
     assert f"Target harness `{OLD}`" in (old_dataset / "README.md").read_text()
 
 
+def test_verify_rebuilds_for_the_recorded_harness(old_dataset: Path) -> None:
+    from harnessfit.dataset.verify import verify_dataset
+
+    assert verify_dataset(old_dataset).ok  # the manifest's harness, not the default, is what it rebuilds for
+
+
 def test_building_old_sessions_for_the_newest_names_the_difference(old_dataset: Path, tmp_path: Path) -> None:
     res = CliRunner().invoke(app, ["build", "--inputs", str(old_dataset.parent / "s.jsonl"), "--out",
                                    str(tmp_path / "n"), "--no-parquet"])
