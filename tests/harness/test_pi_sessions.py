@@ -195,6 +195,7 @@ def test_a_build_for_the_newest_from_old_sessions_rejects_exactly_the_differing_
     a call that ``card_diff(0.73.1, newest)`` says differs — its tool answers it differently (the two cards'
     verdicts on the recorded arguments differ where the tool changed) or its recorded result was made from a
     template that changed — computed here from the diff alone."""
+    from harnessfit.convert.wire import build_draft
     from harnessfit.dataset.build import build_dataset
     from harnessfit.dataset.config import config_from_values
     from harnessfit.harness.diff import card_diff
@@ -213,10 +214,14 @@ def test_a_build_for_the_newest_from_old_sessions_rejects_exactly_the_differing_
     expected: dict[str, str] = {}
     for traj in _trajectories(sessions):
         results = {s.tool_call_id: s.text or "" for s in traj.steps if s.role == "tool"}
-        for call in (c for s in traj.steps if s.role == "assistant" for c in s.tool_calls):
-            section = differs(call.name, call.arguments, results[call.id])
-            if section is not None:
-                expected.setdefault(traj.id, f"{section} differ: {call.name}: ")
+        calls = [(i, c) for i, s in enumerate(traj.steps) if s.role == "assistant" for c in s.tool_calls]
+        differing = [(i, c.name, section) for i, c in calls
+                     if (section := differs(c.name, c.arguments, results[c.id])) is not None]
+        # call by call: the converter notes exactly these calls (the gate then rejects the trajectory for the first)
+        noted = [(n.step, n.name, n.section) for n in build_draft(traj, new).version_mismatches]
+        assert noted == differing, (traj.id, noted, differing)
+        if differing:
+            expected[traj.id] = f"{differing[0][2]} differ: {differing[0][1]}: "
     assert expected and len(expected) < len(SYNTH_TASKS)  # some trajectories differ (the write), some do not
 
     out = tmp_path / "ds"
