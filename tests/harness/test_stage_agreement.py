@@ -157,6 +157,8 @@ def test_serving_a_pi_config_refuses_another_harness(tmp_path: Path) -> None:
                                    str(tmp_path / "pi"), "--harness", NEW])
     _one_line_refusal(res, f"is for {OLD}", f"serve --pi-config targets {NEW}", "retrain")
     assert not (tmp_path / "pi").exists()
+    res = CliRunner().invoke(app, ["serve", "smollm2-135m", "--adapter", str(adapter), "--harness", NEW])
+    assert isinstance(res.exception, UserError) and "give --pi-config DIR too" in str(res.exception)  # never ignored
 
 
 @pytest.mark.slow

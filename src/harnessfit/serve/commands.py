@@ -40,6 +40,10 @@ def register(app: typer.Typer) -> None:
         """Serve MODEL as an OpenAI-compatible endpoint on 127.0.0.1 (/v1/models, /v1/chat/completions)."""
         from harnessfit.serve.launcher import choose_backend
 
+        if harness is not None and pi_config is None:
+            from harnessfit.errors import UserError
+
+            raise UserError("--harness names the Pi a --pi-config is written for: give --pi-config DIR too")
         pi_version = _pi_version(harness, model, adapter) if pi_config is not None else None
         kind = choose_backend(backend)
         if kind == "vllm":
