@@ -71,6 +71,7 @@ def test_demo_runs_every_stage_and_writes_the_report(tmp_path: Path) -> None:
     assert orjson.loads((out / "train" / "adapter" / "harnessfit_adapter.json").read_bytes())["harness"] == target
     for name in ("base", "tuned"):
         assert orjson.loads((out / "eval" / name / "results.json").read_bytes())["harness"] == target
+        assert orjson.loads((out / "probe" / name / "results.json").read_bytes())["harness"] == target
     # training read the synthesised Pi sessions and evaluated before and after
     train = orjson.loads((out / "train" / "result.json").read_bytes())
     assert train["global_step"] == 1
