@@ -7,8 +7,8 @@ rejected for never depends on where in it the problems happened to be. Gates mar
 trajectory alone; they come first and run before the builder, so a rejected side branch costs no mapping work.
 
 Order: lines_lost → truncated_file → empty → side_branch → subagent (reader flags; before the build) →
-mapping_failed → harness_version_mismatch → invalid_call → orphan_tool_result → missing_tool_result → user_rejected_tool → image_content →
-no_final_response.
+mapping_failed → harness_version_mismatch → invalid_call → orphan_tool_result → missing_tool_result →
+user_rejected_tool → image_content → no_final_response.
 
 Adding a gate is one class here and one entry in ``GATES`` (``docs/extending.md``).
 """
