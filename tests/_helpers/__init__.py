@@ -4,5 +4,6 @@ pytest-xdist and with any ``--import-mode``.
 
 - ``conversations``: small Pi-wire conversations (``make_conv``, ``corpus``) for the dataset tests;
 - ``sft``: small SFT record sets in the audit's input shape, for the tokens tests;
+- ``pi_sessions``: Pi session files in a committed version's layout and wording (``write_session``);
 - ``tinyset``: a tiny random Llama and a tokenized set in the audit's output shape, for the train tests.
 """

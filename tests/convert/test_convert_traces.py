@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import orjson
 import pytest
 from typer.testing import CliRunner
 
@@ -13,6 +14,7 @@ from harnessfit.cli import app
 from harnessfit.convert import convert, iter_convert, validate_conversation
 from harnessfit.core import Conversation, Reason
 from harnessfit.harness.card import load_card
+from harnessfit.harness.versions import NEWEST_PI_VERSION
 
 # Reasons a real trace in ../shared/traces may be rejected for (anything else is a regression to look at).
 EXPECTED_REAL_REASONS = {
@@ -150,10 +152,14 @@ def test_iter_convert_matches_written_files(traces_dir: Path, card, converted):
 
 def test_cli_convert(traces_dir: Path, tmp_path: Path):
     result = CliRunner().invoke(app, ["convert", str(traces_dir / "pi"), str(traces_dir / "claude_code"),
-                                      "--out", str(tmp_path / "o")])
+                                      "--out", str(tmp_path / "o"), "--harness", "pi@0.73.1"])
     assert result.exit_code == 0, result.output
     assert "read 5 = accepted 3 + rejected 2" in result.output
-    assert (tmp_path / "o" / "accounting.json").is_file()
+    assert orjson.loads((tmp_path / "o" / "accounting.json").read_bytes())["harness"] == "pi@0.73.1"
+    # the default target is the newest card: the old Pi session's write results are not what it sends
+    newest = CliRunner().invoke(app, ["convert", str(traces_dir / "pi"), "--out", str(tmp_path / "n")])
+    assert newest.exit_code == 0 and "harness_version_mismatch" in newest.output, newest.output
+    assert orjson.loads((tmp_path / "n" / "accounting.json").read_bytes())["harness"] == f"pi@{NEWEST_PI_VERSION}"
     result = CliRunner().invoke(app, ["convert", str(traces_dir / "pi"), "--out", str(tmp_path / "p"),
                                       "--format", "claude_code"])
     assert result.exit_code == 0, result.output

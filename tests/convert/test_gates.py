@@ -36,7 +36,7 @@ def _bash(cid: str, command: str, output: str, text: str | None = None) -> list[
 def test_the_order_is_the_contract() -> None:
     assert [g.name for g in GATES] == [
         "lines_lost", "truncated_file", "empty", "side_branch", "subagent", "foreign_tools", "mapping_failed",
-        "invalid_call",
+        "harness_version_mismatch", "invalid_call",
         "orphan_tool_result", "turn_after_answer", "missing_tool_result", "user_rejected_tool", "image_content",
         "no_final_response",
     ]

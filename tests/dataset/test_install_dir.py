@@ -47,7 +47,7 @@ def test_default_install_dir_is_recorded_and_verify_reuses_it(tmp_path, traces_d
     card = load_card("pi", "0.73.1")
     default = card.default_install_dir()
     out = tmp_path / "out"
-    build_dataset(config_from_values(inputs=[str(src)], parquet=False), tmp_path, out=out)
+    build_dataset(config_from_values(inputs=[str(src)], harness="pi@0.73.1", parquet=False), tmp_path, out=out)
     m = json.loads((out / "manifest.json").read_text())
     assert m["config"]["install_dir"] == default and default.startswith(str(tmp_path / "homeA"))
     assert all(default in p for p in _system_prompts(out))

@@ -10,6 +10,7 @@ import pytest
 import yaml
 
 from harnessfit.demo.pipeline import DemoPlan, examples_dir, run_demo
+from harnessfit.harness.versions import DEFAULT_PI_VERSION, harness_spec
 
 pytestmark = [pytest.mark.slow, pytest.mark.pi]
 
@@ -38,7 +39,7 @@ def test_demo_runs_every_stage_and_writes_the_report(tmp_path: Path) -> None:
     text = report.read_text()
     out = tmp_path / "demo"
     # every stage left its artifacts
-    for rel in ("harness/pi-0.73.1.json", "dataset/manifest.json", "audit/audit.json", "train/adapter",
+    for rel in (f"harness/pi-{DEFAULT_PI_VERSION}.json", "dataset/manifest.json", "audit/audit.json", "train/adapter",
                 "eval/base/results.json", "eval/tuned/results.json", "eval/before_after.md",
                 "raw/svelte-components/compare.md", "raw/python-functions/compare.md", "probe/compare.md"):
         assert (out / rel).exists(), rel
@@ -63,6 +64,14 @@ def test_demo_runs_every_stage_and_writes_the_report(tmp_path: Path) -> None:
         episode = res["episodes"][0]
         assert episode["facts"]["status"] == "success", episode["facts"].get("error")
         assert episode["metrics"]["turns"] >= 1  # the model answered through Pi at least once
+    # every stage ran for, and recorded, the default harness (the newest committed card)
+    target = harness_spec(DEFAULT_PI_VERSION)
+    assert orjson.loads((out / "dataset" / "manifest.json").read_bytes())["harness"] == target
+    assert orjson.loads((out / "audit" / "tokenized" / "meta.json").read_bytes())["harness"] == target
+    assert orjson.loads((out / "train" / "adapter" / "harnessfit_adapter.json").read_bytes())["harness"] == target
+    for name in ("base", "tuned"):
+        assert orjson.loads((out / "eval" / name / "results.json").read_bytes())["harness"] == target
+        assert orjson.loads((out / "probe" / name / "results.json").read_bytes())["harness"] == target
     # training read the synthesised Pi sessions and evaluated before and after
     train = orjson.loads((out / "train" / "result.json").read_bytes())
     assert train["global_step"] == 1

@@ -21,8 +21,8 @@ def card() -> HarnessCard:
 
 def test_card_identity_and_round_trip(card: HarnessCard) -> None:
     assert card.id == "pi-0.73.1"
-    assert card.to_json_bytes() == card_path().read_bytes()  # stored bytes are the canonical form
-    assert len(card.sha256) == 64 and card.sha256 == load_card().sha256
+    assert card.to_json_bytes() == card_path("pi", "0.73.1").read_bytes()  # stored bytes are the canonical form
+    assert len(card.sha256) == 64 and card.sha256 == load_card("pi", "0.73.1").sha256
     assert card.default_tools == ["read", "bash", "edit", "write"]
     assert card.request["keys"] == ["model", "messages", "stream", "stream_options", "max_tokens", "tools"]
     edit = next(t for t in card.tools if t["function"]["name"] == "edit")
@@ -113,16 +113,17 @@ def test_cli_render_and_card_and_validate(card: HarnessCard, tmp_path) -> None:
     runner = CliRunner()
     ctx = tmp_path / "AGENTS.md"
     ctx.write_text("Be nice.\n")
-    res = runner.invoke(app, ["harness", "render", "--cwd", "/w", "--date", "2024-02-29", "--json", "--context-file", str(ctx)])
+    res = runner.invoke(app, ["harness", "render", "--version", "0.73.1", "--cwd", "/w", "--date", "2024-02-29", "--json",
+                                 "--context-file", str(ctx)])
     assert res.exit_code == 0, res.output
     out = orjson.loads(res.stdout)
     assert out["tools"] == card.tools
     assert out["system"] == card.render_system_prompt("/w", "2024-02-29", [(str(ctx), "Be nice.\n")])
-    plain = runner.invoke(app, ["harness", "render", "--cwd", "/w", "--date", "2024-02-29"])
+    plain = runner.invoke(app, ["harness", "render", "--version", "0.73.1", "--cwd", "/w", "--date", "2024-02-29"])
     assert plain.exit_code == 0 and plain.stdout.startswith(card.render_system_prompt("/w", "2024-02-29"))
     bad = runner.invoke(app, ["harness", "render", "--date", "29.02.2024"])
     assert bad.exit_code != 0
-    summary = runner.invoke(app, ["harness", "card"])
+    summary = runner.invoke(app, ["harness", "card", "--version", "0.73.1"])
     assert summary.exit_code == 0 and card.sha256 in summary.stdout
     assert runner.invoke(app, ["harness", "validate", "read", '{"path":"a"}']).exit_code == 0
     refused = runner.invoke(app, ["harness", "validate", "read", json.dumps('{"path":"a"}')])

@@ -1,5 +1,7 @@
 """Newer Pi in the loop: the golden solver scores every default task under the newest committed Pi (`eval agent
---harness`), and sessions written by it read back and convert: the golden solver and the contrast model record real
+--harness`), sessions `synth --harness pi@V` records with every committed version convert under their own card
+with no rejection, a build for the newest card from 0.73.1 sessions rejects exactly the calls the card diff says
+differ, and sessions written by the newest read back and convert: the golden solver and the contrast model record real
 sessions through ``synth`` under the newest committed Pi; the Pi reader turns each into one trajectory (1.x keeps
 the system prompt in the session as a ``system`` message), and every trajectory converts against that version's
 card with no rejection (contrast sessions, whose first call is double-encoded, are refused for that reason as under
@@ -133,3 +135,100 @@ def test_a_session_converts_to_exactly_what_pi_sent(version: str, tmp_path: Path
     last = ep.requests[-1]
     assert conv.messages[:-1] == last["messages"] and conv.tools == last["tools"]
     assert conv.messages[-1] == {"role": "assistant", "content": "Done."}
+
+
+SYNTH_TASKS = ("create_hello_script", "edit_constant")  # a write, and a read + edit + bash
+
+
+@pytest.fixture(scope="module")
+def synthesised(tmp_path_factory: pytest.TempPathFactory):
+    """``synthesised(version)``: the golden solver's sessions of ``SYNTH_TASKS`` recorded by the real Pi ``version``
+    through ``harnessfit synth --harness pi@version`` (recorded once per version and module)."""
+    done: dict[str, Path] = {}
+
+    def get(version: str) -> Path:
+        if version not in done:
+            from typer.testing import CliRunner
+
+            from harnessfit.cli import app
+
+            install_pi(version)
+            root = tmp_path_factory.mktemp(f"synth-{version}")
+            for name in SYNTH_TASKS:
+                shutil.copytree(SUITE / name, root / "suite" / name)
+            res = CliRunner().invoke(app, ["synth", "--suite", str(root / "suite"), "--out", str(root / "out"),
+                                           "--no-contrast", "--harness", harness_spec(version)])
+            assert res.exit_code == 0, res.output
+            manifest = orjson.loads((root / "out" / "manifest.json").read_bytes())
+            assert manifest["harness"] == harness_spec(version) and manifest["skipped"] == []
+            done[version] = root / "out" / "sessions"
+        return done[version]
+
+    return get
+
+
+def _trajectories(sessions: Path) -> list[Trajectory]:
+    out = []
+    for path in sorted(sessions.rglob("*.jsonl")):
+        items = list(PiReader().read(path))
+        assert all(isinstance(t, Trajectory) for t in items), items
+        out += items
+    return out
+
+
+@pytest.mark.parametrize("version", PI_CARD_VERSIONS)
+def test_sessions_of_every_version_convert_under_their_own_card(version: str, synthesised) -> None:
+    from harnessfit.harness.recorded import recorded_pi_versions
+
+    card = load_card("pi", version)
+    trajectories = _trajectories(synthesised(version))
+    assert len(trajectories) == len(SYNTH_TASKS)
+    for traj in trajectories:
+        assert version in recorded_pi_versions(traj).versions  # the version that wrote it is a candidate
+        conv = to_conversation(traj, card)
+        assert isinstance(conv, Conversation), conv
+
+
+def test_a_build_for_the_newest_from_old_sessions_rejects_exactly_the_differing_calls(synthesised,
+                                                                                      tmp_path: Path) -> None:
+    """Sessions recorded by Pi 0.73.1, built for the newest card: the rejected trajectories are exactly those holding
+    a call that ``card_diff(0.73.1, newest)`` says differs — its tool answers it differently (the two cards'
+    verdicts on the recorded arguments differ where the tool changed) or its recorded result was made from a
+    template that changed — computed here from the diff alone."""
+    from harnessfit.convert.wire import build_draft
+    from harnessfit.dataset.build import build_dataset
+    from harnessfit.dataset.config import config_from_values
+    from harnessfit.harness.diff import card_diff
+
+    old, new = load_card("pi", "0.73.1"), load_card("pi", NEWEST_PI_VERSION)
+    diff = card_diff(old, new)
+    sessions = synthesised("0.73.1")
+
+    def differs(name: str, arguments, result: str) -> str | None:
+        verdicts = [[(v.code, v.severity) for v in card.validate_call(name, arguments)] for card in (old, new)]
+        if not diff.tool_identical(name) and verdicts[0] != verdicts[1]:
+            return "tools"
+        key = old.result_key(name, result)
+        return None if key is None or diff.result_identical(key) else diff.texts[key].kind
+
+    expected: dict[str, str] = {}
+    for traj in _trajectories(sessions):
+        results = {s.tool_call_id: s.text or "" for s in traj.steps if s.role == "tool"}
+        calls = [(i, c) for i, s in enumerate(traj.steps) if s.role == "assistant" for c in s.tool_calls]
+        differing = [(i, c.name, section) for i, c in calls
+                     if (section := differs(c.name, c.arguments, results[c.id])) is not None]
+        # call by call: the converter notes exactly these calls (the gate then rejects the trajectory for the first)
+        noted = [(n.step, n.name, n.section) for n in build_draft(traj, new).version_mismatches]
+        assert noted == differing, (traj.id, noted, differing)
+        if differing:
+            expected[traj.id] = f"{differing[0][2]} differ: {differing[0][1]}: "
+    assert expected and len(expected) < len(SYNTH_TASKS)  # some trajectories differ (the write), some do not
+
+    out = tmp_path / "ds"
+    report = build_dataset(config_from_values(inputs=[str(sessions)], harness=harness_spec(NEWEST_PI_VERSION),
+                                              parquet=False), tmp_path, out=out)
+    ledger = [orjson.loads(x) for x in (out / "ledger.jsonl").read_bytes().splitlines() if x.strip()]
+    assert {r["record_id"] for r in ledger} == set(expected)
+    for row in ledger:
+        assert row["reason"] == "harness_version_mismatch" and row["detail"].startswith(expected[row["record_id"]])
+    assert report.manifest["counts"]["kept"] == len(SYNTH_TASKS) - len(expected)

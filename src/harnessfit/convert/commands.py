@@ -6,8 +6,6 @@ from pathlib import Path
 
 import typer
 
-from harnessfit.harness.versions import DEFAULT_PI_VERSION
-
 __all__ = ["register"]
 
 
@@ -17,10 +15,9 @@ def _convert_cmd(
                              "ledger.jsonl, ledger_summary.md, accounting.json, yield.json, yield.md)."),
     workers: int = typer.Option(1, "--workers", "-w", min=1, help="Worker processes (output is identical for any count)."),
     formats: list[str] = typer.Option(None, "--format", "-f", help="Only these formats (repeatable); default: detect."),
-    harness: str = typer.Option("pi", "--harness", help="Harness whose card defines the wire format."),
-    harness_version: str = typer.Option(DEFAULT_PI_VERSION, "--harness-version", help="Harness version of the card."),
-    harness_profile: str = typer.Option(None, "--harness-profile", help="Card profile: 'tools' = Pi with its "
-                                        "optional grep/find/ls (Claude Code Grep maps to grep where exact)."),
+    harness: str = typer.Option(None, "--harness", help="Target harness as pi@VERSION, whose committed card defines "
+                                "the wire format (default: the newest committed card); pi@VERSION+tools is Pi with "
+                                "its optional grep/find/ls (Claude Code Grep maps to grep where exact)."),
     install_dir: str = typer.Option(None, "--install-dir", help="Harness folder the system prompt names "
                                     "(default: where `harnessfit harness install` puts it on this machine)."),
     keep_ui_calls: bool = typer.Option(False, "--keep-ui-calls", help="Never drop UI-only calls (TodoWrite, "
@@ -35,9 +32,9 @@ def _convert_cmd(
     from harnessfit.convert.ledger import convert
     from harnessfit.convert.policy import ConvertPolicy
     from harnessfit.core.rejection import Reason
-    from harnessfit.harness.card import load_card
+    from harnessfit.harness.card import load_harness
 
-    card = load_card(harness, harness_version, harness_profile)
+    card = load_harness(harness)
     console = Console(stderr=True)
     with Progress(
         TextColumn("[bold]convert[/]"), BarColumn(), DownloadColumn(), TransferSpeedColumn(), TimeRemainingColumn(),

@@ -24,8 +24,8 @@ from harnessfit.core.trajectory import ToolCall, Trajectory
 if TYPE_CHECKING:
     from harnessfit.harness.card import Violation
 
-__all__ = ["Draft", "CallFailed", "ResultFailed", "CallInvalid", "CallDropped", "OrphanResult", "UnansweredCall",
-           "ImagesSeen", "RejectedByUser"]
+__all__ = ["Draft", "CallFailed", "ResultFailed", "CallInvalid", "CallDropped", "CallVersionDiffers", "OrphanResult",
+           "UnansweredCall", "ImagesSeen", "RejectedByUser"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,6 +69,19 @@ class CallDropped:
     index: int
     call: ToolCall
     policy: str
+
+
+@dataclass(frozen=True, slots=True)
+class CallVersionDiffers:
+    """A call of a Pi session recorded under another Pi than the target (``recorded``, e.g. ``pi@0.73.1|0.79.10|0.82.0
+    (session layout)``) that uses a part of the card diff that differs: ``section`` (``tools``, ``results`` or
+    ``errors``) and what (``detail``), as ``harness.recorded.call_difference`` found it."""
+
+    step: int
+    name: str
+    recorded: str
+    section: str
+    detail: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,6 +133,7 @@ class Draft:
     failed_results: list[ResultFailed] = field(default_factory=list)
     invalid_calls: list[CallInvalid] = field(default_factory=list)
     dropped_calls: list[CallDropped] = field(default_factory=list)
+    version_mismatches: list[CallVersionDiffers] = field(default_factory=list)
     orphan_results: list[OrphanResult] = field(default_factory=list)
     unanswered_calls: list[UnansweredCall] = field(default_factory=list)
     images: list[ImagesSeen] = field(default_factory=list)

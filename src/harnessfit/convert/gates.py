@@ -24,7 +24,7 @@ the first trajectory step the problem makes unusable; the labels are the assista
   tools on offer: ``cut`` = 0.
 
 Order: lines_lost → truncated_file → empty → side_branch → subagent → foreign_tools (reader flags; before the build) →
-mapping_failed → invalid_call → orphan_tool_result → turn_after_answer → missing_tool_result → user_rejected_tool →
+mapping_failed → harness_version_mismatch → invalid_call → orphan_tool_result → turn_after_answer → missing_tool_result → user_rejected_tool →
 image_content → no_final_response.
 
 Adding a gate is one class here and one entry in ``GATES`` (``docs/extending.md``).
@@ -51,6 +51,7 @@ __all__ = [
     "Subagent",
     "ForeignTools",
     "MappingFailed",
+    "HarnessVersionMismatch",
     "InvalidCall",
     "OrphanToolResult",
     "TurnAfterAnswer",
@@ -225,6 +226,25 @@ class MappingFailed(_PrecedenceGate):
                           tool=note.call.name)
 
 
+class HarnessVersionMismatch(Gate):
+    """A call of a Pi session recorded under another Pi than the target, where ``harnessfit harness diff`` says a
+    part the call uses differs (its tool's verdict on the recorded arguments, the template of its recorded result):
+    Pi's answer in the session is not what the target Pi would have sent (``harness.recorded``). Before
+    ``invalid_call``: a call the target refuses but the recording Pi ran is a version difference, not a bad call.
+    A differing verdict on the call (section ``tools``) cuts at the call's turn; a differing result or error text
+    cuts after it (the call is exact, its result in the later context is not the target's)."""
+
+    name = "harness_version_mismatch"
+
+    def findings(self, draft: Draft) -> Iterator[Finding]:
+        for note in draft.version_mismatches:
+            yield Finding(note.step, Reason.harness_version_mismatch,
+                          f"{note.section} differ: {note.detail}; session recorded by {note.recorded}",
+                          "convert for the Pi that recorded the session (--harness pi@VERSION), or re-record the "
+                          "task with the target Pi (`harnessfit synth --harness`)",
+                          cut=note.step if note.section == "tools" else note.step + 1, tool=note.name)
+
+
 _VIOLATION_REASONS = {"unknown_tool": Reason.unsupported_tool,
                       "arguments_double_encoded": Reason.arguments_double_encoded}
 
@@ -369,6 +389,7 @@ GATES: tuple[Gate, ...] = (
     Subagent(),
     ForeignTools(),
     MappingFailed(),
+    HarnessVersionMismatch(),
     InvalidCall(),
     OrphanToolResult(),
     TurnAfterAnswer(),

@@ -288,7 +288,8 @@ def _write(out: Path, units: list[Any], inputs: Sequence[Path | str], card: Any,
     if not doc_yield["identity_holds"]:
         raise AccountingError("yield: calls != labels + dropped + lost for some file (a bug, never bad data)")
     write_ledger_summary(out / "ledger_summary.md", accounting, examples)
-    doc = {"card": card.id, "card_sha256": card.sha256, **accounting.as_dict()}
+    doc = {"harness": f"{card.harness}@{card.version}", "card": card.id, "card_sha256": card.sha256,
+           **accounting.as_dict()}
     (out / "accounting.json").write_bytes(orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n")
     return ConvertSummary(out_dir=out, card=card.id, card_sha256=card.sha256, accounting=accounting, yields=yields,
                           prefixes=prefixes)

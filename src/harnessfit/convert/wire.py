@@ -27,6 +27,10 @@ the rules that depend on Pi's version are in ``convert.history``, chosen by the 
   the one place where a conversation's history differs from Pi's replay, on purpose.) Calls with an error are
   rejected (the ``invalid_call`` gate: ``schema_violation`` / ``unsupported_tool`` / ``arguments_double_encoded``),
   never repaired.
+- Pi sessions recorded under another Pi than the card's (``harness.recorded``: the version is read from the
+  session's system message or layout; ``pi.recorded:<versions>`` is recorded): each call is checked against the
+  card diff of every version that could have recorded it, and a call whose tool verdict or result template differs
+  is noted (the ``harness_version_mismatch`` gate). Other formats have no Pi version and map to the card as is.
 - A user message that ends the session unanswered is trimmed (``trim_unanswered_tail``); after that the last
   message must be an assistant answer without tool calls (else ``no_final_response``).
 - UI-only calls Pi would never see are dropped with their results where ``convert.policy`` allows it (recorded as
@@ -55,6 +59,7 @@ from harnessfit.convert.draft import (
     CallDropped,
     CallFailed,
     CallInvalid,
+    CallVersionDiffers,
     Draft,
     ImagesSeen,
     OrphanResult,
@@ -74,6 +79,7 @@ from harnessfit.core.trajectory import Step, Trajectory
 from harnessfit.formats.base import Drop, MapContext, Mapping, PiCall
 from harnessfit.formats.registry import get_mapping
 from harnessfit.harness.card import HarnessCard
+from harnessfit.harness.recorded import Recorded, call_difference, recorded_pi_versions, versions_to_check
 
 __all__ = ["to_conversation", "convert_trajectory", "Outcome", "build_draft", "DEFAULT_CWD", "DEFAULT_DATE",
            "DEFAULT_POLICY"]
@@ -125,8 +131,10 @@ class _Context:
     """What the builder needs for every turn of one trajectory."""
 
     def __init__(self, draft: Draft, mapping: Mapping, ctx: MapContext, policy: ConvertPolicy,
-                 rules: PiHistory) -> None:
+                 rules: PiHistory, recorded: Recorded | None = None, check: tuple[str, ...] = ()) -> None:
         self.draft = draft
+        self.recorded = recorded  # a Pi session's recording Pi (``harness.recorded``) and the versions its calls
+        self.check = check        # are checked against (``versions_to_check``); None/() for other formats
         self.rules = rules
         self.mapping = mapping
         self.ctx = ctx
@@ -166,6 +174,16 @@ def _drop_problem(b: _Context, i: int, k: int, step: Step, outcome: Drop, ui_cal
     return ui_drop_problem(i, step, ui_calls, result, b.later)
 
 
+def _version_check(draft: Draft, step: int, name: str, arguments: Any, result: str | None, card: HarnessCard,
+                   recorded: Recorded | None, check: tuple[str, ...]) -> None:
+    """Note the first version under which the recorded call differs from ``card`` (``harness.recorded``)."""
+    for version in check:
+        found = call_difference(version, card, name, arguments, result)
+        if found is not None and recorded is not None:
+            draft.version_mismatches.append(CallVersionDiffers(step, name, recorded.label(), *found))
+            return
+
+
 def _assistant(b: _Context, turn: Turn) -> tuple[dict[str, Any] | None, list[tuple[int, dict[str, Any]]]]:
     """The turn's assistant message (``None`` when nothing of it is left) and its tool messages with their result
     steps. A UI-only tool (``policy.ui_tools``) is a ``Drop`` before its mapping is asked; a refused call's result is
@@ -200,6 +218,10 @@ def _assistant(b: _Context, turn: Turn) -> tuple[dict[str, Any] | None, list[tup
             draft.failed_calls.append(CallFailed(i, call, outcome))
             continue
         pieces = [outcome] if type(outcome) is PiCall else list(outcome)
+        if b.check:  # what Pi received is the recorded call, before any upgrade the mapping made
+            first = pieces[0].result if pieces else None
+            _version_check(draft, i, call.name, call.arguments, first if isinstance(first, str) else None, card,
+                           b.recorded, b.check)
         for n, pc in enumerate(pieces):
             if pc.transformations:
                 draft.transformed(*pc.transformations)
@@ -271,7 +293,13 @@ def build_draft(traj: Trajectory, card: HarnessCard, *, install_dir: str | None 
         draft.transformed("default_cwd")
     if not traj.date:
         draft.transformed("default_date")
-    b = _Context(draft, get_mapping(traj.source), MapContext(card=card, trajectory=traj, cwd=cwd), policy, rules)
+    recorded, check = None, ()
+    if traj.source == "pi":
+        recorded = recorded_pi_versions(traj)
+        check = versions_to_check(recorded, card)
+        draft.transformed(f"pi.recorded:{'|'.join(recorded.versions) or 'unknown'}")
+    b = _Context(draft, get_mapping(traj.source), MapContext(card=card, trajectory=traj, cwd=cwd), policy, rules,
+                 recorded, check)
     messages, steps_of = draft.messages, draft.message_steps
     draft.add(-1, {"role": "system", "content": card.render_system_prompt(cwd, date, install_dir=install_dir)})
     history_only = False

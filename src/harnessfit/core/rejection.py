@@ -67,6 +67,7 @@ class Reason(StrEnum):
     unmappable_result = "unmappable_result"
     arguments_double_encoded = "arguments_double_encoded"
     schema_violation = "schema_violation"
+    harness_version_mismatch = "harness_version_mismatch"
     orphan_tool_result = "orphan_tool_result"
     turn_after_answer = "turn_after_answer"
     missing_tool_result = "missing_tool_result"

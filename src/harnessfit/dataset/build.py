@@ -34,7 +34,7 @@ from harnessfit.dataset.sink import MANIFEST_FORMAT, Sink
 from harnessfit.dataset.split import assign_splits, check_no_overlap
 from harnessfit.dataset.stages import Judge, Settings, records
 from harnessfit.errors import UserError
-from harnessfit.harness.card import HarnessCard, load_card
+from harnessfit.harness.card import HarnessCard, load_harness
 from harnessfit.core.jsonio import sha256_file
 from harnessfit.pipeline import StageClock
 from harnessfit.formats.registry import Unit, iter_units
@@ -128,8 +128,8 @@ def _versions() -> dict[str, str]:
 
 
 def _card_info(config: BuildConfig) -> tuple[HarnessCard, dict[str, Any]]:
-    card = load_card(config.harness, config.harness_version, config.harness_profile)
-    return card, {"id": card.id, "sha256": card.sha256, "tools": list(card.default_tools)}
+    card = load_harness(config.harness)
+    return card, {"id": card.id, "sha256": card.sha256, "package": card.package, "tools": list(card.default_tools)}
 
 
 def _unit_groups(inputs: list[InputSpec]) -> list[tuple[list[str] | None, list[Unit]]]:
@@ -240,6 +240,7 @@ def _finish(sink: Sink, config: BuildConfig, judge: Judge, inputs: list[InputSpe
         "format": MANIFEST_FORMAT,
         "config": semantic,
         "config_sha256": hashlib.sha256(config_bytes).hexdigest(),
+        "harness": config.harness,
         "harness_card": card_info,
         "packages": _versions(),
         "inputs": input_rows,

@@ -49,6 +49,9 @@ def render_card(m: dict[str, Any]) -> str:
         f"`{m['harness_card']['sha256']}`), built by harnessfit {m['packages']['harnessfit']}. "
         "Re-check it byte for byte with `harnessfit verify <this folder>`.",
         "",
+        f"Target harness `{m['harness']}`: audit, train, `serve --pi-config` and eval take it from here and refuse "
+        "another (`--harness`).",
+        "",
         "## Files",
         "- `conversations/{split}.jsonl` — one full trajectory per line: `id`, `messages`, `tools`, `meta`, "
         "exactly as the harness sends them.",

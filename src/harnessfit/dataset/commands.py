@@ -7,8 +7,6 @@ from typing import Annotated, Optional
 
 import typer
 
-from harnessfit.harness.versions import DEFAULT_PI_VERSION
-
 __all__ = ["register"]
 
 
@@ -57,10 +55,9 @@ def register(app: typer.Typer) -> None:
         out: Annotated[Optional[Path], typer.Option("--out", "-o", help="output folder")] = None,
         workers: Annotated[Optional[int], typer.Option(help="worker processes (output bytes never depend on it)")] = None,
         seed: Annotated[Optional[int], typer.Option(help="split seed")] = None,
-        harness: Annotated[str, typer.Option(help="harness card name")] = "pi",
-        harness_version: Annotated[str, typer.Option(help="harness card version")] = DEFAULT_PI_VERSION,
-        harness_profile: Annotated[Optional[str], typer.Option(
-            help="card profile: 'tools' = Pi with its optional grep/find/ls tools")] = None,
+        harness: Annotated[Optional[str], typer.Option(
+            help="target harness as pi@VERSION or pi@VERSION+tools (a committed card; default: the config's, else "
+                 "the newest)")] = None,
         no_redact: Annotated[bool, typer.Option("--no-redact", help="skip redaction")] = False,
         no_parquet: Annotated[bool, typer.Option("--no-parquet", help="skip the Parquet copies")] = False,
         install_dir: Annotated[Optional[str], typer.Option(
@@ -80,9 +77,10 @@ def register(app: typer.Typer) -> None:
                 cfg = cfg.model_copy(update={"inputs": config_from_values(inputs=[str(p) for p in inputs]).inputs})
                 base = Path.cwd()
         else:
-            cfg = config_from_values(inputs=[str(p) for p in inputs or []], workers=workers, harness=harness,
-                                     harness_version=harness_version, harness_profile=harness_profile)
+            cfg = config_from_values(inputs=[str(p) for p in inputs or []], workers=workers)
             base = Path.cwd()
+        if harness is not None:
+            cfg = config_from_values(**{**cfg.model_dump(), "harness": harness, "harness_profile": None})
         if seed is not None:
             cfg = cfg.model_copy(update={"split": cfg.split.model_copy(update={"seed": seed})})
         if no_redact:

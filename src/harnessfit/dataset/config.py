@@ -10,7 +10,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from harnessfit.errors import UserError
-from harnessfit.harness.versions import DEFAULT_PI_VERSION
+from harnessfit.harness.versions import DEFAULT_PI_VERSION, harness_profile, harness_spec, parse_harness
 
 __all__ = ["InputSpec", "ConvertConfig", "RedactionConfig", "DedupConfig", "SplitConfig", "BuildConfig",
            "load_build_config", "config_from_values"]
@@ -96,15 +96,16 @@ class BuildConfig(_Strict):
     ``/opt/pi``) to build machine-independent data; either way the manifest records the value used and ``verify``
     reuses it. Redaction never rewrites this exact string (a user name in it stays, so the prompt stays Pi's).
 
-    ``harness_profile`` picks a card profile (``tools``: Pi with its optional grep/find/ls, card
-    ``pi-<version>+tools``); the manifest records the card and its tools, and ``eval agent --harness
-    pi@<version>+tools`` runs Pi with the same tools.
+    ``harness`` is the target, ``pi@VERSION`` (default: the newest committed card), or ``pi@VERSION+tools`` for the
+    card profile with Pi's optional grep/find/ls (card ``pi-<version>+tools``; the manifest records the card and its
+    tools, and ``eval agent --harness pi@<version>+tools`` runs Pi with the same tools). Older spellings are read and
+    folded into it: ``harness = "pi"`` + ``harness_version = <version>``, and ``harness_profile = "tools"``.
     """
 
     inputs: list[InputSpec]
-    harness: str = "pi"
-    harness_version: str = DEFAULT_PI_VERSION
-    harness_profile: str | None = None
+    harness: str = harness_spec(DEFAULT_PI_VERSION)
+    harness_version: str | None = Field(None, exclude=True, description="older spelling of the version in harness")
+    harness_profile: str | None = Field(None, description="the card profile of harness (set from it; 'tools')")
     policies: dict[str, Any] = Field(default_factory=dict)
     convert: ConvertConfig = Field(default_factory=ConvertConfig)
     redaction: RedactionConfig = Field(default_factory=RedactionConfig)
@@ -137,6 +138,28 @@ class BuildConfig(_Strict):
         if not v:
             raise ValueError("at least one input is required")
         return v
+
+    @model_validator(mode="after")
+    def _one_harness(self) -> BuildConfig:
+        try:
+            name, version = parse_harness(self.harness, default=self.harness_version or DEFAULT_PI_VERSION)
+        except UserError as exc:
+            raise ValueError(str(exc)) from None
+        if self.harness_version is not None and version != self.harness_version:
+            raise ValueError(f"harness {self.harness!r} and harness_version {self.harness_version!r} disagree: "
+                             f"give one, as harness = \"pi@VERSION\"")
+        profile = harness_profile(self.harness)
+        if self.harness_profile is not None and profile not in (None, self.harness_profile):
+            raise ValueError(f"harness {self.harness!r} and harness_profile {self.harness_profile!r} disagree: "
+                             f"give one, as harness = \"pi@VERSION+PROFILE\"")
+        profile = profile or self.harness_profile
+        self.harness, self.harness_version, self.harness_profile = harness_spec(version, name, profile), None, profile
+        return self
+
+    @property
+    def card_name_version(self) -> tuple[str, str]:
+        """``(name, version)`` of ``harness`` (its profile is ``harness_profile``)."""
+        return parse_harness(self.harness)
 
     def resolved_inputs(self, base_dir: Path) -> list[InputSpec]:
         out = []

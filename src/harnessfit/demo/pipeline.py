@@ -105,6 +105,7 @@ def run_demo(plan: DemoPlan, console: Console | None = None) -> Path:
     from harnessfit.harness.capture import capture_pi
     from harnessfit.harness.card import card_path
     from harnessfit.harness.pi import DEFAULT_PI_VERSION, install_pi
+    from harnessfit.harness.versions import harness_spec
     from harnessfit.report import compare
     from harnessfit.report.build import build_report
     from harnessfit.report.sections.run import STEPS_FILE
@@ -126,7 +127,8 @@ def run_demo(plan: DemoPlan, console: Console | None = None) -> Path:
         (out / "harness").mkdir(exist_ok=True)
         (out / "harness" / f"{card.id}.json").write_bytes(data)
         committed = card_path("pi", DEFAULT_PI_VERSION).read_bytes()
-        return {"id": card.id, "sha256": card.sha256, "tools": card.default_tools,
+        return {"harness": harness_spec(card.version, card.harness), "id": card.id, "sha256": card.sha256,
+                "tools": card.default_tools,
                 "equals_committed": data == committed}
 
     facts["card"] = steps.run("capture the harness card from the real Pi CLI", _capture)
@@ -222,7 +224,8 @@ def _write_report(out: Path, facts: dict[str, Any], table_md: Path) -> Path:
         f"(`harnessfit view {out}` serves it).",
         "",
         "## Harness",
-        f"- card `{card['id']}` (sha256 `{card['sha256'][:16]}…`), tools: {', '.join(card['tools'])}",
+        f"- target `{card['harness']}` (the default: the newest committed card; every stage below recorded it), "
+        f"card `{card['id']}` (sha256 `{card['sha256'][:16]}…`), tools: {', '.join(card['tools'])}",
         f"- re-captured from the real Pi CLI; equals the committed card: **{card['equals_committed']}**",
         "",
         "## Dataset",

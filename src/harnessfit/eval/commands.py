@@ -48,7 +48,8 @@ def agent(
     no_sandbox: bool = typer.Option(False, "--no-sandbox", help="Run Pi without bubblewrap (results say so); "
                                     "without this flag a missing or broken bubblewrap stops the eval."),
     adapter: Path = typer.Option(None, "--adapter", help="LoRA adapter folder for --model (served by harnessfit)."),
-    harness: str = typer.Option(None, "--harness", help=_HARNESS_HELP + " Default: the project's default Pi."),
+    harness: str = typer.Option(None, "--harness", help=_HARNESS_HELP + " Default: the one a harnessfit-trained "
+                                "model (--adapter, a merged model) was trained for, else the newest committed card."),
 ) -> None:
     """Run every task x seed through the real Pi CLI against one model; write results JSON + Markdown."""
     from harnessfit.errors import UserError
@@ -59,8 +60,8 @@ def agent(
     extra = {"adapter": adapter} if adapter is not None else {}
     results = run_eval(model or endpoint, suite, out, seeds=seeds, workers=workers, max_turns=max_turns,
                        max_seconds=max_seconds, max_output_bytes=max_output_bytes, sandbox=not no_sandbox,
-                       model_id=model_id, task_ids=task or None, pi_version=_pi_version(harness),
-                       pi_profile=_pi_profile(harness), **extra)
+                       model_id=model_id, task_ids=task or None,
+                       pi_version=_pi_version(harness) if harness else None, pi_profile=_pi_profile(harness), **extra)
     agg = results.aggregates
     loop = agg["rates"]["complete_loop"]
     typer.echo(f"{results.model['name']} in Pi {results.pi_version}: complete loop {loop['successes']}/{loop['n']} "
@@ -94,7 +95,7 @@ def synth_cmd(
     workers: int = typer.Option(2, "--workers", help="Episodes run in parallel."),
     contrast: bool = typer.Option(True, "--contrast/--no-contrast", help="Also record the double-encoded-then-"
                                   "recovered contrast sessions."),
-    harness: str = typer.Option(None, "--harness", help=_HARNESS_HELP + " Default: the project's default Pi."),
+    harness: str = typer.Option(None, "--harness", help=_HARNESS_HELP + " Default: the newest committed card."),
 ) -> None:
     """Record real Pi session files of the golden solver (and contrast examples) for `harnessfit build`."""
     from harnessfit.eval.synth import synth

@@ -49,6 +49,7 @@ class EvalResults(BaseModel):
     config: dict[str, Any]
     sandbox: str
     pi_version: str
+    harness: str | None = None  # pi@VERSION; a trained model's own harness agrees with it (eval refuses otherwise)
     episodes: list[Episode] = Field(default_factory=list)
     aggregates: dict[str, Any] = Field(default_factory=dict)
 

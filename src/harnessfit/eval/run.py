@@ -24,8 +24,8 @@ from harnessfit.eval.scorers import load_card_or_none, score_episode
 from harnessfit.eval.scripted_models import Responder, responder_for
 from harnessfit.eval.task import Task, load_suite
 from harnessfit.harness.card import load_card
-from harnessfit.harness.pi import DEFAULT_PI_VERSION, pi_binary
-from harnessfit.harness.versions import harness_spec
+from harnessfit.harness.pi import pi_binary
+from harnessfit.harness.versions import harness_profile, harness_spec, model_harness, parse_harness
 from harnessfit.core.jsonio import sha256_bytes
 
 __all__ = ["run_eval", "open_endpoint", "resolve_model_id", "load_any_suite"]
@@ -101,7 +101,7 @@ def run_eval(
     max_seconds: float | None = None,
     max_output_bytes: int | None = None,
     sandbox: bool = True,
-    pi_version: str = DEFAULT_PI_VERSION,
+    pi_version: str | None = None,
     pi_profile: str | None = None,
     model_id: str | None = None,
     responder: Responder | None = None,
@@ -117,6 +117,10 @@ def run_eval(
 
     The results file is written with ``status: started`` first, then ``success`` (or ``error`` with the reason).
     ``pi_profile`` (``tools``) runs Pi with that card profile's tools and scores against that card.
+
+    ``pi_version``: the Pi to run. A model harnessfit trained (an adapter, a merged model) runs in the Pi it was
+    trained for by default, and another ``pi_version`` is refused (``harness.versions.stage_harness``); any other
+    model runs in the default Pi.
     """
     if seeds < 1 or workers < 1:
         raise UserError("--seeds and --workers must be at least 1")
@@ -127,6 +131,7 @@ def run_eval(
         if unknown:
             raise UserError(f"unknown task id(s) {', '.join(unknown)} in {suite_dir}")
         tasks = [t for t in tasks if t.id in set(task_ids)]
+    pi_version, pi_profile = _eval_harness(pi_version, pi_profile, endpoint_or_model, serve_kwargs.get("adapter"))
     pi_binary(pi_version)  # a clear error now rather than one error per episode
     status = require_sandbox() if sandbox else NO_SANDBOX  # fail closed: never unsandboxed unless asked
     oracle = str(endpoint_or_model) == "scripted:oracle"  # Harbor's oracle sees solution/ at /solution
@@ -139,7 +144,8 @@ def run_eval(
         config["harness"] = harness_spec(pi_version, profile=pi_profile)
         config["tools"] = list(tools)
     results = EvalResults(model={"name": str(endpoint_or_model)}, suite=_suite_info(suite_dir, tasks, fmt),
-                          config=config, sandbox=status, pi_version=pi_version)
+                          config=config, sandbox=status, pi_version=pi_version,
+                          harness=harness_spec(pi_version, profile=pi_profile))
     write_results(results, out_dir)
     card = load_card_or_none(pi_version, pi_profile)  # scored against the card of the Pi that ran
     jobs = [(t, s) for t in tasks for s in range(seeds)]
@@ -178,6 +184,14 @@ def run_eval(
     results.status = "success"
     write_results(results, out_dir)
     return results
+
+
+def _eval_harness(pi_version: str | None, pi_profile: str | None, model: Endpoint | str,
+                  adapter: Any) -> tuple[str, str | None]:
+    """(Pi version, card profile) the episodes run in: what was asked, else what the model was trained for."""
+    asked = harness_spec(pi_version or parse_harness(None)[1], profile=pi_profile) if (pi_version or pi_profile) else None
+    spec = model_harness(asked, model if isinstance(model, str) else None, adapter, stage="eval agent")
+    return parse_harness(spec)[1], harness_profile(spec)
 
 
 def _score(facts: EpisodeFacts, task: Task, out_dir: Path, card: Any) -> Episode:

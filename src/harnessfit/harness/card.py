@@ -38,7 +38,9 @@ fills one. Keys:
   for a tool call that never got a result).
 
 ``refused(text)`` names the error key when a tool-result text is one of Pi's refusals (``REFUSAL_KEYS``: Pi answered
-instead of running the tool), matched against these templates.
+instead of running the tool), matched against these templates. ``result_key(tool, text)`` names the template a
+recorded result was made from (the tool's own results — keys named after it — or any error text), so a result can
+be compared across versions key by key (``harness.diff.CardDiff.result_identical``).
 
 ``examples`` keeps the captured calls (name, raw arguments, whether Pi ran the tool, the result text) that the
 error texts were learned from.
@@ -71,6 +73,7 @@ __all__ = [
     "PromptTemplate",
     "HarnessCard",
     "load_card",
+    "load_harness",
     "card_from_json",
     "card_path",
     "CARD_FORMAT",
@@ -133,6 +136,24 @@ def _template_pattern(template: str) -> re.Pattern[str]:
         pattern += ".*?" + (re.escape(items[1][0]) if len(items) > 1 else "")
     fields = sum(1 for _, field, _, _ in items if field is not None)
     return re.compile(pattern + (r"\Z" if fields <= 1 else ""), re.DOTALL)
+
+
+@functools.cache
+def _full_pattern(template: str) -> tuple[re.Pattern[str], int]:
+    """A ``str.format`` template as a regex matching a whole text it could have made (each variable any text), and
+    the length of its fixed text (the more fixed text, the more specific the template)."""
+    pattern, fixed = "", 0
+    for literal, field_name, _, _ in string.Formatter().parse(template):
+        pattern += re.escape(literal)
+        fixed += len(literal)
+        if field_name is not None:
+            pattern += "(?s:.*?)"
+    return re.compile(pattern + r"\Z", re.DOTALL), fixed
+
+
+_FRAGMENT_KEYS = frozenset({"validation_problem", "arguments_not_object"})
+"""Texts that are only ever a piece of another one (a line of ``validation_failed``, the reason of
+``invalid_arguments``), never a whole tool result."""
 
 
 class Violation(BaseModel):
@@ -371,6 +392,20 @@ class HarnessCard(BaseModel):
             if template is not None and _template_pattern(template).match(result_text):
                 return key
         return None
+
+    def result_key(self, tool: str, text: str) -> str | None:
+        """The ``results``/``errors`` key whose template made ``text``, the result of a call to ``tool``: among the
+        tool's own result texts (``read``, ``read_more_lines`` … — keys named after the tool) and every error text,
+        the most specific template (most fixed text) that matches the whole of it; ``None`` when none does (a text
+        Pi does not template, such as an operating-system error)."""
+        candidates = [(k, t) for k, t in self.results.items() if k == tool or k.startswith(tool + "_")]
+        candidates += [(k, t) for k, t in self.errors.items() if k not in _FRAGMENT_KEYS]
+        best: tuple[int, str] | None = None
+        for key, template in candidates:
+            pattern, fixed = _full_pattern(template)
+            if (best is None or fixed > best[0]) and pattern.match(text):
+                best = (fixed, key)
+        return None if best is None else best[1]
 
     def validation_failed_text(self, name: str, problems: Sequence[tuple[str, str]], arguments: Any) -> str:
         """Pi's validation error text for ``(path, message)`` problems and the arguments as parsed."""
@@ -633,6 +668,15 @@ def card_from_json(data: bytes, source: str = "card") -> HarnessCard:
             "it was written by a newer harnessfit; upgrade harnessfit")
         raise UserError(f"{source} has card format {fmt!r}, this harnessfit reads format {known}: {hint}")
     return HarnessCard.model_validate(raw)
+
+
+def load_harness(spec: str | None) -> HarnessCard:
+    """The committed card a harness spec names: ``pi@0.82.0`` → ``load_card("pi", "0.82.0")``, ``pi@0.82.0+tools``
+    → its tools profile; ``None`` → the default (the newest committed card)."""
+    from harnessfit.harness.versions import harness_profile, parse_harness
+
+    name, version = parse_harness(spec)
+    return load_card(name, version, harness_profile(spec))
 
 
 def load_card(name: str = "pi", version: str = DEFAULT_PI_VERSION, profile: str | None = None) -> HarnessCard:

@@ -109,13 +109,11 @@ def _print_diff(old: bytes, new: bytes, name: str) -> None:
 
 
 def _card_of(spec: str):
-    from harnessfit.harness.card import load_card
-    from harnessfit.harness.versions import harness_profile, parse_harness
+    from harnessfit.harness.card import load_harness
 
     if "@" not in spec:
         raise UserError(f"give a harness version as pi@VERSION, got {spec!r}")
-    name, version = parse_harness(spec)
-    return load_card(name, version, harness_profile(spec))
+    return load_harness(spec)
 
 
 @harness_app.command("diff")

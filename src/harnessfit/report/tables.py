@@ -94,9 +94,13 @@ def compare(results_paths: Sequence[Path], out_md: Path, *, title: str = "Before
     labels = column_labels(results, paths)
     table, data = compare_table(results, labels)
     note = "" if len(suites) == 1 else "\n> Warning: the runs used different task suites; rates are not comparable.\n"
+    pis = [r.pi_version for r in results]
+    if len(set(pis)) > 1:  # a legitimate comparison (one model under two Pis), but never one Pi named for all
+        note += ("\n> Note: the runs used different Pi versions (per column: " + ", ".join(pis) + "); a difference "
+                 "mixes the model and the harness.\n")
     suite = results[0].suite
     text = (f"# {title}\n\nSuite `{suite.get('name')}` ({len(suite.get('tasks', []))} tasks), "
-            f"Pi {results[0].pi_version}. Cells: rate [95% Wilson CI] (successes/n).\n{note}\n{table}")
+            f"Pi {' / '.join(dict.fromkeys(pis))}. Cells: rate [95% Wilson CI] (successes/n).\n{note}\n{table}")
     out_md = Path(out_md)
     out_md.parent.mkdir(parents=True, exist_ok=True)
     out_md.write_text(text, encoding="utf-8")

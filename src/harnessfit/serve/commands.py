@@ -31,7 +31,8 @@ def register(app: typer.Typer) -> None:
         ),
         harness: str | None = typer.Option(
             None, "--harness", help="With --pi-config: the installed Pi the config is for, as pi@VERSION (default: "
-            "the project's default); the printed command runs that version with its isolation flags."
+            "the one the adapter or merged model was trained for, else the newest committed card; another is "
+            "refused); the printed command runs that version with its isolation flags."
         ),
         threads: int = typer.Option(1, "--threads", help="torch threads of the built-in backend."),
         ready_file: Path | None = typer.Option(None, "--ready-file", hidden=True),
@@ -39,7 +40,11 @@ def register(app: typer.Typer) -> None:
         """Serve MODEL as an OpenAI-compatible endpoint on 127.0.0.1 (/v1/models, /v1/chat/completions)."""
         from harnessfit.serve.launcher import choose_backend
 
-        pi_version = _pi_version(harness) if pi_config is not None else None
+        if harness is not None and pi_config is None:
+            from harnessfit.errors import UserError
+
+            raise UserError("--harness names the Pi a --pi-config is written for: give --pi-config DIR too")
+        pi_version = _pi_version(harness, model, adapter) if pi_config is not None else None
         kind = choose_backend(backend)
         if kind == "vllm":
             _serve_vllm(model, adapter, tokenizer, port, max_tokens, model_id, pi_config, pi_version)
@@ -64,12 +69,13 @@ def register(app: typer.Typer) -> None:
         serve_engine(engine, port=port, ready_file=ready_file, on_ready=ready)
 
 
-def _pi_version(harness: str | None) -> str:
-    """The Pi version ``--harness`` names; it must be installed (checked before a model is loaded)."""
+def _pi_version(harness: str | None, model: str, adapter: Path | None) -> str:
+    """The Pi version the config is for: ``--harness``, which must be the one the adapter (or merged model) was
+    trained for, else that one, else the default; it must be installed (checked before a model is loaded)."""
     from harnessfit.harness.pi import pi_binary
-    from harnessfit.harness.versions import parse_harness
+    from harnessfit.harness.versions import model_harness, parse_harness
 
-    version = parse_harness(harness)[1]
+    version = parse_harness(model_harness(harness, model, adapter, stage="serve --pi-config"))[1]
     pi_binary(version)
     return version
 

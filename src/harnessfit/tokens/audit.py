@@ -74,6 +74,7 @@ class AuditReport(BaseModel):
 
     version: int = 1
     dataset: str
+    harness: str | None = None  # the target harness (pi@VERSION), from the dataset's manifest
     model: str
     template: dict[str, str]
     think_in_labels: bool
@@ -179,12 +180,26 @@ def _count_lines(dataset_dir: Path) -> int:
     return total
 
 
+def _dataset_harness(dataset_dir: Path, requested: str | None) -> str:
+    """The harness the audit targets: the dataset manifest's (``--harness`` must agree with it), else the default."""
+    from harnessfit.harness.versions import recorded_harness, stage_harness
+
+    path = dataset_dir / "manifest.json"
+    try:
+        recorded = recorded_harness(jsonio.loads(path.read_bytes())) if path.is_file() else None
+    except ValueError:
+        recorded = None
+    return stage_harness(requested, recorded, what=f"the dataset {dataset_dir}", stage="audit",
+                         redo="rebuild the dataset (`harnessfit build`)")
+
+
 def audit(dataset_dir: Path, model: str, out_dir: Path, *, caps: Sequence[int] | None = None,
           think_in_labels: bool = False, workers: int = 1, template: str = "auto",
-          cap: int | None = None, progress: bool = True) -> AuditReport:
+          cap: int | None = None, progress: bool = True, harness: str | None = None) -> AuditReport:
     """Audit ``dataset_dir`` (a ``harnessfit build`` output) with ``model``; write the report and tokenized set to
     ``out_dir``. ``cap`` overrides the recommended cap applied to the tokenized set. ``workers`` is accepted for
-    API stability; tokenisation already uses every core through the tokenizer's own thread pool."""
+    API stability; tokenisation already uses every core through the tokenizer's own thread pool. ``harness``
+    (``pi@VERSION``) must be the one the dataset was built for (default: that one); it is recorded for training."""
     from rich.progress import Progress
 
     from harnessfit.models import load_tokenizer, native_context_length, resolve_model, template_info
@@ -193,6 +208,7 @@ def audit(dataset_dir: Path, model: str, out_dir: Path, *, caps: Sequence[int] |
     dataset_dir = Path(dataset_dir)
     if not dataset_dir.is_dir():
         raise UserError(f"dataset folder not found: {dataset_dir}")
+    target = _dataset_harness(dataset_dir, harness)
     if cap is not None and cap <= 0:
         raise UserError(f"--cap must be a positive token count, not {cap}")
     tokenizer = load_tokenizer(model, template=template)
@@ -260,7 +276,7 @@ def audit(dataset_dir: Path, model: str, out_dir: Path, *, caps: Sequence[int] |
         for f in table.values():
             f.ids = sorted(f.ids)[:_MAX_IDS]
     report = AuditReport(
-        dataset=str(dataset_dir), model=model,
+        dataset=str(dataset_dir), harness=target, model=model,
         template={"name": info.name, "sha256": info.sha256},
         think_in_labels=think_in_labels, records_read=read, records_rendered=len(rows),
         records_clean=len(clean), splits=dict(sorted(splits.items())), total=total,

@@ -35,6 +35,8 @@ def audit_command(
                                  help="auto, native, chatml-tools, or a .jinja file with a tool-capable template."),
     think_in_labels: bool = typer.Option(False, "--think-in-labels/--no-think-in-labels",
                                          help="Train on the assistant's thinking (as <think>…</think>)."),
+    harness: str = typer.Option(None, "--harness", help="Target harness as pi@VERSION; must be the one the dataset "
+                                "was built for (default: that one, from its manifest)."),
 ) -> None:
     """Render SFT records with the real tokenizer and chat template: verified loss masks, token counts, a context-cap
     decision, and the tokenized training set (audit.json, audit.md, lengths.png, tokenized/, tokenizer/)."""
@@ -45,11 +47,11 @@ def audit_command(
 
     out_dir = out or dataset.resolve().parent / f"{dataset.resolve().name}-audit"
     report = audit(dataset, model, out_dir, caps=_parse_caps(caps), cap=cap, template=template,
-                   think_in_labels=think_in_labels)
+                   think_in_labels=think_in_labels, harness=harness)
     console = Console()
     t = report.total
-    console.print(f"audited {report.records_rendered}/{report.records_read} records with template "
-                  f"[bold]{escape(report.template['name'])}[/]: {t.prompt_tokens:,} prompt + {t.supervised_tokens:,} "
+    console.print(f"audited {report.records_rendered}/{report.records_read} records for {escape(report.harness)} with "
+                  f"template [bold]{escape(report.template['name'])}[/]: {t.prompt_tokens:,} prompt + {t.supervised_tokens:,} "
                   f"supervised tokens", highlight=False)
     bad = {k: f.count for k, f in report.violations.items() if f.count}
     probs = {k: f.count for k, f in report.problems.items() if f.count}

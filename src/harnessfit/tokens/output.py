@@ -69,7 +69,7 @@ def render_markdown(report) -> str:
     r = report
     lines = [f"# Token audit: {r.dataset}", "",
              f"Model `{r.model}`, template `{r.template['name']}` (sha256 `{r.template['sha256'][:12]}…`), "
-             f"think in labels: {r.think_in_labels}.", "",
+             f"think in labels: {r.think_in_labels}. Target harness: {r.harness or 'not recorded'}.", "",
              f"Records read {r.records_read}, rendered {r.records_rendered}, clean {r.records_clean}.", "",
              "## Tokens", "", "| split | records | prompt tokens | supervised tokens | total |", "|---|---:|---:|---:|---:|"]
     for name, s in [*r.splits.items(), ("**total**", r.total)]:
@@ -119,6 +119,7 @@ def write_outputs(out_dir: Path, report, kept: list, bad_rows: list[dict[str, An
 
     revision = model_revision(resolved)
     meta = {
+        "harness": report.harness,  # the target harness the dataset was built for: training and serving check it
         "model": model,
         "resolved": str(resolved) if isinstance(resolved, Path) else resolved,
         "revision": revision,
@@ -145,15 +146,16 @@ def write_outputs(out_dir: Path, report, kept: list, bad_rows: list[dict[str, An
     _histogram(out_dir / "lengths.png", lengths, [c.cap for c in report.caps], report.cap_applied)
     (out_dir / "audit.json").write_bytes(jsonio.dumps(report.model_dump(mode="json")))
     (out_dir / "audit.md").write_text(render_markdown(report), encoding="utf-8")
-    _write_manifest(out_dir, Path(report.dataset))
+    _write_manifest(out_dir, Path(report.dataset), report.harness)
 
 
-def _write_manifest(out_dir: Path, dataset_dir: Path) -> None:
+def _write_manifest(out_dir: Path, dataset_dir: Path, harness: str | None) -> None:
     """``manifest.json``: SHA-256 of every output file, and of the dataset manifest the audit read."""
     files = sorted(p for p in out_dir.rglob("*") if p.is_file() and p.name != "manifest.json")
     source = dataset_dir / "manifest.json"
     manifest = {
         "format": "harnessfit-audit/1",
+        "harness": harness,
         "dataset_manifest_sha256": jsonio.sha256_file(source) if source.is_file() else None,
         "outputs": [{"path": p.relative_to(out_dir).as_posix(), "sha256": jsonio.sha256_file(p),
                      "bytes": p.stat().st_size} for p in files],

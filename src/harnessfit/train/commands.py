@@ -24,6 +24,8 @@ def register(app: typer.Typer) -> None:
         max_steps: int = typer.Option(None, "--max-steps", help="Override max_steps."),
         learning_rate: float = typer.Option(None, "--lr", help="Override learning_rate."),
         seed: int = typer.Option(None, "--seed", help="Override seed."),
+        harness: str = typer.Option(None, "--harness", help="Target harness as pi@VERSION; must be the one the audit "
+                                    "recorded (default: that one)."),
     ) -> None:
         """Train a LoRA adapter as RECIPE says; exits 3 when the health guard stopped the run."""
         from rich.console import Console
@@ -34,14 +36,14 @@ def register(app: typer.Typer) -> None:
 
         rec = load_recipe(recipe, audit_dir=audit_dir, model=model, max_steps=max_steps,
                           learning_rate=learning_rate, seed=seed)
-        res = train_sft(rec, out, resume=resume)
+        res = train_sft(rec, out, resume=resume, harness=harness)
         con = Console()
         if res.status == "stopped":
             raise UserError(f"training stopped by the health guard at step {res.global_step}: {res.stop_reason}; "
                             f"checkpoint {res.checkpoint_dir}; continue with --resume", exit_code=STOPPED_EXIT_CODE)
         fmt = lambda x: "–" if x is None else f"{x:.4f}"  # noqa: E731
-        con.print(f"trained {res.global_step} steps: val loss {fmt(res.initial_val_loss)} → {fmt(res.final_val_loss)} "
-                  f"(best {fmt(res.best_val_loss)} at step {res.best_step})", markup=False)
+        con.print(f"trained {res.global_step} steps for {res.harness}: val loss {fmt(res.initial_val_loss)} → "
+                  f"{fmt(res.final_val_loss)} (best {fmt(res.best_val_loss)} at step {res.best_step})", markup=False)
         if res.adapter_dir:
             con.print(f"adapter: {res.adapter_dir}", markup=False)  # a path is text, never markup
         if res.report_path:

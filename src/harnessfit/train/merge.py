@@ -77,6 +77,7 @@ def merge_adapter(adapter_dir: Path, out_dir: Path, *, dtype: str = "auto") -> P
         gen.pad_token_id = tok.pad_token_id
     gen.save_pretrained(str(out_dir))
     (out_dir / "harnessfit_merged.json").write_bytes(orjson.dumps(
-        {"adapter": str(adapter_dir.resolve()), "base_model": meta.get("base_model", base), "base_model_path": base,
+        {"adapter": str(adapter_dir.resolve()), "harness": meta.get("harness"),
+         "base_model": meta.get("base_model", base), "base_model_path": base,
          "base_model_revision": pinned, "template": meta.get("template")}, option=orjson.OPT_INDENT_2))
     return out_dir

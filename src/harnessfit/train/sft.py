@@ -53,6 +53,7 @@ class TrainResult(BaseModel):
     best_step: int | None
     stop_reason: str | None = None
     resumed_from: Path | None = None
+    harness: str | None = None  # the target harness (pi@VERSION) of the audited set, as recorded in the adapter
 
 
 def _rank() -> int:
@@ -107,6 +108,14 @@ def _check_matches_audit(meta: dict, audit_dir: Path, spec: str, resolved: Path 
         raise UserError(f"the chat template in {audit_dir}/tokenizer (sha256 {sha[:12]}…) differs from the one the "
                         f"audit recorded ({str(meta['template_sha256'])[:12]}…): the tokenizer folder was changed "
                         "after the audit; re-run `harnessfit audit` so masks and template agree")
+
+
+def _audit_harness(meta: dict, audit_dir: Path, requested: str | None) -> str:
+    """The harness the run trains for: the audit's (``--harness`` must agree with it), else the default."""
+    from harnessfit.harness.versions import recorded_harness, stage_harness
+
+    return stage_harness(requested, recorded_harness(meta), what=f"the audit {audit_dir}", stage="train sft",
+                         redo="rebuild the dataset and re-run `harnessfit audit`")
 
 
 def _load_model(spec: str, fp: FastPath):
@@ -205,11 +214,12 @@ def _curve_summary(metrics_path: Path) -> dict:
 
 
 def train_sft(recipe: TrainRecipe, out_dir: Path, *, resume: bool = False,
-              reading_source: ReadingSource | None = None) -> TrainResult:
+              reading_source: ReadingSource | None = None, harness: str | None = None) -> TrainResult:
     """Train a LoRA adapter as ``recipe`` says, writing everything under ``out_dir``.
 
     ``resume`` continues from the newest complete checkpoint (optimizer, scheduler, RNG and data position restored).
-    ``reading_source`` replaces the health guard's sensors (tests and drills).
+    ``reading_source`` replaces the health guard's sensors (tests and drills). ``harness`` (``pi@VERSION``) must be
+    the one the audit recorded (default: that one); the adapter records it for serving and eval.
     """
     from peft import LoraConfig
     from transformers import AutoTokenizer
@@ -233,6 +243,7 @@ def train_sft(recipe: TrainRecipe, out_dir: Path, *, resume: bool = False,
                         "(by default DATASET-audit beside the dataset), or pass --audit-dir")
     audit_dir = Path(recipe.audit_dir).expanduser().resolve()
     meta = load_meta(audit_dir)
+    target = _audit_harness(meta, audit_dir, harness)
     train = load_split(audit_dir, recipe.train_split, max_records=recipe.max_train_records, max_length=recipe.max_length,
                        sources=recipe.sources)
     eval_name = find_eval_split(audit_dir, recipe.eval_split)
@@ -355,6 +366,7 @@ def train_sft(recipe: TrainRecipe, out_dir: Path, *, resume: bool = False,
         trainer.model.save_pretrained(str(adapter_dir))
         tokenizer.save_pretrained(str(adapter_dir))
         adapter_meta = {
+            "harness": target,
             "base_model": str(spec), "base_model_path": model_path, "base_model_revision": pin,
             "template": meta.get("template_name"), "template_sha256": meta.get("template_sha256"),
             "stop_token_ids": meta.get("stop_token_ids"),
@@ -375,7 +387,7 @@ def train_sft(recipe: TrainRecipe, out_dir: Path, *, resume: bool = False,
         status=status, out_dir=out_dir, adapter_dir=adapter_dir, report_path=report_path, metrics_path=metrics_path,
         guard_path=guard.samples_path if guard else None, checkpoint_dir=newest_checkpoint(ckpt_dir),
         global_step=trainer.state.global_step, stop_reason=stop.reason if stop else None,
-        resumed_from=resume_from, **summary)
+        resumed_from=resume_from, harness=target, **summary)
     if trainer.is_world_process_zero():
         (out_dir / "result.json").write_bytes(orjson.dumps(result.model_dump(mode="json"), option=orjson.OPT_INDENT_2))
     return result

@@ -21,14 +21,18 @@ def probe(
     max_tokens: int = typer.Option(256, "--max-tokens", help="Output cap per reply."),
     model_id: str = typer.Option(None, "--model-id", help="Model id at an endpoint URL (default: the first listed)."),
     api_key_env: str = typer.Option(None, "--api-key-env", help="Environment variable holding the endpoint's key."),
+    harness: str = typer.Option(None, "--harness", help="Pi whose prompt and tools are asked, as pi@VERSION (a "
+                                "committed card). Default: the one a harnessfit-trained model (--adapter, a merged "
+                                "model, the --compare adapter) was trained for, else the newest; another is refused."),
     out: Path = typer.Option(Path("runs/probe"), "--out", help="Output folder (results.json/md; with --compare "
                              "base/, tuned/ and compare.md)."),
 ) -> None:
     """Probe a model's raw tool-use behaviour under the harness's real system prompt and tools."""
     from harnessfit.eval.probe import probe_with_compare, run_probe
+    from harnessfit.harness.versions import parse_harness
 
     kwargs = {"samples": samples, "temperature": temperature, "max_tokens": max_tokens, "model_id": model_id,
-              "api_key_env": api_key_env}
+              "api_key_env": api_key_env, "pi_version": parse_harness(harness)[1] if harness else None}
     if compare is not None:
         base, other, table = probe_with_compare(model, probes, out, compare=compare, adapter=adapter, **kwargs)
         typer.echo(table.read_text(encoding="utf-8"))
@@ -36,7 +40,8 @@ def probe(
     extra = {"adapter": adapter} if adapter is not None else {}
     res = run_probe(model, probes, out, **kwargs, **extra)
     rates = res.aggregates["rates"]
-    typer.echo(f"{res.model['name']}: tool call {rates['tool_call']['successes']}/{rates['tool_call']['n']}, "
+    typer.echo(f"{res.model['name']} under {res.harness}: tool call {rates['tool_call']['successes']}/"
+               f"{rates['tool_call']['n']}, "
                f"answered without a tool {rates['answered_without_tool']['successes']}/"
                f"{rates['answered_without_tool']['n']}, token cap {rates['hit_token_cap']['successes']}/"
                f"{rates['hit_token_cap']['n']} (unscored {res.aggregates['unscored']})")

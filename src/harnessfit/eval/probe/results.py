@@ -63,6 +63,7 @@ class ProbeResults(BaseModel):
     model: dict[str, Any]
     probes: dict[str, Any]
     card: dict[str, str]
+    harness: str | None = None  # pi@VERSION of ``card``; a trained model's own harness agrees with it
     config: dict[str, Any]
     samples: list[ProbeSample] = Field(default_factory=list)
     aggregates: dict[str, Any] = Field(default_factory=dict)

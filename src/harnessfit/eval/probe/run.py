@@ -28,7 +28,7 @@ from harnessfit.eval.probe.results import (
 from harnessfit.eval.run import open_endpoint
 from harnessfit.eval.runner import Endpoint
 from harnessfit.harness.card import load_card
-from harnessfit.harness.pi import DEFAULT_PI_VERSION
+from harnessfit.harness.versions import harness_spec, model_harness, parse_harness, recorded_harness, stage_harness
 
 __all__ = ["run_probe", "probe_with_compare"]
 
@@ -43,25 +43,31 @@ def run_probe(
     max_tokens: int = 256,
     model_id: str | None = None,
     api_key_env: str | None = None,
-    pi_version: str = DEFAULT_PI_VERSION,
+    pi_version: str | None = None,
     responder: Callable | None = None,
     progress: bool = True,
     **serve_kwargs: Any,
 ) -> ProbeResults:
-    """Ask each probe ``samples`` times (request seeds 0..samples-1); writes ``out_dir/results.{json,md}``."""
+    """Ask each probe ``samples`` times (request seeds 0..samples-1); writes ``out_dir/results.{json,md}``.
+
+    ``pi_version``: the Pi whose prompt and tools are asked. A model harnessfit trained (an adapter, a merged model)
+    is probed under the Pi it was trained for by default and another is refused (``harness.versions.model_harness``);
+    any other model under the newest committed card."""
     if samples < 1 or max_tokens < 1:
         raise UserError("--samples and --max-tokens must be at least 1")
     if isinstance(endpoint_or_model, str) and endpoint_or_model.startswith("scripted:") and responder is None:
         raise UserError("scripted models play agent tasks, not probes: pass a model spec or an endpoint URL")
     probes = load_probes(Path(probes_dir))
-    card = load_card("pi", pi_version)
-    tools = card_wire_tools(card)
     adapter = serve_kwargs.get("adapter")
+    harness = model_harness(harness_spec(pi_version) if pi_version else None,
+                            endpoint_or_model if isinstance(endpoint_or_model, str) else None, adapter, stage="probe")
+    card = load_card(*parse_harness(harness))
+    tools = card_wire_tools(card)
     results = ProbeResults(
         model={"name": str(endpoint_or_model), "adapter": str(adapter) if adapter else None},
         probes={"name": probes.name, "path": probes.path, "sha256": probes.sha256, "cwd": probes.cwd,
                 "date": probes.date, "items": {p.id: p.model_dump(mode="json") for p in probes.probes}},
-        card={"id": card.id, "sha256": card.sha256},
+        card={"id": card.id, "sha256": card.sha256}, harness=harness,
         config={"samples": samples, "temperature": temperature, "max_tokens": max_tokens},
     )
     out_dir = Path(out_dir)
@@ -106,19 +112,31 @@ def run_probe(
 def probe_with_compare(model: str, probes_dir: Path, out_dir: Path, *, compare: Path, adapter: Path | None = None,
                        **kwargs: Any) -> tuple[ProbeResults, ProbeResults, Path]:
     """Probe ``model`` (with ``adapter``) into ``out/base``; ``compare`` is a tuned adapter (probed with the same
-    base into ``out/tuned``) or earlier probe results; the side-by-side table goes to ``out/compare.md``."""
+    base into ``out/tuned``) or earlier probe results; the side-by-side table goes to ``out/compare.md``. Both sides
+    are asked under one Pi: ``pi_version`` if given, else the one the tuned adapter was trained for (or the earlier
+    results were probed under); a side made for another Pi is refused before anything runs."""
     out_dir = Path(out_dir)
-    extra = {"adapter": adapter} if adapter is not None else {}
-    base = run_probe(model, probes_dir, out_dir / "base", **kwargs, **extra)
     compare = Path(compare)
+    requested = kwargs.pop("pi_version", None)
+    requested = harness_spec(requested) if requested else None
+    earlier: ProbeResults | None = None
     if (compare / "adapter_config.json").is_file():
-        other = run_probe(model, probes_dir, out_dir / "tuned", adapter=compare, **kwargs)
-        other_path = out_dir / "tuned" / "results.json"
+        harness = model_harness(requested, model, compare, stage="probe --compare")
     elif compare.is_file() or (compare / "results.json").is_file():
-        other = load_probe_results(compare)
-        other_path = compare
+        earlier = load_probe_results(compare)
+        harness = stage_harness(requested, recorded_harness({"harness": earlier.harness, "harness_card": earlier.card}),
+                                what=f"the probe results {compare}", stage="probe --compare",
+                                redo="probe the compared model again")
     else:
         raise UserError(f"--compare {compare}: neither a LoRA adapter folder (adapter_config.json) nor probe results")
+    version = parse_harness(harness)[1]
+    extra = {"adapter": adapter} if adapter is not None else {}
+    base = run_probe(model, probes_dir, out_dir / "base", pi_version=version, **kwargs, **extra)
+    if earlier is None:
+        other = run_probe(model, probes_dir, out_dir / "tuned", adapter=compare, pi_version=version, **kwargs)
+        other_path = out_dir / "tuned" / "results.json"
+    else:
+        other, other_path = earlier, compare
     table = compare_probes([out_dir / "base" / "results.json", other_path], out_dir / "compare.md",
                            labels=[_label(base), _label(other)])
     return base, other, table

@@ -130,9 +130,13 @@ def _system_step(msg: dict[str, Any]) -> Step:
     parts = [b.get("text") or "" for b in _blocks(msg.get("content")) if b.get("type") == "text"]  # contentText
     sections = msg.get("sections") if isinstance(msg.get("sections"), dict) else {}
     text = "\n\n".join(p for p in ["\n".join(parts), *(v for v in sections.values() if isinstance(v, str))] if p)
-    tools = [t.get("name") for t in msg.get("toolsAdded") or [] if isinstance(t, dict)]
-    return Step(role="system", text=text, meta={"sections": list(sections), "tools_added": tools,
-                                               "tools_removed": list(msg.get("toolsRemoved") or [])})
+    added = [t for t in msg.get("toolsAdded") or [] if isinstance(t, dict)]
+    # the tools' parameters as Pi declared them: with the prompt, what tells which Pi wrote the session
+    # (harness.recorded.recorded_pi_versions)
+    params = {str(t.get("name")): t["parameters"] for t in added if isinstance(t.get("parameters"), dict)}
+    return Step(role="system", text=text, meta={"sections": list(sections), "tools_added": [t.get("name") for t in added],
+                                               "tools_removed": list(msg.get("toolsRemoved") or []),
+                                               "tool_parameters": params})
 
 
 def _message_steps(msg: dict[str, Any], notes: list[str]) -> list[Step]:

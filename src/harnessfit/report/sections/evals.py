@@ -203,7 +203,7 @@ def section(run_dir: Path) -> Section | None:
     suites = {r.suite.get("sha256") for r in results}
     body = render("sections/eval.html.jinja", runs=runs, table=table, per_task=per_task, figure=figure, links=links,
                   compare_md=compare_md, mixed_suites=len(suites) > 1, suite=results[0].suite,
-                  pi_version=results[0].pi_version)
+                  pi_version=" / ".join(dict.fromkeys(r.pi_version for r in results)))
     loops = []
     for run in runs:
         rate = run.results.aggregates.get("rates", {}).get("complete_loop") or {}

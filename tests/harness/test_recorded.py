@@ -1,0 +1,157 @@
+"""Which Pi recorded a session, and converting it to another card (``harness.recorded``, the
+``harness_version_mismatch`` gate) — on session files written here in each committed version's layout and wording
+(the real CLIs' sessions are covered by ``test_pi_sessions``).
+
+A session is treated as recorded by the target when the target is one of the cards that could have written it;
+otherwise a call is kept only where ``card_diff`` says what it uses is identical. The expected verdicts below are
+computed from ``card_diff`` and the cards alone, never from the gate."""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+
+import pytest
+
+from harnessfit.convert.wire import to_conversation
+from harnessfit.core.conversation import Conversation
+from harnessfit.core.rejection import Reason, Rejection
+from harnessfit.formats.pi.reader import PiReader
+from harnessfit.formats.registry import iter_units
+from harnessfit.harness.card import HarnessCard, load_card
+from harnessfit.harness.diff import card_diff
+from harnessfit.harness.recorded import Recorded, recorded_pi_versions
+from harnessfit.harness.versions import PI_CARD_VERSIONS
+
+from _helpers.pi_sessions import Call, keeps_system as _keeps_system, ordinary_calls as _ordinary_calls
+from _helpers.pi_sessions import write_session as _write_session
+
+def _read(path: Path):
+    (traj,) = list(PiReader().read(path))
+    return traj
+
+
+def _expected_difference(x: HarnessCard, y: HarnessCard, call: Call) -> str | None:
+    """What ``harness diff x y`` says about one recorded call: the section that differs for it, or None."""
+    name, arguments, result = call
+    diff = card_diff(x, y)
+    if not diff.tool_identical(name):
+        verdict = [[(v.code, v.severity) for v in c.validate_call(name, arguments)] for c in (x, y)]
+        if verdict[0] != verdict[1]:
+            return "tools"
+    key = x.result_key(name, result)
+    if key is not None and not diff.result_identical(key):
+        return diff.texts[key].kind
+    return None
+
+
+def test_a_1x_session_is_pinned_by_its_system_message(tmp_path: Path) -> None:
+    newest = PI_CARD_VERSIONS[-1]
+    traj = _read(_write_session(tmp_path / "s.jsonl", newest, _ordinary_calls(newest)))
+    assert traj.steps[0].meta["tool_parameters"]["edit"] == load_card("pi", newest).schema("edit")
+    assert recorded_pi_versions(traj) == Recorded((newest,), "system message")
+    # a prompt no committed card renders (say, extra instructions): only the layout family is known
+    other = _read(_write_session(tmp_path / "o.jsonl", newest, _ordinary_calls(newest), prompt_suffix="\nBe terse."))
+    family = tuple(v for v in PI_CARD_VERSIONS if _keeps_system(load_card("pi", v)))
+    assert recorded_pi_versions(other) == Recorded(family, "session layout")
+
+
+def test_a_0x_session_is_its_layout_family_narrowed_by_what_pi_refused(tmp_path: Path) -> None:
+    family = tuple(v for v in PI_CARD_VERSIONS if not _keeps_system(load_card("pi", v)))
+    assert len(family) >= 3  # 0.73.1, 0.79.10 and 0.82.0 write the same keys
+    traj = _read(_write_session(tmp_path / "s.jsonl", family[0], _ordinary_calls(family[0])))
+    assert recorded_pi_versions(traj) == Recorded(family, "session layout")
+    # an edit with a property the schema does not name: the versions whose edit schema forbids extra properties
+    # refuse it, the others ignore the property and run the edit — the recorded answer tells them apart
+    extra = {"path": "a.txt", "edits": [{"oldText": "one", "newText": "1"}], "note": "x"}
+    refusing = tuple(v for v in family
+                     if any(x.severity == "error" for x in load_card("pi", v).validate_call("edit", extra)))
+    assert refusing and refusing != family
+    first = load_card("pi", refusing[0])
+    refused = first.validation_failed_text("edit", [("note", "schema is false")], extra)
+    ran = first.format_result("edit", count=1, path="a.txt")
+    for answer, expected in ((refused, refusing), (ran, tuple(v for v in family if v not in refusing))):
+        t = _read(_write_session(tmp_path / "e.jsonl", family[0], [("edit", extra, answer)]))
+        assert recorded_pi_versions(t) == Recorded(expected, "session layout and refusals")
+
+
+def test_a_result_only_one_candidate_words_that_way_pins_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # two releases of one layout family that differ only in the wording of a write result (a release after 0.82.0
+    # that rewords it, as 1.6.0 did, is made here from the 0.82.0 card): the recorded text tells them apart
+    from harnessfit.harness import recorded
+
+    real = recorded.committed_card
+    base = real("0.82.0")
+    reworded = base.model_copy(update={"version": "0.82.99", "results": {**base.results,
+                                                                          "write": "Wrote {bytes} bytes to {path}"}})
+    monkeypatch.setattr(recorded, "committed_card", lambda v: reworded if v == "0.82.99" else real(v))
+    family = ("0.82.0", "0.82.99")
+    traj = _read(_write_session(tmp_path / "s.jsonl", "0.82.0", _ordinary_calls("0.82.0")))
+    assert recorded_pi_versions(traj, family) == Recorded(("0.82.0",), "session layout and results")
+    calls = [c if c[0] != "write" else ("write", c[1], reworded.format_result("write", bytes=3, path="b.txt"))
+             for c in _ordinary_calls("0.82.0")]
+    traj = _read(_write_session(tmp_path / "r.jsonl", "0.82.0", calls))
+    assert recorded_pi_versions(traj, family) == Recorded(("0.82.99",), "session layout and results")
+    # without a write, nothing tells them apart
+    traj = _read(_write_session(tmp_path / "n.jsonl", "0.82.0", [c for c in calls if c[0] != "write"]))
+    assert recorded_pi_versions(traj, family) == Recorded(family, "session layout")
+
+
+@pytest.mark.parametrize(("source", "target"), list(itertools.product(PI_CARD_VERSIONS, repeat=2)))
+def test_converting_across_versions_rejects_exactly_what_the_diff_names(tmp_path: Path, source: str,
+                                                                       target: str) -> None:
+    calls = _ordinary_calls(source)
+    traj = _read(_write_session(tmp_path / "s.jsonl", source, calls))
+    x, y = load_card("pi", source), load_card("pi", target)
+    # the cards that could have written this session: its layout family (the system message pins a 1.x one)
+    family = [v for v in PI_CARD_VERSIONS if _keeps_system(load_card("pi", v)) == _keeps_system(x)]
+    if _keeps_system(x):
+        family = [source]
+    expected = [] if target in family else [
+        (call[0], section) for call in calls for v in family
+        if (section := _expected_difference(load_card("pi", v), y, call)) is not None]
+    conv = to_conversation(traj, y)
+    if not expected:
+        assert isinstance(conv, Conversation), conv
+        assert f"pi.recorded:{'|'.join(family)}" in conv.meta.transformations
+        return
+    assert isinstance(conv, Rejection) and conv.reason == Reason.harness_version_mismatch, conv
+    name, section = expected[0]  # the first call that differs decides, with the diff section it differs in
+    assert conv.detail.startswith(f"{section} differ: {name}: ") and f"pi@{target}" in conv.detail, conv.detail
+    assert "--harness" in conv.repair_hint
+
+
+def test_every_version_pair_either_converts_or_names_a_difference() -> None:
+    # the matrix above is not vacuous: across the committed cards some conversions are refused and some are not
+    outcomes = set()
+    for source, target in itertools.product(PI_CARD_VERSIONS, repeat=2):
+        x, y = load_card("pi", source), load_card("pi", target)
+        outcomes.add(any(_expected_difference(x, y, c) for c in _ordinary_calls(source)))
+    assert outcomes == {True, False}
+
+
+def test_a_reworded_schema_keeps_the_calls_it_does_not_change(tmp_path: Path) -> None:
+    # bash's parameter description changed after 0.82.0; a call is answered the same, so it converts
+    family = [v for v in PI_CARD_VERSIONS if not _keeps_system(load_card("pi", v))]
+    newest = load_card("pi", PI_CARD_VERSIONS[-1])
+    assert not card_diff(load_card("pi", family[-1]), newest).tool_schema_identical("bash")
+    calls = [c for c in _ordinary_calls(family[0]) if c[0] in ("read", "bash")]
+    conv = to_conversation(_read(_write_session(tmp_path / "s.jsonl", family[0], calls)), newest)
+    assert isinstance(conv, Conversation), conv
+
+
+def test_other_agents_traces_have_no_pi_version(traces_dir: Path) -> None:
+    from harnessfit.convert.wire import build_draft
+    from harnessfit.formats.registry import detect_format, get_reader
+
+    newest = load_card("pi", PI_CARD_VERSIONS[-1])
+    seen = 0
+    for unit in iter_units([traces_dir / "claude_code", traces_dir / "codex"]):
+        for traj in get_reader(detect_format(unit.path) or "").read(unit.path):
+            if isinstance(traj, Rejection):
+                continue
+            draft = build_draft(traj, newest)
+            assert draft.version_mismatches == [] and not any(t.startswith("pi.recorded")
+                                                             for t in draft.transformations)
+            seen += 1
+    assert seen >= 3
