@@ -99,12 +99,13 @@ def test_the_harness_profile_is_chosen_in_the_config_and_recorded(tmp_path, trac
 
     src = _pi_head(traces_dir, tmp_path / "in" / "pi.jsonl")
     out = tmp_path / "out"
-    build_dataset(config_from_values(inputs=[str(src)], install_dir=FIXED, parquet=False, harness_profile="tools"),
+    build_dataset(config_from_values(inputs=[str(src)], install_dir=FIXED, parquet=False, harness="pi@0.73.1",
+                                    harness_profile="tools"),
                   tmp_path, out=out)
     m = json.loads((out / "manifest.json").read_bytes())
     card = load_card("pi", "0.73.1", "tools")
     assert m["harness_card"]["id"] == card.id and m["harness_card"]["tools"] == card.default_tools
-    assert m["config"]["harness_profile"] == "tools"
+    assert m["config"]["harness_profile"] == "tools" and m["config"]["harness"] == "pi@0.73.1+tools"
     prompts = _system_prompts(out)
     assert prompts and all("- grep:" in p for p in prompts)
     with pytest.raises(UserError, match="unknown harness profile"):

@@ -71,8 +71,9 @@ def test_no_planted_secret_survives_in_any_output_file(tmp_path: Path) -> None:
     assert set(where) == {"rejected call", "user text", "arguments", "JSON inside arguments", "results"}
 
     out = tmp_path / "ds"
+    # the session's result texts are Pi 0.73.1's (write: "Successfully wrote N bytes to …"), so it is built for that Pi
     res = CliRunner().invoke(app, ["build", "--inputs", str(tmp_path / "in"), "--out", str(out),
-                                   "--install-dir", "/opt/pi"])
+                                   "--install-dir", "/opt/pi", "--harness", "pi@0.73.1"])
     assert res.exit_code == 0, res.output
     m = json.loads((out / "manifest.json").read_text())
     assert m["counts"]["kept"] == 1 and m["counts"]["rejected_convert"] == 1, m["counts"]

@@ -92,7 +92,8 @@ def test_the_dataset_manifest_records_the_target(old_dataset: Path) -> None:
     card = load_card("pi", "0.73.1")
     assert m["harness"] == OLD == m["config"]["harness"] and m["counts"]["kept"] == 1
     assert m["harness_card"] | {"install_dir": None} == {"id": card.id, "sha256": card.sha256,
-                                                         "package": card.package, "install_dir": None}
+                                                         "package": card.package, "install_dir": None,
+                                                         "tools": list(card.default_tools)}
     assert f"Target harness `{OLD}`" in (old_dataset / "README.md").read_text()
 
 

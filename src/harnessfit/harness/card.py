@@ -671,7 +671,7 @@ def card_from_json(data: bytes, source: str = "card") -> HarnessCard:
 
 
 def load_harness(spec: str | None) -> HarnessCard:
-    """The committed card a harness spec names: ``pi@0.82.0`` → ``load_card("pi", "0.82.0")``, ``pi@0.82.0+tools``
+    """The committed card a harness spec names: ``pi@0.82.0`` → card pi-0.82.0, ``pi@0.82.0+tools``
     → its tools profile; ``None`` → the default (the newest committed card)."""
     from harnessfit.harness.versions import harness_profile, parse_harness
 
