@@ -10,7 +10,8 @@ import orjson
 import pytest
 
 from harnessfit.core import Conversation, ConversationMeta, Provenance, Reason, Trajectory, content_id, reject
-from harnessfit.core.jsonio import BadLine, JsonLine, iter_jsonl, read_jsonl
+from harnessfit.core.jsonio import read_jsonl
+from harnessfit.core.jsonl import BadLine, JsonLine, iter_jsonl
 
 LINES = b'{"a": 1}\n\n[2]\n{broken\n\xff\xfe\n' + b'"' + b"x" * 40 + b'"\n{"b": 3}\n{"cut'
 

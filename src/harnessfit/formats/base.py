@@ -61,7 +61,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 import orjson
 
 from harnessfit.core.ids import content_id, root_request_id
-from harnessfit.core.jsonio import BadLine, JsonLine, iter_jsonl
+from harnessfit.core.jsonl import BadLine, JsonLine, iter_jsonl
 from harnessfit.core.rejection import Failure, Reason, Rejection, excerpt, reject
 from harnessfit.core.trajectory import Provenance, Step, ToolCall, Trajectory
 from harnessfit.formats.reading import file_problem, file_sha256, load_json_document, max_record_bytes
@@ -275,7 +275,7 @@ class BaseTraceReader(ABC):
     def json_lines(self, path: Path, sha: str) -> Iterator[JsonLine | Rejection]:
         """Stream a JSONL file: ``JsonLine`` for each good record, a ``Rejection`` for each bad one (with its line).
 
-        Every layout ``core.jsonio.iter_jsonl`` reads is accepted (one object per line, pretty-printed objects one
+        Every layout ``core.jsonl.iter_jsonl`` reads is accepted (one object per line, pretty-printed objects one
         after the other, several on a line, a top-level array, CRLF); ``JsonLine.lineno`` is the line a record
         starts on. Blank lines are skipped. A record over ``reading.max_record_bytes()`` is skipped without being held in memory
         (``record_too_large``); invalid UTF-8 is ``not_utf8``; invalid JSON is ``parse_error``, except where the file

@@ -1,7 +1,7 @@
 """Safe reading helpers every reader shares: cheap sniffing for ``detect``, file-level checks, whole-document JSON
 loading and unit hashing. None of them raises on bad input: a problem becomes a ``Rejection`` saying why.
 
-(JSONL streaming, in every layout, is ``harnessfit.core.jsonio.iter_jsonl``; ``BaseTraceReader.json_lines`` turns
+(JSONL streaming, in every layout, is ``harnessfit.core.jsonl.iter_jsonl``; ``BaseTraceReader.json_lines`` turns
 its bad records into rejections.)
 """
 
@@ -17,7 +17,8 @@ from typing import Any
 import orjson
 
 from harnessfit.core.ids import content_id
-from harnessfit.core.jsonio import JsonLine, iter_jsonl, sha256_file
+from harnessfit.core.jsonio import sha256_file
+from harnessfit.core.jsonl import JsonLine, iter_jsonl
 from harnessfit.core.rejection import Reason, Rejection, reject
 from harnessfit.errors import UserError
 
@@ -138,7 +139,7 @@ def detection_cache() -> Iterator[None]:
 
 
 def first_json_line(path: Path, max_bytes: int = 4 * 1024 * 1024) -> Any:
-    """The first JSON record of a file, in any layout ``core.jsonio.iter_jsonl`` reads (a line, a pretty-printed
+    """The first JSON record of a file, in any layout ``core.jsonl.iter_jsonl`` reads (a line, a pretty-printed
     value, the first element of a top-level array); ``None`` if the first record is not JSON, is over ``max_bytes``,
     or the file is unreadable. Reads at most ``max_bytes``. Inside ``detection_cache`` the value is shared between
     callers: do not change it."""

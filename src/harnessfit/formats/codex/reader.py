@@ -19,7 +19,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from harnessfit.core.jsonio import JsonLine, dumps_compact_str
+from harnessfit.core.jsonio import dumps_compact_str
+from harnessfit.core.jsonl import JsonLine
 from harnessfit.core.rejection import Reason, Rejection
 from harnessfit.core.trajectory import Step, ToolCall, Trajectory
 from harnessfit.formats.base import BaseTraceReader
