@@ -36,7 +36,7 @@ Each rule is Pi's own (``core/session-manager.js`` and ``core/messages.js`` of t
   content is a string is sent as that string (``meta["content_string"]``).
 - Assistant turns with ``stopReason`` ``aborted``/``error`` are kept with that stop reason; the converter drops them
   as Pi does on the wire.
-- Lines: every layout the JSONL reader reads (``core.jsonio``). One place where that differs from Pi's loader
+- Lines: every layout the JSONL reader reads (``core.jsonl``). One place where that differs from Pi's loader
   (``parseSessionEntries``: one ``JSON.parse`` per line, a line that fails is skipped): a line holding several
   entries, written when a newline was lost, is read as those entries. Pi would drop the line on a resume, but the
   agent that wrote the session had them in its context, and the turns after them were written seeing them.
