@@ -240,10 +240,12 @@ def audit(dataset_dir: Path, model: str, out_dir: Path, *, caps: Sequence[int] |
     specials = special_texts(tokenizer)
     with_spans = has_generation_markers(tokenizer.chat_template)
 
+    break_rows: list[dict[str, Any]] = []
+
     def note(table: dict[str, Finding], kind: str, rid: str, detail: str) -> None:
         table[kind].count += 1
         table[kind].ids.append(rid)
-        bad_rows.append({"id": rid, "kind": kind, "detail": detail})
+        (break_rows if table is breaks else bad_rows).append({"id": rid, "kind": kind, "detail": detail})
 
     def records(bar, task) -> Iterator[SFTRecord]:
         nonlocal read
@@ -318,5 +320,6 @@ def audit(dataset_dir: Path, model: str, out_dir: Path, *, caps: Sequence[int] |
         explained={k: EXPLANATIONS[k] for k, f in sorted({**violations, **problems, **breaks}.items()) if f.count},
     )
     write_outputs(out_dir, report, kept_chains, sorted(bad_rows, key=lambda r: (r["kind"], r["id"])), tokenizer,
-                  info, model=model, resolved=resolve_model(model), lengths=[r.n_tokens for r in clean])
+                  info, model=model, resolved=resolve_model(model), lengths=[r.n_tokens for r in clean],
+                  break_rows=sorted(break_rows, key=lambda r: (r["kind"], r["id"])))
     return report

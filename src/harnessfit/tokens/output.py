@@ -1,4 +1,5 @@
-"""What ``audit`` leaves on disk: ``audit.json``, ``audit.md``, ``lengths.png``, ``violations.jsonl``, ``manifest.json``,
+"""What ``audit`` leaves on disk: ``audit.json``, ``audit.md``, ``lengths.png``, ``violations.jsonl``, ``breaks.jsonl``
+(where and why a trajectory's chain ended before its next action), ``manifest.json``,
 ``tokenized/{split}.parquet`` + ``tokenized/meta.json`` (read unchanged by training) and ``tokenizer/`` (the
 tokenizer with the training template, loaded by training and serving so all three use the same template)."""
 
@@ -111,7 +112,8 @@ def render_markdown(report) -> str:
 
 
 def write_outputs(out_dir: Path, report, chains: list, bad_rows: list[dict[str, Any]], tokenizer, info, *,
-                  model: str, resolved: Path | str, lengths: list[int]) -> None:
+                  model: str, resolved: Path | str, lengths: list[int],
+                  break_rows: list[dict[str, Any]] | None = None) -> None:
     from harnessfit.models import stop_token_ids
 
     out_dir = Path(out_dir)
@@ -158,6 +160,7 @@ def write_outputs(out_dir: Path, report, chains: list, bad_rows: list[dict[str, 
         shutil.rmtree(tdir)
     tokenizer.save_pretrained(tdir)
     jsonio.write_jsonl(out_dir / "violations.jsonl", bad_rows)
+    jsonio.write_jsonl(out_dir / "breaks.jsonl", break_rows or [])
     _histogram(out_dir / "lengths.png", lengths, [c.cap for c in report.caps], report.cap_applied)
     (out_dir / "audit.json").write_bytes(jsonio.dumps(report.model_dump(mode="json")))
     (out_dir / "audit.md").write_text(render_markdown(report), encoding="utf-8")
