@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from tinyset import make_tiny_model, write_tokenized  # noqa: E402
+from tinyset import make_tiny_model, write_chains, write_tokenized  # noqa: E402
 
 
 @pytest.fixture(scope="session")
@@ -19,6 +19,11 @@ def tiny_model(tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def tiny_audit(tmp_path_factory, tiny_model) -> Path:
     return write_tokenized(tmp_path_factory.mktemp("audit") / "audit", tiny_model)
+
+
+@pytest.fixture(scope="session")
+def tiny_chains(tmp_path_factory, tiny_model) -> Path:
+    return write_chains(tmp_path_factory.mktemp("chains") / "audit", tiny_model)
 
 
 @pytest.fixture()
