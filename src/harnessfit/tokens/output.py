@@ -98,7 +98,22 @@ def render_markdown(report) -> str:
                      f"{c.supervised_fraction:.2%} |")
     lines += ["", f"**Recommended cap: {r.recommended_cap}** — {r.recommendation_reason}.",
               f"Cap applied to the tokenized set: {r.cap_applied} ({r.excluded_over_cap} record(s) over it excluded).",
-              "", "## Mask checks", "", "| check | violations | example ids |", "|---|---:|---|"]
+              "", "## Chains", "",
+              "The trainable actions (clean, within the applied cap) as per-action records and as chains (each "
+              "trajectory's prefix-stable runs of actions as one sequence, every action supervised, cut after the "
+              "last action that fits the cap). The tokenized set holds the chains.", "",
+              "| split | actions | supervised tokens | tokens as records | chains | tokens as chains | chains / records |",
+              "|---|---:|---:|---:|---:|---:|---:|"]
+    for name, st in [*r.layouts.items(), ("**total**", r.layouts_total)]:
+        ratio = "–" if st.chain_to_record_ratio is None else f"{st.chain_to_record_ratio:.4f}"
+        lines.append(f"| {name} | {st.actions} | {st.supervised_tokens:,} | {st.record_tokens:,} | {st.chains} | "
+                     f"{st.chain_tokens:,} | {ratio} |")
+    lines += ["", f"Runs of actions: {r.runs.get('runs', 0)} ({r.runs.get('by_definition', 0)} checked by the "
+              "per-action definition instead of the one-tokenization fast path).", "",
+              "| chain break (all in `breaks.jsonl`) | count | first action of the new chain |", "|---|---:|---|"]
+    for kind, f in r.breaks.items():
+        lines.append(f"| {kind} | {f.count} | {', '.join(f.ids[:3])} |")
+    lines += ["", "## Mask checks", "", "| check | violations | example ids |", "|---|---:|---|"]
     for kind, f in r.violations.items():
         lines.append(f"| {kind} | {f.count} | {', '.join(f.ids[:3])} |")
     lines += ["", "## Records that could not be used", "", "| problem | count | example ids |", "|---|---:|---|"]
