@@ -72,6 +72,8 @@ def test_report_counts_and_findings(audited) -> None:
     assert report.excluded_over_cap == 1
     md = (out / "audit.md").read_text()
     assert "Recommended cap: 4096" in md and "double_encoded_arguments | 1 | zz-double" in md
+    assert "## Chains" in md and "| train | 9 |" in md and "| history_rewritten | 2 | zz-empty, zz-long |" in md
+    assert [orjson.loads(x)["id"] for x in (out / "breaks.jsonl").read_bytes().splitlines()] == ["zz-empty", "zz-long"]
     assert (out / "lengths.png").read_bytes()[:4] == b"\x89PNG"
     kinds = [orjson.loads(line)["kind"] for line in (out / "violations.jsonl").read_bytes().splitlines()]
     assert sorted(kinds) == ["double_encoded_arguments", "empty_action", "invalid_record", "too_long"]
