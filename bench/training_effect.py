@@ -71,6 +71,9 @@ def main() -> None:
         "plan": {"seeds": a.seeds, "synth_seeds": a.synth_seeds, "traces": str(a.traces) if a.traces else None,
                  "recipe": facts["plan"]["recipe"]},
         "synth_sessions": len(facts["synth"]["files"]),
+        # the golden solver is deterministic: copies of a session from other seeds are exact duplicates the build drops
+        "dataset": {k: facts["build"]["counts"][k] for k in ("read", "kept", "duplicate_exact", "duplicate_near",
+                                                              "kept_by_source")},
         "training": {"status": train["status"], "global_step": train["global_step"],
                      "initial_val_loss": train.get("initial_val_loss"), "final_val_loss": train.get("final_val_loss"),
                      **(train.get("data") or {})},

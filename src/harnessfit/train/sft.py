@@ -386,8 +386,6 @@ def train_sft(recipe: TrainRecipe, out_dir: Path, *, resume: bool = False,
                                            processing_class=tokenizer, peft_config=lora, callbacks=callbacks,
                                            data_collator=collator, weighting=recipe.loss_weighting)
         output = trainer.train(resume_from_checkpoint=str(resume_from) if resume_from else None)
-        if evalset is not None and not guard_cb.fired and trainer.state.global_step % recipe.eval_every:
-            trainer.evaluate()  # the final held-out loss is the one at the last step, not at the last eval_every
     finally:
         if guard is not None:
             guard.close()
