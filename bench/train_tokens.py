@@ -236,6 +236,8 @@ def main() -> None:
     ap.add_argument("--budget-tokens", type=int, default=12000, help="tokens timed per layout and data set")
     ap.add_argument("--no-train", action="store_true", help="token counts and audit times only")
     ap.add_argument("--no-audit-compare", action="store_true", help="skip timing the per-record audit core")
+    ap.add_argument("--sets", nargs="+", default=["shared_traces", "synthetic_v5"],
+                    choices=["shared_traces", "synthetic_v5"], help="data sets to measure")
     ap.add_argument("--threads", type=int, default=None)
     a = ap.parse_args()
     device = a.device if a.device != "auto" else ("cuda" if torch.cuda.is_available() else "cpu")
@@ -245,10 +247,12 @@ def main() -> None:
                  "threads": torch.get_num_threads(), "datasets": {}}
     with tempfile.TemporaryDirectory(prefix="bench_train_tokens_") as tmp:
         work = Path(tmp)
-        shared, facts = shared_traces_audit(work / "shared", compare=not a.no_audit_compare)
-        vocab = 49152 if device == "cpu" else 151936
-        v5 = v5_chains(work / "v5", vocab)
-        for name, audit_dir, extra in (("shared_traces", shared, facts), ("synthetic_v5", v5, {"shape": V5})):
+        sets = []
+        if "shared_traces" in a.sets:
+            sets.append(("shared_traces", *shared_traces_audit(work / "shared", compare=not a.no_audit_compare)))
+        if "synthetic_v5" in a.sets:
+            sets.append(("synthetic_v5", v5_chains(work / "v5", 49152 if device == "cpu" else 151936), {"shape": V5}))
+        for name, audit_dir, extra in sets:
             counts = token_counts(audit_dir)
             entry = {**extra, "tokens": counts}
             if not a.no_train:
