@@ -99,8 +99,8 @@ def shared_traces_audit(work: Path, compare: bool) -> tuple[Path, dict]:
 
 
 def _audit_cores(ds: Path) -> dict:
-    from harnessfit import jsonio
-    from harnessfit.dataset.records import SFTRecord
+    from harnessfit.core import jsonio
+    from harnessfit.core.records import SFTRecord
     from harnessfit.models import load_tokenizer, stop_token_ids
     from harnessfit.tokens.chains import chain_run, split_runs
     from harnessfit.tokens.render import render_many

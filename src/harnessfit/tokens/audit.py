@@ -18,8 +18,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError
 
-from harnessfit import jsonio
-from harnessfit.dataset.records import SFTRecord
+from harnessfit.core import jsonio
+from harnessfit.core.records import SFTRecord
 from harnessfit.errors import UserError
 from harnessfit.tokens.chains import BREAK_EXPLANATIONS, ActionRender, BreakReason, Chain, chain_run, split_runs
 from harnessfit.tokens.render import Problem, RecordError, Violation, special_texts

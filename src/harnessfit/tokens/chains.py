@@ -37,7 +37,7 @@ from typing import Any
 
 import numpy as np
 
-from harnessfit.dataset.records import SFTRecord
+from harnessfit.core.records import SFTRecord
 from harnessfit.tokens.render import (
     Problem,
     RecordError,

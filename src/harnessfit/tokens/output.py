@@ -12,7 +12,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from harnessfit import jsonio
+from harnessfit.core import jsonio
 
 __all__ = ["TOKENIZED_FORMAT", "TOKENIZED_SCHEMA", "write_outputs", "read_tokenized", "render_markdown"]
 

@@ -26,7 +26,7 @@ from datasets import Dataset
 from pydantic import BaseModel
 
 from harnessfit.errors import UserError
-from harnessfit.jsonio import loads
+from harnessfit.core.jsonio import loads
 
 __all__ = ["Layout", "SkipReason", "SkippedRecord", "TokenizedSplit", "find_eval_split", "find_eval_splits",
            "load_meta", "load_split"]

@@ -23,7 +23,7 @@ from rich.console import Console
 from transformers import TrainerCallback
 
 from harnessfit.errors import UserError
-from harnessfit.jsonio import read_jsonl, write_jsonl
+from harnessfit.core.jsonio import read_jsonl, write_jsonl
 from harnessfit.train.data import TokenizedSplit, find_eval_splits, load_meta, load_split
 from harnessfit.train.fastpath import FastPath, plan_fast_path
 from harnessfit.train.guard import HealthGuard, ReadingSource
