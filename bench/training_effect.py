@@ -10,6 +10,7 @@ saw, and the seconds of every step. Budget: ≤ 45 minutes on 2 quiet cores with
 
     .venv/bin/python bench/training_effect.py                  # synth sessions only (no real traces)
     .venv/bin/python bench/training_effect.py --traces ../shared/traces --out /tmp/effect
+    .venv/bin/python bench/training_effect.py --from-run out/demo   # the same JSON from a finished demo folder
 """
 
 from __future__ import annotations
@@ -42,6 +43,27 @@ def summarize(results_path: Path) -> dict:
             "failures": agg.get("failures", {}), "mean_turns": agg.get("means", {}).get("turns")}
 
 
+def run_summary(out: Path, plan: dict, wall_s: float | None = None) -> dict:
+    """The bench's JSON from a finished demo-shaped run folder (``facts.json`` and ``eval/{base,tuned}``)."""
+    facts = json.loads((out / "facts.json").read_text())
+    train = facts["train"]
+    return {
+        "bench": "training_effect",
+        "plan": {**plan, "recipe": facts["plan"]["recipe"]},
+        "synth_sessions": len(facts["synth"]["files"]),
+        # the golden solver is deterministic: copies of a session from other seeds are exact duplicates the build drops
+        "dataset": {k: facts["build"]["counts"].get(k) for k in ("read", "kept", "duplicate_exact", "duplicate_near",
+                                                                  "kept_by_source")},
+        "training": {"status": train["status"], "global_step": train["global_step"],
+                     "initial_val_loss": train.get("initial_val_loss"), "final_val_loss": train.get("final_val_loss"),
+                     **(train.get("data") or {})},
+        "base": summarize(out / "eval" / "base" / "results.json"),
+        "tuned": summarize(out / "eval" / "tuned" / "results.json"),
+        "seconds": facts["seconds"],
+        "wall_s": wall_s,
+    }
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, default=None, help="keep the run here (default: a temporary folder)")
@@ -49,7 +71,15 @@ def main() -> None:
     ap.add_argument("--synth-seeds", type=int, default=3, help="golden-solver recordings per training-suite task")
     ap.add_argument("--traces", type=Path, default=None, help="real traces to add to the synthesised sessions")
     ap.add_argument("--recipe", type=Path, default=None, help="training recipe (default: the demo's)")
+    ap.add_argument("--from-run", type=Path, default=None,
+                    help="run nothing: print the JSON of a finished run (e.g. `harnessfit demo --out DIR`)")
     a = ap.parse_args()
+
+    if a.from_run is not None:
+        if not (a.from_run / "facts.json").is_file():
+            sys.exit(f"{a.from_run}: no facts.json (not a finished demo run)")
+        print(json.dumps(run_summary(a.from_run, {"from_run": str(a.from_run)}), indent=1))
+        return
 
     from rich.console import Console
 
@@ -64,24 +94,9 @@ def main() -> None:
     t0 = time.perf_counter()
     plan = DemoPlan(out=out, traces=a.traces, seeds=a.seeds, synth_seeds=a.synth_seeds, recipe=a.recipe)
     run_demo(plan, console=Console(stderr=True))
-    facts = json.loads((out / "facts.json").read_text())
-    train = facts["train"]
-    result = {
-        "bench": "training_effect",
-        "plan": {"seeds": a.seeds, "synth_seeds": a.synth_seeds, "traces": str(a.traces) if a.traces else None,
-                 "recipe": facts["plan"]["recipe"]},
-        "synth_sessions": len(facts["synth"]["files"]),
-        # the golden solver is deterministic: copies of a session from other seeds are exact duplicates the build drops
-        "dataset": {k: facts["build"]["counts"][k] for k in ("read", "kept", "duplicate_exact", "duplicate_near",
-                                                              "kept_by_source")},
-        "training": {"status": train["status"], "global_step": train["global_step"],
-                     "initial_val_loss": train.get("initial_val_loss"), "final_val_loss": train.get("final_val_loss"),
-                     **(train.get("data") or {})},
-        "base": summarize(out / "eval" / "base" / "results.json"),
-        "tuned": summarize(out / "eval" / "tuned" / "results.json"),
-        "seconds": facts["seconds"],
-        "wall_s": round(time.perf_counter() - t0, 1),
-    }
+    result = run_summary(out, {"seeds": a.seeds, "synth_seeds": a.synth_seeds,
+                               "traces": str(a.traces) if a.traces else None},
+                         wall_s=round(time.perf_counter() - t0, 1))
     print(json.dumps(result, indent=1))
     if tmp is not None:
         tmp.cleanup()
