@@ -28,7 +28,7 @@ from pydantic import BaseModel
 from harnessfit.errors import UserError
 from harnessfit.core.jsonio import loads
 
-__all__ = ["Layout", "SkipReason", "SkippedRecord", "TokenizedSplit", "find_eval_split", "find_eval_splits",
+__all__ = ["Layout", "SkipReason", "SkippedRecord", "TokenizedSplit", "find_eval_splits",
            "load_meta", "load_split"]
 
 Layout = Literal["chains", "records"]
@@ -109,12 +109,6 @@ def find_eval_splits(audit_dir: Path, wanted: str) -> list[str]:
             raise UserError(f"eval split {wanted!r} not found in {tok} (have: {_have(tok)})")
         return [wanted]
     return [name for name in EVAL_SPLIT_NAMES if (tok / f"{name}.parquet").is_file()]
-
-
-def find_eval_split(audit_dir: Path, wanted: str) -> str | None:
-    """The held-out split's name: ``wanted`` if given, else the first conventional name that exists."""
-    names = find_eval_splits(audit_dir, wanted)
-    return names[0] if names else None
 
 
 def _have(tok: Path) -> str:
