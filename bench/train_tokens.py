@@ -217,7 +217,6 @@ def time_training(audit_dir: Path, layout: str, device: str, budget: int, stock:
     trainer.train()
     tokens = marks[-1][2] - marks[0][2]
     wall, cpu = marks[-1][0] - marks[0][0], marks[-1][1] - marks[0][1]
-    del trainer, model
     return {"layout": layout, "trainer": "trl_stock" if stock else "harnessfit", "timed_rows": len(pick) - 1,
             "timed_tokens": tokens, "wall_s": round(wall, 2), "cpu_s": round(cpu, 2),
             "tokens_per_s": round(tokens / wall, 1), "cpu_s_per_token": cpu / tokens, "wall_s_per_token": wall / tokens}

@@ -43,6 +43,7 @@ def test_audit_and_training_sections_show_both_layouts_and_what_training_saw(tmp
 
     data = {"layout": "chains", "loss_weighting": "per_action", "train_split": "train", "train_rows": 3,
             "train_actions": 10, "tokens_per_epoch": 4321, "supervised_tokens_per_epoch": 210, "train_skipped": 2,
+            "train_skipped_by_reason": {"over_max_length": 1, "source_not_selected": 1},
             "eval_split": None, "eval_actions": 0, "eval_note": f"split 'validation' {MARKUP}: no held-out loss",
             "rows_seen": 3, "actions_seen": 10, "every_action_seen": True, "supervised_tokens_seen": 210,
             "train_seconds": 12.5, "supervised_tokens_per_second": 16.8}
@@ -72,6 +73,8 @@ def test_audit_and_training_sections_show_both_layouts_and_what_training_saw(tmp
     saw = dict((r[0], r[1]) for r in _cells(page, "What training saw"))
     assert saw["layout"] == "chains (loss weighting per_action)"
     assert saw["tokens per epoch"] == "4,321 (210 supervised)"
+    assert saw["training set"] == ("split train: 10 actions in 3 chains; 2 action(s) skipped "
+                                   "(1 over_max_length, 1 source_not_selected)")
     assert saw["actions seen"] == "10 of 10 training actions were in a training batch at least once (every one)"
     assert saw["supervised tokens seen"] == "210 in 12.5 s (16.8 per second)"
     assert MARKUP not in page and html.escape(MARKUP, quote=False) in page

@@ -68,6 +68,7 @@ def test_a_held_out_split_without_trainable_actions_is_said_plainly(tiny_chains,
     assert res.data["eval_note"].endswith("training without a held-out loss")
     assert "training without a held-out loss" in res.report_path.read_text()
     skipped = [json.loads(x) for x in (tmp_path / "none" / "skipped.jsonl").read_text().splitlines()]
+    assert res.data["train_skipped_by_reason"] == {}
     assert {s["reason"] for s in skipped} == {"source_not_selected"} and len(skipped) == sum(
         len(r["action_ids"]) for r in val)
 

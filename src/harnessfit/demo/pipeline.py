@@ -217,7 +217,10 @@ def _training_data_lines(data: dict[str, Any] | None) -> list[str]:
     rate = data.get("supervised_tokens_per_second")
     lines = [f"- trained on {data['train_actions']} actions in {data['train_rows']} {data['layout']} "
              f"({data['tokens_per_epoch']:,} tokens per epoch, {data['supervised_tokens_per_epoch']:,} supervised; "
-             f"{data['train_skipped']} actions skipped, see `train/skipped.jsonl`)",
+             f"{data['train_skipped']} actions skipped"
+             + "".join(f" ({', '.join(f'{n} {r}' for r, n in why.items())})"
+                       for why in [data.get("train_skipped_by_reason")] if why)
+             + ", see `train/skipped.jsonl`)",
              f"- {data['actions_seen']} of {data['train_actions']} training actions were seen at least once"
              + (" — every one" if data["every_action_seen"] else " — not all of them") + "; "
              f"{data['supervised_tokens_seen']:,} supervised tokens in {_fmt(data.get('train_seconds'), 1)} s"

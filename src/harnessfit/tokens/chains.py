@@ -39,7 +39,6 @@ import numpy as np
 
 from harnessfit.core.records import SFTRecord
 from harnessfit.tokens.render import (
-    Problem,
     RecordError,
     Rendered,
     Violation,

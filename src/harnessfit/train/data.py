@@ -86,9 +86,11 @@ class TokenizedSplit(BaseModel):
         """Tokens in one pass over the split (one epoch)."""
         return sum(self.lengths)
 
+    def skipped_by_reason(self) -> dict[str, int]:
+        return dict(sorted(Counter(s.reason.value for s in self.skipped).items()))
+
     def why_empty(self) -> str:
-        counts = Counter(s.reason.value for s in self.skipped)
-        reasons = ", ".join(f"{n} {r}" for r, n in sorted(counts.items())) or "the split holds no rows"
+        reasons = ", ".join(f"{n} {r}" for r, n in self.skipped_by_reason().items()) or "the split holds no rows"
         detail = next((s.detail for s in self.skipped if s.reason == SkipReason.over_max_length), None)
         return (f"split {self.name!r} has no trainable actions ({len(self.skipped)} skipped: {reasons}"
                 + (f"; e.g. {detail}" if detail else "") + ")")

@@ -237,7 +237,7 @@ def _data_facts(recipe: TrainRecipe, train: TokenizedSplit, evalset: TokenizedSp
         "layout": recipe.layout, "loss_weighting": recipe.loss_weighting,
         "train_split": train.name, "train_rows": len(train.ids), "train_actions": train.n_actions,
         "tokens_per_epoch": train.n_tokens, "supervised_tokens_per_epoch": train.n_supervised,
-        "train_skipped": len(train.skipped),
+        "train_skipped": len(train.skipped), "train_skipped_by_reason": train.skipped_by_reason(),
         "eval_split": evalset.name if evalset else None, "eval_actions": evalset.n_actions if evalset else 0,
         "eval_note": eval_note,
         "rows_seen": len(seen_rows), "actions_seen": seen_actions,
