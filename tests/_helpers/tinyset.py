@@ -66,3 +66,48 @@ def write_tokenized(audit_dir: Path, model_dir: Path, *, n_train: int = 32, n_va
         "model": str(model_dir), "resolved": str(Path(model_dir).resolve()), "revision": None,
         "template_name": "synthetic", "template_sha256": template_info(saved).sha256, "stop_token_ids": [EOS]}))
     return audit_dir
+
+
+def write_chains(audit_dir: Path, model_dir: Path, *, n_train: int = 6, n_val: int = 3, actions: tuple[int, int] = (1, 5),
+                 seed: int = 0, vocab: int = VOCAB) -> Path:
+    """Like ``write_tokenized`` but in the audit's chain format (2): each row a trajectory of several actions
+    (a short prompt, then per action a learnable answer + eos followed by a random tool result), with each action's
+    supervised span and record length; ``input_ids[:length]`` is that action's own record."""
+    from transformers import AutoTokenizer
+
+    from harnessfit.tokens.output import TOKENIZED_FORMAT, TOKENIZED_SCHEMA
+
+    rng = random.Random(seed)
+    tok_dir = audit_dir / "tokenized"
+    tok_dir.mkdir(parents=True, exist_ok=True)
+    counts = {}
+    for split, n in (("train", n_train), ("validation", n_val)):
+        rows = []
+        for i in range(n):
+            ids = [rng.randrange(3, vocab) for _ in range(rng.randrange(5, 15))]
+            starts, ends, lengths = [], [], []
+            for _ in range(rng.randrange(*actions)):
+                starts.append(len(ids))
+                ids += [5, 6, 7] + [rng.randrange(8, 12) for _ in range(rng.randrange(0, 6))] + [EOS]
+                ends.append(len(ids))
+                lengths.append(len(ids))
+                ids += [rng.randrange(3, vocab) for _ in range(rng.randrange(3, 12))]
+            ids = ids[:lengths[-1]]
+            mask = [0] * len(ids)
+            for s, e in zip(starts, ends):
+                mask[s:e] = [1] * (e - s)
+            rows.append({"id": f"{split}-{i:04d}", "input_ids": ids, "assistant_masks": mask, "n_tokens": len(ids),
+                         "n_supervised": sum(mask), "source": "synthetic", "group": f"g{i}",
+                         "conversation_id": f"c{i}", "action_ids": [f"{split}-{i:04d}-a{k}" for k in range(len(starts))],
+                         "action_starts": starts, "action_ends": ends, "action_lengths": lengths})
+        pq.write_table(pa.Table.from_pylist(rows, schema=TOKENIZED_SCHEMA), tok_dir / f"{split}.parquet")
+        counts[split] = n
+    from harnessfit.models import template_info
+
+    AutoTokenizer.from_pretrained(model_dir).save_pretrained(audit_dir / "tokenizer")
+    saved = AutoTokenizer.from_pretrained(audit_dir / "tokenizer")
+    (tok_dir / "meta.json").write_bytes(orjson.dumps({
+        "format": TOKENIZED_FORMAT, "layout": "chains", "chains": counts,
+        "model": str(model_dir), "resolved": str(Path(model_dir).resolve()), "revision": None,
+        "template_name": "synthetic", "template_sha256": template_info(saved).sha256, "stop_token_ids": [EOS]}))
+    return audit_dir

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from _helpers.tinyset import make_tiny_model, write_tokenized
+from _helpers.tinyset import make_tiny_model, write_chains, write_tokenized
 
 
 @pytest.fixture(scope="session")
@@ -17,6 +17,11 @@ def tiny_model(tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def tiny_audit(tmp_path_factory, tiny_model) -> Path:
     return write_tokenized(tmp_path_factory.mktemp("audit") / "audit", tiny_model)
+
+
+@pytest.fixture(scope="session")
+def tiny_chains(tmp_path_factory, tiny_model) -> Path:
+    return write_chains(tmp_path_factory.mktemp("chains") / "audit", tiny_model)
 
 
 @pytest.fixture()

@@ -1,7 +1,7 @@
 """The real chain on real data: build → audit (embedded SmolLM2) → train_sft for 2 steps on the audit folder.
 
 Catches drift between what the audit writes (meta.json keys, tokenizer/, tokenized/) and what training reads;
-tests that hand-write a tokenized set (tinyset.py) cannot. Pi's system prompt and tool schemas come first in every
+tests that hand-write a tokenized set (_helpers/tinyset.py) cannot. Pi's system prompt and tool schemas come first in every
 record, so records are ≥ ~1,550 tokens: max_length is set above that, and no held-out split is built (2 steps of
 ~1.6 k tokens on one CPU thread are the whole budget)."""
 

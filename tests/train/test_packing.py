@@ -29,8 +29,7 @@ def test_packed_per_record_loss_equals_unpacked(tiny_model, tiny_audit, attn):
     split = load_split(tiny_audit, "train", max_records=4)
     records = []
     for row in split.dataset:
-        labels = [t if m else -100 for t, m in zip(row["input_ids"], row["assistant_masks"])]
-        records.append({"input_ids": row["input_ids"], "labels": labels})
+        records.append({"input_ids": row["input_ids"], "labels": row["labels"]})
     torch.manual_seed(0)
     model = AutoModelForCausalLM.from_pretrained(tiny_model, dtype=torch.float32, attn_implementation=attn).eval()
     # give the random model non-trivial attention so contamination across records would show

@@ -191,6 +191,8 @@ def run_demo(plan: DemoPlan, console: Console | None = None) -> Path:
     facts["seconds"] = steps.seconds
     (out / STEPS_FILE).write_bytes(orjson.dumps({"steps": steps.seconds}, option=orjson.OPT_INDENT_2) + b"\n")
     report = _write_report(out, facts, Path(table))
+    # every number of the report as JSON (bench/training_effect.py reads it)
+    (out / "facts.json").write_bytes(orjson.dumps(facts, default=str, option=orjson.OPT_INDENT_2))
     html = steps.run("HTML report (episodes with Pi's own session export)",
                      lambda: build_report(out, out / "report", progress=True).index)
     console.print(f"\n[bold green]report:[/] {escape(str(report))}\n[bold green]HTML report:[/] {escape(str(html))}")
@@ -199,6 +201,36 @@ def run_demo(plan: DemoPlan, console: Console | None = None) -> Path:
 
 def _fmt(x: Any, nd: int = 4) -> str:
     return "n/a" if x is None else (f"{x:.{nd}f}" if isinstance(x, float) else str(x))
+
+
+def _chain_lines(aud: dict[str, Any]) -> list[str]:
+    lay = aud.get("layouts_total")
+    if not lay or not lay.get("record_tokens"):
+        return []
+    breaks = ", ".join(f"{k} {v['count']}" for k, v in aud.get("breaks", {}).items() if v["count"]) or "none"
+    return [f"- trainable actions (within cap {aud['cap_applied']}): {lay['actions']} — {lay['record_tokens']:,} tokens "
+            f"as per-action records, {lay['chain_tokens']:,} as {lay['chains']} chains "
+            f"({lay['chain_to_record_ratio']:.1%}); chain breaks: {breaks}"]
+
+
+def _training_data_lines(data: dict[str, Any] | None) -> list[str]:
+    """What the demo trained on and how much of it the short run saw (from the train stage's result)."""
+    if not data:
+        return []
+    rate = data.get("supervised_tokens_per_second")
+    lines = [f"- trained on {data['train_actions']} actions in {data['train_rows']} {data['layout']} "
+             f"({data['tokens_per_epoch']:,} tokens per epoch, {data['supervised_tokens_per_epoch']:,} supervised; "
+             f"{data['train_skipped']} actions skipped"
+             + "".join(f" ({', '.join(f'{n} {r}' for r, n in why.items())})"
+                       for why in [data.get("train_skipped_by_reason")] if why)
+             + ", see `train/skipped.jsonl`)",
+             f"- {data['actions_seen']} of {data['train_actions']} training actions were seen at least once"
+             + (" — every one" if data["every_action_seen"] else " — not all of them") + "; "
+             f"{data['supervised_tokens_seen']:,} supervised tokens in {_fmt(data.get('train_seconds'), 1)} s"
+             + (f" ({rate:,.1f} per second)" if rate else "")]
+    if data.get("eval_note"):
+        lines.append(f"- held-out loss: {data['eval_note']}")
+    return lines
 
 
 def _write_report(out: Path, facts: dict[str, Any], table_md: Path) -> Path:
@@ -248,11 +280,13 @@ def _write_report(out: Path, facts: dict[str, Any], table_md: Path) -> Path:
         f"mask violations: {violations}",
         f"- tokens: {tot['prompt_tokens']:,} prompt, {tot['supervised_tokens']:,} supervised; record length "
         f"min {aud['lengths']['min']:,.0f} / median {aud['lengths']['median']:,.0f} / max {aud['lengths']['max']:,.0f}",
+        *_chain_lines(aud),
         f"- recommended cap {aud['recommended_cap']}: {aud['recommendation_reason']}",
         f"- details: `{out / 'audit' / 'audit.md'}`",
         "",
         "## Training",
         f"- status {train['status']}, {train['global_step']} optimizer steps",
+        *_training_data_lines(train.get("data")),
         f"- validation loss: before {_fmt(train.get('initial_val_loss'))} → final {_fmt(train.get('final_val_loss'))}"
         f" (best {_fmt(train.get('best_val_loss'))} at step {train.get('best_step')})",
         f"- report and curves: `{train.get('report_path')}`",

@@ -3,8 +3,11 @@ loss mask, measure lengths against candidate context caps, recommend one, and wr
 
 What is audited is what is trained: ``out/tokenized/{split}.parquet`` holds the exact ``input_ids`` and
 ``assistant_masks`` checked here, ``out/tokenizer/`` the tokenizer with the template, and ``meta.json`` the hashes
-that tie them together. Every number comes from token counts (no clock, no host), so a second run gives the same
-bytes.
+that tie them together. The rows are **chains** (``chains.py``): each trajectory's prefix-stable runs of actions as
+one sequence with every trainable action supervised, cut after the last action whose own record fits the cap, so
+exactly the actions that are trainable as per-action records are trainable, at a fraction of the tokens (a chain
+of one action is that action's record). Every number comes from token counts (no clock, no host), so a second run
+gives the same bytes.
 """
 
 from __future__ import annotations
@@ -18,14 +21,14 @@ from pydantic import BaseModel, Field, ValidationError
 from harnessfit.core import jsonio
 from harnessfit.core.records import SFTRecord
 from harnessfit.errors import UserError
-from harnessfit.tokens.render import Problem, RecordError, Rendered, Violation, render_many
+from harnessfit.tokens.chains import BREAK_EXPLANATIONS, ActionRender, BreakReason, Chain, chain_run, split_runs
+from harnessfit.tokens.render import Problem, RecordError, Violation, special_texts
 
-__all__ = ["AuditReport", "SplitStats", "DEFAULT_CAPS", "KEEP_FRACTION", "EXPLANATIONS", "audit", "recommend_cap", "length_stats"]
+__all__ = ["AuditReport", "SplitStats", "LayoutStats", "DEFAULT_CAPS", "KEEP_FRACTION", "EXPLANATIONS", "audit",
+           "recommend_cap", "length_stats"]
 
 DEFAULT_CAPS: tuple[int, ...] = (4096, 8192, 16384, 20480, 32768)
 KEEP_FRACTION = 0.95  # a cap is good enough when it keeps this share of the supervised tokens
-_BATCH = 64
-_BATCH_BYTES = 8 << 20  # long agent sessions make single records of ~200 k tokens: bound a batch by size too
 _MAX_IDS = 50  # record ids listed per violation/problem kind in audit.json (all are in violations.jsonl)
 
 
@@ -44,6 +47,7 @@ EXPLANATIONS: dict[str, str] = {
     "empty_action": "the assistant action has no text and no tool calls",
     "render_error": "the chat template raised an error on this record",
     "too_long": "longer than every candidate cap; never trainable with these caps",
+    **BREAK_EXPLANATIONS,
 }
 
 
@@ -52,6 +56,26 @@ class SplitStats(BaseModel):
     prompt_tokens: int = 0
     supervised_tokens: int = 0
     total_tokens: int = 0
+
+
+class LayoutStats(BaseModel):
+    """The trainable actions of a split (clean, within the applied cap) in both layouts: as per-action records
+    (each repeats its whole context) and as chains (what the tokenized set holds)."""
+
+    actions: int = 0
+    supervised_tokens: int = 0
+    record_tokens: int = 0
+    chains: int = 0
+    chain_tokens: int = 0
+    chain_to_record_ratio: float | None = None
+
+    def add(self, chain: Chain) -> None:
+        self.actions += len(chain.actions)
+        self.supervised_tokens += chain.n_supervised
+        self.record_tokens += chain.record_tokens
+        self.chains += 1
+        self.chain_tokens += chain.n_tokens
+        self.chain_to_record_ratio = round(self.chain_tokens / self.record_tokens, 6) if self.record_tokens else None
 
 
 class CapRow(BaseModel):
@@ -70,9 +94,11 @@ class Finding(BaseModel):
 
 class AuditReport(BaseModel):
     """``audit.json``: everything the audit measured. Rendered records with any violation are kept out of the
-    tokenized set; ``explained`` says why a violation kind may appear (empty when none did)."""
+    tokenized set; ``layouts`` gives the trainable actions' tokens as records and as chains, ``breaks`` where and why
+    a trajectory's chain had to end before its next action; ``explained`` says why a finding may appear (empty
+    when none did)."""
 
-    version: int = 1
+    version: int = 2
     dataset: str
     harness: str | None = None  # the target harness (pi@VERSION), from the dataset's manifest
     model: str
@@ -92,6 +118,10 @@ class AuditReport(BaseModel):
     excluded_over_cap: int
     violations: dict[str, Finding]
     problems: dict[str, Finding]
+    layouts: dict[str, LayoutStats] = Field(default_factory=dict)
+    layouts_total: LayoutStats = Field(default_factory=LayoutStats)
+    breaks: dict[str, Finding] = Field(default_factory=dict)
+    runs: dict[str, int] = Field(default_factory=dict)
     tokenized: dict[str, int]
     explained: dict[str, str] = Field(default_factory=dict)
 
@@ -158,18 +188,13 @@ def recommend_cap(cap_rows: list[CapRow], native: int | None) -> tuple[int | Non
 
 
 class _Row:
-    """What the audit keeps per rendered record: counts always, token arrays only when the record can still be
-    trained (clean and within the largest cap), so memory stays near the size of the kept token arrays."""
+    """What the audit keeps per rendered action: its counts (the token arrays live in the chains)."""
 
-    __slots__ = ("split", "id", "source", "group", "n_tokens", "n_supervised", "clean", "ids", "mask")
+    __slots__ = ("split", "id", "n_tokens", "n_supervised", "clean")
 
-    def __init__(self, split: str, rec: SFTRecord, x: Rendered, keep_arrays: bool) -> None:
-        import numpy as np
-
-        self.split, self.id, self.source, self.group = split, rec.id, rec.source, rec.group
-        self.n_tokens, self.n_supervised, self.clean = x.n_tokens, x.n_supervised, not x.violations
-        self.ids = np.asarray(x.input_ids, dtype=np.int32) if keep_arrays else None
-        self.mask = np.asarray(x.assistant_masks, dtype=np.int8) if keep_arrays else None
+    def __init__(self, split: str, x: ActionRender) -> None:
+        self.split, self.id, self.n_tokens, self.n_supervised = split, x.id, x.n_tokens, x.n_supervised
+        self.clean = not x.violations
 
 
 def _count_lines(dataset_dir: Path) -> int:
@@ -198,11 +223,13 @@ def audit(dataset_dir: Path, model: str, out_dir: Path, *, caps: Sequence[int] |
           cap: int | None = None, progress: bool = True, harness: str | None = None) -> AuditReport:
     """Audit ``dataset_dir`` (a ``harnessfit build`` output) with ``model``; write the report and tokenized set to
     ``out_dir``. ``cap`` overrides the recommended cap applied to the tokenized set. ``workers`` is accepted for
-    API stability; tokenisation already uses every core through the tokenizer's own thread pool. ``harness``
-    (``pi@VERSION``) must be the one the dataset was built for (default: that one); it is recorded for training."""
+    API stability. Each chain is tokenized once (``chains.chain_run``); the per-action counts and checks are the
+    ones a per-action render gives. ``harness`` (``pi@VERSION``) must be the one the dataset was built for
+    (default: that one); it is recorded for training."""
     from rich.progress import Progress
 
-    from harnessfit.models import load_tokenizer, native_context_length, resolve_model, template_info
+    from harnessfit.models import load_tokenizer, native_context_length, resolve_model, stop_token_ids, template_info
+    from harnessfit.models.templates import has_generation_markers
     from harnessfit.tokens.output import write_outputs
 
     dataset_dir = Path(dataset_dir)
@@ -219,50 +246,71 @@ def audit(dataset_dir: Path, model: str, out_dir: Path, *, caps: Sequence[int] |
 
     problems: dict[str, Finding] = {p.value: Finding() for p in Problem}
     violations: dict[str, Finding] = {v.value: Finding() for v in Violation}
+    breaks: dict[str, Finding] = {b.value: Finding() for b in BreakReason}
     bad_rows: list[dict[str, Any]] = []
     rows: list[_Row] = []
+    chains: list[Chain] = []
+    runs = {"runs": 0, "by_definition": 0}
     read = 0
+    eot = set(stop_token_ids(tokenizer))
+    specials = special_texts(tokenizer)
+    with_spans = has_generation_markers(tokenizer.chat_template)
+
+    break_rows: list[dict[str, Any]] = []
 
     def note(table: dict[str, Finding], kind: str, rid: str, detail: str) -> None:
         table[kind].count += 1
         table[kind].ids.append(rid)
-        bad_rows.append({"id": rid, "kind": kind, "detail": detail})
+        (break_rows if table is breaks else bad_rows).append({"id": rid, "kind": kind, "detail": detail})
 
-    def flush(batch: list[tuple[str, SFTRecord]]) -> None:
-        results = render_many(tokenizer, [r for _, r in batch], think_in_labels=think_in_labels)
-        for (split, rec), res in zip(batch, results):
-            if isinstance(res, RecordError):
-                note(problems, res.problem.value, rec.id, str(res))
-                continue
-            for v in res.violations:
-                note(violations, v.value, rec.id, f"{v.value} in {split}")
-            if not res.violations and res.n_tokens > biggest:
-                note(problems, Problem.too_long.value, rec.id, f"{res.n_tokens} tokens > every cap (largest {biggest})")
-            rows.append(_Row(split, rec, res, keep_arrays=not res.violations and res.n_tokens <= biggest))
-
-    with Progress(disable=not progress, transient=True) as bar:
-        task = bar.add_task("rendering + tokenizing + masking", total=_count_lines(dataset_dir))
-        batch: list[tuple[str, SFTRecord]] = []
-        size = 0
-        for split, rec, fallback, nbytes in _read_records(dataset_dir):
+    def records(bar, task) -> Iterator[SFTRecord]:
+        nonlocal read
+        for split, rec, fallback, _ in _read_records(dataset_dir):
             read += 1
+            bar.advance(task)
             if isinstance(rec, RecordError):
                 note(problems, rec.problem.value, fallback, str(rec))
-            else:
-                batch.append((split, rec))
-                size += nbytes
-            if len(batch) >= _BATCH or size >= _BATCH_BYTES:
-                flush(batch)
-                bar.advance(task, len(batch))
-                batch, size = [], 0
-        if batch:
-            flush(batch)
+                continue
+            rec.split = split  # the file's split is the one the tokenized set is written under
+            yield rec
+
+    with Progress(disable=not progress, transient=True) as bar:
+        task = bar.add_task("rendering + tokenizing + masking (chains)", total=_count_lines(dataset_dir))
+        for run, brk in split_runs(records(bar, task)):
+            if brk is not None:
+                note(breaks, brk.reason.value, brk.before, f"after {brk.after}")
+            res = chain_run(tokenizer, run, think_in_labels=think_in_labels, eot=eot, specials=specials,
+                            with_spans=with_spans)
+            runs["runs"] += 1
+            runs["by_definition"] += res.fallback
+            for rid, x in zip(run.ids, res.actions):
+                if isinstance(x, RecordError):
+                    note(problems, x.problem.value, rid, str(x))
+                    continue
+                for v in x.violations:
+                    note(violations, v.value, rid, f"{v.value} in {run.split}")
+                if not x.violations and x.n_tokens > biggest:
+                    note(problems, Problem.too_long.value, rid, f"{x.n_tokens} tokens > every cap (largest {biggest})")
+                rows.append(_Row(run.split, x))
+            for b in res.breaks:
+                note(breaks, b.reason.value, b.before, f"after {b.after}")
+            for ch in res.chains:  # token arrays are kept only up to the largest cap, so memory stays bounded
+                cut = ch.cut(biggest)
+                if cut is not None:
+                    chains.append(Chain(cut.split, cut.conversation_id, cut.source, cut.group,
+                                        cut.input_ids.copy(), cut.actions))
 
     clean = [r for r in rows if r.clean]
     cap_rows = _cap_rows([(r.n_tokens, r.n_supervised) for r in clean], cap_list, native)
     recommended, reason = recommend_cap(cap_rows, native)
     applied = cap if cap is not None else recommended
     kept = [r for r in clean if applied is None or r.n_tokens <= applied]
+    kept_chains = [c for c in (ch.cut(applied) for ch in chains) if c is not None]
+    layouts: dict[str, LayoutStats] = {name: LayoutStats() for name in sorted({r.split for r in rows})}
+    layouts_total = LayoutStats()
+    for ch in kept_chains:
+        for st in (layouts.setdefault(ch.split, LayoutStats()), layouts_total):
+            st.add(ch)
 
     splits: dict[str, SplitStats] = {}
     total = SplitStats()
@@ -272,7 +320,7 @@ def audit(dataset_dir: Path, model: str, out_dir: Path, *, caps: Sequence[int] |
             st.prompt_tokens += r.n_tokens - r.n_supervised
             st.supervised_tokens += r.n_supervised
             st.total_tokens += r.n_tokens
-    for table in (problems, violations):
+    for table in (problems, violations, breaks):
         for f in table.values():
             f.ids = sorted(f.ids)[:_MAX_IDS]
     report = AuditReport(
@@ -283,9 +331,11 @@ def audit(dataset_dir: Path, model: str, out_dir: Path, *, caps: Sequence[int] |
         lengths=length_stats([r.n_tokens for r in rows]), native_context=native, caps=cap_rows,
         recommended_cap=recommended, recommendation_reason=reason, cap_applied=applied,
         excluded_over_cap=len(clean) - len(kept), violations=violations, problems=problems,
+        layouts=dict(sorted(layouts.items())), layouts_total=layouts_total, breaks=breaks, runs=runs,
         tokenized={},
-        explained={k: EXPLANATIONS[k] for k, f in sorted({**violations, **problems}.items()) if f.count},
+        explained={k: EXPLANATIONS[k] for k, f in sorted({**violations, **problems, **breaks}.items()) if f.count},
     )
-    write_outputs(out_dir, report, kept, sorted(bad_rows, key=lambda r: (r["kind"], r["id"])), tokenizer, info,
-                  model=model, resolved=resolve_model(model), lengths=[r.n_tokens for r in clean])
+    write_outputs(out_dir, report, kept_chains, sorted(bad_rows, key=lambda r: (r["kind"], r["id"])), tokenizer,
+                  info, model=model, resolved=resolve_model(model), lengths=[r.n_tokens for r in clean],
+                  break_rows=sorted(break_rows, key=lambda r: (r["kind"], r["id"])))
     return report

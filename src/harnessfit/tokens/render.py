@@ -20,7 +20,9 @@ import orjson
 from harnessfit.core.records import SFTRecord
 from harnessfit.models.messages import MessageError, content_text, to_template_message
 
-__all__ = ["Violation", "Problem", "Rendered", "RecordError", "prepare_record", "render_record", "render_many"]
+__all__ = ["Violation", "Problem", "Rendered", "RecordError", "prepare_action", "prepare_messages", "prepare_record",
+           "render_prepared", "label_checks", "double_encoded_input", "render_record", "render_many", "special_texts",
+           "prefix_tail_start"]
 
 _REASONING_KEYS = ("reasoning_content", "reasoning", "thinking")
 _LEADING_THINK = re.compile(r"^\s*<think>.*?</think>\s*", re.DOTALL)
@@ -84,17 +86,13 @@ def _message(msg: dict[str, Any], where: str) -> dict[str, Any]:
         raise RecordError(Problem.invalid_record, str(err)) from None
 
 
-def prepare_record(record: SFTRecord, *, think_in_labels: bool = False) -> tuple[list[dict], dict, list[dict]]:
-    """Messages, action and tools ready for a template, converted by ``harnessfit.models.messages`` — the same
-    conversion the server applies to a request, so the audited prompt is the served prompt. The action's thinking is
-    dropped unless ``think_in_labels`` (then it is put in front of the content as ``<think>…</think>``, the form
-    reasoning models emit)."""
-    messages = [_message(m, f"messages[{i}]") for i, m in enumerate(record.messages)]
-    action = _message(record.action, "action")
+def prepare_action(raw: dict[str, Any], *, think_in_labels: bool = False) -> dict[str, Any]:
+    """The action (an assistant message in wire form) ready for a template, as ``prepare_record`` prepares it."""
+    action = _message(raw, "action")
     if action.get("role") != "assistant":
         raise RecordError(Problem.invalid_record, f"action role is {action.get('role')!r}, not assistant")
     try:
-        reasoning = next((content_text(record.action.get(k)) for k in _REASONING_KEYS if record.action.get(k)), "")
+        reasoning = next((content_text(raw.get(k)) for k in _REASONING_KEYS if raw.get(k)), "")
     except MessageError as err:
         raise RecordError(Problem.invalid_record, f"action reasoning: {err}") from None
     if think_in_labels:
@@ -104,10 +102,24 @@ def prepare_record(record: SFTRecord, *, think_in_labels: bool = False) -> tuple
         action["content"] = _LEADING_THINK.sub("", action["content"])
     if not action["content"].strip() and not action.get("tool_calls"):
         raise RecordError(Problem.empty_action, "assistant action has no text and no tool calls")
-    return messages, action, record.tools
+    return action
 
 
-def _double_encoded_input(action: dict[str, Any]) -> bool:
+def prepare_messages(messages: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Context messages in template form (``harnessfit.models.messages``); a bad one is a ``RecordError``."""
+    return [_message(m, f"messages[{i}]") for i, m in enumerate(messages)]
+
+
+def prepare_record(record: SFTRecord, *, think_in_labels: bool = False) -> tuple[list[dict], dict, list[dict]]:
+    """Messages, action and tools ready for a template, converted by ``harnessfit.models.messages`` — the same
+    conversion the server applies to a request, so the audited prompt is the served prompt. The action's thinking is
+    dropped unless ``think_in_labels`` (then it is put in front of the content as ``<think>…</think>``, the form
+    reasoning models emit)."""
+    messages = prepare_messages(record.messages)
+    return messages, prepare_action(record.action, think_in_labels=think_in_labels), record.tools
+
+
+def double_encoded_input(action: dict[str, Any]) -> bool:
     """Arguments whose JSON text decodes to a string (a JSON string holding JSON): Pi rejects these."""
     for call in action.get("tool_calls") or []:
         args = (call.get("function") or {}).get("arguments")
@@ -120,13 +132,13 @@ def _double_encoded_input(action: dict[str, Any]) -> bool:
     return False
 
 
-def _render(tokenizer, record: SFTRecord, think_in_labels: bool, with_spans: bool):
-    """``(prefix_text, full_text, generation_spans | None)``. The prefix goes through ``apply_chat_template`` (what
-    a server shows the model); the whole goes through the same Jinja renderer, asking for the character spans of
-    ``{% generation %}`` blocks when the template has them (an independent witness of where assistant output is)."""
+def render_prepared(tokenizer, messages: list[dict], action: dict, tools: list[dict], with_spans: bool):
+    """``(prefix_text, full_text, generation_spans | None)`` of prepared messages + action. The prefix goes through
+    ``apply_chat_template`` (what a server shows the model); the whole goes through the same Jinja renderer, asking
+    for the character spans of ``{% generation %}`` blocks when the template has them (an independent witness of
+    where assistant output is)."""
     from transformers.utils.chat_template_utils import render_jinja_template
 
-    messages, action, tools = prepare_record(record, think_in_labels=think_in_labels)
     try:
         prefix = tokenizer.apply_chat_template(messages, tools=tools or None, add_generation_prompt=True,
                                                tokenize=False)
@@ -147,17 +159,22 @@ def _render(tokenizer, record: SFTRecord, think_in_labels: bool, with_spans: boo
     return str(prefix), str(full), gen
 
 
+def _render(tokenizer, record: SFTRecord, think_in_labels: bool, with_spans: bool):
+    messages, action, tools = prepare_record(record, think_in_labels=think_in_labels)
+    return render_prepared(tokenizer, messages, action, tools, with_spans)
+
+
 def render_texts(tokenizer, record: SFTRecord, *, think_in_labels: bool = False) -> tuple[str, str]:
     """``(prefix_text, full_text)``: the context with the generation prompt, and context + action."""
     prefix, full, _ = _render(tokenizer, record, think_in_labels, with_spans=False)
     return prefix, full
 
 
-def _special_texts(tokenizer) -> list[str]:
+def special_texts(tokenizer) -> list[str]:
     return sorted({t.content for t in tokenizer.added_tokens_decoder.values() if t.special and t.content})
 
 
-def _prefix_tail_start(prefix_text: str, specials: list[str]) -> int:
+def prefix_tail_start(prefix_text: str, specials: list[str]) -> int:
     """Start of the last special (added) token in the prefix. Added tokens split the text before the pre-tokenizer
     runs, so everything before it tokenizes the same whatever follows; only the tail needs re-tokenizing."""
     return max((prefix_text.rfind(s) for s in specials), default=-1)
@@ -172,6 +189,31 @@ def _covered(c0: int, c1: int, spans) -> bool:
         if pos >= c1:
             return True
     return pos >= c1
+
+
+def label_checks(ids: Sequence[int], n_tokens: int, start: int, in_prompt: bool, chars, text: str, gen_spans,
+                 eot: frozenset[int], think_in_labels: bool, bad_input_args: bool) -> tuple[int, list[Violation]]:
+    """The end of the supervised tokens and the label checks of one rendered action whose own tokens are
+    ``ids[:n_tokens]`` (``ids`` may go on: a chain holds later actions), supervised from ``start``; ``chars(i)``
+    gives token ``i``'s character span in ``text``. Returns ``(end, violations)`` except ``prefix_unstable``."""
+    end = n_tokens
+    for j in range(n_tokens - 1, start - 1, -1):  # the action's tokens through its last end-of-turn token
+        if int(ids[j]) in eot:
+            end = j + 1
+            break
+    found: list[Violation] = []
+    c0 = chars(start)[0] if end > start else 0
+    c1 = chars(end - 1)[1] if end > start else 0
+    if in_prompt or (gen_spans is not None and end > start and not _covered(c0, c1, gen_spans)):
+        found.append(Violation.prompt_in_loss)
+    if end <= start or int(ids[end - 1]) not in eot:
+        found.append(Violation.missing_end_of_turn)
+    label_text = text[c0:c1]
+    if not think_in_labels and _THINK_CONTENT.search(label_text):
+        found.append(Violation.think_in_labels)
+    if bad_input_args or _DOUBLE_ENCODED.search(label_text):
+        found.append(Violation.double_encoded_arguments)
+    return end, found
 
 
 def _finish(record_id: str, full_text: str, prefix_text: str, enc, k: int, tail_ids: list[int] | None,
@@ -198,29 +240,16 @@ def _finish(record_id: str, full_text: str, prefix_text: str, enc, k: int, tail_
         start = 0
         while start < min(len(ref), len(full_ids)) and ref[start] == full_ids[start]:
             start += 1
-    # --- mask: the action's tokens through its last end-of-turn token
-    end = len(full_ids)
-    for j in range(len(full_ids) - 1, start - 1, -1):
-        if full_ids[j] in eot:
-            end = j + 1
-            break
-    mask = [0] * start + [1] * (end - start) + [0] * (len(full_ids) - end)
 
-    found: list[Violation] = []
+    def chars(i: int) -> tuple[int, int]:
+        span = enc.token_to_chars(k, i)
+        return span.start, span.end
+
+    end, found = label_checks(full_ids, len(full_ids), start, start < n_prefix, chars, full_text, gen_spans, eot,
+                              think_in_labels, bad_input_args)
     if not stable:
-        found.append(Violation.prefix_unstable)
-    c0 = enc.token_to_chars(k, start).start if end > start else 0
-    c1 = enc.token_to_chars(k, end - 1).end if end > start else 0
-    in_prompt = start < n_prefix or (gen_spans is not None and end > start and not _covered(c0, c1, gen_spans))
-    if in_prompt:
-        found.append(Violation.prompt_in_loss)
-    if end <= start or full_ids[end - 1] not in eot:
-        found.append(Violation.missing_end_of_turn)
-    label_text = full_text[c0:c1]
-    if not think_in_labels and _THINK_CONTENT.search(label_text):
-        found.append(Violation.think_in_labels)
-    if bad_input_args or _DOUBLE_ENCODED.search(label_text):
-        found.append(Violation.double_encoded_arguments)
+        found.insert(0, Violation.prefix_unstable)
+    mask = [0] * start + [1] * (end - start) + [0] * (len(full_ids) - end)
     return Rendered(id=record_id, input_ids=full_ids, assistant_masks=mask, text=full_text, n_prompt=start,
                     violations=found)
 
@@ -240,7 +269,7 @@ def render_many(tokenizer, records: Sequence[SFTRecord], *, think_in_labels: boo
     from harnessfit.models import stop_token_ids
 
     eot_set = frozenset(stop_token_ids(tokenizer) if eot is None else eot)
-    specials = _special_texts(tokenizer)
+    specials = special_texts(tokenizer)
     results: list[Rendered | RecordError | None] = [None] * len(records)
     ok: list[int] = []
     texts: list[tuple[str, str, Any]] = []
@@ -253,7 +282,7 @@ def render_many(tokenizer, records: Sequence[SFTRecord], *, think_in_labels: boo
     if not ok:
         return results  # type: ignore[return-value]
     enc = tokenizer([t[1] for t in texts], add_special_tokens=False)
-    tail_starts = [_prefix_tail_start(t[0], specials) for t in texts]
+    tail_starts = [prefix_tail_start(t[0], specials) for t in texts]
     if verify == "full" or any(p < 0 for p in tail_starts):
         prefix_all = tokenizer([t[0] for t in texts], add_special_tokens=False)["input_ids"]
         tails: list[list[int] | None] = [None] * len(texts)
@@ -264,12 +293,12 @@ def render_many(tokenizer, records: Sequence[SFTRecord], *, think_in_labels: boo
         record = records[i]
         prefix_ids = prefix_all[k] if prefix_all is not None else None
         rendered = _finish(record.id, texts[k][1], texts[k][0], enc, k, tails[k], tail_starts[k], prefix_ids,
-                           texts[k][2], eot_set, think_in_labels, _double_encoded_input(record.action))
+                           texts[k][2], eot_set, think_in_labels, double_encoded_input(record.action))
         if Violation.prefix_unstable in rendered.violations and prefix_ids is None:
             # re-run this one record with the full verifier so the report says exactly where they part
             one = tokenizer([texts[k][0]], add_special_tokens=False)["input_ids"][0]
             rendered = _finish(record.id, texts[k][1], texts[k][0], enc, k, None, tail_starts[k], one,
-                               texts[k][2], eot_set, think_in_labels, _double_encoded_input(record.action))
+                               texts[k][2], eot_set, think_in_labels, double_encoded_input(record.action))
         results[i] = rendered
     return results  # type: ignore[return-value]
 

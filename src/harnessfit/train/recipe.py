@@ -41,8 +41,17 @@ class TrainRecipe(BaseModel):
     model: str | None = Field(None, description="Base model spec (alias, local folder, HF id); default: the audit's model.")
     train_split: str = Field("train", description="Tokenized split to train on.")
     eval_split: str = Field("auto", description="Held-out split; 'auto' = first of validation/val/valid/test present.")
-    max_train_records: int | None = Field(None, ge=1, description="Use only the first N training records (demos).")
-    max_eval_records: int | None = Field(None, ge=1, description="Use only the first N held-out records.")
+    max_train_records: int | None = Field(
+        None, ge=1, description="Use only the first N trainable training actions (demos); a chain is cut after the N-th.")
+    max_eval_records: int | None = Field(None, ge=1, description="Use only the first N trainable held-out actions.")
+    layout: Literal["chains", "records"] = Field(
+        "chains", description="'chains' = train each audited chain as one sequence with every action supervised "
+        "(the same per-token losses as per-action records, at a fraction of the tokens); 'records' = expand every "
+        "action into its own record (context + action), the published per-action layout.")
+    loss_weighting: Literal["per_action", "per_token"] = Field(
+        "per_action", description="'per_action' = each action weighs like one record of the per-action recipe (mean "
+        "over its tokens, then mean over the actions of a step), so chains reproduce that objective; 'per_token' = "
+        "every supervised token weighs the same.")
     sources: list[str] | None = Field(
         None, description="Train and evaluate only on records from these trace formats (e.g. [pi]); None = all. "
         "The others are listed in skipped.jsonl as source_not_selected.")
@@ -56,7 +65,8 @@ class TrainRecipe(BaseModel):
     dtype: Literal["auto", "bf16", "fp32"] = Field("auto", description="Compute dtype; 'auto' = bf16 on GPU, fp32 on CPU.")
     device: Literal["auto", "cpu", "cuda"] = Field("auto", description="Where to train; 'auto' = CUDA when present.")
     # optimisation
-    batch_size: int = Field(1, ge=1, description="Records per micro-batch (published recipe: 1).")
+    batch_size: int = Field(1, ge=1, description="Rows (chains, or records with layout: records) per micro-batch "
+                            "(published recipe: 1 record).")
     grad_accum: int = Field(8, ge=1, description="Micro-batches per optimizer step (published recipe: 8).")
     learning_rate: float = Field(1e-4, gt=0, description="Peak learning rate.")
     lr_scheduler: str = Field("linear", description="Decay schedule (transformers name: linear, cosine, ...).")
@@ -64,7 +74,9 @@ class TrainRecipe(BaseModel):
     epochs: float = Field(1.0, gt=0, description="Passes over the training split.")
     max_steps: int = Field(-1, description="Stop after this many optimizer steps (-1 = use epochs).")
     seed: int = Field(42, description="Seed for data order, LoRA init and dropout.")
-    max_length: int | None = Field(None, ge=16, description="Drop-in truncation cap; None = train the audited lengths unchanged.")
+    max_length: int | None = Field(
+        None, ge=16, description="Cap on an action's record length: actions whose record is longer are skipped (a "
+        "chain is cut after its last action that fits); None = train the audited lengths unchanged.")
     # evaluation / checkpoints
     eval_every: int = Field(50, ge=1, description="Evaluate on the held-out split every N optimizer steps (and before training).")
     save_every: int = Field(50, ge=1, description="Checkpoint every N optimizer steps (resume continues from the newest).")
@@ -73,8 +85,8 @@ class TrainRecipe(BaseModel):
     # fast path
     padding_free: bool = Field(True, description="Pack a micro-batch into one row with per-record position ids (no padding).")
     records_per_row: int | Literal["auto"] = Field(
-        "auto", description="Records packed per row with padding_free; 'auto' = 4 on GPU, 1 on CPU. "
-        "Grad-accum shrinks so records per optimizer step stay batch_size x grad_accum.")
+        "auto", description="Rows (chains or records) packed per row with padding_free; 'auto' = 4 on GPU, 1 on CPU. "
+        "Grad-accum shrinks so rows per optimizer step stay batch_size x grad_accum.")
     attn_implementation: str = Field("auto", description="'auto' = flex_attention on GPU, sdpa on CPU; or any transformers name.")
     gradient_checkpointing: Switch = Field("auto", description="'auto' = off when the memory estimate fits the device, on otherwise.")
     liger: Switch = Field("auto", description="Liger kernels (GPU only); 'auto' = on when liger-kernel is installed and CUDA is present.")

@@ -60,8 +60,29 @@ def _fmt(x: float | None, digits: int = 4) -> str:
     return "–" if x is None else f"{x:.{digits}f}"
 
 
+def _data_lines(data: dict | None) -> list[str]:
+    """The data section: layout, tokens per epoch, held-out split, and how much of the training set was seen."""
+    if not data:
+        return []
+    seen = (f"{data['actions_seen']} of {data['train_actions']} training actions were in a training batch at least "
+            f"once ({'every one' if data['every_action_seen'] else 'not all of them'})")
+    rate = data.get("supervised_tokens_per_second")
+    lines = ["", "## Data", "", "| | value |", "|---|---|",
+             f"| layout | {data['layout']} (loss weighting {data['loss_weighting']}) |",
+             f"| training rows / actions | {data['train_rows']} / {data['train_actions']} |",
+             f"| tokens per epoch | {data['tokens_per_epoch']:,} ({data['supervised_tokens_per_epoch']:,} supervised) |",
+             f"| supervised tokens seen | {data['supervised_tokens_seen']:,} in {_fmt(data.get('train_seconds'), 1)} s "
+             f"({'–' if rate is None else f'{rate:,.1f}'} per second) |",
+             f"| held-out split | {data['eval_split'] or 'none'}"
+             + (f" ({data['eval_actions']} actions)" if data['eval_split'] else "") + " |",
+             "", f"- {seen}."]
+    if data.get("eval_note"):
+        lines.append(f"- {data['eval_note']}.")
+    return lines
+
+
 def write_report(out_dir: Path, *, recipe: TrainRecipe, fast_path: FastPath, summary: dict, status: str,
-                 stop_reason: str | None, train_records: int, skipped: int) -> Path:
+                 stop_reason: str | None, train_records: int, skipped: int, data: dict | None = None) -> Path:
     metrics = _rows(out_dir / "metrics.jsonl")
     samples = [s for s in _rows(out_dir / "guard.jsonl") if "error" not in s]
     plots = plot_curves(metrics, out_dir / "plots")
@@ -75,7 +96,7 @@ def write_report(out_dir: Path, *, recipe: TrainRecipe, fast_path: FastPath, sum
     lines += [
         "| | value |", "|---|---|",
         f"| base model | `{recipe.model or '(from audit)'}` |",
-        f"| training records | {train_records} (skipped: {skipped}, see skipped.jsonl) |",
+        f"| training actions | {train_records} (skipped: {skipped}, see skipped.jsonl) |",
         f"| optimizer steps | {metrics[-1]['step'] if metrics else 0} |",
         f"| validation loss before training | {_fmt(init)} |",
         f"| final validation loss | {_fmt(final)} |",
@@ -85,6 +106,7 @@ def write_report(out_dir: Path, *, recipe: TrainRecipe, fast_path: FastPath, sum
         "## Validation", "", "| step | val loss | val token accuracy |", "|---|---|---|",
     ]
     lines += [f"| {r['step']} | {_fmt(r['eval_loss'])} | {_fmt(r.get('eval_mean_token_accuracy'))} |" for r in evals]
+    lines += _data_lines(data)
     lines += ["", "## Curves", ""] + [f"![{p.stem}](plots/{p.name})" for p in plots]
     fpd = fast_path.model_dump()
     notes = fpd.pop("notes")

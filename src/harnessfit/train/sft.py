@@ -25,7 +25,7 @@ from transformers import TrainerCallback
 
 from harnessfit.errors import UserError
 from harnessfit.core.jsonio import read_jsonl, write_jsonl
-from harnessfit.train.data import find_eval_split, load_meta, load_split
+from harnessfit.train.data import TokenizedSplit, find_eval_splits, load_meta, load_split
 from harnessfit.train.fastpath import FastPath, plan_fast_path
 from harnessfit.train.guard import HealthGuard, ReadingSource
 from harnessfit.train.recipe import RecipeSFTConfig, TrainRecipe
@@ -54,6 +54,7 @@ class TrainResult(BaseModel):
     stop_reason: str | None = None
     resumed_from: Path | None = None
     harness: str | None = None  # the target harness (pi@VERSION) of the audited set, as recorded in the adapter
+    data: dict | None = None  # what was trained on and how much of it was seen (see ``_data_facts``)
 
 
 def _rank() -> int:
@@ -213,6 +214,49 @@ def _curve_summary(metrics_path: Path) -> dict:
             "best_val_loss": best["eval_loss"], "best_step": best["step"]}
 
 
+def _held_out(audit_dir: Path, recipe: TrainRecipe) -> tuple[TokenizedSplit | None, str | None, list]:
+    """The held-out split to evaluate on: the first candidate (``eval_split``, or with 'auto' every conventional name
+    present) that has trainable actions. A candidate with none is said plainly and the next one is tried; with none
+    left the run trains without a held-out loss instead of stopping. Returns (split, note for the log, skipped)."""
+    notes: list[str] = []
+    skipped: list = []
+    names = find_eval_splits(audit_dir, recipe.eval_split)
+    for name in names:
+        if name == recipe.train_split:
+            continue
+        split = load_split(audit_dir, name, layout=recipe.layout, max_records=recipe.max_eval_records,
+                           max_length=recipe.max_length, sources=recipe.sources)
+        skipped += split.skipped
+        if not split.empty:
+            note = (f"{'; '.join(notes)}; evaluating on split {name!r} instead" if notes else None)
+            return split, note, skipped
+        notes.append(split.why_empty())
+    if not notes:
+        return None, "no held-out split in the audit: training without a held-out loss", skipped
+    return None, f"{'; '.join(notes)}: training without a held-out loss", skipped
+
+
+def _data_facts(recipe: TrainRecipe, train: TokenizedSplit, evalset: TokenizedSplit | None, eval_note: str | None,
+                trainer, seconds: float | None) -> dict:
+    """What training read and what it saw: tokens per epoch, actions, and how many actions the run's micro-batches
+    held at least once (counted from the rows each training micro-batch carried, in this process)."""
+    seen_rows = trainer.rows_seen
+    seen_actions = sum(len(train.action_ids[r]) for r in seen_rows if r < len(train.action_ids))
+    sup = trainer.supervised_seen
+    return {
+        "layout": recipe.layout, "loss_weighting": recipe.loss_weighting,
+        "train_split": train.name, "train_rows": len(train.ids), "train_actions": train.n_actions,
+        "tokens_per_epoch": train.n_tokens, "supervised_tokens_per_epoch": train.n_supervised,
+        "train_skipped": len(train.skipped), "train_skipped_by_reason": train.skipped_by_reason(),
+        "eval_split": evalset.name if evalset else None, "eval_actions": evalset.n_actions if evalset else 0,
+        "eval_note": eval_note,
+        "rows_seen": len(seen_rows), "actions_seen": seen_actions,
+        "every_action_seen": seen_actions >= train.n_actions,
+        "supervised_tokens_seen": sup, "train_seconds": round(seconds, 2) if seconds else None,
+        "supervised_tokens_per_second": round(sup / seconds, 2) if seconds else None,
+    }
+
+
 def train_sft(recipe: TrainRecipe, out_dir: Path, *, resume: bool = False,
               reading_source: ReadingSource | None = None, harness: str | None = None) -> TrainResult:
     """Train a LoRA adapter as ``recipe`` says, writing everything under ``out_dir``.
@@ -224,8 +268,9 @@ def train_sft(recipe: TrainRecipe, out_dir: Path, *, resume: bool = False,
     from peft import LoraConfig
     from transformers import AutoTokenizer
     from transformers.integrations import TensorBoardCallback
-    from trl import SFTTrainer
     from trl.trainer.callbacks import RichProgressCallback
+
+    from harnessfit.train.loss import ActionCollator, ActionWeightedSFTTrainer
 
     console = Console(stderr=True)
     out_dir = Path(out_dir).resolve()
@@ -244,12 +289,14 @@ def train_sft(recipe: TrainRecipe, out_dir: Path, *, resume: bool = False,
     audit_dir = Path(recipe.audit_dir).expanduser().resolve()
     meta = load_meta(audit_dir)
     target = _audit_harness(meta, audit_dir, harness)
-    train = load_split(audit_dir, recipe.train_split, max_records=recipe.max_train_records, max_length=recipe.max_length,
-                       sources=recipe.sources)
-    eval_name = find_eval_split(audit_dir, recipe.eval_split)
-    evalset = (load_split(audit_dir, eval_name, max_records=recipe.max_eval_records, max_length=recipe.max_length,
-                          sources=recipe.sources)
-               if eval_name else None)
+    train = load_split(audit_dir, recipe.train_split, layout=recipe.layout, max_records=recipe.max_train_records,
+                       max_length=recipe.max_length, sources=recipe.sources)
+    if train.empty:
+        raise UserError(f"nothing to train on in {audit_dir}: {train.why_empty()}; see the audit's audit.md, or raise "
+                        "max_length / widen sources in the recipe")
+    evalset, eval_note, eval_skipped = _held_out(audit_dir, recipe)
+    if _rank() == 0 and eval_note:
+        console.print(f"[yellow]train:[/] {escape(eval_note)}")
     spec = recipe.model or meta.get("model")
     if not spec:
         raise UserError("recipe has no model and the audit's meta.json names none: set model: in the recipe")
@@ -285,7 +332,7 @@ def train_sft(recipe: TrainRecipe, out_dir: Path, *, resume: bool = False,
     metrics_path = out_dir / "metrics.jsonl"
     if _rank() == 0:
         (out_dir / "recipe.json").write_bytes(orjson.dumps(recipe.model_dump(), option=orjson.OPT_INDENT_2))
-        write_jsonl(out_dir / "skipped.jsonl", [s.model_dump() for s in train.skipped + (evalset.skipped if evalset else [])])
+        write_jsonl(out_dir / "skipped.jsonl", [s.model_dump() for s in train.skipped + eval_skipped])
         if resume_from is not None:
             _truncate_metrics(metrics_path, int(resume_from.name.split("-")[-1]))
         elif metrics_path.exists():
@@ -307,7 +354,9 @@ def train_sft(recipe: TrainRecipe, out_dir: Path, *, resume: bool = False,
         use_cpu=fp.device == "cpu",
         gradient_checkpointing=fp.gradient_checkpointing,
         torch_compile=fp.torch_compile,
-        padding_free=fp.padding_free,
+        # packing is done by harnessfit's collator (ActionCollator, padding-free as the fast path says); TRL refuses
+        # a custom collator together with its own padding_free switch
+        padding_free=False,
         max_length=None,
         completion_only_loss=True,
         eval_strategy="steps" if evalset else "no",
@@ -323,7 +372,7 @@ def train_sft(recipe: TrainRecipe, out_dir: Path, *, resume: bool = False,
         disable_tqdm=True,
         dataloader_num_workers=0,
         dataset_num_proc=None,
-        remove_unused_columns=True,
+        remove_unused_columns=False,  # the collator reads action_starts / action_ends / row
         harnessfit_recipe=recipe.model_dump(),
     )
     lora = LoraConfig(r=recipe.lora_r, lora_alpha=recipe.lora_alpha, lora_dropout=recipe.lora_dropout,
@@ -341,14 +390,18 @@ def train_sft(recipe: TrainRecipe, out_dir: Path, *, resume: bool = False,
         callbacks.append(TensorBoardCallback(tb_writer=SummaryWriter(log_dir=str(out_dir / "tensorboard"))))
         if console.is_terminal:
             callbacks.append(RichProgressCallback())
+    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+    collator = ActionCollator(pad_token_id=pad, padding_free=fp.padding_free, weighting=recipe.loss_weighting)
     try:
-        trainer = SFTTrainer(model=model, args=args, train_dataset=train.dataset,
-                             eval_dataset=evalset.dataset if evalset else None, processing_class=tokenizer,
-                             peft_config=lora, callbacks=callbacks)
-        trainer.train(resume_from_checkpoint=str(resume_from) if resume_from else None)
+        trainer = ActionWeightedSFTTrainer(model=model, args=args, train_dataset=train.dataset,
+                                           eval_dataset=evalset.dataset if evalset else None,
+                                           processing_class=tokenizer, peft_config=lora, callbacks=callbacks,
+                                           data_collator=collator, weighting=recipe.loss_weighting)
+        output = trainer.train(resume_from_checkpoint=str(resume_from) if resume_from else None)
     finally:
         if guard is not None:
             guard.close()
+    data = _data_facts(recipe, train, evalset, eval_note, trainer, output.metrics.get("train_runtime"))
 
     ranks_dir = out_dir / "ranks"
     ranks_dir.mkdir(exist_ok=True)
@@ -370,7 +423,8 @@ def train_sft(recipe: TrainRecipe, out_dir: Path, *, resume: bool = False,
             "base_model": str(spec), "base_model_path": model_path, "base_model_revision": pin,
             "template": meta.get("template_name"), "template_sha256": meta.get("template_sha256"),
             "stop_token_ids": meta.get("stop_token_ids"),
-            "audit_dir": str(audit_dir), "train_records": len(train.ids), "global_step": trainer.state.global_step,
+            "audit_dir": str(audit_dir), "train_records": train.n_actions, "train_rows": len(train.ids),
+            "layout": recipe.layout, "loss_weighting": recipe.loss_weighting, "global_step": trainer.state.global_step,
             "fast_path": fp.model_dump(), "recipe": recipe.model_dump(),
         }
         (adapter_dir / ADAPTER_META).write_bytes(orjson.dumps(adapter_meta, option=orjson.OPT_INDENT_2))
@@ -381,13 +435,13 @@ def train_sft(recipe: TrainRecipe, out_dir: Path, *, resume: bool = False,
         from harnessfit.train.report import write_report
 
         report_path = write_report(out_dir, recipe=recipe, fast_path=fp, summary=summary, status=status,
-                                   stop_reason=stop.reason if stop else None, train_records=len(train.ids),
-                                   skipped=len(train.skipped) + (len(evalset.skipped) if evalset else 0))
+                                   stop_reason=stop.reason if stop else None, train_records=train.n_actions,
+                                   skipped=len(train.skipped) + len(eval_skipped), data=data)
     result = TrainResult(
         status=status, out_dir=out_dir, adapter_dir=adapter_dir, report_path=report_path, metrics_path=metrics_path,
         guard_path=guard.samples_path if guard else None, checkpoint_dir=newest_checkpoint(ckpt_dir),
         global_step=trainer.state.global_step, stop_reason=stop.reason if stop else None,
-        resumed_from=resume_from, harness=target, **summary)
+        resumed_from=resume_from, harness=target, data=data, **summary)
     if trainer.is_world_process_zero():
         (out_dir / "result.json").write_bytes(orjson.dumps(result.model_dump(mode="json"), option=orjson.OPT_INDENT_2))
     return result

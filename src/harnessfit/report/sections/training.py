@@ -1,5 +1,6 @@
-"""Training sections: curves from a run's metrics JSONL, the run's result, and the resource envelope from the health
-guard's samples with the stop rule that came closest.
+"""Training sections: curves from a run's metrics JSONL, the run's result (with what training read and saw: layout,
+tokens per epoch, actions seen), and the resource envelope from the health guard's samples with the stop rule that
+came closest.
 
 ``training_section(folder, title, curves=…)`` makes the section function for one training folder, so SFT
 (``train/``, loss on a log scale, token accuracy, learning rate) and GRPO (reward components, KL, completion
@@ -115,13 +116,18 @@ def training_section(folder: str, title: str, *, key: str | None = None, curves:
                  for name in (*report_names, result_name, metrics_name, guard_name, "recipe.json")}
         evals = [r for r in rows if any(k.startswith("eval_") for k in r)]
         steps = max((int(r.get("step") or 0) for r in rows), default=0)
+        data = result.get("data") if isinstance(result.get("data"), dict) else None
         body = render("sections/training.html.jinja", result=_result_rows(result), recipe=_recipe_rows(recipe),
+                      data=data,
                       figures=figures, env=env, n_samples=n_samples, interval=interval, links=links,
                       stop_reason=result.get("stop_reason"), evals=evals[-12:], n_evals=len(evals), folder=folder)
         status = result.get("status", "no result.json (still running, or it ended without one)")
         summary = f"{status}, {steps} optimizer steps"
         if result.get("initial_val_loss") is not None and result.get("final_val_loss") is not None:
             summary += f", validation loss {result['initial_val_loss']:.4g} → {result['final_val_loss']:.4g}"
+        if data and data.get("train_actions") is not None:
+            summary += (f"; {data.get('actions_seen')} of {data['train_actions']} training actions seen"
+                        f" ({data.get('layout')})")
         closest = next((r for r in env if r.get("closest")), None)
         if closest:
             summary += f"; closest stop rule: {closest['quantity']}"

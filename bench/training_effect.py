@@ -1,0 +1,106 @@
+"""Learning per CPU minute, measured in the real harness: does the demo's short SFT teach the embedded model to act?
+
+The demo pipeline (``harnessfit.demo.run_demo``) with more seeds: the golden solver records the *training* suite
+(``examples/tasks/train``) through the real Pi with ``--synth-seeds`` seeds, the build + audit turn the sessions into
+chains, the demo recipe fine-tunes SmolLM2-135M on them (CPU), and base and tuned are evaluated on the *default*
+suite (``examples/tasks/default``, never trained on) with ``--seeds`` seeds each through the real Pi. Prints one
+JSON object: per model the rates with 95% Wilson intervals (complete loops, valid tool calls, requested validation
+used, finished with a response, episodes where Pi ran at least one tool call of the model), what training read and
+saw, and the seconds of every step. Budget: ≤ 45 minutes on 2 quiet cores with the defaults.
+
+    .venv/bin/python bench/training_effect.py                  # synth sessions only (no real traces)
+    .venv/bin/python bench/training_effect.py --traces ../shared/traces --out /tmp/effect
+    .venv/bin/python bench/training_effect.py --from-run out/demo   # the same JSON from a finished demo folder
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from harnessfit.eval.stats import rate
+
+RATES = ("complete_loop", "validation_used", "finished_with_response", "checker_passed", "expected_change")
+
+
+def summarize(results_path: Path) -> dict:
+    """Rates of one eval run, plus the episodes in which Pi ran at least one of the model's tool calls."""
+    from harnessfit.eval.results import load_results
+
+    res = load_results(results_path)
+    agg = res.aggregates
+    scored = [e for e in res.episodes if e.metrics is not None]
+    ran = sum(1 for e in scored if e.metrics.tool_calls_valid > 0)
+    return {"episodes": agg["episodes"], "scored": agg["scored"],
+            **{k: agg["rates"][k] for k in RATES},
+            "valid_tool_calls": agg["tool_calls"]["valid_rate"],
+            "tool_calls_total": agg["tool_calls"]["total"],
+            "episodes_with_a_tool_call_pi_ran": rate(ran, len(scored)).as_dict(),
+            "failures": agg.get("failures", {}), "mean_turns": agg.get("means", {}).get("turns")}
+
+
+def run_summary(out: Path, plan: dict, wall_s: float | None = None) -> dict:
+    """The bench's JSON from a finished demo-shaped run folder (``facts.json`` and ``eval/{base,tuned}``)."""
+    facts = json.loads((out / "facts.json").read_text())
+    train = facts["train"]
+    return {
+        "bench": "training_effect",
+        "plan": {**plan, "recipe": facts["plan"]["recipe"]},
+        "synth_sessions": len(facts["synth"]["files"]),
+        # the golden solver is deterministic: copies of a session from other seeds are exact duplicates the build drops
+        "dataset": {k: facts["build"]["counts"].get(k) for k in ("read", "kept", "duplicate_exact", "duplicate_near",
+                                                                  "kept_by_source")},
+        "training": {"status": train["status"], "global_step": train["global_step"],
+                     "initial_val_loss": train.get("initial_val_loss"), "final_val_loss": train.get("final_val_loss"),
+                     **(train.get("data") or {})},
+        "base": summarize(out / "eval" / "base" / "results.json"),
+        "tuned": summarize(out / "eval" / "tuned" / "results.json"),
+        "seconds": facts["seconds"],
+        "wall_s": wall_s,
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", type=Path, default=None, help="keep the run here (default: a temporary folder)")
+    ap.add_argument("--seeds", type=int, default=3, help="eval runs per default-suite task, per model")
+    ap.add_argument("--synth-seeds", type=int, default=3, help="golden-solver recordings per training-suite task")
+    ap.add_argument("--traces", type=Path, default=None, help="real traces to add to the synthesised sessions")
+    ap.add_argument("--recipe", type=Path, default=None, help="training recipe (default: the demo's)")
+    ap.add_argument("--from-run", type=Path, default=None,
+                    help="run nothing: print the JSON of a finished run (e.g. `harnessfit demo --out DIR`)")
+    a = ap.parse_args()
+
+    if a.from_run is not None:
+        if not (a.from_run / "facts.json").is_file():
+            sys.exit(f"{a.from_run}: no facts.json (not a finished demo run)")
+        print(json.dumps(run_summary(a.from_run, {"from_run": str(a.from_run)}), indent=1))
+        return
+
+    from rich.console import Console
+
+    from harnessfit.demo.pipeline import DemoPlan, run_demo
+
+    tmp = None
+    if a.out is None:
+        tmp = tempfile.TemporaryDirectory(prefix="bench_training_effect_")
+        out = Path(tmp.name)
+    else:
+        out = a.out
+    t0 = time.perf_counter()
+    plan = DemoPlan(out=out, traces=a.traces, seeds=a.seeds, synth_seeds=a.synth_seeds, recipe=a.recipe)
+    run_demo(plan, console=Console(stderr=True))
+    result = run_summary(out, {"seeds": a.seeds, "synth_seeds": a.synth_seeds,
+                               "traces": str(a.traces) if a.traces else None},
+                         wall_s=round(time.perf_counter() - t0, 1))
+    print(json.dumps(result, indent=1))
+    if tmp is not None:
+        tmp.cleanup()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
