@@ -91,7 +91,7 @@ def run_demo(plan: DemoPlan, console: Console | None = None) -> Path:
     from harnessfit.harness.pi import DEFAULT_PI_VERSION, install_pi
     from harnessfit.report import compare
     from harnessfit.tokens import audit
-    from harnessfit.train import load_recipe, train_sft
+    from harnessfit.train import load_sft_config, train_sft
 
     console = console or Console()
     plan = plan.resolved()
@@ -138,7 +138,7 @@ def run_demo(plan: DemoPlan, console: Console | None = None) -> Path:
     facts["audit"] = steps.run("audit tokens with the real tokenizer and template", _audit)
 
     def _train() -> dict[str, Any]:
-        recipe = load_recipe(plan.recipe, audit_dir=str(out / "audit"), model=plan.model)
+        recipe = load_sft_config(plan.recipe, audit_dir=str(out / "audit"), model=plan.model)
         res = train_sft(recipe, out / "train")
         return res.model_dump(mode="json")
 
