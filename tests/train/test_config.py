@@ -28,7 +28,8 @@ def test_sft_defaults_are_the_published_recipe() -> None:
     assert (c.per_device_train_batch_size, c.gradient_accumulation_steps, c.learning_rate) == (1, 8, 1e-4)
     assert (c.num_train_epochs, c.seed, c.eval_steps, c.save_steps, c.eval_on_start) == (1.0, 42, 50, 50, True)
     assert c.lr_scheduler_type == "linear" and c.quantization == "auto" and c.completion_only_loss
-    assert c.padding_free and c.max_length is None and c.metric_for_best_model == "eval_loss"
+    assert c.padding_free and c.max_length is None and c.max_record_length is None
+    assert c.metric_for_best_model == "eval_loss"
     g = c.guard_rules
     assert (g.gpu_temp_c, g.gpu_temp_readings, g.min_host_mem_gib, g.min_free_disk_gib, g.interval_s) == (84, 2, 4, 20, 30)
     assert c.bf16 is False and c.checkpointing_auto  # auto on this CPU machine: fp32; checkpointing decided later
@@ -82,6 +83,7 @@ def test_cross_field_errors_name_cause_and_fix(tmp_path) -> None:
         ("lora_r: 64\nlora_alpha: 4\n", "set lora_alpha to about 2 x lora_r"),
         ("lr_scheduler_type: cosinus\n", "unknown learning-rate scheduler 'cosinus'.*cosine_with_min_lr"),
         ("guard: {interval_s: -1}\n", "guard.interval_s"),
+        ("max_length: 3072\n", "would truncate audited records.*set max_record_length"),
     ]
     for text, pattern in cases:
         p.write_text(text)

@@ -181,9 +181,12 @@ class HarnessfitSFTConfig(_HarnessfitFields, SFTConfig):
     gradient_accumulation_steps: int = field(default=8, metadata={
         "help": "Micro-batches per optimizer step (published recipe: 8)."})
     num_train_epochs: float = field(default=1.0, metadata={"help": "Passes over the training split."})
+    max_record_length: int | None = field(default=None, metadata={
+        "help": "Records longer than this many tokens are skipped (listed in skipped.jsonl); unset = train the "
+        "audited lengths unchanged."})
     max_length: int | None = field(default=None, metadata={
-        "help": "Records longer than this many tokens are skipped (listed in skipped.jsonl), never truncated; "
-        "unset = train the audited lengths unchanged."})
+        "help": "Leave unset: audited records are never truncated (a cut record loses its end-of-turn token); "
+        "use max_record_length to skip long ones."})
     padding_free: bool = field(default=True, metadata={
         "help": "Pack a micro-batch into one row with per-record position ids (no padding)."})
     completion_only_loss: bool | None = field(default=True, metadata={
@@ -208,6 +211,9 @@ class HarnessfitSFTConfig(_HarnessfitFields, SFTConfig):
 
     def __post_init__(self) -> None:
         self._harnessfit_checks()
+        if self.max_length is not None:
+            raise ValueError(f"max_length={self.max_length} would truncate audited records (and cut their "
+                             "end-of-turn token): set max_record_length to skip records longer than that instead")
         if self.save_steps > self.eval_steps and self.save_steps % self.eval_steps:
             raise ValueError(f"save_steps={self.save_steps:g} is not a multiple of eval_steps={self.eval_steps:g}: the "
                              "best checkpoint can only be tracked at evaluated steps; make save_steps a multiple of "

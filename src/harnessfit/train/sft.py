@@ -87,10 +87,10 @@ def _curve_summary(metrics_path: Path) -> dict:
 
 def _splits(cfg: HarnessfitSFTConfig, audited: Audited) -> tuple[TokenizedSplit, TokenizedSplit | None]:
     train = load_split(audited.audit_dir, cfg.train_split, max_records=cfg.max_train_records,
-                       max_length=cfg.max_length, sources=cfg.sources)
+                       max_length=cfg.max_record_length, sources=cfg.sources)
     name = find_eval_split(audited.audit_dir, cfg.eval_split)
-    evalset = (load_split(audited.audit_dir, name, max_records=cfg.max_eval_records, max_length=cfg.max_length,
-                          sources=cfg.sources) if name else None)
+    evalset = (load_split(audited.audit_dir, name, max_records=cfg.max_eval_records,
+                          max_length=cfg.max_record_length, sources=cfg.sources) if name else None)
     return train, evalset
 
 
