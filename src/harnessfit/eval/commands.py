@@ -31,6 +31,9 @@ def agent(
     task: list[str] = typer.Option(None, "--task", help="Only these task ids (repeatable)."),
     no_sandbox: bool = typer.Option(False, "--no-sandbox", help="Run Pi without bubblewrap (results say so)."),
     adapter: Path = typer.Option(None, "--adapter", help="LoRA adapter folder for --model (served by harnessfit)."),
+    best_of: int = typer.Option(1, "--best-of", help="Serve --model with best-of-N verified by the harness card "
+                                "(`harnessfit serve --best-of N --verifier card`); reports the valid-call rate of "
+                                "one sample vs N on the same requests."),
 ) -> None:
     """Run every task x seed through the real Pi CLI against one model; write results JSON + Markdown."""
     from harnessfit.errors import UserError
@@ -38,7 +41,14 @@ def agent(
 
     if (model is None) == (endpoint is None):
         raise UserError("give exactly one of --model SPEC or --endpoint URL")
-    extra = {"adapter": adapter} if adapter is not None else {}
+    extra: dict = {"adapter": adapter} if adapter is not None else {}
+    if best_of > 1:
+        if model is None or model.startswith("scripted:"):
+            raise UserError("--best-of serves --model itself: give --model SPEC (not --endpoint or a scripted model)")
+        log = out / "bestof.jsonl"
+        out.mkdir(parents=True, exist_ok=True)
+        log.unlink(missing_ok=True)
+        extra.update(best_of=best_of, best_of_log=log.resolve())
     results = run_eval(model or endpoint, suite, out, seeds=seeds, workers=workers, max_turns=max_turns,
                        max_seconds=max_seconds, max_output_bytes=max_output_bytes, sandbox=not no_sandbox,
                        model_id=model_id, task_ids=task or None, **extra)
@@ -48,6 +58,17 @@ def agent(
                f"(unscored {agg['unscored']}); sandbox {results.sandbox}")
     if agg.get("failures"):
         typer.echo("failures: " + ", ".join(f"{k} {v}" for k, v in agg["failures"].items()))
+    if best_of > 1 and (out / "bestof.jsonl").is_file() and (out / "bestof.jsonl").stat().st_size:
+        import orjson
+
+        from harnessfit.serve.bestof import summarise_log
+
+        summary = summarise_log(out / "bestof.jsonl")
+        (out / "bestof.json").write_bytes(orjson.dumps(summary, option=orjson.OPT_INDENT_2))
+        pct = lambda x: "–" if x is None else f"{100 * x:.1f} %"  # noqa: E731
+        typer.echo(f"valid-call rate over {summary['requests']} model requests: one sample "
+                   f"{pct(summary['valid_first_sample'])}, best of {best_of} {pct(summary['valid_best_of_n'])} "
+                   f"({summary['candidates_per_request']:.2f} candidates per request); {out / 'bestof.json'}")
     typer.echo(f"wrote {out / 'results.json'} and {out / 'results.md'}")
 
 
