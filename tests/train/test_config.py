@@ -95,7 +95,7 @@ def test_cross_field_errors_name_cause_and_fix(tmp_path) -> None:
         ("rewards: {judge: 1.0}\n", "judge.base_url / judge.model are unset"),
         ("rewards: {speed: 1.0}\n", "unknown reward component 'speed'"),
         ("rewards: {length: 1.0}\n", "no score component has a positive weight"),
-        ("per_device_train_batch_size: 3\n", "not a multiple of num_generations=8"),
+        ("per_device_train_batch_size: 3\n", r"generation_batch_size \(3\) must be divisible by num_generations"),
         ("judge: {timeout: 3}\n", "judge.timeout"),
         ("sft_adapter: /nonexistent\n", "not an adapter folder"),
     ]

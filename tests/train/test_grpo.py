@@ -179,3 +179,18 @@ def test_report_statistics_from_completions(tmp_path) -> None:
     (tmp_path / "metrics.jsonl").write_text("".join(json.dumps(m) + "\n" for m in metrics))
     path, again = write_grpo_report(tmp_path)
     assert again["welch_t"] == stats["welch_t"] and "t = " in path.read_text()
+
+
+@pytest.mark.slow
+def test_health_guard_stops_grpo_with_a_checkpoint(tmp_path) -> None:
+    from harnessfit.train.guard import ScriptedReadings
+
+    ok = dict(host_mem_avail_gib=20.0, swap_used_gib=0.0, disk_free_gib=100.0)
+    audit = tiny_grpo_setup(tmp_path / "setup")
+    cfg = load_grpo_config(None, **tiny_recipe(audit, max_steps=200, save_steps=100, heldout=False,
+                                               guard={"interval_s": 0.1, "min_host_mem_gib": 1.0,
+                                                      "min_free_disk_gib": 1.0}))
+    res = train_grpo(cfg, tmp_path / "run", reading_source=ScriptedReadings([ok, ok, {**ok, "host_mem_avail_gib": 0.2}]))
+    assert res.status == "stopped" and "host memory" in res.stop_reason and 0 < res.global_step < 200
+    assert res.checkpoint_dir.name == f"checkpoint-{res.global_step}" and res.adapter_dir is None
+    assert "Stopped by the health guard" in res.report_path.read_text()

@@ -362,12 +362,7 @@ class HarnessfitGRPOConfig(_HarnessfitFields, GRPOConfig):
                                  "(transformers generation)")
         if self.checkpointing_auto:
             self.activation_checkpointing = _cuda() and not self.use_cpu
-        per_step = self.per_device_train_batch_size * self.gradient_accumulation_steps
-        if self.generation_batch_size is None and self.steps_per_generation is None and per_step % self.num_generations:
-            raise ValueError(f"per_device_train_batch_size x gradient_accumulation_steps = {per_step} completions per "
-                             f"step is not a multiple of num_generations={self.num_generations}: each step must hold "
-                             "whole groups; make the batch a multiple of the group")
-        super().__post_init__()
+        super().__post_init__()  # TRL checks the generation batch holds whole groups
 
 
 # -- reading a recipe ---------------------------------------------------------------------------------------------

@@ -282,7 +282,7 @@ def _finish(run: RunDir, trainer, callbacks, status, before, after, table, notes
         checkpoint_dir=newest_checkpoint(run.ckpt_dir), global_step=trainer.state.global_step, stop_reason=stop,
         resumed_from=run.resume_from, reward_first=(stats.get("first") or {}).get("mean_reward"),
         reward_last=(stats.get("last") or {}).get("mean_reward"), welch_p=stats.get("welch_p"),
-        unscorable=round(((stats.get("all") or {}).get("unscorable_share") or 0) * ((stats.get("all") or {}).get("completions") or 0)),
+        unscorable=(stats.get("all") or {}).get("unscorable", 0),
         heldout_before=_brief(before), heldout_after=_brief(after), in_harness_table=table)
     if rank() == 0:
         (run.out_dir / "result.json").write_bytes(orjson.dumps(result.model_dump(mode="json"), option=orjson.OPT_INDENT_2))

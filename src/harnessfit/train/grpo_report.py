@@ -92,6 +92,7 @@ def _window(rows: list[dict[str, Any]], metrics: list[dict[str, Any]]) -> dict[s
         "within_group_sd": _mean(sds),
         "zero_variance_groups": _mean([float(sd == 0) for sd in sds]),
         "unscorable_share": _mean([float(r.get("reward") is None) for r in rows]),
+        "unscorable": sum(r.get("reward") is None for r in rows),
         "kl": _mean([m["kl"] for m in logged if isinstance(m.get("kl"), (int, float))]),
         "entropy": _mean([m["entropy"] for m in logged if isinstance(m.get("entropy"), (int, float))]),
     }
