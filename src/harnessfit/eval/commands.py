@@ -31,6 +31,8 @@ def agent(
     task: list[str] = typer.Option(None, "--task", help="Only these task ids (repeatable)."),
     no_sandbox: bool = typer.Option(False, "--no-sandbox", help="Run Pi without bubblewrap (results say so)."),
     adapter: Path = typer.Option(None, "--adapter", help="LoRA adapter folder for --model (served by harnessfit)."),
+    max_tokens: int = typer.Option(None, "--max-tokens", help="Output cap of the server harnessfit starts for --model "
+                                   "(default: the server's, 512)."),
     best_of: int = typer.Option(1, "--best-of", help="Serve --model with best-of-N verified by the harness card "
                                 "(`harnessfit serve --best-of N --verifier card`); reports the valid-call rate of "
                                 "one sample vs N on the same requests."),
@@ -42,6 +44,8 @@ def agent(
     if (model is None) == (endpoint is None):
         raise UserError("give exactly one of --model SPEC or --endpoint URL")
     extra: dict = {"adapter": adapter} if adapter is not None else {}
+    if max_tokens is not None:
+        extra["max_tokens"] = max_tokens
     if best_of > 1:
         if model is None or model.startswith("scripted:"):
             raise UserError("--best-of serves --model itself: give --model SPEC (not --endpoint or a scripted model)")

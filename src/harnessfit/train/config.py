@@ -120,6 +120,10 @@ class _HarnessfitFields:
             self.guard = GuardRules(**_as_dict(self.guard, "guard")).model_dump()
         except Exception as exc:  # noqa: BLE001 - pydantic or JSON: one message
             raise _pydantic_error(exc, "guard") from None
+        if not self.use_cpu and not _cuda():
+            # no GPU: say so to transformers, or several processes (accelerate launch on CPU) are each set up as one
+            # single-process run (ParallelMode NOT_PARALLEL) instead of MULTI_CPU data parallel
+            self.use_cpu = True
         if self.bf16 is None:  # auto: bf16 on a GPU; on a CPU it is ~10x slower than fp32
             self.bf16 = _cuda() and not self.use_cpu
         if self.lr_scheduler_type not in _scheduler_names():
