@@ -402,12 +402,20 @@ def _check_keys(cls: type, data: dict[str, Any], where: str) -> None:
         if key in RENAMED_KEYS and RENAMED_KEYS[key] in known:
             raise UserError(f"recipe key {key!r} in {where} is now {RENAMED_KEYS[key]!r} (the configs use TRL's "
                             "names): rename it")
-        base = {f.name for f in fields(GRPOConfig if issubclass(cls, GRPOConfig) else SFTConfig)}
-        close = (difflib.get_close_matches(key, sorted(known - base), n=1)  # harnessfit's own fields first
-                 or difflib.get_close_matches(key, sorted(known), n=1))
-        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        close = _closest(key, known, {f.name for f in fields(GRPOConfig if issubclass(cls, GRPOConfig) else SFTConfig)})
+        hint = f" (did you mean {close!r}?)" if close else ""
         raise UserError(f"unknown recipe key {key!r} in {where}: not a field of {cls.__name__}{hint}; "
                         f"`harnessfit train {_kind(cls)} --help` lists them")
+
+
+def _closest(key: str, known: set[str], base: set[str]) -> str | None:
+    """The field a mistyped key most likely meant; harnessfit's own fields get a small head start (a recipe names
+    them more often than, say, TRL's ``local_rank``)."""
+    def score(name: str) -> float:
+        return difflib.SequenceMatcher(None, key, name).ratio() + (0.1 if name not in base else 0.0)
+
+    best = max(sorted(known), key=score)
+    return best if score(best) >= 0.7 else None
 
 
 def _kind(cls: type) -> str:
@@ -492,7 +500,7 @@ def config_help(cls: type) -> str:
 
 def parse_cli(cls: type, recipe: Path | None, args: Sequence[str], **overrides: Any):
     """The CLI's entry: ``--help`` anywhere prints the field list and exits; else ``load_config``."""
-    if "--help" in args or "-h" in args:
+    if "--help" in args or "-h" in args or str(recipe) in ("--help", "-h"):  # click hands a lone flag over as RECIPE
         import typer
 
         typer.echo(config_help(cls))
