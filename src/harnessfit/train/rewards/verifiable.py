@@ -200,5 +200,5 @@ def reference_match(sample: Sample, ctx: RewardContext) -> Score:
 def length(sample: Sample, ctx: RewardContext) -> Score:
     """Minus overlong_penalty for a completion that hit the length cap without ending its turn (0 otherwise)."""
     if sample.truncated:
-        return Score(-ctx.overlong_penalty, "over-long")
+        return Score(-ctx.overlong_penalty if ctx.overlong_penalty else 0.0, "over-long")
     return Score(0.0)
