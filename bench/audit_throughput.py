@@ -19,7 +19,7 @@ TARGET = 75_000
 
 
 def synthetic(n_convs: int, turns: int, seed: int = 0) -> list:
-    from harnessfit.dataset.records import SFTRecord
+    from harnessfit.core.records import SFTRecord
 
     rnd = random.Random(seed)
     words = ("the of and to in file path def return import class self value error test run assert None "
@@ -48,8 +48,8 @@ def synthetic(n_convs: int, turns: int, seed: int = 0) -> list:
 
 
 def from_dataset(path: Path, limit: int) -> list:
-    from harnessfit.dataset.records import SFTRecord
-    from harnessfit.jsonio import read_jsonl
+    from harnessfit.core.records import SFTRecord
+    from harnessfit.core.jsonio import read_jsonl
 
     out = []
     for f in sorted((path / "sft").glob("*.jsonl")):

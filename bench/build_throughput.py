@@ -6,9 +6,10 @@ Prints one JSON object with pass/fail per target (a benchmark, not a test).
     python bench/build_throughput.py --mb 20 --workers 1 2 --no-parquet
 
 The corpus is made by ``bench/corpus.py``: copies of ../shared/traces with renewed ids and one tagged word per JSON
-string value, so no copy is an exact (normalised-text) duplicate of another and the build's raw-duplicate
-pre-marking cannot skip them: conversion, redaction and dedup hashing run over every copy's conversations (except
-the few conversations that carry no taggable word; their count is in ``counts.duplicate_exact``). Copies are still
+string value, so no copy is an exact (normalised-text) duplicate of another and the build cannot skip them as
+twins as read (``Deduper.check_signed``'s ``raw_key``): conversion, redaction and dedup hashing run over every
+copy's conversations (except the few conversations that carry no taggable word; their count is in
+``counts.duplicate_exact``). Copies are still
 *near* duplicates, so near-dedup drops most of them (``counts.duplicate_near``) and the export stays far smaller
 than the input.
 
@@ -17,8 +18,9 @@ same corpus. Targets (issue "Dataset build"): redaction + dedup ≤ conversion (
 stage runs in one process and its clock is exact), judged in CPU seconds (``cpu_seconds_per_stage``, from
 ``BuildReport.cpu_seconds``: ``time.process_time`` over the same spans as the wall clock), which a loaded machine
 does not distort; the wall-clock ratio is reported beside it. Output identical for 1 and 2 workers.
-With 2 workers the per-stage clock is approximate: ``convert`` is the time the feeder waited on the conversion
-pool (its CPU seconds: the parent's share only), ``redact``/``dedup`` are summed worker times. Every build runs in a fresh subprocess (its own peak RSS).
+With 2 workers the per-stage clock is summed over the processes: ``convert``, ``redact`` and dedup's signing run
+in the workers (one pool converts and redacts whole units), dedup's in-order check in the parent. Every build runs
+in a fresh subprocess (its own peak RSS).
 The compiled kernels (numba, cached beside the source) are compiled once before the timed builds, as an install
 would; that one-off cost is reported as ``kernel_compile_once_cpu_s`` (each build still pays numba's import and the
 cache load, ~0.5 CPU s per process).

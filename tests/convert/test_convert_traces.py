@@ -10,7 +10,8 @@ import pytest
 from typer.testing import CliRunner
 
 from harnessfit.cli import app
-from harnessfit.convert import Conversation, Reason, convert, iter_convert, validate_conversation
+from harnessfit.convert import convert, iter_convert, validate_conversation
+from harnessfit.core import Conversation, Reason
 from harnessfit.harness.card import load_card
 
 # Reasons a real trace in ../shared/traces may be rejected for (anything else is a regression to look at).

@@ -8,10 +8,10 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from harnessfit.convert import Conversation, Rejection
 from harnessfit.convert.runner import convert_unit
+from harnessfit.core import Conversation, Rejection
+from harnessfit.formats.registry import iter_units
 from harnessfit.harness.card import load_card
-from harnessfit.traces.readers.registry import iter_units
 
 # real files of every format with a small enough copy (the 1 MB Pi session and the 740 KB glaive set make each
 # example slow without adding shapes)

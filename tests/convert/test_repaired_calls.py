@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import json
 
-from harnessfit.convert import Conversation, validate_conversation
+from harnessfit.convert import validate_conversation
 from harnessfit.convert.wire import to_conversation
+from harnessfit.core import Conversation
+from harnessfit.core.trajectory import Step, ToolCall, Trajectory
 from harnessfit.harness.card import load_card
-from harnessfit.traces.trajectory import Step, ToolCall, Trajectory
 
 CARD = load_card("pi", "0.73.1")
 

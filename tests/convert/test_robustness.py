@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from harnessfit.convert import Reason, convert
+from harnessfit.convert import convert
+from harnessfit.core import Reason
 from harnessfit.harness.card import load_card
 
 

@@ -10,9 +10,10 @@ from pathlib import Path
 import orjson
 import pytest
 
-from harnessfit.convert import Conversation, Rejection, convert, iter_convert, iter_unit_results
+from harnessfit.convert import convert, iter_convert, iter_unit_results
 from harnessfit.convert.ledger import Accounting
 from harnessfit.convert.runner import EncodedUnit, encode_unit, iter_encoded_units
+from harnessfit.core import Conversation, Rejection
 from harnessfit.harness.card import load_card
 
 OUTPUT_FILES = ("conversations.jsonl", "ledger.jsonl", "ledger_summary.md", "accounting.json")
@@ -100,22 +101,22 @@ def test_on_unit_sees_every_unit_with_counts(traces_dir: Path, card, tmp_path: P
     assert sum(u.rejected for u in seen) == summary.rejected
 
 
-def _fail_on_second(unit):  # module level: the worker process runs it
-    if unit.index == 1:
-        raise ValueError(f"boom at {unit.label}")
-    return unit.index
+def _fail_on_second(units):  # module level: the worker process runs it
+    if units[0].index == 1:
+        raise ValueError(f"boom at {units[0].label}")
+    return units[0].index
 
 
-def test_worker_error_reaches_the_caller_and_workers_stop(traces_dir: Path, card):
+def test_worker_error_reaches_the_caller_and_workers_stop(traces_dir: Path):
     import multiprocessing as mp
 
-    from harnessfit.convert.runner import _iter_pool
-    from harnessfit.traces.readers.registry import iter_units
+    from harnessfit.pipeline import ordered_map
+    from harnessfit.formats.registry import iter_units
 
     units = iter_units([traces_dir], None)
     with pytest.raises(ValueError, match="boom at"):
-        list(_iter_pool(_fail_on_second, units, card, 2, None, INSTALL_DIR, chunksize=1))
-    assert not [p for p in mp.active_children() if p.name == "harnessfit-convert"]
+        list(ordered_map(_fail_on_second, [[u] for u in units], workers=2))
+    assert not mp.active_children()
 
 
 def test_abandoned_iteration_stops_the_workers(traces_dir: Path, card):
@@ -124,6 +125,6 @@ def test_abandoned_iteration_stops_the_workers(traces_dir: Path, card):
     it = iter_encoded_units([traces_dir], card, workers=2, install_dir=INSTALL_DIR, chunksize=1)
     first = next(it)
     assert first.index == 0
-    assert [p for p in mp.active_children() if p.name == "harnessfit-convert"]
+    assert mp.active_children()
     it.close()
-    assert not [p for p in mp.active_children() if p.name == "harnessfit-convert"]
+    assert not mp.active_children()

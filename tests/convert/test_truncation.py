@@ -1,16 +1,17 @@
-"""Sizes: results that Pi would cut (2000 lines / 50 KB) or that the source cut are rejected, never re-worded into a
-text Pi could not have produced; results within the limits render exactly."""
+"""Sizes: results that Pi would cut (2000 lines / 50 KB) or that the source cut are ``unmappable_result``, never
+re-worded into a text Pi could not have produced (the call stays an exact label, the context after it does not);
+results within the limits render exactly."""
 
 from __future__ import annotations
 
-from harnessfit.convert.mappings.base import Failure, MapContext, PiCall
-from harnessfit.convert.mappings.claude_code import ClaudeCodeMapping
-from harnessfit.convert.mappings.openhands import OpenHandsMapping
-from harnessfit.convert.pi_results import PI_MAX_BYTES, PI_MAX_LINES, pi_bash_result, pi_read_result
-from harnessfit.convert.rejection import Reason, Rejection
-from harnessfit.convert.wire import to_conversation
+from harnessfit.convert.wire import convert_trajectory
+from harnessfit.core.rejection import Reason, Rejection
+from harnessfit.core.trajectory import Step, ToolCall, Trajectory
+from harnessfit.formats.base import Failure, MapContext, PiCall
+from harnessfit.formats.claude_code.mapping import ClaudeCodeMapping
+from harnessfit.formats.openhands.mapping import OpenHandsMapping
 from harnessfit.harness.card import load_card
-from harnessfit.traces.trajectory import Step, ToolCall, Trajectory
+from harnessfit.harness.pi_results import PI_MAX_BYTES, PI_MAX_LINES, pi_bash_result, pi_read_result
 
 CARD = load_card("pi", "0.73.1")
 
@@ -32,8 +33,11 @@ def _read_result(content: str, start: int, num: int, total: int) -> Step:
 
 
 def _rejected_for_result(out: object, words: str) -> None:
+    """The result cannot be rendered: a bare Failure from the renderer, or the mapped call carrying it."""
+    if isinstance(out, PiCall):
+        out = out.result
     assert isinstance(out, Failure), out
-    assert out.reason == Reason.unmappable_arguments
+    assert out.reason == Reason.unmappable_result
     assert "result" in out.detail and words in out.detail, out.detail
 
 
@@ -109,7 +113,7 @@ def test_openhands_large_output_is_rejected() -> None:
     out = OpenHandsMapping().map_call(ToolCall(id="x", name="execute_bash", arguments={"command": "seq 3000"}),
                                       Step(role="tool", tool_call_id="x", text=text),
                                       MapContext(CARD, _traj("openhands"), "/w"))
-    assert isinstance(out, Failure) and out.reason == Reason.unmappable_arguments and "result" in out.detail
+    _rejected_for_result(out, "final newline")
 
 
 def test_whole_trajectory_with_an_over_limit_result_is_rejected_with_the_reason() -> None:
@@ -119,13 +123,17 @@ def test_whole_trajectory_with_an_over_limit_result_is_rejected_with_the_reason(
         Step(role="tool", tool_call_id="c1", text="\n".join(str(i) for i in range(1, 3001))),
         Step(role="assistant", text="Done."),
     ]
-    out = to_conversation(_traj("claude_code", steps), CARD)
-    assert isinstance(out, Rejection) and out.reason == Reason.unmappable_arguments
-    assert out.detail.startswith("Bash result: output 3000 lines")
+    out = convert_trajectory(_traj("claude_code", steps), CARD)
+    assert isinstance(out.record, Rejection) and out.record.reason == Reason.unmappable_result
+    assert out.record.detail.startswith("Bash result: output 3000 lines")
+    # the call is an exact label; its result is not part of the prefix
+    assert out.prefix is not None and out.prefix.meta.prefix.labels == 1
+    assert [m["role"] for m in out.prefix.messages] == ["system", "user", "assistant"]
+    assert out.calls.fates == ["label"] and out.record.labels == 1
 
 
 def test_openai_chat_result_over_pi_limits_is_rejected() -> None:
-    from harnessfit.convert.mappings.openai_chat import OpenAIChatMapping
+    from harnessfit.formats.openai_chat.mapping import OpenAIChatMapping
 
     ctx = MapContext(CARD, _traj("openai_chat"), "/w")
     call = ToolCall(id="x", name="bash", arguments='{"command":"seq 3000"}')

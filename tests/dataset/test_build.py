@@ -6,13 +6,13 @@ import pytest
 from typer.testing import CliRunner
 
 from harnessfit.cli import app
-from harnessfit.convert.rejection import Reason, Rejection
+from harnessfit.core.rejection import Reason, Rejection
 from harnessfit.dataset.build import build_dataset
 from harnessfit.dataset.config import BuildConfig, config_from_values, load_build_config
 from harnessfit.dataset.exports import decision_points, sft_records
 from harnessfit.errors import UserError
 
-from dataset_convs import corpus, make_conv
+from _helpers.conversations import corpus, make_conv
 
 
 def _items():
@@ -84,6 +84,7 @@ def test_parquet_copies_load_with_datasets(tmp_path):
     assert json.loads(row["messages"]) == jl[0]["messages"]
 
 
+@pytest.mark.slow
 def test_same_items_same_bytes_whatever_the_worker_count(tmp_path):
     a, b = tmp_path / "a" / "out", tmp_path / "b" / "out"
     (tmp_path / "a").mkdir()

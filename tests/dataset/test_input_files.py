@@ -9,7 +9,7 @@ import pytest
 from harnessfit.dataset.build import build_dataset, input_files
 from harnessfit.dataset.config import InputSpec, config_from_values
 from harnessfit.errors import UserError
-from harnessfit.traces.readers.registry import iter_units
+from harnessfit.formats.registry import iter_units
 
 PI_SMALL = "pi/kvsankar__agent-history__session-01.jsonl"
 OH_V1 = "openhands/OpenHands__software-agent-sdk__v1_conversation_cd94562403b9487ebdd4018e3f531dfd"

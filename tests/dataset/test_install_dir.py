@@ -10,7 +10,7 @@ from harnessfit.dataset.redact import Redactor
 from harnessfit.dataset.verify import verify_dataset
 from harnessfit.harness.card import load_card
 
-from dataset_convs import make_conv
+from _helpers.conversations import make_conv
 from test_real_traces import _all_bytes, _pi_head
 
 FIXED = "/opt/pi/node_modules/@mariozechner/pi-coding-agent"

@@ -31,17 +31,30 @@ def test_demo_runs_every_stage_and_writes_the_report(tmp_path: Path) -> None:
     recipe_path.write_text(yaml.safe_dump(recipe))
 
     plan = DemoPlan(out=tmp_path / "demo", traces=None, train_suite=train_suite, eval_suite=eval_suite,
-                    recipe=recipe_path, eval_max_turns=2, eval_max_seconds=60, serve_max_tokens=24)
+                    recipe=recipe_path, eval_max_turns=2, eval_max_seconds=60, serve_max_tokens=24,
+                    raw_prompts=1, raw_max_tokens=16, probe_samples=1, probe_max_tokens=16)
     report = run_demo(plan)
 
     text = report.read_text()
     out = tmp_path / "demo"
     # every stage left its artifacts
     for rel in ("harness/pi-0.73.1.json", "dataset/manifest.json", "audit/audit.json", "train/adapter",
-                "eval/base/results.json", "eval/tuned/results.json", "eval/before_after.md"):
+                "eval/base/results.json", "eval/tuned/results.json", "eval/before_after.md",
+                "raw/svelte-components/compare.md", "raw/python-functions/compare.md", "probe/compare.md"):
         assert (out / rel).exists(), rel
     assert "equals the committed card: **True**" in text
     assert "before / after" in text.lower()
+    # the static measures ran for both models: both raw suites and the probes, all scored
+    for rel in ("raw/svelte-components", "raw/python-functions", "probe"):
+        for name in ("base", "tuned"):
+            res = orjson.loads((out / rel / name / "results.json").read_bytes())
+            assert res["status"] == "success" and res["aggregates"]["unscored"] == 0, (rel, name)
+    assert "Fully clean (shape + compile + policy)" in text and "Turns with a tool call" in text
+    # the HTML report shows every stage, with a page per eval episode
+    index = (out / "report" / "index.html").read_text()
+    for key in ("run", "harness", "synth", "dataset", "audit", "train", "eval", "raw", "probe"):
+        assert f'<section class="stage" id="{key}">' in index, key
+    assert (out / "report" / "episodes" / "base" / "create_hello_script" / "seed-0.html").is_file()
     # the eval ran the real Pi on the held-out suite for both models
     for name in ("base", "tuned"):
         res = orjson.loads((out / "eval" / name / "results.json").read_bytes())

@@ -7,7 +7,7 @@ import pytest
 from typer.testing import CliRunner
 
 from harnessfit.cli import app
-from harnessfit.jsonio import sha256_file
+from harnessfit.core.jsonio import sha256_file
 
 pytestmark = [pytest.mark.pi, pytest.mark.slow]
 

@@ -20,6 +20,7 @@ def test_default_suite_has_three_tasks_per_kind(default_suite):
         assert (t.workspace_dir.is_dir() or t.kind == TaskKind.create) and t.checker_dir.is_dir()
 
 
+@pytest.mark.slow
 def test_checker_fails_on_untouched_fixture(default_suite, tmp_path):
     """The independent checker must be able to fail: it fails before the agent did anything."""
     for t in load_suite(default_suite):
@@ -91,3 +92,45 @@ def test_missing_checker_folder_and_empty_suite(default_suite, tmp_path):
         load_suite(empty)
     with pytest.raises(UserError, match="not found"):
         load_suite(tmp_path / "nope")
+
+
+def test_expected_change_never_reads_through_links_or_blocks_on_fifos(default_suite, tmp_path):
+    """Item 1: the predicate reads only regular files inside the workspace: a link to an outside file does not count
+    as the file, and a FIFO planted under the expected name is not opened (opening it would block forever)."""
+    import os
+    import threading
+
+    task = load_task(default_suite / "create_hello_script")  # expected change: hello.py exists
+    outside = tmp_path / "outside.py"
+    outside.write_text('print("hello world")\n')
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "hello.py").symlink_to(outside)
+    assert not any(c.holds(ws) for c in task.expected_change)
+
+    edit = load_task(default_suite / "edit_greeting")  # expected change: greet.py contains '"Hi, "'
+    (tmp_path / "secret.py").write_text('"Hi, "\n')
+    (ws / "greet.py").symlink_to(tmp_path / "secret.py")
+    assert not any(c.holds(ws) for c in edit.expected_change)
+    sub = ws / "pkg"
+    sub.symlink_to(tmp_path)  # a linked folder on the way to the file
+    from harnessfit.eval.task import ExpectedChange
+
+    assert not ExpectedChange(path="pkg/secret.py", contains="Hi").holds(ws)
+
+    (ws / "greet.py").unlink()
+    os.mkfifo(ws / "greet.py")
+    verdict: list[bool] = []
+    worker = threading.Thread(target=lambda: verdict.append(edit.expected_change[0].holds(ws)), daemon=True)
+    worker.start()
+    worker.join(timeout=10)
+    assert verdict == [False], "holds() blocked on a FIFO or accepted it"
+
+
+def test_python_checker_must_run_isolated(default_suite, tmp_path):
+    """Item 4: a checker run as plain ``python3 hf_check.py`` puts the agent's workspace first on sys.path."""
+    d = _copy_task(default_suite, tmp_path)
+    spec = d / "task.yaml"
+    spec.write_text(spec.read_text().replace("command: python3 -I hf_check.py", "command: python3 hf_check.py"))
+    with pytest.raises(UserError, match="python3 -I"):
+        load_task(d)

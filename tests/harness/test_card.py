@@ -129,7 +129,7 @@ def test_cli_render_and_card_and_validate(card: HarnessCard, tmp_path) -> None:
     assert refused.exit_code == 1 and "arguments_double_encoded" in refused.stdout
 
 
-@pytest.mark.parametrize("sub", ["install", "capture", "render", "card", "validate"])
+@pytest.mark.parametrize("sub", ["install", "capture", "render", "card", "validate", "diff"])
 def test_every_subcommand_has_help(sub: str) -> None:
     res = CliRunner().invoke(app, ["harness", sub, "--help"])
     assert res.exit_code == 0 and len(res.stdout.split("Usage:")[1]) > 80
@@ -172,6 +172,7 @@ def _full_only(card):
 
 @settings(max_examples=400, deadline=None)
 @given(name=st.sampled_from(["read", "bash", "edit", "write"]), arguments=_arguments)
+@pytest.mark.slow
 def test_clean_shortcut_matches_full_validation(name, arguments):
     card = load_card("pi", "0.73.1")
     full = _full_only(card)

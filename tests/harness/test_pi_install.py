@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import datetime
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -13,7 +15,11 @@ import pytest
 from harnessfit.errors import UserError
 from harnessfit.harness.pi import (
     DEFAULT_PI_VERSION,
+    _node_version,
+    _satisfies,
     install_pi,
+    installed_package,
+    pi_package_dir,
     pi_binary,
     pi_command,
     pi_env,
@@ -21,12 +27,15 @@ from harnessfit.harness.pi import (
     run_pi,
     write_pi_agent_config,
 )
+from harnessfit.harness.versions import NEWEST_PI_VERSION, PRIVATE_NODE_VERSION, private_node_package
+from harnessfit.paths import harness_dir
 from harnessfit.serve.scripted import Reply, ScriptedEndpoint
 
 HARNESSFIT = Path(sys.executable).parent / "harnessfit"
 
 
 @pytest.mark.slow
+@pytest.mark.pi
 def test_install_is_idempotent_and_checked(pi_bin: Path) -> None:
     assert pi_bin == pi_binary(DEFAULT_PI_VERSION)
     assert pi_version(pi_bin) == DEFAULT_PI_VERSION
@@ -37,6 +46,7 @@ def test_install_is_idempotent_and_checked(pi_bin: Path) -> None:
     assert res.returncode == 0 and DEFAULT_PI_VERSION in res.stdout
 
 
+@pytest.mark.slow
 def test_missing_node_is_one_clear_line(tmp_path: Path) -> None:
     env = {"PATH": str(HARNESSFIT.parent), "HARNESSFIT_HOME": str(tmp_path / "home"), "HOME": str(tmp_path)}
     res = subprocess.run([str(HARNESSFIT), "harness", "install", "pi"], capture_output=True, text=True, env=env, timeout=120)
@@ -51,6 +61,7 @@ def test_not_installed_says_how_to_install(tmp_path: Path, monkeypatch: pytest.M
         pi_binary("0.73.1")
 
 
+@pytest.mark.slow
 def test_npm_failure_is_one_clear_line(tmp_path: Path) -> None:
     env = {**os.environ, "HARNESSFIT_HOME": str(tmp_path / "home")}
     res = subprocess.run(
@@ -63,6 +74,7 @@ def test_npm_failure_is_one_clear_line(tmp_path: Path) -> None:
     assert not (tmp_path / "home" / "harness" / "pi" / "0.0.0-no-such-version").exists()  # no half install left
 
 
+@pytest.mark.pi
 def test_agent_config_env_and_command(tmp_path: Path, pi_bin: Path) -> None:
     agent = tmp_path / "agent"
     write_pi_agent_config(agent, "http://127.0.0.1:9/v1", "my/model", context_window=8192, max_tokens=256)
@@ -82,21 +94,52 @@ def test_agent_config_env_and_command(tmp_path: Path, pi_bin: Path) -> None:
     assert cmd[9:13] == ["local/my/model", "--tools", "read,bash", "--session-dir"]
 
 
+@pytest.mark.slow
+def test_new_scope_install_records_package_and_node() -> None:
+    binary = install_pi(NEWEST_PI_VERSION)
+    folder = harness_dir("pi", NEWEST_PI_VERSION)
+    record = orjson.loads((folder / "harnessfit-install.json").read_bytes())
+    assert record["package"] == installed_package(NEWEST_PI_VERSION) == "@earendil-works/pi-coding-agent"
+    assert pi_version(binary) == NEWEST_PI_VERSION and install_pi(NEWEST_PI_VERSION) == binary
+    assert pi_package_dir(NEWEST_PI_VERSION) == folder / "node_modules" / "@earendil-works" / "pi-coding-agent"
+    if _satisfies(_node_version() or (0, 0, 0), record["engines_node"]):
+        assert record["node"].startswith("system")
+    else:  # the machine's node is too old: Pi runs on the node installed beside it, through harnessfit's wrapper
+        assert binary == folder / "pi" and record["node"] == f"{private_node_package()}@{PRIVATE_NODE_VERSION}"
+        assert (folder / "node_modules" / private_node_package() / "bin" / "node").is_file()
+
+
+@pytest.mark.slow
+def test_node_system_refuses_a_too_old_node_in_one_line(tmp_path: Path) -> None:
+    if _satisfies(_node_version() or (0, 0, 0), ">=22.19.0"):
+        pytest.skip("this machine's node already satisfies Pi 1.x")
+    env = {**os.environ, "HARNESSFIT_HOME": str(tmp_path / "home")}
+    res = subprocess.run([str(HARNESSFIT), "harness", "install", "pi", "--version", NEWEST_PI_VERSION, "--node",
+                          "system"], capture_output=True, text=True, env=env, timeout=600)
+    lines = [ln for ln in res.stderr.splitlines() if ln.strip()]
+    assert res.returncode == 2 and len(lines) == 1, res.stderr
+    assert "needs node >=22.19.0 but this machine has v" in lines[0] and "--node auto" in lines[0]
+    assert not (tmp_path / "home" / "harness" / "pi" / NEWEST_PI_VERSION).exists()
+
+
 @pytest.mark.pi
 @pytest.mark.slow
-def test_a_real_run_sends_the_card_prompt_and_tools(tmp_path: Path, pi_bin: Path) -> None:
+@pytest.mark.parametrize("version", sorted({DEFAULT_PI_VERSION, NEWEST_PI_VERSION}))
+def test_a_real_run_sends_the_card_prompt_and_tools(tmp_path: Path, version: str) -> None:
     from harnessfit.harness.card import load_card
 
-    card = load_card()
+    install_pi(version)
+    card = load_card("pi", version)
     cwd = tmp_path / "work"
     cwd.mkdir()
+    day = datetime.date.today().isoformat()
     with ScriptedEndpoint([Reply(text="Hi!")], model_id="m") as ep:
         write_pi_agent_config(tmp_path / "h" / ".pi" / "agent", ep.base_url, "m")
-        run = run_pi(pi_command(DEFAULT_PI_VERSION, "m", "Hello"), cwd=cwd, env=pi_env(tmp_path / "h"))
+        run = run_pi(pi_command(version, "m", "Hello"), cwd=cwd, env=pi_env(tmp_path / "h"))
     assert run.returncode == 0 and run.stop_reason() == "stop"
     assert run.messages()[-1]["content"] == [{"type": "text", "text": "Hi!"}]
     body = ep.requests[0]
     system = body["messages"][0]["content"]
-    date = system.rsplit("Current date: ", 1)[1][:10]
-    assert system == card.render_system_prompt(str(cwd), date)  # default install_dir is where install_pi put Pi
+    m = re.search(r"Current date: (\d{4}-\d{2}-\d{2})", system)
+    assert system == card.render_system_prompt(str(cwd), m.group(1) if m else day)  # default install_dir: install_pi's
     assert body["tools"] == card.tools and body["messages"][1] == {"role": "user", "content": [{"type": "text", "text": "Hello"}]}

@@ -130,6 +130,7 @@ def test_adapter_is_applied_and_its_tokenizer_used(scripted_factory, scripted_he
     assert (text, result.finish_reason) == ("Hello", "stop")
 
 
+@pytest.mark.slow
 def test_cli_bad_inputs_end_with_one_line(tmp_path: Path) -> None:
     runner = CliRunner()
     missing = runner.invoke(app, ["serve", str(tmp_path / "nope"), "--backend", "builtin"], standalone_mode=False)

@@ -8,8 +8,8 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from harnessfit import jsonio
-from harnessfit.dataset.records import SFTRecord
+from harnessfit.core import jsonio
+from harnessfit.core.records import SFTRecord
 from harnessfit.models import load_tokenizer
 from harnessfit.serve.engine import render_prompt
 from harnessfit.serve.protocol import parse_chat_request
@@ -60,6 +60,7 @@ def _server_prompt(tokenizer) -> list[int]:
     return render_prompt(tokenizer, parse_chat_request(json.dumps(body).encode()))
 
 
+@pytest.mark.slow
 def test_served_prompt_equals_audited_prefix(tmp_path: Path) -> None:
     rec = _record()
     # 1) the render functions themselves, on the embedded tokenizer

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from harnessfit import jsonio
+from harnessfit.core import jsonio
 from harnessfit.serve.engine import GenerationResult, load_engine
 from harnessfit.serve.protocol import parse_chat_request
 from harnessfit.serve.sources import collect_stop_ids, recorded_stop_ids, resolve_source
@@ -29,6 +29,7 @@ def _audit_dir(tmp_path: Path) -> Path:
     return tmp_path / "ds-audit"
 
 
+@pytest.mark.slow
 def test_recorded_end_of_turn_ids_stop_generation(scripted_factory, tmp_path: Path) -> None:
     f = scripted_factory
     im_end, bang = f.token_id("<|im_end|>"), f.encode("!")

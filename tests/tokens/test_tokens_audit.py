@@ -13,7 +13,7 @@ from harnessfit.cli import app
 from harnessfit.errors import UserError
 from harnessfit.models import load_tokenizer, template_info
 from harnessfit.tokens import audit, read_tokenized
-from tokens_helpers import SYSTEM, call, conversation_records, record, write_dataset
+from _helpers.sft import SYSTEM, call, conversation_records, record, write_dataset
 
 
 def _dataset(root: Path) -> Path:
@@ -100,6 +100,7 @@ def test_second_run_is_identical(audited, tmp_path: Path) -> None:
         assert (tmp_path / "again" / rel).read_bytes() == (out / rel).read_bytes(), rel
 
 
+@pytest.mark.slow
 def test_cli_audit_and_user_errors(tmp_path: Path) -> None:
     ds = write_dataset(tmp_path / "ds", {"train": conversation_records(2)})
     runner = CliRunner()

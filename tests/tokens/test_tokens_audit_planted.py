@@ -10,7 +10,7 @@ import pytest
 
 from harnessfit.models.templates import chatml_tools_template
 from harnessfit.tokens import audit, read_tokenized
-from tokens_helpers import conversation_records, write_dataset
+from _helpers.sft import conversation_records, write_dataset
 
 
 def _prompt_in_loss(t: str) -> str:  # no generation prompt: the assistant header lands in the supervised diff
@@ -29,6 +29,7 @@ def _think_in_labels(t: str) -> str:  # a thought written into every assistant t
 @pytest.mark.parametrize("kind, plant", [("prompt_in_loss", _prompt_in_loss),
                                          ("missing_end_of_turn", _missing_end_of_turn),
                                          ("think_in_labels", _think_in_labels)])
+@pytest.mark.slow
 def test_planted_violation_caught_by_audit(tmp_path: Path, kind: str, plant) -> None:
     text = plant(chatml_tools_template())
     assert text != chatml_tools_template()

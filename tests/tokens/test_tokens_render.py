@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from harnessfit.dataset.records import SFTRecord
+from harnessfit.core.records import SFTRecord
 from harnessfit.models import load_tokenizer
 from harnessfit.models.templates import chatml_tools_template
 from harnessfit.tokens import Problem, RecordError, Violation, render_many, render_record
-from tokens_helpers import SYSTEM, call, conversation_records, record
+from _helpers.sft import SYSTEM, call, conversation_records, record
 
 
 @pytest.fixture(scope="module")
@@ -72,6 +72,7 @@ def test_planted_double_encoded_arguments(tok) -> None:
     assert '"arguments": "{\\"path' in r.text
 
 
+@pytest.mark.slow
 def test_planted_think_in_labels(tok) -> None:
     # a template that writes a thought into every assistant turn
     thinking = chatml_tools_template().replace(

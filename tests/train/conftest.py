@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
-from tinyset import make_tiny_model, write_tokenized  # noqa: E402
+from _helpers.tinyset import make_tiny_model, write_tokenized
 
 
 @pytest.fixture(scope="session")

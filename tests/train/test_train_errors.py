@@ -13,7 +13,7 @@ import yaml
 
 from harnessfit.errors import UserError
 from harnessfit.train.sft import train_sft
-from tinyset import make_tiny_model
+from _helpers.tinyset import make_tiny_model
 
 BIN = Path(sys.executable).parent / "harnessfit"
 

@@ -1,26 +1,48 @@
 """convert stage: read traces, map them to the harness's wire format, gate them, and keep a ledger.
 
-Public surface (imported lazily so ``harnessfit.convert.rejection`` stays cheap and import cycles never form):
+Public surface:
 
 - ``iter_convert(inputs, card, *, workers=1, formats=None)`` → Conversation | Rejection, deterministic order;
 - ``iter_unit_results(...)`` → per-unit ``UnitResult`` (label, format, bytes, read count, outputs);
+- ``iter_encoded_units(...)`` / ``encode_unit`` → the same results as the bytes ``convert`` writes;
 - ``convert(inputs, out_dir, card, *, workers, formats)`` → ``ConvertSummary`` (writes conversations.jsonl,
   ledger.jsonl, ledger_summary.md, accounting.json);
-- ``to_conversation(trajectory, card)`` → one trajectory through the mappings and gates;
-- ``Accounting`` / ``write_ledger_summary`` for stages that keep their own ledgers (dataset build);
-- ``GATES`` / ``GATE_ORDER`` / ``Gate``; nouns ``Conversation``, ``ConversationMeta``, ``Rejection``, ``Reason``.
+- ``to_conversation(trajectory, card)`` → one trajectory through its format's mapping and the gates;
+  ``convert_trajectory`` → the same with its exact prefix and the fate of every source call (``Outcome``);
+- ``ConvertPolicy`` / ``DEFAULT_UI_TOOLS``: which UI-only calls are dropped, and when (``convert.policy``);
+- ``YieldReport`` / ``write_yield``: calls read → labels → dropped → lost, per file and format (``yield.json``);
+- ``Accounting`` / ``write_ledger_summary`` for the per-file identity ``read = accepted + rejected``;
+- ``Gate`` / ``GATES``: the checks, one class each, in the order that decides a rejection's reason;
+- ``validate_conversation``: re-check a conversation against the card.
+
+The nouns it produces (``Conversation``, ``Rejection``, ``Reason``) live in ``harnessfit.core``.
 """
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from harnessfit.convert.gates import GATES, Gate
+from harnessfit.convert.ledger import (
+    Accounting,
+    AccountingError,
+    ConvertSummary,
+    FileAccount,
+    convert,
+    write_ledger_summary,
+)
+from harnessfit.convert.runner import (
+    EncodedUnit,
+    UnitResult,
+    encode_unit,
+    iter_convert,
+    iter_encoded_units,
+    iter_unit_results,
+)
+from harnessfit.convert.policy import DEFAULT_UI_TOOLS, ConvertPolicy
+from harnessfit.convert.validate import validate_conversation
+from harnessfit.convert.wire import Outcome, convert_trajectory, to_conversation
+from harnessfit.convert.yields import YieldReport, write_yield
 
 __all__ = [
-    "Conversation",
-    "ConversationMeta",
-    "Reason",
-    "Rejection",
     "iter_convert",
     "iter_unit_results",
     "UnitResult",
@@ -34,39 +56,13 @@ __all__ = [
     "FileAccount",
     "write_ledger_summary",
     "to_conversation",
+    "convert_trajectory",
+    "Outcome",
+    "ConvertPolicy",
+    "DEFAULT_UI_TOOLS",
+    "YieldReport",
+    "write_yield",
     "Gate",
     "GATES",
-    "GATE_ORDER",
     "validate_conversation",
 ]
-
-_LAZY: dict[str, str] = {
-    "Conversation": "harnessfit.convert.conversation",
-    "ConversationMeta": "harnessfit.convert.conversation",
-    "Reason": "harnessfit.convert.rejection",
-    "Rejection": "harnessfit.convert.rejection",
-    "iter_convert": "harnessfit.convert.runner",
-    "iter_unit_results": "harnessfit.convert.runner",
-    "UnitResult": "harnessfit.convert.runner",
-    "iter_encoded_units": "harnessfit.convert.runner",
-    "EncodedUnit": "harnessfit.convert.runner",
-    "encode_unit": "harnessfit.convert.runner",
-    "convert": "harnessfit.convert.ledger",
-    "ConvertSummary": "harnessfit.convert.ledger",
-    "Accounting": "harnessfit.convert.ledger",
-    "AccountingError": "harnessfit.convert.ledger",
-    "FileAccount": "harnessfit.convert.ledger",
-    "write_ledger_summary": "harnessfit.convert.ledger",
-    "to_conversation": "harnessfit.convert.wire",
-    "Gate": "harnessfit.convert.gates",
-    "GATES": "harnessfit.convert.gates",
-    "GATE_ORDER": "harnessfit.convert.gates",
-    "validate_conversation": "harnessfit.convert.validate",
-}
-
-
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'harnessfit.convert' has no attribute {name!r}")
-    return getattr(importlib.import_module(module), name)

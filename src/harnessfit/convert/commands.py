@@ -6,19 +6,23 @@ from pathlib import Path
 
 import typer
 
+from harnessfit.harness.versions import DEFAULT_PI_VERSION
+
 __all__ = ["register"]
 
 
 def _convert_cmd(
     inputs: list[Path] = typer.Argument(..., help="Trace files or folders (walked recursively, sorted)."),
-    out: Path = typer.Option(..., "--out", "-o", help="Output folder (conversations.jsonl, ledger.jsonl, "
-                             "ledger_summary.md, accounting.json)."),
+    out: Path = typer.Option(..., "--out", "-o", help="Output folder (conversations.jsonl, prefixes.jsonl, "
+                             "ledger.jsonl, ledger_summary.md, accounting.json, yield.json, yield.md)."),
     workers: int = typer.Option(1, "--workers", "-w", min=1, help="Worker processes (output is identical for any count)."),
     formats: list[str] = typer.Option(None, "--format", "-f", help="Only these formats (repeatable); default: detect."),
     harness: str = typer.Option("pi", "--harness", help="Harness whose card defines the wire format."),
-    harness_version: str = typer.Option("0.73.1", "--harness-version", help="Harness version of the card."),
+    harness_version: str = typer.Option(DEFAULT_PI_VERSION, "--harness-version", help="Harness version of the card."),
     install_dir: str = typer.Option(None, "--install-dir", help="Harness folder the system prompt names "
                                     "(default: where `harnessfit harness install` puts it on this machine)."),
+    keep_ui_calls: bool = typer.Option(False, "--keep-ui-calls", help="Never drop UI-only calls (TodoWrite, "
+                                       "update_plan…): they then block like any tool Pi lacks."),
 ) -> None:
     """Convert traces into the harness's exact wire format, with a reject ledger and accounting."""
     from rich.console import Console
@@ -26,7 +30,8 @@ def _convert_cmd(
     from rich.table import Table
 
     from harnessfit.convert.ledger import convert
-    from harnessfit.convert.rejection import Reason
+    from harnessfit.convert.policy import ConvertPolicy
+    from harnessfit.core.rejection import Reason
     from harnessfit.harness.card import load_card
 
     card = load_card(harness, harness_version)
@@ -44,7 +49,8 @@ def _convert_cmd(
             progress.update(task, advance=res.size, files=progress.tasks[0].fields["files"] + 1)
 
         summary = convert(inputs, out, card, workers=workers, formats=formats or None, on_units=on_units,
-                          on_unit=on_unit, install_dir=install_dir)
+                          on_unit=on_unit, install_dir=install_dir,
+                          policy=ConvertPolicy(drop_ui_tools=not keep_ui_calls))
     acc = summary.accounting
     table = Table(title=f"convert → {out}  (card {summary.card})")
     for col in ("format", "files", "read", "accepted", "rejected"):
@@ -63,7 +69,24 @@ def _convert_cmd(
             if reasons.get(r.value):
                 rt.add_row(r.value, str(reasons[r.value]))
         out_console.print(rt)
-    out_console.print(f"read {acc.read} = accepted {acc.accepted} + rejected {acc.rejected}")
+    ydoc = summary.yields.as_dict()
+    yt = Table(title="tool calls → training labels (yield.json)")
+    for col in ("format", "calls read", "kept as labels", "dropped", "lost by reason"):
+        yt.add_column(col, justify="left" if col in ("format", "dropped", "lost by reason") else "right")
+    for fmt, d in ydoc["by_format"].items():
+        if d["calls"]:
+            yt.add_row(fmt, str(d["calls"]), str(d["labels"]), _counts(d["dropped"]), _counts(d["lost"]))
+    t = ydoc["total"]
+    yt.add_row("[bold]total", str(t["calls"]), str(t["labels"]), _counts(t["dropped"]), _counts(t["lost"]))
+    out_console.print(yt)
+    out_console.print(f"read {acc.read} = accepted {acc.accepted} + rejected {acc.rejected}; "
+                      f"{summary.prefixes} exact prefixes of rejected trajectories")
+
+
+def _counts(d: dict[str, int]) -> str:
+    from rich.markup import escape
+
+    return escape(", ".join(f"{k} {n}" for k, n in d.items())) or "-"
 
 
 def register(app: typer.Typer) -> None:

@@ -1,116 +1,412 @@
-"""Gates: deterministic checks, in one fixed order, each owning one closed ``Reason``.
+"""Gates: small checks with one job each, in one ordered list, ``GATES``. The order is the contract.
 
-Why gates are separate from the builder: the builder (``convert.wire``) notes every problem it meets while mapping
-a trajectory (first occurrence per reason, in a ``Draft``); the gates then decide, *in order*, which one rejects.
-So the reason a trajectory is rejected for never depends on where in the trajectory problems happened to be.
+A gate looks at a ``Draft`` (the trajectory, the messages built for it and the builder's notes, see
+``convert.draft``) and lists its ``findings``: each a reason, a detail computed from the data, a repair hint that fits
+the case, the trajectory step it is at, the source tool it is about, and its ``cut``. The first gate in ``GATES``
+with a finding names the trajectory's ledger row (``check``), so the reason a trajectory is rejected for never
+depends on where in it the problems happened to be; the row's detail lists every blocking call with its count.
+Gates marked ``before_build`` look at the trajectory alone; they come first and run before the builder, so a
+rejected side branch costs no mapping work.
 
-Order (= ``GATE_ORDER``, the order of ``Reason``):
-parse_error → truncated_file → empty → side_branch → subagent → unsupported_tool → unmappable_arguments →
-arguments_double_encoded → schema_violation → orphan_tool_result → missing_tool_result → aborted_or_error_turn →
+**Cuts: what an exact prefix is.** Every assistant turn before the first problem is an exact action in an exact
+context, so it is a training label even when the trajectory as a whole is rejected. ``Finding.cut`` is the index of
+the first trajectory step the problem makes unusable; the labels are the assistant turns at steps ``< min(cut)``:
+
+- a problem in a *call* (unsupported, unmappable arguments, invalid, a UI-only call that cannot be dropped, a call
+  the user refused): ``cut`` = the call's turn — the turn is no label, nor is anything after it;
+- a problem in a *result* (it cannot be rendered as Pi's, it is missing, it holds images): ``cut`` = the turn + 1 —
+  the call is an exact label, but no later context holds its result exactly;
+- a problem at a step of the context (a user image, an orphan result): ``cut`` = that step;
+- a hole where lines were lost: ``cut`` = ``Trajectory.lost_at`` when the reader knows it, else 0;
+- a property of the whole run that makes no context inexact (no final answer): ``cut`` = ``None`` — every action is
+  a label, only the complete conversation is not exported;
+- a run that is not a user's (a side branch, a sub-agent, no prompt at all) or whose answers were written with other
+  tools on offer: ``cut`` = 0.
+
+Order: lines_lost → truncated_file → empty → side_branch → subagent → foreign_tools (reader flags; before the build) →
+mapping_failed → invalid_call → orphan_tool_result → turn_after_answer → missing_tool_result → user_rejected_tool →
 image_content → no_final_response.
 
-The first four look at the trajectory alone (reader flags); the rest at the draft.
+Adding a gate is one class here and one entry in ``GATES`` (``docs/extending.md``).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
+from abc import ABC, abstractmethod
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import ClassVar
 
-from harnessfit.convert.rejection import Reason, Rejection
-from harnessfit.traces.trajectory import Trajectory
+from harnessfit.convert.draft import Draft
+from harnessfit.core.rejection import Reason, Rejection, reject
 
-__all__ = ["Draft", "Gate", "GATES", "GATE_ORDER", "first_rejection", "rejection_for"]
-
-
-@dataclass
-class Draft:
-    """A trajectory being converted: wire ``messages`` built so far and the first ``problem`` met per reason."""
-
-    trajectory: Trajectory
-    messages: list[dict[str, Any]] = field(default_factory=list)
-    problems: dict[Reason, tuple[str, str]] = field(default_factory=dict)
-    transformations: list[str] = field(default_factory=list)
-    mergeable: set[int] = field(default_factory=set)
-
-    def problem(self, reason: Reason, detail: str, hint: str) -> None:
-        self.problems.setdefault(reason, (detail, hint))
-
-    def transformed(self, *names: str) -> None:
-        for n in names:
-            if n not in self.transformations:
-                self.transformations.append(n)
-
-
-def rejection_for(traj: Trajectory, reason: Reason, detail: str, hint: str) -> Rejection:
-    p = traj.provenance
-    return Rejection(
-        record_id=traj.id, source=traj.source, file=p.file, line_start=p.line_start, line_end=p.line_end,
-        reason=reason, detail=detail, repair_hint=hint,
-    )
+__all__ = [
+    "Finding",
+    "Gate",
+    "FlagGate",
+    "LinesLost",
+    "TruncatedFile",
+    "Empty",
+    "SideBranch",
+    "Subagent",
+    "ForeignTools",
+    "MappingFailed",
+    "InvalidCall",
+    "OrphanToolResult",
+    "TurnAfterAnswer",
+    "MissingToolResult",
+    "UserRejectedTool",
+    "ImageContent",
+    "NoFinalResponse",
+    "GATES",
+    "split_gates",
+    "all_findings",
+    "blocking_summary",
+    "rejection_of",
+]
 
 
-_FLAG_GATES: dict[Reason, tuple[str, str, str]] = {
-    Reason.parse_error: ("lines_lost", "some lines of the session could not be read (see their own ledger rows); "
-                         "a conversation with a hole is not trained", "repair or remove the broken lines"),
-    Reason.truncated_file: ("truncated", "the session file ends mid-record", "re-export the complete session"),
-    Reason.side_branch: ("side_branch", "a non-active branch of the session tree (Pi replays only the active one)",
-                         "open the branch in Pi and export it as its own session"),
-    Reason.subagent: ("subagent", "a sub-agent / sidechain run: its prompts come from the parent agent",
-                      "train sub-agent runs only with a harness that has a Task tool"),
-}
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """One problem a gate found: at trajectory step ``step`` (``None``: the trajectory as a whole), why, the source
+    ``tool`` it is about (``None`` when it is about no call), and ``cut``: the first step it makes unusable
+    (``None``: it limits no label; see the module docstring)."""
 
-
-@dataclass(frozen=True)
-class Gate:
-    """One reason's check. ``check`` takes a ``Draft`` (or a bare ``Trajectory`` for the reader-flag gates)."""
-
+    step: int | None
     reason: Reason
-
-    def check(self, item: Draft | Trajectory) -> Rejection | None:
-        traj = item.trajectory if isinstance(item, Draft) else item
-        if self.reason in _FLAG_GATES:
-            flag, detail, hint = _FLAG_GATES[self.reason]
-            return rejection_for(traj, self.reason, detail, hint) if flag in traj.flags else None
-        if self.reason == Reason.empty:
-            roles = {s.role for s in traj.steps}
-            if "user" not in roles or "assistant" not in roles:
-                return rejection_for(traj, Reason.empty, f"no {'user' if 'user' not in roles else 'assistant'} "
-                                     "message", "a conversation needs a prompt and an answer")
-            return None
-        if isinstance(item, Draft) and self.reason in item.problems:
-            detail, hint = item.problems[self.reason]
-            return rejection_for(traj, self.reason, detail, hint)
-        return None
+    detail: str
+    hint: str
+    cut: int | None = 0
+    tool: str | None = None
 
 
-GATE_ORDER: tuple[Reason, ...] = (
-    Reason.parse_error,
-    Reason.truncated_file,
-    Reason.empty,
-    Reason.side_branch,
-    Reason.subagent,
-    Reason.unsupported_tool,
-    Reason.unmappable_arguments,
-    Reason.arguments_double_encoded,
-    Reason.schema_violation,
-    Reason.orphan_tool_result,
-    Reason.missing_tool_result,
-    Reason.aborted_or_error_turn,
-    Reason.image_content,
-    Reason.no_final_response,
+class Gate(ABC):
+    """One check. Why a class per check: each owns its condition and its ledger wording, and the list ``GATES``
+    alone decides which one wins; the builder never decides.
+
+    Subclasses set ``name`` (and ``before_build`` if they need only the trajectory) and implement ``findings``."""
+
+    name: ClassVar[str]
+    before_build: ClassVar[bool] = False
+
+    @abstractmethod
+    def findings(self, draft: Draft) -> Iterator[Finding]:
+        """Every problem this gate sees, in the order the builder met them."""
+
+    def verdict(self, findings: Sequence[Finding]) -> Finding:
+        """The finding that names the ledger row (``findings`` is non-empty): by default the first."""
+        return findings[0]
+
+    def check(self, draft: Draft) -> Rejection | None:
+        """The rejection this gate makes, or ``None``."""
+        found = list(self.findings(draft))
+        return rejection_of(draft, self, found, found) if found else None
+
+
+class FlagGate(Gate):
+    """Rejects a trajectory that carries a reader flag (``Trajectory.flags``): a fact only the reader could see."""
+
+    before_build = True
+    flag: ClassVar[str]
+    reason: ClassVar[Reason]
+    detail: ClassVar[str]
+    hint: ClassVar[str]
+
+    def cut(self, draft: Draft) -> int | None:
+        return 0
+
+    def findings(self, draft: Draft) -> Iterator[Finding]:
+        if self.flag in draft.trajectory.flags:
+            yield Finding(None, self.reason, self.detail, self.hint, cut=self.cut(draft))
+
+
+class LinesLost(FlagGate):
+    """Some lines of the unit could not be read (each has its own ledger row): the conversation has a hole. The
+    steps before the hole are whole when the reader says where it is (``Trajectory.lost_at``)."""
+
+    name, flag, reason = "lines_lost", "lines_lost", Reason.parse_error
+    detail = ("some lines of the session could not be read (see their own ledger rows); a conversation with a hole "
+              "is not trained")
+    hint = "repair or remove the broken lines"
+
+    def cut(self, draft: Draft) -> int | None:
+        return draft.trajectory.lost_at or 0
+
+
+class TruncatedFile(FlagGate):
+    """The unit ends mid-record: its last turn is not what the agent wrote."""
+
+    name, flag, reason = "truncated_file", "truncated", Reason.truncated_file
+    detail, hint = "the session file ends mid-record", "re-export the complete session"
+
+    def cut(self, draft: Draft) -> int | None:
+        return draft.trajectory.lost_at or 0
+
+
+class Empty(Gate):
+    """A conversation needs a prompt and an answer."""
+
+    name, before_build = "empty", True
+
+    def findings(self, draft: Draft) -> Iterator[Finding]:
+        roles = {s.role for s in draft.trajectory.steps}
+        for role in ("user", "assistant"):
+            if role not in roles:
+                yield Finding(None, Reason.empty, f"no {role} message", "a conversation needs a prompt and an answer")
+                return
+
+
+class SideBranch(FlagGate):
+    """A non-active branch of a session tree: its prefix repeats the active branch, and Pi never replays it."""
+
+    name, flag, reason = "side_branch", "side_branch", Reason.side_branch
+    detail = "a non-active branch of the session tree (Pi replays only the active one)"
+    hint = "open the branch in Pi and export it as its own session"
+
+
+class Subagent(FlagGate):
+    """A sub-agent run: its prompts were written by a parent agent, not a user, and Pi has no sub-agents."""
+
+    name, flag, reason = "subagent", "subagent", Reason.subagent
+    detail = "a sub-agent / sidechain run: its prompts come from the parent agent"
+    hint = "train sub-agent runs only with a harness that has a Task tool"
+
+
+class ForeignTools(FlagGate):
+    """The source offered the model tools Pi lacks (its tool list; the reader notes them as ``foreign_tools:<names>``):
+    every answer was written with them on offer, so no action of it is a label."""
+
+    name, flag, reason = "foreign_tools", "foreign_tools", Reason.unsupported_tool
+    detail = "the conversation offers tools Pi lacks, so every answer was written with them on offer"
+    hint = "keep only conversations whose tool list is Pi's read/bash/edit/write (or that declare no tools)"
+
+    def findings(self, draft: Draft) -> Iterator[Finding]:
+        if self.flag in draft.trajectory.flags:
+            names = next((t.split(":", 1)[1] for t in draft.trajectory.provenance.transformations
+                          if t.startswith("foreign_tools:")), "")
+            detail = self.detail + (f" ({names.replace(',', ', ')})" if names else "")
+            yield Finding(None, self.reason, detail, self.hint, cut=0)
+
+
+def _by_precedence(findings: Sequence[Finding], order: Sequence[Reason]) -> Finding:
+    """The first finding of the reason that comes first in ``order`` (reasons not in it come last)."""
+    rank = {r: i for i, r in enumerate(order)}
+    return min(findings, key=lambda f: rank.get(f.reason, len(rank)))
+
+
+class _PrecedenceGate(Gate):
+    """A gate whose findings carry several reasons; its row names the most important one (``precedence``)."""
+
+    precedence: ClassVar[tuple[Reason, ...]]
+
+    def verdict(self, findings: Sequence[Finding]) -> Finding:
+        return _by_precedence(findings, self.precedence)
+
+
+class MappingFailed(_PrecedenceGate):
+    """A call the format's mapping cannot express exactly in Pi, or whose result it cannot render as Pi's (its
+    ``Failure`` names the reason and the repair).
+
+    Failures carry several reasons; the row names the first failure of the reason that comes first in
+    ``precedence``. ``subagent`` (Codex ``spawn_agent`` and its kin) comes last, so a rollout that also holds
+    another failure is filed under that one."""
+
+    name = "mapping_failed"
+    precedence = (Reason.unsupported_tool, Reason.ui_only_call, Reason.unmappable_arguments,
+                  Reason.arguments_double_encoded, Reason.schema_violation, Reason.aborted_or_error_turn,
+                  Reason.unmappable_result, Reason.image_content, Reason.subagent)
+
+    def findings(self, draft: Draft) -> Iterator[Finding]:
+        notes = sorted([(n.step, 0, n) for n in draft.failed_calls] + [(n.step, 1, n) for n in draft.failed_results],
+                       key=lambda t: (t[0], t[1]))
+        for step, is_result, note in notes:
+            f = note.failure
+            yield Finding(step, f.reason, f.detail, f.repair_hint, cut=step + 1 if is_result else step,
+                          tool=note.call.name)
+
+
+_VIOLATION_REASONS = {"unknown_tool": Reason.unsupported_tool,
+                      "arguments_double_encoded": Reason.arguments_double_encoded}
+
+
+class InvalidCall(_PrecedenceGate):
+    """A mapped call the card's validator refuses (Pi would answer it with a validation error, not run it)."""
+
+    name = "invalid_call"
+    precedence = (Reason.unsupported_tool, Reason.arguments_double_encoded, Reason.schema_violation)
+
+    def findings(self, draft: Draft) -> Iterator[Finding]:
+        for note in draft.invalid_calls:
+            v = note.violation
+            reason = _VIOLATION_REASONS.get(v.code, Reason.schema_violation)
+            tool = note.call.name if note.call is not None else note.name
+            if v.code == "unknown_tool":
+                detail = f"tool {note.name!r} is not one of the card's tools: {v.detail}"
+                hint = ("a tool from a Pi extension or another harness: convert with a card that lists it, or keep "
+                        "sessions that do not call it")
+            elif v.code == "arguments_double_encoded":
+                detail, hint = f"{note.name}: {v.detail}", "decode the inner JSON string once so arguments is an object"
+            else:
+                detail = f"{note.name}: {v.code}: {v.detail}"
+                hint = f"Pi refuses this {note.name} call ({v.code}): it is no label; keep the session up to it"
+            yield Finding(note.step, reason, detail, hint, cut=note.step, tool=tool)
+
+
+class OrphanToolResult(Gate):
+    """Every tool message must answer a call of the assistant message right before it."""
+
+    name = "orphan_tool_result"
+    _WHERE = {"start": "before any call", "user": "follows a user message", "turn": "answers no call of its turn"}
+
+    def findings(self, draft: Draft) -> Iterator[Finding]:
+        for note in draft.orphan_results:
+            yield Finding(note.step, Reason.orphan_tool_result,
+                          f"tool result {note.call_id!r} at step {note.step} {self._WHERE[note.after]}",
+                          "pair every tool result with the call it answers", cut=note.step)
+
+
+class TurnAfterAnswer(Gate):
+    """An assistant turn right after an answer (an assistant message without calls), with no user message between.
+    Pi's agent loop ends a run with an answer and starts the next one only with a user message, so it does not send
+    such a context: the answer is a label, the turn after it is not (nothing is merged to hide it). A Pi session is
+    exempt: it records what Pi itself sent (an old Pi did send it; ``../shared/traces/pi`` has one)."""
+
+    name = "turn_after_answer"
+
+    def findings(self, draft: Draft) -> Iterator[Finding]:
+        if draft.trajectory.source == "pi":
+            return
+        msgs, steps, source = draft.messages, draft.message_steps, draft.trajectory.steps
+        for k in range(2, len(msgs)):
+            prev, m = msgs[k - 1], msgs[k]
+            # an answer: the source turn made no call (a turn whose calls failed is another gate's finding)
+            if m["role"] == "assistant" and prev["role"] == "assistant" and "tool_calls" not in prev \
+                    and not source[steps[k - 1]].tool_calls:
+                yield Finding(steps[k], Reason.turn_after_answer,
+                              f"the assistant turn at step {steps[k]} follows an answer with no user message between",
+                              "Pi ends a run with an answer: keep the session up to the answer, or split it there",
+                              cut=steps[k])
+
+
+class MissingToolResult(Gate):
+    """A call without a result: the call is a label, but the next message Pi sends would be its result."""
+
+    name = "missing_tool_result"
+
+    def findings(self, draft: Draft) -> Iterator[Finding]:
+        for note in draft.unanswered_calls:
+            yield Finding(note.step, Reason.missing_tool_result, f"call {note.call.id!r} ({note.call.name}) has no "
+                          "result", "the session ended or lost the result; the calls before it are kept",
+                          cut=note.step + 1, tool=note.call.name)
+
+
+class UserRejectedTool(Gate):
+    """The user refused a tool call (Claude Code's approval step); Pi has none, and a refused call is no label.
+    After the draft gates, because it decides only when no call-level problem does (the order of ``GATES`` is the
+    contract)."""
+
+    name = "user_rejected_tool"
+
+    def findings(self, draft: Draft) -> Iterator[Finding]:
+        hint = "Pi has no approval step: the calls before the refused one are kept"
+        for note in draft.user_rejections:
+            yield Finding(note.step, Reason.user_rejected_call,
+                          f"the user refused {note.call.name} call {note.call.id!r} (its result at step "
+                          f"{note.result_step})", hint, cut=note.step, tool=note.call.name)
+        if not draft.user_rejections and "user_rejected_tool" in draft.trajectory.flags:
+            yield Finding(None, Reason.user_rejected_call, "the user refused a tool call (the step is unknown)", hint,
+                          cut=0)
+
+
+class ImageContent(Gate):
+    """Images in a user message or a tool result: a text-only model never sees them."""
+
+    name = "image_content"
+
+    def findings(self, draft: Draft) -> Iterator[Finding]:
+        for note in draft.images:
+            if note.where == "user":
+                yield Finding(note.step, Reason.image_content, f"user message at step {note.step} holds {note.count} "
+                              "image(s)", "remove the images or convert for a vision-capable model", cut=note.step)
+            else:
+                yield Finding(note.step, Reason.image_content, f"tool result at step {note.step} holds {note.count} "
+                              "image(s)", "drop the image result or convert for a vision-capable model",
+                              cut=note.step)
+
+
+class NoFinalResponse(Gate):
+    """The conversation (after its unanswered tail is trimmed) must end with the agent's final answer. Every action
+    before the end is still a label (``cut`` is ``None``)."""
+
+    name = "no_final_response"
+
+    def findings(self, draft: Draft) -> Iterator[Finding]:
+        last = draft.messages[-1]
+        if last["role"] != "assistant" or "tool_calls" in last or not last.get("content"):
+            what = "a call with no answer after it" if last["role"] == "assistant" else f"a {last['role']} message"
+            yield Finding(None, Reason.no_final_response, f"the conversation ends with {what}, not an answer",
+                          "the actions are kept as labels; only a session that ends with the agent's answer is a "
+                          "conversation", cut=None)
+
+
+GATES: tuple[Gate, ...] = (
+    LinesLost(),
+    TruncatedFile(),
+    Empty(),
+    SideBranch(),
+    Subagent(),
+    ForeignTools(),
+    MappingFailed(),
+    InvalidCall(),
+    OrphanToolResult(),
+    TurnAfterAnswer(),
+    MissingToolResult(),
+    UserRejectedTool(),
+    ImageContent(),
+    NoFinalResponse(),
 )
-GATES: tuple[Gate, ...] = tuple(Gate(r) for r in GATE_ORDER)
-TRAJECTORY_GATES: tuple[Gate, ...] = GATES[:5]
+"""Every gate, in the order that decides a rejection's reason."""
 
 
-def first_rejection(item: Draft | Trajectory, gates: tuple[Gate, ...] = GATES) -> Rejection | None:
-    """Run ``gates`` in order; the first that fires decides."""
+def split_gates(gates: Sequence[Gate]) -> tuple[Sequence[Gate], Sequence[Gate]]:
+    """``gates`` cut into those that run before the build and the rest; the first kind must come first, or an early
+    rejection could overrule a gate the order puts ahead of it."""
+    n = 0
+    while n < len(gates) and gates[n].before_build:
+        n += 1
+    if any(g.before_build for g in gates[n:]):
+        raise ValueError("gates marked before_build must come first in GATES")
+    return gates[:n], gates[n:]
+
+
+def all_findings(draft: Draft, gates: Sequence[Gate]) -> list[tuple[Gate, list[Finding]]]:
+    """Every gate of ``gates`` that found something, in order, with its findings."""
+    out = []
     for gate in gates:
-        rej = gate.check(item)
-        if rej is not None:
-            return rej
-    return None
+        found = list(gate.findings(draft))
+        if found:
+            out.append((gate, found))
+    return out
 
 
-__all__.append("TRAJECTORY_GATES")
+def blocking_summary(findings: Sequence[Finding]) -> str:
+    """Every blocking call with its count, by reason then tool, in first-seen order: ``"unsupported_tool: Glob ×3,
+    Grep ×1; unmappable_result: Bash ×2"`` (findings about no call are left out)."""
+    by_reason: dict[Reason, dict[str, int]] = {}
+    for f in findings:
+        if f.tool is not None:
+            tools = by_reason.setdefault(f.reason, {})
+            tools[f.tool] = tools.get(f.tool, 0) + 1
+    return "; ".join(f"{r.value}: " + ", ".join(f"{t} ×{n}" for t, n in tools.items())
+                     for r, tools in by_reason.items())
+
+
+def rejection_of(draft: Draft, gate: Gate, own: Sequence[Finding], every: Sequence[Finding], *,
+                 calls: int | None = None, labels: int | None = None) -> Rejection:
+    """The ledger row ``gate`` makes from its findings ``own``: the verdict's reason and hint, its detail, and, when
+    the trajectory has more than one blocking call, every one of them with its count (``every``)."""
+    f = gate.verdict(own)
+    detail = f.detail
+    if sum(1 for x in every if x.tool is not None) > 1:
+        detail = f"{detail} — every blocking call: {blocking_summary(every)}"
+    return reject(draft.trajectory, f.reason, detail, f.hint, calls=calls, labels=labels)

@@ -1,11 +1,20 @@
 """The convert run's output folder: conversations, reject ledger, ledger summary, accounting.
 
 Files written by ``convert``:
-- ``conversations.jsonl`` — one ``Conversation`` per line (compact JSON, key order kept);
-- ``ledger.jsonl`` — one ``Rejection`` per line (record id, source, file, lines, reason, detail, repair hint);
+- ``conversations.jsonl`` — one complete ``Conversation`` per line (compact JSON, key order kept);
+- ``prefixes.jsonl`` — the exact prefix of each rejected trajectory that holds at least one training label, one
+  ``Conversation`` per line with ``meta.prefix`` (why it ends, how many labels); the build exports their SFT records
+  and decision points, never as conversations;
+- ``ledger.jsonl`` — one ``Rejection`` per line: ``record_id``, ``source``, ``file``, ``line_start``/``line_end``,
+  ``reason`` (a ``Reason``), ``detail`` (computed from the data; for a trajectory with more than one blocking call it
+  ends with every blocking call by reason and tool, with counts), ``repair_hint``, ``kept_id`` (duplicates), and for a
+  trajectory ``calls`` (its source tool calls) and ``labels`` (those kept from its exact prefix);
 - ``ledger_summary.md`` — a table by reason (count, an example detail, the repair hint) and by file;
 - ``accounting.json`` — per file and in total: ``read``, ``accepted``, ``rejected``, reasons. The identity
-  ``read == accepted + rejected`` is asserted for every file and the total before the run reports success.
+  ``read == accepted + rejected`` is asserted for every file and the total before the run reports success;
+- ``yield.json`` / ``yield.md`` — per format and per file, tool calls read → kept as labels → dropped → lost by reason,
+  and the blockers ranked by the calls they would unlock (``convert.yields``; ``calls == labels + dropped + lost`` is
+  asserted too).
 """
 
 from __future__ import annotations
@@ -18,10 +27,13 @@ from typing import Any
 
 import orjson
 
-from harnessfit.convert.conversation import Conversation
-from harnessfit.convert.rejection import Reason, Rejection
-from harnessfit.convert.runner import EncodedUnit, UnitResult, iter_encoded_units
-from harnessfit.traces.readers.registry import iter_units
+from harnessfit.core.conversation import Conversation
+from harnessfit.core.rejection import Reason, Rejection
+from harnessfit.convert.policy import ConvertPolicy
+from harnessfit.convert.runner import EncodedUnit, UnitResult, iter_encoded_units, unit_size
+from harnessfit.convert.wire import DEFAULT_POLICY
+from harnessfit.convert.yields import YieldReport, write_yield
+from harnessfit.formats.registry import iter_units
 
 __all__ = ["FileAccount", "Accounting", "ConvertSummary", "convert", "write_ledger_summary", "AccountingError"]
 
@@ -39,6 +51,7 @@ class FileAccount:
     accepted: int = 0
     rejected: int = 0
     reasons: Counter = field(default_factory=Counter)
+    dropped: int = 0  # accepted when read, rejected by a later stage (the build's duplicates; not in ``as_dict``)
 
     def as_dict(self) -> dict[str, Any]:
         return {"file": self.file, "format": self.format, "bytes": self.bytes, "read": self.read,
@@ -47,10 +60,12 @@ class FileAccount:
 
 @dataclass
 class Accounting:
-    """Counts per file and in total; ``add`` takes one unit's result (objects or encoded), ``check`` asserts the
-    identity."""
+    """Counts per file and in total, for every stage that reads records and keeps or rejects each: ``add`` takes one
+    convert unit's result (objects or encoded), ``record`` one record, ``drop`` a later stage's rejection of a
+    record it had accepted; ``check`` asserts ``read == accepted + rejected`` per file and in total."""
 
     files: list[FileAccount] = field(default_factory=list)
+    _by_file: dict[str, FileAccount] = field(default_factory=dict, repr=False)
 
     def add(self, res: UnitResult | EncodedUnit) -> FileAccount:
         acc = FileAccount(file=res.label, format=res.format, bytes=res.size, read=res.read)
@@ -66,7 +81,37 @@ class Accounting:
                     acc.rejected += 1
                     acc.reasons[out.reason.value] += 1
         self.files.append(acc)
+        self._by_file.setdefault(acc.file, acc)
         return acc
+
+    def _file(self, file: str, format: str) -> FileAccount:
+        acc = self._by_file.get(file)
+        if acc is None:
+            acc = self._by_file[file] = FileAccount(file=file, format=format)
+            self.files.append(acc)
+        return acc
+
+    def record(self, file: str, format: str, reason: str | None = None) -> None:
+        """One record of ``file`` read: accepted (``reason`` None) or rejected for ``reason``."""
+        acc = self._file(file, format)
+        acc.read += 1
+        if reason is None:
+            acc.accepted += 1
+        else:
+            acc.rejected += 1
+            acc.reasons[reason] += 1
+
+    def drop(self, file: str, format: str, reason: str) -> None:
+        """A later stage rejects, for ``reason``, a record of ``file`` that was accepted when read."""
+        acc = self._file(file, format)
+        acc.accepted -= 1
+        acc.dropped += 1
+        acc.rejected += 1
+        acc.reasons[reason] += 1
+
+    @property
+    def dropped(self) -> int:
+        return sum(f.dropped for f in self.files)
 
     @property
     def read(self) -> int:
@@ -114,12 +159,15 @@ class Accounting:
 
 @dataclass
 class ConvertSummary:
-    """What a convert run produced (paths and counts); ``accounting`` holds the per-file numbers."""
+    """What a convert run produced (paths and counts); ``accounting`` holds the per-file numbers, ``yields`` the
+    per-call ones, ``prefixes`` the number of exact prefixes written."""
 
     out_dir: Path
     card: str
     card_sha256: str
     accounting: Accounting
+    yields: YieldReport = field(default_factory=YieldReport)
+    prefixes: int = 0
 
     @property
     def read(self) -> int:
@@ -169,6 +217,7 @@ def convert(
     on_units: Callable[[int, int], None] | None = None,
     on_unit: Callable[[EncodedUnit], None] | None = None,
     install_dir: str | None = None,
+    policy: ConvertPolicy = DEFAULT_POLICY,
 ) -> ConvertSummary:
     """Convert ``inputs`` into ``out_dir`` (see the module docstring for the files). ``on_units(n, bytes)`` is
     called once with the number and size of units, ``on_unit`` after each unit with its ``EncodedUnit`` (label,
@@ -179,25 +228,35 @@ def convert(
     out.mkdir(parents=True, exist_ok=True)
     units = iter_units([Path(p) for p in inputs], formats)
     if on_units is not None:
-        from harnessfit.convert.runner import _size
-
-        on_units(len(units), sum(_size(u.path) for u in units))
+        on_units(len(units), sum(unit_size(u.path) for u in units))
     accounting = Accounting()
+    yields = YieldReport()
     examples: dict[str, Rejection] = {}
-    with (out / "conversations.jsonl").open("wb") as conv_fh, (out / "ledger.jsonl").open("wb") as led_fh:
+    prefixes = 0
+    with (out / "conversations.jsonl").open("wb") as conv_fh, (out / "ledger.jsonl").open("wb") as led_fh, \
+            (out / "prefixes.jsonl").open("wb") as pre_fh:
         for res in iter_encoded_units(inputs, card, workers=workers, formats=formats, units=units,
-                                      install_dir=install_dir):
+                                      install_dir=install_dir, policy=policy):
             accounting.add(res)
+            if res.yields is not None:
+                yields.add(res.yields)
             for reason, example in res.examples.items():
                 examples.setdefault(reason, example)
             if res.conversations:
                 conv_fh.write(res.conversations)
             if res.ledger:
                 led_fh.write(res.ledger)
+            if res.prefixes:
+                pre_fh.write(res.prefixes)
+                prefixes += res.prefixes.count(b"\n")
             if on_unit is not None:
                 on_unit(res)
     accounting.check()
+    doc_yield = write_yield(out, yields)
+    if not doc_yield["identity_holds"]:
+        raise AccountingError("yield: calls != labels + dropped + lost for some file (a bug, never bad data)")
     write_ledger_summary(out / "ledger_summary.md", accounting, examples)
     doc = {"card": card.id, "card_sha256": card.sha256, **accounting.as_dict()}
     (out / "accounting.json").write_bytes(orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n")
-    return ConvertSummary(out_dir=out, card=card.id, card_sha256=card.sha256, accounting=accounting)
+    return ConvertSummary(out_dir=out, card=card.id, card_sha256=card.sha256, accounting=accounting, yields=yields,
+                          prefixes=prefixes)

@@ -1,9 +1,9 @@
 """The convert run: walk inputs into units, read + convert each (optionally in worker processes), keep order.
 
 Determinism: units are sorted (``iter_units``); each unit is converted independently; results are yielded in unit
-order (``_iter_pool`` re-orders by task number), so the output bytes are the same for any worker count. Memory: one
-unit's records at a time per worker (readers stream lines; a unit is one session file), and at most a bounded window
-of finished results waiting for an earlier one.
+order (``pipeline.ordered_map``, the one process pool of every stage), so the output bytes are the same for any
+worker count. Memory: one unit's records at a time per worker (readers stream lines; a unit is one session file),
+and at most a bounded window of finished results waiting for an earlier one.
 
 Two ways to get the results, with the same order and the same content:
 
@@ -18,35 +18,31 @@ Two ways to get the results, with the same order and the same content:
 
 from __future__ import annotations
 
-import multiprocessing as mp
-import os
-import pickle
-import signal
-import struct
-import sys
-import traceback
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from multiprocessing.connection import Connection
-from multiprocessing.connection import wait as mp_wait
 from pathlib import Path
 from typing import Any
 
 import orjson
 
-from harnessfit.convert.conversation import Conversation
-from harnessfit.convert.rejection import Rejection
-from harnessfit.convert.wire import to_conversation
-from harnessfit.traces.readers.registry import Unit, iter_units, read_unit
-from harnessfit.traces.trajectory import Trajectory
+from harnessfit.core.conversation import Conversation
+from harnessfit.core.rejection import Rejection
+from harnessfit.convert.policy import ConvertPolicy
+from harnessfit.convert.wire import DEFAULT_POLICY, convert_trajectory
+from harnessfit.convert.yields import FileYield, YieldReport
+from harnessfit.pipeline.executor import ordered_map
+from harnessfit.formats.registry import Unit, iter_units, read_unit
+from harnessfit.core.trajectory import Trajectory
 
 __all__ = ["UnitResult", "EncodedUnit", "convert_unit", "encode_unit", "iter_unit_results", "iter_encoded_units",
-           "iter_convert"]
+           "iter_convert", "unit_size", "units_per_task"]
 
 
 @dataclass
 class UnitResult:
-    """Everything one unit produced: ``read`` counts reader records, ``outputs`` has one item per read record."""
+    """Everything one unit produced: ``read`` counts reader records, ``outputs`` has one item per read record;
+    ``prefixes`` the exact prefixes of its rejected trajectories (``Conversation`` with ``meta.prefix``), and
+    ``yields`` what became of every source call (``convert.yields``)."""
 
     index: int
     label: str
@@ -54,9 +50,12 @@ class UnitResult:
     size: int
     read: int = 0
     outputs: list[Conversation | Rejection] = field(default_factory=list)
+    prefixes: list[Conversation] = field(default_factory=list)
+    yields: FileYield | None = None
 
 
-def _size(path: Path) -> int:
+def unit_size(path: Path) -> int:
+    """A unit's bytes on disk (a folder unit: all files under it); 0 when it cannot be read."""
     try:
         if path.is_dir():
             return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
@@ -66,27 +65,33 @@ def _size(path: Path) -> int:
 
 
 def convert_unit(unit: Unit, card: Any, formats: Sequence[str] | None = None,
-                 install_dir: str | None = None) -> UnitResult:
+                 install_dir: str | None = None, policy: ConvertPolicy = DEFAULT_POLICY) -> UnitResult:
     """Read one unit and convert each trajectory; reader rejections pass through. ``install_dir`` is the harness
-    folder the system prompt names (``None``: the card's default, where ``harnessfit harness install`` puts it)."""
-    res = UnitResult(index=unit.index, label=unit.label, format="unknown", size=_size(unit.path))
+    folder the system prompt names (``None``: the card's default, where ``harnessfit harness install`` puts it);
+    ``policy`` says which UI-only calls may be dropped (``convert.policy``)."""
+    res = UnitResult(index=unit.index, label=unit.label, format="unknown", size=unit_size(unit.path))
+    res.yields = FileYield(unit.label, "unknown")
     for record in read_unit(unit, formats):
         res.read += 1
         if isinstance(record, Trajectory):
             res.format = record.source
             try:
-                out = to_conversation(record, card, install_dir=install_dir)
+                outcome = convert_trajectory(record, card, install_dir=install_dir, policy=policy)
             except Exception as exc:  # a converter bug on odd data must not stop the run
-                from harnessfit.convert.gates import rejection_for
-                from harnessfit.convert.rejection import Reason
+                from harnessfit.core.rejection import Reason, reject
 
-                out = rejection_for(record, Reason.parse_error, f"converter failed: {type(exc).__name__}: "
-                                    f"{str(exc)[:200]}", "report this trajectory shape as a converter bug")
-            res.outputs.append(out)
+                res.outputs.append(reject(record, Reason.parse_error, f"converter failed: {type(exc).__name__}: "
+                                          f"{str(exc)[:200]}", "report this trajectory shape as a converter bug"))
+                continue
+            res.outputs.append(outcome.record)
+            if outcome.prefix is not None:
+                res.prefixes.append(outcome.prefix)
+            res.yields.add(outcome.calls)
         else:
             if res.format == "unknown" and record.source != "unknown":
                 res.format = record.source
             res.outputs.append(record)
+    res.yields.format = res.format
     return res
 
 
@@ -97,7 +102,8 @@ class EncodedUnit:
     Why: a worker that returns these instead of ``Conversation`` objects spares the parent unpickling and
     re-serialising every record (the parent's serial share is what bounds multi-worker scaling). ``conversations``
     and ``ledger`` are JSONL (each line ends with ``\\n``) in output order; ``reasons`` counts rejections by reason
-    value; ``examples`` keeps the first rejection of each reason in this unit (for the ledger summary).
+    value; ``examples`` keeps the first rejection of each reason in this unit (for the ledger summary); ``prefixes``
+    is the unit's ``prefixes.jsonl`` lines and ``yields`` its per-call accounting.
     """
 
     index: int
@@ -110,6 +116,8 @@ class EncodedUnit:
     ledger: bytes = b""
     reasons: dict[str, int] = field(default_factory=dict)
     examples: dict[str, Rejection] = field(default_factory=dict)
+    prefixes: bytes = b""
+    yields: FileYield | None = None
 
     @property
     def rejected(self) -> int:
@@ -135,28 +143,32 @@ def encode_unit(res: UnitResult) -> EncodedUnit:
             reasons[reason] = reasons.get(reason, 0) + 1
             examples.setdefault(reason, item)
             led.append(_line(item))
+    pre = [_line(p) for p in res.prefixes]
     return EncodedUnit(
         index=res.index, label=res.label, format=res.format, size=res.size, read=res.read, accepted=len(conv),
         conversations=b"\n".join([*conv, b""]) if conv else b"", ledger=b"\n".join([*led, b""]) if led else b"",
-        reasons=reasons, examples=examples,
+        reasons=reasons, examples=examples, prefixes=b"\n".join([*pre, b""]) if pre else b"", yields=res.yields,
     )
 
 
 _WORKER: dict[str, Any] = {}
 
 
-def _init_worker(card: Any, formats: Sequence[str] | None, install_dir: str | None) -> None:
+def _init_worker(card: Any, formats: Sequence[str] | None, install_dir: str | None,
+                 policy: ConvertPolicy = DEFAULT_POLICY) -> None:
     _WORKER["card"] = card
     _WORKER["formats"] = formats
     _WORKER["install_dir"] = install_dir
+    _WORKER["policy"] = policy
 
 
-def _work(unit: Unit) -> UnitResult:
-    return convert_unit(unit, _WORKER["card"], _WORKER["formats"], _WORKER["install_dir"])
+def _work(units: list[Unit]) -> list[UnitResult]:
+    return [convert_unit(u, _WORKER["card"], _WORKER["formats"], _WORKER["install_dir"], _WORKER["policy"])
+            for u in units]
 
 
-def _work_encoded(unit: Unit) -> EncodedUnit:
-    return encode_unit(_work(unit))
+def _work_encoded(units: list[Unit]) -> list[EncodedUnit]:
+    return [encode_unit(r) for r in _work(units)]
 
 
 def _resolved_install_dir(card: Any, install_dir: str | None) -> str | None:
@@ -168,143 +180,26 @@ def _resolved_install_dir(card: Any, install_dir: str | None) -> str | None:
     return default() if callable(default) else None
 
 
-def _chunksize(n_units: int, workers: int) -> int:
-    """Units per task: a few per task cut the pool's per-task traffic; at most 1/16 of a worker's share, so one
-    long session does not leave the other worker idle at the end."""
+def units_per_task(n_units: int, workers: int) -> int:
+    """Units per worker task: a few per task cut the pool's per-task traffic; at most 1/16 of a worker's share, so
+    one long session does not leave the other worker idle at the end."""
     return max(1, min(8, n_units // (workers * 16)))
 
 
-_PREFETCH = 2  # tasks in flight per worker: the next one is queued while the current one runs
-_WINDOW = 8  # tasks per worker that may finish ahead of the oldest unfinished one (bounds buffered results)
-
-
-def _worker_main(conn: Connection, work: Callable[[Unit], Any], card: Any, formats: Sequence[str] | None,
-                 install_dir: str | None, inherited: list[Connection]) -> None:
-    """A worker process: ``(seq, units)`` in, ``(seq, ok, results | exception)`` out, until ``None`` or EOF."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C and stops the workers
-    for other in inherited:  # other workers' parent ends, inherited through fork
-        other.close()
-    _init_worker(card, formats, install_dir)
-    while True:
-        try:
-            task = conn.recv()
-        except EOFError:
-            return
-        if task is None:
-            return
-        seq, chunk = task
-        try:
-            msg: tuple[int, bool, Any] = (seq, True, [work(u) for u in chunk])
-        except Exception as exc:  # noqa: BLE001 - re-raised in the parent
-            try:
-                pickle.dumps(exc)
-                msg = (seq, False, exc)
-            except Exception:  # noqa: BLE001
-                msg = (seq, False, RuntimeError("".join(traceback.format_exception(exc))))
-        conn.send(msg)
-
-
-def _read_exact(fd: int, view: memoryview) -> None:
-    got = 0
-    while got < len(view):
-        n = os.readv(fd, [view[got:]])
-        if n == 0:
-            raise EOFError
-        got += n
-
-
-def _recv(conn: Connection) -> Any:
-    """``conn.recv()`` that reads a message straight into one buffer of its size (same framing as
-    ``Connection.send``: a 4-byte big-endian length, or -1 and an 8-byte one). The stock ``recv`` reads into a
-    growing ``BytesIO`` and allocates the remaining size on every pipe read: for results of many MB that was the
-    parent's largest cost."""
-    if sys.platform == "win32":
-        return conn.recv()
-    fd = conn.fileno()
-    head = bytearray(4)
-    _read_exact(fd, memoryview(head))
-    (size,) = struct.unpack("!i", head)
-    if size == -1:
-        head = bytearray(8)
-        _read_exact(fd, memoryview(head))
-        (size,) = struct.unpack("!Q", head)
-    buf = bytearray(size)
-    _read_exact(fd, memoryview(buf))
-    return pickle.loads(buf)
-
-
-def _iter_pool(work: Callable[[Unit], Any], units: list[Unit], card: Any, workers: int,
-               formats: Sequence[str] | None, install_dir: str | None, chunksize: int | None = None) -> Iterator[Any]:
-    """``work(unit)`` for every unit in worker processes, yielded in unit order.
-
-    Why not ``multiprocessing.Pool``: its worker-handler thread waits on the result pipe too, so while the parent
-    reads a large result it wakes and loops again and again — with results of many MB that was most of the parent's
-    CPU. Here the parent sleeps in ``connection.wait`` until a whole result can be read. Each worker has its own pipe
-    and at most ``_PREFETCH`` small task messages queued (so a send never blocks); results that finish ahead of the
-    oldest unfinished task are buffered for at most ``_WINDOW`` tasks per worker (memory stays bounded)."""
-    size = max(1, chunksize if chunksize is not None else _chunksize(len(units), workers))
-    tasks = [units[i:i + size] for i in range(0, len(units), size)]
-    ctx = mp.get_context("fork") if "fork" in mp.get_all_start_methods() else mp.get_context()
-    procs: list[Any] = []
-    conns: list[Connection] = []
-    try:
-        for _ in range(min(workers, len(tasks))):
-            parent_end, child_end = ctx.Pipe()
-            proc = ctx.Process(target=_worker_main, daemon=True, name="harnessfit-convert",
-                               args=(child_end, work, card, formats, install_dir, list(conns)))
-            proc.start()
-            child_end.close()
-            procs.append(proc)
-            conns.append(parent_end)
-        in_flight = dict.fromkeys(conns, 0)
-        done: dict[int, list[Any]] = {}
-        next_task = next_out = 0
-        window = _WINDOW * len(conns)
-
-        def feed(conn: Connection) -> None:
-            nonlocal next_task
-            while in_flight[conn] < _PREFETCH and next_task < len(tasks) and next_task < next_out + window:
-                conn.send((next_task, tasks[next_task]))
-                next_task += 1
-                in_flight[conn] += 1
-
-        for conn in conns:
-            feed(conn)
-        while next_out < len(tasks):
-            if next_out in done:
-                yield from done.pop(next_out)
-                next_out += 1
-                for conn in conns:
-                    feed(conn)
-                continue
-            for conn in mp_wait(conns):
-                try:
-                    seq, ok, payload = _recv(conn)
-                except EOFError:
-                    raise RuntimeError("a convert worker process exited unexpectedly (killed, or out of memory?)")
-                if not ok:
-                    raise payload
-                in_flight[conn] -= 1
-                done[seq] = payload
-                feed(conn)
-    finally:
-        for conn in conns:
-            try:
-                conn.send(None)
-            except OSError:
-                pass
-        for proc in procs:
-            proc.join(timeout=5)
-            if proc.is_alive():
-                proc.terminate()
-                proc.join()
-        for conn in conns:
-            conn.close()
+def _in_unit_order(work: Callable[[list[Unit]], list[Any]], units: list[Unit], card: Any, workers: int,
+                   formats: Sequence[str] | None, install_dir: str | None, size: int | None,
+                   policy: ConvertPolicy = DEFAULT_POLICY) -> Iterator[Any]:
+    """``work`` over chunks of ``units`` (in worker processes when ``workers > 1``), results in unit order."""
+    size = max(1, size if size is not None else units_per_task(len(units), workers))
+    chunks = [units[i:i + size] for i in range(0, len(units), size)]
+    for results in ordered_map(work, chunks, workers=min(workers, len(chunks)), initializer=_init_worker,
+                               initargs=(card, formats, install_dir, policy)):
+        yield from results
 
 
 def iter_unit_results(
     inputs: Sequence[Path | str], card: Any, *, workers: int = 1, formats: Sequence[str] | None = None,
-    units: list[Unit] | None = None, install_dir: str | None = None,
+    units: list[Unit] | None = None, install_dir: str | None = None, policy: ConvertPolicy = DEFAULT_POLICY,
 ) -> Iterator[UnitResult]:
     """Per-unit results in unit order (the building block of ``iter_convert``). With workers the objects cross the
     process boundary by pickle; ``iter_encoded_units`` is the cheaper path when only the output bytes are needed."""
@@ -312,14 +207,15 @@ def iter_unit_results(
     install_dir = _resolved_install_dir(card, install_dir)
     if workers <= 1 or len(units) <= 1:
         for unit in units:
-            yield convert_unit(unit, card, formats, install_dir)
+            yield convert_unit(unit, card, formats, install_dir, policy)
         return
-    yield from _iter_pool(_work, units, card, workers, formats, install_dir)
+    yield from _in_unit_order(_work, units, card, workers, formats, install_dir, None, policy)
 
 
 def iter_encoded_units(
     inputs: Sequence[Path | str], card: Any, *, workers: int = 1, formats: Sequence[str] | None = None,
     units: list[Unit] | None = None, install_dir: str | None = None, chunksize: int | None = None,
+    policy: ConvertPolicy = DEFAULT_POLICY,
 ) -> Iterator[EncodedUnit]:
     """Per-unit results already serialised (``encode_unit``), in unit order; serialised in the workers when there
     are any. The bytes are the same for any worker count, and the same as ``encode_unit`` of ``iter_unit_results``.
@@ -328,21 +224,30 @@ def iter_encoded_units(
     install_dir = _resolved_install_dir(card, install_dir)
     if workers <= 1 or len(units) <= 1:
         for unit in units:
-            yield encode_unit(convert_unit(unit, card, formats, install_dir))
+            yield encode_unit(convert_unit(unit, card, formats, install_dir, policy))
         return
-    yield from _iter_pool(_work_encoded, units, card, workers, formats, install_dir, chunksize)
+    yield from _in_unit_order(_work_encoded, units, card, workers, formats, install_dir, chunksize, policy)
 
 
 def iter_convert(
     inputs: Sequence[Path], card: Any, *, workers: int = 1, formats: Sequence[str] | None = None,
-    install_dir: str | None = None,
+    install_dir: str | None = None, prefixes: bool = False, policy: ConvertPolicy = DEFAULT_POLICY,
+    yields: YieldReport | None = None,
 ) -> Iterator[Conversation | Rejection]:
-    """Every input record as a Conversation or a Rejection, in deterministic order (any worker count).
+    """Every input record as a Conversation or a Rejection, in deterministic order (any worker count). With
+    ``prefixes``, each unit's exact prefixes of rejected trajectories follow its records (``Conversation`` objects
+    with ``meta.prefix`` set: they are no input records, so count them apart). ``yields`` collects every unit's call
+    accounting (``convert.yields``).
 
     ``install_dir`` fixes the harness folder named in the system prompt (default: the card's
     ``default_install_dir()``, which depends on ``$HARNESSFIT_HOME``); fix it for machine-independent output."""
-    for res in iter_unit_results(inputs, card, workers=workers, formats=formats, install_dir=install_dir):
+    for res in iter_unit_results(inputs, card, workers=workers, formats=formats, install_dir=install_dir,
+                                 policy=policy):
+        if yields is not None and res.yields is not None:
+            yields.add(res.yields)
         yield from res.outputs
+        if prefixes:
+            yield from res.prefixes
 
 
 ProgressFn = Callable[[UnitResult | EncodedUnit], None]

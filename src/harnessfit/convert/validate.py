@@ -5,11 +5,14 @@ Used by tests and by later stages that read ``conversations.jsonl`` back (a chea
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from harnessfit.convert.conversation import Conversation
+from harnessfit.core.conversation import Conversation
+
+if TYPE_CHECKING:
+    from harnessfit.harness.card import HarnessCard
 
 __all__ = ["validate_conversation", "card_wire_tools"]
 
@@ -17,17 +20,21 @@ _USER_KEYS = ["role", "content"]
 _TOOL_KEYS = ["role", "content", "tool_call_id"]
 
 
-def card_wire_tools(card: Any) -> list[dict[str, Any]]:
+def card_wire_tools(card: HarnessCard) -> list[dict[str, Any]]:
     """The tool list Pi sends: the card's tools that are active by default, in the card's order."""
     active = set(getattr(card, "default_tools", None) or [t["function"]["name"] for t in card.tools])
     return [t for t in card.tools if t["function"]["name"] in active]
 
 
-def validate_conversation(conv: Conversation | dict[str, Any], card: Any) -> list[str]:
+def validate_conversation(conv: Conversation | dict[str, Any], card: HarnessCard) -> list[str]:
     """Problems found (``[]`` = valid): tools equal the card's; system first; user content as text parts;
     assistant ``content`` text-or-null with compact-JSON ``tool_calls`` that validate without errors; each tool
-    message answers a call of the previous assistant message, every call answered; ends with an answer."""
+    message answers a call of the previous assistant message, every call answered; ends with an answer.
+
+    An exact prefix (``meta.prefix`` set) is checked the same way, except at its end: its last assistant message may
+    be a call whose result is not part of it, and it need not end with an answer."""
     c = conv.model_dump(mode="json") if isinstance(conv, Conversation) else conv
+    is_prefix = bool((c.get("meta") or {}).get("prefix"))
     problems: list[str] = []
     if c["tools"] != card_wire_tools(card):
         problems.append("tools differ from the card's")
@@ -82,9 +89,15 @@ def validate_conversation(conv: Conversation | dict[str, Any], card: Any) -> lis
                 pending.remove(m["tool_call_id"])
         else:
             problems.append(f"message {i}: unexpected role {role!r}")
+    last = msgs[-1] if msgs else {}
+    if is_prefix:
+        if pending and last.get("role") not in ("assistant", "tool"):
+            problems.append(f"calls {pending} unanswered before the prefix's end")
+        if not any(m.get("role") == "assistant" for m in msgs):
+            problems.append("a prefix without a label")
+        return problems
     if pending:
         problems.append(f"calls {pending} unanswered at the end")
-    last = msgs[-1] if msgs else {}
     if last.get("role") != "assistant" or last.get("tool_calls") or not last.get("content"):
         problems.append("does not end with a final assistant answer")
     return problems

@@ -2,8 +2,8 @@
 
 Public surface: ``BuildConfig``/``load_build_config`` (config), ``build_dataset``/``run_build`` (build),
 ``verify_dataset`` (byte-for-byte check), ``Redactor`` (redaction), ``Deduper`` (dedup), ``assign_splits``
-(grouped splits), ``sft_records``/``decision_points`` (record shapes), ``SFTRecord``/``DecisionPoint``.
-Imported lazily so that ``harnessfit.dataset.records`` stays cheap for other stages.
+(grouped splits), ``sft_records``/``decision_points`` (record shapes; the record types themselves,
+``SFTRecord``/``DecisionPoint``, are nouns in ``harnessfit.core.records``). Imported lazily (import cost).
 """
 
 from __future__ import annotations
@@ -12,12 +12,12 @@ import importlib
 from typing import Any
 
 __all__ = ["BuildConfig", "load_build_config", "build_dataset", "run_build", "verify_dataset", "Redactor",
-           "Deduper", "assign_splits", "sft_records", "decision_points", "SFTRecord", "DecisionPoint"]
+           "Deduper", "assign_splits", "sft_records", "decision_points"]
 
 _LAZY = {
     "BuildConfig": "config", "load_build_config": "config", "build_dataset": "build", "run_build": "build",
     "verify_dataset": "verify", "Redactor": "redact", "Deduper": "dedup", "assign_splits": "split",
-    "sft_records": "exports", "decision_points": "exports", "SFTRecord": "records", "DecisionPoint": "records",
+    "sft_records": "exports", "decision_points": "exports",
 }
 
 

@@ -15,6 +15,28 @@ def _table(header: list[str], rows: list[list[Any]]) -> str:
     return "\n".join(lines)
 
 
+def _counts(d: dict[str, int]) -> str:
+    return ", ".join(f"{k} {n}" for k, n in d.items()) or "-"
+
+
+def _yield_section(y: dict[str, Any] | None) -> list[str]:
+    """Per format: tool calls read, kept as labels, dropped, lost by reason (the conversion's ``yield.json``)."""
+    if not y:
+        return []
+    t = y["total"]
+    return [
+        "## Tool calls → training labels",
+        f"{t['calls']} assistant tool calls read; {t['labels']} are training labels (SFT records and decision points "
+        "of conversations and of exact prefixes); every other call is dropped by policy or lost for a named reason "
+        "(`yield.json`, with the blockers ranked by how many calls fixing them would unlock).",
+        "",
+        _table(["format", "files", "calls read", "kept as labels", "dropped", "lost by reason"],
+               [[f, d["files"], d["calls"], d["labels"], _counts(d["dropped"]), _counts(d["lost"])]
+                for f, d in y["by_format"].items()]),
+        "",
+    ]
+
+
 def render_card(m: dict[str, Any]) -> str:
     """``m`` is the manifest body (without output hashes)."""
     c = m["counts"]
@@ -31,14 +53,18 @@ def render_card(m: dict[str, Any]) -> str:
         "- `conversations/{split}.jsonl` — one full trajectory per line: `id`, `messages`, `tools`, `meta`, "
         "exactly as the harness sends them.",
         "- `sft/{split}.jsonl` — one record per assistant action: the context before it (system prompt first) "
-        "and the action in wire form (tool-call `arguments` as compact JSON text).",
+        "and the action in wire form (tool-call `arguments` as compact JSON text). Besides the actions of the "
+        "conversations, it holds every action of the exact prefix of a rejected trajectory (the actions before its "
+        "first problem: each in a byte-exact context, none of them a mistake).",
         "- `decision_points/{split}.jsonl` — state + next assistant turn for RL, tool-call arguments parsed to "
         "objects, with the tool results the trace got back.",
         "- `parquet/{kind}/{split}.parquet` — the same records for `datasets.load_dataset(\"parquet\", data_files=…)`; "
         "messages, tools, actions and states are JSON text columns (decode with `json.loads`) because Arrow would "
         "add `null` keys to heterogeneous tool arguments.",
         "- `ledger.jsonl` / `ledger_summary.json` — every input that did not become a training conversation, "
-        "with its reason; `manifest.json` — SHA-256 of every input and output file, config, versions.",
+        "with its reason; `yield.json` / `yield.md` — every tool call read, kept as a label, dropped or lost, by "
+        "reason, and the blockers that would unlock the most; `manifest.json` — SHA-256 of every input and output "
+        "file, config, versions.",
         "",
         "## Counts per stage",
         _table(["stage", "count"], [
@@ -49,6 +75,8 @@ def render_card(m: dict[str, Any]) -> str:
             ["exact duplicates dropped", c["duplicate_exact"]],
             ["near duplicates dropped", c["duplicate_near"]],
             ["kept", c["kept"]],
+            *([["exact prefixes of rejected trajectories (SFT / decision points only)", c["prefixes"]["kept"]],
+               ["prefix duplicates dropped", c["prefixes"]["duplicate_exact"]]] if c.get("prefixes") else []),
         ]),
         "",
         "## Splits (grouped by root request)",
@@ -58,6 +86,7 @@ def render_card(m: dict[str, Any]) -> str:
         _table(["split", "root requests", "conversations", "SFT actions", "decision points"],
                [[s, v["groups"], v["conversations"], v["sft"], v["decision_points"]] for s, v in sp["per_split"].items()]),
         "",
+        *_yield_section(m.get("yield")),
         "## Sources",
         _table(["source", "kept conversations"], [[k, v] for k, v in sorted(c["kept_by_source"].items())]) if c["kept_by_source"] else "(none kept)",
         "",

@@ -7,6 +7,8 @@ from typing import Annotated, Optional
 
 import typer
 
+from harnessfit.harness.versions import DEFAULT_PI_VERSION
+
 __all__ = ["register"]
 
 
@@ -49,7 +51,7 @@ def register(app: typer.Typer) -> None:
         workers: Annotated[Optional[int], typer.Option(help="worker processes (output bytes never depend on it)")] = None,
         seed: Annotated[Optional[int], typer.Option(help="split seed")] = None,
         harness: Annotated[str, typer.Option(help="harness card name")] = "pi",
-        harness_version: Annotated[str, typer.Option(help="harness card version")] = "0.73.1",
+        harness_version: Annotated[str, typer.Option(help="harness card version")] = DEFAULT_PI_VERSION,
         no_redact: Annotated[bool, typer.Option("--no-redact", help="skip redaction")] = False,
         no_parquet: Annotated[bool, typer.Option("--no-parquet", help="skip the Parquet copies")] = False,
         install_dir: Annotated[Optional[str], typer.Option(

@@ -10,9 +10,10 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from harnessfit.errors import UserError
+from harnessfit.harness.versions import DEFAULT_PI_VERSION
 
-__all__ = ["InputSpec", "RedactionConfig", "DedupConfig", "SplitConfig", "BuildConfig", "load_build_config",
-           "config_from_values"]
+__all__ = ["InputSpec", "ConvertConfig", "RedactionConfig", "DedupConfig", "SplitConfig", "BuildConfig",
+           "load_build_config", "config_from_values"]
 
 
 class _Strict(BaseModel):
@@ -24,6 +25,21 @@ class InputSpec(_Strict):
 
     path: str
     formats: list[str] | None = None
+
+
+class ConvertConfig(_Strict):
+    """How conversion treats calls Pi would never see (``harnessfit.convert.policy``): ``drop_ui_tools`` drops UI-only
+    calls (todo/plan updates, a session-title setter) with their results where that changes no later context the
+    model saw; ``ui_tools`` replaces a format's list of UI-only tool names (``{"claude_code": ["TodoWrite"]}``)."""
+
+    drop_ui_tools: bool = True
+    ui_tools: dict[str, list[str]] = Field(default_factory=dict)
+
+    def policy(self) -> Any:
+        from harnessfit.convert.policy import ConvertPolicy
+
+        return ConvertPolicy(drop_ui_tools=self.drop_ui_tools,
+                             ui_tools={k: tuple(v) for k, v in sorted(self.ui_tools.items())})
 
 
 class RedactionConfig(_Strict):
@@ -75,7 +91,7 @@ class BuildConfig(_Strict):
 
     ``install_dir`` is the harness package folder that Pi's system prompt names (its docs paths). ``None`` (the
     default) uses where ``harnessfit harness install`` puts Pi on *this* machine
-    (``$HARNESSFIT_HOME/harness/pi/<version>/node_modules/@mariozechner/pi-coding-agent``), so training prompts
+    (``$HARNESSFIT_HOME/harness/pi/<version>/node_modules/<npm package>``), so training prompts
     equal what Pi sends during ``harnessfit eval`` here — but the bytes then depend on the machine. Fix it (e.g.
     ``/opt/pi``) to build machine-independent data; either way the manifest records the value used and ``verify``
     reuses it. Redaction never rewrites this exact string (a user name in it stays, so the prompt stays Pi's).
@@ -83,8 +99,9 @@ class BuildConfig(_Strict):
 
     inputs: list[InputSpec]
     harness: str = "pi"
-    harness_version: str = "0.73.1"
+    harness_version: str = DEFAULT_PI_VERSION
     policies: dict[str, Any] = Field(default_factory=dict)
+    convert: ConvertConfig = Field(default_factory=ConvertConfig)
     redaction: RedactionConfig = Field(default_factory=RedactionConfig)
     dedup: DedupConfig = Field(default_factory=DedupConfig)
     split: SplitConfig = Field(default_factory=SplitConfig)

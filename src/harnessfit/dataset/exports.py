@@ -8,6 +8,7 @@ Decode with ``json.loads`` after ``datasets.load_dataset("parquet", data_files=â
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
@@ -15,11 +16,12 @@ import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from harnessfit.dataset.records import DecisionPoint, SFTRecord
+from harnessfit.core.records import DecisionPoint, SFTRecord
 from harnessfit.dataset.sink import OutFile
-from harnessfit.traces.ids import content_id
+from harnessfit.core.ids import content_id
 
-__all__ = ["sft_records", "decision_points", "ConversationExport", "ParquetOut", "PARQUET_SCHEMAS", "conversation_row", "sft_row", "dp_row"]
+__all__ = ["sft_records", "decision_points", "ConversationExport", "ParquetOut", "PARQUET_SCHEMAS", "conversation_row", "sft_row",
+           "dp_row", "write_exports"]
 
 
 def _parse_args(call: dict[str, Any]) -> dict[str, Any]:
@@ -203,3 +205,54 @@ class ConversationExport:
                    "tool_results": tr.decode(), "source": self.conv["meta"]["source"],
                    "group": self.conv["meta"]["root_request_id"]}
             yield rid, line, row
+
+
+_KINDS = ("conversations", "sft", "decision_points")
+
+
+def write_exports(sink: Any, spool: list[tuple[str, str, bytes, str]], assignment: dict[str, str],
+                  split_groups: dict[str, set[str]], *, parquet: bool, bar: Any = None,
+                  prefixes: Any = None) -> tuple[dict[str, dict[str, int]], Counter[str]]:
+    """The export stage: for each split, the kept conversations (``spool``: id, group, line, source) whose group
+    ``assignment`` puts there, with their SFT records and decision points, as JSONL (and Parquet copies); then the
+    SFT records and decision points of the split's exact prefixes (``prefixes``: a ``dataset.prefixes.PrefixSpool``),
+    counted in ``sft`` / ``decision_points`` and apart as ``prefix_sft`` / ``prefix_decision_points``. Returns the
+    counts per split and the kept conversations per source."""
+    per_split: dict[str, dict[str, int]] = {}
+    kept_by_source: Counter[str] = Counter()
+    task = bar.add_task("export", total=len(spool)) if bar is not None else None
+    for split in split_groups:
+        files = {k: sink.open(f"{k}/{split}.jsonl") for k in _KINDS}
+        pq_out = ({k: ParquetOut(sink.open(f"parquet/{k}/{split}.parquet"), PARQUET_SCHEMAS[k]) for k in _KINDS}
+                  if parquet else {})
+        n = {"groups": len(split_groups[split]), **dict.fromkeys(_KINDS, 0)}
+        for cid, group, body, source in spool:
+            if assignment[group] != split:
+                continue
+            conv = orjson.loads(body)
+            files["conversations"].mark(cid)
+            files["conversations"].write(body + b"\n")
+            n["conversations"] += 1
+            kept_by_source[source] += 1
+            ex = ConversationExport(conv, split)
+            for kind, rows in (("sft", ex.sft()), ("decision_points", ex.decision_points())):
+                for rid, line, row in rows:
+                    files[kind].mark(rid)
+                    files[kind].write(line + b"\n")
+                    n[kind] += 1
+                    if pq_out:
+                        pq_out[kind].add(row)
+            if pq_out:
+                pq_out["conversations"].add(conversation_row(conv))
+            if task is not None:
+                bar.advance(task)
+        if prefixes is not None:
+            n["prefix_sft"], n["prefix_decision_points"] = prefixes.export(split, assignment, files, pq_out)
+            n["sft"] += n["prefix_sft"]
+            n["decision_points"] += n["prefix_decision_points"]
+        for f in files.values():
+            f.close()
+        for p in pq_out.values():
+            p.close()
+        per_split[split] = n
+    return per_split, kept_by_source

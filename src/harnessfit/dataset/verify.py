@@ -16,7 +16,7 @@ from harnessfit.dataset.build import MANIFEST_FORMAT, input_files, run_build
 from harnessfit.dataset.config import BuildConfig
 from harnessfit.dataset.sink import CompareSink
 from harnessfit.errors import UserError
-from harnessfit.jsonio import sha256_file
+from harnessfit.core.jsonio import sha256_file
 
 __all__ = ["VerifyResult", "verify_dataset", "read_manifest"]
 

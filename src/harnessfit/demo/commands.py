@@ -16,12 +16,13 @@ def demo(
     traces: Annotated[Optional[Path], typer.Option(help="Real traces to add to the synthesised sessions (default: ../shared/traces when present).")] = None,
     no_traces: Annotated[bool, typer.Option("--no-traces", help="Train on synthesised sessions only.")] = False,
     seeds: Annotated[int, typer.Option(help="Eval runs per task.")] = 1,
+    judge: Annotated[Optional[str], typer.Option(help="OpenAI-compatible judge URL (…/v1): adds a blinded pairwise review of base vs tuned on the raw suites.")] = None,
 ) -> None:
     """Run everything on CPU: capture Pi's card → synth + real traces → build → audit → short SFT → serve base and
     tuned → eval both in the real Pi → report.md with the before/after table."""
     from harnessfit.demo.pipeline import DemoPlan, run_demo
 
-    plan = DemoPlan(out=out, model=model, seeds=seeds)
+    plan = DemoPlan(out=out, model=model, seeds=seeds, judge=judge)
     if no_traces:
         plan.traces = None
     elif traces is not None:

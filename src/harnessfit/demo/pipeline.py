@@ -1,10 +1,12 @@
 """The whole pipeline on the embedded model, on CPU: the README's main job (``harnessfit demo``).
 
 capture (real Pi) → synth (golden solver through real Pi on the *training* suite) + real traces → build → audit →
-short SFT → serve base and tuned → eval both on the *default* suite (never trained on) → one Markdown report.
+short SFT → serve base and tuned → eval both on the *default* suite (never trained on) → raw suites and probes for
+both (plus a blinded pairwise review when a judge is given) → one Markdown report and the HTML report.
 
 Each step calls the stage's public function and keeps its artifacts under ``out/<stage>``; the demo adds nothing a
-stage does not already do, it only chains them and writes ``out/report.md``.
+stage does not already do, it only chains them and writes ``out/report.md``, ``out/steps.json`` (seconds per
+step) and ``out/report/index.html``.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import orjson
 from rich.console import Console
 
 from harnessfit.errors import UserError
@@ -54,12 +57,23 @@ class DemoPlan:
     eval_max_seconds: float = 60.0
     serve_max_tokens: int = 80
     synth_seeds: int = 1
+    # raw suites and probes (harnessfit.demo.raw_probes): short caps and one sample keep them to a few minutes
+    raw_suites: list[Path] | None = None
+    probes: Path | None = None
+    raw_prompts: int | None = None  # the first N prompts of each suite (None: all)
+    raw_max_tokens: int = 48
+    probe_samples: int = 1
+    probe_max_tokens: int = 48
+    judge: str | None = None  # an OpenAI-compatible judge URL: adds the blinded pairwise review
 
     def resolved(self) -> DemoPlan:
         ex = examples_dir()
         self.train_suite = Path(self.train_suite or ex / "tasks" / "train")
         self.eval_suite = Path(self.eval_suite or ex / "tasks" / "default")
         self.recipe = Path(self.recipe or ex / "recipes" / "smollm2-cpu-demo.yaml")
+        default_raw = sorted(p.parent for p in (ex / "raw").glob("*/suite.yaml"))
+        self.raw_suites = [Path(s) for s in self.raw_suites or default_raw]
+        self.probes = Path(self.probes or ex / "probes" / "default")
         if self.traces is not None and not Path(self.traces).exists():
             raise UserError(f"traces folder not found: {self.traces} (pass --no-traces to use synthesised data only)")
         return self
@@ -85,11 +99,14 @@ def run_demo(plan: DemoPlan, console: Console | None = None) -> Path:
     """Run every stage; returns the path of ``report.md``."""
     from harnessfit.dataset.build import build_dataset
     from harnessfit.dataset.config import config_from_values
+    from harnessfit.demo.raw_probes import run_raw_and_probes
     from harnessfit.eval import run_eval, synth
     from harnessfit.harness.capture import capture_pi
     from harnessfit.harness.card import card_path
     from harnessfit.harness.pi import DEFAULT_PI_VERSION, install_pi
     from harnessfit.report import compare
+    from harnessfit.report.build import build_report
+    from harnessfit.report.sections.run import STEPS_FILE
     from harnessfit.tokens import audit
     from harnessfit.train import load_sft_config, train_sft
 
@@ -164,9 +181,16 @@ def run_demo(plan: DemoPlan, console: Console | None = None) -> Path:
 
     results = steps.run("serve base and tuned, evaluate both in the real Pi (default suite)", _evals)
     table = steps.run("compare", lambda: compare(results, out / "eval" / "before_after.md"))
+    facts["static"] = steps.run("raw suites and probes, base and tuned (no tools)", lambda: run_raw_and_probes(
+        plan.model, out, adapter=adapter, tokenizer=out / "audit" / "tokenizer", raw_suites=plan.raw_suites,
+        probes_dir=plan.probes, raw_prompts=plan.raw_prompts, raw_max_tokens=plan.raw_max_tokens,
+        probe_samples=plan.probe_samples, probe_max_tokens=plan.probe_max_tokens, judge=plan.judge))
     facts["seconds"] = steps.seconds
+    (out / STEPS_FILE).write_bytes(orjson.dumps({"steps": steps.seconds}, option=orjson.OPT_INDENT_2) + b"\n")
     report = _write_report(out, facts, Path(table))
-    console.print(f"\n[bold green]report:[/] {report}")
+    html = steps.run("HTML report (episodes with Pi's own session export)",
+                     lambda: build_report(out, out / "report", progress=True).index)
+    console.print(f"\n[bold green]report:[/] {report}\n[bold green]HTML report:[/] {html}")
     return report
 
 
@@ -175,6 +199,8 @@ def _fmt(x: Any, nd: int = 4) -> str:
 
 
 def _write_report(out: Path, facts: dict[str, Any], table_md: Path) -> Path:
+    from harnessfit.demo.raw_probes import report_section
+
     card, build, aud, train = facts["card"], facts["build"], facts["audit"], facts["train"]
     counts = build["counts"]
     reasons = ", ".join(f"{k} {v}" for k, v in counts["rejected_by_reason"].items()) or "none"
@@ -190,6 +216,9 @@ def _write_report(out: Path, facts: dict[str, Any], table_md: Path) -> Path:
         "solver recorded through the real Pi on the *training* suite (`examples/tasks/train`) plus the real traces;",
         "the demo recipe trains on the Pi-format records among them. Evaluation: the *default* suite",
         "(`examples/tasks/default`), whose tasks the model never saw, in the real Pi CLI.",
+        "",
+        f"The HTML report, with curves and a page per eval episode: `{out / 'report' / 'index.html'}` "
+        f"(`harnessfit view {out}` serves it).",
         "",
         "## Harness",
         f"- card `{card['id']}` (sha256 `{card['sha256'][:16]}…`), tools: {', '.join(card['tools'])}",
@@ -228,6 +257,7 @@ def _write_report(out: Path, facts: dict[str, Any], table_md: Path) -> Path:
         "",
         table_md.read_text(encoding="utf-8").replace("# Before / after", "### Before / after", 1),
         "",
+        *report_section(facts["static"]),
         "## Time per step (seconds)",
         "",
         "| step | seconds |",

@@ -11,16 +11,25 @@ __all__ = ["register"]
 eval_app = typer.Typer(help="Evaluate models inside the real harness (Pi) on task suites.", no_args_is_help=True)
 
 _DEFAULT_SUITE = Path("examples/tasks/default")
+_HARNESS_HELP = "Pi to run, as pi@VERSION (an installed version: `harnessfit harness install pi --version V`)."
+
+
+def _pi_version(harness: str | None) -> str:
+    from harnessfit.harness.versions import parse_harness
+
+    return parse_harness(harness)[1]
 
 
 @eval_app.command("agent")
 def agent(
     model: str = typer.Option(None, "--model", help="Model spec to serve (path, HF id) or scripted:golden|"
-                              "scripted:double-encode|scripted:runaway|scripted:never-stop|scripted:recovering."),
+                              "scripted:double-encode|scripted:runaway|scripted:never-stop|scripted:recovering|"
+                              "scripted:oracle."),
     endpoint: str = typer.Option(None, "--endpoint", help="Running OpenAI-compatible endpoint, e.g. "
                                  "http://127.0.0.1:8000/v1 (instead of --model)."),
     model_id: str = typer.Option(None, "--model-id", help="Model id at --endpoint (default: the first it lists)."),
-    suite: Path = typer.Option(_DEFAULT_SUITE, "--suite", help="Task suite folder (<task>/task.yaml)."),
+    suite: Path = typer.Option(_DEFAULT_SUITE, "--suite", help="Task suite folder (<task>/task.yaml), or "
+                               "harbor:DIR for Harbor task folders (instruction.md, task.toml, tests/test.sh)."),
     seeds: int = typer.Option(1, "--seeds", help="Runs per task (pass@k / pass^k use them)."),
     workers: int = typer.Option(1, "--workers", help="Episodes run in parallel."),
     out: Path = typer.Option(Path("runs/eval"), "--out", help="Output folder (results.json, results.md, episodes/)."),
@@ -29,13 +38,15 @@ def agent(
     max_output_bytes: int = typer.Option(None, "--max-output-bytes", help="Override the output capture cap "
                                          "(default 50 MiB; hitting it counts as runaway)."),
     task: list[str] = typer.Option(None, "--task", help="Only these task ids (repeatable)."),
-    no_sandbox: bool = typer.Option(False, "--no-sandbox", help="Run Pi without bubblewrap (results say so)."),
+    no_sandbox: bool = typer.Option(False, "--no-sandbox", help="Run Pi without bubblewrap (results say so); "
+                                    "without this flag a missing or broken bubblewrap stops the eval."),
     adapter: Path = typer.Option(None, "--adapter", help="LoRA adapter folder for --model (served by harnessfit)."),
     max_tokens: int = typer.Option(None, "--max-tokens", help="Output cap of the server harnessfit starts for --model "
                                    "(default: the server's, 512)."),
     best_of: int = typer.Option(1, "--best-of", help="Serve --model with best-of-N verified by the harness card "
                                 "(`harnessfit serve --best-of N --verifier card`); reports the valid-call rate of "
                                 "one sample vs N on the same requests."),
+    harness: str = typer.Option(None, "--harness", help=_HARNESS_HELP + " Default: the project's default Pi."),
 ) -> None:
     """Run every task x seed through the real Pi CLI against one model; write results JSON + Markdown."""
     from harnessfit.errors import UserError
@@ -55,10 +66,10 @@ def agent(
         extra.update(best_of=best_of, best_of_log=log.resolve())
     results = run_eval(model or endpoint, suite, out, seeds=seeds, workers=workers, max_turns=max_turns,
                        max_seconds=max_seconds, max_output_bytes=max_output_bytes, sandbox=not no_sandbox,
-                       model_id=model_id, task_ids=task or None, **extra)
+                       model_id=model_id, task_ids=task or None, pi_version=_pi_version(harness), **extra)
     agg = results.aggregates
     loop = agg["rates"]["complete_loop"]
-    typer.echo(f"{results.model['name']}: complete loop {loop['successes']}/{loop['n']} "
+    typer.echo(f"{results.model['name']} in Pi {results.pi_version}: complete loop {loop['successes']}/{loop['n']} "
                f"(unscored {agg['unscored']}); sandbox {results.sandbox}")
     if agg.get("failures"):
         typer.echo("failures: " + ", ".join(f"{k} {v}" for k, v in agg["failures"].items()))
@@ -73,6 +84,11 @@ def agent(
         typer.echo(f"valid-call rate over {summary['requests']} model requests: one sample "
                    f"{pct(summary['valid_first_sample'])}, best of {best_of} {pct(summary['valid_best_of_n'])} "
                    f"({summary['candidates_per_request']:.2f} candidates per request); {out / 'bestof.json'}")
+    if agg.get("unscored_by_status"):
+        typer.echo("unscored: " + ", ".join(f"{k} {v}" for k, v in agg["unscored_by_status"].items()))
+    if agg.get("integrity_flags"):
+        typer.echo("checker and expected change disagree: "
+                   + ", ".join(f"{k} {v}" for k, v in agg["integrity_flags"].items()))
     typer.echo(f"wrote {out / 'results.json'} and {out / 'results.md'}")
 
 
@@ -95,16 +111,24 @@ def synth_cmd(
     workers: int = typer.Option(2, "--workers", help="Episodes run in parallel."),
     contrast: bool = typer.Option(True, "--contrast/--no-contrast", help="Also record the double-encoded-then-"
                                   "recovered contrast sessions."),
+    harness: str = typer.Option(None, "--harness", help=_HARNESS_HELP + " Default: the project's default Pi."),
 ) -> None:
     """Record real Pi session files of the golden solver (and contrast examples) for `harnessfit build`."""
     from harnessfit.eval.synth import synth
 
-    manifest = synth(suite, out, seeds=seeds, workers=workers, contrast=contrast)
-    typer.echo(f"wrote {len(manifest['files'])} session files under {out / 'sessions'} "
+    manifest = synth(suite, out, seeds=seeds, workers=workers, contrast=contrast, pi_version=_pi_version(harness))
+    typer.echo(f"Pi {manifest['pi_version']}: wrote {len(manifest['files'])} session files under {out / 'sessions'} "
                f"({len(manifest['skipped'])} skipped); manifest {out / 'manifest.json'}")
 
 
 def register(app: typer.Typer) -> None:
     """Add this stage's commands to the main app."""
+    from harnessfit.eval.pairwise import commands as pairwise_cmds
+    from harnessfit.eval.probe import commands as probe_cmds
+    from harnessfit.eval.raw import commands as raw_cmds
+
+    raw_cmds.register(eval_app)
+    pairwise_cmds.register(eval_app)
+    probe_cmds.register(app)
     app.add_typer(eval_app, name="eval")
     app.command("synth")(synth_cmd)

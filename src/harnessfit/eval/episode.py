@@ -3,16 +3,18 @@
 ``EpisodeFacts`` holds only what the runner saw from outside (exit code, why it killed Pi, the checker's exit
 code, whether the expected change holds, wall time) plus the paths of the event stream and the session file.
 ``EpisodeMetrics`` is computed from those files by the scorers alone, so a results file can be re-scored later.
-``status == "error"`` means the harness or runner failed: the episode is unscored and kept out of every rate.
+``status == "error"`` means the harness or runner failed: the episode is unscored and kept out of every rate;
+``status == "needs_container"`` means the task's environment (a container image, a Dockerfile that installs
+things) is one this machine cannot provide: it was not run, and is also kept out of every rate (never passed).
 """
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-__all__ = ["EpisodeFacts", "EpisodeMetrics", "Episode", "FAILURES"]
+__all__ = ["EpisodeFacts", "EpisodeMetrics", "Episode", "FAILURES", "INTEGRITY_FLAGS"]
 
 # Names for what went wrong, most specific first; ``EpisodeMetrics.failure`` is the first that applies.
 FAILURES = (
@@ -26,15 +28,23 @@ FAILURES = (
     "checker_failed",  # the independent checker did not pass
 )
 
+# Episodes where the checker and the expected change disagree; shown to the reader, never changing the loop verdict.
+INTEGRITY_FLAGS = (
+    "checker_passed_without_expected_change",  # the checker may have been fooled (or the predicate is too strict)
+    "expected_change_without_checker_pass",  # the change is there but the independent check failed
+)
+
 
 class EpisodeFacts(BaseModel):
     """Runner observations; paths are relative to the run's output folder."""
 
     task_id: str
     seed: int
-    status: Literal["success", "error"] = "success"
+    status: Literal["success", "error", "needs_container"] = "success"
     error: str | None = None
     sandbox: str
+    # exactly what the sandbox allowed ({"agent": …, "checker": …}, see SandboxSpec.describe); None unsandboxed
+    sandbox_policy: dict[str, Any] | None = None
     pi_exit_code: int | None = None
     killed: Literal["output_cap", "wall_clock"] | None = None
     turn_cap_hit: bool = False
@@ -44,6 +54,8 @@ class EpisodeFacts(BaseModel):
     expected_change: bool | None = None
     checker_exit_code: int | None = None
     checker_output: str = ""
+    reward: float | None = None  # Harbor tasks: the verifier's reward (reward.txt, else reward.json's "reward")
+    rewards: dict[str, float] | None = None  # Harbor tasks: every named reward the verifier wrote
     events_file: str
     stderr_file: str
     session_file: str | None = None
@@ -75,6 +87,7 @@ class EpisodeMetrics(BaseModel):
     wall_seconds: float
     stop_reason: str | None
     failure: str | None
+    integrity_flag: str | None = None  # one of INTEGRITY_FLAGS when checker and expected change disagree
 
 
 class Episode(BaseModel):

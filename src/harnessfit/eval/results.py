@@ -16,7 +16,7 @@ import orjson
 from pydantic import BaseModel, Field
 
 from harnessfit.errors import UserError
-from harnessfit.eval.episode import FAILURES, Episode
+from harnessfit.eval.episode import FAILURES, INTEGRITY_FLAGS, Episode
 from harnessfit.eval.stats import mean_over_tasks, pass_at_k, pass_hat_k, rate
 
 __all__ = ["RESULTS_VERSION", "RATE_METRICS", "EvalResults", "aggregate", "load_results", "write_results",
@@ -58,6 +58,10 @@ def aggregate(episodes: list[Episode], seeds: int) -> dict[str, Any]:
     scored = [e for e in episodes if e.facts.status == "success" and e.metrics is not None]
     n = len(scored)
     out: dict[str, Any] = {"episodes": len(episodes), "scored": n, "unscored": len(episodes) - n}
+    # why the unscored ones are out of the rates: runner/harness errors, environments this machine cannot provide
+    kept = {id(e) for e in scored}
+    why = Counter("error" if e.facts.status == "success" else e.facts.status for e in episodes if id(e) not in kept)
+    out["unscored_by_status"] = dict(sorted(why.items()))
     out["rates"] = {
         field: rate(sum(1 for e in scored if getattr(e.metrics, field)), n).as_dict() for _, field, _ in RATE_METRICS
     }
@@ -73,6 +77,8 @@ def aggregate(episodes: list[Episode], seeds: int) -> dict[str, Any]:
     }
     failures = Counter(e.metrics.failure for e in scored if e.metrics.failure)
     out["failures"] = {name: failures[name] for name in FAILURES if failures[name]}
+    flags = Counter(e.metrics.integrity_flag for e in scored if e.metrics.integrity_flag)
+    out["integrity_flags"] = {name: flags[name] for name in INTEGRITY_FLAGS if flags[name]}
 
     def mean(field: str) -> float | None:
         vals = [getattr(e.metrics, field) for e in scored]
@@ -133,7 +139,7 @@ def render_markdown(results: EvalResults) -> str:
         f"# Eval: {results.model.get('name', '?')} on {results.suite.get('name', '?')}",
         "",
         f"- status: **{results.status}**" + (f" — {results.error}" if results.error else ""),
-        f"- sandbox: {results.sandbox}",
+        f"- sandbox: {results.sandbox}" + _policy_line(results),
         f"- Pi {results.pi_version}; seeds {results.config.get('seeds')}; "
         f"episodes {agg.get('episodes', 0)} (scored {agg.get('scored', 0)}, unscored {agg.get('unscored', 0)})",
         "",
@@ -156,7 +162,7 @@ def render_markdown(results: EvalResults) -> str:
     for e in results.episodes:
         f, m = e.facts, e.metrics
         if m is None:
-            lines.append(f"| {f.task_id} | {f.seed} | unscored (error) | {f.error or ''} | | | | |")
+            lines.append(f"| {f.task_id} | {f.seed} | unscored ({f.status}) | {_cell(f.error or '')} | | | | |")
             continue
         lines.append(
             f"| {f.task_id} | {f.seed} | {'pass' if m.complete_loop else 'fail'} | {m.failure or ''} | {m.turns} | "
@@ -167,4 +173,27 @@ def render_markdown(results: EvalResults) -> str:
                   + ", ".join(f"`{k}` {v}" for k, v in tc["invalid_by_reason"].items())]
     if agg.get("failures"):
         lines += ["", "Failures: " + ", ".join(f"`{k}` {v}" for k, v in agg["failures"].items())]
+    flagged = [e for e in results.episodes if e.metrics is not None and e.metrics.integrity_flag]
+    if flagged:
+        lines += ["", "**Checker and expected change disagree** (look at these episodes; the verdicts above are "
+                  "unchanged):", ""]
+        lines += [f"- {e.facts.task_id} seed {e.facts.seed}: `{e.metrics.integrity_flag}`" for e in flagged]
+    if agg.get("unscored_by_status"):
+        lines += ["", "Unscored, kept out of every rate: "
+                  + ", ".join(f"`{k}` {v}" for k, v in agg["unscored_by_status"].items())]
     return "\n".join(lines) + "\n"
+
+
+def _policy_line(results: EvalResults) -> str:
+    """What the agent's sandbox allowed, from the first episode that recorded it (each episode has its own)."""
+    policy = next((e.facts.sandbox_policy["agent"] for e in results.episodes
+                   if e.facts.sandbox_policy and "agent" in e.facts.sandbox_policy), None)
+    if policy is None:
+        return ""
+    return (f" — namespaces {', '.join(policy['unshared'])} unshared; writable only the workspace and Pi's session "
+            f"folder, HOME and /tmp on tmpfs; network {policy['network']} (per episode: `sandbox_policy`)")
+
+
+def _cell(text: str) -> str:
+    """Text made safe for one Markdown table cell (no pipes, no line breaks, no markup)."""
+    return text.replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ").replace("<", "&lt;")[:300]

@@ -18,15 +18,26 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from harnessfit.errors import UserError
 from harnessfit.eval.episode import Episode, EpisodeFacts
 from harnessfit.eval.results import EvalResults, aggregate, write_results
-from harnessfit.eval.runner import Endpoint, run_episode
-from harnessfit.eval.sandbox import sandbox_status
+from harnessfit.eval.runner import NO_SANDBOX, Endpoint, run_episode
+from harnessfit.eval.sandbox import require_sandbox
 from harnessfit.eval.scorers import load_card_or_none, score_episode
 from harnessfit.eval.scripted_models import Responder, responder_for
 from harnessfit.eval.task import Task, load_suite
 from harnessfit.harness.pi import DEFAULT_PI_VERSION, pi_binary
-from harnessfit.jsonio import sha256_bytes
+from harnessfit.core.jsonio import sha256_bytes
 
-__all__ = ["run_eval", "open_endpoint", "resolve_model_id"]
+__all__ = ["run_eval", "open_endpoint", "resolve_model_id", "load_any_suite"]
+
+
+def load_any_suite(suite: Path | str) -> tuple[Path, list[Any], str]:
+    """(folder, tasks, format) of a suite: ``harbor:DIR`` for Harbor task folders, else a harnessfit suite."""
+    text = str(suite)
+    if text.startswith("harbor:"):
+        from harnessfit.eval.harbor import load_harbor_suite
+
+        folder = Path(text.removeprefix("harbor:"))
+        return folder, load_harbor_suite(folder), "harbor"
+    return Path(suite), load_suite(Path(suite)), "harnessfit"
 
 
 def resolve_model_id(base_url: str) -> str:
@@ -71,15 +82,15 @@ def open_endpoint(model: Endpoint | str, tasks: Sequence[Task], *, model_id: str
         handle.stop()
 
 
-def _suite_info(suite_dir: Path, tasks: Sequence[Task]) -> dict[str, Any]:
+def _suite_info(suite_dir: Path, tasks: Sequence[Task], fmt: str) -> dict[str, Any]:
     digest = sha256_bytes("\n".join(f"{t.id}:{t.fingerprint()}" for t in tasks).encode())
-    return {"name": suite_dir.resolve().name, "path": str(suite_dir), "tasks": [t.id for t in tasks],
+    return {"name": suite_dir.resolve().name, "path": str(suite_dir), "format": fmt, "tasks": [t.id for t in tasks],
             "sha256": digest}
 
 
 def run_eval(
     endpoint_or_model: Endpoint | str,
-    suite_dir: Path,
+    suite_dir: Path | str,
     out_dir: Path,
     *,
     seeds: int = 1,
@@ -98,25 +109,29 @@ def run_eval(
 ) -> EvalResults:
     """Run the suite ``seeds`` times against the model; writes ``out_dir/results.{json,md}`` and episode folders.
 
+    ``suite_dir`` is a harnessfit suite folder or ``harbor:DIR`` (Harbor task folders, see ``eval/harbor.py``).
+    With ``sandbox=True`` (the default) a missing or broken bubblewrap is a UserError before anything runs.
+
     The results file is written with ``status: started`` first, then ``success`` (or ``error`` with the reason).
     """
     if seeds < 1 or workers < 1:
         raise UserError("--seeds and --workers must be at least 1")
-    suite_dir, out_dir = Path(suite_dir), Path(out_dir)
-    tasks = load_suite(suite_dir)
+    out_dir = Path(out_dir)
+    suite_dir, tasks, fmt = load_any_suite(suite_dir)
     if task_ids:
         unknown = sorted(set(task_ids) - {t.id for t in tasks})
         if unknown:
             raise UserError(f"unknown task id(s) {', '.join(unknown)} in {suite_dir}")
         tasks = [t for t in tasks if t.id in set(task_ids)]
     pi_binary(pi_version)  # a clear error now rather than one error per episode
-    status = sandbox_status() if sandbox else "none: disabled by the caller (--no-sandbox)"
+    status = require_sandbox() if sandbox else NO_SANDBOX  # fail closed: never unsandboxed unless asked
+    oracle = str(endpoint_or_model) == "scripted:oracle"  # Harbor's oracle sees solution/ at /solution
     config = {"seeds": seeds, "workers": workers, "max_turns": max_turns, "max_seconds": max_seconds,
               "max_output_bytes": max_output_bytes, "sandbox_requested": sandbox}
-    results = EvalResults(model={"name": str(endpoint_or_model)}, suite=_suite_info(suite_dir, tasks),
+    results = EvalResults(model={"name": str(endpoint_or_model)}, suite=_suite_info(suite_dir, tasks, fmt),
                           config=config, sandbox=status, pi_version=pi_version)
     write_results(results, out_dir)
-    card = load_card_or_none()
+    card = load_card_or_none(pi_version)  # scored against the card of the Pi that ran
     jobs = [(t, s) for t in tasks for s in range(seeds)]
     try:
         with open_endpoint(endpoint_or_model, tasks, model_id=model_id, responder=responder,
@@ -126,7 +141,8 @@ def run_eval(
             def one(job: tuple[Task, int]) -> Episode:
                 task, seed = job
                 facts = run_episode(task, seed, endpoint, out_dir, pi_version=pi_version, sandbox=sandbox,
-                                    max_turns=max_turns, max_seconds=max_seconds, max_output_bytes=max_output_bytes)
+                                    max_turns=max_turns, max_seconds=max_seconds, max_output_bytes=max_output_bytes,
+                                    expose_solution=oracle)
                 return _score(facts, task, out_dir, card)
 
             episodes: list[Episode] = []

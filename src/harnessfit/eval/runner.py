@@ -3,10 +3,20 @@
 Per episode: the task's fixture files are copied into a new workspace; HOME gets a Pi config pointing at the
 endpoint (retries and compaction off); Pi runs with ``PI_OFFLINE=1``, stdin from /dev/null, ``--session-dir``,
 and a tiny extension (``-e``) that aborts the agent after N model turns (Pi has no max-turns flag). Its output
-is read by threads that count bytes: past the capture cap the process group is killed (``runaway``); past the
-wall-clock cap too (``timeout``). After Pi stopped, the expected-change predicates are evaluated, then the
-checker's files are copied in and the checker runs. ``message_update``/``tool_execution_update`` events (each
-repeats the whole partial message) are counted but not stored.
+is read by threads that count bytes: past the capture cap the agent is killed (``runaway``); past the wall-clock
+cap too (``timeout``). ``message_update``/``tool_execution_update`` events (each repeats the whole partial
+message) are counted but not stored.
+
+Containment (``eval/sandbox.py``): under bubblewrap the agent sees only the system folders, Pi's install, its
+workspace and session folder, a tmpfs HOME and /tmp, and reaches nothing on the network but the model endpoint,
+through a forwarder; the PID namespace ends every process it started with it. Without the sandbox (only on an
+explicit ``--no-sandbox``) a subreaper supervisor kills the agent's whole process tree, ``setsid`` children
+included.
+
+After Pi stopped, the expected-change predicates are evaluated and the checker's files copied in without
+following any link the agent left (``eval/safefs.py``); the checker then runs in a sandbox of its own with a
+fresh HOME, no network and an isolated Python environment (``checker_env``), so nothing the agent wrote into
+HOME, PATH or the Python search path can make it pass.
 """
 
 from __future__ import annotations
@@ -14,21 +24,38 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+import stat
 import subprocess
+import tempfile
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import orjson
 
 from harnessfit.eval.episode import EpisodeFacts
-from harnessfit.eval.sandbox import sandbox_status, wrap_command
+from harnessfit.eval.safefs import copy_into
+from harnessfit.eval.sandbox import (
+    RUNNER_DIR,
+    SANDBOX_HOME,
+    EndpointForwarder,
+    SandboxSpec,
+    sandbox_path,
+    sandbox_status,
+    supervised,
+    write_launcher,
+)
 from harnessfit.eval.task import Task
 from harnessfit.harness.pi import DEFAULT_PI_VERSION, pi_command, pi_env, write_pi_agent_config
 from harnessfit.paths import harness_dir
 
-__all__ = ["Endpoint", "run_episode", "TURN_CAP_MARKER", "episode_dirname"]
+__all__ = ["Endpoint", "run_episode", "run_contained", "checker_env", "TURN_CAP_MARKER", "episode_dirname",
+           "NO_SANDBOX"]
+
+NO_SANDBOX = "none: disabled by --no-sandbox"
 
 TURN_CAP_MARKER = "harnessfit: turn cap reached"
 _SKIP_EVENTS = (b'{"type":"message_update"', b'{"type":"tool_execution_update"')
@@ -105,9 +132,20 @@ def _kill_group(proc: subprocess.Popen) -> None:
         pass
 
 
+def _stop(proc: subprocess.Popen) -> None:
+    """SIGTERM first (the supervisor then kills the whole tree; bwrap dies and its namespace with it), SIGKILL to
+    the process group after a grace period."""
+    try:
+        proc.terminate()
+        proc.wait(timeout=10)
+    except (subprocess.TimeoutExpired, ProcessLookupError):
+        pass
+    _kill_group(proc)
+
+
 def _run_capped(cmd: list[str], *, cwd: Path, env: dict[str, str], max_seconds: float, max_bytes: int,
                 stdout_file: Path, stderr_file: Path) -> tuple[int | None, str | None, int, float]:
-    """Run ``cmd`` in its own process group; returns (exit code, kill reason, output bytes, wall seconds)."""
+    """Run ``cmd`` in its own session; returns (exit code, kill reason, output bytes, wall seconds)."""
     budget = _Budget(max_bytes)
     start = time.monotonic()
     proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
@@ -126,10 +164,10 @@ def _run_capped(cmd: list[str], *, cwd: Path, env: dict[str, str], max_seconds: 
         elif time.monotonic() > deadline:
             killed = "wall_clock"
         if killed:
-            _kill_group(proc)
+            _stop(proc)
             break
     code = proc.wait()
-    _kill_group(proc)  # anything the agent left running in the group
+    _kill_group(proc)  # anything left in the group
     for t in threads:
         t.join(timeout=10)
     for pipe in (proc.stdout, proc.stderr):
@@ -138,18 +176,70 @@ def _run_capped(cmd: list[str], *, cwd: Path, env: dict[str, str], max_seconds: 
     return (None if killed else code), killed, budget.used, time.monotonic() - start
 
 
-def _copy_tree(src: Path, dst: Path) -> None:
-    if not src.is_dir():
-        return
-    for path in sorted(src.rglob("*")):
-        if "__pycache__" in path.parts:
+def checker_env(home: str, path: str) -> dict[str, str]:
+    """The environment a checker runs in: a fresh (empty) HOME, so no ``usercustomize.py`` or ``.pth`` the agent
+    planted in its HOME is there; a PATH of system folders only; no PYTHON* variable of the host. The checker's
+    own interpreter is isolated by its command (``python3 -I``, which the task loader requires), so a planted
+    ``subprocess.py`` beside it cannot stand in for the standard library; a checker that needs the code under
+    test appends the workspace to ``sys.path`` itself, after the standard library."""
+    env = {"HOME": home, "PATH": path, "PYTHONNOUSERSITE": "1", "PYTHONDONTWRITEBYTECODE": "1", "NO_COLOR": "1",
+           "TMPDIR": "/tmp"}
+    for key in ("LANG", "LC_ALL", "TZ"):
+        if key in os.environ:
+            env[key] = os.environ[key]
+    return env
+
+
+def _host_path_without(*folders: Path) -> str:
+    keep = []
+    for entry in os.environ.get("PATH", "/usr/bin:/bin").split(os.pathsep):
+        if not entry or not os.path.isabs(entry):
             continue
-        target = dst / path.relative_to(src)
-        if path.is_dir():
-            target.mkdir(parents=True, exist_ok=True)
-        else:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(path, target)
+        if any(Path(entry).resolve().is_relative_to(f.resolve()) for f in folders):
+            continue
+        keep.append(entry)
+    return os.pathsep.join(keep)
+
+
+def run_contained(
+    cmd: Sequence[str],
+    *,
+    spec: SandboxSpec | None,
+    cwd: Path,
+    cwd_inside: str | None = None,
+    env: dict[str, str],
+    etc_dir: Path,
+    max_seconds: float,
+    max_bytes: int,
+    stdout_file: Path,
+    stderr_file: Path,
+) -> tuple[int | None, str | None, int, float]:
+    """Run ``cmd`` in the sandbox ``spec`` (working folder ``cwd_inside``, default ``cwd``'s own path) or, with
+    ``spec=None``, unsandboxed under the subreaper supervisor; caps as ``_run_capped``."""
+    if spec is not None:
+        full = spec.command(cmd, cwd=cwd_inside or str(cwd.resolve()), etc_dir=etc_dir)
+    else:
+        full = supervised(cmd)
+    return _run_capped(full, cwd=cwd, env=env, max_seconds=max_seconds, max_bytes=max_bytes,
+                       stdout_file=stdout_file, stderr_file=stderr_file)
+
+
+def _install_root(binary: Path, version: str) -> Path:
+    """The folder holding the ``node_modules`` of the Pi binary that runs (bound read-only: whichever version)."""
+    return next((p.parent for p in binary.parents if p.name == "node_modules"), harness_dir("pi", version))
+
+
+def _session_file(sessions: Path, run_dir: Path) -> str | None:
+    """The newest regular ``*.jsonl`` in the session folder (a link the agent planted there is not Pi's file)."""
+    found = []
+    for path in sessions.iterdir():
+        try:
+            st = path.lstat()
+        except OSError:
+            continue
+        if path.suffix == ".jsonl" and stat.S_ISREG(st.st_mode):
+            found.append(path)
+    return max(found).relative_to(run_dir.resolve()).as_posix() if found else None
 
 
 def run_episode(
@@ -163,51 +253,92 @@ def run_episode(
     max_turns: int | None = None,
     max_seconds: float | None = None,
     max_output_bytes: int | None = None,
+    expose_solution: bool = False,
 ) -> EpisodeFacts:
     """Run ``task`` once against ``endpoint``; files go to ``run_dir/episodes/<task>/seed-<seed>/``.
 
-    Never raises for a failing agent; a runner/harness problem becomes ``status="error"`` (unscored).
+    Never raises for a failing agent; a runner/harness problem becomes ``status="error"`` (unscored). With
+    ``sandbox=True`` and no working bubblewrap the episode is an error: it never runs unsandboxed.
+    ``expose_solution`` (Harbor oracle runs) binds the task's ``solution/`` read-only at ``/solution``.
     """
+    from harnessfit.eval.harbor import HarborTask
+
     rel = episode_dirname(task.id, seed)
     ep_dir = (run_dir / rel).resolve()
     turns = max_turns or task.limits.max_turns
-    status = sandbox_status() if sandbox else "none: disabled by the caller"
+    status = sandbox_status() if sandbox else NO_SANDBOX
     facts = EpisodeFacts(task_id=task.id, seed=seed, sandbox=status, max_turns=turns,
                          events_file=f"{rel}/events.jsonl", stderr_file=f"{rel}/stderr.txt")
+    harbor = isinstance(task, HarborTask)
+    if harbor and task.environment_issue is not None:
+        facts.status, facts.error = "needs_container", task.environment_issue
+        return facts
+    if sandbox and status != "bwrap":
+        facts.status, facts.error = "error", f"sandbox requested but unavailable ({status}); not run unsandboxed"
+        return facts
+    if harbor and not sandbox:
+        facts.status, facts.error = "error", "a Harbor task needs the sandbox (it names /app, /tests, /logs)"
+        return facts
+    forwarder: EndpointForwarder | None = None
     try:
         if ep_dir.exists():
             shutil.rmtree(ep_dir)
-        workspace, home, sessions = ep_dir / "workspace", ep_dir / "home", ep_dir / "sessions"
-        for d in (workspace, home, sessions, home / "tmp"):
+        workspace, sessions, runner = ep_dir / "workspace", ep_dir / "sessions", ep_dir / "runner"
+        for d in (workspace, sessions, runner / "etc", runner / "endpoint"):
             d.mkdir(parents=True)
-        _copy_tree(task.workspace_dir, workspace)
-        agent_dir = home / ".pi" / "agent"
+        if harbor:
+            task.seed_workspace(workspace)
+        else:
+            copy_into(task.workspace_dir, workspace)
+        mount = task.mount if harbor else str(workspace)  # where the workspace is inside the sandbox
+        inside_ws = task.workdir if harbor else str(workspace)  # the agent's working folder there
+        home = SANDBOX_HOME if sandbox else str(ep_dir / "home")
+        seed_dir = runner / "home" if sandbox else ep_dir / "home"
+        agent_dir = seed_dir / ".pi" / "agent"
         write_pi_agent_config(agent_dir, endpoint.base_url, endpoint.model_id, eval_settings=True,
                               **({"context_window": endpoint.context_window} if endpoint.context_window else {}))
-        ext = home / ".harnessfit" / "turn_cap.js"
-        ext.parent.mkdir(parents=True)
+        ext = runner / "turn_cap.js"
         ext.write_text(_turn_cap_extension(turns), encoding="utf-8")
+        ext_arg = f"{RUNNER_DIR}/turn_cap.js" if sandbox else str(ext)
         cmd = pi_command(pi_version, endpoint.model_id, task.prompt, session_dir=sessions, tools=_TOOLS,
-                         extra_args=["-e", str(ext)])
-        env = pi_env(home, agent_dir)
+                         extra_args=["-e", ext_arg])
+        env = pi_env(Path(home), Path(home) / ".pi" / "agent")
         env["PYTHONDONTWRITEBYTECODE"] = "1"
-        wrap = status == "bwrap"
-        env["TMPDIR"] = "/tmp" if wrap else str(home / "tmp")
-        pi_root = harness_dir("pi", pi_version)
-        if wrap:
-            cmd = wrap_command(cmd, cwd=workspace, writable=[workspace, home, sessions], readable=[pi_root])
-        code, killed, used, wall = _run_capped(
-            cmd, cwd=workspace, env=env,
+        spec: SandboxSpec | None = None
+        if sandbox:
+            forwarder = EndpointForwarder(endpoint.base_url)
+            env["PATH"], env["TMPDIR"] = sandbox_path(), "/tmp"
+            env.pop("NODE_OPTIONS", None)  # may name host files the sandbox does not have
+            read_only: list[Any] = [_install_root(Path(cmd[0]), pi_version),
+                                    (forwarder.folder, f"{RUNNER_DIR}/endpoint")]
+            if expose_solution and harbor:
+                read_only.append((task.solution_dir, "/solution"))
+            spec = SandboxSpec(read_write=[(workspace, mount), sessions], read_only=read_only,
+                               runner_dir=runner, hosts=[h for h in [forwarder.hostname] if h],
+                               forward=(forwarder.listen_host, forwarder.port, forwarder.socket_path,
+                                        f"{forwarder.host}:{forwarder.port}"))
+            write_launcher(runner)
+            node = str(Path(shutil.which("node") or "node").resolve())
+            cmd = [node, f"{RUNNER_DIR}/launch.mjs", f"{RUNNER_DIR}/endpoint/model.sock", forwarder.listen_host,
+                   str(forwarder.port), f"{RUNNER_DIR}/home", SANDBOX_HOME, *cmd]
+        else:
+            (ep_dir / "home" / "tmp").mkdir(parents=True)
+            env["TMPDIR"] = str(ep_dir / "home" / "tmp")
+        code, killed, used, wall = run_contained(
+            cmd, spec=spec, cwd=workspace, cwd_inside=inside_ws, env=env, etc_dir=runner / "etc",
             max_seconds=max_seconds or task.limits.max_seconds,
             max_bytes=max_output_bytes or task.limits.max_output_bytes,
             stdout_file=ep_dir / "events.jsonl", stderr_file=ep_dir / "stderr.txt",
         )
+        if forwarder is not None:
+            forwarder.close()
+            forwarder = None
         stderr = (ep_dir / "stderr.txt").read_text(encoding="utf-8", errors="replace")
-        session_files = sorted(sessions.glob("*.jsonl"))
         facts.pi_exit_code, facts.killed, facts.output_bytes = code, killed, used
         facts.wall_seconds = round(wall, 3)
         facts.turn_cap_hit = TURN_CAP_MARKER in stderr
-        facts.session_file = session_files[-1].relative_to(run_dir.resolve()).as_posix() if session_files else None
+        facts.session_file = _session_file(sessions, run_dir)
+        facts.sandbox_policy = {"agent": spec.describe()} if spec is not None else None
         if killed is None and code != 0:
             tail = " | ".join(stderr.strip().splitlines()[-3:]) or "no stderr"
             facts.status, facts.error = "error", f"pi exited with code {code}: {tail}"[:2000]
@@ -215,22 +346,46 @@ def run_episode(
         if killed is None and _first_event_type(ep_dir / "events.jsonl") != "session":
             facts.status, facts.error = "error", "pi printed no json event stream (harness did not start)"
             return facts
-        facts.expected_change = all(change.holds(workspace) for change in task.expected_change)
-        _copy_tree(task.checker_dir, workspace)
-        check = ["bash", "-c", task.checker.command]
-        if wrap:
-            check = wrap_command(check, cwd=workspace, writable=[workspace, home])
-        ccode, ckilled, _, _ = _run_capped(
-            check, cwd=workspace, env=env, max_seconds=task.checker.timeout_s, max_bytes=1 << 20,
-            stdout_file=ep_dir / "checker.txt", stderr_file=ep_dir / "checker.stderr.txt",
-        )
-        facts.checker_exit_code = ccode if ckilled is None else -1
-        out = (ep_dir / "checker.txt").read_text(errors="replace") + (ep_dir / "checker.stderr.txt").read_text(
-            errors="replace")
-        facts.checker_output = out[-2000:]
+        if harbor:
+            task.verify(workspace, ep_dir, facts, sandboxed=sandbox)
+        else:
+            _check(task, workspace, ep_dir, facts, sandboxed=sandbox)
     except Exception as exc:  # noqa: BLE001 - any runner failure is recorded as an unscored episode
         facts.status, facts.error = "error", f"{type(exc).__name__}: {exc}"[:2000]
+    finally:
+        if forwarder is not None:
+            forwarder.close()
     return facts
+
+
+def _check(task: Task, workspace: Path, ep_dir: Path, facts: EpisodeFacts, *, sandboxed: bool) -> None:
+    """Expected change, then the checker's files copied in (no link followed) and the checker run, isolated."""
+    facts.expected_change = all(change.holds(workspace) for change in task.expected_change)
+    copy_into(task.checker_dir, workspace)
+    check = ["bash", "-c", task.checker.command]
+    scratch = None
+    try:
+        if sandboxed:
+            spec = SandboxSpec(read_write=[workspace])  # the workspace only; no network at all
+            env = checker_env(SANDBOX_HOME, sandbox_path())
+            facts.sandbox_policy = {**(facts.sandbox_policy or {}), "checker": spec.describe()}
+        else:
+            spec = None
+            scratch = Path(tempfile.mkdtemp(prefix="hf-checker-home-"))
+            env = checker_env(str(scratch), _host_path_without(ep_dir))
+            env["TMPDIR"] = str(scratch)
+        ccode, ckilled, _, _ = run_contained(
+            check, spec=spec, cwd=workspace, env=env, etc_dir=ep_dir / "runner" / "etc",
+            max_seconds=task.checker.timeout_s, max_bytes=1 << 20,
+            stdout_file=ep_dir / "checker.txt", stderr_file=ep_dir / "checker.stderr.txt",
+        )
+    finally:
+        if scratch is not None:
+            shutil.rmtree(scratch, ignore_errors=True)
+    facts.checker_exit_code = ccode if ckilled is None else -1
+    out = (ep_dir / "checker.txt").read_text(errors="replace") + (ep_dir / "checker.stderr.txt").read_text(
+        errors="replace")
+    facts.checker_output = out[-2000:]
 
 
 def _first_event_type(path: Path) -> str | None:

@@ -1,32 +1,84 @@
-"""Bubblewrap sandbox for eval episodes: ``/`` read-only, only the episode's workspace, HOME and session folder
-writable, a private ``/tmp``, the network shared (the model endpoint is on loopback).
+"""Bubblewrap sandbox for eval episodes: the agent (and later the checker) sees only what it needs.
 
-An agent under evaluation runs arbitrary bash; the sandbox keeps it from touching anything but its own
-workspace. Where bwrap is missing or cannot create namespaces (some containers), episodes run unsandboxed and the
-results say so plainly (``sandbox: "none: <why>"``) instead of pretending.
+An agent under evaluation runs arbitrary bash as the user running the eval. Inside the sandbox it gets:
+
+- the system folders read-only (``/usr`` and the ``/bin``, ``/lib`` … links or folders beside it, a short list of
+  ``/etc`` entries the loader, Python, Node and TLS need — never ``/etc/shadow``, ``/etc/ssl/private``, npm or pip
+  settings) plus synthetic ``/etc/passwd``, ``/etc/group``, ``/etc/hosts`` and ``/etc/nsswitch.conf``;
+- Node's own install folder when it lives outside ``/usr`` (and Python's when the system has none), and the
+  harness install that is used (read-only);
+- read-write only what the caller names (the episode's workspace and Pi's session folder);
+- a fresh tmpfs ``HOME`` and ``/tmp``, a minimal ``/dev``, its own ``/proc``; the root itself read-only;
+- new user, IPC, PID, network, UTS (and cgroup, where possible) namespaces: no host process, no loopback service
+  and no abstract unix socket of the host is reachable.
+
+The model endpoint is the one way out: a forwarder inside the sandbox (``_LAUNCHER``, run by Node, which Pi needs
+anyway) listens on the endpoint's own address inside the new network namespace and passes each connection over a
+unix socket bound into the sandbox to a forwarder outside (``EndpointForwarder``, also Node), which connects to
+the real endpoint. A hostname endpoint is mapped to 127.0.0.1 in the synthetic ``/etc/hosts``, so TLS to a hosted API
+passes through end to end. ``SandboxSpec.describe()`` is what the results record as exactly what was allowed.
+
+The sandbox fails closed: ``require_sandbox`` raises when bubblewrap is missing or cannot create the namespaces;
+only an explicit ``--no-sandbox`` runs the agent without it (and the results say so).
 """
 
 from __future__ import annotations
 
 import functools
+import os
 import shutil
+import socket
 import subprocess
+import sys
+import tempfile
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
 
-__all__ = ["sandbox_status", "wrap_command"]
+from harnessfit.errors import UserError
+
+__all__ = ["sandbox_status", "require_sandbox", "SandboxSpec", "EndpointForwarder", "sandbox_path",
+           "SANDBOX_HOME", "RUNNER_DIR", "UNSHARED"]
+
+SANDBOX_HOME = "/home/agent"  # HOME inside the sandbox: a fresh tmpfs each run
+RUNNER_DIR = "/run/harnessfit"  # the runner's read-only files inside the sandbox (launcher, config seed)
+UNSHARED = ("user", "ipc", "pid", "net", "uts", "cgroup")
+_NS_FLAGS = ["--unshare-user", "--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts",
+             "--unshare-cgroup-try"]
+_SYSTEM_TOP = ("usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32")
+# /etc entries bound read-only when present: the dynamic loader, alternatives (awk, python …), time zone, TLS
+# roots, Debian's Python site configuration, services/protocols for socket libraries, os-release.
+_ETC = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "alternatives", "localtime", "timezone", "ssl/certs",
+        "ssl/openssl.cnf", "ca-certificates", "ca-certificates.conf", "python3", "python3.11", "python3.12",
+        "python3.13", "protocols", "services", "os-release", "host.conf", "gai.conf", "mime.types")
+_SYNTHETIC_ETC = {
+    "passwd": f"root:x:0:0:root:{SANDBOX_HOME}:/bin/bash\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n",
+    "group": "root:x:0:\nnogroup:x:65534:\n",
+    "nsswitch.conf": "passwd: files\ngroup: files\nhosts: files\n",
+    "hostname": "sandbox\n",
+}
+SANDBOX_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+
+def _bwrap() -> str | None:
+    return shutil.which("bwrap")
+
+
+def _probe_args(exe: str) -> list[str]:
+    return [exe, "--die-with-parent", *_NS_FLAGS, "--new-session", "--cap-drop", "ALL",
+            *_system_binds(), "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "--remount-ro", "/", "true"]
 
 
 @functools.lru_cache(maxsize=1)
 def sandbox_status() -> str:
-    """``"bwrap"`` when a read-only-root bwrap sandbox works here, else ``"none: <why>"``."""
-    exe = shutil.which("bwrap")
+    """``"bwrap"`` when the full sandbox (all namespaces, read-only root) starts here, else ``"none: <why>"``."""
+    exe = _bwrap()
     if exe is None:
         return "none: bwrap not found on PATH (install the Debian package bubblewrap)"
-    probe = [exe, "--die-with-parent", "--unshare-pid", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
-             "--tmpfs", "/tmp", "true"]
     try:
-        proc = subprocess.run(probe, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=30)
+        proc = subprocess.run(_probe_args(exe), stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=30)
     except (OSError, subprocess.TimeoutExpired) as exc:
         return f"none: bwrap probe failed ({exc})"
     if proc.returncode != 0:
@@ -35,26 +87,346 @@ def sandbox_status() -> str:
     return "bwrap"
 
 
-def wrap_command(
-    cmd: Sequence[str],
-    *,
-    cwd: Path,
-    writable: Sequence[Path],
-    readable: Sequence[Path] = (),
-) -> list[str]:
-    """``cmd`` run inside bwrap: root read-only, private /tmp, ``writable`` bound read-write at the same paths.
+def require_sandbox() -> str:
+    """The sandbox status, or a UserError when it cannot run: an eval never falls back to running unsandboxed."""
+    status = sandbox_status()
+    if status != "bwrap":
+        raise UserError(f"the eval sandbox cannot run here ({status.removeprefix('none: ')}); fix bubblewrap, or "
+                        "pass --no-sandbox to run the agent unsandboxed (the results will say so)")
+    return status
 
-    ``readable`` are extra read-only binds (needed only for paths under /tmp, which the private tmpfs hides).
-    The caller decides whether to wrap at all (see ``sandbox_status``).
+
+@functools.lru_cache(maxsize=1)
+def bwrap_version() -> str:
+    exe = _bwrap()
+    try:
+        out = subprocess.run([exe or "bwrap", "--version"], capture_output=True, text=True, timeout=10).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return "bwrap"
+    return out.strip() or "bwrap"
+
+
+def _system_binds() -> list[str]:
+    """bwrap arguments for the system folders: ``/usr`` read-only and each top-level link or folder beside it."""
+    args: list[str] = []
+    for name in _SYSTEM_TOP:
+        top = Path("/") / name
+        if top.is_symlink():
+            args += ["--symlink", os.readlink(top), str(top)]
+        elif top.is_dir():
+            args += ["--ro-bind", str(top), str(top)]
+    return args
+
+
+def _tool_prefix(exe: str) -> Path | None:
+    """The install folder of a tool found on PATH (its real binary's ``bin/..``) when it is not under ``/usr``."""
+    found = shutil.which(exe)
+    if found is None:
+        return None
+    real = Path(found).resolve()
+    if real.is_relative_to("/usr") or any(real.is_relative_to(f"/{t}") for t in _SYSTEM_TOP):
+        return None
+    return real.parent.parent if real.parent.name == "bin" else real.parent
+
+
+def tool_prefixes() -> list[Path]:
+    """Install folders bound read-only beside the system folders: Node's when it lives outside ``/usr``, and this
+    interpreter's base prefix when no ``python3`` is in the system folders (a pyenv-only machine)."""
+    found = [p for p in [_tool_prefix("node")] if p is not None]
+    if shutil.which("python3", path=SANDBOX_PATH) is None:
+        base = Path(sys.base_prefix).resolve()
+        if not base.is_relative_to("/usr"):
+            found.append(base)
+    return found
+
+
+def sandbox_path() -> str:
+    """PATH inside the sandbox: the system folders, then the ``bin`` of each of ``tool_prefixes``."""
+    return ":".join([SANDBOX_PATH, *(str(p / "bin") for p in tool_prefixes())])
+
+
+@dataclass
+class SandboxSpec:
+    """What one sandboxed command may see; ``command`` renders the bwrap call, ``describe`` the record of it.
+
+    ``read_only``/``read_write`` bind host paths at the same path inside (or at ``dest`` when given as a pair);
+    ``hosts`` are extra names mapped to 127.0.0.1; ``forward`` is (listen host, port, unix socket on the host,
+    where it leads) when the model endpoint is reachable.
     """
-    exe = shutil.which("bwrap") or "bwrap"
-    args = [exe, "--die-with-parent", "--unshare-pid", "--new-session",
-            "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
-    for path in readable:
-        p = str(Path(path).resolve())
-        args += ["--ro-bind", p, p]
-    for path in writable:
-        p = str(Path(path).resolve())
-        args += ["--bind", p, p]
-    args += ["--chdir", str(Path(cwd).resolve()), "--"]
-    return args + list(cmd)
+
+    read_write: list[Path | tuple[Path, str]] = field(default_factory=list)
+    read_only: list[Path | tuple[Path, str]] = field(default_factory=list)
+    runner_dir: Path | None = None  # host folder bound read-only at RUNNER_DIR
+    hosts: list[str] = field(default_factory=list)
+    forward: tuple[str, int, Path, str] | None = None
+
+    @staticmethod
+    def _pair(item: Path | tuple[Path, str]) -> tuple[str, str]:
+        if isinstance(item, tuple):
+            return str(Path(item[0]).resolve()), item[1]
+        p = str(Path(item).resolve())
+        return p, p
+
+    def _etc_files(self, etc_dir: Path) -> list[str]:
+        etc_dir.mkdir(parents=True, exist_ok=True)
+        names = {"localhost", *self.hosts}
+        files = dict(_SYNTHETIC_ETC, hosts="127.0.0.1 " + " ".join(sorted(names)) + "\n::1 ip6-localhost\n")
+        args: list[str] = []
+        for name, text in files.items():
+            (etc_dir / name).write_text(text, encoding="utf-8")
+            args += ["--ro-bind", str(etc_dir / name), f"/etc/{name}"]
+        return args
+
+    def command(self, cmd: Sequence[str], *, cwd: str, etc_dir: Path) -> list[str]:
+        """The bwrap argument list running ``cmd`` in this sandbox with ``cwd`` (a path inside) as working folder.
+
+        ``etc_dir`` is a host folder (outside anything the sandbox can write) for the synthetic /etc files.
+        """
+        exe = _bwrap() or "bwrap"
+        args = [exe, "--die-with-parent", *_NS_FLAGS, "--new-session", "--cap-drop", "ALL", "--hostname", "sandbox",
+                *_system_binds()]
+        for name in _ETC:
+            if Path("/etc", name).exists():
+                args += ["--ro-bind", f"/etc/{name}", f"/etc/{name}"]
+        args += self._etc_files(etc_dir)
+        for prefix in tool_prefixes():
+            args += ["--ro-bind", str(prefix), str(prefix)]
+        args += ["--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "--tmpfs", SANDBOX_HOME]
+        if self.runner_dir is not None:
+            args += ["--ro-bind", str(Path(self.runner_dir).resolve()), RUNNER_DIR]
+        for item in self.read_only:
+            src, dst = self._pair(item)
+            args += ["--ro-bind", src, dst]
+        for item in self.read_write:
+            src, dst = self._pair(item)
+            args += ["--bind", src, dst]
+        args += ["--remount-ro", "/", "--chdir", cwd, "--"]
+        return args + list(cmd)
+
+    def describe(self) -> dict[str, Any]:
+        """Exactly what the sandbox allowed, for the results file."""
+        system = [f"/{t}" for t in _SYSTEM_TOP if Path("/", t).exists()]
+        if self.forward is not None:
+            host, port, _, target = self.forward
+            network = (f"none: new network namespace; only the model endpoint, {host}:{port} inside, forwarded over "
+                       f"a unix socket to {target}")
+        else:
+            network = "none: new network namespace with loopback only"
+        return {
+            "tool": bwrap_version(),
+            "unshared": list(UNSHARED),
+            "read_only": system + [f"/etc/{n}" for n in _ETC if Path("/etc", n).exists()]
+            + [f"/etc/{n} (synthetic)" for n in (*_SYNTHETIC_ETC, "hosts")]
+            + [str(p) for p in tool_prefixes()]
+            + ([f"{RUNNER_DIR} (runner files)"] if self.runner_dir is not None else [])
+            + [self._pair(p)[1] for p in self.read_only],
+            "read_write": [self._pair(p)[1] for p in self.read_write],
+            "tmpfs": ["/tmp", f"{SANDBOX_HOME} (HOME)"],
+            "root": "read-only tmpfs (nothing else of the host file system)",
+            "network": network,
+            "capabilities": "all dropped",
+        }
+
+
+# The runner's half of the endpoint forward, run by Node outside the sandbox (libuv pipes keep back-pressure and
+# cost the runner's Python process nothing): listen on a unix socket, pipe each connection to host:port; print
+# "ready" once listening; exit when the runner closes stdin (or dies).
+_OUTSIDE_JS = r"""
+const net = require("node:net");
+const [sock, host, port] = process.argv.slice(1);
+const server = net.createServer((inside) => {
+  const outside = net.connect(Number(port), host);
+  const close = () => { inside.destroy(); outside.destroy(); };
+  inside.on("error", close);
+  outside.on("error", close);
+  inside.pipe(outside);
+  outside.pipe(inside);
+});
+server.on("error", (err) => { console.error(`forwarder: ${err.message}`); process.exit(70); });
+server.listen(sock, () => console.log("ready"));
+process.stdin.on("end", () => process.exit(0));
+process.stdin.on("error", () => process.exit(0));
+process.stdin.resume();
+"""
+
+
+class EndpointForwarder:
+    """The runner's half of the endpoint forward: a unix socket whose every connection is piped to ``host:port``
+    (by a small Node process, ``_OUTSIDE_JS``).
+
+    The socket lives in a fresh short-named folder (unix socket paths are limited to 108 bytes); bind that folder
+    read-only into the sandbox (connecting to a socket needs no write access to its file system).
+    """
+
+    def __init__(self, base_url: str) -> None:
+        parts = urlsplit(base_url)
+        if parts.hostname is None:
+            raise UserError(f"endpoint URL has no host: {base_url}")
+        self.host = parts.hostname
+        self.port = parts.port or (443 if parts.scheme == "https" else 80)
+        self.folder = Path(tempfile.mkdtemp(prefix="hf-fwd-"))
+        self.socket_path = self.folder / "model.sock"
+        node = shutil.which("node")
+        if node is None:
+            shutil.rmtree(self.folder, ignore_errors=True)
+            raise UserError("node not found on PATH: the eval sandbox's endpoint forward runs on Node (as Pi does)")
+        self._proc = subprocess.Popen([node, "-e", _OUTSIDE_JS, str(self.socket_path), self.host, str(self.port)],
+                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        line = self._proc.stdout.readline() if self._proc.stdout is not None else b""
+        if line.strip() != b"ready":
+            err = self._proc.stderr.read().decode(errors="replace").strip() if self._proc.stderr else ""
+            self.close()
+            raise UserError(f"the endpoint forwarder did not start: {err or line!r}")
+
+    @property
+    def listen_host(self) -> str:
+        """The address the inside forwarder listens on: the endpoint's own IP literal, else 127.0.0.1."""
+        try:
+            socket.inet_pton(socket.AF_INET6 if ":" in self.host else socket.AF_INET, self.host)
+            return self.host
+        except OSError:
+            return "127.0.0.1"
+
+    @property
+    def hostname(self) -> str | None:
+        """The endpoint's host name when it is one (mapped to 127.0.0.1 inside), None for an IP literal."""
+        return None if self.listen_host == self.host else self.host
+
+    def close(self) -> None:
+        proc = self._proc
+        try:
+            if proc.poll() is None:
+                proc.terminate()
+                try:
+                    proc.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait()
+            for pipe in (proc.stdin, proc.stdout, proc.stderr):
+                if pipe is not None:
+                    pipe.close()
+        finally:
+            shutil.rmtree(self.folder, ignore_errors=True)
+
+    def __enter__(self) -> EndpointForwarder:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+# Run by Node inside the sandbox: copy the HOME seed into the fresh tmpfs HOME, listen on the endpoint's address in
+# the sandbox's own network namespace and pipe each connection to the unix socket bound in, then run the agent and
+# exit with its status (the PID namespace ends with this process, taking every child the agent left with it).
+LAUNCHER_JS = r"""// written by harnessfit eval: the sandbox's side of the model endpoint forward, then the agent
+import fs from "node:fs";
+import net from "node:net";
+import os from "node:os";
+import { spawn } from "node:child_process";
+
+const [sock, host, port, seed, home, ...cmd] = process.argv.slice(2);
+if (seed !== "-") fs.cpSync(seed, home, { recursive: true });
+const server = net.createServer((inside) => {
+  const outside = net.connect(sock);
+  const close = () => { inside.destroy(); outside.destroy(); };
+  inside.on("error", close);
+  outside.on("error", close);
+  inside.pipe(outside);
+  outside.pipe(inside);
+});
+server.on("error", (err) => {
+  console.error(`harnessfit sandbox: cannot listen on ${host}:${port}: ${err.message}`);
+  process.exit(70);
+});
+server.listen(Number(port), host, () => {
+  const child = spawn(cmd[0], cmd.slice(1), { stdio: "inherit" });
+  child.on("error", (err) => {
+    console.error(`harnessfit sandbox: cannot start ${cmd[0]}: ${err.message}`);
+    process.exit(127);
+  });
+  child.on("exit", (code, signal) => process.exit(code ?? 128 + (os.constants.signals[signal] ?? 0)));
+  for (const s of ["SIGTERM", "SIGINT", "SIGHUP"]) process.on(s, () => child.kill(s));
+});
+"""
+
+# Run by the runner's own Python (``-I``) around an unsandboxed command: a child subreaper (prctl
+# PR_SET_CHILD_SUBREAPER) inherits every process the command orphans — a ``setsid nohup`` child included, which
+# leaves the process group — and kills them all when the command exits or when it gets SIGTERM.
+SUPERVISOR_PY = r"""
+import ctypes, os, signal, sys, time
+
+ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
+cmd = sys.argv[1:]
+main = os.fork()
+if main == 0:
+    try:
+        os.execvp(cmd[0], cmd)
+    except OSError as exc:
+        os.write(2, f"cannot start {cmd[0]}: {exc}\n".encode())
+    os._exit(127)
+
+def descendants():
+    children = {}
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as fh:
+                fields = fh.read().rsplit(b")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        children.setdefault(int(fields[1]), []).append((int(name), fields[0]))
+    found, todo = [], [os.getpid()]
+    while todo:
+        for pid, state in children.get(todo.pop(), []):
+            found.append((pid, state))
+            todo.append(pid)
+    return found
+
+def reap():
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+
+def sweep():
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        procs = descendants()
+        if not procs:
+            return
+        for pid, state in procs:
+            if state != b"Z":
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except OSError:
+                    pass
+        time.sleep(0.01)
+        reap()
+
+def stop(signo, frame):
+    sweep()
+    os._exit(128 + signo)
+
+signal.signal(signal.SIGTERM, stop)
+signal.signal(signal.SIGINT, stop)
+_, status = os.waitpid(main, 0)
+code = os.waitstatus_to_exitcode(status)
+sweep()
+sys.exit(code if code >= 0 else 128 - code)
+"""
+
+
+def supervised(cmd: Sequence[str]) -> list[str]:
+    """``cmd`` under the subreaper supervisor: no process it starts outlives it (see ``SUPERVISOR_PY``)."""
+    return [sys.executable, "-I", "-c", SUPERVISOR_PY, *cmd]
+
+
+def write_launcher(folder: Path) -> Path:
+    """Write the in-sandbox launcher into ``folder`` (the runner's read-only folder); returns its host path."""
+    path = folder / "launch.mjs"
+    path.write_text(LAUNCHER_JS, encoding="utf-8")
+    return path

@@ -14,9 +14,9 @@ from typing import Any
 
 import orjson
 
-from harnessfit.eval.episode import EpisodeFacts, EpisodeMetrics
+from harnessfit.eval.episode import INTEGRITY_FLAGS, EpisodeFacts, EpisodeMetrics
 from harnessfit.eval.task import Task
-from harnessfit.jsonio import dumps_compact_str
+from harnessfit.core.jsonio import dumps_compact_str, read_jsonl
 
 __all__ = ["read_jsonl_tolerant", "episode_messages", "score_episode", "load_card_or_none"]
 
@@ -27,20 +27,9 @@ _REFUSAL_REASONS = {"validation_failed": "pi_validation_failed", "tool_not_found
 
 def read_jsonl_tolerant(path: Path | None) -> list[dict[str, Any]]:
     """JSON objects of a JSONL file; a truncated or broken line (a killed process) is skipped, not fatal."""
-    if path is None or not path.is_file():
+    if path is None:
         return []
-    rows: list[dict[str, Any]] = []
-    with path.open("rb") as fh:
-        for line in fh:
-            if not line.strip():
-                continue
-            try:
-                obj = orjson.loads(line)
-            except orjson.JSONDecodeError:
-                continue
-            if isinstance(obj, dict):
-                rows.append(obj)
-    return rows
+    return list(read_jsonl(path, bad_lines="skip", objects_only=True, missing_ok=True))
 
 
 def episode_messages(session: list[dict[str, Any]], events: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -51,14 +40,16 @@ def episode_messages(session: list[dict[str, Any]], events: list[dict[str, Any]]
     return [e["message"] for e in events if e.get("type") == "message_end" and isinstance(e.get("message"), dict)]
 
 
-def load_card_or_none():
-    """The installed Pi harness card, or None when no card can be loaded (validity then rests on Pi's texts)."""
+def load_card_or_none(version: str | None = None):
+    """The committed card of Pi ``version`` (default: the project's default), or None when no card can be loaded
+    (validity then rests on Pi's texts)."""
     try:
         from harnessfit.harness.card import load_card
+        from harnessfit.harness.versions import DEFAULT_PI_VERSION
     except ImportError:
         return None
     try:
-        return load_card()
+        return load_card("pi", version or DEFAULT_PI_VERSION)
     except Exception:  # noqa: BLE001 - a missing/corrupt card must not stop scoring; Pi's own texts still count
         return None
 
@@ -117,7 +108,7 @@ def score_episode(facts: EpisodeFacts, task: Task, run_dir: Path, card: Any = No
     warnings: Counter[str] = Counter()
     validation_used = False
     refusing_card = card if hasattr(card, "refused") else load_card_or_none()
-    wanted = _normalise(task.validation_command)
+    wanted = _normalise(task.validation_command or "")  # Harbor tasks name no validation command
     for msg in assistants:
         for part in msg.get("content") or []:
             if not isinstance(part, dict) or part.get("type") != "toolCall":
@@ -140,7 +131,8 @@ def score_episode(facts: EpisodeFacts, task: Task, run_dir: Path, card: Any = No
                 reasons.update(why)
             else:
                 valid += 1
-            if name == "bash" and isinstance(args, dict) and wanted in _normalise(str(args.get("command", ""))):
+            if wanted and name == "bash" and isinstance(args, dict) and wanted in _normalise(
+                    str(args.get("command", ""))):
                 validation_used = True
 
     last = assistants[-1] if assistants else None
@@ -190,4 +182,20 @@ def score_episode(facts: EpisodeFacts, task: Task, run_dir: Path, card: Any = No
             "checker_failed": not checker_passed,
         }
         failure = next((name for name, hit in checks.items() if hit), "checker_failed")
-    return EpisodeMetrics(**metrics, failure=failure)
+    return EpisodeMetrics(**metrics, failure=failure, integrity_flag=integrity_flag(facts))
+
+
+def integrity_flag(facts: EpisodeFacts) -> str | None:
+    """Which way the checker and the expected change disagree, or None when they agree (or no predicate ran).
+
+    A checker can be fooled from inside — the module under test exits 0 on import — and a predicate can be too
+    strict; either way a reader should look at the episode. The complete-loop verdict is not changed by it.
+    """
+    if facts.expected_change is None or facts.checker_exit_code is None:
+        return None
+    passed = facts.checker_exit_code == 0
+    if passed and not facts.expected_change:
+        return INTEGRITY_FLAGS[0]
+    if facts.expected_change and not passed:
+        return INTEGRITY_FLAGS[1]
+    return None

@@ -11,6 +11,8 @@ user message (the task prompt) and the step from the number of assistant turns a
   object arguments (a contrast example for training data).
 - ``runaway``: streams text without end.
 - ``never-stop``: calls a harmless tool forever, never answers.
+- ``oracle``: a Harbor task's ``solution/solve.sh`` (``bash /solution/solve.sh`` through Pi's bash tool; the
+  runner binds ``solution/`` at ``/solution`` for this model only), then an answer; on other tasks, ``golden``.
 """
 
 from __future__ import annotations
@@ -20,11 +22,11 @@ from typing import Any
 
 from harnessfit.errors import UserError
 from harnessfit.eval.task import ReferenceStep, Task
-from harnessfit.jsonio import dumps_compact_str
+from harnessfit.core.jsonio import dumps_compact_str
 from harnessfit.serve.scripted import Reply
 
 __all__ = ["SCRIPTED_MODELS", "responder_for", "golden", "double_encode", "recovering", "runaway", "never_stop",
-           "escape", "Responder"]
+           "escape", "oracle", "Responder"]
 
 Responder = Callable[[dict, int], Reply]
 
@@ -152,12 +154,29 @@ def escape(*targets: str) -> Callable[[Sequence[Task]], Responder]:
     return factory
 
 
+def oracle(tasks: Sequence[Task]) -> Responder:
+    reference = golden(tasks)
+
+    def respond(body: dict, index: int) -> Reply:
+        task = _task_for(tasks, body)
+        if task is None or getattr(task, "kind", None) != "harbor":
+            return reference(body, index)
+        if _assistant_turns(body) == 0:
+            if not (task.solution_dir / "solve.sh").is_file():
+                return Reply(text="oracle: this Harbor task has no solution/solve.sh")
+            return Reply(tool_calls=[("bash", dumps_compact_str({"command": "bash /solution/solve.sh"}))])
+        return Reply(text="Ran the reference solution (solution/solve.sh).")
+
+    return respond
+
+
 SCRIPTED_MODELS: dict[str, Callable[[Sequence[Task]], Responder]] = {
     "golden": golden,
     "double-encode": double_encode,
     "recovering": recovering,
     "runaway": runaway,
     "never-stop": never_stop,
+    "oracle": oracle,
 }
 
 

@@ -11,7 +11,8 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-__all__ = ["Rate", "wilson_interval", "rate", "pass_at_k", "pass_hat_k", "mean_over_tasks"]
+__all__ = ["Rate", "wilson_interval", "rate", "pass_at_k", "pass_hat_k", "mean_over_tasks", "t_quantile_975",
+           "mean_interval"]
 
 Z95 = 1.959963984540054
 
@@ -91,3 +92,35 @@ def mean_over_tasks(per_task: Sequence[tuple[int, int]], k: int, fn) -> float:
     """Average ``fn(n, c, k)`` over tasks given as ``(n, c)``; tasks with fewer than ``k`` scored tries are skipped."""
     values = [fn(n, c, k) for n, c in per_task if n >= k]
     return sum(values) / len(values) if values else math.nan
+
+
+# Student's t quantile t(0.975, df) for df = 1..30 (standard tables); beyond 30 the Cornish-Fisher expansion below
+# is within 0.001 of it.
+_T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145, 2.131,
+         2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042)
+
+
+def t_quantile_975(df: int) -> float:
+    """The 97.5% quantile of Student's t with ``df`` degrees of freedom (two-sided 95% intervals)."""
+    if df < 1:
+        raise ValueError(f"need df >= 1, got {df}")
+    if df <= len(_T975):
+        return _T975[df - 1]
+    z = Z95
+    return z + (z**3 + z) / (4 * df) + (5 * z**5 + 16 * z**3 + 3 * z) / (96 * df * df)
+
+
+def mean_interval(values: Sequence[float], lo: float = -math.inf,
+                  hi: float = math.inf) -> dict[str, float | int | None]:
+    """Mean of ``values`` with its 95% t interval (clipped to ``[lo, hi]``, e.g. a 1–5 scale); None where undefined
+    (no value: no mean; one value: no interval)."""
+    n = len(values)
+    if n == 0:
+        return {"n": 0, "mean": None, "ci95_low": None, "ci95_high": None}
+    mean = sum(values) / n
+    if n == 1:
+        return {"n": 1, "mean": round(mean, 6), "ci95_low": None, "ci95_high": None}
+    sd = math.sqrt(sum((v - mean) ** 2 for v in values) / (n - 1))
+    half = t_quantile_975(n - 1) * sd / math.sqrt(n)
+    return {"n": n, "mean": round(mean, 6), "ci95_low": round(max(lo, mean - half), 6),
+            "ci95_high": round(min(hi, mean + half), 6)}

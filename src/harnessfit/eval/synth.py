@@ -22,8 +22,9 @@ import orjson
 
 from harnessfit.errors import UserError
 from harnessfit.eval.run import run_eval
-from harnessfit.harness.pi import DEFAULT_PI_VERSION
-from harnessfit.jsonio import sha256_file
+from harnessfit.core.jsonio import sha256_file
+from harnessfit.harness.pi import DEFAULT_PI_VERSION, installed_package
+from harnessfit.harness.versions import harness_spec
 
 __all__ = ["synth", "SYNTH_KINDS", "WORKSPACE_ROOT"]
 
@@ -86,6 +87,7 @@ def synth(
     if not files:
         raise UserError(f"synth produced no sessions for {suite_dir} (every episode failed; see {out_dir}/runs)")
     manifest = {"stage": "synth", "suite": str(suite_dir), "seeds": seeds, "pi_version": pi_version,
+                "harness": harness_spec(pi_version), "pi_package": installed_package(pi_version),
                 "files": sorted(files, key=lambda r: r["path"]), "skipped": skipped}
     (out_dir / "manifest.json").write_bytes(orjson.dumps(manifest, option=orjson.OPT_INDENT_2) + b"\n")
     return manifest

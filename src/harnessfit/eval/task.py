@@ -14,6 +14,7 @@ Folder layout::
 
 from __future__ import annotations
 
+import re
 from enum import StrEnum
 from pathlib import Path
 from typing import Any, Literal
@@ -22,7 +23,8 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from harnessfit.errors import UserError
-from harnessfit.jsonio import sha256_bytes
+from harnessfit.core.jsonio import sha256_bytes
+from harnessfit.eval.safefs import read_regular, relative_parts
 
 __all__ = [
     "TaskKind",
@@ -54,7 +56,9 @@ class _Strict(BaseModel):
 class ExpectedChange(_Strict):
     """A predicate over one workspace file after the agent stopped (before checker files are copied in).
 
-    Exactly one of ``contains``/``not_contains``/``equals``/``exists`` must be given.
+    Exactly one of ``contains``/``not_contains``/``equals``/``exists`` must be given. Only a regular file reached
+    without following any link counts (``safefs.read_regular``): a link the agent planted under the expected
+    name, or a linked folder on the way, is "no such file", and a FIFO is never opened for reading.
     """
 
     path: str
@@ -71,15 +75,16 @@ class ExpectedChange(_Strict):
                 f"expected_change for {self.path!r} needs exactly one of contains/not_contains/equals/exists "
                 f"(got {given or 'none'})"
             )
+        relative_parts(self.path)  # ValueError (shown by the loader) for an absolute path or one with ..
         return self
 
     def holds(self, workspace: Path) -> bool:
-        target = workspace / self.path
+        data = read_regular(workspace, self.path)
         if self.exists is not None:
-            return target.is_file() == self.exists
-        if not target.is_file():
+            return (data is not None) == self.exists
+        if data is None:
             return False
-        text = target.read_text(encoding="utf-8", errors="replace")
+        text = data.decode("utf-8", errors="replace")
         if self.contains is not None:
             return self.contains in text
         if self.not_contains is not None:
@@ -88,10 +93,21 @@ class ExpectedChange(_Strict):
 
 
 class Checker(_Strict):
-    """The independent check: ``command`` run with the workspace as cwd after the checker files were copied in."""
+    """The independent check: ``command`` run with the workspace as cwd after the checker files were copied in.
+
+    A Python checker must run isolated (``python3 -I hf_check.py``): without ``-I`` the workspace — which the agent
+    wrote — comes first on ``sys.path``, and a planted ``subprocess.py`` or ``json.py`` would stand in for the
+    standard library. A checker that imports the code under test appends ``"."`` to ``sys.path`` itself.
+    """
 
     command: str
     timeout_s: float = 60.0
+
+    @model_validator(mode="after")
+    def _isolated_python(self) -> Checker:
+        if re.match(r"\s*(?:\S*/)?python(?:3(?:\.\d+)?)?\s+(?!-[A-Za-z]*I)", self.command):
+            raise ValueError(f"run a Python checker isolated, as `python3 -I …` (got {self.command!r})")
+        return self
 
 
 class Limits(_Strict):

@@ -11,6 +11,13 @@ Three runs in one temporary folder (isolated HOME, fixed fixture files):
    arguments) and Pi's lenient repairs (legacy edit, ``edits`` as a string, truncated JSON, ``"1"`` for a number);
 3. orphan run: Pi killed while a tool runs, then ``-c`` continues the session → the "No result provided" text.
 
+Besides: ``pi --help`` (options, ``PI_*`` variables → the card's ``cli`` with the isolation flags runs use), the
+installed ``package.json`` (package, ``engines.node``), and the session files of runs 1 and 2 (the ``session``
+layout: header version, keys per entry type, message role and content block). Whatever a version changed shows up
+in the card this way, not by assumption: 0.82.0 has no date in its prompt (``date`` is then no variable), 1.x
+answers argument text that is not one JSON object with an ``invalid_arguments`` text instead of a schema
+validation error, and so on (``harnessfit harness diff``).
+
 Every learned template is checked to reproduce the captured text it came from (``CaptureError`` otherwise).
 """
 
@@ -30,13 +37,23 @@ from typing import Any
 
 from harnessfit.errors import UserError
 from harnessfit.harness.card import ContextTemplate, HarnessCard, PromptTemplate, pi_pretty_json
-from harnessfit.harness.pi import DEFAULT_PI_VERSION, pi_binary, pi_command, pi_env, run_pi, write_pi_agent_config
+from harnessfit.harness.pi import (
+    installed_package,
+    isolation_flags,
+    pi_binary,
+    pi_cli,
+    pi_command,
+    pi_env,
+    pi_package_dir,
+    run_pi,
+    write_pi_agent_config,
+)
+from harnessfit.harness.versions import DEFAULT_PI_VERSION
 from harnessfit.serve.scripted import Reply, ScriptedEndpoint
 
 __all__ = ["CaptureError", "Probe", "PROBES", "ROUNDS", "CaptureLog", "capture_pi", "run_probes"]
 
 MODEL_ID = "capture"
-_PKG = Path("node_modules") / "@mariozechner" / "pi-coding-agent"
 
 
 class CaptureError(UserError):
@@ -123,6 +140,7 @@ class CaptureLog:
     wire_calls: dict[str, dict[str, Any]] = field(default_factory=dict)
     events: list[dict[str, Any]] = field(default_factory=list)
     cwd: Path = Path()
+    session_files: list[Path] = field(default_factory=list)
 
 
 def run_probes(
@@ -152,14 +170,16 @@ def run_probes(
     script.append(Reply(text="Done."))
     with ScriptedEndpoint(script, model_id=MODEL_ID) as ep:
         write_pi_agent_config(home / ".pi" / "agent", ep.base_url, MODEL_ID)
-        run = run_pi(pi_command(version, MODEL_ID, "Look at the files."), cwd=cwd, env=pi_env(home), timeout=180)
+        sessions = root / "sessions-probes"
+        run = run_pi(pi_command(version, MODEL_ID, "Look at the files.", session_dir=sessions), cwd=cwd,
+                     env=pi_env(home), timeout=180)
         requests = list(ep.requests)
     if run.stop_reason() != "stop" or len(requests) != len(script):
         raise CaptureError(
             f"Pi run ended with stopReason={run.stop_reason()!r} after {len(requests)} of {len(script)} requests "
             f"(exit {run.returncode}): {run.stderr.strip()[:300]}"
         )
-    log = CaptureLog(requests=requests, events=run.events, cwd=cwd)
+    log = CaptureLog(requests=requests, events=run.events, cwd=cwd, session_files=sorted(sessions.glob("*.jsonl")))
     by_id: dict[str, str] = {}
     calls_by_id: dict[str, dict[str, Any]] = {}
     for msg in requests[-1]["messages"]:
@@ -336,29 +356,57 @@ def _learn_results(log: CaptureLog) -> tuple[dict[str, str], dict[str, str], lis
     learn(errors, "edit_no_match", "edit_no_match", {"path": "note.txt"})
     learn(errors, "edit_empty", "edit_empty", {}, literal=True)
 
-    # validation failures: a header line, problem lines ("  - path: message"), then the received arguments
-    text = res["double_encoded"]
-    args_text = pi_pretty_json(json.loads(PROBES["double_encoded"].arguments))
-    if not text.endswith(args_text):
-        raise CaptureError(f"validation text does not end with the received arguments: {text[-120:]!r}")
-    head = text[: -len(args_text)]
+    # schema validation failures: a header line, problem lines ("  - path: message"), then the received arguments
+    # as parsed (pretty JSON); learned from the first probe that got one (all of them up to 0.82; 1.x answers
+    # arguments that are not a JSON object with the "invalid arguments" text below instead)
+    def problem_lines(body: str) -> list[list[str]]:
+        return [ln[4:].split(": ", 1) for ln in body.split("\n") if ln.startswith("  - ")]
+
+    def parsed_args(label: str) -> Any:
+        return json.loads(log.wire_calls[label]["function"]["arguments"])
+
+    schema_labels = [lb for lb in _VALIDATION_LABELS if problem_lines(res[lb])
+                     and res[lb].endswith(pi_pretty_json(parsed_args(lb)))]
+    if not schema_labels:
+        raise CaptureError(f"no probe got a schema validation text: {res['wrong_type'][:200]!r}")
+    label = schema_labels[0]
+    text, name = res[label], PROBES[label].name
+    head = text[: -len(pi_pretty_json(parsed_args(label)))]
     lines = head.split("\n")
     problem_idx = [i for i, ln in enumerate(lines) if ln.startswith("  - ")]
-    if not problem_idx:
-        raise CaptureError(f"no problem lines in the validation text: {text[:200]!r}")
     first, last = problem_idx[0], problem_idx[-1]
     header = "\n".join(lines[:first]) + "\n"
     trailer = "\n" + "\n".join(lines[last + 1 :])
-    errors["validation_failed"] = _templ(header, [("read", "name")]) + "{problems}" + _esc(trailer) + "{arguments}"
-    ppath, pmsg = lines[first][4:].split(": ", 1)
+    errors["validation_failed"] = _templ(header, [(name, "name")]) + "{problems}" + _esc(trailer) + "{arguments}"
     errors["validation_problem"] = _esc("  - ") + "{path}" + _esc(": ") + "{message}"
-    for label in ("double_encoded", "claude_edit_names", "not_object", "not_json", "missing_required", "wrong_type"):
-        probe = PROBES[label]
-        body = res[label]
-        problems = [ln[4:].split(": ", 1) for ln in body.split("\n") if ln.startswith("  - ")]
-        parsed = json.loads(log.wire_calls[label]["function"]["arguments"])
-        checks.append((label, {"key": "validation", "name": probe.name, "problems": problems, "arguments": parsed}))
+    for lb in schema_labels:
+        checks.append((lb, {"key": "validation", "name": PROBES[lb].name, "problems": problem_lines(res[lb]),
+                            "arguments": parsed_args(lb)}))
+
+    # arguments Pi could not parse into an object (1.x): "<header>{reason}<separator>{raw text as sent}"
+    raw_labels = [lb for lb in ("double_encoded", "not_object", "not_json", "truncated_json")
+                  if lb not in schema_labels and res[lb].endswith(PROBES[lb].arguments)
+                  and not problem_lines(res[lb]) and _ran(res[lb]) is False]
+    if len(raw_labels) >= 2:
+        heads = {lb: res[lb][: -len(PROBES[lb].arguments)] for lb in raw_labels}
+        prefix = os.path.commonprefix(list(heads.values()))
+        split = {lb: h[len(prefix):].rsplit("\n\n", 1) for lb, h in heads.items()}
+        seps = {"\n\n" + parts[1] for parts in split.values() if len(parts) == 2}
+        if len(seps) != 1 or any(len(parts) != 2 for parts in split.values()):
+            raise CaptureError(f"unparsed-arguments texts do not share one layout: {list(heads.values())!r}")
+        names = {PROBES[lb].name for lb in raw_labels}
+        if len(names) != 1:
+            raise CaptureError("unparsed-arguments probes must name one tool")
+        errors["invalid_arguments"] = _templ(prefix, [(names.pop(), "name")]) + "{reason}" + _esc(seps.pop()) + "{raw}"
+        if "double_encoded" in raw_labels:
+            errors["arguments_not_object"] = _esc(split["double_encoded"][0])
+        for lb in raw_labels:
+            checks.append((lb, {"key": "invalid_arguments", "name": PROBES[lb].name, "reason": split[lb][0],
+                                "raw": PROBES[lb].arguments}))
     return results, errors, checks
+
+
+_VALIDATION_LABELS = ("double_encoded", "wrong_type", "missing_required", "claude_edit_names", "not_object", "not_json")
 
 
 def _serialisation(log: CaptureLog) -> dict[str, Any]:
@@ -393,30 +441,88 @@ def _serialisation(log: CaptureLog) -> dict[str, Any]:
     }
 
 
+def _keys_union(into: dict[str, list[str]], kind: str, obj: dict[str, Any]) -> None:
+    keys = into.setdefault(kind, [])
+    for key in obj:
+        if key not in keys:
+            keys.append(key)
+
+
+def _session_format(files: list[Path]) -> dict[str, Any]:
+    """The layout of the session files Pi wrote: header version and keys, keys per entry type, per message role and
+    per content-block type (names sorted: which keys appear, not their order or values)."""
+    header: dict[str, Any] | None = None
+    entries: dict[str, list[str]] = {}
+    roles: dict[str, list[str]] = {}
+    blocks: dict[str, list[str]] = {}
+    for path in files:
+        for line in path.read_text(encoding="utf-8").splitlines():
+            if not line.strip():
+                continue
+            entry = json.loads(line)
+            if entry.get("type") == "session":
+                if header is None:
+                    header = entry
+                continue
+            _keys_union(entries, str(entry.get("type")), entry)
+            msg = entry.get("message")
+            if isinstance(msg, dict):
+                _keys_union(roles, str(msg.get("role")), msg)
+                for block in msg.get("content") if isinstance(msg.get("content"), list) else []:
+                    if isinstance(block, dict):
+                        _keys_union(blocks, str(block.get("type")), block)
+    if header is None:
+        raise CaptureError("Pi wrote no session file with a header line")
+    def tidy(d: dict[str, list[str]]) -> dict[str, list[str]]:
+        return {k: sorted(v) for k, v in sorted(d.items())}
+    return {"version": header.get("version"), "header_keys": sorted(header), "entries": tidy(entries),
+            "message_roles": tidy(roles), "content_blocks": tidy(blocks)}
+
+
+def _cli_section(version: str, log: CaptureLog) -> dict[str, Any]:
+    cli = pi_cli(version)
+    env = pi_env(Path("/"))
+    return {
+        "options": list(cli.options),
+        "env": list(cli.env),
+        "isolation_flags": isolation_flags(cli.options),
+        "run_env": {k: env[k] for k in sorted(env) if k.startswith("PI_") and k != "PI_CODING_AGENT_DIR"},
+        "json_events": sorted({str(e.get("type")) for e in log.events}),
+    }
+
+
+def _engines_node(version: str) -> str | None:
+    meta = json.loads((pi_package_dir(version) / "package.json").read_text(encoding="utf-8"))
+    node = (meta.get("engines") or {}).get("node")
+    return str(node) if node else None
+
+
 def capture_pi(version: str = DEFAULT_PI_VERSION, *, progress: Callable[[str], None] | None = None) -> HarnessCard:
     """Drive the installed Pi ``version`` and build its HarnessCard (needs ``harnessfit harness install pi``)."""
-    binary = pi_binary(version)
-    install_dir = str(binary.parent.parent.parent / _PKG)
+    pi_binary(version)
+    install_dir = str(pi_package_dir(version))
     say = progress or (lambda _msg: None)
     with tempfile.TemporaryDirectory(prefix="harnessfit-capture-") as tmp:
         root = Path(tmp).resolve()
+        days = [time.strftime("%Y-%m-%d")]
         say("main run: scripted tool calls")
         log = run_probes(version, root, [[PROBES[label] for label in labels] for labels in ROUNDS])
         cwd = log.cwd
         say("context run: AGENTS.md files")
         ctx_req, ctx_files, text_only = _context_run(version, root, cwd)
         say("orphan run: killed tool call")
+        days.append(time.strftime("%Y-%m-%d"))
         no_result = _orphan_run(version, root)
 
         first = log.requests[0]
         plain = first["messages"][0]["content"]
         with_ctx = ctx_req["messages"][0]["content"]
+        # the date is a variable only where Pi puts one in the prompt (0.82.0 dropped its "Current date:" line)
         m = re.search(r"Current date: (\d{4}-\d{2}-\d{2})", plain)
-        if not m:
-            raise CaptureError("no 'Current date: YYYY-MM-DD' line in Pi's system prompt")
-        date = m.group(1)
+        date = m.group(1) if m else next((d for d in days if d in plain), None)
         # the context section is what the context run's prompt has between the common prefix and suffix
         pre = os.path.commonprefix([plain, with_ctx])
+        pre = pre[: pre.rfind("\n") + 1]  # the section starts on a line of its own (1.x: "<project_context>" vs "<cwd>")
         suf = os.path.commonprefix([plain[::-1], with_ctx[::-1]])[::-1]
         if len(pre) + len(suf) > len(plain):
             suf = suf[len(pre) + len(suf) - len(plain) :]
@@ -432,7 +538,7 @@ def capture_pi(version: str = DEFAULT_PI_VERSION, *, progress: Callable[[str], N
         )
         if section[i2 + len(p2) : j2] != section[i1 + len(p1) : j1]:
             raise CaptureError("context files are not rendered the same way each")
-        values = {"install_dir": install_dir, "date": date, "cwd": str(cwd)}
+        values = {"install_dir": install_dir, "date": date or "", "cwd": str(cwd)}
         parts = _split_vars(pre, values) + [{"var": "context"}] + _split_vars(suf, values)
         variables = []
         for part in parts:
@@ -449,6 +555,9 @@ def capture_pi(version: str = DEFAULT_PI_VERSION, *, progress: Callable[[str], N
         card = HarnessCard(
             harness="pi",
             version=version,
+            package=installed_package(version),
+            engines_node=_engines_node(version),
+            cli=_cli_section(version, log),
             request=request,
             system_prompt=template,
             tools=first["tools"],
@@ -460,6 +569,7 @@ def capture_pi(version: str = DEFAULT_PI_VERSION, *, progress: Callable[[str], N
             },
             results=results,
             errors=errors,
+            session=_session_format(log.session_files + sorted((root / "sessions-context").glob("*.jsonl"))),
             examples=[
                 {
                     "label": p.label,
@@ -472,6 +582,7 @@ def capture_pi(version: str = DEFAULT_PI_VERSION, *, progress: Callable[[str], N
             ],
         )
         # self-checks: the card reproduces what Pi sent
+        date = date or days[0]  # any date renders the same prompt when there is no date variable
         if card.render_system_prompt(str(cwd), date, install_dir=install_dir) != plain:
             raise CaptureError("the learned system-prompt template does not reproduce Pi's prompt (no context)")
         if card.render_system_prompt(str(cwd), date, ctx_files, install_dir=install_dir) != with_ctx:
@@ -493,7 +604,7 @@ def capture_pi(version: str = DEFAULT_PI_VERSION, *, progress: Callable[[str], N
 def _ran(text: str) -> bool:
     """Whether Pi executed the tool (False: it answered with a validation or tool-lookup error)."""
     return not (
-        text.startswith(("Validation failed for tool", "Edit tool input is invalid"))
+        text.startswith(("Validation failed for tool", "Edit tool input is invalid", "Invalid arguments for tool"))
         or re.fullmatch(r"Tool \S+ not found", text) is not None
     )
 

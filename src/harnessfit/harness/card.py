@@ -2,14 +2,21 @@
 
 A card is what every later stage renders against: the converter builds wire conversations with its system prompt,
 tool schemas and result texts; the validator gates tool calls with ``validate_call``; eval compares against it.
-It is stored as JSON (``cards/<harness>-<version>.json``, key order kept) and identified by ``id`` + ``sha256``.
+It is stored as JSON (``cards/<harness>-<version>.json``, key order kept) and identified by ``id`` + ``sha256``;
+``format`` is the card layout version (``CARD_FORMAT``; ``load_card`` refuses a format it cannot read).
+
+Identity and switches: ``package`` (the npm package the version was installed from, e.g.
+``@earendil-works/pi-coding-agent``), ``engines_node`` (its Node.js range), ``cli`` (what ``pi --help`` documents:
+``options``, Pi's own ``env`` variables; ``isolation_flags`` and ``run_env`` that unattended runs use;
+``json_events``, the event types ``--mode json`` printed). ``session``: the session-file layout Pi wrote (header
+``version`` and keys, the keys of each entry type, of each message role and of each content block type).
 
 System prompt: ``system_prompt.parts`` is a list of fixed texts (``{"text": …}``) and variables (``{"var": …}``):
 ``install_dir`` (the Pi package folder named in the docs block; default: where ``harnessfit harness install``
-puts it, ``<HARNESSFIT_HOME>/harness/pi/<version>/node_modules/@mariozechner/pi-coding-agent``), ``date``
-(``YYYY-MM-DD``), ``cwd`` (absolute) and ``context`` (the "# Project Context" section built from context files with
-``system_prompt.context`` = ``header`` + files joined by ``separator`` (each ``file`` template with ``{path}``/
-``{content}``) + ``footer``; empty when there are none, as with ``-nc``).
+puts it, ``<HARNESSFIT_HOME>/harness/pi/<version>/node_modules/<package>``), ``date`` (``YYYY-MM-DD``; only in
+versions whose prompt has a date), ``cwd`` (absolute) and ``context`` (the project-context section built from context
+files with ``system_prompt.context`` = ``header`` + files joined by ``separator`` (each ``file`` template with
+``{path}``/``{content}``) + ``footer``; empty when there are none, as with ``-nc``).
 
 Result and error texts (``results`` / ``errors``) are ``str.format`` templates; ``format_result(key, **values)``
 fills one. Keys:
@@ -23,7 +30,9 @@ fills one. Keys:
 - errors: ``file_not_found`` ``{abs_path}`` (ENOENT); ``offset_beyond_end`` ``{offset} {total}``;
   ``tool_not_found`` ``{name}``; ``edit_no_match`` ``{path}``; ``edit_empty`` (edits is ``[]``); ``validation_failed`` ``{name} {problems}
   {arguments}`` where ``problems`` are ``validation_problem`` lines (``{path} {message}``) joined by ``\\n`` and
-  ``arguments`` is ``pi_pretty_json(arguments as parsed)``; ``no_result`` (the literal ``No result provided``, sent
+  ``arguments`` is ``pi_pretty_json(arguments as parsed)``; ``invalid_arguments`` ``{name} {reason} {raw}`` (1.x:
+  argument text that is not one JSON object, with the text as sent) and ``arguments_not_object`` (its reason for
+  valid JSON that is not an object); ``no_result`` (the literal ``No result provided``, sent
   for a tool call that never got a result).
 
 ``refused(text)`` names the error key when a tool-result text is one of Pi's refusals (``REFUSAL_KEYS``: Pi answered
@@ -50,7 +59,8 @@ import orjson
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 from harnessfit.errors import UserError
-from harnessfit.jsonio import sha256_bytes
+from harnessfit.core.jsonio import sha256_bytes
+from harnessfit.harness.versions import DEFAULT_PI_VERSION
 from harnessfit.paths import harness_dir
 
 __all__ = [
@@ -59,11 +69,19 @@ __all__ = [
     "PromptTemplate",
     "HarnessCard",
     "load_card",
+    "card_from_json",
     "card_path",
+    "CARD_FORMAT",
     "pi_pretty_json",
     "WARNING_CODES",
     "REFUSAL_KEYS",
 ]
+
+
+CARD_FORMAT = 2
+"""Card layout version. 2: ``format``, ``package``, ``engines_node``, ``cli`` and ``session`` added, the ``date``
+variable optional (1 was the 0.73.1-only layout without them)."""
+READABLE_FORMATS = (CARD_FORMAT,)
 
 
 class ViolationCode(StrEnum):
@@ -98,7 +116,7 @@ WARNING_CODES = frozenset(
 )
 
 
-REFUSAL_KEYS: tuple[str, ...] = ("validation_failed", "tool_not_found", "edit_empty")
+REFUSAL_KEYS: tuple[str, ...] = ("validation_failed", "invalid_arguments", "tool_not_found", "edit_empty")
 """Error texts that mean Pi refused the call (did not run the tool), as opposed to a tool that ran and failed."""
 
 
@@ -176,8 +194,12 @@ class HarnessCard(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
+    format: int = CARD_FORMAT
     harness: str
     version: str
+    package: str
+    engines_node: str | None = None
+    cli: dict[str, Any]
     request: dict[str, Any]
     system_prompt: PromptTemplate
     tools: list[dict[str, Any]]
@@ -185,6 +207,7 @@ class HarnessCard(BaseModel):
     serialisation: dict[str, Any]
     results: dict[str, str]
     errors: dict[str, str]
+    session: dict[str, Any]
     examples: list[dict[str, Any]] = Field(default_factory=list)
     # per-tool schema and compiled validator, built on first use (validate_call runs once per converted call)
     _validators: dict[str, tuple[dict[str, Any], Any, Callable[[Any], bool] | None]] = PrivateAttr(default_factory=dict)
@@ -207,7 +230,7 @@ class HarnessCard(BaseModel):
     # -- system prompt ---------------------------------------------------------------------------------------
     def default_install_dir(self) -> str:
         """Where ``harnessfit harness install`` puts this harness's package (the default ``install_dir``)."""
-        return str(harness_dir(self.harness, self.version) / "node_modules" / "@mariozechner" / "pi-coding-agent")
+        return str(harness_dir(self.harness, self.version) / "node_modules" / self.package)
 
     def render_system_prompt(
         self,
@@ -257,6 +280,12 @@ class HarnessCard(BaseModel):
         args, coerced = _coerce(args, schema, "")
         return args, notes, coerced
 
+    @property
+    def strict_arguments(self) -> bool:
+        """Whether this version refuses argument text that is not one complete JSON object (``invalid_arguments``,
+        1.x) instead of repairing truncated JSON and running the tool (up to 0.82)."""
+        return "invalid_arguments" in self.errors
+
     def tool_names(self) -> list[str]:
         return [t["function"]["name"] for t in self.tools]
 
@@ -276,6 +305,12 @@ class HarnessCard(BaseModel):
         if isinstance(arguments, (str, bytes)):
             text = arguments.decode("utf-8", "replace") if isinstance(arguments, bytes) else arguments
             parsed, note = _parse_like_pi(text)
+            if note is not None and self.strict_arguments and note.code in (
+                    ViolationCode.repaired_truncated_json, ViolationCode.invalid_json):
+                # pi-ai 1.x (parseToolCallArguments) completes no partial JSON: the call is answered with
+                # the invalid_arguments text and never runs
+                return found + [Violation(code=ViolationCode.invalid_json, severity="error",
+                                          detail=f"arguments are not complete JSON; Pi {self.version} refuses them")]
             if note is not None:
                 found.append(note)
         else:
@@ -570,16 +605,36 @@ def _from_schema_error(err: jsonschema.ValidationError) -> Violation:
 # -- loading -------------------------------------------------------------------------------------------------
 
 
-def card_path(name: str = "pi", version: str = "0.73.1") -> Path:
+def card_path(name: str = "pi", version: str = DEFAULT_PI_VERSION) -> Path:
     """Where the committed card of ``name``/``version`` lives inside the package."""
     return Path(str(resources.files("harnessfit.harness") / "cards" / f"{name}-{version}.json"))
 
 
-def load_card(name: str = "pi", version: str = "0.73.1") -> HarnessCard:
+def card_from_json(data: bytes, source: str = "card") -> HarnessCard:
+    """A card from its JSON; a UserError naming the format when this harnessfit cannot read it."""
+    try:
+        raw = orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        raise UserError(f"{source} is not JSON: {exc}") from exc
+    if not isinstance(raw, dict):
+        raise UserError(f"{source} is not a harness card (a JSON object)")
+    fmt = raw.get("format", 1)
+    if fmt not in READABLE_FORMATS:
+        known = ", ".join(map(str, READABLE_FORMATS))
+        hint = "re-capture it with `harnessfit harness capture`" if isinstance(fmt, int) and fmt < CARD_FORMAT else (
+            "it was written by a newer harnessfit; upgrade harnessfit")
+        raise UserError(f"{source} has card format {fmt!r}, this harnessfit reads format {known}: {hint}")
+    return HarnessCard.model_validate(raw)
+
+
+def load_card(name: str = "pi", version: str = DEFAULT_PI_VERSION) -> HarnessCard:
     """The committed card for ``name``/``version`` (package data)."""
     path = card_path(name, version)
     if not path.is_file():
+        from harnessfit.harness.versions import PI_CARD_VERSIONS
+
         raise UserError(
-            f"no harness card for {name} {version}: run `harnessfit harness capture {name} --version {version}`"
+            f"no harness card for {name} {version} (committed: {', '.join(PI_CARD_VERSIONS)}): "
+            f"run `harnessfit harness capture {name} --version {version} --out FILE`"
         )
-    return HarnessCard.model_validate(orjson.loads(path.read_bytes()))
+    return card_from_json(path.read_bytes(), path.name)

@@ -13,6 +13,7 @@ import typer
 from rich.console import Console
 
 from harnessfit.errors import UserError
+from harnessfit.harness.versions import DEFAULT_PI_VERSION
 
 __all__ = ["register"]
 
@@ -31,26 +32,35 @@ def _check_harness(name: str) -> None:
         raise UserError(f"unknown harness {name!r}: only `pi` is supported")
 
 
-def _default_version() -> str:
-    from harnessfit.harness.pi import DEFAULT_PI_VERSION
-
-    return DEFAULT_PI_VERSION
-
-
 @harness_app.command("install")
-def install_cmd(harness: HarnessArg = "pi", version: VersionOpt = "0.73.1") -> None:
+def install_cmd(
+    harness: HarnessArg = "pi",
+    version: VersionOpt = DEFAULT_PI_VERSION,
+    package: Annotated[
+        Optional[str],
+        typer.Option("--package", help="npm package to install (default: the scope the version is published under: "
+                     "@mariozechner/pi-coding-agent up to 0.73.x, @earendil-works/pi-coding-agent from 0.74.0)."),
+    ] = None,
+    node: Annotated[
+        str,
+        typer.Option("--node", help="auto: when the version's engines.node asks for more than this machine's node, "
+                     "install Node.js from npm beside it; system: refuse instead."),
+    ] = "auto",
+) -> None:
     """Install the harness CLI from npm into harnessfit's own folder (idempotent) and check `pi --version`."""
-    from harnessfit.harness.pi import install_pi
+    from harnessfit.harness.pi import install_pi, installed_package
 
     _check_harness(harness)
-    binary = install_pi(version)
-    typer.echo(f"pi {version} installed: {binary}")
+    console = Console(stderr=True)
+    binary = install_pi(version, package=package, node=node,
+                        say=lambda msg: console.print(f"[dim]install:[/] {msg}", highlight=False, soft_wrap=True))
+    typer.echo(f"pi {version} installed ({installed_package(version)}): {binary}")
 
 
 @harness_app.command("capture")
 def capture_cmd(
     harness: HarnessArg = "pi",
-    version: VersionOpt = "0.73.1",
+    version: VersionOpt = DEFAULT_PI_VERSION,
     out: Annotated[Optional[Path], typer.Option("--out", help="Write the captured card JSON here.")] = None,
     check: Annotated[
         bool, typer.Option("--check", help="Exit 1 when the capture differs from the committed card (or none exists).")
@@ -73,7 +83,7 @@ def capture_cmd(
                f"{len(card.results)} result texts, {len(card.errors)} error texts")
     if not committed.is_file():
         typer.echo(f"no committed card for {card.id}; comparing with the default version's card")
-        committed = card_path(harness, _default_version())
+        committed = card_path(harness, DEFAULT_PI_VERSION)
         if check:
             _print_diff(committed.read_bytes(), data, committed.name)
             raise typer.Exit(1)
@@ -92,6 +102,33 @@ def _print_diff(old: bytes, new: bytes, name: str) -> None:
     typer.echo("\n".join(diff))
 
 
+def _card_of(spec: str):
+    from harnessfit.harness.card import load_card
+    from harnessfit.harness.versions import parse_harness
+
+    if "@" not in spec:
+        raise UserError(f"give a harness version as pi@VERSION, got {spec!r}")
+    name, version = parse_harness(spec)
+    return load_card(name, version)
+
+
+@harness_app.command("diff")
+def diff_cmd(
+    a: Annotated[str, typer.Argument(help="The card a trace or model was made for, e.g. pi@0.73.1.")],
+    b: Annotated[str, typer.Argument(help="The card to compare it with, e.g. pi@1.6.0.")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print the comparison as one JSON object.")] = False,
+) -> None:
+    """What differs between two committed harness cards, section by section (prompt as a unified diff, tools,
+    serialisation, result and error texts, probe behaviour, CLI switches, session format)."""
+    from harnessfit.harness.diff import card_diff
+
+    diff = card_diff(_card_of(a), _card_of(b))
+    if as_json:
+        typer.echo(orjson.dumps(diff.to_json(), option=orjson.OPT_INDENT_2).decode())
+    else:
+        typer.echo(diff.render())
+
+
 @harness_app.command("render")
 def render_cmd(
     cwd: Annotated[Optional[Path], typer.Option("--cwd", help="Working directory Pi runs in (default: current).")] = None,
@@ -104,7 +141,7 @@ def render_cmd(
         Optional[str], typer.Option("--install-dir", help="Pi package folder named in the prompt (default: harnessfit's).")
     ] = None,
     harness: Annotated[str, typer.Option("--harness", help="Harness name.")] = "pi",
-    version: VersionOpt = "0.73.1",
+    version: VersionOpt = DEFAULT_PI_VERSION,
 ) -> None:
     """Print the exact system prompt and tools the harness would send for a working directory and date."""
     from harnessfit.harness.card import load_card
@@ -132,7 +169,7 @@ def render_cmd(
 @harness_app.command("card")
 def card_cmd(
     harness: HarnessArg = "pi",
-    version: VersionOpt = "0.73.1",
+    version: VersionOpt = DEFAULT_PI_VERSION,
 ) -> None:
     """Print a summary of the committed HarnessCard (id, hash, tools, result and error texts)."""
     from harnessfit.harness.card import card_path, load_card
@@ -141,6 +178,8 @@ def card_cmd(
     card = load_card(harness, version)
     typer.echo(f"card     {card.id}  ({card_path(harness, version)})")
     typer.echo(f"sha256   {card.sha256}")
+    typer.echo(f"package  {card.package} (node {card.engines_node or 'any'}; card format {card.format})")
+    typer.echo(f"flags    {' '.join(card.cli.get('isolation_flags', []))}")
     typer.echo(f"request  {', '.join(card.request['keys'])}")
     typer.echo(f"prompt   variables: {', '.join(card.system_prompt.variables)}")
     typer.echo(f"tools    {', '.join(card.default_tools)}")
@@ -153,7 +192,7 @@ def validate_cmd(
     name: Annotated[str, typer.Argument(help="Tool name, e.g. read.")],
     arguments: Annotated[str, typer.Argument(help="Raw arguments text, e.g. '{\"path\":\"a.txt\"}'.")],
     harness: Annotated[str, typer.Option("--harness", help="Harness name.")] = "pi",
-    version: VersionOpt = "0.73.1",
+    version: VersionOpt = DEFAULT_PI_VERSION,
 ) -> None:
     """Check one tool call against the card; exit 1 when the harness would refuse it (errors), 0 otherwise."""
     from harnessfit.harness.card import load_card

@@ -1,4 +1,5 @@
-"""The real Pi CLI (``@mariozechner/pi-coding-agent``): install it into harnessfit's own folder, configure it for a
+"""The real Pi CLI (``@mariozechner/pi-coding-agent`` up to 0.73.x, ``@earendil-works/pi-coding-agent`` from
+0.74.0; ``harness.versions``): install it into harnessfit's own folder, configure it for a
 local OpenAI-compatible endpoint, and run it unattended.
 
 Everything here is about running the genuine npm package, never a re-implementation: the harness card, the
@@ -8,11 +9,12 @@ own Pi settings, sessions and API keys never leak into a capture or an eval.
 
 from __future__ import annotations
 
+import functools
 import os
-import shutil
+import re
 import subprocess
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,28 +22,48 @@ from typing import Any
 import orjson
 
 from harnessfit.errors import UserError
-from harnessfit.paths import file_lock, harness_dir
+from harnessfit.harness.versions import (
+    DEFAULT_PI_VERSION,
+    PRIVATE_NODE_VERSION,
+    parse_version,
+    pi_package,
+    private_node_package,
+)
+from harnessfit.npm import install_npm_folder, npm_install, write_package_json
+from harnessfit.paths import harness_dir
 
 __all__ = [
     "DEFAULT_PI_VERSION",
-    "PI_PACKAGE",
     "PiRun",
+    "PiCli",
     "install_pi",
+    "installed_package",
     "pi_binary",
+    "pi_package_dir",
     "pi_version",
+    "pi_cli",
+    "parse_help",
+    "isolation_flags",
+    "run_flags",
     "write_pi_agent_config",
     "pi_env",
     "pi_command",
     "run_pi",
 ]
 
-DEFAULT_PI_VERSION = "0.73.1"
-PI_PACKAGE = "@mariozechner/pi-coding-agent"
 _PROVIDER = "local"
+_RECORD = "harnessfit-install.json"
+_WRAPPER = "pi"
 
 
-def _bin_in(folder: Path) -> Path:
+def _dot_bin(folder: Path) -> Path:
     return folder / "node_modules" / ".bin" / "pi"
+
+
+def _entry(folder: Path) -> Path:
+    """What runs Pi in an install folder: harnessfit's wrapper (Pi on the private node) or npm's ``.bin/pi``."""
+    wrapper = folder / _WRAPPER
+    return wrapper if wrapper.is_file() else _dot_bin(folder)
 
 
 def pi_version(binary: Path, env: dict[str, str] | None = None) -> str | None:
@@ -63,68 +85,248 @@ def pi_version(binary: Path, env: dict[str, str] | None = None) -> str | None:
     return out[-1].strip() if out else None
 
 
-def _require_node() -> None:
-    missing = [tool for tool in ("node", "npm") if shutil.which(tool) is None]
-    if missing:
-        raise UserError(
-            f"{' and '.join(missing)} not found on PATH: install Node.js >= 20.6 (with npm) to use the Pi harness"
-        )
+# -- node version ranges (``engines.node``): the comparator forms npm's semver accepts that Pi uses ----------
+
+_COMPARATOR = re.compile(r"(>=|<=|>|<|=|\^|~)?\s*v?(\d+)(?:\.(\d+|[xX*]))?(?:\.(\d+|[xX*]))?")
 
 
-def install_pi(version: str = DEFAULT_PI_VERSION) -> Path:
-    """Install Pi ``version`` from npm into ``harness_dir("pi", version)`` and return the ``pi`` binary's path.
+def _satisfies(version: tuple[int, int, int], spec: str) -> bool | None:
+    """Whether ``version`` satisfies the npm range ``spec`` (``>=22.19.0``, ``^20.6 || >=22``); None when the range
+    uses a form this reader does not know (hyphen ranges, pre-release tags)."""
+    if "-" in spec:  # a hyphen range or a pre-release tag
+        return None
+    for alt in (alt.strip() for alt in spec.split("||")):
+        ok = True
+        for token in re.findall(r"(?:>=|<=|>|<|=|\^|~)?\s*v?[0-9][0-9A-Za-z.*]*", alt) or ["*"]:
+            if token == "*":
+                continue
+            m = _COMPARATOR.fullmatch(token.strip())
+            if m is None:
+                return None
+            op, parts = m.group(1) or "=", [m.group(i) for i in (2, 3, 4)]
+            wild = next((i for i, p in enumerate(parts) if p is None or p in "xX*"), 3)
+            base = tuple(int(p) if i < wild else 0 for i, p in enumerate(parts))
+            if op == "=" and wild < 3:  # "22" is ^22, "22.19" is ~22.19
+                op = "~" if wild >= 2 else "^"
+            if op == ">=":
+                ok &= version >= base
+            elif op == ">":
+                ok &= version > base
+            elif op == "<=":
+                ok &= version <= base
+            elif op == "<":
+                ok &= version < base
+            elif op == "=":
+                ok &= version == base
+            elif op == "^":
+                lead = next((i for i, p in enumerate(base) if p != 0), 2)
+                upper = tuple(list(base[:lead]) + [base[lead] + 1] + [0] * (2 - lead))
+                ok &= base <= version < upper
+            elif op == "~":
+                upper = (base[0] + 1, 0, 0) if wild == 1 else (base[0], base[1] + 1, 0)
+                ok &= base <= version < upper
+        if ok:
+            return True
+    return False
 
-    Idempotent (a working install is kept) and safe under concurrency: one file lock per version, npm runs in a
-    temporary sibling folder that is renamed into place only after ``pi --version`` printed ``version``.
+
+def _node_version(node: str | Path = "node") -> tuple[int, int, int] | None:
+    try:
+        proc = subprocess.run([str(node), "--version"], capture_output=True, text=True, timeout=30,
+                              stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    m = re.match(r"v?(\d+)\.(\d+)\.(\d+)", proc.stdout.strip())
+    return (int(m.group(1)), int(m.group(2)), int(m.group(3))) if m and proc.returncode == 0 else None
+
+
+def _vtext(v: tuple[int, int, int] | None) -> str:
+    return "none" if v is None else "v" + ".".join(map(str, v))
+
+
+def _read_record(folder: Path) -> dict[str, Any] | None:
+    try:
+        record = orjson.loads((folder / _RECORD).read_bytes())
+    except (OSError, orjson.JSONDecodeError):
+        return None
+    return record if isinstance(record, dict) else None
+
+
+def installed_package(version: str) -> str:
+    """The npm package installed for Pi ``version`` (what ``--package`` chose; otherwise the scope rule)."""
+    record = _read_record(harness_dir("pi", version))
+    if record and isinstance(record.get("package"), str):
+        return record["package"]
+    return pi_package(version)
+
+
+def pi_package_dir(version: str) -> Path:
+    """The installed Pi package folder (the ``install_dir`` Pi names in its system prompt)."""
+    return harness_dir("pi", version) / "node_modules" / installed_package(version)
+
+
+def _install_ok(folder: Path, version: str, package: str) -> bool:
+    binary = _entry(folder)
+    if not binary.exists():
+        return False
+    record = _read_record(folder)
+    got = record.get("package") if record else pi_package(version)  # installs made before the record existed
+    return got == package and pi_version(binary) == version
+
+
+def install_pi(version: str = DEFAULT_PI_VERSION, *, package: str | None = None, node: str = "auto",
+               say: Callable[[str], None] | None = None) -> Path:
+    """Install Pi ``version`` from npm into ``harness_dir("pi", version)`` and return the command that runs it.
+
+    ``package`` overrides the npm package (default: ``pi_package(version)``, the scope that version is published
+    under). When the package's ``engines.node`` asks for more than the machine's ``node``, ``node="auto"`` adds
+    Node.js ``PRIVATE_NODE_VERSION`` from npm (``node-<os>-<arch>``, a package that ships the binary) to the same
+    folder and writes a ``pi`` wrapper that runs Pi on it; ``node="system"`` refuses with one line instead.
+
+    Idempotent (a working install of the same package is kept) and safe under concurrency: one file lock per
+    version, npm runs in a temporary sibling folder that is renamed into place only after ``pi --version``
+    printed ``version``. ``harnessfit-install.json`` in the folder records the package and the node it runs on.
     """
-    target = harness_dir("pi", version)
-    binary = _bin_in(target)
-    if binary.exists() and pi_version(binary) == version:
-        return binary
-    _require_node()
-    with file_lock(target.parent / f".{version}.lock"):
-        if binary.exists() and pi_version(binary) == version:
-            return binary
-        tmp = Path(tempfile.mkdtemp(prefix=f".{version}.tmp-", dir=target.parent))
-        try:
-            (tmp / "package.json").write_bytes(
-                orjson.dumps({"name": "harnessfit-pi", "private": True, "dependencies": {PI_PACKAGE: version}})
-            )
-            try:
-                proc = subprocess.run(
-                    ["npm", "install", "--no-audit", "--no-fund", "--loglevel=error", "--save-exact"],
-                    cwd=tmp,
-                    stdin=subprocess.DEVNULL,
-                    capture_output=True,
-                    text=True,
-                    timeout=900,
-                )
-            except subprocess.TimeoutExpired as exc:
-                raise UserError(f"npm install of {PI_PACKAGE}@{version} took over 15 minutes and was stopped") from exc
-            if proc.returncode != 0:
-                lines = [ln.strip() for ln in (proc.stderr or proc.stdout).splitlines() if ln.strip()]
-                reason = next((ln for ln in lines if "ERR" in ln and "code" not in ln.lower()), None) or (
-                    lines[-1] if lines else f"exit code {proc.returncode}"
-                )
-                raise UserError(f"npm install of {PI_PACKAGE}@{version} failed: {reason}")
-            got = pi_version(_bin_in(tmp))
-            if got != version:
-                raise UserError(f"installed {PI_PACKAGE}@{version} but `pi --version` printed {got!r}")
-            if target.exists():
-                shutil.rmtree(target)
-            os.replace(tmp, target)
-        finally:
-            if tmp.exists():
-                shutil.rmtree(tmp, ignore_errors=True)
-    return binary
+    parse_version(version)
+    if node not in ("auto", "system"):
+        raise UserError(f"--node must be auto or system, got {node!r}")
+    pkg = package or pi_package(version)
+    tell = say or (lambda _msg: None)
+    record: dict[str, Any] = {}
+
+    def add_node_if_needed(tmp: Path) -> None:
+        meta = orjson.loads((tmp / "node_modules" / pkg / "package.json").read_bytes())
+        engines = str((meta.get("engines") or {}).get("node") or "")
+        system = _node_version()
+        record.update({"package": pkg, "version": version, "engines_node": engines or None,
+                       "node": f"system {_vtext(system)}"})
+        fits = _satisfies(system, engines) if engines and system else True
+        if fits is False:
+            private = private_node_package()
+            if node == "system":
+                raise UserError(f"{pkg}@{version} needs node {engines} but this machine has {_vtext(system)}: "
+                                f"install a newer Node.js or use --node auto (node {PRIVATE_NODE_VERSION} "
+                                f"from npm into harnessfit's folder)")
+            if _satisfies(parse_version(PRIVATE_NODE_VERSION), engines) is False:
+                raise UserError(f"{pkg}@{version} needs node {engines}, which neither this machine's node "
+                                f"({_vtext(system)}) nor harnessfit's private node {PRIVATE_NODE_VERSION} has")
+            tell(f"{pkg}@{version} needs node {engines} (this machine: {_vtext(system)}): "
+                 f"installing {private}@{PRIVATE_NODE_VERSION} from npm beside it")
+            write_package_json(tmp, "harnessfit-pi", {pkg: version, private: PRIVATE_NODE_VERSION})
+            npm_install(tmp, f"{private}@{PRIVATE_NODE_VERSION}")
+            _write_wrapper(tmp, pkg, meta, private)
+            record["node"] = f"{private}@{PRIVATE_NODE_VERSION}"
+        (tmp / _RECORD).write_bytes(orjson.dumps(record, option=orjson.OPT_INDENT_2))
+
+    def verify(folder: Path) -> str | None:
+        if _install_ok(folder, version, pkg):
+            return None
+        got = pi_version(_entry(folder)) if _entry(folder).exists() else None
+        return f"`pi --version` printed {got!r}"
+
+    target = install_npm_folder(harness_dir("pi", version), {pkg: version}, verify=verify, name="harnessfit-pi",
+                                prepare=add_node_if_needed)
+    return _entry(target)
+
+
+def _write_wrapper(folder: Path, pkg: str, meta: dict[str, Any], private: str) -> None:
+    """``<folder>/pi``: runs the package's ``bin.pi`` script on the private node (paths relative to the folder, so
+    the atomic rename and a moved ``$HARNESSFIT_HOME`` keep it working)."""
+    bins = meta.get("bin")
+    script = bins if isinstance(bins, str) else (bins or {}).get("pi")
+    if not isinstance(script, str):
+        raise UserError(f"{pkg} declares no `pi` binary in its package.json")
+    node_rel = f"node_modules/{private}/bin/node"
+    if not (folder / node_rel).is_file():
+        raise UserError(f"{private}@{PRIVATE_NODE_VERSION} installed without its bin/node")
+    cli_rel = f"node_modules/{pkg}/{script.removeprefix('./')}"
+    text = (
+        "#!/bin/sh\n"
+        f"# written by harnessfit: {pkg} runs on {private}@{PRIVATE_NODE_VERSION} (its engines.node asks for more\n"
+        "# than this machine's node)\n"
+        'here=$(CDPATH= cd -- "$(dirname -- "$0")" && pwd)\n'
+        f'exec "$here/{node_rel}" "$here/{cli_rel}" "$@"\n'
+    )
+    wrapper = folder / _WRAPPER
+    wrapper.write_text(text, encoding="utf-8")
+    wrapper.chmod(0o755)
 
 
 def pi_binary(version: str = DEFAULT_PI_VERSION) -> Path:
     """Path of an installed Pi binary; a UserError that says how to install it when it is missing."""
-    binary = _bin_in(harness_dir("pi", version))
+    binary = _entry(harness_dir("pi", version))
     if not binary.exists():
         raise UserError(f"Pi {version} is not installed: run `harnessfit harness install pi --version {version}`")
     return binary
+
+
+# -- the CLI's own switches (``pi --help``) ------------------------------------------------------------------
+
+_BASE_ISOLATION = ("--no-extensions", "--no-skills", "--no-prompt-templates", "--no-themes")
+_ISOLATION_IF_OFFERED = (
+    "--no-approve",  # 0.79+: ignore project-local .pi/ files (settings, extensions) instead of the trust prompt
+    "--no-mcp",  # 1.x: no built-in MCP servers or mcp__ tools
+)
+
+
+@dataclass(frozen=True)
+class PiCli:
+    """What ``pi --help`` documents: long options (``--no-approve`` …) and Pi's own environment variables."""
+
+    options: tuple[str, ...]
+    env: tuple[str, ...]
+
+
+def parse_help(text: str) -> PiCli:
+    """Long option names and ``PI_*`` environment variables from ``pi --help``, in the order printed."""
+    options: list[str] = []
+    env: list[str] = []
+    for line in text.splitlines():
+        m = re.match(r"\s{2}(--[a-z][a-z0-9-]*)\b", line)
+        if m and m.group(1) not in options and m.group(1) != "--":
+            options.append(m.group(1))
+        m = re.match(r"\s{2}(PI_[A-Z0-9_]+)\s+-\s", line)
+        if m and m.group(1) not in env:
+            env.append(m.group(1))
+    return PiCli(tuple(options), tuple(env))
+
+
+@functools.cache
+def pi_cli(version: str) -> PiCli:
+    """The installed Pi ``version``'s documented switches (``pi --help`` run once per process, isolated HOME)."""
+    binary = pi_binary(version)
+    with tempfile.TemporaryDirectory(prefix="harnessfit-help-") as tmp:
+        try:
+            proc = subprocess.run([str(binary), "--help"], stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                                  timeout=120, env=pi_env(Path(tmp)), cwd=tmp)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise UserError(f"`pi --help` of Pi {version} did not run: {exc}") from exc
+    cli = parse_help(proc.stdout + "\n" + proc.stderr)  # 0.73.1 prints its help on stderr, 1.x on stdout
+    if proc.returncode != 0 or "--mode" not in cli.options:
+        raise UserError(f"`pi --help` of Pi {version} printed no option list (exit {proc.returncode})")
+    return cli
+
+
+def isolation_flags(options: Sequence[str]) -> list[str]:
+    """The switches of an unattended run for a CLI offering ``options``: no extension/skill/template/theme
+    discovery, plus ``--no-approve`` / ``--no-mcp`` where the version has them."""
+    missing = [flag for flag in (*_BASE_ISOLATION, "--no-context-files") if flag not in options]
+    if missing:
+        raise UserError(f"this Pi has no {', '.join(missing)}: harnessfit cannot run it isolated")
+    return [*_BASE_ISOLATION, *(flag for flag in _ISOLATION_IF_OFFERED if flag in options)]
+
+
+@functools.cache
+def run_flags(version: str) -> tuple[str, ...]:
+    """The isolation flags of unattended runs of Pi ``version``: the committed card's (captured from this CLI's
+    ``--help`` and re-checked against it in CI), else derived from the installed CLI's ``--help``."""
+    from harnessfit.harness.card import card_path, load_card
+
+    if card_path("pi", version).is_file():
+        card = load_card("pi", version)
+        if card.package == installed_package(version):
+            return tuple(card.cli["isolation_flags"])
+    return tuple(isolation_flags(pi_cli(version).options))
 
 
 def write_pi_agent_config(
@@ -182,7 +384,8 @@ def pi_env(home: Path, agent_dir: Path | None = None) -> dict[str, str]:
     env = {
         "HOME": str(home),
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-        "PI_OFFLINE": "1",
+        "PI_OFFLINE": "1",  # no update checks or downloads
+        "PI_TELEMETRY": "0",  # no install telemetry (documented by every captured version's --help)
         "PI_CODING_AGENT_DIR": str(agent_dir if agent_dir is not None else home / ".pi" / "agent"),
         "NO_COLOR": "1",
     }
@@ -202,16 +405,9 @@ def pi_command(
     extra_args: Sequence[str] = (),
     context_files: bool = False,
 ) -> list[str]:
-    """The argument list of one unattended json-mode run (isolation flags on; ``-nc`` unless ``context_files``)."""
-    cmd = [
-        str(pi_binary(version)),
-        "--mode",
-        "json",
-        "--no-extensions",
-        "--no-skills",
-        "--no-prompt-templates",
-        "--no-themes",
-    ]
+    """The argument list of one unattended json-mode run: the isolation flags this version offers
+    (``isolation_flags``), ``-nc`` unless ``context_files``."""
+    cmd = [str(pi_binary(version)), "--mode", "json", *run_flags(version)]
     if not context_files:
         cmd.append("-nc")
     cmd += ["--model", f"{_PROVIDER}/{model_id}", "--tools", ",".join(tools)]

@@ -15,7 +15,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from harnessfit import jsonio
+from harnessfit.core import jsonio
 from harnessfit.errors import UserError
 from harnessfit.paths import file_lock, models_dir
 

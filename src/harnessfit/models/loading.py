@@ -50,7 +50,7 @@ def model_revision(resolved: Path | str) -> str | None:
     if isinstance(resolved, Path) or Path(str(resolved)).is_dir():
         marker = Path(resolved) / "harnessfit-model.json"
         if marker.is_file():
-            from harnessfit import jsonio
+            from harnessfit.core import jsonio
 
             return jsonio.loads(marker.read_bytes()).get("source_sha256")
     return None

@@ -1,5 +1,14 @@
-"""report stage: Markdown/JSON tables of eval results (per model, and side by side before/after)."""
+"""report stage: the static HTML report of a run (one section per stage, a page per eval episode; ``build_report``)
+and the Markdown/JSON before/after tables of eval results (``compare``)."""
 
 from harnessfit.report.tables import compare, compare_table
 
-__all__ = ["compare", "compare_table"]
+__all__ = ["compare", "compare_table", "build_report"]
+
+
+def __getattr__(name: str):
+    if name == "build_report":  # imported on use: the tables stay cheap to import
+        from harnessfit.report.build import build_report
+
+        return build_report
+    raise AttributeError(name)

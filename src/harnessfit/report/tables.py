@@ -7,6 +7,7 @@ and the counts behind them — so a reader sees at once whether a difference is 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +16,7 @@ import orjson
 from harnessfit.errors import UserError
 from harnessfit.eval.results import RATE_METRICS, EvalResults, fmt_rate, load_results
 
-__all__ = ["compare", "compare_table", "column_labels"]
+__all__ = ["compare", "compare_table", "compare_rows", "Row", "column_labels"]
 
 
 def column_labels(results: Sequence[EvalResults], paths: Sequence[Path]) -> list[str]:
@@ -25,38 +26,59 @@ def column_labels(results: Sequence[EvalResults], paths: Sequence[Path]) -> list
             if names.count(n) > 1 else n for n, p in zip(names, paths, strict=True)]
 
 
-def _row(label: str, cells: list[str]) -> str:
-    return "| " + " | ".join([label, *cells]) + " |"
+@dataclass
+class Row:
+    """One metric across models: ``key`` names what the cells count (an episode field, ``tool_calls``,
+    ``double_encoded_arguments``, ``pass_at_k_<k>``, ``means_<field>``, ``failures``, ``scored``, ``sandbox``)."""
+
+    label: str
+    key: str
+    cells: list[str]
+    values: list[Any]
 
 
-def compare_table(results: Sequence[EvalResults], labels: Sequence[str]) -> tuple[str, dict[str, Any]]:
-    """Markdown table + the same numbers as a JSON-able dict."""
-    header = ["| Metric | " + " | ".join(labels) + " |", "|---|" + "---|" * len(labels)]
-    rows: list[str] = []
-    data: dict[str, Any] = {"models": list(labels), "metrics": {}}
+def compare_rows(results: Sequence[EvalResults]) -> list[Row]:
+    """The rows of a side-by-side table: rates with 95% Wilson intervals, tool calls, pass@k/pass^k, means,
+    failures, scored/unscored and the sandbox (one definition for the Markdown and the HTML report)."""
+    rows: list[Row] = []
     for label, field, _ in RATE_METRICS:
         cells = [r.aggregates.get("rates", {}).get(field, {}) for r in results]
-        rows.append(_row(label, [fmt_rate(c) if c else "n/a" for c in cells]))
-        data["metrics"][field] = cells
+        rows.append(Row(label, field, [fmt_rate(c) if c else "n/a" for c in cells], cells))
     valid = [r.aggregates.get("tool_calls", {}) for r in results]
-    rows.append(_row("Valid tool calls", [fmt_rate(v["valid_rate"]) if v else "n/a" for v in valid]))
-    rows.append(_row("Double-encoded arguments (calls)", [str(v.get("double_encoded_arguments", "n/a")) for v in valid]))
-    data["metrics"]["tool_calls"] = valid
+    rows.append(Row("Valid tool calls", "tool_calls", [fmt_rate(v["valid_rate"]) if v else "n/a" for v in valid],
+                    valid))
+    rows.append(Row("Double-encoded arguments (calls)", "double_encoded_arguments",
+                    [str(v.get("double_encoded_arguments", "n/a")) for v in valid],
+                    [v.get("double_encoded_arguments") for v in valid]))
     ks = sorted({k for r in results for k in r.aggregates.get("pass_at_k", {})}, key=int)
     for key, sym in (("pass_at_k", "@"), ("pass_hat_k", "^")):
         for k in ks:
             vals = [r.aggregates.get(key, {}).get(k) for r in results]
-            rows.append(_row(f"pass{sym}{k}", ["n/a" if v is None else f"{100 * v:.0f}%" for v in vals]))
-            data["metrics"][f"{key}_{k}"] = vals
+            rows.append(Row(f"pass{sym}{k}", f"{key}_{k}", ["n/a" if v is None else f"{100 * v:.0f}%" for v in vals],
+                            vals))
     means = [r.aggregates.get("means", {}) for r in results]
     for field, label in (("turns", "Mean turns"), ("tokens_total", "Mean tokens"), ("wall_seconds", "Mean wall s")):
-        rows.append(_row(label, ["n/a" if m.get(field) is None else f"{m[field]:g}" for m in means]))
-    rows.append(_row("Failures", [", ".join(f"{k} {v}" for k, v in r.aggregates.get("failures", {}).items()) or "–"
-                                  for r in results]))
-    rows.append(_row("Scored / unscored episodes",
-                     [f"{r.aggregates.get('scored', 0)} / {r.aggregates.get('unscored', 0)}" for r in results]))
-    rows.append(_row("Sandbox", [r.sandbox for r in results]))
-    return "\n".join(header + rows) + "\n", data
+        vals = [m.get(field) for m in means]
+        rows.append(Row(label, f"means_{field}", ["n/a" if v is None else f"{v:g}" for v in vals], vals))
+    fails = [r.aggregates.get("failures", {}) for r in results]
+    rows.append(Row("Failures", "failures", [", ".join(f"{k} {v}" for k, v in f.items()) or "–" for f in fails],
+                    fails))
+    scored = [(r.aggregates.get("scored", 0), r.aggregates.get("unscored", 0)) for r in results]
+    rows.append(Row("Scored / unscored episodes", "scored", [f"{a} / {b}" for a, b in scored], scored))
+    rows.append(Row("Sandbox", "sandbox", [r.sandbox for r in results], [r.sandbox for r in results]))
+    return rows
+
+
+def compare_table(results: Sequence[EvalResults], labels: Sequence[str]) -> tuple[str, dict[str, Any]]:
+    """Markdown table + the same numbers as a JSON-able dict."""
+    rows = compare_rows(results)
+    lines = ["| Metric | " + " | ".join(labels) + " |", "|---|" + "---|" * len(labels)]
+    lines += ["| " + " | ".join([row.label, *row.cells]) + " |" for row in rows]
+    data: dict[str, Any] = {"models": list(labels), "metrics": {}}
+    for row in rows:
+        if row.key in {f for _, f, _ in RATE_METRICS} or row.key == "tool_calls" or row.key.startswith("pass_"):
+            data["metrics"][row.key] = row.values
+    return "\n".join(lines) + "\n", data
 
 
 def compare(results_paths: Sequence[Path], out_md: Path, *, title: str = "Before / after in the real harness") -> Path:

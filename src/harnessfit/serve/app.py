@@ -4,7 +4,14 @@
 Why these shapes: Pi's ``openai-completions`` provider is the client. It streams, asks for a usage chunk
 (``stream_options.include_usage``), sends ``max_completion_tokens`` and reads ``delta.tool_calls``. A tool call is
 emitted as one complete delta (id, name, full arguments) when its ``</tool_call>`` arrives, never piecewise, so a
-client cannot see half a call. Every refusal is a 4xx with an OpenAI-style ``{"error": {"message": …}}`` body.
+client cannot see half a call. Every refusal is a 4xx with an OpenAI-style ``{"error": {"message": …}}`` body
+(an unexpected failure a 500 with the same shape, never plain text).
+
+A web page must not be able to drive this local server: every request needs a loopback ``Host`` (a DNS-rebinding
+page sends its own name) and, when it has an ``Origin``, a loopback one (a cross-origin ``fetch``); a chat request
+must be ``application/json`` (a "simple" cross-origin POST cannot set that type without a preflight) and at most
+``max_body_bytes`` long. When the client of a stream disconnects, its generation is cancelled; ``/health``
+answers 503 while the engine is stuck (``Engine.health``).
 """
 
 from __future__ import annotations
@@ -12,8 +19,9 @@ from __future__ import annotations
 import hashlib
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
+from urllib.parse import urlsplit
 
 import orjson
 from fastapi import FastAPI, Request
@@ -25,7 +33,48 @@ from harnessfit.serve.engine import Engine, GenerationResult
 from harnessfit.serve.protocol import ApiError, ChatRequest, parse_chat_request
 from harnessfit.serve.toolcalls import ParsedToolCall, ToolCallStream
 
-__all__ = ["create_app"]
+__all__ = ["create_app", "MAX_BODY_BYTES", "LOOPBACK_HOSTS"]
+
+MAX_BODY_BYTES = 8 * 1024 * 1024
+LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
+
+
+def _host_name(value: str) -> str:
+    """The host part of a ``Host`` header value (``[::1]:8000`` → ``::1``), lower-cased."""
+    value = value.strip().lower()
+    if value.startswith("["):
+        return value[1:].split("]", 1)[0]
+    return value.rsplit(":", 1)[0] if value.count(":") == 1 else value
+
+
+def _refusal(headers: dict[str, str]) -> str | None:
+    """Why a request's Host/Origin show it may come from a web page, or None."""
+    host = headers.get("host")
+    if host is None or _host_name(host) not in LOOPBACK_HOSTS:
+        return f"Host {host!r} is not allowed: this local server answers only requests addressed to 127.0.0.1"
+    origin = headers.get("origin")
+    if origin is not None:
+        parts = urlsplit(origin)
+        if parts.scheme not in ("http", "https") or (parts.hostname or "") not in LOOPBACK_HOSTS:
+            return f"Origin {origin!r} is not allowed: cross-origin requests to this local server are refused"
+    return None
+
+
+class _LoopbackOnly:
+    """ASGI middleware: refuse (403, OpenAI-style) any request whose Host or Origin is not loopback."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
+            why = _refusal(headers)
+            if why is not None:
+                response = JSONResponse(ApiError(403, why, code="forbidden_host").body(), status_code=403)
+                await response(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
 
 
 def _call_id(prompt_ids: list[int], index: int, call: ParsedToolCall) -> str:
@@ -154,7 +203,37 @@ def _stream(engine: Engine, prep: _Prepared) -> Iterator[bytes]:
     yield b"data: [DONE]\n\n"
 
 
-def create_app(engine: Engine):
+async def _stream_async(engine: Engine, prep: _Prepared) -> AsyncIterator[bytes]:
+    """``_stream`` pulled chunk by chunk in a worker thread. When the client disconnects, Starlette cancels this
+    generator; ``finally`` then cancels the generation, which frees the engine at its next token."""
+    chunks = _stream(engine, prep)
+    try:
+        while True:
+            chunk = await run_in_threadpool(next, chunks, None)
+            if chunk is None:
+                return
+            yield chunk
+    finally:
+        prep.cancel.set()
+
+
+def _media_type(value: str | None) -> str:
+    return (value or "").split(";", 1)[0].strip().lower()
+
+
+async def _read_body(request: Request, limit: int) -> bytes:
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        raise ApiError(413, f"request body of {int(declared)} bytes is over this server's limit of {limit} bytes")
+    body = bytearray()
+    async for piece in request.stream():
+        body += piece
+        if len(body) > limit:
+            raise ApiError(413, f"request body is over this server's limit of {limit} bytes")
+    return bytes(body)
+
+
+def create_app(engine: Engine, *, max_body_bytes: int = MAX_BODY_BYTES):
     """A FastAPI app serving ``engine`` (this module is imported only by the server process)."""
     app = FastAPI(title="harnessfit built-in backend", docs_url=None, redoc_url=None, openapi_url=None)
 
@@ -165,9 +244,14 @@ def create_app(engine: Engine):
     async def _http_error(_request: Request, exc: StarletteHTTPException) -> JSONResponse:
         return error(ApiError(exc.status_code, f"{exc.detail}: {_request.method} {_request.url.path}"))
 
+    @app.exception_handler(Exception)
+    async def _server_error(_request: Request, exc: Exception) -> JSONResponse:
+        return error(ApiError(500, f"internal error: {type(exc).__name__}: {exc}"[:500]))
+
     @app.get("/health")
-    async def health() -> dict[str, str]:
-        return {"status": "ok", "model": engine.model_id}
+    async def health() -> JSONResponse:
+        state = engine.health()
+        return JSONResponse(state, status_code=200 if state["status"] == "ok" else 503)
 
     @app.get("/v1/models")
     async def models() -> dict[str, Any]:
@@ -178,19 +262,25 @@ def create_app(engine: Engine):
 
     @app.post("/v1/chat/completions")
     async def chat(request: Request) -> Response:
-        body = await request.body()
         try:
+            kind = _media_type(request.headers.get("content-type"))
+            if kind != "application/json":
+                raise ApiError(415, f"request body must be application/json (got {kind or 'no content type'!r})")
+            body = await _read_body(request, max_body_bytes)
             parsed = parse_chat_request(body)
             prep = await run_in_threadpool(_Prepared, engine, parsed)
         except ApiError as exc:
             return error(exc)
         if parsed.stream:
             return StreamingResponse(
-                _stream(engine, prep), media_type="text/event-stream", headers={"Cache-Control": "no-cache"}
+                _stream_async(engine, prep), media_type="text/event-stream", headers={"Cache-Control": "no-cache"}
             )
         try:
             return JSONResponse(await run_in_threadpool(_complete, engine, prep))
         except ApiError as exc:
             return error(exc)
+        finally:
+            prep.cancel.set()
 
+    app.add_middleware(_LoopbackOnly)
     return app

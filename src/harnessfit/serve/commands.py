@@ -29,6 +29,10 @@ def register(app: typer.Typer) -> None:
         pi_config: Path | None = typer.Option(
             None, "--pi-config", help="Write Pi's models.json/settings.json for this server into this folder."
         ),
+        harness: str | None = typer.Option(
+            None, "--harness", help="With --pi-config: the installed Pi the config is for, as pi@VERSION (default: "
+            "the project's default); the printed command runs that version with its isolation flags."
+        ),
         threads: int = typer.Option(1, "--threads", help="torch threads of the built-in backend."),
         best_of: int = typer.Option(1, "--best-of", help="Sample up to N candidates per request and return the first "
                                     "whose tool calls pass the verifier (else the best-scoring one); built-in backend."),
@@ -44,13 +48,14 @@ def register(app: typer.Typer) -> None:
         from harnessfit.errors import UserError
         from harnessfit.serve.launcher import choose_backend
 
+        pi_version = _pi_version(harness) if pi_config is not None else None
         kind = choose_backend(backend)
         if best_of > 1 and kind == "vllm":
             raise UserError("--best-of needs the built-in backend (--backend builtin)")
         if verifier not in ("card",):
             raise UserError(f"unknown --verifier {verifier!r}: use card")
         if kind == "vllm":
-            _serve_vllm(model, adapter, tokenizer, port, max_tokens, model_id, pi_config)
+            _serve_vllm(model, adapter, tokenizer, port, max_tokens, model_id, pi_config, pi_version)
             return
         from harnessfit.serve.engine import load_engine
         from harnessfit.serve.server import serve_engine
@@ -71,14 +76,35 @@ def register(app: typer.Typer) -> None:
 
                 write_pi_agent_config(pi_config, base_url, engine.model_id,
                                       context_window=engine.context_window or 32768, max_tokens=engine.max_tokens)
-                typer.echo(f"Pi config written to {pi_config} (use: pi --model local/{engine.model_id})", err=True)
+                typer.echo(_pi_config_note(pi_config, engine.model_id, pi_version), err=True)
             typer.echo(f"serving {engine.model_id} at {base_url} (stop tokens {engine.stop_ids}, "
                        f"max {engine.max_tokens} tokens); Ctrl-C to stop", err=True)
 
         serve_engine(engine, port=port, ready_file=ready_file, on_ready=ready)
 
 
-def _serve_vllm(model, adapter, tokenizer, port, max_tokens, model_id, pi_config) -> None:
+def _pi_version(harness: str | None) -> str:
+    """The Pi version ``--harness`` names; it must be installed (checked before a model is loaded)."""
+    from harnessfit.harness.pi import pi_binary
+    from harnessfit.harness.versions import parse_harness
+
+    version = parse_harness(harness)[1]
+    pi_binary(version)
+    return version
+
+
+def _pi_config_note(pi_config: Path, model_id: str, pi_version: str | None) -> str:
+    """How to run the chosen Pi against the written config: its binary, its isolation flags, the config folder."""
+    from harnessfit.harness.pi import pi_binary, run_flags
+    from harnessfit.harness.versions import DEFAULT_PI_VERSION
+
+    version = pi_version or DEFAULT_PI_VERSION
+    flags = " ".join(run_flags(version))
+    return (f"Pi config written to {pi_config} (use: PI_CODING_AGENT_DIR={pi_config} PI_OFFLINE=1 "
+            f"{pi_binary(version)} {flags} --model local/{model_id})")
+
+
+def _serve_vllm(model, adapter, tokenizer, port, max_tokens, model_id, pi_config, pi_version=None) -> None:
     from harnessfit.serve.launcher import _free_port
     from harnessfit.serve.vllm import prepare_vllm
 
@@ -92,5 +118,6 @@ def _serve_vllm(model, adapter, tokenizer, port, max_tokens, model_id, pi_config
 
         write_pi_agent_config(pi_config, base_url, launch.model_id, context_window=launch.context_window or 32768,
                               max_tokens=max_tokens)
+        typer.echo(_pi_config_note(pi_config, launch.model_id, pi_version), err=True)
     typer.echo(f"serving {launch.model_id} at {base_url} via: {' '.join(launch.command)}", err=True)
     os.execvp(launch.command[0], launch.command)

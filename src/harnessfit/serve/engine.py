@@ -3,13 +3,20 @@
 Why not ``transformers serve``: we need the exact training template, tool-call arguments kept verbatim (its parser
 re-serialises them), a stop on every generation_config stop id, and a server-side output cap. This engine does only
 that: render → generate (greedy unless a temperature is asked for) → yield text deltas and a finish reason. One
-request at a time (a lock): the CPU has no spare cores for a second one anyway.
+generation at a time (a lock): the CPU has no spare cores for a second one anyway.
+
+The lock is held by the worker thread that runs ``model.generate`` and by nothing else — never by the consumer
+across a ``yield`` — so a consumer that stops reading (a client that hung up) can never wedge the engine: its
+generation ends at its token cap, or at the next token once ``cancel`` is set (the app sets it when the client
+disconnects, and the consumer's ``finally`` sets it when the iterator is closed). ``health()`` reports a
+generation that has made no progress for ``stall_seconds`` as stuck; ``/health`` answers 503 then.
 """
 
 from __future__ import annotations
 
 import queue
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,7 +26,7 @@ from harnessfit.errors import UserError
 from harnessfit.serve.protocol import ApiError, ChatRequest, template_messages, template_tools
 from harnessfit.serve.sources import ServeSource, collect_stop_ids, resolve_source
 
-__all__ = ["Engine", "GenerationResult", "load_engine", "render_prompt"]
+__all__ = ["Engine", "GenerationResult", "load_engine", "render_prompt", "render_text", "tokenize_prompt"]
 
 
 @dataclass
@@ -33,10 +40,12 @@ class GenerationResult:
 
 
 class _IdStreamer:
-    """A generate() streamer that forwards new token ids (the first ``put`` is the prompt, skipped) to a queue."""
+    """A generate() streamer that forwards new token ids (the first ``put`` is the prompt, skipped) to a queue and
+    tells ``on_token`` that the generation made progress."""
 
-    def __init__(self, q: queue.Queue) -> None:
+    def __init__(self, q: queue.Queue, on_token: Any) -> None:
         self._q = q
+        self._on_token = on_token
         self._prompt_seen = False
 
     def put(self, value: Any) -> None:
@@ -44,6 +53,7 @@ class _IdStreamer:
             self._prompt_seen = True
             return
         for tok in value.reshape(-1).tolist():
+            self._on_token()
             self._q.put(int(tok))
 
     def end(self) -> None:
@@ -53,7 +63,8 @@ class _IdStreamer:
 class Engine:
     """A loaded model + tokenizer + stop ids + output cap, producing text deltas for one request at a time."""
 
-    def __init__(self, model: Any, tokenizer: Any, *, stop_ids: list[int], max_tokens: int, model_id: str) -> None:
+    def __init__(self, model: Any, tokenizer: Any, *, stop_ids: list[int], max_tokens: int, model_id: str,
+                 stall_seconds: float = 120.0) -> None:
         if max_tokens < 1:
             raise UserError("--max-tokens must be at least 1")
         self.model = model
@@ -61,13 +72,58 @@ class Engine:
         self.stop_ids = list(stop_ids)
         self.max_tokens = max_tokens
         self.model_id = model_id
+        self.stall_seconds = stall_seconds
         self._lock = threading.Lock()
+        self._state = threading.Lock()  # guards the counters below (never held while generating)
+        self._busy_since: float | None = None
+        self._last_progress: float | None = None
+        self._waiting = 0
+        self.cancelled = 0  # generations stopped early because their consumer went away
         self.context_window = int(getattr(model.config, "max_position_embeddings", 0) or 0) or None
+        self._max_token_bytes: int | None = None
 
     # -- rendering ---------------------------------------------------------------------------------------------
+    @property
+    def max_token_bytes(self) -> int:
+        """An upper bound on the bytes of text one token can stand for: its vocabulary entry's UTF-8 length (a
+        byte-level BPE entry has one character per byte, a SentencePiece "▁" is 3 bytes for one space)."""
+        if self._max_token_bytes is None:
+            vocab = self.tokenizer.get_vocab()
+            self._max_token_bytes = max((len(str(t).encode("utf-8")) for t in vocab), default=1) or 1
+        return self._max_token_bytes
+
     def render(self, request: ChatRequest) -> list[int]:
-        """Prompt token ids for a request (see ``render_prompt``)."""
-        return render_prompt(self.tokenizer, request)
+        """Prompt token ids for a request (see ``render_prompt``). A prompt whose size alone proves it cannot fit
+        the context is refused before it is tokenised (tokenising megabytes takes seconds on a CPU)."""
+        text = render_text(self.tokenizer, request)
+        if self.context_window:
+            size = len(text.encode("utf-8"))
+            at_least = -(-size // (2 * self.max_token_bytes))  # a safety factor 2 over the per-token bound
+            if at_least >= self.context_window:
+                raise ApiError(
+                    400,
+                    f"the prompt is at least {at_least} tokens ({size} bytes), the model's context is "
+                    f"{self.context_window}",
+                    code="context_length_exceeded",
+                )
+        return tokenize_prompt(self.tokenizer, text)
+
+    # -- health ------------------------------------------------------------------------------------------------
+    def health(self) -> dict[str, Any]:
+        """``status`` "ok" or "stuck" (a generation without a new token for ``stall_seconds``), plus how long the
+        current generation has run, how many requests wait for the engine, and how many were cancelled."""
+        now = time.monotonic()
+        with self._state:
+            busy, last, waiting = self._busy_since, self._last_progress, self._waiting
+        stalled = None if last is None else round(now - last, 3)
+        stuck = stalled is not None and stalled > self.stall_seconds
+        return {"status": "stuck" if stuck else "ok", "model": self.model_id,
+                "generating_seconds": None if busy is None else round(now - busy, 3),
+                "seconds_since_progress": stalled, "waiting": waiting, "cancelled": self.cancelled}
+
+    def _progress(self) -> None:
+        with self._state:
+            self._last_progress = time.monotonic()
 
     def completion_budget(self, request: ChatRequest, prompt_len: int) -> int:
         """Output cap: the server's max, lowered by the request's max_(completion_)tokens and by the context left."""
@@ -102,10 +158,14 @@ class Engine:
         from transformers import GenerationConfig, StoppingCriteria, StoppingCriteriaList
 
         cancel = cancel or threading.Event()
+        seen_cancel: list[bool] = []
 
         class _Cancelled(StoppingCriteria):
             def __call__(self, input_ids, scores, **kwargs):  # noqa: ANN001
-                return torch.full((input_ids.shape[0],), cancel.is_set(), dtype=torch.bool)
+                hit = cancel.is_set()
+                if hit:
+                    seen_cancel.append(True)
+                return torch.full((input_ids.shape[0],), hit, dtype=torch.bool)
 
         sample = bool(temperature and temperature > 0)
         gen_config = GenerationConfig(
@@ -123,70 +183,94 @@ class Engine:
         input_ids = torch.tensor([prompt_ids], dtype=torch.long, device=device)
 
         def run() -> None:
+            with self._state:
+                self._waiting += 1
             try:
-                if seed is not None:
-                    torch.manual_seed(seed)
-                with torch.inference_mode():
-                    self.model.generate(
-                        input_ids=input_ids,
-                        attention_mask=torch.ones_like(input_ids),
-                        generation_config=gen_config,
-                        streamer=_IdStreamer(q),
-                        stopping_criteria=StoppingCriteriaList([_Cancelled()]),
-                    )
+                with self._lock:  # the only holder of the engine lock: this worker, for one generate() call
+                    with self._state:
+                        self._waiting -= 1
+                        self._busy_since = self._last_progress = time.monotonic()
+                    try:
+                        if cancel.is_set():
+                            seen_cancel.append(True)
+                            return
+                        if seed is not None:
+                            torch.manual_seed(seed)
+                        with torch.inference_mode():
+                            self.model.generate(
+                                input_ids=input_ids,
+                                attention_mask=torch.ones_like(input_ids),
+                                generation_config=gen_config,
+                                streamer=_IdStreamer(q, self._progress),
+                                stopping_criteria=StoppingCriteriaList([_Cancelled()]),
+                            )
+                    finally:
+                        with self._state:
+                            self._busy_since = self._last_progress = None
+                            self.cancelled += 1 if seen_cancel else 0
             except BaseException as exc:  # noqa: BLE001 - re-raised in the consumer
                 errors.append(exc)
+            finally:
                 q.put(None)
 
-        with self._lock:
-            worker = threading.Thread(target=run, name="harnessfit-generate", daemon=True)
-            worker.start()
-            ids: list[int] = []
-            sent = ""
-            stopped = False
-            try:
-                while True:
-                    tok = q.get()
-                    if tok is None:
-                        break
-                    if tok in self.stop_ids:
-                        stopped = True
-                        result.completion_tokens += 1
-                        continue  # generate() ends after a stop id; the streamer may still flush
-                    if stopped:
-                        continue
-                    ids.append(tok)
+        worker = threading.Thread(target=run, name="harnessfit-generate", daemon=True)
+        worker.start()
+        ids: list[int] = []
+        sent = ""
+        stopped = False
+        try:
+            while True:
+                tok = q.get()
+                if tok is None:
+                    break
+                if tok in self.stop_ids:
+                    stopped = True
                     result.completion_tokens += 1
-                    text = self.tokenizer.decode(ids, skip_special_tokens=False)
-                    if text.endswith("\ufffd"):
-                        continue
-                    if text.startswith(sent) and len(text) > len(sent):
-                        delta, sent = text[len(sent) :], text
-                        result.text = sent
-                        yield delta
-            finally:
-                cancel.set()
-                worker.join()
-            if errors:
-                raise errors[0]
-            text = self.tokenizer.decode(ids, skip_special_tokens=False)
-            if text.startswith(sent) and len(text) > len(sent):
-                result.text = text
-                yield text[len(sent) :]
+                    continue  # generate() ends after a stop id; the streamer may still flush
+                if stopped:
+                    continue
+                ids.append(tok)
+                result.completion_tokens += 1
+                text = self.tokenizer.decode(ids, skip_special_tokens=False)
+                if text.endswith("\ufffd"):
+                    continue
+                if text.startswith(sent) and len(text) > len(sent):
+                    delta, sent = text[len(sent) :], text
+                    result.text = sent
+                    yield delta
+        finally:
+            cancel.set()  # closed early (or done): the worker stops at its next token and frees the engine
+        worker.join()
+        if errors:
+            raise errors[0]
+        text = self.tokenizer.decode(ids, skip_special_tokens=False)
+        if text.startswith(sent) and len(text) > len(sent):
             result.text = text
-            result.finish_reason = "stop" if stopped else "length"
+            yield text[len(sent) :]
+        result.text = text
+        result.finish_reason = "stop" if stopped else "length"
 
 
-def render_prompt(tokenizer: Any, request: ChatRequest) -> list[int]:
-    """Prompt token ids: the tokenizer's (training) template with ``add_generation_prompt=True``, tokenized without
-    extra special tokens (the template already writes them). A request the template cannot render → ApiError 400."""
+def render_text(tokenizer: Any, request: ChatRequest) -> str:
+    """The prompt text: the tokenizer's (training) template with ``add_generation_prompt=True``. A request the
+    template cannot render → ApiError 400."""
     messages = template_messages(request)
     tools = template_tools(request)
     try:
-        text = tokenizer.apply_chat_template(messages, tools=tools, add_generation_prompt=True, tokenize=False)
+        return tokenizer.apply_chat_template(messages, tools=tools, add_generation_prompt=True, tokenize=False)
     except Exception as exc:  # noqa: BLE001 - jinja errors: the request does not fit the template
         raise ApiError(400, f"the chat template cannot render these messages: {exc}") from None
+
+
+def tokenize_prompt(tokenizer: Any, text: str) -> list[int]:
+    """Token ids of a rendered prompt, without extra special tokens (the template already writes them)."""
     return list(tokenizer(text, add_special_tokens=False)["input_ids"])
+
+
+def render_prompt(tokenizer: Any, request: ChatRequest) -> list[int]:
+    """Prompt token ids: ``render_text`` tokenised by ``tokenize_prompt`` (no size bound; ``Engine.render`` adds
+    it)."""
+    return tokenize_prompt(tokenizer, render_text(tokenizer, request))
 
 
 def _model_id(source: ServeSource) -> str:

@@ -18,7 +18,9 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError,
 
 from harnessfit.models.messages import MessageError, to_template_messages
 
-__all__ = ["ApiError", "ChatRequest", "parse_chat_request", "template_messages", "template_tools"]
+__all__ = ["ApiError", "ChatRequest", "parse_chat_request", "template_messages", "template_tools", "MAX_DEPTH"]
+
+MAX_DEPTH = 64  # nesting of arrays/objects in a request body (tool schemas need far less)
 
 
 class ApiError(Exception):
@@ -87,7 +89,7 @@ class ChatRequest(_Open):
     max_completion_tokens: int | None = Field(default=None, ge=1)
     temperature: float | None = Field(default=None, ge=0.0, le=2.0)
     top_p: float | None = Field(default=None, gt=0.0, le=1.0)
-    seed: int | None = None
+    seed: int | None = Field(default=None, ge=-(2**63), le=2**63 - 1)  # what torch.manual_seed takes (int64)
     n: int = Field(default=1, ge=1, le=1)
     _raw_tools: list[dict[str, Any]] | None = PrivateAttr(default=None)
 
@@ -117,14 +119,36 @@ def _describe(err: ValidationError) -> str:
     return f"invalid request at {where}: {msg}" + (f" (+{more} more problems)" if more else "")
 
 
+def _depth(data: Any) -> int:
+    """How deeply arrays and objects nest in ``data`` (iterative: no recursion limit to hit)."""
+    deepest, todo = 0, [(data, 1)]
+    while todo:
+        item, level = todo.pop()
+        if isinstance(item, dict):
+            children = item.values()
+        elif isinstance(item, list):
+            children = item
+        else:
+            continue
+        deepest = max(deepest, level)
+        if deepest > MAX_DEPTH:
+            return deepest
+        todo.extend((child, level + 1) for child in children)
+    return deepest
+
+
 def parse_chat_request(body: bytes) -> ChatRequest:
     """Bytes of a POST body → ChatRequest, or an ApiError(400) naming the first problem."""
     try:
         data = json.loads(body)
+    except RecursionError:
+        raise ApiError(400, f"request body is nested too deeply (more than {MAX_DEPTH} levels)") from None
     except (ValueError, UnicodeDecodeError) as exc:
         raise ApiError(400, f"request body is not valid JSON: {exc}") from None
     if not isinstance(data, dict):
         raise ApiError(400, "request body must be a JSON object")
+    if _depth(data) > MAX_DEPTH:
+        raise ApiError(400, f"request body is nested too deeply (more than {MAX_DEPTH} levels)")
     try:
         request = ChatRequest.model_validate(data)
     except ValidationError as exc:

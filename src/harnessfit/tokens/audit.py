@@ -15,8 +15,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError
 
-from harnessfit import jsonio
-from harnessfit.dataset.records import SFTRecord
+from harnessfit.core import jsonio
+from harnessfit.core.records import SFTRecord
 from harnessfit.errors import UserError
 from harnessfit.tokens.render import Problem, RecordError, Rendered, Violation, render_many
 

@@ -11,7 +11,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from harnessfit import jsonio
+from harnessfit.core import jsonio
 
 __all__ = ["TOKENIZED_SCHEMA", "write_outputs", "read_tokenized", "render_markdown"]
 

@@ -17,7 +17,7 @@ from typing import Any
 
 import orjson
 
-from harnessfit.dataset.records import SFTRecord
+from harnessfit.core.records import SFTRecord
 from harnessfit.models.messages import MessageError, content_text, to_template_message
 
 __all__ = ["Violation", "Problem", "Rendered", "RecordError", "prepare_record", "render_record", "render_many"]

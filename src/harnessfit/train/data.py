@@ -15,7 +15,7 @@ from datasets import Dataset
 from pydantic import BaseModel
 
 from harnessfit.errors import UserError
-from harnessfit.jsonio import loads
+from harnessfit.core.jsonio import loads
 
 __all__ = ["SkipReason", "SkippedRecord", "TokenizedSplit", "find_eval_split", "load_meta", "load_split"]
 

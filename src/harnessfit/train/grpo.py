@@ -31,7 +31,7 @@ from rich.console import Console
 from trl import GRPOTrainer
 
 from harnessfit.errors import UserError
-from harnessfit.jsonio import write_jsonl
+from harnessfit.core.jsonio import write_jsonl
 from harnessfit.train.config import HarnessfitGRPOConfig
 from harnessfit.train.grpo_data import DecisionPoints, dataset_dir_of, load_decision_points
 from harnessfit.train.guard import ReadingSource

@@ -20,7 +20,7 @@ from typing import Any
 
 import orjson
 
-from harnessfit.jsonio import read_jsonl
+from harnessfit.core.jsonio import read_jsonl
 
 __all__ = ["read_completions", "grpo_stats", "write_grpo_report", "first_last_steps"]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harnessfit.jsonio import read_jsonl
+from harnessfit.core.jsonio import read_jsonl
 from harnessfit.train.fastpath import FastPath
 from harnessfit.train.guard import envelope
 from harnessfit.train.config import HarnessfitSFTConfig

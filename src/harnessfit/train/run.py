@@ -24,7 +24,7 @@ from rich.console import Console
 from transformers import TrainerCallback
 
 from harnessfit.errors import UserError
-from harnessfit.jsonio import read_jsonl, write_jsonl
+from harnessfit.core.jsonio import read_jsonl, write_jsonl
 from harnessfit.train.guard import HealthGuard, ReadingSource
 from harnessfit.train.guard_rules import GuardRules
 

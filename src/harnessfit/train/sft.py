@@ -15,7 +15,7 @@ import torch
 from pydantic import BaseModel
 from rich.console import Console
 
-from harnessfit.jsonio import read_jsonl, write_jsonl
+from harnessfit.core.jsonio import read_jsonl, write_jsonl
 from harnessfit.train.config import HarnessfitSFTConfig
 from harnessfit.train.data import TokenizedSplit, find_eval_split, load_split
 from harnessfit.train.fastpath import FastPath, plan_fast_path

@@ -1,3 +1,7 @@
+import sys
+
+sys.path.append(".")  # the code under test, searched after the standard library (run as python3 -I)
+
 from fizzbuzz import fizzbuzz
 
 assert fizzbuzz(15)[-1] == "FizzBuzz"

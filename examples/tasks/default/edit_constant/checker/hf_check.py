@@ -1,3 +1,7 @@
+import sys
+
+sys.path.append(".")  # the code under test, searched after the standard library (run as python3 -I)
+
 import config
 
 assert config.MAX_RETRIES == 5, config.MAX_RETRIES

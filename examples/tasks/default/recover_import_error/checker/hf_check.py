@@ -1,3 +1,7 @@
+import sys
+
+sys.path.append(".")  # the code under test, searched after the standard library (run as python3 -I)
+
 import pathlib
 
 from report import heading

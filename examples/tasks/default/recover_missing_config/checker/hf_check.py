@@ -1,3 +1,7 @@
+import sys
+
+sys.path.append(".")  # the code under test, searched after the standard library (run as python3 -I)
+
 import json
 
 with open("settings.json", encoding="utf-8") as fh:

@@ -1,3 +1,7 @@
+import sys
+
+sys.path.append(".")  # the code under test, searched after the standard library (run as python3 -I)
+
 from csvline import parse_line
 
 assert parse_line("name, age ,city") == ["name", "age", "city"]

@@ -1,3 +1,7 @@
+import sys
+
+sys.path.append(".")  # the code under test, searched after the standard library (run as python3 -I)
+
 from pages import paginate
 
 assert [len(p) for p in paginate(list(range(60)))] == [25, 25, 10]

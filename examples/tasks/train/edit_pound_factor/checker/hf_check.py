@@ -1,3 +1,7 @@
+import sys
+
+sys.path.append(".")  # the code under test, searched after the standard library (run as python3 -I)
+
 from mass import TO_GRAMS, to_grams
 
 assert abs(to_grams(1, "lb") - 453.592) < 1e-12, to_grams(1, "lb")

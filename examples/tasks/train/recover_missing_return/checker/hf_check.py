@@ -1,3 +1,7 @@
+import sys
+
+sys.path.append(".")  # the code under test, searched after the standard library (run as python3 -I)
+
 from slug import slugify
 
 assert slugify("  Hello World ") == "hello-world"

@@ -1,3 +1,7 @@
+import sys
+
+sys.path.append(".")  # the code under test, searched after the standard library (run as python3 -I)
+
 from squares import squares_upto
 
 assert squares_upto(4) == [1, 4, 9, 16]

@@ -1,3 +1,7 @@
+import sys
+
+sys.path.append(".")  # the code under test, searched after the standard library (run as python3 -I)
+
 import grading
 
 assert grading.PASS_MARK == 50, grading.PASS_MARK

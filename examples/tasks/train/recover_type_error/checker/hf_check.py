@@ -1,3 +1,7 @@
+import sys
+
+sys.path.append(".")  # the code under test, searched after the standard library (run as python3 -I)
+
 from labels import shelf_label
 
 assert shelf_label("B", 7) == "B7"

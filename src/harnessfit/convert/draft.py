@@ -1,0 +1,138 @@
+"""Draft: a trajectory being converted — the wire messages built so far, and notes of what the builder saw.
+
+Why notes and not verdicts: the builder (``convert.wire``) only builds messages; each thing that may make the
+conversation inexact (a call its mapping could not express, a result it could not render, a call the card refuses,
+a result that answers no call, a call without a result, an image, a call the user refused) is written down as a
+small note with the index of the trajectory step it is at. The gates (``convert.gates``) read the notes and decide,
+in their fixed order, whether the trajectory is rejected and for what, and where the exact prefix ends. So the
+builder holds no policy, and the converter can keep every action before the first problem.
+
+``message_steps`` says, for each wire message, the trajectory step it came from (``-1`` for the system prompt; a
+tool message carries its *result* step, so a prefix that ends after an assistant turn leaves its results out).
+
+Each list keeps its notes in the order the builder met them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+from harnessfit.core.rejection import Failure
+from harnessfit.core.trajectory import ToolCall, Trajectory
+
+if TYPE_CHECKING:
+    from harnessfit.harness.card import Violation
+
+__all__ = ["Draft", "CallFailed", "ResultFailed", "CallInvalid", "CallDropped", "OrphanResult", "UnansweredCall",
+           "ImagesSeen", "RejectedByUser"]
+
+
+@dataclass(frozen=True, slots=True)
+class CallFailed:
+    """The call at assistant step ``step`` has no exact Pi equivalent (the mapping's ``Failure``, or a UI-only call
+    that could not be dropped): it is no training label."""
+
+    step: int
+    call: ToolCall
+    failure: Failure
+
+
+@dataclass(frozen=True, slots=True)
+class ResultFailed:
+    """The call at assistant step ``step`` maps exactly, but its result (at step ``result_step``, ``None`` if
+    unknown) cannot be rendered as Pi's: the call can be a label, the context after it cannot."""
+
+    step: int
+    result_step: int | None
+    call: ToolCall
+    failure: Failure
+
+
+@dataclass(frozen=True, slots=True)
+class CallInvalid:
+    """A mapped call (Pi tool ``name``) of the source ``call`` for which the card's validator reports an error (Pi
+    would refuse it)."""
+
+    step: int
+    name: str
+    violation: Violation
+    call: ToolCall | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CallDropped:
+    """Call ``index`` of assistant step ``step`` was dropped with its result under ``policy`` (it changes no later
+    context the model saw; see ``convert.policy``)."""
+
+    step: int
+    index: int
+    call: ToolCall
+    policy: str
+
+
+@dataclass(frozen=True, slots=True)
+class OrphanResult:
+    """A tool result at ``step`` that answers no call: ``after`` says what it follows — nothing yet
+    (``"start"``), a user message (``"user"``), or an assistant turn none of whose calls has its id (``"turn"``)."""
+
+    step: int
+    call_id: str | None
+    after: Literal["start", "user", "turn"]
+
+
+@dataclass(frozen=True, slots=True)
+class UnansweredCall:
+    """A mapped call of the assistant turn at ``step`` whose result the source does not have."""
+
+    step: int
+    call: ToolCall
+
+
+@dataclass(frozen=True, slots=True)
+class ImagesSeen:
+    """``count`` images in the user message or the tool result at ``step`` (``where``)."""
+
+    step: int
+    where: Literal["user", "tool"]
+    count: int
+
+
+@dataclass(frozen=True, slots=True)
+class RejectedByUser:
+    """The user refused the call of assistant step ``step`` (its result at ``result_step`` says so)."""
+
+    step: int
+    result_step: int
+    call: ToolCall
+
+
+@dataclass
+class Draft:
+    """The conversation being built for ``trajectory`` (``messages`` with ``message_steps``, ``transformations``)
+    and the notes the gates read."""
+
+    trajectory: Trajectory
+    messages: list[dict[str, Any]] = field(default_factory=list)
+    message_steps: list[int] = field(default_factory=list)
+    transformations: list[str] = field(default_factory=list)
+    failed_calls: list[CallFailed] = field(default_factory=list)
+    failed_results: list[ResultFailed] = field(default_factory=list)
+    invalid_calls: list[CallInvalid] = field(default_factory=list)
+    dropped_calls: list[CallDropped] = field(default_factory=list)
+    orphan_results: list[OrphanResult] = field(default_factory=list)
+    unanswered_calls: list[UnansweredCall] = field(default_factory=list)
+    images: list[ImagesSeen] = field(default_factory=list)
+    user_rejections: list[RejectedByUser] = field(default_factory=list)
+
+    def transformed(self, *names: str) -> None:
+        """Record transformations (each once, in first-seen order)."""
+        for n in names:
+            if n not in self.transformations:
+                self.transformations.append(n)
+
+    def add(self, step: int, *msgs: dict[str, Any]) -> None:
+        """Append wire messages that came from trajectory step ``step``."""
+        for m in msgs:
+            self.messages.append(m)
+            self.message_steps.append(step)

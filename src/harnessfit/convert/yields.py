@@ -1,0 +1,287 @@
+"""Action-level yield: what became of every source tool call, per trajectory, file and format.
+
+Every assistant tool call a reader read is counted exactly once, as one of:
+
+- ``label``: its assistant turn is a training label (in a complete conversation, or in the exact prefix of a
+  rejected one);
+- ``dropped``: a UI-only call dropped with its result under ``convert.policy`` (by policy name);
+- ``lost``, by reason: the ``Reason`` of the problem that cost it — the nearest problem at or before its turn (its
+  own, when the call itself is the problem), ``aborted_or_error_turn`` for calls of turns Pi drops, or a reader's
+  reason for calls it left out of the steps (``Trajectory.skipped_calls``: ``demonstration``, ``other_agent``).
+
+So ``calls == labels + sum(dropped) + sum(lost)`` for every file and in total, and ``yield.json`` checks it. Calls
+shared by several trajectories of one unit (a Pi session's side branches repeat the active branch's prefix) are
+counted once: a side branch counts only the calls no earlier trajectory of its unit holds (by call id, name and
+occurrence).
+
+**Blockers.** A blocker is a kind of problem: (reason, source tool). It *unlocks* a call when removing every problem
+of that kind from the call's trajectory would make the call a label (the other problems staying). ``yield.json``
+ranks the blockers by the calls they would unlock, per format — what to fix first.
+
+Files written beside the ledger (``write_yield``): ``yield.json`` (schema below) and ``yield.md`` (the same, as
+tables)::
+
+    {"identity_holds": bool,
+     "total":     {"calls", "labels", "dropped": {policy: n}, "lost": {reason: n}},
+     "by_format": {format: {"files", "calls", "labels", "dropped", "lost"}},
+     "blockers":  [{"format", "reason", "tool", "unlocks", "example": {"file", "detail"}}, …],  # most first
+     "files":     [{"file", "format", "calls", "labels", "dropped", "lost"}, …]}
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from harnessfit.core.rejection import Reason
+
+if TYPE_CHECKING:
+    from harnessfit.convert.draft import CallDropped
+    from harnessfit.convert.gates import Finding
+    from harnessfit.core.trajectory import Trajectory
+
+__all__ = ["CallFates", "call_fates", "FileYield", "YieldReport", "render_yield", "write_yield", "LABEL"]
+
+LABEL = "label"
+_DROP = "drop:"
+Kind = tuple[str, str | None]  # (reason, source tool)
+
+
+@dataclass
+class CallFates:
+    """What became of each source call of one trajectory: ``keys`` (identity within the unit), ``fates``
+    (``"label"``, ``"drop:<policy>"`` or a lost reason), ``unlock`` (the blocker kind that alone would make it a
+    label, or ``None``), ``examples`` (one detail per blocker kind), and whether the trajectory is a ``side_branch``
+    whose calls may repeat an earlier trajectory's."""
+
+    keys: list[tuple[str, str, int]] = field(default_factory=list)
+    fates: list[str] = field(default_factory=list)
+    unlock: list[Kind | None] = field(default_factory=list)
+    examples: dict[Kind, str] = field(default_factory=dict)
+    side_branch: bool = False
+
+    @property
+    def read(self) -> int:
+        return len(self.fates)
+
+    @property
+    def labels(self) -> int:
+        return sum(1 for f in self.fates if f == LABEL)
+
+
+def _kind(f: Finding) -> Kind:
+    return (f.reason.value, f.tool)
+
+
+def call_fates(traj: Trajectory, findings: Sequence[Finding], cut: int | None,
+               dropped: Sequence[CallDropped]) -> CallFates:
+    """The fate of every source call of ``traj`` given the gates' ``findings`` (``cut``: the smallest ``Finding.cut``,
+    ``None`` when no finding limits the labels) and the calls the builder dropped."""
+    out = CallFates(side_branch="side_branch" in traj.flags)
+    drops = {(d.step, d.index): d.policy for d in dropped} if dropped else None
+    cutting = sorted((f for f in findings if f.cut is not None), key=lambda f: f.cut) if findings else []  # type: ignore[arg-type,return-value]
+    kinds: list[Kind] = []
+    for f in cutting:
+        k = _kind(f)
+        if k not in out.examples:
+            out.examples[k] = f.detail
+            kinds.append(k)
+    # the cut each blocker kind leaves when it alone is removed
+    without = {k: min((f.cut for f in cutting if _kind(f) != k), default=None) for k in kinds}  # type: ignore[type-var]
+    seen: dict[tuple[str, str], int] = {}
+    keys, fates, unlocks = out.keys, out.fates, out.unlock
+    aborted = Reason.aborted_or_error_turn.value
+
+    def lost_at(i: int) -> tuple[str, Kind | None]:
+        reason = cutting[0].reason.value
+        for f in cutting:  # the nearest problem at or before step i
+            if f.cut <= i:  # type: ignore[operator]
+                reason = f.reason.value
+            else:
+                break
+        unlock = next((k for k in kinds if without[k] is None or without[k] > i), None)  # type: ignore[operator]
+        return reason, unlock
+
+    for i, step in enumerate(traj.steps):
+        if step.role != "assistant":
+            continue
+        calls = step.tool_calls
+        folded = step.meta.get("folded_calls") if step.meta else None
+        if not calls and not folded:
+            continue
+        if step.stop_reason in ("aborted", "error"):
+            fate, unlock = aborted, None
+        elif cut is None or i < cut:
+            fate, unlock = LABEL, None
+        else:
+            fate, unlock = lost_at(i)
+        named = [(c.id, c.name) for c in calls]
+        if folded:
+            named += [(f"folded@{i}", str(n)) for n in folded]
+        for idn in named:
+            n = seen.get(idn, 0) + 1
+            seen[idn] = n
+            keys.append((idn[0], idn[1], n))
+        if drops is not None and fate == LABEL:
+            fates.extend(_DROP + drops[(i, k)] if (i, k) in drops else fate for k in range(len(named)))
+        else:
+            fates.extend([fate] * len(named))
+        unlocks.extend([unlock] * len(named))
+    for reason, n in sorted(traj.skipped_calls.items()):
+        for j in range(n):
+            keys.append((f"skipped:{reason}", "", j + 1))
+            fates.append(reason)
+            unlocks.append(None)
+    return out
+
+
+@dataclass
+class FileYield:
+    """The calls of one file (unit): read, kept as labels, dropped by policy, lost by reason; blockers by the calls
+    they would unlock."""
+
+    file: str
+    format: str
+    calls: int = 0
+    labels: int = 0
+    dropped: Counter[str] = field(default_factory=Counter)
+    lost: Counter[str] = field(default_factory=Counter)
+    blockers: Counter[Kind] = field(default_factory=Counter)
+    examples: dict[Kind, str] = field(default_factory=dict)
+    _seen: set[tuple[str, str, int]] = field(default_factory=set, repr=False)
+
+    def add(self, fates: CallFates) -> None:
+        """Count one trajectory's calls (a side branch's calls that an earlier trajectory holds are not counted
+        again)."""
+        for key, fate, unlock in zip(fates.keys, fates.fates, fates.unlock):
+            if fates.side_branch and key in self._seen:
+                continue
+            self._seen.add(key)
+            self.calls += 1
+            if fate == LABEL:
+                self.labels += 1
+            elif fate.startswith(_DROP):
+                self.dropped[fate[len(_DROP):]] += 1
+            else:
+                self.lost[fate] += 1
+                if unlock is not None:
+                    self.blockers[unlock] += 1
+                    self.examples.setdefault(unlock, fates.examples.get(unlock, ""))
+
+    def __getstate__(self) -> dict[str, Any]:  # crosses the worker pipe without the identity set
+        state = dict(self.__dict__)
+        state["_seen"] = set()
+        return state
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"file": self.file, "format": self.format, "calls": self.calls, "labels": self.labels,
+                "dropped": dict(sorted(self.dropped.items())), "lost": _ordered(self.lost)}
+
+    @property
+    def holds(self) -> bool:
+        return self.calls == self.labels + sum(self.dropped.values()) + sum(self.lost.values())
+
+
+def _ordered(lost: Counter[str]) -> dict[str, int]:
+    """Lost counts in ``Reason`` order, then any reader reason alphabetically."""
+    order = {r.value: i for i, r in enumerate(Reason)}
+    return {k: lost[k] for k in sorted(lost, key=lambda k: (order.get(k, len(order)), k)) if lost[k]}
+
+
+@dataclass
+class YieldReport:
+    """Every file's yield, and the totals, per format and blocker."""
+
+    files: list[FileYield] = field(default_factory=list)
+
+    def add(self, fy: FileYield) -> None:
+        self.files.append(fy)
+
+    @property
+    def calls(self) -> int:
+        return sum(f.calls for f in self.files)
+
+    @property
+    def labels(self) -> int:
+        return sum(f.labels for f in self.files)
+
+    def _sum(self, files: Iterable[FileYield]) -> dict[str, Any]:
+        files = list(files)
+        dropped: Counter[str] = Counter()
+        lost: Counter[str] = Counter()
+        for f in files:
+            dropped.update(f.dropped)
+            lost.update(f.lost)
+        return {"files": len(files), "calls": sum(f.calls for f in files), "labels": sum(f.labels for f in files),
+                "dropped": dict(sorted(dropped.items())), "lost": _ordered(lost)}
+
+    def as_dict(self) -> dict[str, Any]:
+        formats = sorted({f.format for f in self.files})
+        ranked: Counter[tuple[str, str, str | None]] = Counter()
+        example: dict[tuple[str, str, str | None], dict[str, str]] = {}
+        for f in self.files:
+            for (reason, tool), n in f.blockers.items():
+                key = (f.format, reason, tool)
+                ranked[key] += n
+                example.setdefault(key, {"file": f.file, "detail": f.examples.get((reason, tool), "")})
+        blockers = [{"format": fmt, "reason": reason, "tool": tool, "unlocks": n, "example": example[(fmt, reason, tool)]}
+                    for (fmt, reason, tool), n in sorted(ranked.items(), key=lambda kv: (-kv[1], kv[0][0], kv[0][1],
+                                                                                         kv[0][2] or ""))]
+        total = self._sum(self.files)
+        total.pop("files")
+        return {
+            "identity_holds": all(f.holds for f in self.files),
+            "total": total,
+            "by_format": {fmt: self._sum(f for f in self.files if f.format == fmt) for fmt in formats},
+            "blockers": blockers,
+            "files": [f.as_dict() for f in self.files if f.calls],
+        }
+
+
+def _md(v: Any) -> str:
+    return str(v).replace("|", "\\|").replace("\n", " ").replace("<", "&lt;")
+
+
+def _counts(d: dict[str, int]) -> str:
+    return ", ".join(f"{k} {n}" for k, n in d.items()) or "-"
+
+
+def render_yield(report: YieldReport, *, top: int = 30) -> tuple[bytes, str]:
+    """``yield.json`` (bytes) and ``yield.md`` (text) of ``report``."""
+    doc = report.as_dict()
+    t = doc["total"]
+    pct = f" ({100 * t['labels'] / t['calls']:.1f} %)" if t["calls"] else ""
+    lines = ["# Yield: tool calls read → kept as training labels", "",
+             f"{t['calls']} calls read → {t['labels']} kept as labels{pct}; dropped: {_counts(t['dropped'])}; "
+             f"lost: {_counts(t['lost'])}", "",
+             "| format | files | calls | labels | dropped | lost by reason |", "|---|---:|---:|---:|---|---|"]
+    for fmt, d in doc["by_format"].items():
+        lines.append(f"| {fmt} | {d['files']} | {d['calls']} | {d['labels']} | {_counts(d['dropped'])} | "
+                     f"{_md(_counts(d['lost']))} |")
+    lines += ["", "## Blockers, by the calls they would unlock", "",
+              "| format | reason | tool | unlocks | example |", "|---|---|---|---:|---|"]
+    for b in doc["blockers"][:top]:
+        ex = b["example"]
+        lines.append(f"| {b['format']} | {b['reason']} | {_md(b['tool'] or '-')} | {b['unlocks']} | "
+                     f"{_md(ex['file'])}: {_md(ex['detail'][:160])} |")
+    if len(doc["blockers"]) > top:
+        lines.append(f"| … | {len(doc['blockers']) - top} more in yield.json | | | |")
+    lines += ["", "## Files", "", "| file | format | calls | labels | dropped | lost by reason |",
+              "|---|---|---:|---:|---|---|"]
+    for f in doc["files"]:
+        lines.append(f"| {_md(f['file'])} | {f['format']} | {f['calls']} | {f['labels']} | {_counts(f['dropped'])} | "
+                     f"{_md(_counts(f['lost']))} |")
+    return orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n", "\n".join(lines) + "\n"
+
+
+def write_yield(out: Path, report: YieldReport, *, top: int = 30) -> dict[str, Any]:
+    """Write ``yield.json`` and ``yield.md`` into ``out``; returns the JSON document."""
+    data, md = render_yield(report, top=top)
+    (out / "yield.json").write_bytes(data)
+    (out / "yield.md").write_text(md, encoding="utf-8")
+    return orjson.loads(data)

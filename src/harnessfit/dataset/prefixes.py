@@ -1,0 +1,114 @@
+"""Exact prefixes of rejected trajectories in the build: redacted, deduplicated, split with their root request, and
+exported as SFT records and decision points (never as conversations).
+
+Why apart from the conversations: a prefix is not an input record (the build's identity ``read = kept + rejected``
+counts trajectories, and its trajectory is already in the ledger), and it must never take a complete conversation's
+place in deduplication. So it travels beside the records through the build's stages (``dataset.stages``) and gets
+the treatment a conversation gets where it matters for training data:
+
+- redaction with the build's ``Redactor``, where the conversations are redacted (in the workers), counted in the same
+  manifest counters (``Prefix``);
+- exact deduplication among prefixes (the exact key of the redacted text, ``dedup.exact_key``): a second identical
+  prefix adds nothing (two copies of one session, rejected at the same call) (``PrefixSpool``);
+- the grouped split: a prefix lands in the split of its root request, so a task never crosses splits;
+- export: one SFT record and one decision point per label, in the same files and record shapes as a conversation's
+  (``exports.ConversationExport``), after the split's complete conversations (``PrefixSpool.export``).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from harnessfit.core.conversation import Conversation
+from harnessfit.dataset.dedup import exact_key, normalised_text
+from harnessfit.dataset.exports import ConversationExport
+
+__all__ = ["Prefix", "PrefixRow", "PrefixSpool"]
+
+
+@dataclass(frozen=True, slots=True)
+class Prefix:
+    """A prefix on its way through the record stages (not a ``Conversation`` row: nothing counts or dedups it as
+    one)."""
+
+    conversation: Conversation
+
+
+@dataclass(slots=True)
+class PrefixRow:
+    """A redacted prefix: its id, root request, exact key, JSON line, and what redaction found and replaced."""
+
+    id: str
+    group: str
+    key: str
+    body: bytes
+    changed: bool
+    found: dict[str, int]
+    replaced: dict[str, int]
+
+    @classmethod
+    def of(cls, conv: Conversation, redactor: Any | None) -> PrefixRow:
+        found: dict[str, int] = {}
+        replaced: dict[str, int] = {}
+        out = conv
+        if redactor is not None:
+            res = redactor.redact(conv)
+            out, found, replaced = res.conversation, dict(res.found), dict(res.replaced)
+        return cls(out.id, out.meta.root_request_id, exact_key(normalised_text(out)),
+                   orjson.dumps(out.model_dump(mode="json")), out is not conv, found, replaced)
+
+
+class PrefixSpool:
+    """Prefixes waiting for their split (in input order), and what happened to them (``counts``)."""
+
+    def __init__(self, *, exact_dedup: bool = True) -> None:
+        self.exact_dedup = exact_dedup
+        self.items: list[tuple[str, str, bytes]] = []  # id, root request, JSON line
+        self.counts: Counter[str] = Counter()
+        self.found: Counter[str] = Counter()
+        self.replaced: Counter[str] = Counter()
+        self._keys: set[str] = set()
+
+    def take(self, row: PrefixRow) -> None:
+        self.counts["read"] += 1
+        self.counts["redacted"] += int(row.changed)
+        self.found.update(row.found)
+        self.replaced.update(row.replaced)
+        if self.exact_dedup:
+            if row.key in self._keys:
+                self.counts["duplicate_exact"] += 1
+                return
+            self._keys.add(row.key)
+        self.counts["kept"] += 1
+        self.items.append((row.id, row.group, row.body))
+
+    def groups(self) -> list[str]:
+        return [g for _, g, _ in self.items]
+
+    def export(self, split: str, assignment: dict[str, str], files: dict[str, Any],
+               parquet: dict[str, Any]) -> tuple[int, int]:
+        """Write the SFT records and decision points of this split's prefixes (``files``/``parquet``: the split's
+        open ``sft`` and ``decision_points`` outputs); returns (SFT records, decision points)."""
+        n = {"sft": 0, "decision_points": 0}
+        for _, group, body in self.items:
+            if assignment[group] != split:
+                continue
+            ex = ConversationExport(orjson.loads(body), split)
+            for kind, rows in (("sft", ex.sft()), ("decision_points", ex.decision_points())):
+                for rid, line, row in rows:
+                    files[kind].mark(rid)
+                    files[kind].write(line + b"\n")
+                    n[kind] += 1
+                    if parquet:
+                        parquet[kind].add(row)
+        self.counts["sft"] += n["sft"]
+        self.counts["decision_points"] += n["decision_points"]
+        return n["sft"], n["decision_points"]
+
+    def summary(self) -> dict[str, int]:
+        c = self.counts
+        return {k: c[k] for k in ("read", "redacted", "duplicate_exact", "kept", "sft", "decision_points")}

@@ -1,0 +1,129 @@
+"""``run_probe``: every probe asked ``samples`` times under the harness's real system prompt and tools, each reply
+read into the probe figures, written as results; ``probe_with_compare`` adds a tuned model beside its base.
+
+The model is resolved as in ``eval agent`` (``harnessfit.eval.run.open_endpoint``): an ``Endpoint``, a URL, or a
+model spec served for the run (``adapter=`` serves the tuned model).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from harnessfit.convert.validate import card_wire_tools
+from harnessfit.errors import UserError
+from harnessfit.eval.client import ChatError, api_key_from_env, chat
+from harnessfit.eval.probe.probes import load_probes, read_reply, request_messages
+from harnessfit.eval.probe.results import (
+    ProbeResults,
+    ProbeSample,
+    aggregate_probes,
+    compare_probes,
+    load_probe_results,
+    write_probe_results,
+)
+from harnessfit.eval.run import open_endpoint
+from harnessfit.eval.runner import Endpoint
+from harnessfit.harness.card import load_card
+from harnessfit.harness.pi import DEFAULT_PI_VERSION
+
+__all__ = ["run_probe", "probe_with_compare"]
+
+
+def run_probe(
+    endpoint_or_model: Endpoint | str,
+    probes_dir: Path,
+    out_dir: Path,
+    *,
+    samples: int = 5,
+    temperature: float = 0.7,
+    max_tokens: int = 256,
+    model_id: str | None = None,
+    api_key_env: str | None = None,
+    pi_version: str = DEFAULT_PI_VERSION,
+    responder: Callable | None = None,
+    progress: bool = True,
+    **serve_kwargs: Any,
+) -> ProbeResults:
+    """Ask each probe ``samples`` times (request seeds 0..samples-1); writes ``out_dir/results.{json,md}``."""
+    if samples < 1 or max_tokens < 1:
+        raise UserError("--samples and --max-tokens must be at least 1")
+    if isinstance(endpoint_or_model, str) and endpoint_or_model.startswith("scripted:") and responder is None:
+        raise UserError("scripted models play agent tasks, not probes: pass a model spec or an endpoint URL")
+    probes = load_probes(Path(probes_dir))
+    card = load_card("pi", pi_version)
+    tools = card_wire_tools(card)
+    adapter = serve_kwargs.get("adapter")
+    results = ProbeResults(
+        model={"name": str(endpoint_or_model), "adapter": str(adapter) if adapter else None},
+        probes={"name": probes.name, "path": probes.path, "sha256": probes.sha256, "cwd": probes.cwd,
+                "date": probes.date, "items": {p.id: p.model_dump(mode="json") for p in probes.probes}},
+        card={"id": card.id, "sha256": card.sha256},
+        config={"samples": samples, "temperature": temperature, "max_tokens": max_tokens},
+    )
+    out_dir = Path(out_dir)
+    write_probe_results(results, out_dir)
+    api_key = api_key_from_env(api_key_env)
+    jobs = [(p, s) for p in probes.probes for s in range(samples)]
+    done: list[ProbeSample] = []
+    try:
+        with open_endpoint(endpoint_or_model, [], model_id=model_id, responder=responder, **serve_kwargs) as ep:
+            results.model.update(name=ep.label, model_id=ep.model_id)
+            with Progress(TextColumn("probe {task.description}"), BarColumn(), MofNCompleteColumn(),
+                          TimeElapsedColumn(), disable=not progress, transient=True) as bar:
+                tid = bar.add_task(ep.label, total=len(jobs))
+                for probe, sample in jobs:
+                    try:
+                        reply = chat(ep.base_url, ep.model_id, request_messages(card, probes, probe),
+                                     tools=tools, max_tokens=max_tokens, temperature=temperature, seed=sample,
+                                     api_key=api_key)
+                    except ChatError as exc:
+                        done.append(ProbeSample(probe_id=probe.id, sample=sample, status="error",
+                                                error=f"endpoint: {exc}"))
+                    else:
+                        read = read_reply(card, probe, reply)
+                        done.append(ProbeSample(probe_id=probe.id, sample=sample, content=reply.content,
+                                                reasoning=reply.reasoning, finish_reason=reply.finish_reason,
+                                                completion_tokens=reply.completion_tokens,
+                                                wall_seconds=reply.wall_seconds, **read))
+                    bar.advance(tid)
+    except Exception as exc:
+        results.status = "error"
+        results.error = str(exc) if isinstance(exc, UserError) else f"{type(exc).__name__}: {exc}"
+        write_probe_results(results, out_dir)
+        raise
+    results.samples = done
+    results.aggregates = aggregate_probes(done, {p.id: p.needs_tool for p in probes.probes},
+                                          {p.id: p.expect_tool for p in probes.probes})
+    results.status = "success"
+    write_probe_results(results, out_dir)
+    return results
+
+
+def probe_with_compare(model: str, probes_dir: Path, out_dir: Path, *, compare: Path, adapter: Path | None = None,
+                       **kwargs: Any) -> tuple[ProbeResults, ProbeResults, Path]:
+    """Probe ``model`` (with ``adapter``) into ``out/base``; ``compare`` is a tuned adapter (probed with the same
+    base into ``out/tuned``) or earlier probe results; the side-by-side table goes to ``out/compare.md``."""
+    out_dir = Path(out_dir)
+    extra = {"adapter": adapter} if adapter is not None else {}
+    base = run_probe(model, probes_dir, out_dir / "base", **kwargs, **extra)
+    compare = Path(compare)
+    if (compare / "adapter_config.json").is_file():
+        other = run_probe(model, probes_dir, out_dir / "tuned", adapter=compare, **kwargs)
+        other_path = out_dir / "tuned" / "results.json"
+    elif compare.is_file() or (compare / "results.json").is_file():
+        other = load_probe_results(compare)
+        other_path = compare
+    else:
+        raise UserError(f"--compare {compare}: neither a LoRA adapter folder (adapter_config.json) nor probe results")
+    table = compare_probes([out_dir / "base" / "results.json", other_path], out_dir / "compare.md",
+                           labels=[_label(base), _label(other)])
+    return base, other, table
+
+
+def _label(res: ProbeResults) -> str:
+    adapter = res.model.get("adapter")
+    return f"{res.model.get('name')} + {Path(adapter).name}" if adapter else str(res.model.get("name"))

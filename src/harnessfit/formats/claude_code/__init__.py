@@ -1,0 +1,1 @@
+"""The claude_code format: ``reader.py`` (its files → trajectories) and ``mapping.py`` (its tool calls → Pi's)."""

@@ -1,0 +1,1 @@
+"""The codex format: ``reader.py`` (its files → trajectories) and ``mapping.py`` (its tool calls → Pi's)."""

@@ -1,0 +1,477 @@
+"""OpenHands runs into Trajectories: V0 event lists, V0 session folders, V1 SDK conversation folders, and evaluation
+output files.
+
+- **V0 event list** (one JSON list): actions and observations are separate events. An observation pairs with its
+  action by ``cause`` (the action's event id) or by ``tool_call_metadata.tool_call_id``, else (events stripped of
+  ids, as some evaluation outputs are) with the latest action still waiting for one. A tool action's arguments are
+  taken from the model response stored in ``tool_call_metadata`` (the raw JSON string the model sent); the assistant
+  text is ``args.thought``. Actions from runs without function calling (``run``, ``read``…) become calls named
+  ``action:<kind>`` with the event's ``args`` object. Noise (``agent_state_changed``, ``null`` observations,
+  recalls) is skipped and counted. A ``message`` event without ``source`` (stripped outputs) is the user's when it is
+  the first event, else the agent's only when it waits for a response (``wait_for_response``: OpenHands' agent sets
+  it on the messages it ends a turn with; a user message never has it); recorded.
+- **V0 session folder** (``sessions/<id>/``: ``events/<N>.json``, one event per file named by its integer id, optional
+  ``event_cache/<start>-<end>.json`` pages of 25 events and ``metadata.json``; OpenHands' ``EventStore`` and
+  ``storage/locations.py``): the folder is one unit and one trajectory; events are read in id order (numerically:
+  ``10.json`` after ``9.json``), an id missing from ``events/`` is taken from its cache page, as the event store does.
+- **V1** (a folder: ``base_state.json`` + ``events/event-*.json``, one event per file with a ``kind``): the folder
+  is one unit; events are read in file-name order. ``MessageEvent`` / ``ActionEvent`` / ``ObservationEvent`` /
+  ``AgentErrorEvent`` carry the conversation.
+- **Evaluation output** (``output.jsonl``: one ``EvalOutput`` per line, written by ``evaluation/utils/shared.py`` with
+  ``model_dump_json()``; the resolver's ``ResolverOutput`` has the same ``history``/``instruction``): one trajectory
+  per instance. ``history`` is a list of V0 events, a list of ``[action, observation]`` pairs (the older layout,
+  ``compatibility_for_eval_history_pairs``), or V1 events (``kind``). When the history holds no user message (V1
+  benchmark outputs leave the first message out), the instance's ``instruction`` (the text the harness sent as the
+  first user message) is the first user step, recorded.
+
+``finish`` is how an OpenHands agent ends its turn, not a workspace tool: its message becomes the assistant's final
+text and the call and its echo observation are removed (recorded as ``openhands.finish->final_text``; the step keeps
+the call's name in ``meta["folded_calls"]`` so the yield accounting still counts it).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from harnessfit.core.ids import content_id
+from harnessfit.core.jsonio import dumps_compact_str
+from harnessfit.core.rejection import Reason, Rejection
+from harnessfit.core.trajectory import Step, ToolCall, Trajectory
+from harnessfit.formats.base import BaseTraceReader
+from harnessfit.formats.reading import first_json_line, sniff
+
+__all__ = ["OpenHandsReader"]
+
+FORMAT = "openhands"
+V0_NOISE_OBSERVATIONS = frozenset({"agent_state_changed", "null", "recall", "user_rejected_confirmation"})
+V0_NOISE_ACTIONS = frozenset({"change_agent_state", "recall", "null", "condensation"})
+DEFAULT_CWD = "/workspace"
+EVAL_KEYS = frozenset({"instance_id", "instruction", "test_result", "git_patch", "issue"})
+_EVENT_FILE = re.compile(r"\A(\d+)\.json\Z")
+_CACHE_FILE = re.compile(r"\A(\d+)-(\d+)\.json\Z")
+
+
+def _looks_like_event(e: Any) -> bool:
+    if isinstance(e, list) and len(e) == 2:
+        return all(isinstance(x, dict) for x in e)
+    return isinstance(e, dict) and ("action" in e or "observation" in e or "kind" in e)
+
+
+def _is_eval_output(record: Any) -> bool:
+    """An evaluation output record: a ``history`` of OpenHands events and an instance's keys."""
+    if not isinstance(record, dict) or not isinstance(record.get("history"), list) or not EVAL_KEYS & set(record):
+        return False
+    history = record["history"]
+    return not history or _looks_like_event(history[0])
+
+
+def _parts_text(parts: Any) -> str:
+    if isinstance(parts, str):
+        return parts
+    if isinstance(parts, list):
+        return "".join(p.get("text", "") for p in parts if isinstance(p, dict) and isinstance(p.get("text"), str))
+    return ""
+
+
+def _parts_images(parts: Any) -> int:
+    if not isinstance(parts, list):
+        return 0
+    return sum(1 for p in parts if isinstance(p, dict) and p.get("type") in ("image", "image_url"))
+
+
+class _Steps:
+    """Step accumulator shared by both versions: groups calls of one model response into one assistant step."""
+
+    def __init__(self) -> None:
+        self.steps: list[Step] = []
+        self.counts: dict[str, int] = {}
+        self.finish_ids: set[str] = set()
+        self.waiting: list[str] = []  # call ids of actions not answered yet (pairing by order)
+        self._response: str | None = None
+
+    def count(self, key: str) -> None:
+        self.counts[key] = self.counts.get(key, 0) + 1
+
+    def text(self, role: str, text: str, images: int = 0) -> None:
+        self._response = None
+        self.steps.append(Step(role=role, text=text, images=images))  # type: ignore[arg-type]
+
+    def call(self, response_id: str | None, thought: str, call: ToolCall) -> None:
+        if response_id is None or response_id != self._response or not self.steps or self.steps[-1].role != "assistant":
+            self.steps.append(Step(role="assistant", text=thought or None))
+        elif thought and not self.steps[-1].text:
+            self.steps[-1].text = thought
+        self._response = response_id
+        self.steps[-1].tool_calls.append(call)
+        self.waiting.append(call.id)
+
+    def finish(self, response_id: str | None, call_id: str, thought: str, message: str) -> None:
+        """The agent's end of turn: its message becomes the final assistant text."""
+        self.finish_ids.add(call_id)
+        self.count("finish->final_text")
+        final = message or thought
+        same = response_id is not None and response_id == self._response
+        if same and self.steps and self.steps[-1].role == "assistant":
+            self.steps[-1].text = self.steps[-1].text or final
+        else:
+            self.steps.append(Step(role="assistant", text=final))
+        self.steps[-1].meta.setdefault("folded_calls", []).append("finish")
+        self._response = None
+
+    def result(self, call_id: str, text: str, *, is_error: bool, exit_code: int | None, kind: str) -> None:
+        if call_id in self.finish_ids:
+            self.count("finish_observation_dropped")
+            return
+        step = Step(role="tool", tool_call_id=call_id, text=text, is_error=is_error, exit_code=exit_code)
+        step.meta["observation"] = kind
+        self.steps.append(step)
+        if call_id in self.waiting:
+            self.waiting.remove(call_id)
+
+    def has_user(self) -> bool:
+        return any(s.role == "user" for s in self.steps)
+
+
+class OpenHandsReader(BaseTraceReader):
+    """Reads OpenHands V0 event lists (one ``.json``) and V1 conversation folders (``base_state.json`` + events)."""
+
+    name = FORMAT
+
+    def detect(self, path: Path) -> bool:
+        try:
+            if path.is_dir():
+                return self._folder_kind(path) is not None
+            head = sniff(path).lstrip()
+            if head.startswith(b"["):
+                return (b'"source"' in head and (b'"action"' in head or b'"observation"' in head)
+                        and b'"role"' not in head[:200])
+            return head.startswith(b"{") and b'"history"' in head and _is_eval_output(first_json_line(path))
+        except Exception:  # noqa: BLE001 - detect must never raise
+            return False
+
+    @staticmethod
+    def _folder_kind(path: Path) -> str | None:
+        """``"v1"`` (base_state.json + events/), ``"v0"`` (events/<N>.json), or ``None``."""
+        events = path / "events"
+        if not events.is_dir():
+            return None
+        if (path / "base_state.json").is_file():
+            return "v1"
+        if any(_EVENT_FILE.match(p.name) for p in events.iterdir() if p.is_file()):
+            return "v0"
+        return None
+
+    def read_file(self, path: Path, sha: str) -> Iterator[Trajectory | Rejection]:
+        if path.is_dir():
+            if self._folder_kind(path) == "v0":
+                yield from self._read_v0_folder(path, sha)
+            else:
+                yield from self._read_v1(path, sha)
+        elif sniff(path, 4096).lstrip().startswith(b"["):
+            yield from self._read_v0(path, sha)
+        else:
+            yield from self._read_eval_output(path, sha)
+
+    # ------------------------------------------------------------------------------------------------ V0
+    def _read_v0(self, path: Path, sha: str) -> Iterator[Trajectory | Rejection]:
+        doc = self.load_document(path, sha)
+        if isinstance(doc, Rejection):
+            yield doc
+            return
+        if not isinstance(doc, list) or not all(isinstance(e, dict) for e in doc):
+            yield self.reject(path, sha, Reason.parse_error, "not a list of event objects",
+                              "pass an OpenHands event list")
+            return
+        yield self._v0_trajectory(path, sha, doc, key="v0", notes=[])
+
+    def _v0_trajectory(self, path: Path, sha: str, events: list[dict[str, Any]], *, key: str, notes: list[str],
+                       instruction: str | None = None, flags: tuple[str, ...] = (), line: int | None = None,
+                       date: str | None = None) -> Trajectory | Rejection:
+        """One trajectory from V0 events in order (a list file, a session folder or an evaluation instance)."""
+        acc = _Steps()
+        call_of_event: dict[Any, str] = {}
+        cwd = None
+        for k, ev in enumerate(events):
+            self._v0_event(ev, acc, call_of_event, first=k == 0)
+            extras = ev.get("extras") if isinstance(ev.get("extras"), dict) else {}
+            meta = extras.get("metadata") if isinstance(extras.get("metadata"), dict) else {}
+            if cwd is None and isinstance(meta.get("working_dir"), str):
+                cwd = meta["working_dir"]
+        return self._finish(path, sha, acc, key=key, notes=notes, instruction=instruction, flags=flags, line=line,
+                            cwd=cwd, cwd_note="from observation", default_note="openhands.v0: default cwd /workspace",
+                            date=date or next((e["timestamp"][:10] for e in events
+                                               if isinstance(e.get("timestamp"), str)), None))
+
+    def _finish(self, path: Path, sha: str, acc: _Steps, *, key: str, notes: list[str], instruction: str | None,
+                flags: tuple[str, ...], line: int | None, cwd: str | None, cwd_note: str, default_note: str,
+                date: str | None, line_end: int | None = None) -> Trajectory | Rejection:
+        if instruction and not acc.has_user():
+            acc.steps.insert(next((i for i, s in enumerate(acc.steps) if s.role != "system"), len(acc.steps)),
+                             Step(role="user", text=instruction))
+            notes = [*notes, "openhands.eval: instruction as the first user message (the history has none)"]
+        if not any(s.role in ("user", "assistant") for s in acc.steps):
+            where = f" ({key.replace(':', ' ')})" if key.startswith("instance") else ""
+            return self.reject(path, sha, Reason.empty, f"no user or agent messages{where}",
+                               "nothing to train on: drop it", line_start=line, line_end=line_end or line)
+        notes = [*notes, *(f"openhands: {k} x{v}" for k, v in sorted(acc.counts.items()))]
+        notes.append(default_note if cwd is None else f"openhands.{key.split(':')[0]}: cwd {cwd_note}")
+        return self.trajectory(path, sha, key=key, steps=acc.steps, cwd=cwd or DEFAULT_CWD, date=date,
+                               flags=flags, line_start=line, line_end=line_end or line, transformations=notes)
+
+    # ------------------------------------------------------------------------------------------------ V0 folder
+    def _read_v0_folder(self, folder: Path, sha: str) -> Iterator[Trajectory | Rejection]:
+        ids: dict[int, Path] = {}
+        for p in (folder / "events").iterdir():
+            m = _EVENT_FILE.match(p.name)
+            if m and p.is_file():
+                ids[int(m.group(1))] = p
+        pages: dict[int, Path] = {}  # first id of a cache page -> page file
+        cache = folder / "event_cache"
+        if cache.is_dir():
+            for p in cache.iterdir():
+                m = _CACHE_FILE.match(p.name)
+                if m and p.is_file():
+                    pages[int(m.group(1))] = p
+        events: list[dict[str, Any]] = []
+        lost = False
+        missing = 0
+        page_cache: dict[int, list[Any]] = {}
+        last = max(ids) if ids else -1
+        for start in pages:
+            last = max(last, start + 24)
+        for eid in range(0, last + 1):
+            if eid in ids:
+                ev = self.load_document(ids[eid], sha, checked=False)
+                if isinstance(ev, Rejection):
+                    lost = True
+                    yield self.reject(folder, sha, ev.reason, f"events/{eid}.json: {ev.detail}", ev.repair_hint,
+                                      line=eid)
+                    continue
+            else:
+                start = eid - eid % 25
+                if start in pages and start not in page_cache:
+                    page = self.load_document(pages[start], sha, checked=False)
+                    page_cache[start] = page if isinstance(page, list) else []
+                page = page_cache.get(start) or []
+                ev = page[eid - start] if eid - start < len(page) else None
+                if ev is None:
+                    if eid <= max(ids, default=-1):
+                        missing += 1
+                    continue
+            if not isinstance(ev, dict):
+                lost = True
+                yield self.reject(folder, sha, Reason.parse_error, f"event {eid}: not an event object",
+                                  "fix the event file", line=eid)
+                continue
+            events.append(ev)
+        if not events:
+            if not lost:
+                yield self.reject(folder, sha, Reason.empty, "events/ holds no event files", "re-export the session")
+            return
+        notes = ["openhands.v0_folder: events read in id order"]
+        if missing:
+            notes.append(f"openhands.v0_folder: {missing} event id(s) absent (OpenHands skips them too)")
+        meta = self.load_document(folder / "metadata.json", sha, checked=False) \
+            if (folder / "metadata.json").is_file() else None
+        date = None
+        if isinstance(meta, dict) and isinstance(meta.get("created_at"), str):
+            date = meta["created_at"][:10]
+        out = self._v0_trajectory(folder, sha, events, key="v0_folder", notes=notes,
+                                  flags=("lines_lost",) if lost else (), date=date)
+        if isinstance(out, Rejection) and lost:
+            return  # the broken event files have their own rows
+        yield out
+
+    # ------------------------------------------------------------------------------------------------ eval output
+    def _read_eval_output(self, path: Path, sha: str) -> Iterator[Trajectory | Rejection]:
+        k = 0
+        for item in self.json_lines(path, sha):
+            if isinstance(item, Rejection):
+                yield item
+                k += 1
+                continue
+            rec = item.value
+            key = f"instance:{k}"
+            k += 1
+            if not _is_eval_output(rec):
+                yield self.reject(path, sha, Reason.parse_error, f"line {item.lineno}: not an evaluation record "
+                                  "with a history of OpenHands events", "each line must be one EvalOutput object",
+                                  line=item.lineno, record_id=content_id("traj", FORMAT, sha, key))
+                continue
+            history = rec["history"]
+            instruction = rec.get("instruction") if isinstance(rec.get("instruction"), str) else None
+            name = next((rec[k] for k in ("instance_id", "id") if isinstance(rec.get(k), (str, int))), None)
+            notes = [f"openhands.eval: instance {name}" if name is not None else "openhands.eval: instance"]
+            if history and isinstance(history[0], list):  # [action, observation] pairs
+                events = [e for pair in history if isinstance(pair, list) for e in pair if isinstance(e, dict)]
+                notes.append("openhands.eval: history of [action, observation] pairs")
+            else:
+                events = [e for e in history if isinstance(e, dict)]
+            if any("kind" in e for e in events):
+                acc = _Steps()
+                for ev in events:
+                    self._v1_event(ev, acc)
+                yield self._finish(path, sha, acc, key=key, notes=notes, instruction=instruction, flags=(),
+                                   line=item.lineno, cwd=None, cwd_note="", default_note="openhands.v1: default cwd "
+                                   "/workspace", date=next((e["timestamp"][:10] for e in events
+                                                            if isinstance(e.get("timestamp"), str)), None))
+                continue
+            yield self._v0_trajectory(path, sha, events, key=key, notes=notes, instruction=instruction,
+                                      line=item.lineno)
+
+    @staticmethod
+    def _v0_event(ev: dict[str, Any], acc: _Steps, call_of_event: dict[Any, str], *, first: bool = False) -> None:
+        args = ev.get("args") if isinstance(ev.get("args"), dict) else {}
+        tcm = ev.get("tool_call_metadata") if isinstance(ev.get("tool_call_metadata"), dict) else None
+        if "action" in ev:
+            action = ev.get("action")
+            if action in V0_NOISE_ACTIONS:
+                acc.count(f"action_{action}_skipped")
+                return
+            if action == "system":
+                acc.text("system", str(args.get("content") or ev.get("message") or ""))
+                return
+            if action == "message":
+                source = ev.get("source")
+                if source is None:  # a stripped event: see the module docstring
+                    source = "user" if first else ("agent" if args.get("wait_for_response") is True else "user")
+                    acc.count(f"message_source_inferred_{source}")
+                role = "user" if source == "user" else "assistant"
+                images = len(args.get("image_urls") or []) if isinstance(args.get("image_urls"), list) else 0
+                acc.text(role, str(args.get("content") or ev.get("message") or ""), images)
+                return
+            thought = args.get("thought") if isinstance(args.get("thought"), str) else ""
+            if tcm is not None:
+                call_id = str(tcm.get("tool_call_id") or f"oh_event_{ev.get('id')}")
+                name = str(tcm.get("function_name") or action)
+                raw: Any = None
+                resp = tcm.get("model_response") if isinstance(tcm.get("model_response"), dict) else {}
+                response_id = resp.get("id") if isinstance(resp.get("id"), str) else None
+                for choice in resp.get("choices") or []:
+                    msg = choice.get("message") if isinstance(choice, dict) else None
+                    for tc in (msg or {}).get("tool_calls") or []:
+                        if isinstance(tc, dict) and tc.get("id") == call_id:
+                            raw = (tc.get("function") or {}).get("arguments")
+                if raw is None:
+                    raw = {k: v for k, v in args.items() if k != "thought"}
+                    acc.count("arguments_from_event_args")
+            else:
+                call_id = f"oh_event_{ev.get('id')}"
+                name = f"action:{action}"
+                raw = {k: v for k, v in args.items() if k != "thought"}
+                response_id = None
+            call_of_event[ev.get("id")] = call_id
+            if action == "finish" or name == "finish":
+                message = args.get("final_thought") or args.get("message") or ev.get("message") or ""
+                acc.finish(response_id, call_id, thought, message if isinstance(message, str) else "")
+                return
+            acc.call(response_id, thought, ToolCall(id=call_id, name=name, arguments=raw))
+            return
+        if "observation" in ev:
+            kind = str(ev.get("observation"))
+            if kind in V0_NOISE_OBSERVATIONS:
+                acc.count(f"observation_{kind}_skipped")
+                return
+            call_id = call_of_event.get(ev.get("cause"))
+            if call_id is None and tcm is not None:
+                call_id = str(tcm.get("tool_call_id") or "")
+            if not call_id and "cause" not in ev and acc.waiting:  # stripped events: the latest waiting action
+                call_id = acc.waiting[-1]
+                acc.count("observation_paired_by_order")
+            if not call_id:
+                acc.count(f"observation_{kind}_without_action")
+                call_id = f"oh_orphan_{ev.get('id')}"
+            extras = ev.get("extras") if isinstance(ev.get("extras"), dict) else {}
+            meta = extras.get("metadata") if isinstance(extras.get("metadata"), dict) else {}
+            code = meta.get("exit_code", extras.get("exit_code"))
+            content = ev.get("content")
+            acc.result(
+                call_id, content if isinstance(content, str) else dumps_compact_str(content),
+                is_error=kind == "error", exit_code=code if isinstance(code, int) else None, kind=kind,
+            )
+            return
+        acc.count("unknown_event_skipped")
+
+    # ------------------------------------------------------------------------------------------------ V1
+    def _read_v1(self, folder: Path, sha: str) -> Iterator[Trajectory | Rejection]:
+        state = self.load_document(folder / "base_state.json", sha, checked=False)
+        if isinstance(state, Rejection):
+            yield state
+            return
+        files = sorted(p for p in (folder / "events").iterdir() if p.is_file() and p.suffix == ".json")
+        if not files:
+            yield self.reject(folder, sha, Reason.empty, "events/ holds no event files", "re-export the conversation")
+            return
+        acc = _Steps()
+        lost = False
+        date = None
+        for i, f in enumerate(files, start=1):
+            ev = self.load_document(f, sha, checked=False)
+            if isinstance(ev, Rejection):
+                lost = True
+                yield self.reject(folder, sha, ev.reason, f"{f.name}: {ev.detail}", ev.repair_hint, line=i)
+                continue
+            if not isinstance(ev, dict):
+                lost = True
+                yield self.reject(folder, sha, Reason.parse_error, f"{f.name}: not an event object",
+                                  "fix the event file", line=i)
+                continue
+            if date is None and isinstance(ev.get("timestamp"), str):
+                date = ev["timestamp"][:10]
+            self._v1_event(ev, acc)
+        ws = state.get("workspace") if isinstance(state, dict) and isinstance(state.get("workspace"), dict) else {}
+        cwd = ws.get("working_dir") if isinstance(ws.get("working_dir"), str) else None
+        if not any(s.role in ("user", "assistant") for s in acc.steps):
+            if not lost:
+                yield self.reject(folder, sha, Reason.empty, "no user or agent messages", "nothing to train on")
+            return
+        notes = [f"openhands: {k} x{v}" for k, v in sorted(acc.counts.items())]
+        notes.append("openhands.v1: events read in file-name order")
+        yield self.trajectory(
+            folder, sha, key="v1", steps=acc.steps, cwd=cwd or DEFAULT_CWD, date=date,
+            flags=["lines_lost"] if lost else [], line_start=1, line_end=len(files), transformations=notes,
+        )
+
+    @staticmethod
+    def _v1_event(ev: dict[str, Any], acc: _Steps) -> None:
+        kind = ev.get("kind")
+        if kind == "SystemPromptEvent":
+            sp = ev.get("system_prompt")
+            acc.text("system", sp.get("text", "") if isinstance(sp, dict) else str(sp or ""))
+        elif kind == "MessageEvent":
+            msg = ev.get("llm_message") if isinstance(ev.get("llm_message"), dict) else {}
+            role = msg.get("role")
+            if role not in ("user", "assistant"):
+                acc.count(f"message_role_{role}_skipped")
+                return
+            acc.text(role, _parts_text(msg.get("content")), _parts_images(msg.get("content")))
+        elif kind == "ActionEvent":
+            tc = ev.get("tool_call") if isinstance(ev.get("tool_call"), dict) else {}
+            call_id = str(ev.get("tool_call_id") or tc.get("id") or f"oh_event_{ev.get('id')}")
+            name = str(ev.get("tool_name") or tc.get("name") or "")
+            thought = _parts_text(ev.get("thought"))
+            response_id = ev.get("llm_response_id") if isinstance(ev.get("llm_response_id"), str) else None
+            action = ev.get("action") if isinstance(ev.get("action"), dict) else {}
+            if name == "finish" or action.get("kind") == "FinishAction":
+                msg = action.get("message") if isinstance(action.get("message"), str) else ""
+                acc.finish(response_id, call_id, thought, msg)
+                return
+            raw = tc.get("arguments") if "arguments" in tc else {k: v for k, v in action.items() if k != "kind"}
+            acc.call(response_id, thought, ToolCall(id=call_id, name=name, arguments=raw))
+        elif kind in ("ObservationEvent", "UserRejectObservation", "AgentErrorEvent"):
+            obs = ev.get("observation") if isinstance(ev.get("observation"), dict) else {}
+            call_id = str(ev.get("tool_call_id") or "")
+            if kind == "ObservationEvent":
+                text = _parts_text(obs.get("content"))
+                code = obs.get("exit_code")
+                acc.result(call_id, text, is_error=bool(obs.get("is_error")),
+                           exit_code=code if isinstance(code, int) else None, kind=str(obs.get("kind") or kind))
+            else:
+                text = str(ev.get("error") or ev.get("rejection_reason") or "")
+                acc.result(call_id, text, is_error=True, exit_code=None, kind=kind)
+        else:
+            acc.count(f"event_{kind}_skipped")
+

@@ -1,0 +1,1 @@
+"""The pi format: ``reader.py`` (its files → trajectories) and ``mapping.py`` (its tool calls → Pi's)."""

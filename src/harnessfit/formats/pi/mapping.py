@@ -1,0 +1,45 @@
+"""Pi → Pi: the identity, except what Pi itself repairs when it replays an old session.
+
+- ``edit{path, oldText, newText}`` (Pi ≤ 0.62) → ``edit{path, edits:[{oldText, newText}]}``. Pi 0.64+ accepts the
+  legacy shape only by repairing it; a model trained on it would learn a call the current schema does not
+  describe, so the call is upgraded to the current shape. Recorded as ``pi.edit_legacy->edits``.
+- Result texts are Pi's own; they pass through unchanged.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from harnessfit.core.rejection import Reason
+from harnessfit.core.trajectory import Step, ToolCall
+from harnessfit.formats.base import Failure, MapContext, MapOutcome, PiCall, parse_arguments, result_text
+
+__all__ = ["PiMapping"]
+
+
+class PiMapping:
+    """Maps calls from Pi sessions (same tool names; legacy edit arguments upgraded)."""
+
+    def map_call(self, call: ToolCall, result: Step | None, ctx: MapContext) -> MapOutcome:
+        if isinstance(call.arguments, str) and call.arguments.strip():
+            # A Pi session stores the arguments Pi *parsed* from the wire, so a string here is not wire text to
+            # parse: the model sent a JSON string instead of an object (double encoding) and Pi refused it.
+            return Failure(
+                Reason.arguments_double_encoded,
+                f"{call.name}: the session stores the arguments as a string ({call.arguments[:80]!r}): the model sent "
+                "a JSON string, which Pi refuses ('must be object')",
+                "keep such sessions for preference/RL data; for SFT, re-record the call with an object",
+            )
+        args = parse_arguments(call.arguments, call.name)
+        if isinstance(args, Failure):
+            return args
+        transformations: tuple[str, ...] = ()
+        if call.name == "edit" and "edits" not in args and {"oldText", "newText"} <= set(args):
+            upgraded: dict[str, Any] = {"path": args.get("path")}
+            upgraded["edits"] = [{"oldText": args["oldText"], "newText": args["newText"]}]
+            for k, v in args.items():
+                if k not in ("path", "oldText", "newText"):
+                    upgraded[k] = v
+            args = upgraded
+            transformations = ("pi.edit_legacy->edits",)
+        return PiCall(call.name, args, result_text(result), transformations)

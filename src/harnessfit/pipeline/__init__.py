@@ -1,0 +1,9 @@
+"""Stage machinery shared by convert and build: one ordered process pool (``executor``) and one per-stage clock
+(``stats``)."""
+
+from __future__ import annotations
+
+from harnessfit.pipeline.executor import ordered_map
+from harnessfit.pipeline.stats import StageClock
+
+__all__ = ["ordered_map", "StageClock"]

@@ -1,0 +1,167 @@
+"""Claude Code sessions: split messages, tool results, noise, sidechains, and the pinned Read/Edit conversions."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from harnessfit.convert import to_conversation, validate_conversation
+from harnessfit.core import Conversation, Reason, Rejection
+from harnessfit.core.trajectory import Trajectory
+from harnessfit.formats.claude_code.reader import ClaudeCodeReader
+from harnessfit.harness.card import load_card
+
+
+@pytest.fixture(scope="module")
+def card():
+    return load_card("pi", "0.73.1")
+
+
+def _line(kind: str, content, *, mid: str | None = None, extra: dict | None = None) -> dict:
+    msg = {"role": kind, "content": content}
+    if mid:
+        msg["id"] = mid
+    row = {"parentUuid": None, "isSidechain": False, "userType": "external", "cwd": "/home/u/proj",
+           "sessionId": "s", "version": "2.0.1", "type": kind, "message": msg, "uuid": "x",
+           "timestamp": "2025-10-24T18:00:00.000Z"}
+    row.update(extra or {})
+    return row
+
+
+def _session(tmp_path: Path, calls: list[dict], results: list[dict], name: str = "s.jsonl",
+             extra: dict | None = None) -> Path:
+    rows = [
+        {"type": "file-history-snapshot", "messageId": "m", "snapshot": {}},
+        _line("user", "please change it", extra=extra),
+        _line("assistant", [{"type": "text", "text": "Let me look."}], mid="msg_1", extra=extra),
+    ]
+    rows += [_line("assistant", [c], mid="msg_1", extra=extra) for c in calls]
+    rows += [_line("user", [r["block"]], extra={**(extra or {}), "toolUseResult": r.get("tur")}) for r in results]
+    rows.append({"type": "progress", "data": {}})
+    rows.append(_line("assistant", [{"type": "text", "text": "Done."}], mid="msg_2", extra=extra))
+    path = tmp_path / name
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+def _use(cid, name, inp):
+    return {"type": "tool_use", "id": cid, "name": name, "input": inp}
+
+
+def _res(cid, content, is_error=False, tur=None):
+    block = {"type": "tool_result", "tool_use_id": cid, "content": content}
+    if is_error:
+        block["is_error"] = True
+    return {"block": block, "tur": tur}
+
+
+def _convert(path: Path, card):
+    records = list(ClaudeCodeReader().read(path))
+    assert len(records) == 1 and isinstance(records[0], Trajectory)
+    return to_conversation(records[0], card)
+
+
+def test_edit_becomes_exact_pi_edit_call(tmp_path: Path, card):
+    path = _session(tmp_path, [_use("t1", "Edit", {"file_path": "/home/u/proj/a.py", "old_string": "x = 1",
+                                                   "new_string": "x = 2"})],
+                    [_res("t1", "The file /home/u/proj/a.py has been updated. Here's the result…")])
+    conv = _convert(path, card)
+    assert isinstance(conv, Conversation), conv
+    assert conv.messages[2] == {
+        "role": "assistant", "content": "Let me look.",
+        "tool_calls": [{"id": "t1", "type": "function", "function": {
+            "name": "edit", "arguments": '{"path":"/home/u/proj/a.py","edits":[{"oldText":"x = 1","newText":"x = 2"}]}'}}],
+    }
+    assert conv.messages[3] == {"role": "tool", "content": "Successfully replaced 1 block(s) in /home/u/proj/a.py.",
+                                "tool_call_id": "t1"}
+    assert validate_conversation(conv, card) == []
+    assert "claude.merge_split_message" in conv.meta.transformations
+
+
+def test_read_result_loses_line_number_prefixes_and_reminders(tmp_path: Path, card):
+    raw = "     1\u2192def f():\n     2\u2192    return 1\n\n<system-reminder>\nWhatever you do, be careful.\n</system-reminder>\n"
+    path = _session(tmp_path, [_use("t1", "Read", {"file_path": "/home/u/proj/a.py"})], [_res("t1", raw)])
+    conv = _convert(path, card)
+    assert isinstance(conv, Conversation), conv
+    assert json.loads(conv.messages[2]["tool_calls"][0]["function"]["arguments"]) == {"path": "/home/u/proj/a.py"}
+    assert conv.messages[3]["content"] == "def f():\n    return 1"
+    assert "read_result.strip_line_numbers" in conv.meta.transformations
+
+
+def test_multiedit_write_bash(tmp_path: Path, card):
+    calls = [
+        _use("t1", "MultiEdit", {"file_path": "/p/a", "edits": [{"old_string": "a", "new_string": "b"},
+                                                                  {"old_string": "c", "new_string": "d"}]}),
+        _use("t2", "Write", {"file_path": "/p/b", "content": "h\u00e9llo"}),
+        _use("t3", "Bash", {"command": "false", "timeout": 1500}),
+    ]
+    results = [_res("t1", "ok"), _res("t2", "ok"), _res("t3", "Exit code 1\nboom", is_error=True)]
+    conv = _convert(_session(tmp_path, calls, results), card)
+    assert isinstance(conv, Conversation), conv
+    calls_out = conv.messages[2]["tool_calls"]
+    assert [c["function"]["name"] for c in calls_out] == ["edit", "write", "bash"]
+    assert json.loads(calls_out[0]["function"]["arguments"])["edits"] == [{"oldText": "a", "newText": "b"},
+                                                                          {"oldText": "c", "newText": "d"}]
+    assert json.loads(calls_out[2]["function"]["arguments"]) == {"command": "false", "timeout": 2}
+    tools = [m["content"] for m in conv.messages if m["role"] == "tool"]
+    assert tools == ["Successfully replaced 2 block(s) in /p/a.", "Successfully wrote 5 bytes to /p/b",
+                     "boom\n\nCommand exited with code 1"]
+
+
+def test_todo_write_is_dropped_only_where_it_is_its_turns_only_content(tmp_path: Path, card):
+    todo = _use("t1", "TodoWrite", {"todos": [{"content": "fix it", "status": "pending"}]})
+    ack = _res("t1", "Todos have been modified successfully. Ensure that you continue to use the todo list.")
+    rows = [_line("user", "please change it"), _line("assistant", [todo], mid="m1"),
+            _line("user", [ack["block"]]),
+            _line("assistant", [_use("t2", "Bash", {"command": "ls"})], mid="m2"),
+            _line("user", [_res("t2", "a.py")["block"]]), _line("assistant", [{"type": "text", "text": "Done."}],
+                                                                mid="m3")]
+    path = tmp_path / "alone.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    conv = _convert(path, card)
+    assert isinstance(conv, Conversation), conv
+    assert [m["role"] for m in conv.messages] == ["system", "user", "assistant", "tool", "assistant"]
+    assert "drop:ui_only:TodoWrite" in conv.meta.transformations
+    # with text in its turn, dropping it would change that action: it blocks, and nothing before it is a label
+    rej = _convert(_session(tmp_path, [todo], [ack], name="with_text.jsonl"), card)
+    assert isinstance(rej, Rejection) and rej.reason == Reason.ui_only_call
+    assert "also holds text" in rej.detail and rej.labels == 0 and rej.calls == 1
+
+
+@pytest.mark.parametrize(
+    ("call", "result", "reason"),
+    [
+        (_use("t1", "Edit", {"file_path": "/p", "old_string": "a", "new_string": "b", "replace_all": True}),
+         _res("t1", "ok"), Reason.unmappable_arguments),
+        (_use("t1", "Grep", {"pattern": "x"}), _res("t1", "ok"), Reason.unsupported_tool),
+        (_use("t1", "mcp__srv__tool", {}), _res("t1", "ok"), Reason.unsupported_tool),
+        (_use("t1", "Bash", {"command": "rm -rf /"}),
+         _res("t1", "The user doesn't want to proceed with this tool use. The tool use was rejected", is_error=True),
+         Reason.user_rejected_call),
+        (_use("t1", "Read", {"file_path": "/p/x.png"}),
+         _res("t1", [{"type": "image", "source": {"type": "base64", "data": "AAAA"}}]), Reason.image_content),
+    ],
+)
+def test_rejections_have_reasons(tmp_path: Path, card, call, result, reason):
+    rej = _convert(_session(tmp_path, [call], [result]), card)
+    assert isinstance(rej, Rejection) and rej.reason == reason, rej
+
+
+def test_sidechain_is_subagent(tmp_path: Path, card):
+    path = _session(tmp_path, [_use("t1", "Bash", {"command": "ls"})], [_res("t1", "a")],
+                    extra={"isSidechain": True})
+    rej = _convert(path, card)
+    assert isinstance(rej, Rejection) and rej.reason == Reason.subagent
+
+
+def test_real_sessions(traces_dir: Path, card):
+    d = traces_dir / "claude_code"
+    ok = _convert(d / "iampkuhz__feipi-session-browser__8a283a61-e3f0-4e8f-ba06-6711e2fcf2ed.jsonl", card)
+    assert isinstance(ok, Conversation) and validate_conversation(ok, card) == []
+    assert [m["role"] for m in ok.messages][:3] == ["system", "user", "assistant"]
+    rej = _convert(d / "jnarowski__agentcmd__full-session-two.jsonl", card)
+    assert isinstance(rej, Rejection) and rej.reason == Reason.unsupported_tool and "AskUserQuestion" in rej.detail
+    rej = _convert(d / "marot__spotter__short.jsonl", card)
+    assert isinstance(rej, Rejection) and rej.reason == Reason.unsupported_tool and "Glob" in rej.detail

@@ -1,0 +1,135 @@
+"""Newer Pi in the loop: the golden solver scores every default task under the newest committed Pi (`eval agent
+--harness`), and sessions written by it read back and convert: the golden solver and the contrast model record real
+sessions through ``synth`` under the newest committed Pi; the Pi reader turns each into one trajectory (1.x keeps
+the system prompt in the session as a ``system`` message), and every trajectory converts against that version's
+card with no rejection (contrast sessions, whose first call is double-encoded, are refused for that reason as under
+0.73.1). Under every committed version, a session converts to exactly the request Pi sent (the oracle test)."""
+
+from __future__ import annotations
+
+import datetime
+import shutil
+from pathlib import Path
+
+import orjson
+import pytest
+
+from harnessfit.core.conversation import Conversation
+from harnessfit.core.rejection import Reason, Rejection
+from harnessfit.convert.wire import to_conversation
+from harnessfit.eval.synth import synth
+from harnessfit.harness.card import load_card
+from harnessfit.harness.pi import install_pi, installed_package
+from harnessfit.harness.versions import NEWEST_PI_VERSION, PI_CARD_VERSIONS, harness_spec
+from harnessfit.formats.pi.reader import PiReader
+from harnessfit.core.trajectory import Trajectory
+
+pytestmark = [pytest.mark.pi, pytest.mark.slow]
+
+SUITE = Path(__file__).resolve().parents[2] / "examples" / "tasks" / "default"
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
+    install_pi(NEWEST_PI_VERSION)
+    root = tmp_path_factory.mktemp("sessions")
+    suite = root / "suite"
+    for name in ("create_hello_script", "recover_missing_config"):
+        shutil.copytree(SUITE / name, suite / name)
+    out = root / "synth"
+    manifest = synth(suite, out, seeds=1, workers=2, contrast=True, pi_version=NEWEST_PI_VERSION, progress=False)
+    return out, manifest
+
+
+def test_synth_records_the_version_it_ran(recorded: tuple[Path, dict]) -> None:
+    out, manifest = recorded
+    assert manifest["skipped"] == [] and len(manifest["files"]) == 4
+    assert manifest["pi_version"] == NEWEST_PI_VERSION and manifest["harness"] == harness_spec(NEWEST_PI_VERSION)
+    assert manifest["pi_package"] == installed_package(NEWEST_PI_VERSION)
+    card = load_card("pi", NEWEST_PI_VERSION)
+    for row in manifest["files"]:
+        lines = [orjson.loads(x) for x in (out / row["path"]).read_bytes().splitlines() if x.strip()]
+        assert lines[0]["type"] == "session" and lines[0]["version"] == card.session["version"]
+        seen = {x["type"] for x in lines[1:]}
+        assert seen <= set(card.session["entries"]), seen  # the layout the capture recorded, nothing unforeseen
+
+
+def test_reader_and_converter_handle_every_session(recorded: tuple[Path, dict]) -> None:
+    out, manifest = recorded
+    card = load_card("pi", NEWEST_PI_VERSION)
+    reader = PiReader()
+    day = datetime.date.today().isoformat()
+    for row in manifest["files"]:
+        path = out / row["path"]
+        assert reader.detect(path)
+        items = list(reader.read(path))
+        assert len(items) == 1 and isinstance(items[0], Trajectory), items
+        traj = items[0]
+        roles = [s.role for s in traj.steps]
+        assert "system" not in roles[1:] and all(s.meta.get("unknown_role") is None for s in traj.steps)
+        if "system" in card.session["message_roles"]:
+            # the system message Pi kept is exactly the prompt the card renders for the session's folder
+            assert roles[0] == "system"
+            assert traj.steps[0].text == card.render_system_prompt(traj.cwd, day)
+        assert roles.count("user") >= 1 and roles[-1] == "assistant"
+        conv = to_conversation(traj, card)
+        if row["kind"] == "contrast":
+            # the first call was a JSON string: 1.x stores {} plus argumentsError, the reader gives back the text
+            # as sent, and the call is kept out of SFT data for the same reason as under 0.73.1
+            bad = next(c for s in traj.steps for c in s.tool_calls if isinstance(c.arguments, str))
+            assert isinstance(orjson.loads(bad.arguments), str)
+            assert isinstance(conv, Rejection) and conv.reason == Reason.arguments_double_encoded, conv
+            continue
+        assert isinstance(conv, Conversation), (row["path"], conv)
+        assert conv.messages[0] == {"role": "system", "content": card.render_system_prompt(traj.cwd, traj.date or day)}
+        assert sum(1 for m in conv.messages if m["role"] == "system") == 1
+
+
+def test_golden_solver_scores_every_task_under_the_newest_pi(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from harnessfit.cli import app
+    from harnessfit.eval.results import load_results
+
+    install_pi(NEWEST_PI_VERSION)
+    out = tmp_path / "golden"
+    res = CliRunner().invoke(app, ["eval", "agent", "--model", "scripted:golden", "--suite", str(SUITE), "--out",
+                                   str(out), "--workers", "2", "--harness", f"pi@{NEWEST_PI_VERSION}"])
+    assert res.exit_code == 0, res.output
+    results = load_results(out)
+    agg = results.aggregates
+    assert results.pi_version == NEWEST_PI_VERSION and agg["scored"] == len(results.episodes) >= 9
+    assert agg["rates"]["complete_loop"]["successes"] == agg["scored"], [
+        (e.facts.task_id, e.metrics and e.metrics.failure, e.facts.error) for e in results.episodes]
+    assert agg["tool_calls"]["invalid"] == 0
+    assert f"in Pi {NEWEST_PI_VERSION}: complete loop {agg['scored']}/{agg['scored']}" in res.stdout
+
+
+@pytest.mark.parametrize("version", PI_CARD_VERSIONS)
+def test_a_session_converts_to_exactly_what_pi_sent(version: str, tmp_path: Path) -> None:
+    """The oracle: Pi ``version`` runs a scripted round trip (text, parallel calls, an edit), its session file is read
+    back and converted against its card, and the conversation equals the last request Pi sent (plus the final
+    answer) — for every session layout the committed versions write."""
+    from harnessfit.harness.pi import pi_command, pi_env, run_pi, write_pi_agent_config
+    from harnessfit.serve.scripted import Reply, ScriptedEndpoint
+
+    install_pi(version)
+    card = load_card("pi", version)
+    cwd = tmp_path / "w"
+    cwd.mkdir()
+    (cwd / "a.txt").write_text("one\ntwo\n")
+    script = [Reply(text="Looking.", tool_calls=[("read", '{"path":"a.txt"}')]),
+              Reply(tool_calls=[("bash", '{"command":"wc -l a.txt"}'), ("write", '{"path":"b.txt","content":"hi\\n"}')]),
+              Reply(tool_calls=[("edit", '{"path":"b.txt","edits":[{"oldText":"hi","newText":"ho"}]}')]),
+              Reply(text="Done.")]
+    with ScriptedEndpoint(script, model_id="m") as ep:
+        write_pi_agent_config(tmp_path / "h" / ".pi" / "agent", ep.base_url, "m")
+        run = run_pi(pi_command(version, "m", "Do it.", session_dir=tmp_path / "s"), cwd=cwd, env=pi_env(tmp_path / "h"))
+    assert run.stop_reason() == "stop" and len(ep.requests) == len(script)
+    (session,) = sorted((tmp_path / "s").glob("*.jsonl"))
+    (traj,) = list(PiReader().read(session))
+    conv = to_conversation(traj, card)
+    assert isinstance(conv, Conversation), conv
+    last = ep.requests[-1]
+    assert conv.messages[:-1] == last["messages"] and conv.tools == last["tools"]
+    assert conv.messages[-1] == {"role": "assistant", "content": "Done."}
