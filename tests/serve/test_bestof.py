@@ -102,7 +102,7 @@ def test_best_of_serves_through_the_openai_app(tokenizer) -> None:
     from harnessfit.serve.app import create_app
 
     planned = PlannedEngine(tokenizer, [(DOUBLE, "stop"), (GOOD, "stop")])
-    client = TestClient(create_app(BestOfEngine(planned, 2, CardVerifier())))
+    client = TestClient(create_app(BestOfEngine(planned, 2, CardVerifier())), base_url="http://127.0.0.1")  # loopback Host
     body = {"model": "planned", "messages": [{"role": "user", "content": "read a.txt"}], "tools": [READ_TOOL]}
     reply = client.post("/v1/chat/completions", json=body).json()
     choice = reply["choices"][0]
