@@ -83,7 +83,7 @@ def test_grpo_run_writes_adapter_metrics_completions_heldout_and_report(tmp_path
             audit, rewards={"format": 1.0, "reference_match": 1.0, "clean_end": 0.5, "length": 1.0, "judge": 1.0},
             judge={"base_url": judge.base_url, "model": "judge", "api_key_env": None, "concurrency": 2},
             overlong_penalty=0.1))
-        res = train_grpo(cfg, tmp_path / "run")
+        res = train_grpo(cfg, tmp_path / "run" / "grpo")  # the folder the report's GRPO section reads
         n_requests = len(judge.requests)
     out = res.out_dir
     assert res.status == "completed" and res.global_step == 2
@@ -119,6 +119,23 @@ def test_grpo_run_writes_adapter_metrics_completions_heldout_and_report(tmp_path
     assert recipe["config_class"] == "HarnessfitGRPOConfig" and recipe["resolved"]["beta"] == 0.01
     result = json.loads((out / "result.json").read_text())
     assert result["unscorable"] == len(unscorable) and result["heldout_after"]["points"] == 2
+
+    # the HTML report of the run folder has the GRPO section with its curves, the analysis and the held-out table
+    from harnessfit.report.build import build_report
+
+    built = build_report(tmp_path / "run", tmp_path / "report", workers=1)
+    assert "grpo" in built.sections and not built.skipped
+    page = (tmp_path / "report" / "index.html").read_text()
+    grpo = page[page.index('id="grpo"'):]
+    stats = json.loads((out / "grpo_stats.json").read_text())
+    for label in ("Reward analysis", "Welch's t", "best-of-G (mean over groups)", "zero-variance groups",
+                  "Held-out decision points: before / after", "valid-call rate, best of G (any valid)"):
+        assert label in grpo, label
+    assert f"{100 * stats['all']['unscorable_share']:.1f}%" in grpo
+    after = json.loads((out / "heldout_after.json").read_text())
+    assert f"{100 * after['greedy_valid_call_rate']:.1f}%" in grpo
+    assert (tmp_path / "report" / "figures" / "grpo-reward.svg").is_file()
+    assert (tmp_path / "report" / "files" / "grpo" / "grpo_report.md").is_file()
 
 
 def test_prompts_are_the_servers_prompts(tmp_path) -> None:
