@@ -211,3 +211,18 @@ def test_health_guard_stops_grpo_with_a_checkpoint(tmp_path) -> None:
     assert res.status == "stopped" and "host memory" in res.stop_reason and 0 < res.global_step < 200
     assert res.checkpoint_dir.name == f"checkpoint-{res.global_step}" and res.adapter_dir is None
     assert "Stopped by the health guard" in res.report_path.read_text()
+
+
+def test_a_relative_dataset_in_audit_json_that_does_not_resolve_says_so(tmp_path, monkeypatch) -> None:
+    from harnessfit.errors import UserError
+    from harnessfit.train.grpo_data import dataset_dir_of
+
+    (tmp_path / "runs" / "dataset" / "decision_points").mkdir(parents=True)
+    (tmp_path / "runs" / "audit").mkdir()
+    (tmp_path / "runs" / "audit" / "audit.json").write_text(json.dumps({"dataset": "dataset"}))
+    monkeypatch.chdir(tmp_path / "runs")  # where the audit ran: the relative name resolves
+    assert dataset_dir_of(tmp_path / "runs" / "audit", None) == (tmp_path / "runs" / "dataset").resolve()
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(UserError, match="relative to the folder the audit ran in"):
+        dataset_dir_of(tmp_path / "runs" / "audit", None)
+    assert dataset_dir_of(tmp_path / "runs" / "audit", str(tmp_path / "runs" / "dataset")).name == "dataset"

@@ -76,10 +76,15 @@ def agent(
     if best_of > 1 and (out / "bestof.jsonl").is_file() and (out / "bestof.jsonl").stat().st_size:
         import orjson
 
-        from harnessfit.serve.bestof import summarise_log
+        from harnessfit.eval.results import write_results
+        from harnessfit.serve.bestof import summarise_log, summary_markdown
 
         summary = summarise_log(out / "bestof.jsonl")
         (out / "bestof.json").write_bytes(orjson.dumps(summary, option=orjson.OPT_INDENT_2))
+        results.aggregates["best_of"] = summary  # results.json and results.md carry it too
+        write_results(results, out)
+        with (out / "results.md").open("a", encoding="utf-8") as fh:
+            fh.write(summary_markdown(summary))
         pct = lambda x: "–" if x is None else f"{100 * x:.1f} %"  # noqa: E731
         typer.echo(f"valid-call rate over {summary['requests']} model requests: one sample "
                    f"{pct(summary['valid_first_sample'])}, best of {best_of} {pct(summary['valid_best_of_n'])} "

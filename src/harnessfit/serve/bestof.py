@@ -26,7 +26,7 @@ import orjson
 from harnessfit.errors import UserError
 from harnessfit.serve.engine import Engine, GenerationResult
 
-__all__ = ["VERIFIERS", "CardVerifier", "Check", "BestOfEngine"]
+__all__ = ["VERIFIERS", "CardVerifier", "Check", "BestOfEngine", "summarise_log", "summary_markdown"]
 
 VERIFIERS = ("card",)
 _SCORE_COMPONENTS = ("format", "arguments_object", "schema_valid", "tool_active", "clean_end")
@@ -164,3 +164,18 @@ def summarise_log(path: Path) -> dict[str, Any]:
             "valid_first_sample": sum(r["first_passes"] for r in rows) / k if k else None,
             "valid_best_of_n": sum(r["any_passes"] for r in rows) / k if k else None,
             "candidates_per_request": sum(r["tried"] for r in rows) / k if k else None}
+
+
+def summary_markdown(summary: dict[str, Any]) -> str:
+    """The best-of section of an eval's ``results.md``: valid-call rate of one sample vs n on the same requests."""
+    def pct(x: float | None) -> str:
+        return "–" if x is None else f"{100 * x:.1f} %"
+
+    per = summary.get("candidates_per_request")
+    return ("\n## Best-of-N at serving (verifier: harness card)\n\n"
+            "Every model request of the run was answered by `harnessfit serve --best-of "
+            f"{summary.get('n')} --verifier card`: candidate 1 as asked, the others sampled until one passed.\n\n"
+            "| model requests | valid calls, 1 sample | valid calls, best of N | candidates per request |\n"
+            "|---|---|---|---|\n"
+            f"| {summary.get('requests')} | {pct(summary.get('valid_first_sample'))} | "
+            f"{pct(summary.get('valid_best_of_n'))} | {'–' if per is None else f'{per:.2f}'} |\n")

@@ -67,7 +67,11 @@ def dataset_dir_of(audit_dir: Path, given: str | None) -> Path:
         if not report.is_file():
             raise UserError(f"no dataset_dir set and no audit.json in {audit_dir} to find it: set dataset_dir: to the "
                             "`harnessfit build` output")
-        path = Path(orjson.loads(report.read_bytes())["dataset"]).expanduser().resolve()
+        named = str(orjson.loads(report.read_bytes())["dataset"])
+        path = Path(named).expanduser().resolve()
+        if not (path / "decision_points").is_dir() and not Path(named).expanduser().is_absolute():
+            raise UserError(f"{report} names the dataset {named!r}, relative to the folder the audit ran in; it is "
+                            f"not a build output from here ({Path.cwd()}): set dataset_dir: to the build folder")
     if not (path / "decision_points").is_dir():
         raise UserError(f"no decision_points/ in {path}: GRPO trains on the decision points `harnessfit build` "
                         "exports; set dataset_dir: to a build output")
