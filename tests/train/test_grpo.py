@@ -117,6 +117,7 @@ def test_grpo_run_writes_adapter_metrics_completions_heldout_and_report(tmp_path
     assert any((out / "tensorboard").iterdir())
     recipe = json.loads((out / "recipe.json").read_text())
     assert recipe["config_class"] == "HarnessfitGRPOConfig" and recipe["resolved"]["beta"] == 0.01
+    assert recipe["guard"]["enabled"] is False  # the rules the report's resource envelope reads
     result = json.loads((out / "result.json").read_text())
     assert result["unscorable"] == len(unscorable) and result["heldout_after"]["points"] == 2
 

@@ -293,9 +293,11 @@ def write_rank_tally(run: RunDir, trainer, tally: RankTally) -> None:
 
 
 def write_recipe(run: RunDir, cfg) -> None:
-    """``recipe.json``: the recipe file, what it and the flags set, and every resolved field."""
+    """``recipe.json``: the recipe file, what it and the flags set, the health guard's rules (top-level, where the
+    HTML report's resource envelope reads them) and every resolved field."""
     if rank() == 0:
-        record = {**getattr(cfg, "recipe_record", {}), "config_class": type(cfg).__name__, "resolved": cfg.to_dict()}
+        record = {**getattr(cfg, "recipe_record", {}), "config_class": type(cfg).__name__,
+                  "guard": cfg.guard_rules.model_dump(), "resolved": cfg.to_dict()}
         (run.out_dir / "recipe.json").write_bytes(orjson.dumps(record, option=orjson.OPT_INDENT_2, default=str))
 
 
