@@ -72,7 +72,19 @@ def test_first_passing_candidate_is_returned_and_the_rest_are_sampled(tokenizer,
                               "candidates_per_request": 3.0}
     row = json.loads((tmp_path / "b.jsonl").read_text())
     assert row["chosen"] == 2 and row["first_passes"] is False and row["any_passes"] is True
-    assert summarise_log(tmp_path / "b.jsonl")["valid_best_of_n"] == 1.0
+    summary = summarise_log(tmp_path / "b.jsonl")
+    assert summary["valid_best_of_n"] == 1.0 and summary["valid_first_sample"] == 0.0
+    assert summary["tool_call_first_sample"] == 0.0 and summary["tool_call_best_of_n"] == 1.0
+
+
+def test_a_text_reply_passes_but_is_no_tool_call(tokenizer, tmp_path) -> None:
+    planned = PlannedEngine(tokenizer, [("The file says hello.", "stop"), (GOOD, "stop")])
+    engine = BestOfEngine(planned, 2, CardVerifier(), log_path=tmp_path / "b.jsonl")
+    text, _ = _run(engine, _request())
+    assert text == "The file says hello." and len(planned.calls) == 1  # nothing to fail: the first reply stands
+    summary = summarise_log(tmp_path / "b.jsonl")
+    assert summary["valid_first_sample"] == summary["valid_best_of_n"] == 1.0
+    assert summary["tool_call_first_sample"] == summary["tool_call_best_of_n"] == 0.0
 
 
 def test_without_a_passing_candidate_the_best_scoring_one_is_returned(tokenizer) -> None:

@@ -88,7 +88,9 @@ def agent(
         pct = lambda x: "–" if x is None else f"{100 * x:.1f} %"  # noqa: E731
         typer.echo(f"valid-call rate over {summary['requests']} model requests: one sample "
                    f"{pct(summary['valid_first_sample'])}, best of {best_of} {pct(summary['valid_best_of_n'])} "
-                   f"({summary['candidates_per_request']:.2f} candidates per request); {out / 'bestof.json'}")
+                   f"(replies with a valid tool call: {pct(summary['tool_call_first_sample'])} → "
+                   f"{pct(summary['tool_call_best_of_n'])}; {summary['candidates_per_request']:.2f} candidates per "
+                   f"request); {out / 'bestof.json'}")
     if agg.get("unscored_by_status"):
         typer.echo("unscored: " + ", ".join(f"{k} {v}" for k, v in agg["unscored_by_status"].items()))
     if agg.get("integrity_flags"):

@@ -141,7 +141,7 @@ class BestOfEngine:
             if self.log_path is not None:
                 row = {"n": self.n, "tried": len(tried), "chosen": chosen, "first_passes": tried[0][0].passes,
                        "any_passes": any(c.passes for c, _ in tried), "scores": [round(c.score, 4) for c, _ in tried],
-                       "calls": [c.calls for c, _ in tried]}
+                       "calls": [c.calls for c, _ in tried], "passes": [c.passes for c, _ in tried]}
                 with self.log_path.open("ab") as fh:
                     fh.write(orjson.dumps(row) + b"\n")
 
@@ -156,14 +156,26 @@ def _active_tools(request: Any) -> list[str]:
 
 
 def summarise_log(path: Path) -> dict[str, Any]:
-    """Valid-call rate of one sample vs n samples from a best-of log (one row per request)."""
+    """Valid-call rate of one sample vs n samples from a best-of log (one row per request).
+
+    ``valid_*``: the reply passes the verifier (a text reply has no call to fail); ``tool_call_*``: the reply makes
+    at least one call and every call passes — the held-out "valid-call rate" of ``train.heldout``."""
     rows = [orjson.loads(line) for line in Path(path).read_bytes().splitlines() if line.strip()]
     n = rows[0]["n"] if rows else None
     k = len(rows)
+
+    def share(hits: int) -> float | None:
+        return hits / k if k else None
+
+    def called(r: dict[str, Any], i: int) -> bool:
+        return bool(r["calls"][i]) and bool(r.get("passes", [r["first_passes"]] * r["tried"])[i])
+
     return {"n": n, "requests": k,
-            "valid_first_sample": sum(r["first_passes"] for r in rows) / k if k else None,
-            "valid_best_of_n": sum(r["any_passes"] for r in rows) / k if k else None,
-            "candidates_per_request": sum(r["tried"] for r in rows) / k if k else None}
+            "valid_first_sample": share(sum(r["first_passes"] for r in rows)),
+            "valid_best_of_n": share(sum(r["any_passes"] for r in rows)),
+            "tool_call_first_sample": share(sum(called(r, 0) for r in rows)),
+            "tool_call_best_of_n": share(sum(called(r, r["chosen"]) for r in rows)),
+            "candidates_per_request": share(sum(r["tried"] for r in rows))}
 
 
 def summary_markdown(summary: dict[str, Any]) -> str:
@@ -175,7 +187,10 @@ def summary_markdown(summary: dict[str, Any]) -> str:
     return ("\n## Best-of-N at serving (verifier: harness card)\n\n"
             "Every model request of the run was answered by `harnessfit serve --best-of "
             f"{summary.get('n')} --verifier card`: candidate 1 as asked, the others sampled until one passed.\n\n"
-            "| model requests | valid calls, 1 sample | valid calls, best of N | candidates per request |\n"
-            "|---|---|---|---|\n"
+            "| model requests | passes the verifier, 1 sample | best of N | a valid tool call, 1 sample | "
+            "best of N | candidates per request |\n|---|---|---|---|---|---|\n"
             f"| {summary.get('requests')} | {pct(summary.get('valid_first_sample'))} | "
-            f"{pct(summary.get('valid_best_of_n'))} | {'–' if per is None else f'{per:.2f}'} |\n")
+            f"{pct(summary.get('valid_best_of_n'))} | {pct(summary.get('tool_call_first_sample'))} | "
+            f"{pct(summary.get('tool_call_best_of_n'))} | {'–' if per is None else f'{per:.2f}'} |\n\n"
+            "A text reply passes the verifier (it has no call to fail); the tool-call columns count replies that "
+            "make at least one call, every call valid.\n")
