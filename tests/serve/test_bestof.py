@@ -31,10 +31,16 @@ class PlannedEngine(Engine):
         self.calls: list[dict] = []
 
     def generate(self, prompt_ids, *, max_new_tokens, temperature, top_p, seed, result, cancel=None, request=None):
+        if cancel is not None and cancel.is_set():
+            return  # as the real engine: a cancelled request generates nothing more
         text, finish = self.plan[len(self.calls) % len(self.plan)]
         self.calls.append({"temperature": temperature, "seed": seed})
         result.text, result.finish_reason, result.completion_tokens = text, finish, 7
-        yield text
+        try:
+            yield text
+        finally:
+            if cancel is not None:
+                cancel.set()  # as Engine.generate does once its iterator is done
 
 
 @pytest.fixture(scope="module")
@@ -126,3 +132,19 @@ def test_best_of_serves_through_the_openai_app(tokenizer) -> None:
     calls = [d["choices"][0]["delta"]["tool_calls"] for d in chunks if d["choices"] and d["choices"][0]["delta"].get("tool_calls")]
     assert calls[0][0]["function"]["arguments"] == '{"path": "a.txt"}'
     assert len(planned.calls) == 4  # two candidates per request
+
+
+def test_a_client_that_hung_up_gets_no_more_candidates(tokenizer) -> None:
+    import threading
+
+    planned = PlannedEngine(tokenizer, [(BROKEN, "stop")])
+    engine = BestOfEngine(planned, 3, CardVerifier())
+    cancel = threading.Event()
+    result = GenerationResult(prompt_tokens=3)
+    gen = engine.generate([1, 2, 3], max_new_tokens=8, temperature=None, top_p=None, seed=None, result=result,
+                          cancel=cancel, request=_request())
+    cancel.set()
+    assert list(gen) == [] and planned.calls == [] and engine.stats()["requests"] == 0
+    planned_ok = PlannedEngine(tokenizer, [(BROKEN, "stop")])
+    _run(BestOfEngine(planned_ok, 3, CardVerifier()), _request())
+    assert len(planned_ok.calls) == 3  # the engine setting its own event after each candidate stops nothing

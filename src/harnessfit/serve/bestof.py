@@ -110,9 +110,11 @@ class BestOfEngine:
         for k in range(self.n):
             cand = GenerationResult(prompt_tokens=result.prompt_tokens)
             t = temperature if k == 0 else sampled_t
+            # the engine sets the event it is given once its iterator is done (Engine.generate's finally): each
+            # candidate gets its own, which also reads as set when the request's own is (a client that hung up)
             for _ in self.engine.generate(prompt_ids, max_new_tokens=max_new_tokens, temperature=t, top_p=top_p,
                                           seed=None if seed is None and k == 0 else (seed or 0) + k, result=cand,
-                                          cancel=cancel):
+                                          cancel=_Linked(cancel)):
                 pass
             check = self.verifier.check(cand.text, truncated=cand.finish_reason == "length", active_tools=active)
             tried.append((check, cand))
@@ -124,7 +126,8 @@ class BestOfEngine:
         if chosen is None:
             chosen = max(range(len(tried)), key=lambda i: (tried[i][0].score, -i))
         check, cand = tried[chosen]
-        self._record(tried, chosen)
+        if cancel is None or not cancel.is_set():  # a client that hung up is not a request answered
+            self._record(tried, chosen)
         result.completion_tokens = cand.completion_tokens
         result.finish_reason = cand.finish_reason
         result.text = cand.text
@@ -144,6 +147,17 @@ class BestOfEngine:
                        "calls": [c.calls for c, _ in tried], "passes": [c.passes for c, _ in tried]}
                 with self.log_path.open("ab") as fh:
                     fh.write(orjson.dumps(row) + b"\n")
+
+
+class _Linked(threading.Event):
+    """An event of its own that also reads as set when ``outer`` is."""
+
+    def __init__(self, outer: threading.Event | None) -> None:
+        super().__init__()
+        self.outer = outer
+
+    def is_set(self) -> bool:
+        return super().is_set() or (self.outer is not None and self.outer.is_set())
 
 
 def _active_tools(request: Any) -> list[str]:
