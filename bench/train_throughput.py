@@ -105,13 +105,13 @@ def run_variant(name: str, shape: str, device: str, lengths: list[int], *, fast:
     from trl import SFTConfig, SFTTrainer
 
     from harnessfit.train.fastpath import plan_fast_path
-    from harnessfit.train.recipe import TrainRecipe
+    from harnessfit.train.config import load_sft_config
 
     torch.manual_seed(0)
     cfg = Qwen3Config(**SHAPES[shape], max_position_embeddings=40960, rope_theta=1e6)
     dtype = torch.bfloat16 if device == "cuda" else torch.float32
     if fast:
-        plan = plan_fast_path(TrainRecipe(device=device, quantization="none"), cfg, lengths)
+        plan = plan_fast_path(load_sft_config(None, quantization="none", use_cpu=device == "cpu"), cfg, lengths)
         attn, per_dev, ga, gc_on = plan.attn_implementation, plan.per_device_batch, plan.grad_accum, plan.gradient_checkpointing
         liger, padding_free = plan.liger, plan.padding_free
     else:

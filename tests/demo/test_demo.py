@@ -27,7 +27,7 @@ def test_demo_runs_every_stage_and_writes_the_report(tmp_path: Path) -> None:
                          ["edit_page_size", "create_is_even", "recover_off_by_one"])
     eval_suite = _suite(tmp_path / "eval-suite", ex / "tasks" / "default", ["create_hello_script"])
     recipe = yaml.safe_load((ex / "recipes" / "smollm2-cpu-demo.yaml").read_text())
-    recipe.update(max_steps=1, eval_every=1, save_every=1, max_eval_records=1, max_train_records=2)
+    recipe.update(max_steps=1, eval_steps=1, save_steps=1, max_eval_records=1, max_train_records=2)
     recipe_path = tmp_path / "recipe.yaml"
     recipe_path.write_text(yaml.safe_dump(recipe))
 

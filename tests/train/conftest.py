@@ -26,13 +26,13 @@ def tiny_chains(tmp_path_factory, tiny_model) -> Path:
 
 @pytest.fixture()
 def fast_recipe(tiny_audit):
-    from harnessfit.train.recipe import TrainRecipe
+    from harnessfit.train.config import load_sft_config
 
     def make(**kw):
         base = dict(audit_dir=str(tiny_audit), lora_r=8, lora_alpha=16, lora_dropout=0.0, learning_rate=2e-2,
-                    grad_accum=4, eval_every=4, save_every=4, threads=1, guard={"interval_s": 0.2, "min_free_disk_gib": 0.1,
-                                                                                 "min_host_mem_gib": 0.1})
+                    gradient_accumulation_steps=4, eval_steps=4, save_steps=4, threads=1,
+                    guard={"interval_s": 0.2, "min_free_disk_gib": 0.1, "min_host_mem_gib": 0.1})
         base.update(kw)
-        return TrainRecipe(**base)
+        return load_sft_config(None, **base)
 
     return make

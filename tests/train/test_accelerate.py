@@ -21,8 +21,8 @@ REPO = Path(__file__).resolve().parents[2]
 def test_two_process_run_trains_and_matches_one_process(tiny_audit, tmp_path):
     recipe = tmp_path / "r.yaml"
     recipe.write_text(yaml.safe_dump(dict(
-        audit_dir=str(tiny_audit), lora_r=8, lora_alpha=16, lora_dropout=0.0, learning_rate=2e-2, grad_accum=4,
-        max_steps=6, eval_every=6, save_every=6, threads=1, guard=dict(enabled=False))))
+        audit_dir=str(tiny_audit), lora_r=8, lora_alpha=16, lora_dropout=0.0, learning_rate=2e-2,
+        gradient_accumulation_steps=4, max_steps=6, eval_steps=6, save_steps=6, threads=1, guard=dict(enabled=False))))
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     two = subprocess.run([str(BIN / "accelerate"), "launch", "--config_file",
                           str(REPO / "examples" / "accelerate" / "cpu-2proc.yaml"), "-m", "harnessfit.cli",

@@ -2,7 +2,7 @@
 
 Catches drift between what the audit writes (meta.json keys, tokenizer/, tokenized/) and what training reads;
 tests that hand-write a tokenized set (_helpers/tinyset.py) cannot. Pi's system prompt and tool schemas come first in every
-record, so records are ≥ ~1,550 tokens: max_length is set above that, and no held-out split is built (2 steps of
+record, so records are ≥ ~1,550 tokens: max_record_length is set above that, and no held-out split is built (2 steps of
 ~1.6 k tokens on one CPU thread are the whole budget)."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from harnessfit.dataset.build import build_dataset
 from harnessfit.dataset.config import config_from_values
 from harnessfit.serve.sources import recorded_stop_ids, resolve_source
 from harnessfit.tokens import audit
-from harnessfit.train.recipe import TrainRecipe
+from harnessfit.train.config import load_sft_config
 from harnessfit.train.sft import train_sft
 
 
@@ -30,9 +30,10 @@ def test_train_two_steps_on_a_real_audit(traces_dir: Path, tmp_path: Path) -> No
     meta = json.loads((tmp_path / "ds-audit" / "tokenized" / "meta.json").read_bytes())
 
     # LoRA on the last layer's q_proj only: the backward pass stops there, which halves the CPU time
-    recipe = TrainRecipe(audit_dir=str(tmp_path / "ds-audit"), lora_r=2, lora_alpha=4, lora_dropout=0.0,
-                         target_modules=["layers.29.self_attn.q_proj"], grad_accum=1, max_steps=2, save_every=2, eval_every=2,
-                         max_train_records=2, max_length=4096, threads=1, guard={"enabled": False})
+    recipe = load_sft_config(None, audit_dir=str(tmp_path / "ds-audit"), lora_r=2, lora_alpha=4, lora_dropout=0.0,
+                             lora_target_modules=["layers.29.self_attn.q_proj"], gradient_accumulation_steps=1,
+                             max_steps=2, save_steps=2, eval_steps=2, max_train_records=2, max_record_length=4096, threads=1,
+                             guard={"enabled": False})
     res = train_sft(recipe, tmp_path / "train")
     assert res.status == "completed" and res.global_step == 2
     losses = [r["loss"] for r in map(json.loads, res.metrics_path.read_text().splitlines()) if "loss" in r]

@@ -14,11 +14,12 @@ from harnessfit.train.sft import train_sft
 
 
 def _recipe(audit, **kw):
-    from harnessfit.train.recipe import TrainRecipe
+    from harnessfit.train.config import load_sft_config
 
-    base = dict(audit_dir=str(audit), lora_r=4, lora_alpha=8, lora_dropout=0.0, learning_rate=1e-2, grad_accum=1,
-                eval_every=1, save_every=1, max_steps=1, threads=1, guard={"enabled": False})
-    return TrainRecipe(**{**base, **kw})
+    base = dict(audit_dir=str(audit), lora_r=4, lora_alpha=8, lora_dropout=0.0, learning_rate=1e-2,
+                gradient_accumulation_steps=1, eval_steps=1, save_steps=1, max_steps=1, threads=1,
+                guard={"enabled": False})
+    return load_sft_config(None, **{**base, **kw})
 
 
 def _losses(run):
@@ -31,7 +32,7 @@ def test_one_step_on_every_action_is_the_same_in_both_layouts(tiny_chains, tmp_p
     per-action loss, the same gradient norm and the same held-out loss after the step."""
     runs = {}
     for layout, rows in (("chains", 6), ("records", 15)):
-        res = train_sft(_recipe(tiny_chains, layout=layout, batch_size=rows), tmp_path / layout)
+        res = train_sft(_recipe(tiny_chains, layout=layout, per_device_train_batch_size=rows), tmp_path / layout)
         assert res.status == "completed" and res.data["train_rows"] == rows and res.data["train_actions"] == 15
         assert res.data["every_action_seen"] and res.data["actions_seen"] == 15
         runs[layout] = (res, *_losses(tmp_path / layout))

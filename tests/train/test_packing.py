@@ -60,7 +60,7 @@ def test_packed_per_record_loss_equals_unpacked(tiny_model, tiny_audit, attn):
 @pytest.mark.slow
 def test_training_with_packed_rows_matches_unpacked(fast_recipe, tmp_path):
     """Same records per optimizer step (2 per row x 2 vs 1 x 4): the same losses and the same model after 4 steps."""
-    common = dict(max_steps=4, eval_every=4, save_every=4, guard={"enabled": False}, lora_dropout=0.0)
+    common = dict(max_steps=4, eval_steps=4, save_steps=4, guard={"enabled": False}, lora_dropout=0.0)
     a = train_sft(fast_recipe(records_per_row=1, **common), tmp_path / "unpacked")
     b = train_sft(fast_recipe(records_per_row=2, **common), tmp_path / "packed")
     fp = json.loads((tmp_path / "packed" / "adapter" / "harnessfit_adapter.json").read_text())["fast_path"]

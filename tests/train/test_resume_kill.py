@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from harnessfit.train.recipe import load_recipe
+from harnessfit.train.config import load_sft_config
 from harnessfit.train.sft import train_sft
 
 BIN = Path(sys.executable).parent / "harnessfit"
@@ -27,8 +27,9 @@ def _losses(run: Path) -> dict[int, float]:
 def test_kill_9_then_resume_continues_the_curve(tiny_audit, tmp_path):
     recipe = tmp_path / "r.yaml"
     recipe.write_text(yaml.safe_dump(dict(
-        audit_dir=str(tiny_audit), lora_r=8, lora_alpha=16, lora_dropout=0.0, learning_rate=1e-2, grad_accum=2,
-        epochs=10, max_steps=24, eval_every=4, save_every=4, save_total_limit=50, threads=1,
+        audit_dir=str(tiny_audit), lora_r=8, lora_alpha=16, lora_dropout=0.0, learning_rate=1e-2,
+        gradient_accumulation_steps=2, num_train_epochs=10, max_steps=24, eval_steps=4, save_steps=4,
+        save_total_limit=50, threads=1,
         guard=dict(interval_s=0.5, min_free_disk_gib=0.1, min_host_mem_gib=0.1))))
     run = tmp_path / "run"
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
@@ -60,6 +61,6 @@ def test_kill_9_then_resume_continues_the_curve(tiny_audit, tmp_path):
     assert sorted(resumed) == list(range(1, 25))  # one curve: no duplicated or missing steps
 
     # the same recipe without interruption gives the same losses after the cut
-    ref = _losses(train_sft(load_recipe(recipe), tmp_path / "ref").out_dir)
+    ref = _losses(train_sft(load_sft_config(recipe), tmp_path / "ref").out_dir)
     for step in range(cut + 1, 25):
         assert resumed[step] == pytest.approx(ref[step], rel=1e-4), step

@@ -14,7 +14,7 @@ OK = dict(host_mem_avail_gib=20.0, swap_used_gib=0.0, disk_free_gib=100.0)
 
 @pytest.mark.slow
 def test_training_reduces_val_loss_and_writes_outputs(fast_recipe, tmp_path):
-    res = train_sft(fast_recipe(epochs=2), tmp_path / "run")
+    res = train_sft(fast_recipe(num_train_epochs=2), tmp_path / "run")
     assert res.status == "completed" and res.global_step == 16
     assert res.final_val_loss < res.initial_val_loss - 0.2
     assert res.best_val_loss <= res.final_val_loss
@@ -51,8 +51,8 @@ def test_training_reduces_val_loss_and_writes_outputs(fast_recipe, tmp_path):
 def test_guard_stop_leaves_a_usable_checkpoint(fast_recipe, tmp_path):
     # host memory reads low from the third sample on: the guard fires while training runs
     src = ScriptedReadings([OK, OK, {**OK, "host_mem_avail_gib": 0.05}])
-    rec = fast_recipe(epochs=30, save_every=100, eval_every=100)
-    res = train_sft(rec, tmp_path / "run", reading_source=src)
+    common = dict(num_train_epochs=30, save_steps=100, eval_steps=100)
+    res = train_sft(fast_recipe(**common), tmp_path / "run", reading_source=src)
     assert res.status == "stopped" and "host memory" in res.stop_reason
     assert 0 < res.global_step < 240
     assert res.checkpoint_dir.name == f"checkpoint-{res.global_step}"  # saved at the stop step, not a scheduled one
@@ -60,7 +60,7 @@ def test_guard_stop_leaves_a_usable_checkpoint(fast_recipe, tmp_path):
     assert "Stopped by the health guard" in res.report_path.read_text()
     assert res.adapter_dir is None
     # the checkpoint is usable: resume with healthy readings and finish
-    done = train_sft(rec.with_overrides(max_steps=res.global_step + 3), tmp_path / "run", resume=True,
+    done = train_sft(fast_recipe(**common, max_steps=res.global_step + 3), tmp_path / "run", resume=True,
                      reading_source=ScriptedReadings([OK]))
     assert done.status == "completed" and done.resumed_from == res.checkpoint_dir
     assert done.global_step == res.global_step + 3

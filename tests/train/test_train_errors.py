@@ -74,7 +74,7 @@ def _recipe(tmp_path: Path, **fields) -> Path:
 
 @pytest.mark.slow  # a CLI subprocess imports the whole stack (~20 s on 2 busy cores)
 def test_cli_unknown_scheduler_is_one_line(tiny_audit, tmp_path) -> None:
-    proc = _run("train", "sft", str(_recipe(tmp_path, audit_dir=str(tiny_audit), lr_scheduler="cosinus")),
+    proc = _run("train", "sft", str(_recipe(tmp_path, audit_dir=str(tiny_audit), lr_scheduler_type="cosinus")),
                 "--out", str(tmp_path / "run"))
     line = _one_line_error(proc, "unknown learning-rate scheduler 'cosinus'")
     assert "cosine_with_restarts" in line and "Value error" not in line
@@ -134,8 +134,9 @@ def test_cli_serve_adapter_on_another_base_is_one_line(tiny_model, tmp_path) -> 
 
 
 def test_recipe_without_audit_dir_says_where_the_audit_writes(tmp_path) -> None:
-    from harnessfit.train.recipe import TrainRecipe
+    from harnessfit.train.config import load_sft_config
 
-    assert TrainRecipe().audit_dir is None  # no default that disagrees with the audit's DATASET-audit
+    cfg = load_sft_config(None)
+    assert cfg.audit_dir is None  # no default that disagrees with the audit's DATASET-audit
     with pytest.raises(UserError, match=r"names no audit_dir.*DATASET-audit beside the dataset.*--audit-dir"):
-        train_sft(TrainRecipe(), tmp_path / "run")
+        train_sft(cfg, tmp_path / "run")

@@ -110,7 +110,7 @@ def run_demo(plan: DemoPlan, console: Console | None = None) -> Path:
     from harnessfit.report.build import build_report
     from harnessfit.report.sections.run import STEPS_FILE
     from harnessfit.tokens import audit
-    from harnessfit.train import load_recipe, train_sft
+    from harnessfit.train import load_sft_config, train_sft
 
     console = console or Console()
     plan = plan.resolved()
@@ -158,7 +158,7 @@ def run_demo(plan: DemoPlan, console: Console | None = None) -> Path:
     facts["audit"] = steps.run("audit tokens with the real tokenizer and template", _audit)
 
     def _train() -> dict[str, Any]:
-        recipe = load_recipe(plan.recipe, audit_dir=str(out / "audit"), model=plan.model)
+        recipe = load_sft_config(plan.recipe, audit_dir=str(out / "audit"), model=plan.model)
         res = train_sft(recipe, out / "train")
         return res.model_dump(mode="json")
 

@@ -48,6 +48,11 @@ def agent(
     no_sandbox: bool = typer.Option(False, "--no-sandbox", help="Run Pi without bubblewrap (results say so); "
                                     "without this flag a missing or broken bubblewrap stops the eval."),
     adapter: Path = typer.Option(None, "--adapter", help="LoRA adapter folder for --model (served by harnessfit)."),
+    max_tokens: int = typer.Option(None, "--max-tokens", help="Output cap of the server harnessfit starts for --model "
+                                   "(default: the server's, 512)."),
+    best_of: int = typer.Option(1, "--best-of", help="Serve --model with best-of-N verified by the harness card "
+                                "(`harnessfit serve --best-of N --verifier card`); reports the valid-call rate of "
+                                "one sample vs N on the same requests."),
     harness: str = typer.Option(None, "--harness", help=_HARNESS_HELP + " Default: the one a harnessfit-trained "
                                 "model (--adapter, a merged model) was trained for, else the newest committed card."),
 ) -> None:
@@ -57,7 +62,16 @@ def agent(
 
     if (model is None) == (endpoint is None):
         raise UserError("give exactly one of --model SPEC or --endpoint URL")
-    extra = {"adapter": adapter} if adapter is not None else {}
+    extra: dict = {"adapter": adapter} if adapter is not None else {}
+    if max_tokens is not None:
+        extra["max_tokens"] = max_tokens
+    if best_of > 1:
+        if model is None or model.startswith("scripted:"):
+            raise UserError("--best-of serves --model itself: give --model SPEC (not --endpoint or a scripted model)")
+        log = out / "bestof.jsonl"
+        out.mkdir(parents=True, exist_ok=True)
+        log.unlink(missing_ok=True)
+        extra.update(best_of=best_of, best_of_log=log.resolve())
     results = run_eval(model or endpoint, suite, out, seeds=seeds, workers=workers, max_turns=max_turns,
                        max_seconds=max_seconds, max_output_bytes=max_output_bytes, sandbox=not no_sandbox,
                        model_id=model_id, task_ids=task or None,
@@ -68,6 +82,24 @@ def agent(
                f"(unscored {agg['unscored']}); sandbox {results.sandbox}")
     if agg.get("failures"):
         typer.echo("failures: " + ", ".join(f"{k} {v}" for k, v in agg["failures"].items()))
+    if best_of > 1 and (out / "bestof.jsonl").is_file() and (out / "bestof.jsonl").stat().st_size:
+        import orjson
+
+        from harnessfit.eval.results import write_results
+        from harnessfit.serve.bestof import summarise_log, summary_markdown
+
+        summary = summarise_log(out / "bestof.jsonl")
+        (out / "bestof.json").write_bytes(orjson.dumps(summary, option=orjson.OPT_INDENT_2))
+        results.aggregates["best_of"] = summary  # results.json and results.md carry it too
+        write_results(results, out)
+        with (out / "results.md").open("a", encoding="utf-8") as fh:
+            fh.write(summary_markdown(summary))
+        pct = lambda x: "–" if x is None else f"{100 * x:.1f} %"  # noqa: E731
+        typer.echo(f"valid-call rate over {summary['requests']} model requests: one sample "
+                   f"{pct(summary['valid_first_sample'])}, best of {best_of} {pct(summary['valid_best_of_n'])} "
+                   f"(replies with a valid tool call: {pct(summary['tool_call_first_sample'])} → "
+                   f"{pct(summary['tool_call_best_of_n'])}; {summary['candidates_per_request']:.2f} candidates per "
+                   f"request); {out / 'bestof.json'}")
     if agg.get("unscored_by_status"):
         typer.echo("unscored: " + ", ".join(f"{k} {v}" for k, v in agg["unscored_by_status"].items()))
     if agg.get("integrity_flags"):

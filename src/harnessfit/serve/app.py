@@ -120,7 +120,7 @@ class _Prepared:
         seed = request.seed
         self.deltas = engine.generate(
             self.prompt_ids, max_new_tokens=self.budget, temperature=request.temperature, top_p=request.top_p,
-            seed=seed, result=self.result, cancel=self.cancel,
+            seed=seed, result=self.result, cancel=self.cancel, request=request,
         )
         digest = hashlib.sha256(orjson.dumps(self.prompt_ids)).hexdigest()[:24]
         self.completion_id = f"chatcmpl-{digest}"

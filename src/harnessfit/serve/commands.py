@@ -35,9 +35,18 @@ def register(app: typer.Typer) -> None:
             "refused); the printed command runs that version with its isolation flags."
         ),
         threads: int = typer.Option(1, "--threads", help="torch threads of the built-in backend."),
+        best_of: int = typer.Option(1, "--best-of", help="Sample up to N candidates per request and return the first "
+                                    "whose tool calls pass the verifier (else the best-scoring one); built-in backend."),
+        verifier: str = typer.Option("card", "--verifier", help="What checks candidates with --best-of: card (the "
+                                     "harness card's validator + the verifiable rewards)."),
+        best_of_temperature: float = typer.Option(0.7, "--best-of-temperature", help="Sampling temperature of "
+                                                  "candidates 2..N when the request asks for greedy."),
+        best_of_log: Path | None = typer.Option(None, "--best-of-log", help="Append one JSON line per request "
+                                                "(candidates tried, which passed) to this file."),
         ready_file: Path | None = typer.Option(None, "--ready-file", hidden=True),
     ) -> None:
         """Serve MODEL as an OpenAI-compatible endpoint on 127.0.0.1 (/v1/models, /v1/chat/completions)."""
+        from harnessfit.errors import UserError
         from harnessfit.serve.launcher import choose_backend
 
         if harness is not None and pi_config is None:
@@ -46,6 +55,10 @@ def register(app: typer.Typer) -> None:
             raise UserError("--harness names the Pi a --pi-config is written for: give --pi-config DIR too")
         pi_version = _pi_version(harness, model, adapter) if pi_config is not None else None
         kind = choose_backend(backend)
+        if best_of > 1 and kind == "vllm":
+            raise UserError("--best-of needs the built-in backend (--backend builtin)")
+        if verifier not in ("card",):
+            raise UserError(f"unknown --verifier {verifier!r}: use card")
         if kind == "vllm":
             _serve_vllm(model, adapter, tokenizer, port, max_tokens, model_id, pi_config, pi_version)
             return
@@ -55,6 +68,12 @@ def register(app: typer.Typer) -> None:
         typer.echo(f"loading {model}{f' + {adapter}' if adapter else ''} …", err=True)
         engine = load_engine(model, adapter=adapter, tokenizer=tokenizer, max_tokens=max_tokens, model_id=model_id,
                              threads=threads)
+        if best_of > 1:
+            from harnessfit.serve.bestof import BestOfEngine, CardVerifier
+
+            engine = BestOfEngine(engine, best_of, CardVerifier(), temperature=best_of_temperature,
+                                  log_path=best_of_log)
+            typer.echo(f"best of {best_of} candidates per request, verified by the harness card", err=True)
 
         def ready(base_url: str) -> None:
             if pi_config is not None:

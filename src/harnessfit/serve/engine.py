@@ -146,11 +146,13 @@ class Engine:
     def generate(
         self, prompt_ids: list[int], *, max_new_tokens: int, temperature: float | None, top_p: float | None,
         seed: int | None, result: GenerationResult, cancel: threading.Event | None = None,
+        request: ChatRequest | None = None,
     ) -> Iterator[str]:
         """Yield text deltas as tokens arrive; ``result`` gets the token count, finish reason and full text.
 
         Stop-token text is never part of the output. A delta that would end inside a multi-byte character is held
-        until the character is complete.
+        until the character is complete. ``request`` is not read here; layers over the engine (``serve.bestof``)
+        read its tools.
         """
         import torch
         from transformers import GenerationConfig, StoppingCriteria, StoppingCriteriaList

@@ -1,4 +1,8 @@
-"""CLI commands of the train stage (thin: parse options, call the stage's public functions, print)."""
+"""CLI commands of the train stage (thin: parse options, call the stage's public functions, print).
+
+``train sft`` and ``train grpo`` take a recipe and then any config field as a flag (``--learning_rate 2e-4``,
+``--max-steps 10``); the flags go to TRL's parser, which also prints ``--help`` from the fields' metadata.
+"""
 
 from __future__ import annotations
 
@@ -8,42 +12,74 @@ import typer
 
 __all__ = ["register"]
 
+_PASS_THROUGH = {"allow_extra_args": True, "ignore_unknown_options": True, "help_option_names": []}
+
+
+def _fmt(x: float | None) -> str:
+    return "–" if x is None else f"{x:.4f}"
+
 
 def register(app: typer.Typer) -> None:
-    """Add this stage's commands to the main app: ``train sft`` and ``export merge``."""
-    train_app = typer.Typer(help="Fine-tune a model on the audited tokenized set (LoRA/QLoRA SFT).", no_args_is_help=True)
+    """Add this stage's commands to the main app: ``train sft``, ``train grpo`` and ``export merge``."""
+    train_app = typer.Typer(help="Fine-tune a model: LoRA/QLoRA SFT on the audited tokenized set, GRPO on the "
+                            "build's decision points.", no_args_is_help=True)
     export_app = typer.Typer(help="Export trained artifacts for serving.", no_args_is_help=True)
 
-    @train_app.command("sft")
+    @train_app.command("sft", context_settings=_PASS_THROUGH)
     def sft(
-        recipe: Path = typer.Argument(..., help="Recipe file (YAML or TOML); see examples/recipes/."),
+        ctx: typer.Context,
+        recipe: Path = typer.Argument(None, help="Recipe file (YAML or TOML); see examples/recipes/. Then any "
+                                      "HarnessfitSFTConfig field as --field value (--help lists them)."),
         out: Path = typer.Option(Path("out/train"), "--out", help="Run folder (checkpoints, adapter, report)."),
         resume: bool = typer.Option(False, "--resume", help="Continue from the newest complete checkpoint in --out."),
-        audit_dir: str = typer.Option(None, "--audit-dir", help="The audit folder to train on (overrides the recipe's audit_dir; `harnessfit audit DATASET` writes DATASET-audit by default)."),
-        model: str = typer.Option(None, "--model", help="Override the recipe's base model."),
-        max_steps: int = typer.Option(None, "--max-steps", help="Override max_steps."),
-        learning_rate: float = typer.Option(None, "--lr", help="Override learning_rate."),
-        seed: int = typer.Option(None, "--seed", help="Override seed."),
-        harness: str = typer.Option(None, "--harness", help="Target harness as pi@VERSION; must be the one the audit "
-                                    "recorded (default: that one)."),
     ) -> None:
         """Train a LoRA adapter as RECIPE says; exits 3 when the health guard stopped the run."""
         from rich.console import Console
 
         from harnessfit.errors import UserError
-        from harnessfit.train.recipe import load_recipe
+        from harnessfit.train.config import HarnessfitSFTConfig, parse_cli
         from harnessfit.train.sft import STOPPED_EXIT_CODE, train_sft
 
-        rec = load_recipe(recipe, audit_dir=audit_dir, model=model, max_steps=max_steps,
-                          learning_rate=learning_rate, seed=seed)
-        res = train_sft(rec, out, resume=resume, harness=harness)
+        cfg = parse_cli(HarnessfitSFTConfig, recipe, ctx.args, output_dir=str(out / "checkpoints"))
+        res = train_sft(cfg, out, resume=resume)
         con = Console()
         if res.status == "stopped":
             raise UserError(f"training stopped by the health guard at step {res.global_step}: {res.stop_reason}; "
                             f"checkpoint {res.checkpoint_dir}; continue with --resume", exit_code=STOPPED_EXIT_CODE)
-        fmt = lambda x: "–" if x is None else f"{x:.4f}"  # noqa: E731
-        con.print(f"trained {res.global_step} steps for {res.harness}: val loss {fmt(res.initial_val_loss)} → "
-                  f"{fmt(res.final_val_loss)} (best {fmt(res.best_val_loss)} at step {res.best_step})", markup=False)
+        con.print(f"trained {res.global_step} steps for {res.harness}: val loss {_fmt(res.initial_val_loss)} → "
+                  f"{_fmt(res.final_val_loss)} (best {_fmt(res.best_val_loss)} at step {res.best_step})", markup=False)
+        if res.adapter_dir:
+            con.print(f"adapter: {res.adapter_dir}", markup=False)  # a path is text, never markup
+        if res.report_path:
+            con.print(f"report:  {res.report_path}", markup=False)
+
+    @train_app.command("grpo", context_settings=_PASS_THROUGH)
+    def grpo(
+        ctx: typer.Context,
+        recipe: Path = typer.Argument(None, help="Recipe file (YAML or TOML); see examples/recipes/grpo-*.yaml. "
+                                      "Then any HarnessfitGRPOConfig field as --field value (--help lists them)."),
+        out: Path = typer.Option(Path("out/grpo"), "--out", help="Run folder (checkpoints, adapter, completions, "
+                                 "grpo_report.md)."),
+        resume: bool = typer.Option(False, "--resume", help="Continue from the newest complete checkpoint in --out."),
+    ) -> None:
+        """GRPO on the decision points as RECIPE says; exits 3 when the health guard stopped the run."""
+        from rich.console import Console
+
+        from harnessfit.errors import UserError
+        from harnessfit.train.config import HarnessfitGRPOConfig, parse_cli
+        from harnessfit.train.grpo import train_grpo
+        from harnessfit.train.run import STOPPED_EXIT_CODE
+
+        cfg = parse_cli(HarnessfitGRPOConfig, recipe, ctx.args, output_dir=str(out / "checkpoints"))
+        res = train_grpo(cfg, out, resume=resume)
+        con = Console()
+        if res.status == "stopped":
+            raise UserError(f"training stopped by the health guard at step {res.global_step}: {res.stop_reason}; "
+                            f"checkpoint {res.checkpoint_dir}; continue with --resume", exit_code=STOPPED_EXIT_CODE)
+        con.print(f"trained {res.global_step} GRPO steps: reward {_fmt(res.reward_first)} (first 10 percent of "
+                  f"steps) → {_fmt(res.reward_last)} (last 10 percent); unscorable {res.unscorable}")
+        for line in res.heldout_lines():
+            con.print(line, markup=False)
         if res.adapter_dir:
             con.print(f"adapter: {res.adapter_dir}", markup=False)  # a path is text, never markup
         if res.report_path:
@@ -51,7 +87,7 @@ def register(app: typer.Typer) -> None:
 
     @export_app.command("merge")
     def merge(
-        adapter: Path = typer.Argument(..., help="Adapter folder written by `harnessfit train sft` (OUT/adapter)."),
+        adapter: Path = typer.Argument(..., help="Adapter folder written by `harnessfit train sft|grpo` (OUT/adapter)."),
         out: Path = typer.Option(..., "--out", help="Folder for the merged model."),
         dtype: str = typer.Option("auto", "--dtype", help="auto (keep base dtype), bf16 or fp32."),
     ) -> None:

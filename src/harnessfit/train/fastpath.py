@@ -13,7 +13,7 @@ from typing import Any
 import torch
 from pydantic import BaseModel
 
-from harnessfit.train.recipe import TrainRecipe
+from harnessfit.train.config import HarnessfitSFTConfig
 
 __all__ = ["FastPath", "plan_fast_path", "activation_bytes_estimate"]
 
@@ -62,17 +62,13 @@ def _param_bytes(cfg: Any, dtype_bytes: float) -> float:
     return (layers * (4 * h * h + 3 * h * ffn) + 2 * vocab * h) * dtype_bytes
 
 
-def plan_fast_path(recipe: TrainRecipe, model_cfg: Any, lengths: list[int], *, world_size: int = 1) -> FastPath:
+def plan_fast_path(recipe: HarnessfitSFTConfig, model_cfg: Any, lengths: list[int], *, world_size: int = 1) -> FastPath:
     """Resolve every 'auto' switch of ``recipe`` for this machine, the model's config and the record lengths."""
     notes: list[str] = []
     cuda = torch.cuda.is_available()
-    device = recipe.device if recipe.device != "auto" else ("cuda" if cuda else "cpu")
-    if device == "cuda" and not cuda:
-        from harnessfit.errors import UserError
-
-        raise UserError("recipe asks for device: cuda but no CUDA device is visible; set device: auto or cpu")
+    device = "cuda" if cuda and not recipe.use_cpu else "cpu"
     on_gpu = device == "cuda"
-    dtype = recipe.dtype if recipe.dtype != "auto" else ("bf16" if on_gpu else "fp32")
+    dtype = "bf16" if recipe.bf16 else "fp32"  # bf16 unset (auto) was resolved by the config: bf16 on a GPU only
     if dtype == "bf16" and not on_gpu:
         notes.append("bf16 on CPU is about 10x slower than fp32 here (kept because the recipe asks for it)")
 
@@ -95,7 +91,7 @@ def plan_fast_path(recipe: TrainRecipe, model_cfg: Any, lengths: list[int], *, w
             attn = "sdpa"
 
     rpr = recipe.records_per_row
-    if rpr == "auto":
+    if rpr is None:  # auto
         rpr = 4 if (on_gpu and recipe.padding_free and recipe.records_per_step() % 4 == 0) else 1
     if not recipe.padding_free:
         rpr = 1
@@ -103,18 +99,19 @@ def plan_fast_path(recipe: TrainRecipe, model_cfg: Any, lengths: list[int], *, w
     if rpr > 1:
         per_device, accum = rpr, max(1, per_step // (rpr * world_size))
     else:
-        per_device, accum = recipe.batch_size, max(1, recipe.grad_accum // world_size)
+        per_device, accum = (recipe.per_device_train_batch_size,
+                             max(1, recipe.gradient_accumulation_steps // world_size))
     if world_size > 1 and per_step % (per_device * world_size):
         notes.append(f"{per_step} records per step do not split evenly over {world_size} processes")
 
     dtype_bytes = 2 if dtype == "bf16" else 4
     longest = sorted(lengths, reverse=True)
-    row_tokens = sum(longest[:per_device]) if rpr > 1 else max(longest[: recipe.batch_size] or [0]) * recipe.batch_size
+    batch = recipe.per_device_train_batch_size
+    row_tokens = sum(longest[:per_device]) if rpr > 1 else max(longest[:batch] or [0]) * batch
     est = activation_bytes_estimate(model_cfg, row_tokens, dtype_bytes)
     weights = _param_bytes(model_cfg, 0.55 if quant == "nf4" else dtype_bytes)
     est_gib = (est + weights) / GIB
-    gc = recipe.gradient_checkpointing
-    if gc == "auto":
+    if recipe.checkpointing_auto:
         if on_gpu:
             total = torch.cuda.get_device_properties(0).total_memory / GIB
             gc_on = est_gib > 0.85 * total
@@ -124,7 +121,7 @@ def plan_fast_path(recipe: TrainRecipe, model_cfg: Any, lengths: list[int], *, w
             gc_on = False
             notes.append("gradient checkpointing off on CPU (memory is not the limit; recomputation only costs time)")
     else:
-        gc_on = gc == "on"
+        gc_on = bool(recipe.activation_checkpointing)
 
     liger = recipe.liger
     liger_on = (on_gpu and _has("liger_kernel")) if liger == "auto" else liger == "on"
@@ -135,7 +132,7 @@ def plan_fast_path(recipe: TrainRecipe, model_cfg: Any, lengths: list[int], *, w
     if liger == "auto" and on_gpu and not liger_on:
         notes.append("liger-kernel not installed: standard layers (TRL's chunked LM-head loss is still used)")
 
-    compile_on = recipe.torch_compile == "on"
+    compile_on = bool(recipe.torch_compile)
     return FastPath(device=device, dtype=dtype, quantization=quant, attn_implementation=attn,
                     padding_free=recipe.padding_free, records_per_row=rpr, per_device_batch=per_device,
                     grad_accum=accum, gradient_checkpointing=gc_on, liger=liger_on, torch_compile=compile_on,

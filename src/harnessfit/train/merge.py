@@ -43,7 +43,7 @@ def merge_adapter(adapter_dir: Path, out_dir: Path, *, dtype: str = "auto") -> P
                             "embedded model) or edit base_model_path in harnessfit_adapter.json")
     pinned = meta.get("base_model_revision")
     if pinned and pinned.startswith("sha256:") and Path(base).is_dir():
-        from harnessfit.train.sft import model_fingerprint
+        from harnessfit.train.run import model_fingerprint
 
         now = model_fingerprint(Path(base))
         if now != pinned:

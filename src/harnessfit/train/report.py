@@ -8,7 +8,7 @@ from pathlib import Path
 from harnessfit.core.jsonio import read_jsonl
 from harnessfit.train.fastpath import FastPath
 from harnessfit.train.guard import envelope
-from harnessfit.train.recipe import TrainRecipe
+from harnessfit.train.config import HarnessfitSFTConfig
 
 __all__ = ["write_report", "plot_curves"]
 
@@ -81,7 +81,7 @@ def _data_lines(data: dict | None) -> list[str]:
     return lines
 
 
-def write_report(out_dir: Path, *, recipe: TrainRecipe, fast_path: FastPath, summary: dict, status: str,
+def write_report(out_dir: Path, *, recipe: HarnessfitSFTConfig, fast_path: FastPath, summary: dict, status: str,
                  stop_reason: str | None, train_records: int, skipped: int, data: dict | None = None) -> Path:
     metrics = _rows(out_dir / "metrics.jsonl")
     samples = [s for s in _rows(out_dir / "guard.jsonl") if "error" not in s]
@@ -114,9 +114,9 @@ def write_report(out_dir: Path, *, recipe: TrainRecipe, fast_path: FastPath, sum
     lines += [f"| {k} | {v} |" for k, v in fpd.items()]
     lines += [""] + [f"- {n}" for n in notes]
     lines += ["", "## Resource envelope (health guard)", ""]
-    env = envelope(samples, recipe.guard)
+    env = envelope(samples, recipe.guard_rules)
     if env:
-        lines += [f"{len(samples)} samples every {recipe.guard.interval_s:g} s.", "",
+        lines += [f"{len(samples)} samples every {recipe.guard_rules.interval_s:g} s.", "",
                   "| quantity | average | peak / minimum | stop rule | headroom |", "|---|---|---|---|---|"]
         for r in env:
             rule = "–" if r["limit"] is None else f"{'≥' if r['worst_kind'] == 'peak' else '<'} {r['limit']:g} {r['unit']}"

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from harnessfit.report.sections import audit, dataset, evals, harness, run, synth
+from harnessfit.report.sections import audit, dataset, evals, grpo, harness, run, synth
 from harnessfit.report.sections.results import results_table_section
 from harnessfit.report.sections.training import GRPO_CURVES, SFT_CURVES, training_section
 from harnessfit.report.site import Section
@@ -29,6 +29,7 @@ SECTIONS: dict[str, SectionFn] = {
     "dataset": dataset.section,
     "audit": audit.section,
     "train": training_section("train", "SFT training", curves=SFT_CURVES),
+    "grpo": grpo.section,
     "eval": evals.section,
     "raw": results_table_section("raw/*/*/results.json", "Raw one-shot suites (no tools)", key="raw", kind="raw"),
     "pairwise": results_table_section("raw/*/pairwise/results.json", "Blinded pairwise review", key="pairwise",
