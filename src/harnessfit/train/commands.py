@@ -40,7 +40,8 @@ def register(app: typer.Typer) -> None:
         from harnessfit.train.config import HarnessfitSFTConfig, parse_cli
         from harnessfit.train.sft import STOPPED_EXIT_CODE, train_sft
 
-        cfg = parse_cli(HarnessfitSFTConfig, recipe, ctx.args, output_dir=str(out / "checkpoints"))
+        cfg = parse_cli(HarnessfitSFTConfig, recipe, ctx.args, summary=ctx.command.help,
+                        output_dir=str(out / "checkpoints"))
         res = train_sft(cfg, out, resume=resume)
         con = Console()
         if res.status == "stopped":
@@ -70,7 +71,8 @@ def register(app: typer.Typer) -> None:
         from harnessfit.train.grpo import train_grpo
         from harnessfit.train.run import STOPPED_EXIT_CODE
 
-        cfg = parse_cli(HarnessfitGRPOConfig, recipe, ctx.args, output_dir=str(out / "checkpoints"))
+        cfg = parse_cli(HarnessfitGRPOConfig, recipe, ctx.args, summary=ctx.command.help,
+                        output_dir=str(out / "checkpoints"))
         res = train_grpo(cfg, out, resume=resume)
         con = Console()
         if res.status == "stopped":

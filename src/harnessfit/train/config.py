@@ -506,20 +506,23 @@ def load_grpo_config(path: Path | str | None, args: Sequence[str] = (), **overri
     return load_config(HarnessfitGRPOConfig, path, args, **overrides)
 
 
-def config_help(cls: type) -> str:
-    """``--help`` text: every field with its help metadata (TRL's and transformers' included)."""
+def config_help(cls: type, summary: str | None = None) -> str:
+    """``--help`` text: what the command does (``summary``), then every field with its help metadata (TRL's and
+    transformers' included)."""
     parser = HarnessfitParser(cls, prog=f"harnessfit train {_kind(cls)} RECIPE",
-                              description=f"Fields of {cls.__name__} (set them in the recipe or as --flags; flags "
-                              "win). Harnessfit's own options: --out DIR, --resume.")
+                              description=(f"{summary.strip()} " if summary else "") + f"Fields of {cls.__name__} "
+                              "(set them in the recipe or as --flags; flags win). Harnessfit's own options: --out "
+                              "DIR, --resume.")
     return parser.format_help()
 
 
-def parse_cli(cls: type, recipe: Path | None, args: Sequence[str], **overrides: Any):
-    """The CLI's entry: ``--help`` anywhere prints the field list and exits; else ``load_config``."""
+def parse_cli(cls: type, recipe: Path | None, args: Sequence[str], *, summary: str | None = None, **overrides: Any):
+    """The CLI's entry: ``--help`` anywhere prints ``summary`` (the command's description) and the field list and
+    exits; else ``load_config``."""
     if "--help" in args or "-h" in args or str(recipe) in ("--help", "-h"):  # click hands a lone flag over as RECIPE
         import typer
 
-        typer.echo(config_help(cls))
+        typer.echo(config_help(cls, summary))
         raise typer.Exit(0)
     if recipe is None:
         raise UserError(f"give a recipe: `harnessfit train {_kind(cls)} RECIPE [--field value ...]` (examples in "
