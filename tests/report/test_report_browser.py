@@ -145,7 +145,9 @@ def test_report_in_chromium(small_run: Path, tmp_path: Path) -> None:
         export = page.locator("a.pi-export")
         export.click()
         assert page.url.endswith("seed-0.pi.html")
-        assert "Validation failed" in page.inner_text("body")  # Pi's own export of the same session
+        # Pi's own export of the same session shows Pi's refusal (0.x: "Validation failed …", from 1.x: "Invalid
+        # arguments for tool …")
+        assert any(t in page.inner_text("body") for t in ("Validation failed", "Invalid arguments for tool"))
 
         # model output with markup is shown as text and never runs
         page.goto((report / "episodes" / "hostile" / "create_fizzbuzz" / "seed-0.html").as_uri())

@@ -14,9 +14,10 @@ from typing import Any
 
 import orjson
 
+from harnessfit.core.jsonio import dumps_compact_str, read_jsonl
 from harnessfit.eval.episode import INTEGRITY_FLAGS, EpisodeFacts, EpisodeMetrics
 from harnessfit.eval.task import Task
-from harnessfit.core.jsonio import dumps_compact_str, read_jsonl
+from harnessfit.formats.pi.reader import sent_arguments
 
 __all__ = ["read_jsonl_tolerant", "episode_messages", "score_episode", "load_card_or_none"]
 
@@ -114,7 +115,7 @@ def score_episode(facts: EpisodeFacts, task: Task, run_dir: Path, card: Any = No
             if not isinstance(part, dict) or part.get("type") != "toolCall":
                 continue
             total += 1
-            name, args = str(part.get("name")), part.get("arguments")
+            name, args = str(part.get("name")), sent_arguments(part)
             why, repaired = _card_reasons(card, name, args)
             warnings.update(repaired)
             if _is_double_encoded(args):

@@ -18,9 +18,10 @@ from typing import Any
 
 import orjson
 
+from harnessfit.core.jsonio import dumps_compact_str
 from harnessfit.eval.episode import Episode
 from harnessfit.eval.scorers import episode_messages, read_jsonl_tolerant
-from harnessfit.core.jsonio import dumps_compact_str
+from harnessfit.formats.pi.reader import sent_arguments
 
 __all__ = ["MAX_TEXT", "episode_view", "tool_call_view", "pi_export_producer"]
 
@@ -45,7 +46,7 @@ def _double_encoded_inner(arguments: Any) -> dict | None:
 def tool_call_view(part: dict[str, Any], card: Any = None) -> dict[str, Any]:
     """A tool call as shown: ``raw`` (the wire text), whether it is double-encoded, the card validator's findings,
     and a readable form of each argument (strings with their real newlines)."""
-    args = part.get("arguments")
+    args = sent_arguments(part)  # Pi 1.x keeps what it could not parse in argumentsError
     raw = dumps_compact_str(args)
     inner = _double_encoded_inner(args)
     shown = inner if inner is not None else args

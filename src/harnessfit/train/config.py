@@ -136,9 +136,9 @@ class _HarnessfitFields:
                              "adapter barely moves: set lora_alpha to about 2 x lora_r")
         targets = self.lora_target_modules
         if isinstance(targets, list) and len(targets) == 1 and (targets[0] == "all-linear"
-                                                                 or any(c in targets[0] for c in "\\.*(|[")):
+                                                                 or any(c in targets[0] for c in "\\*+?(|[^$")):
             # one value from a flag or a recipe: all-linear, or a regular expression over the full module names (PEFT
-            # matches a string target with re.fullmatch; a list names module suffixes)
+            # matches a string target with re.fullmatch; a list names module suffixes, which may hold dots)
             self.lora_target_modules = targets[0]
 
     @property

@@ -49,6 +49,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 from harnessfit.core.ids import content_id
 from harnessfit.core.rejection import Reason, Rejection
 from harnessfit.core.trajectory import Step, ToolCall, Trajectory
@@ -56,7 +58,7 @@ from harnessfit.formats.base import BaseTraceReader
 from harnessfit.formats.reading import first_json_line
 from harnessfit.harness.pi_results import bash_user_text
 
-__all__ = ["PiReader", "side_branch_span", "COMPACTION_PREFIX", "COMPACTION_SUFFIX", "BRANCH_PREFIX", "BRANCH_SUFFIX"]
+__all__ = ["PiReader", "side_branch_span", "call_arguments", "sent_arguments", "COMPACTION_PREFIX", "COMPACTION_SUFFIX", "BRANCH_PREFIX", "BRANCH_SUFFIX"]
 
 COMPACTION_PREFIX = "The conversation history before this point was compacted into the following summary:\n\n<summary>\n"
 COMPACTION_SUFFIX = "\n</summary>"
@@ -88,7 +90,7 @@ def _wrapped(text: str, **meta: Any) -> Step:
 _RECEIVED = "\n\nReceived arguments:\n"
 
 
-def _call_arguments(block: dict[str, Any]) -> Any:
+def call_arguments(block: dict[str, Any]) -> Any:
     """A tool call's arguments as the model sent them. Pi 1.x stores text it could not parse into an object as
     ``arguments: {}`` plus ``argumentsError: "<reason>\\n\\nReceived arguments:\\n<text as sent>"`` (pi-ai
     ``parseToolCallArguments``); the text as sent is the call (the converter decides, as for any string)."""
@@ -96,6 +98,20 @@ def _call_arguments(block: dict[str, Any]) -> Any:
     if isinstance(error, str) and _RECEIVED in error:
         return error.split(_RECEIVED, 1)[1]
     return block.get("arguments")
+
+
+def sent_arguments(block: dict[str, Any]) -> Any:
+    """A session's tool call arguments as Pi took them from the model, in one form for every version: Pi 0.x stores
+    the parsed value (a JSON string that holds an object stays a string); 1.x stores ``{}`` and the text it could not
+    parse as an object in ``argumentsError`` (``call_arguments``), which decoded once is that same value. What eval
+    scores and the report shows (double encoding stays visible)."""
+    args = call_arguments(block)
+    if isinstance(args, str) and isinstance(block.get("argumentsError"), str):
+        try:
+            return orjson.loads(args)
+        except orjson.JSONDecodeError:
+            return args
+    return args
 
 
 def _assistant_step(msg: dict[str, Any]) -> Step:
@@ -109,7 +125,7 @@ def _assistant_step(msg: dict[str, Any]) -> Step:
     text = "".join(t for k, t in ordered if k == "text" and t.strip())
     thinking = [t for k, t in ordered if k == "thinking" and t.strip()]
     calls = [
-        ToolCall(id=str(b.get("id") or ""), name=str(b.get("name") or ""), arguments=_call_arguments(b))
+        ToolCall(id=str(b.get("id") or ""), name=str(b.get("name") or ""), arguments=call_arguments(b))
         for b in blocks
         if b.get("type") == "toolCall"
     ]
