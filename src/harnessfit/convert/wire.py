@@ -177,8 +177,9 @@ def _drop_problem(b: _Context, i: int, k: int, step: Step, outcome: Drop, ui_cal
 def _version_check(draft: Draft, step: int, name: str, arguments: Any, result: str | None, card: HarnessCard,
                    recorded: Recorded | None, check: tuple[str, ...]) -> None:
     """Note the first version under which the recorded call differs from ``card`` (``harness.recorded``)."""
+    memo: dict = {}  # the call's verdict under cards that validate it alike, computed once
     for version in check:
-        found = call_difference(version, card, name, arguments, result)
+        found = call_difference(version, card, name, arguments, result, memo)
         if found is not None and recorded is not None:
             draft.version_mismatches.append(CallVersionDiffers(step, name, recorded.label(), *found))
             return

@@ -41,6 +41,7 @@ mapped to the target card as before.
 from __future__ import annotations
 
 import functools
+import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -105,20 +106,23 @@ def _answered_calls(traj: Trajectory) -> list[tuple[str, Any, str]]:
             for c in step.tool_calls if c.id in results]
 
 
-def _agrees(version: str, calls: list[tuple[str, Any, str]]) -> bool:
-    """Whether Pi ``version`` refuses exactly the calls the session shows refused."""
+def _agrees(version: str, calls: list[tuple[str, Any, str]], memo: list[dict] | None = None) -> bool:
+    """Whether Pi ``version`` refuses exactly the calls the session shows refused (``memo``: one ``_verdict`` memo
+    per call, shared by the candidate versions)."""
     card = committed_card(version)
-    for name, arguments, result in calls:
-        refuses = any(v.severity == "error" for v in card.validate_call(name, arguments))
+    for i, (name, arguments, result) in enumerate(calls):
+        verdict = _verdict(card, name, arguments, memo[i] if memo is not None else None)
+        refuses = any(sev == "error" for _, sev in verdict)
         if refuses != (card.refused(result) is not None):
             return False
     return True
 
 
-def _templated(version: str, calls: list[tuple[str, Any, str]]) -> tuple[bool, ...]:
-    """For each call, whether a template of Pi ``version`` makes its recorded result."""
+def _templated(version: str, calls: list[tuple[str, Any, str]], memo: list[dict] | None = None) -> tuple[bool, ...]:
+    """For each call, whether a template of Pi ``version`` makes its recorded result (``memo`` as in ``_agrees``)."""
     card = committed_card(version)
-    return tuple(card.result_key(name, result) is not None for name, _, result in calls)
+    return tuple(_result_key(card, name, result, memo[i] if memo is not None else None) is not None
+                 for i, (name, _, result) in enumerate(calls))
 
 
 def recorded_pi_versions(traj: Trajectory, versions: Sequence[str] = PI_CARD_VERSIONS) -> Recorded:
@@ -134,12 +138,13 @@ def recorded_pi_versions(traj: Trajectory, versions: Sequence[str] = PI_CARD_VER
         if exact:
             found, how = exact, "system message"
     calls = _answered_calls(traj) if len(found) > 1 else []
+    memo: list[dict] = [{} for _ in calls]  # per call: verdicts and result keys shared by cards that agree on them
     if len(found) > 1:
-        agreeing = tuple(v for v in found if _agrees(v, calls))
+        agreeing = tuple(v for v in found if _agrees(v, calls, memo))
         if agreeing and agreeing != found:
             found, how = agreeing, how + " and refusals"
     if len(found) > 1:
-        made = {v: _templated(v, calls) for v in found}
+        made = {v: _templated(v, calls, memo) for v in found}
         some = tuple(any(made[v][i] for v in found) for i in range(len(calls)))
         wording = tuple(v for v in found if made[v] == some)
         if wording and wording != found:
@@ -155,20 +160,62 @@ def versions_to_check(recorded: Recorded, target: HarnessCard) -> tuple[str, ...
     return recorded.versions
 
 
-def _verdict(card: HarnessCard, name: str, arguments: Any) -> list[tuple[str, str]]:
-    return [(v.code.value, v.severity) for v in card.validate_call(name, arguments)]
+_VERDICT_KEYS: dict[tuple[int, str], tuple[HarnessCard, tuple[Any, ...]]] = {}
+
+
+def _verdict_key(card: HarnessCard, name: str) -> tuple[Any, ...]:
+    """What ``HarnessCard.validate_call``'s codes and severities for tool ``name`` depend on: whether the tool is
+    active, its schema, and whether the version refuses incomplete argument text. Cards equal in these give every
+    call to ``name`` the same verdict. (Kept per card object: the card is held, so its ``id`` is never reused.)"""
+    at = (id(card), name)
+    hit = _VERDICT_KEYS.get(at)
+    if hit is None or hit[0] is not card:
+        schema = card.schema(name)
+        hit = _VERDICT_KEYS[at] = (card, (name in card.default_tools, None if schema is None else
+                                          json.dumps(schema, sort_keys=True), card.strict_arguments))
+    return hit[1]
+
+
+def _verdict(card: HarnessCard, name: str, arguments: Any, memo: dict | None = None) -> list[tuple[str, str]]:
+    """The (code, severity) pairs ``card`` gives one call. ``memo`` (for this one call) shares the verdict between
+    cards whose ``_verdict_key`` is equal — the plain definition is ``card.validate_call``; the memo only skips
+    recomputing an answer that cannot differ (``tests/harness/test_recorded.py`` checks both agree)."""
+    if memo is None:
+        return [(v.code.value, v.severity) for v in card.validate_call(name, arguments)]
+    key = _verdict_key(card, name)
+    if key not in memo:
+        memo[key] = [(v.code.value, v.severity) for v in card.validate_call(name, arguments)]
+    return memo[key]
+
+
+_RESULT_KEYS: dict[tuple[int, str], tuple[HarnessCard, tuple[Any, ...]]] = {}
+
+
+def _result_key(card: HarnessCard, name: str, text: str, memo: dict | None = None) -> str | None:
+    """``card.result_key(name, text)``; ``memo`` (for this one call) shares the answer between cards with the same
+    result and error templates (what ``result_key`` reads), as ``_verdict`` does for verdicts."""
+    if memo is None:
+        return card.result_key(name, text)
+    at = (id(card), name)
+    hit = _RESULT_KEYS.get(at)
+    if hit is None or hit[0] is not card:
+        hit = _RESULT_KEYS[at] = (card, ("result", name, json.dumps([card.results, card.errors], sort_keys=True)))
+    if hit[1] not in memo:
+        memo[hit[1]] = card.result_key(name, text)
+    return memo[hit[1]]
 
 
 def call_difference(recorded_under: str, target: HarnessCard, name: str, arguments: Any,
-                    result: str | None) -> tuple[str, str] | None:
+                    result: str | None, memo: dict | None = None) -> tuple[str, str] | None:
     """``(section, detail)`` when a call to ``name`` with ``arguments`` and the ``result`` text Pi
-    ``recorded_under`` gave it would not be the same under ``target`` (module docstring); ``None`` when it would."""
+    ``recorded_under`` gave it would not be the same under ``target`` (module docstring); ``None`` when it would.
+    ``memo``: one call's verdict memo, shared when the call is checked against several versions (``_verdict``)."""
     x = committed_card(recorded_under)
     diff = _diff(recorded_under, target.version)
     pair = f"pi@{x.version} → pi@{target.version}"
     # a string is argument text the model sent: the versions may parse it differently even with the same tool
     if not diff.tool_identical(name) or isinstance(arguments, str):
-        before, after = _verdict(x, name, arguments), _verdict(target, name, arguments)
+        before, after = _verdict(x, name, arguments, memo), _verdict(target, name, arguments, memo)
         if before != after:
             tool = diff.tools.get(name)
             change = "; ".join(tool.changes) if tool is not None and tool.changes else "the same tool"
@@ -180,7 +227,7 @@ def call_difference(recorded_under: str, target: HarnessCard, name: str, argumen
 
             return "tools", (f"{name}: {say(before, x)}, {say(after, target)} ({pair} tools: {change})")
     if result is not None:
-        key = x.result_key(name, result)
+        key = _result_key(x, name, result, memo)
         if key is not None and not diff.result_identical(key):
             text = diff.texts[key]
             return text.kind, (f"{name}: the result is Pi {x.version}'s {key} text {text.a!r}, which Pi "
