@@ -89,12 +89,15 @@ def _curve_summary(metrics_path: Path) -> dict:
             "best_val_loss": best["eval_loss"], "best_step": best["step"]}
 
 
-def _audit_harness(audited: Audited, requested: str | None) -> str:
-    """The harness the run trains for: the audit's (``harness`` must agree with it), else the default."""
-    from harnessfit.harness.versions import recorded_harness, stage_harness
+def _audit_harness(audit_dir: str | None, requested: str | None) -> str:
+    """The harness the run trains for: the audit's (``harness`` must agree with it), else the default. An audit
+    folder that cannot be read is left to ``open_audit``'s errors."""
+    from harnessfit.harness.versions import harness_recorded_in, stage_harness
 
-    return stage_harness(requested, recorded_harness(audited.meta), what=f"the audit {audited.audit_dir}",
-                         stage="train sft", redo="rebuild the dataset and re-run `harnessfit audit`")
+    path = Path(audit_dir).expanduser().resolve() if audit_dir else None
+    found = harness_recorded_in(path)
+    return stage_harness(requested, found[0] if found else None, what=f"the audit {path}", stage="train sft",
+                         redo="rebuild the dataset and re-run `harnessfit audit`")
 
 
 def _splits(cfg: HarnessfitSFTConfig, audited: Audited) -> tuple[TokenizedSplit, TokenizedSplit | None, str | None,
@@ -200,8 +203,8 @@ def train_sft(cfg: HarnessfitSFTConfig, out_dir: Path, *, resume: bool = False,
     console = Console(stderr=True)
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
+    target = _audit_harness(cfg.audit_dir, cfg.harness)  # before anything is loaded: a mismatch is one line
     audited = open_audit(cfg.audit_dir, cfg.model)
-    target = _audit_harness(audited, cfg.harness)
     train, evalset, eval_note, eval_skipped = _splits(cfg, audited)
     if rank() == 0 and eval_note:
         console.print(f"[yellow]train:[/] {escape(eval_note)}")
