@@ -155,3 +155,28 @@ def test_other_agents_traces_have_no_pi_version(traces_dir: Path) -> None:
                                                              for t in draft.transformations)
             seen += 1
     assert seen >= 3
+
+
+def test_the_shared_verdict_memo_gives_the_plain_answers(traces_dir: Path) -> None:
+    """``call_difference`` with one call's memo shared across every candidate version (what the converter does)
+    equals the plain definition (``card.validate_call`` / ``result_key`` per card, no memo) for every call of the
+    real Pi sessions, against every committed target; and ``_agrees``/``_templated`` with the memo pick the same
+    recording versions as without it."""
+    from harnessfit.harness import recorded as rec
+
+    checked = 0
+    for path in sorted((traces_dir / "pi").glob("*.jsonl")):
+        for traj in (t for t in PiReader().read(path) if not isinstance(t, Rejection)):
+            calls = rec._answered_calls(traj)
+            memo = [{} for _ in calls]
+            for v in PI_CARD_VERSIONS:
+                assert rec._agrees(v, calls, memo) == rec._agrees(v, calls)
+                assert rec._templated(v, calls, memo) == rec._templated(v, calls)
+            for target in (load_card("pi", v) for v in PI_CARD_VERSIONS):
+                for name, arguments, result in calls[:60]:
+                    shared: dict = {}
+                    for v in PI_CARD_VERSIONS:
+                        plain = rec.call_difference(v, target, name, arguments, result)
+                        assert rec.call_difference(v, target, name, arguments, result, shared) == plain
+                        checked += 1
+    assert checked > 500
