@@ -37,8 +37,9 @@ def write_results_files(out_dir: Path, data: dict[str, Any], markdown: str | Non
     return path
 
 
-def read_results_file(path: Path, kind: str, version: int, *, what: str) -> dict[str, Any]:
-    """The JSON of a results file of ``kind``/``version`` (a folder holding ``results.json`` also works)."""
+def read_results_file(path: Path, kind: str | None, version: int, *, what: str) -> dict[str, Any]:
+    """The JSON of a results file of ``kind``/``version`` (a folder holding ``results.json`` also works); ``kind``
+    ``None``: the file names no kind (``eval agent``'s results, which predate the field)."""
     path = Path(path)
     if path.is_dir():
         path = path / "results.json"
@@ -48,6 +49,6 @@ def read_results_file(path: Path, kind: str, version: int, *, what: str) -> dict
         data = orjson.loads(path.read_bytes())
     except orjson.JSONDecodeError as exc:
         raise UserError(f"{path}: not JSON ({exc})") from exc
-    if not isinstance(data, dict) or data.get("kind") != kind or data.get("version") != version:
+    if not isinstance(data, dict) or (kind is not None and data.get("kind") != kind) or data.get("version") != version:
         raise UserError(f"{path}: not a harnessfit {what} of version {version}")
     return data

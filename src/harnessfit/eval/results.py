@@ -12,11 +12,10 @@ from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any, Literal
 
-import orjson
 from pydantic import BaseModel, Field
 
-from harnessfit.errors import UserError
 from harnessfit.eval.episode import FAILURES, INTEGRITY_FLAGS, Episode
+from harnessfit.eval.files import read_results_file, write_results_files
 from harnessfit.eval.stats import mean_over_tasks, pass_at_k, pass_hat_k, rate
 
 __all__ = ["RESULTS_VERSION", "RATE_METRICS", "EvalResults", "aggregate", "load_results", "write_results",
@@ -102,30 +101,13 @@ def aggregate(episodes: list[Episode], seeds: int) -> dict[str, Any]:
 
 def write_results(results: EvalResults, out_dir: Path) -> Path:
     """Write ``results.json`` (and ``results.md`` once finished); returns the JSON path."""
-    out_dir.mkdir(parents=True, exist_ok=True)
-    path = out_dir / "results.json"
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_bytes(orjson.dumps(results.model_dump(mode="json"), option=orjson.OPT_INDENT_2) + b"\n")
-    tmp.replace(path)
-    if results.status != "started":
-        (out_dir / "results.md").write_text(render_markdown(results), encoding="utf-8")
-    return path
+    return write_results_files(out_dir, results.model_dump(mode="json"),
+                               render_markdown(results) if results.status != "started" else None)
 
 
 def load_results(path: Path) -> EvalResults:
     """Read a results file (a folder holding results.json also works); clear errors for wrong files."""
-    path = Path(path)
-    if path.is_dir():
-        path = path / "results.json"
-    if not path.is_file():
-        raise UserError(f"results file not found: {path}")
-    try:
-        data = orjson.loads(path.read_bytes())
-    except orjson.JSONDecodeError as exc:
-        raise UserError(f"{path}: not JSON ({exc})") from exc
-    if not isinstance(data, dict) or data.get("version") != RESULTS_VERSION:
-        raise UserError(f"{path}: not a harnessfit eval results file of version {RESULTS_VERSION}")
-    return EvalResults.model_validate(data)
+    return EvalResults.model_validate(read_results_file(path, None, RESULTS_VERSION, what="eval results file"))
 
 
 def fmt_rate(r: dict[str, Any]) -> str:
