@@ -10,13 +10,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-import orjson
 from pydantic import BaseModel, Field
 
-from harnessfit.errors import UserError
 from harnessfit.eval.files import md_cell, read_results_file, write_results_files
 from harnessfit.eval.probe.probes import FLAGS
 from harnessfit.eval.results import fmt_rate
+from harnessfit.eval.side_by_side import finished_runs, rate_rows, write_comparison
 from harnessfit.eval.stats import rate
 
 __all__ = ["PROBE_RESULTS_VERSION", "PROBE_METRICS", "ProbeSample", "ProbeResults", "aggregate_probes",
@@ -158,29 +157,10 @@ def render_probe_markdown(results: ProbeResults) -> str:
 
 def compare_probes(paths: Sequence[Path], out_md: Path, labels: Sequence[str] | None = None) -> Path:
     """Side-by-side Markdown (and ``<out>.json``) of two or more probe runs on the same probe set."""
-    if len(paths) < 2:
-        raise UserError("a probe comparison needs at least two probe results")
-    runs = [load_probe_results(Path(p)) for p in paths]
-    bad = [str(p) for p, r in zip(paths, runs, strict=True) if r.status != "success"]
-    if bad:
-        raise UserError(f"probe results not finished successfully: {', '.join(bad)}")
-    names = list(labels) if labels else [str(r.model.get("name")) for r in runs]
+    runs = finished_runs(paths, load_probe_results, "probe")
     note = "" if len({r.probes.get("sha256") for r in runs}) == 1 else \
         "\n> Warning: the runs used different probe sets; shares are not comparable.\n"
-    head = ["| Figure | " + " | ".join(md_cell(n) for n in names) + " |", "|---|" + "---|" * len(runs)]
-    data: dict[str, Any] = {"models": names, "paths": [str(p) for p in paths], "metrics": {}}
-    rows = []
-    for label, key in PROBE_METRICS:
-        cells = [r.aggregates["rates"][key] for r in runs]
-        data["metrics"][key] = cells
-        rows.append(f"| {label} | " + " | ".join(fmt_rate(c) for c in cells) + " |")
-    rows.append("| Scored / unscored samples | " + " | ".join(
-        f"{r.aggregates['scored']} / {r.aggregates['unscored']}" for r in runs) + " |")
+    rows, data = rate_rows(runs, paths, labels, PROBE_METRICS, first="Figure", counted="samples")
     text = (f"# Probes side by side\n\nProbe set `{md_cell(runs[0].probes.get('name'))}`, card "
-            f"{runs[0].card.get('id')}. Cells: share [95% Wilson CI] (count/n).\n{note}\n"
-            + "\n".join(head + rows) + "\n")
-    out_md = Path(out_md)
-    out_md.parent.mkdir(parents=True, exist_ok=True)
-    out_md.write_text(text, encoding="utf-8")
-    out_md.with_suffix(".json").write_bytes(orjson.dumps(data, option=orjson.OPT_INDENT_2) + b"\n")
-    return out_md
+            f"{runs[0].card.get('id')}. Cells: share [95% Wilson CI] (count/n).\n{note}\n" + "\n".join(rows) + "\n")
+    return write_comparison(out_md, text, data)

@@ -11,13 +11,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-import orjson
 from pydantic import BaseModel, Field
 
-from harnessfit.errors import UserError
 from harnessfit.eval.files import md_cell, read_results_file, write_results_files
 from harnessfit.eval.raw.findings import Check
 from harnessfit.eval.results import fmt_rate
+from harnessfit.eval.side_by_side import finished_runs, rate_rows, write_comparison
 from harnessfit.eval.stats import rate
 
 __all__ = ["RAW_RESULTS_VERSION", "RAW_METRICS", "Completion", "RawAnswer", "RawResults", "aggregate_raw",
@@ -161,27 +160,10 @@ def render_raw_markdown(results: RawResults) -> str:
 
 def compare_raw(paths: Sequence[Path], out_md: Path, labels: Sequence[str] | None = None) -> Path:
     """Side-by-side Markdown (and ``<out>.json``) of two or more raw runs: the published before/after table."""
-    if len(paths) < 2:
-        raise UserError("a raw comparison needs at least two raw results")
-    runs = [load_raw_results(Path(p)) for p in paths]
-    bad = [str(p) for p, r in zip(paths, runs, strict=True) if r.status != "success"]
-    if bad:
-        raise UserError(f"raw results not finished successfully: {', '.join(bad)}")
-    names = list(labels) if labels else [str(r.model.get("name")) for r in runs]
+    runs = finished_runs(paths, load_raw_results, "raw")
     note = "" if len({r.suite.get("sha256") for r in runs}) == 1 else \
         "\n> Warning: the runs answered different suites; counts are not comparable.\n"
-    rows = ["| Check | " + " | ".join(md_cell(n) for n in names) + " |", "|---|" + "---|" * len(runs)]
-    data: dict[str, Any] = {"models": names, "paths": [str(p) for p in paths], "metrics": {}}
-    for label, field in RAW_METRICS:
-        cells = [r.aggregates["rates"][field] for r in runs]
-        data["metrics"][field] = cells
-        rows.append(f"| {label} | " + " | ".join(fmt_rate(c) for c in cells) + " |")
-    rows.append("| Scored / unscored answers | " + " | ".join(
-        f"{r.aggregates['scored']} / {r.aggregates['unscored']}" for r in runs) + " |")
+    rows, data = rate_rows(runs, paths, labels, RAW_METRICS, first="Check", counted="answers")
     text = (f"# Raw suite `{md_cell(runs[0].suite.get('name'))}` side by side\n\nCells: clean share [95% Wilson CI] "
             f"(answers).\n{note}\n" + "\n".join(rows) + "\n")
-    out_md = Path(out_md)
-    out_md.parent.mkdir(parents=True, exist_ok=True)
-    out_md.write_text(text, encoding="utf-8")
-    out_md.with_suffix(".json").write_bytes(orjson.dumps(data, option=orjson.OPT_INDENT_2) + b"\n")
-    return out_md
+    return write_comparison(out_md, text, data)
