@@ -12,6 +12,7 @@ from typer.testing import CliRunner
 
 from harnessfit.cli import app
 from harnessfit.harness.card import HarnessCard, ViolationCode, card_path, load_card
+from harnessfit.harness.versions import PI_CARD_VERSIONS
 
 
 @pytest.fixture(scope="module")
@@ -171,13 +172,23 @@ def _full_only(card):
     return full
 
 
-@settings(max_examples=400, deadline=None)
-@given(name=st.sampled_from(["read", "bash", "edit", "write"]), arguments=_arguments)
+_FULL_ONLY: dict = {}
+
+
+@settings(max_examples=600, deadline=None)
+@given(version=st.sampled_from(PI_CARD_VERSIONS), name=st.sampled_from(["read", "bash", "edit", "write"]),
+       arguments=_arguments)
 @pytest.mark.slow
-def test_clean_shortcut_matches_full_validation(name, arguments):
-    card = load_card("pi", "0.73.1")
-    full = _full_only(card)
+def test_clean_shortcut_matches_full_validation(version, name, arguments):
+    # the shortcuts (a clean call returns at once; a repaired call of the schema's shape skips coercion and the
+    # schema validator) give the full validator's answer, and leave the caller's arguments as they were
+    card = load_card("pi", version)
+    full = _FULL_ONLY.setdefault(version, _full_only(card))
+    before = json.dumps(arguments)
     assert card.validate_call(name, arguments) == full.validate_call(name, arguments)
+    if name in card.tool_names() and isinstance(arguments, dict):
+        assert card.repair_arguments(name, arguments) == full.repair_arguments(name, arguments)
+    assert json.dumps(arguments) == before
 
 
 def test_clean_shortcut_covers_well_formed_calls_and_skips_odd_schemas():
