@@ -202,3 +202,45 @@ def test_clean_shortcut_covers_well_formed_calls_and_skips_odd_schemas():
     assert read({"path": "a", "offset": 3, "limit": 2.5}) and not read({"path": "a", "offset": True})
     assert _clean_checker({"type": "object", "properties": {"n": {"type": "integer", "minimum": 0}}}) is None
     assert card.validate_call("edit", {"path": "a", "edits": []})[0].code == "invalid_value"
+
+
+# -- result_key's faster search gives the reference search's answer ---------------------------------------------
+
+
+def _texts_for(card: HarnessCard) -> list[str]:
+    """Texts every template of ``card`` can make (each variable empty, short, or holding another template's fixed
+    text), the captured examples' results, and texts that almost match (a character added or removed)."""
+    import string
+    fills = ["", "x", "\n", "a.py", "12"] + [lit for t in [*card.results.values(), *card.errors.values()]
+                                             for lit, _, _, _ in string.Formatter().parse(t) if lit][:20]
+    texts = [ex["result"] for ex in card.examples]
+    for template in [*card.results.values(), *card.errors.values()]:
+        names = {f for _, f, _, _ in string.Formatter().parse(template) if f is not None}
+        for fill in fills:
+            try:
+                text = template.format(**{n: fill for n in names})
+            except (KeyError, IndexError, ValueError):
+                continue
+            texts += [text, text + " ", text[1:], text[:-1]]
+    return texts
+
+
+@pytest.mark.parametrize("version", PI_CARD_VERSIONS)
+def test_result_key_matches_its_reference_search(version: str, traces_dir) -> None:
+    from harnessfit.formats.registry import iter_units, read_unit
+    card = load_card("pi", version)
+    texts = _texts_for(card)
+    for unit in iter_units([traces_dir]):  # and every tool result recorded in the real traces
+        for item in read_unit(unit):
+            for step in getattr(item, "steps", []):
+                if step.role == "tool" and step.text:
+                    texts.append(step.text)
+    assert len(texts) > 500
+    tools = [*card.tool_names(), "grep", "unknown"]
+    found = 0
+    for text in texts:
+        for tool in tools:
+            key = card.result_key(tool, text)
+            assert key == card.result_key_reference(tool, text), (tool, text[:200])
+            found += key is not None
+    assert found > len(texts)  # most texts are made by some template

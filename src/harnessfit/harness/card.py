@@ -151,6 +151,18 @@ def _full_pattern(template: str) -> tuple[re.Pattern[str], int]:
     return re.compile(pattern + r"\Z", re.DOTALL), fixed
 
 
+@functools.cache
+def _head_tail(template: str) -> tuple[str, str]:
+    """The fixed text before a template's first variable and after its last (the whole text when it has none): a
+    text the template made starts with the one and ends with the other."""
+    items = list(string.Formatter().parse(template))
+    if all(field is None for _, field, _, _ in items):
+        whole = "".join(literal for literal, _, _, _ in items)
+        return whole, whole
+    last = max(i for i, (_, field, _, _) in enumerate(items) if field is not None)
+    return items[0][0], "".join(literal for literal, _, _, _ in items[last + 1:])
+
+
 _FRAGMENT_KEYS = frozenset({"validation_problem", "arguments_not_object"})
 """Texts that are only ever a piece of another one (a line of ``validation_failed``, the reason of
 ``invalid_arguments``), never a whole tool result."""
@@ -235,6 +247,7 @@ class HarnessCard(BaseModel):
     examples: list[dict[str, Any]] = Field(default_factory=list)
     # per-tool schema and compiled validator, built on first use (validate_call runs once per converted call)
     _validators: dict[str, tuple[dict[str, Any], Any, Callable[[Any], bool] | None]] = PrivateAttr(default_factory=dict)
+    _result_index: dict[str, list[tuple[str, re.Pattern[str], str, str]]] = PrivateAttr(default_factory=dict)
 
     # -- identity --------------------------------------------------------------------------------------------
     @property
@@ -398,19 +411,40 @@ class HarnessCard(BaseModel):
                 return key
         return None
 
-    def result_key(self, tool: str, text: str) -> str | None:
-        """The ``results``/``errors`` key whose template made ``text``, the result of a call to ``tool``: among the
-        tool's own result texts (``read``, ``read_more_lines`` … — keys named after the tool) and every error text,
-        the most specific template (most fixed text) that matches the whole of it; ``None`` when none does (a text
-        Pi does not template, such as an operating-system error)."""
+    def _result_candidates(self, tool: str) -> list[tuple[str, str]]:
         candidates = [(k, t) for k, t in self.results.items() if k == tool or k.startswith(tool + "_")]
-        candidates += [(k, t) for k, t in self.errors.items() if k not in _FRAGMENT_KEYS]
+        return candidates + [(k, t) for k, t in self.errors.items() if k not in _FRAGMENT_KEYS]
+
+    def result_key_reference(self, tool: str, text: str) -> str | None:
+        """The definition of ``result_key``: every candidate template matched against the whole text, the one with
+        the most fixed text kept (the first of equals)."""
         best: tuple[int, str] | None = None
-        for key, template in candidates:
+        for key, template in self._result_candidates(tool):
             pattern, fixed = _full_pattern(template)
             if (best is None or fixed > best[0]) and pattern.match(text):
                 best = (fixed, key)
         return None if best is None else best[1]
+
+    def result_key(self, tool: str, text: str) -> str | None:
+        """The ``results``/``errors`` key whose template made ``text``, the result of a call to ``tool``: among the
+        tool's own result texts (``read``, ``read_more_lines`` … — keys named after the tool) and every error text,
+        the most specific template (most fixed text) that matches the whole of it; ``None`` when none does (a text
+        Pi does not template, such as an operating-system error).
+
+        ``result_key_reference`` is the plain definition. This is the same search in a faster order (checked
+        against it in ``tests/harness/test_card.py``): the candidates sorted by fixed text, most first (a stable
+        sort keeps the first of equals first), so the first that matches is the answer; and before each regex the
+        two conditions it implies — the text starts with the template's fixed head and ends with its fixed tail."""
+        index = self._result_index.get(tool)
+        if index is None:
+            entries = [(key, *_full_pattern(template), *_head_tail(template))
+                       for key, template in self._result_candidates(tool)]
+            entries.sort(key=lambda e: -e[2])
+            index = self._result_index[tool] = [(k, p, h, t) for k, p, _, h, t in entries]
+        for key, pattern, head, tail in index:
+            if text.startswith(head) and text.endswith(tail) and pattern.match(text):
+                return key
+        return None
 
     def validation_failed_text(self, name: str, problems: Sequence[tuple[str, str]], arguments: Any) -> str:
         """Pi's validation error text for ``(path, message)`` problems and the arguments as parsed."""
