@@ -17,7 +17,7 @@ from harnessfit.convert.wire import to_conversation
 from harnessfit.core.conversation import Conversation
 from harnessfit.core.rejection import Reason, Rejection
 from harnessfit.formats.pi.reader import PiReader
-from harnessfit.formats.registry import iter_units
+from harnessfit.formats.registry import detect_format, iter_units
 from harnessfit.harness.card import HarnessCard, load_card
 from harnessfit.harness.diff import card_diff
 from harnessfit.harness.recorded import Recorded, recorded_pi_versions
@@ -180,3 +180,34 @@ def test_the_shared_verdict_memo_gives_the_plain_answers(traces_dir: Path) -> No
                         assert rec.call_difference(v, target, name, arguments, result, shared) == plain
                         checked += 1
     assert checked > 500
+
+
+def test_shared_candidate_checks_pick_the_plain_definitions_versions(traces_dir: Path) -> None:
+    """``recorded_pi_versions`` with its shared answers (one verdict per call and card class, one ``_agrees`` /
+    ``_templated`` per candidate class) names the same versions, decided the same way, as the plain definition on
+    every Pi session of both trace sets and for every subset of the committed versions."""
+    from harnessfit.harness import recorded as rec
+
+    subsets = [PI_CARD_VERSIONS] + [tuple(c) for n in (2, 3) for c in itertools.combinations(PI_CARD_VERSIONS, n)]
+    seen = 0
+    for folder in (traces_dir, traces_dir.parent / "traces-extra"):
+        for path in sorted(folder.rglob("*.jsonl")):
+            if detect_format(path) != "pi":
+                continue
+            for traj in (t for t in PiReader().read(path) if not isinstance(t, Rejection)):
+                for versions in subsets:
+                    assert rec.recorded_pi_versions(traj, versions) == rec.recorded_pi_versions(
+                        traj, versions, shared=False), (path.name, versions)
+                seen += 1
+    assert seen >= 5
+
+
+def test_descriptions_change_no_verdict_key_but_a_property_named_description_does() -> None:
+    from harnessfit.harness.recorded import _validation_schema
+
+    schema = {"type": "object", "description": "d", "required": ["description"],
+              "properties": {"description": {"type": "string", "description": "the text"},
+                             "items": {"type": "array", "items": {"type": "integer", "description": "n"}}}}
+    assert _validation_schema(schema) == {"type": "object", "required": ["description"],
+                                          "properties": {"description": {"type": "string"},
+                                                         "items": {"type": "array", "items": {"type": "integer"}}}}

@@ -248,6 +248,9 @@ class HarnessCard(BaseModel):
     # per-tool schema and compiled validator, built on first use (validate_call runs once per converted call)
     _validators: dict[str, tuple[dict[str, Any], Any, Callable[[Any], bool] | None]] = PrivateAttr(default_factory=dict)
     _result_index: dict[str, list[tuple[str, re.Pattern[str], str, str]]] = PrivateAttr(default_factory=dict)
+    # the field values the two caches above were built from: ``model_copy(update=...)`` copies private attributes,
+    # so a copy with other tools or templates must not reuse them
+    _cached_from: tuple[Any, ...] = PrivateAttr(default=())
 
     # -- identity --------------------------------------------------------------------------------------------
     @property
@@ -289,6 +292,17 @@ class HarnessCard(BaseModel):
         }
         return self.system_prompt.render(values)
 
+    def _caches(self) -> tuple[dict[str, Any], dict[str, Any]]:
+        """The validator and result-index caches, emptied first when ``tools``, ``results`` or ``errors`` is no
+        longer the object they were built from (a ``model_copy`` with an update)."""
+        private = self.__pydantic_private__  # one slot read (the attribute names go through pydantic's __getattr__)
+        source = private["_cached_from"]
+        if len(source) != 3 or source[0] is not self.tools or source[1] is not self.results or source[2] is not self.errors:
+            if source:  # built from other fields: start over
+                private["_validators"], private["_result_index"] = {}, {}
+            private["_cached_from"] = (self.tools, self.results, self.errors)
+        return private["_validators"], private["_result_index"]
+
     # -- tools -----------------------------------------------------------------------------------------------
     @property
     def _schemas(self) -> dict[str, dict[str, Any]]:
@@ -296,7 +310,7 @@ class HarnessCard(BaseModel):
 
     def _validator(self, name: str) -> tuple[dict[str, Any], Any, Callable[[Any], bool] | None] | None:
         """(schema, compiled validator, clean-shape predicate) of tool ``name``, built once; None if the card lacks it."""
-        cache = self._validators  # a pydantic private attribute: one lookup, it is not a plain attribute access
+        cache = self._caches()[0]
         entry = cache.get(name)
         if entry is None:
             schema = self._schemas.get(name)
@@ -435,12 +449,13 @@ class HarnessCard(BaseModel):
         against it in ``tests/harness/test_card.py``): the candidates sorted by fixed text, most first (a stable
         sort keeps the first of equals first), so the first that matches is the answer; and before each regex the
         two conditions it implies — the text starts with the template's fixed head and ends with its fixed tail."""
-        index = self._result_index.get(tool)
+        cache = self._caches()[1]
+        index = cache.get(tool)
         if index is None:
             entries = [(key, *_full_pattern(template), *_head_tail(template))
                        for key, template in self._result_candidates(tool)]
             entries.sort(key=lambda e: -e[2])
-            index = self._result_index[tool] = [(k, p, h, t) for k, p, _, h, t in entries]
+            index = cache[tool] = [(k, p, h, t) for k, p, _, h, t in entries]
         for key, pattern, head, tail in index:
             if text.startswith(head) and text.endswith(tail) and pattern.match(text):
                 return key

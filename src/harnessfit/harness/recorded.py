@@ -48,7 +48,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from harnessfit.core.trajectory import Trajectory
-from harnessfit.harness.card import HarnessCard, load_card
+from harnessfit.harness.card import REFUSAL_KEYS, HarnessCard, load_card
 from harnessfit.harness.diff import CardDiff, card_diff
 from harnessfit.harness.versions import PI_CARD_VERSIONS
 
@@ -125,8 +125,15 @@ def _templated(version: str, calls: list[tuple[str, Any, str]], memo: list[dict]
                  for i, (name, _, result) in enumerate(calls))
 
 
-def recorded_pi_versions(traj: Trajectory, versions: Sequence[str] = PI_CARD_VERSIONS) -> Recorded:
-    """The committed cards (of ``versions``) that could have recorded the Pi session ``traj`` (module docstring)."""
+def recorded_pi_versions(traj: Trajectory, versions: Sequence[str] = PI_CARD_VERSIONS, *,
+                         shared: bool = True) -> Recorded:
+    """The committed cards (of ``versions``) that could have recorded the Pi session ``traj`` (module docstring).
+
+    ``shared=False`` is the plain definition: every candidate checks every call on its own. By default the answers
+    that cannot differ are computed once — a call's verdict and result key for the cards that read them alike
+    (``_verdict``, ``_result_key``), and a whole candidate's ``_agrees``/``_templated`` for the cards whose
+    ``_agree_signature``/``_template_signature`` is equal; ``tests/harness/test_recorded.py`` holds both equal on
+    every real Pi session."""
     system = next((s for s in traj.steps if s.role == "system"), None)
     found = tuple(v for v in versions if _keeps_system_message(v) == (system is not None))
     if not found:
@@ -138,13 +145,33 @@ def recorded_pi_versions(traj: Trajectory, versions: Sequence[str] = PI_CARD_VER
         if exact:
             found, how = exact, "system message"
     calls = _answered_calls(traj) if len(found) > 1 else []
-    memo: list[dict] = [{} for _ in calls]  # per call: verdicts and result keys shared by cards that agree on them
+    # per call: verdicts and result keys shared by cards that agree on them (None: the plain definition)
+    memo: list[dict] | None = [{} for _ in calls] if shared else None
     if len(found) > 1:
-        agreeing = tuple(v for v in found if _agrees(v, calls, memo))
+        names = sorted({name for name, _, _ in calls})
+        agree: dict[Any, bool] = {}
+
+        def agrees(v: str) -> bool:
+            if memo is None:
+                return _agrees(v, calls)
+            key = _agree_signature(v, names)
+            if key not in agree:
+                agree[key] = _agrees(v, calls, memo)
+            return agree[key]
+        agreeing = tuple(v for v in found if agrees(v))
         if agreeing and agreeing != found:
             found, how = agreeing, how + " and refusals"
     if len(found) > 1:
-        made = {v: _templated(v, calls, memo) for v in found}
+        templated: dict[Any, tuple[bool, ...]] = {}
+
+        def made_by(v: str) -> tuple[bool, ...]:
+            if memo is None:
+                return _templated(v, calls)
+            key = _template_signature(committed_card(v))
+            if key not in templated:
+                templated[key] = _templated(v, calls, memo)
+            return templated[key]
+        made = {v: made_by(v) for v in found}
         some = tuple(any(made[v][i] for v in found) for i in range(len(calls)))
         wording = tuple(v for v in found if made[v] == some)
         if wording and wording != found:
@@ -160,19 +187,59 @@ def versions_to_check(recorded: Recorded, target: HarnessCard) -> tuple[str, ...
     return recorded.versions
 
 
+def _validation_schema(schema: Any) -> Any:
+    """``schema`` without its ``description`` annotations (they change no verdict): at the schema's own level and
+    in the subschemas of ``properties``, ``items``, ``additionalProperties``, ``anyOf``/``oneOf``/``allOf`` and
+    ``not``. A property *named* ``description`` is kept; other keywords are kept as they are."""
+    if not isinstance(schema, dict):
+        return schema
+    out: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key == "description":
+            continue
+        if key == "properties" and isinstance(value, dict):
+            value = {name: _validation_schema(sub) for name, sub in value.items()}
+        elif key in ("items", "additionalProperties", "not"):
+            value = [_validation_schema(v) for v in value] if isinstance(value, list) else _validation_schema(value)
+        elif key in ("anyOf", "oneOf", "allOf") and isinstance(value, list):
+            value = [_validation_schema(v) for v in value]
+        out[key] = value
+    return out
+
+
+def _agree_signature(version: str, names: Sequence[str]) -> tuple[Any, ...]:
+    """What ``_agrees`` reads of Pi ``version`` for calls to ``names``: each tool's ``_verdict_key`` and the
+    refusal templates ``card.refused`` matches. Versions with equal signatures agree (or not) alike."""
+    card = committed_card(version)
+    return (tuple(_verdict_key(card, n) for n in names), tuple(card.errors.get(k) for k in REFUSAL_KEYS))
+
+
+def _template_signature(card: HarnessCard) -> tuple[Any, ...]:
+    """What ``_templated`` (``card.result_key`` for any tool) reads of ``card``: its result and error templates."""
+    hit = _TEMPLATE_SIGNATURES.get(id(card))
+    if hit is None or hit[0] is not card:
+        hit = _TEMPLATE_SIGNATURES[id(card)] = (card, (json.dumps([card.results, card.errors], sort_keys=True),))
+    return hit[1]
+
+
+_TEMPLATE_SIGNATURES: dict[int, tuple[HarnessCard, tuple[Any, ...]]] = {}
+
+
 _VERDICT_KEYS: dict[tuple[int, str], tuple[HarnessCard, tuple[Any, ...]]] = {}
 
 
 def _verdict_key(card: HarnessCard, name: str) -> tuple[Any, ...]:
     """What ``HarnessCard.validate_call``'s codes and severities for tool ``name`` depend on: whether the tool is
-    active, its schema, and whether the version refuses incomplete argument text. Cards equal in these give every
-    call to ``name`` the same verdict. (Kept per card object: the card is held, so its ``id`` is never reused.)"""
+    active, its schema (descriptions aside: ``_validation_schema``), and whether the version refuses incomplete
+    argument text. Cards equal in these give every call to ``name`` the same verdict. (Kept per card object: the
+    card is held, so its ``id`` is never reused.)"""
     at = (id(card), name)
     hit = _VERDICT_KEYS.get(at)
     if hit is None or hit[0] is not card:
         schema = card.schema(name)
         hit = _VERDICT_KEYS[at] = (card, (name in card.default_tools, None if schema is None else
-                                          json.dumps(schema, sort_keys=True), card.strict_arguments))
+                                          json.dumps(_validation_schema(schema), sort_keys=True),
+                                          card.strict_arguments))
     return hit[1]
 
 
