@@ -126,3 +126,15 @@ def json_bytes(value: object, indent: int | None = None) -> bytes:
     import json
 
     return json.dumps(value, indent=indent).encode()
+
+
+def test_normalise_prompt_collapses_exactly_the_regex_whitespace() -> None:
+    import re
+    import sys
+
+    from harnessfit.core.ids import normalise_prompt
+    spaces = [c for c in map(chr, range(sys.maxunicode + 1)) if re.fullmatch(r"\s", c)]
+    assert spaces == [c for c in map(chr, range(sys.maxunicode + 1)) if c.isspace()]
+    for text in ["", "  A  b\t\nC ", "x\u00a0y\u2028z\u3000", "".join(spaces) + "Q" + "".join(spaces),
+                 "".join(map(chr, range(0x3100)))]:
+        assert normalise_prompt(text) == re.sub(r"\s+", " ", text).strip().lower()

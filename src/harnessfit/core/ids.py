@@ -17,8 +17,10 @@ def content_id(*parts: str, length: int = 16) -> str:
 
 
 def normalise_prompt(text: str) -> str:
-    """Lower-case, collapse whitespace: two runs of the same request group together."""
-    return re.sub(r"\s+", " ", text or "").strip().lower()
+    """Lower-case, collapse whitespace: two runs of the same request group together. (``str.split`` splits at
+    exactly the characters regex ``\\s`` matches, ``str.isspace``; ``tests/core`` holds it equal to
+    ``re.sub(r"\\s+", " ", text).strip()``.)"""
+    return " ".join((text or "").split()).lower()
 
 
 def root_request_id(first_prompt: str, repository: str | None) -> str:
