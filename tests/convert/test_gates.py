@@ -10,7 +10,7 @@ import pytest
 from harnessfit.convert import convert_trajectory, gates, to_conversation, validate_conversation
 from harnessfit.convert.draft import Draft
 from harnessfit.convert.gates import GATES, Finding, Gate, split_gates
-from harnessfit.convert.wire import build_draft
+from harnessfit.convert.builder import build_draft
 from harnessfit.core import Conversation, Provenance, Reason, Rejection, Step, ToolCall, Trajectory
 from harnessfit.harness.card import load_card
 

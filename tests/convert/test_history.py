@@ -13,7 +13,7 @@ import pytest
 
 from harnessfit.convert import to_conversation
 from harnessfit.convert.history import history_rules, short_hash
-from harnessfit.convert.wire import build_draft
+from harnessfit.convert.builder import build_draft
 from harnessfit.core import Conversation, Provenance, Reason, Rejection, Step, ToolCall, Trajectory
 from harnessfit.dataset.exports import ConversationExport, decision_points, sft_records
 from harnessfit.harness.card import load_card

@@ -36,7 +36,7 @@ import orjson
 import pytest
 
 from harnessfit.convert.canonical import canonical_arguments
-from harnessfit.convert.wire import build_draft
+from harnessfit.convert.builder import build_draft
 from harnessfit.core.trajectory import Trajectory
 from harnessfit.formats.pi.reader import PiReader
 from harnessfit.harness.card import HarnessCard, load_card

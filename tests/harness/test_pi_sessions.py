@@ -195,7 +195,7 @@ def test_a_build_for_the_newest_from_old_sessions_rejects_exactly_the_differing_
     a call that ``card_diff(0.73.1, newest)`` says differs — its tool answers it differently (the two cards'
     verdicts on the recorded arguments differ where the tool changed) or its recorded result was made from a
     template that changed — computed here from the diff alone."""
-    from harnessfit.convert.wire import build_draft
+    from harnessfit.convert.builder import build_draft
     from harnessfit.dataset.build import build_dataset
     from harnessfit.dataset.config import config_from_values
     from harnessfit.harness.diff import card_diff

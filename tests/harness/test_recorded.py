@@ -141,7 +141,7 @@ def test_a_reworded_schema_keeps_the_calls_it_does_not_change(tmp_path: Path) ->
 
 
 def test_other_agents_traces_have_no_pi_version(traces_dir: Path) -> None:
-    from harnessfit.convert.wire import build_draft
+    from harnessfit.convert.builder import build_draft
     from harnessfit.formats.registry import detect_format, get_reader
 
     newest = load_card("pi", PI_CARD_VERSIONS[-1])

@@ -1,6 +1,6 @@
 """Draft: a trajectory being converted — the wire messages built so far, and notes of what the builder saw.
 
-Why notes and not verdicts: the builder (``convert.wire``) only builds messages; each thing that may make the
+Why notes and not verdicts: the builder (``convert.builder``) only builds messages; each thing that may make the
 conversation inexact (a call its mapping could not express, a result it could not render, a call the card refuses,
 a result that answers no call, a call without a result, an image, a call the user refused) is written down as a
 small note with the index of the trajectory step it is at. The gates (``convert.gates``) read the notes and decide,
