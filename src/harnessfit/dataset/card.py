@@ -39,10 +39,20 @@ def _yield_section(y: dict[str, Any] | None) -> list[str]:
 
 def render_card(m: dict[str, Any]) -> str:
     """``m`` is the manifest body (without output hashes)."""
-    c = m["counts"]
-    sp = m["splits"]
-    red = m["redaction"]
-    parts = [
+    parts = [*_card_head(m), *_card_counts(m), "## Redaction", *_card_redaction(m["redaction"])]
+    parts += [
+        "",
+        "## Licence",
+        "Each conversation keeps the licence of the trace it came from (`meta.file`, `meta.source`); this build adds "
+        "no rights. Check the source repositories' licences before redistributing.",
+        "",
+    ]
+    return "\n".join(parts)
+
+
+def _card_head(m: dict[str, Any]) -> list[str]:
+    """The title, what the data is for, and the files."""
+    return [
         "# harnessfit dataset",
         "",
         f"Training data in the exact wire format of **{m['harness_card']['id']}** (card sha256 "
@@ -69,6 +79,14 @@ def render_card(m: dict[str, Any]) -> str:
         "reason, and the blockers that would unlock the most; `manifest.json` — SHA-256 of every input and output "
         "file, config, versions.",
         "",
+    ]
+
+
+def _card_counts(m: dict[str, Any]) -> list[str]:
+    """Counts per stage, splits, yield, sources and rejection reasons."""
+    c = m["counts"]
+    sp = m["splits"]
+    return [
         "## Counts per stage",
         _table(["stage", "count"], [
             ["read (conversations + rejections from conversion)", c["read"]],
@@ -96,8 +114,12 @@ def render_card(m: dict[str, Any]) -> str:
         "## Reasons rejected",
         _table(["reason", "count"], [[k, v] for k, v in sorted(c["rejected_by_reason"].items())]) if c["rejected_by_reason"] else "(none)",
         "",
-        "## Redaction",
     ]
+
+
+def _card_redaction(red: dict[str, Any]) -> list[str]:
+    """What redaction did, what it kept verbatim, and its measured false-positive rate and recall."""
+    parts: list[str] = []
     if red["enabled"]:
         outside = red.get("replaced_outside_conversations") or {}
         parts += [
@@ -156,11 +178,4 @@ def render_card(m: dict[str, Any]) -> str:
             ]
     else:
         parts += ["Redaction was **off** for this build."]
-    parts += [
-        "",
-        "## Licence",
-        "Each conversation keeps the licence of the trace it came from (`meta.file`, `meta.source`); this build adds "
-        "no rights. Check the source repositories' licences before redistributing.",
-        "",
-    ]
-    return "\n".join(parts)
+    return parts
