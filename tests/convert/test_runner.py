@@ -128,3 +128,23 @@ def test_abandoned_iteration_stops_the_workers(traces_dir: Path, card):
     assert mp.active_children()
     it.close()
     assert not mp.active_children()
+
+
+def test_the_collector_pause_restores_the_collector_as_it_was() -> None:
+    import gc
+
+    from harnessfit.convert.runner import gc_paused
+    assert gc.isenabled()
+    with gc_paused():
+        assert not gc.isenabled()
+    assert gc.isenabled()
+    with pytest.raises(ValueError), gc_paused():
+        raise ValueError("a converter bug")
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with gc_paused():
+            pass
+        assert not gc.isenabled()  # a caller that turned it off keeps it off
+    finally:
+        gc.enable()
