@@ -17,12 +17,13 @@ def demo(
     no_traces: Annotated[bool, typer.Option("--no-traces", help="Train on synthesised sessions only.")] = False,
     seeds: Annotated[int, typer.Option(help="Eval runs per task.")] = 1,
     judge: Annotated[Optional[str], typer.Option(help="OpenAI-compatible judge URL (…/v1): adds a blinded pairwise review of base vs tuned on the raw suites.")] = None,
+    raw_prompts: Annotated[int, typer.Option(min=0, help="The first N prompts of each raw suite (0: all of them).")] = 6,
 ) -> None:
     """Run everything on CPU: capture Pi's card → synth + real traces → build → audit → short SFT → serve base and
     tuned → eval both in the real Pi → report.md with the before/after table."""
     from harnessfit.demo.pipeline import DemoPlan, run_demo
 
-    plan = DemoPlan(out=out, model=model, seeds=seeds, judge=judge)
+    plan = DemoPlan(out=out, model=model, seeds=seeds, judge=judge, raw_prompts=raw_prompts or None)
     if no_traces:
         plan.traces = None
     elif traces is not None:
