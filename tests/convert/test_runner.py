@@ -148,3 +148,29 @@ def test_the_collector_pause_restores_the_collector_as_it_was() -> None:
         assert not gc.isenabled()  # a caller that turned it off keeps it off
     finally:
         gc.enable()
+
+
+def test_the_fast_line_writer_gives_the_reference_lines(traces_dir) -> None:
+    """Every record converted from both trace sets, and conversations holding values orjson and pydantic write
+    differently (a date, bytes, a str subclass, a non-string key, NaN), give ``line_reference``'s bytes."""
+    import datetime
+
+    from harnessfit.convert.runner import _line, iter_unit_results, line_reference
+    from harnessfit.core.conversation import Conversation
+    from harnessfit.harness.card import load_card
+
+    seen = 0
+    for res in iter_unit_results([traces_dir, traces_dir.parent / "traces-extra"], load_card()):
+        for item in [*res.outputs, *res.prefixes]:
+            assert _line(item) == line_reference(item)
+            seen += isinstance(item, Conversation)
+    assert seen > 20
+
+    class Tag(str):
+        pass
+
+    meta = {"source": "x", "file": "f", "sha256": "s", "root_request_id": "r", "card": "c", "cwd": "/", "date": "d"}
+    for odd in [datetime.datetime(2024, 1, 2, 3, 4, 5), datetime.date(2024, 1, 2), b"raw", Tag("t"), {1: "a"},
+                float("nan"), float("inf"), (1, 2), "plain"]:
+        conv = Conversation(id="a", messages=[{"role": "user", "content": [odd]}], tools=[{"k": odd}], meta=meta)
+        assert _line(conv) == line_reference(conv), repr(odd)

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+from pydantic import BaseModel
 
 from harnessfit.core.conversation import Conversation
 from harnessfit.core.rejection import Rejection, excerpt
@@ -151,8 +152,27 @@ class EncodedUnit:
         return sum(self.reasons.values())
 
 
-def _line(item: Conversation | Rejection) -> bytes:
+def line_reference(item: Conversation | Rejection) -> bytes:
+    """The definition of one output line: the record's JSON form (``model_dump(mode="json")``), compact."""
     return orjson.dumps(item.model_dump(mode="json"))
+
+
+_CONVERSATION_FIELDS = tuple(Conversation.model_fields)
+_PLAIN_ONLY = orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_SUBCLASS | orjson.OPT_PASSTHROUGH_DATACLASS
+
+
+def _line(item: Conversation | Rejection) -> bytes:
+    """``line_reference``, faster for a conversation: its messages and tools are plain JSON values, which orjson
+    writes as they are instead of pydantic walking them first. Anything orjson would write differently from pydantic
+    (a date, a subclass, bytes, a non-string key…) raises with these options, and then the reference writes the line
+    (``tests/convert/test_runner.py`` holds both equal)."""
+    if type(item) is Conversation:
+        try:
+            return orjson.dumps({name: v.model_dump(mode="json") if isinstance(v := getattr(item, name), BaseModel)
+                                 else v for name in _CONVERSATION_FIELDS}, option=_PLAIN_ONLY)
+        except TypeError:
+            pass
+    return line_reference(item)
 
 
 def encode_unit(res: UnitResult) -> EncodedUnit:
