@@ -326,7 +326,8 @@ class HarnessCard(BaseModel):
     def repair_arguments(self, name: str, arguments: dict[str, Any]) -> tuple[dict[str, Any], list[Violation], list[str]]:
         """Pi's own repairs applied to a copy of ``arguments`` (a known tool's object arguments): ``edits`` given as a
         JSON string or as legacy ``{oldText, newText}`` (edit only), then TypeBox-style type coercion. Returns the
-        repaired copy, the edit notes and the coercion notes — what Pi executes, and why."""
+        repaired copy, the edit notes and the coercion notes — what Pi executes, and why. The caller's ``arguments``
+        are never changed; when nothing needs coercing the copy shares their nested values (treat it as read-only)."""
         schema = self._schemas[name]
         args = dict(arguments)  # _prepare_edit only replaces top-level keys, so a shallow copy keeps the caller's
         notes: list[Violation] = []
