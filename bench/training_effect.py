@@ -16,6 +16,7 @@ saw, and the seconds of every step. Budget: ≤ 45 minutes on 2 quiet cores with
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 import tempfile
@@ -93,7 +94,9 @@ def main() -> None:
         out = a.out
     t0 = time.perf_counter()
     plan = DemoPlan(out=out, traces=a.traces, seeds=a.seeds, synth_seeds=a.synth_seeds, recipe=a.recipe)
-    run_demo(plan, console=Console(stderr=True))
+    # the trainer prints its log lines (PrinterCallback) to stdout: keep stdout for the one JSON object
+    with contextlib.redirect_stdout(sys.stderr):
+        run_demo(plan, console=Console(stderr=True))
     result = run_summary(out, {"seeds": a.seeds, "synth_seeds": a.synth_seeds,
                                "traces": str(a.traces) if a.traces else None},
                          wall_s=round(time.perf_counter() - t0, 1))
