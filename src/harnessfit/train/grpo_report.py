@@ -21,6 +21,7 @@ from typing import Any
 import orjson
 
 from harnessfit.core.jsonio import read_jsonl
+from harnessfit.train.report import plot_series
 
 __all__ = ["read_completions", "grpo_stats", "write_grpo_report", "first_last_steps"]
 
@@ -146,31 +147,13 @@ def _reasons(rows: list[dict[str, Any]]) -> dict[str, int]:
 
 
 def _plot(stats: dict[str, Any], metrics: list[dict[str, Any]], plots: Path) -> list[Path]:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     plots.mkdir(parents=True, exist_ok=True)
     curves = {int(k): v for k, v in stats.get("curves", {}).items()}
     steps = sorted(curves)
     out = []
 
     def figure(name: str, ylabel: str, series: list[tuple[str, list[int], list[float]]]) -> None:
-        fig, ax = plt.subplots(figsize=(6, 3.5), dpi=100)
-        for label, xs, ys in series:
-            if xs:
-                ax.plot(xs, ys, marker="o" if len(xs) < 30 else None, markersize=3, label=label)
-        ax.set_xlabel("optimizer step")
-        ax.set_ylabel(ylabel)
-        if any(xs for _, xs, _ in series):
-            ax.legend(fontsize=7)
-        ax.grid(alpha=0.3)
-        fig.tight_layout()
-        path = plots / name
-        fig.savefig(path, metadata={"Software": None})
-        plt.close(fig)
-        out.append(path)
+        out.append(plot_series(plots / name, ylabel, series, legend_size=7))
 
     def curve(key: str) -> tuple[list[int], list[float]]:
         xs = [s for s in steps if key in curves[s]]

@@ -17,42 +17,50 @@ def _rows(path: Path) -> list[dict]:
     return list(read_jsonl(path)) if path.is_file() else []
 
 
-def plot_curves(metrics: list[dict], plots_dir: Path) -> list[Path]:
-    """Validation loss (log scale), token accuracy and learning rate against the optimizer step."""
+def plot_series(path: Path, ylabel: str, series: list[tuple[str, list[int], list[float]]], *,
+                log: bool = False, legend_size: float | None = None) -> Path:
+    """One PNG of ``(label, steps, values)`` series against the optimizer step (an empty series is left out; log
+    scale only when something was drawn); the file carries no software/version metadata, so it is reproducible."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    fig, ax = plt.subplots(figsize=(6, 3.5), dpi=100)
+    drawn = False
+    for label, xs, ys in series:
+        if xs:
+            ax.plot(xs, ys, marker="o" if len(xs) < 30 else None, markersize=3, label=label)
+            drawn = True
+    if log and drawn:
+        ax.set_yscale("log")
+    ax.set_xlabel("optimizer step")
+    ax.set_ylabel(ylabel)
+    if drawn:
+        ax.legend(fontsize=legend_size)  # None: matplotlib's default size
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, metadata={"Software": None})
+    plt.close(fig)
+    return path
+
+
+def plot_curves(metrics: list[dict], plots_dir: Path) -> list[Path]:
+    """Validation loss (log scale), token accuracy and learning rate against the optimizer step."""
     plots_dir.mkdir(parents=True, exist_ok=True)
-    out = []
-    series = [
+    charts = [
         ("val_loss.png", "loss (log scale)", [("eval_loss", "validation"), ("loss", "train")], True),
         ("token_accuracy.png", "mean token accuracy",
          [("eval_mean_token_accuracy", "validation"), ("mean_token_accuracy", "train")], False),
         ("learning_rate.png", "learning rate", [("learning_rate", "lr")], False),
     ]
-    for name, ylabel, keys, log in series:
-        fig, ax = plt.subplots(figsize=(6, 3.5), dpi=100)
-        drawn = False
+    out = []
+    for name, ylabel, keys, log in charts:
+        series = []
         for key, label in keys:
             pts = [(r["step"], r[key]) for r in metrics if isinstance(r.get(key), (int, float))]
-            if pts:
-                ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o" if len(pts) < 30 else None,
-                        markersize=3, label=label)
-                drawn = True
-        if log and drawn:
-            ax.set_yscale("log")
-        ax.set_xlabel("optimizer step")
-        ax.set_ylabel(ylabel)
-        if drawn:
-            ax.legend()
-        ax.grid(alpha=0.3)
-        fig.tight_layout()
-        path = plots_dir / name
-        fig.savefig(path, metadata={"Software": None})
-        plt.close(fig)
-        out.append(path)
+            series.append((label, [p[0] for p in pts], [p[1] for p in pts]))
+        out.append(plot_series(plots_dir / name, ylabel, series, log=log))
     return out
 
 
