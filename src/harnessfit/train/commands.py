@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -17,6 +18,24 @@ _PASS_THROUGH = {"allow_extra_args": True, "ignore_unknown_options": True, "help
 
 def _fmt(x: float | None) -> str:
     return "–" if x is None else f"{x:.4f}"
+
+
+def _stop_if_stopped(res: Any) -> None:
+    """A run the health guard stopped ends as one line with exit code 3 (a train or GRPO result)."""
+    from harnessfit.errors import UserError
+    from harnessfit.train.run import STOPPED_EXIT_CODE
+
+    if res.status == "stopped":
+        raise UserError(f"training stopped by the health guard at step {res.global_step}: {res.stop_reason}; "
+                        f"checkpoint {res.checkpoint_dir}; continue with --resume", exit_code=STOPPED_EXIT_CODE)
+
+
+def _print_outputs(con: Any, res: Any) -> None:
+    """Where the run put its adapter and report (paths are text, never markup)."""
+    if res.adapter_dir:
+        con.print(f"adapter: {res.adapter_dir}", markup=False)
+    if res.report_path:
+        con.print(f"report:  {res.report_path}", markup=False)
 
 
 def register(app: typer.Typer) -> None:
@@ -36,23 +55,17 @@ def register(app: typer.Typer) -> None:
         """Train a LoRA adapter as RECIPE says; exits 3 when the health guard stopped the run."""
         from rich.console import Console
 
-        from harnessfit.errors import UserError
         from harnessfit.train.config import HarnessfitSFTConfig, parse_cli
-        from harnessfit.train.sft import STOPPED_EXIT_CODE, train_sft
+        from harnessfit.train.sft import train_sft
 
         cfg = parse_cli(HarnessfitSFTConfig, recipe, ctx.args, summary=ctx.command.help,
                         output_dir=str(out / "checkpoints"))
         res = train_sft(cfg, out, resume=resume)
         con = Console()
-        if res.status == "stopped":
-            raise UserError(f"training stopped by the health guard at step {res.global_step}: {res.stop_reason}; "
-                            f"checkpoint {res.checkpoint_dir}; continue with --resume", exit_code=STOPPED_EXIT_CODE)
+        _stop_if_stopped(res)
         con.print(f"trained {res.global_step} steps for {res.harness}: val loss {_fmt(res.initial_val_loss)} → "
                   f"{_fmt(res.final_val_loss)} (best {_fmt(res.best_val_loss)} at step {res.best_step})", markup=False)
-        if res.adapter_dir:
-            con.print(f"adapter: {res.adapter_dir}", markup=False)  # a path is text, never markup
-        if res.report_path:
-            con.print(f"report:  {res.report_path}", markup=False)
+        _print_outputs(con, res)
 
     @train_app.command("grpo", context_settings=_PASS_THROUGH)
     def grpo(
@@ -66,26 +79,19 @@ def register(app: typer.Typer) -> None:
         """GRPO on the decision points as RECIPE says; exits 3 when the health guard stopped the run."""
         from rich.console import Console
 
-        from harnessfit.errors import UserError
         from harnessfit.train.config import HarnessfitGRPOConfig, parse_cli
         from harnessfit.train.grpo import train_grpo
-        from harnessfit.train.run import STOPPED_EXIT_CODE
 
         cfg = parse_cli(HarnessfitGRPOConfig, recipe, ctx.args, summary=ctx.command.help,
                         output_dir=str(out / "checkpoints"))
         res = train_grpo(cfg, out, resume=resume)
         con = Console()
-        if res.status == "stopped":
-            raise UserError(f"training stopped by the health guard at step {res.global_step}: {res.stop_reason}; "
-                            f"checkpoint {res.checkpoint_dir}; continue with --resume", exit_code=STOPPED_EXIT_CODE)
+        _stop_if_stopped(res)
         con.print(f"trained {res.global_step} GRPO steps: reward {_fmt(res.reward_first)} (first 10 percent of "
                   f"steps) → {_fmt(res.reward_last)} (last 10 percent); unscorable {res.unscorable}")
         for line in res.heldout_lines():
             con.print(line, markup=False)
-        if res.adapter_dir:
-            con.print(f"adapter: {res.adapter_dir}", markup=False)  # a path is text, never markup
-        if res.report_path:
-            con.print(f"report:  {res.report_path}", markup=False)
+        _print_outputs(con, res)
 
     @export_app.command("merge")
     def merge(
