@@ -35,3 +35,22 @@ def test_grpo_help_and_one_line_errors(tmp_path) -> None:
     flag = _run("train", "grpo", str(recipe), "--out", str(tmp_path / "run"), "--temperature", "0")
     assert flag.returncode == 2 and "Traceback" not in flag.stderr
     assert "set temperature > 0" in flag.stderr.strip().splitlines()[-1]
+
+
+def test_a_run_the_guard_stopped_ends_as_one_line_with_exit_code_3() -> None:
+    from types import SimpleNamespace
+
+    import pytest
+
+    from harnessfit.errors import UserError
+    from harnessfit.train.commands import _stop_if_stopped
+    from harnessfit.train.run import STOPPED_EXIT_CODE
+
+    _stop_if_stopped(SimpleNamespace(status="completed"))  # a finished run passes
+    stopped = SimpleNamespace(status="stopped", global_step=7, stop_reason="host memory 0.1 GiB < 0.5 GiB",
+                              checkpoint_dir="out/train/checkpoints/checkpoint-6")
+    with pytest.raises(UserError) as err:
+        _stop_if_stopped(stopped)
+    assert err.value.exit_code == STOPPED_EXIT_CODE == 3
+    assert str(err.value) == ("training stopped by the health guard at step 7: host memory 0.1 GiB < 0.5 GiB; "
+                              "checkpoint out/train/checkpoints/checkpoint-6; continue with --resume")
