@@ -94,13 +94,15 @@ def test_rich_markup_in_a_path_is_printed_as_written(tmp_path, traces_dir, capsy
         code, _, err = _main(["convert", str(bad), "--out", str(tmp_path / "conv")], capsys)
         assert code == 2 and "in[/bold]" in err, err
         return
-    out = tmp_path / "ds[/red]"  # the summary after a complete build names it
+    # the summary after a complete build names it whole, on one line, however long (wider than any terminal)
+    out = tmp_path / ("x" * 120) / "ds[/red]"
     code, stdout, err = _main(["build", "--inputs", str(src), "--out", str(out), "--no-parquet"], capsys)
     assert code == 0 and (out / "manifest.json").is_file(), err
-    assert "ds[/red]" in stdout.replace("\n", "")
-    code, stdout, err = _main(["convert", str(src), "--out", str(tmp_path / "c[/b]")], capsys)
+    assert f"dataset → {out}" in stdout.splitlines(), stdout
+    conv = tmp_path / ("y" * 120) / "c[/b]"
+    code, stdout, err = _main(["convert", str(src), "--out", str(conv)], capsys)
     assert code == 0, err
-    assert "c[/b]" in stdout.replace("\n", "")
+    assert any(line.startswith(f"convert → {conv}  (card ") for line in stdout.splitlines()), stdout
 
 
 def _unprivileged() -> list[str]:

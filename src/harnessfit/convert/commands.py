@@ -52,13 +52,15 @@ def _convert_cmd(
                           on_unit=on_unit, install_dir=install_dir,
                           policy=ConvertPolicy(drop_ui_tools=not keep_ui_calls))
     acc = summary.accounting
-    table = Table(title=escape(f"convert → {out}  (card {summary.card})"))  # a path is text, never markup
+    out_console = Console()
+    # the path on a line of its own, never wrapped or padded (a table title would break a long one), and as text
+    out_console.print(f"convert → {out}  (card {summary.card})", markup=False, highlight=False, soft_wrap=True)
+    table = Table(title="records by format")
     for col in ("format", "files", "read", "accepted", "rejected"):
         table.add_column(col, justify="left" if col == "format" else "right")
     for fmt, d in sorted(acc.as_dict()["by_format"].items()):
         table.add_row(escape(fmt), str(d["files"]), str(d["read"]), str(d["accepted"]), str(d["rejected"]))
     table.add_row("[bold]total", str(len(acc.files)), str(acc.read), str(acc.accepted), str(acc.rejected))
-    out_console = Console()
     out_console.print(table)
     reasons = acc.reasons()
     if reasons:

@@ -18,7 +18,9 @@ def _summary(report, out_dir: Path) -> None:  # noqa: ANN001
     m = report.manifest
     c = m["counts"]
     con = Console()
-    t = Table(title=f"dataset → {escape(str(out_dir))}")  # a path is text, never markup
+    # the path on a line of its own, never wrapped or padded (a table title would break a long one), and as text
+    con.print(f"dataset → {out_dir}", markup=False, highlight=False, soft_wrap=True)
+    t = Table(title="dataset build")
     t.add_column("stage")
     t.add_column("count", justify="right")
     t.add_column("seconds", justify="right")
