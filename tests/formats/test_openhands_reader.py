@@ -174,7 +174,8 @@ def test_v1_extended_content_is_kept_apart(tmp_path: Path) -> None:
 
 def test_v1_image_parts_are_counted(tmp_path: Path) -> None:
     """An image in an observation's content (a viewed picture, a screenshot) reaches the gates as a result image."""
-    parts = [{"type": "text", "text": "Image file: /w/plot.png"}, {"type": "image", "image_urls": ["data:image/png;..."]}]
+    parts = [{"type": "text", "text": "Image file: /w/plot.png"},
+             {"type": "image", "image_urls": ["data:image/png;base64,iVBORw0KGgo="]}]
     obs = {"kind": "FileEditorObservation", "command": "view", "is_error": False, "content": parts}
     traj = _eval_run(tmp_path, [("file_editor", {"command": "view", "path": "/w/plot.png"}, obs)])
     (step,) = [s for s in traj.steps if s.role == "tool"]
