@@ -204,7 +204,7 @@ def v1_observation(obs: dict[str, Any]) -> tuple[str, bool, int | None, dict[str
                 if got:
                     break
     if text is None:
-        meta["no_text"] = f"{_kind(obs.get('kind', 'the observation'))} has no {', '.join(_TEXT_KEYS)} or error text"
+        meta["no_text"] = f"{_kind(obs.get('kind') or 'the observation')} has no {', '.join(_TEXT_KEYS)} or error text"
     is_error = obs["is_error"] if isinstance(obs.get("is_error"), bool) else bool(error)
     md = obs.get("metadata") if isinstance(obs.get("metadata"), dict) else {}
     code = _int(obs.get("exit_code"))
