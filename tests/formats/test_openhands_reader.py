@@ -16,9 +16,9 @@ from harnessfit.core.rejection import Reason, Rejection
 from harnessfit.core.trajectory import Trajectory
 from harnessfit.formats.openhands.events import v1_observation
 from harnessfit.formats.openhands.reader import OpenHandsReader
+from harnessfit.formats.registry import detect_format
 
 from _helpers.openhands_v1 import BENCHMARKS, LAYOUTS, action_event, observation_event, terminal_observation
-from harnessfit.formats.registry import detect_format
 
 V0 = "openhands/All-Hands-AI__OpenHands__basic.json"
 V1 = "openhands/OpenHands__software-agent-sdk__v1_conversation_cd94562403b9487ebdd4018e3f531dfd"
