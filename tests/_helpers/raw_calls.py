@@ -14,7 +14,7 @@ and counts the calls an agent made:
   copy of the chosen attempt is not counted again);
 - openhands: agent actions that are tool calls (every action event with ``source`` agent, or no source, except
   ``message``/``system`` and the controller's own ``change_agent_state``/``recall``/``condensation``), and V1
-  ``ActionEvent``s;
+  ``ActionEvent``s (``kind`` is the class name, or its dotted module path in SDK builds before 2025-09-19);
 - openai_chat: ``tool_calls`` entries and legacy ``function_call`` of assistant messages, LLaMA-Factory v1
   ``tool_call`` content blocks, ShareGPT ``function_call`` turns (a list value is several calls), and the answer of a
   completion log (``response.choices[0].message``).
@@ -104,7 +104,7 @@ def _oh_events(events: list[Any]) -> int:
         if isinstance(e, list):  # an [action, observation] pair
             n += _oh_events(e[:1])
         elif isinstance(e, dict):
-            if e.get("kind") == "ActionEvent":
+            if str(e.get("kind")).rsplit(".", 1)[-1] == "ActionEvent":  # early SDK builds: a dotted module path
                 n += 1
             elif "action" in e and e.get("source", "agent") == "agent" and e["action"] not in _NOT_CALLS:
                 n += 1

@@ -1,16 +1,25 @@
-"""OpenHands → Pi mapping: create → write with Pi's text, empty terminal output exact, non-empty output rejected."""
+"""OpenHands → Pi mapping: create → write with Pi's text, empty terminal output exact, non-empty output rejected;
+every V1 observation layout keeps that rule, and each lost result names what the data shows."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
-from harnessfit.core.rejection import Reason
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from harnessfit.convert import iter_convert
+from harnessfit.core.rejection import Reason, Rejection
 from harnessfit.core.trajectory import Step, ToolCall, Trajectory
 from harnessfit.formats.base import Failure, MapContext, PiCall
+from harnessfit.formats.openhands.events import v1_observation
 from harnessfit.formats.openhands.mapping import OpenHandsMapping, split_openhands_output
 from harnessfit.formats.openhands.reader import OpenHandsReader
 from harnessfit.harness.card import load_card
+
+from _helpers.openhands_v1 import BENCHMARKS, LAYOUTS, terminal_observation
 
 CARD = load_card("pi", "0.73.1")
 
@@ -66,3 +75,94 @@ def test_other_tools() -> None:
                Step(role="tool", tool_call_id="x", text="Ran into [Errno 2] No such file", meta={"observation": "error"}))
     assert isinstance(err, PiCall) and err.name == "write"
     assert isinstance(err.result, Failure) and err.result.reason == Reason.unmappable_result
+
+
+# ------------------------------------------------------------------------------------ V1 observation layouts
+def _v1_step(obs: dict, **meta: object) -> Step:
+    """The tool step the reader makes of a V1 observation (``events.v1_observation``)."""
+    text, is_error, code, got = v1_observation(obs)
+    return Step(role="tool", tool_call_id="x", text=text, is_error=is_error, exit_code=code,
+                meta={"observation": obs.get("kind"), **got, **meta})
+
+
+@settings(max_examples=300, deadline=None)
+@given(layout=st.sampled_from(LAYOUTS), output=st.text(max_size=30), code=st.integers(-1, 255), error=st.booleans())
+def test_v1_bash_exact_only_for_an_empty_finished_output(layout: str, output: str, code: int, error: bool) -> None:
+    """Property: in every layout, a result is Pi's text only when the output is empty, the command finished (a
+    known exit code other than -1) and the observation is no error; otherwise the detail names the data's reason."""
+    out = _map("terminal", {"command": "make"}, _v1_step(terminal_observation(layout, output, code, error)))
+    assert isinstance(out, PiCall) and out.arguments == {"command": "make"}
+    if output == "" and code != -1 and not error:
+        assert out.result == ("(no output)" if code == 0 else f"(no output)\n\nCommand exited with code {code}")
+        return
+    assert isinstance(out.result, Failure) and out.result.reason == Reason.unmappable_result
+    detail = out.result.detail
+    assert "no exit status" not in detail
+    if error:
+        assert "an OpenHands error observation" in detail
+    elif code == -1:
+        assert detail.startswith("terminal result: exit code -1")
+        assert "OpenHands said '[The command has no new output" in detail
+    elif "\x1b" in output:
+        assert "terminal control sequences" in detail
+    else:
+        assert f"{len(output)} characters of output" in detail
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_v1_output_is_never_an_empty_result(layout: str) -> None:
+    """Reading only ``content`` left the older layout's text empty: with an exit code found, that would have been
+    Pi's "(no output)" for a command that printed something."""
+    out = _map("execute_bash", {"command": "echo hi"}, _v1_step(terminal_observation(layout, "hi", 0)))
+    assert isinstance(out, PiCall) and isinstance(out.result, Failure)
+    assert out.result.detail == ("execute_bash result: 2 characters of output whose final newline OpenHands "
+                                 "stripped, so Pi's exact text is unknown")
+    ws = _map("execute_bash", {"command": "echo"}, _v1_step(terminal_observation(layout, "\n", 0)))
+    assert isinstance(ws, PiCall) and isinstance(ws.result, Failure)  # whitespace is output, not "(no output)"
+
+
+def test_v1_escape_codes_are_not_no_output() -> None:
+    """An interactive terminal's bracketed-paste switches around an empty output are no "(no output)"."""
+    out = _map("execute_bash", {"command": "true"},
+               _v1_step(terminal_observation("output", "\x1b[?2004l\x1b[?2004h", 0)))
+    assert isinstance(out, PiCall) and isinstance(out.result, Failure)
+    assert "terminal control sequences ('\\x1b[?2004l'…)" in out.result.detail
+
+
+def test_v1_missing_text_and_exit_code_are_named() -> None:
+    no_text = _map("terminal", {"command": "true"}, _v1_step({"kind": "TerminalObservation", "exit_code": 0}))
+    assert isinstance(no_text, PiCall) and isinstance(no_text.result, Failure)
+    assert no_text.result.detail == ("terminal result: TerminalObservation has no content, output, message or error "
+                                     "text, so the text OpenHands showed is unknown")
+    no_code = _map("terminal", {"command": "true"}, _v1_step({"kind": "TerminalObservation", "content": [],
+                                                               "is_error": False, "exit_code": None}))
+    assert isinstance(no_code, PiCall) and isinstance(no_code.result, Failure)
+    assert "(exit_code null, no metadata;" in no_code.result.detail
+
+
+def test_v1_editor_error_message_layout() -> None:
+    """The older editor layout's ``error`` message is the result: a create that failed is no "Successfully wrote"."""
+    args = {"command": "create", "path": "/w/b.py", "file_text": "x"}
+    failed = {"kind": "FileEditorObservation", "command": "create", "output": "", "path": "/w/b.py",
+              "error": "Ran into [Errno 13] Permission denied: '/w/b.py'"}
+    out = _map("str_replace_editor", args, _v1_step(failed))
+    assert isinstance(out, PiCall) and out.name == "write" and isinstance(out.result, Failure)
+    ok = {**failed, "error": None, "output": "File created successfully at: /w/b.py"}
+    good = _map("str_replace_editor", args, _v1_step(ok))
+    assert isinstance(good, PiCall) and good.result == "Successfully wrote 1 bytes to /w/b.py"
+
+
+def test_v1_extended_content_is_no_exact_result() -> None:
+    step = _v1_step(terminal_observation("content+code", "", 0), extended_content="Rule: run the linter.")
+    out = _map("terminal", {"command": "true"}, step)
+    assert isinstance(out, PiCall) and isinstance(out.result, Failure)
+    assert "OpenHands appended 21 characters of agent context" in out.result.detail
+
+
+def test_v1_real_output_layout_ledger(traces_dir: Path) -> None:
+    """The real evaluation output: its bash results are lost for what they hold, never for a missing exit status."""
+    rows = list(iter_convert([traces_dir.parent / "traces-extra" / BENCHMARKS], CARD, install_dir="/opt/pi"))
+    assert rows and all(isinstance(r, Rejection) for r in rows)
+    for row in rows:
+        assert row.reason == Reason.unmappable_result and "no exit status" not in row.detail
+        assert "terminal control sequences ('\\x1b[?2004l'…)" in row.detail

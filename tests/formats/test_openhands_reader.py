@@ -1,15 +1,24 @@
-"""OpenHands reader: V0 event list (pairing by cause), V1 folder unit, finish as final text, noise events."""
+"""OpenHands reader: V0 event list (pairing by cause), V1 folder unit, finish as final text, noise events, and every
+V1 observation layout the SDK wrote (text, error flag and exit code under their keys of each version)."""
 
 from __future__ import annotations
 
 import json
 import shutil
 from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from harnessfit.core.rejection import Reason, Rejection
 from harnessfit.core.trajectory import Trajectory
+from harnessfit.formats.openhands.events import v1_observation
 from harnessfit.formats.openhands.reader import OpenHandsReader
 from harnessfit.formats.registry import detect_format
+
+from _helpers.openhands_v1 import BENCHMARKS, LAYOUTS, action_event, observation_event, terminal_observation
 
 V0 = "openhands/All-Hands-AI__OpenHands__basic.json"
 V1 = "openhands/OpenHands__software-agent-sdk__v1_conversation_cd94562403b9487ebdd4018e3f531dfd"
@@ -75,3 +84,108 @@ def test_v0_noise_and_run_actions(tmp_path: Path) -> None:
     assert traj.steps[2].tool_call_id == "oh_event_2" and traj.steps[2].exit_code == 0
     assert traj.steps[-1].text == "Created x."
     assert "openhands: observation_agent_state_changed_skipped x1" in traj.provenance.transformations
+
+
+# ------------------------------------------------------------------------------------ V1 observation layouts
+# Synthetic events in the SDK's layouts (``_helpers.openhands_v1``).
+def _eval_run(tmp_path: Path, pairs: list[tuple[str, dict[str, Any], dict[str, Any]]], **extra: Any) -> Trajectory:
+    """An evaluation output (one instance) of V1 events: one call and its observation per (name, arguments, obs)."""
+    history: list[dict[str, Any]] = []
+    for k, (name, arguments, obs) in enumerate(pairs):
+        history += [action_event(f"call_{k}", name, arguments), observation_event(f"call_{k}", name, obs, **extra)]
+    path = tmp_path / "output.jsonl"
+    path.write_text(json.dumps({"instance_id": "i-1", "instruction": "Do it.", "history": history}) + "\n")
+    assert OpenHandsReader().detect(path)
+    (traj,) = list(OpenHandsReader().read(path))
+    assert isinstance(traj, Trajectory)
+    return traj
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_v1_terminal_layouts_give_text_error_and_exit_code(tmp_path: Path, layout: str) -> None:
+    traj = _eval_run(tmp_path, [("terminal", {"command": "ls"}, terminal_observation(layout, "a.py\nb.py", 2))])
+    (step,) = [s for s in traj.steps if s.role == "tool"]
+    assert (step.text, step.is_error, step.exit_code) == ("a.py\nb.py", False, 2)
+    assert step.meta["status"] == "[The command completed with exit code 2.]"
+    from_metadata = "openhands: exit_code_from_metadata x1" in traj.provenance.transformations
+    assert from_metadata == (layout != "content+code")
+
+
+@settings(max_examples=200, deadline=None)
+@given(output=st.text(max_size=40), code=st.integers(-1, 255), error=st.booleans())
+def test_v1_observation_layouts_read_the_same(output: str, code: int, error: bool) -> None:
+    """Property: whatever the output, exit code and error flag, the three layouts read alike."""
+    read = [v1_observation(terminal_observation(layout, output, code, error)) for layout in LAYOUTS]
+    assert all(r[:3] == (output, error, code) for r in read)
+    assert all("no_text" not in r[3] and "no_exit_code" not in r[3] for r in read)
+
+
+def test_v1_editor_layouts() -> None:
+    """The older editor layout: the model saw ``error`` (a message) instead of ``output``."""
+    ok = {"kind": "FileEditorObservation", "command": "create", "output": "File created successfully at: /w/a.py",
+          "path": "/w/a.py", "prev_exist": False, "old_content": None, "new_content": "x", "error": None}
+    failed = {**ok, "output": "", "error": "Ran into [Errno 13] Permission denied: '/w/b.py'", "path": "/w/b.py"}
+    current = {"kind": "FileEditorObservation", "command": "create", "is_error": False, "path": "/w/c.py",
+               "content": [{"type": "text", "text": "File created successfully at: /w/c.py"}]}
+    assert v1_observation(ok)[:2] == ("File created successfully at: /w/a.py", False)
+    assert v1_observation(failed)[:2] == ("Ran into [Errno 13] Permission denied: '/w/b.py'", True)
+    assert v1_observation(current)[:2] == ("File created successfully at: /w/c.py", False)
+    assert not any("no_text" in v1_observation(o)[3] for o in (ok, failed, current))
+
+
+def test_v1_missing_fields_are_named(tmp_path: Path) -> None:
+    text, _, code, meta = v1_observation({"kind": "GlobObservation", "files": ["a.py"], "pattern": "*.py"})
+    assert (text, code) == ("", None)
+    assert meta["no_text"] == "GlobObservation has no content, output, message or error text"
+    assert meta["no_exit_code"] == "exit_code absent, no metadata"
+    _, _, code, meta = v1_observation({"kind": "TerminalObservation", "content": [], "exit_code": None,
+                                       "metadata": {"exit_code": None}})
+    assert code is None and meta["no_exit_code"] == "exit_code null, metadata.exit_code null"
+    traj = _eval_run(tmp_path, [("terminal", {"command": "ls"}, {"kind": "TerminalObservation", "exit_code": 0})])
+    assert "openhands: observation_TerminalObservation_without_text x1" in traj.provenance.transformations
+
+
+def test_v1_older_event_shapes(tmp_path: Path) -> None:
+    """Builds before 2025-09-19 wrote dotted kinds; before 2025-10-02 the tool call was litellm's (``function``)."""
+    action = action_event("call_0", "execute_bash", {"command": "true"})
+    action["kind"] = "openhands.sdk.event.llm_convertible.ActionEvent"
+    action["tool_call"] = {"id": "call_0", "type": "function",
+                           "function": {"name": "execute_bash", "arguments": '{"command": "true"}'}}
+    obs = observation_event("call_0", "execute_bash", terminal_observation("output", "", 0))
+    obs["kind"] = "openhands.sdk.event.llm_convertible.ObservationEvent"
+    obs["observation"]["kind"] = "openhands.tools.execute_bash.definition.ExecuteBashObservation"
+    path = tmp_path / "output.jsonl"
+    path.write_text(json.dumps({"instance_id": "i", "instruction": "Go.", "history": [action, obs]}) + "\n")
+    (traj,) = list(OpenHandsReader().read(path))
+    (call,) = [c for s in traj.steps for c in s.tool_calls]
+    assert (call.name, call.arguments) == ("execute_bash", '{"command": "true"}')
+    (step,) = [s for s in traj.steps if s.role == "tool"]
+    assert step.exit_code == 0 and step.meta["observation"] == "ExecuteBashObservation"
+
+
+def test_v1_extended_content_is_kept_apart(tmp_path: Path) -> None:
+    rule = [{"type": "text", "text": "Rule for *.py: run the linter after editing."}]
+    traj = _eval_run(tmp_path, [("terminal", {"command": "true"}, terminal_observation("content+code", "", 0))],
+                     extended_content=rule)
+    (step,) = [s for s in traj.steps if s.role == "tool"]
+    assert step.text == "" and step.meta["extended_content"] == rule[0]["text"]
+    assert "openhands: observation_extended_content x1" in traj.provenance.transformations
+
+
+def test_v1_image_parts_are_counted(tmp_path: Path) -> None:
+    """An image in an observation's content (a viewed picture, a screenshot) reaches the gates as a result image."""
+    parts = [{"type": "text", "text": "Image file: /w/plot.png"},
+             {"type": "image", "image_urls": ["data:image/png;base64,iVBORw0KGgo="]}]
+    obs = {"kind": "FileEditorObservation", "command": "view", "is_error": False, "content": parts}
+    traj = _eval_run(tmp_path, [("file_editor", {"command": "view", "path": "/w/plot.png"}, obs)])
+    (step,) = [s for s in traj.steps if s.role == "tool"]
+    assert step.text == "Image file: /w/plot.png" and step.images == 1
+
+
+def test_v1_real_output_layout_has_text_and_exit_codes(traces_dir: Path) -> None:
+    """A real evaluation output in the older layout (``output``, ``error``, ``metadata.exit_code``)."""
+    trajs = list(OpenHandsReader().read(traces_dir.parent / "traces-extra" / BENCHMARKS))
+    assert trajs and all(isinstance(t, Trajectory) for t in trajs)
+    results = [s for t in trajs for s in t.steps if s.role == "tool"]
+    assert results and all(s.text for s in results)
+    assert all(isinstance(s.exit_code, int) and "no_exit_code" not in s.meta for s in results)

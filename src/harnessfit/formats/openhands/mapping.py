@@ -14,10 +14,17 @@ others (browser, ipython, MCP…)             ``unsupported_tool``
 ==========================================  =====================================================================
 
 Bash results: OpenHands strips the command's trailing newline and wraps the output in its own status lines
-(``[The command completed with exit code N.]``…). The status lines are parsed and removed; the exit code comes from
-the observation. An *empty* output renders exactly as Pi's ``(no output)`` (plus the exit status). A non-empty
-output cannot: whether it ended with a newline is lost, so such results are ``unmappable_result`` rather than
-guessed (the call is a label; the context after it is not).
+(``[The command completed with exit code N.]``…; V1 keeps them apart, in ``metadata.suffix``). The status lines are
+parsed and removed; the exit code comes from the observation. Only an *empty* output with a known exit code renders
+exactly, as Pi's ``(no output)`` (plus the exit status). Everything else is ``unmappable_result`` rather than
+guessed (the call is a label; the context after it is not), with the reason the data shows: an OpenHands error
+observation (its own message, not the command's output), no exit code, exit code -1 (still running, timed out or
+not seen to finish), terminal control sequences in the output (OpenHands runs commands in an interactive terminal,
+whose bracketed-paste switches ``ESC[?2004l``/``ESC[?2004h`` V1 outputs keep; Pi runs commands without one), or a
+non-empty output whose final newline is lost.
+
+Any result: an observation with no text under any of the layout's keys, or with text OpenHands appended after the
+tool's own result (V1 ``extended_content``), is ``unmappable_result`` (see ``formats/openhands/events.py``).
 """
 
 from __future__ import annotations
@@ -50,6 +57,7 @@ _STATUS = re.compile(
     r"\n?\[(?:The command completed with exit code (?P<a>-?\d+)\.|Command finished with exit code (?P<b>-?\d+)"
     r"|Current working directory: [^\]\n]*|Python interpreter: [^\]\n]*)\]"
 )
+_CONTROL = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|.?)")  # a CSI sequence (``\x1b[?2004l``) or another escape
 _ERRORS = re.compile(r"\A\s*(ERROR|Error|Ran into|Invalid|No replacement was performed|Parameter )")
 
 
@@ -80,11 +88,13 @@ class OpenHandsMapping:
         if name in EDITOR_TOOLS:
             out = map_str_replace_editor(args, result, "openhands", _editor_success, ctx.card)
             if result is not None and result.meta.get("observation") == "error":
-                return with_result(out, result_failure(
+                out = with_result(out, result_failure(
                     name, f"an OpenHands error ({excerpt(result.text or '', 80)!r})",
                     "keep the session up to this call, or re-run the task under Pi so the error text is Pi's own"))
-            return out
-        return self._bash(name, args, result, ctx)
+        else:
+            out = self._bash(name, args, result, ctx)
+        lost = _lost_result(name, result)
+        return out if lost is None else with_result(out, lost)
 
     @staticmethod
     def _bash(name: str, args: dict[str, Any], result: Step | None, ctx: MapContext) -> MapOutcome:
@@ -101,20 +111,50 @@ class OpenHandsMapping:
         notes = (f"openhands.{name}->bash", *(f"openhands.drop_arg:{k}" for k in dropped))
         if result is None:
             return PiCall("bash", arguments, None, notes)
-        output, code = split_openhands_output(result.text or "")
-        if result.exit_code is not None:
-            code = result.exit_code
-        rendered: str | Failure
-        if code is None:
-            rendered = result_failure(name, "no exit status in the observation, and it decides Pi's text",
-                                      "keep the observation metadata (exit_code) when recording")
-        elif code == -1:
-            rendered = result_failure(name, "the command was still running or timed out (exit code -1)",
-                                      "Pi waits for the command or reports its own timeout text: re-run under Pi")
-        elif output.strip():
-            rendered = result_failure(
-                name, f"{len(output)} characters of output whose final newline OpenHands stripped, so Pi's exact "
-                "text is unknown", "re-run the command under Pi (or a runner that keeps raw output)")
-        else:
-            rendered = pi_bash_result(ctx.card, "", code, tool=name)
-        return PiCall("bash", arguments, rendered, notes)
+        return PiCall("bash", arguments, _bash_result(name, result, ctx), notes)
+
+
+def _bash_result(name: str, result: Step, ctx: MapContext) -> str | Failure:
+    """Pi's text for an OpenHands command result, or why it cannot be known (see the module docstring)."""
+    output, code = split_openhands_output(result.text or "")
+    if result.exit_code is not None:
+        code = result.exit_code
+    status = result.meta.get("status") if isinstance(result.meta.get("status"), str) else None
+    if result.is_error:
+        return result_failure(name, f"an OpenHands error observation ({excerpt(output or status or '', 80)!r}), not "
+                              "the command's output", "Pi would have run the command: re-run it under Pi")
+    if code is None:
+        missing = result.meta.get("no_exit_code")
+        return result_failure(name, f"no exit status in the observation ({missing or 'no exit code field'}; no "
+                              "status line in its text), and it decides Pi's text",
+                              "keep the observation metadata (exit_code) when recording")
+    if code == -1:
+        said = f"; OpenHands said {excerpt(status, 80)!r}" if status else ""
+        return result_failure(name, f"exit code -1: the command was still running, timed out or not seen to finish"
+                              f"{said}", "Pi waits for the command or reports its own timeout text: re-run under Pi")
+    control = _CONTROL.search(output)
+    if control:
+        return result_failure(name, f"the output holds terminal control sequences ({control.group()!r}…) of "
+                              "OpenHands' interactive terminal; Pi runs commands without one, so its text is unknown",
+                              "re-run the command under Pi (or a runner that keeps raw, non-TTY output)")
+    if output:
+        return result_failure(name, f"{len(output)} characters of output whose final newline OpenHands stripped, so "
+                              "Pi's exact text is unknown",
+                              "re-run the command under Pi (or a runner that keeps raw output)")
+    return pi_bash_result(ctx.card, "", code, tool=name)
+
+
+def _lost_result(name: str, result: Step | None) -> Failure | None:
+    """The result OpenHands showed is not all in the step: no text under the layout's keys, or text appended after
+    the tool's own result."""
+    if result is None:
+        return None
+    if isinstance(result.meta.get("no_text"), str):
+        return result_failure(name, f"{result.meta['no_text']}, so the text OpenHands showed is unknown",
+                              "record the observation's content (or output) when exporting")
+    extended = result.meta.get("extended_content")
+    if isinstance(extended, str):
+        return result_failure(name, f"OpenHands appended {len(extended)} characters of agent context after the tool's "
+                              f"result ({excerpt(extended, 60)!r}); Pi adds none",
+                              "convert a run without path-scoped rules, or re-run the task under Pi")
+    return None

@@ -16,7 +16,16 @@ output files.
   ``10.json`` after ``9.json``), an id missing from ``events/`` is taken from its cache page, as the event store does.
 - **V1** (a folder: ``base_state.json`` + ``events/event-*.json``, one event per file with a ``kind``): the folder
   is one unit; events are read in file-name order. ``MessageEvent`` / ``ActionEvent`` / ``ObservationEvent`` /
-  ``AgentErrorEvent`` carry the conversation.
+  ``AgentErrorEvent`` carry the conversation. The SDK (``software-agent-sdk``) has written its observations in two
+  layouts: up to 1.0.0a5 (``ExecuteBashObservation``, ``FileEditorObservation``…) each class had its own text field
+  (``output``; an editor, browser or search ``error`` string the model saw instead; ``content`` as a string for
+  think/task tracker; ``message``) and ``error`` (a flag for the terminal, a message elsewhere); from 1.0.0
+  (2025-11) every observation has ``content`` (text/image parts) and ``is_error``. A terminal observation's exit code
+  is ``exit_code``, which builds before 1.7.0 left null, with the code in ``metadata.exit_code`` (``-1``: still
+  running, timed out or not seen to finish; ``metadata.suffix`` is the status line the model saw).
+  ``ObservationEvent.extended_content`` (1.34.0) is agent context the model saw after the result. An ``ActionEvent``'s
+  raw arguments are ``tool_call.arguments`` (``tool_call.function.arguments`` in builds before 2025-10-02), and
+  builds before 2025-09-19 wrote each ``kind`` as a dotted module path. ``events.v1_observation`` reads them all.
 - **Evaluation output** (``output.jsonl``: one ``EvalOutput`` per line, written by ``evaluation/utils/shared.py`` with
   ``model_dump_json()``; the resolver's ``ResolverOutput`` has the same ``history``/``instruction``): one trajectory
   per instance. ``history`` is a list of V0 events, a list of ``[action, observation]`` pairs (the older layout,
