@@ -21,6 +21,7 @@ EXPECTED_REAL_REASONS = {
     Reason.unknown_format,  # SOURCES.md
     Reason.unsupported_tool,  # AskUserQuestion, Glob, non-Pi tools in other formats
     Reason.unmappable_arguments,
+    Reason.unmappable_result,  # OpenHands strips a command's output, so its terminal results are never Pi's text
     Reason.arguments_double_encoded,
     Reason.schema_violation,
     Reason.missing_tool_result,
@@ -104,7 +105,8 @@ PINNED_LEDGER = {
     "traces/openai_chat/OpenHands__software-agent-sdk__fncall-llm-message.json": (0, {"unsupported_tool": 1}),
     "traces/openai_chat/hiyouga__LLaMA-Factory__glaive_toolcall_en_demo.json": (109, {"unsupported_tool": 191}),
     "traces/openhands/All-Hands-AI__OpenHands__basic.json": (1, {}),
-    "traces/openhands/OpenHands__software-agent-sdk__v1_conversation_cd94562403b9487ebdd4018e3f531dfd": (1, {}),
+    "traces/openhands/OpenHands__software-agent-sdk__v1_conversation_cd94562403b9487ebdd4018e3f531dfd": (
+        0, {"unmappable_result": 1}),
     "traces/pi/badlogic__pi-mono__large-session.jsonl": (1, {}),
     "traces/pi/kvsankar__agent-history__session-01.jsonl": (1, {}),
     "traces/swe_agent/SWE-agent__SWE-agent__marshmallow-code__marshmallow-1867__function_calling_replace.traj": (

@@ -82,9 +82,12 @@ def test_pi_sessions_with_compactions_count_every_call_once(traces_dir: Path, tm
 def test_every_label_validates_and_labels_match_the_wire(converted: Path, traces_dir: Path) -> None:
     wire_calls = 0
     prefixes = 0
+    accepted: set[tuple[str, int | None]] = set()
     for name in ("conversations.jsonl", "prefixes.jsonl"):
         for line in (converted / name).read_bytes().splitlines():
             conv = json.loads(line)
+            if name == "conversations.jsonl":
+                accepted.add((conv["meta"]["file"], conv["meta"]["line_start"]))
             assert validate_conversation(conv, CARD) == [], conv["meta"]["file"]
             is_prefix = conv["meta"]["prefix"] is not None
             assert is_prefix == (name == "prefixes.jsonl")
@@ -95,10 +98,11 @@ def test_every_label_validates_and_labels_match_the_wire(converted: Path, traces
                 assert len(actions) == conv["meta"]["prefix"]["labels"] >= 1
             wire_calls += sum(len(m.get("tool_calls") or []) for m in actions)
     doc = json.loads((converted / "yield.json").read_text())
-    # a label is a call on the wire, or a call the reader folded into the final answer (OpenHands' finish); every
-    # OpenHands trajectory here is accepted, so each of its folded calls is a label
-    folded = sum(len(s.meta.get("folded_calls", [])) for u in iter_units([traces_dir / "openhands"])
-                 for t in read_unit(u) if isinstance(t, Trajectory) for s in t.steps)
+    # a label is a call on the wire, or a call the reader folded into the final answer (OpenHands' finish): those of
+    # an accepted trajectory are labels (a rejected one's final answer comes after its cut)
+    folded = sum(len(s.meta.get("folded_calls", [])) for u in iter_units([traces_dir], ["openhands"])
+                 for t in read_unit(u, ["openhands"]) if isinstance(t, Trajectory)
+                 and (t.provenance.file, t.provenance.line_start) in accepted for s in t.steps)
     assert folded and wire_calls + folded == doc["total"]["labels"]
     assert prefixes > 0
     ledger = [json.loads(line) for line in (converted / "ledger.jsonl").read_bytes().splitlines()]

@@ -13,15 +13,17 @@ OpenHands                                   Pi
 others (browser, ipython, MCP…)             ``unsupported_tool``
 ==========================================  =====================================================================
 
-Bash results: OpenHands strips the command's trailing newline and wraps the output in its own status lines
+Bash results: OpenHands wraps the output in its own status lines
 (``[The command completed with exit code N.]``…; V1 keeps them apart, in ``metadata.suffix``). The status lines are
-parsed and removed; the exit code comes from the observation. Only an *empty* output with a known exit code renders
-exactly, as Pi's ``(no output)`` (plus the exit status). Everything else is ``unmappable_result`` rather than
-guessed (the call is a label; the context after it is not), with the reason the data shows: an OpenHands error
-observation (its own message, not the command's output), no exit code, exit code -1 (still running, timed out or
-not seen to finish), terminal control sequences in the output (OpenHands runs commands in an interactive terminal,
-whose bracketed-paste switches ``ESC[?2004l``/``ESC[?2004h`` V1 outputs keep; Pi runs commands without one), or a
-non-empty output whose final newline is lost.
+parsed and removed; the exit code comes from the observation. OpenHands strips the output's surrounding whitespace
+(``terminal_session.py``: ``lstrip``/``rstrip``), and Pi shows a command's output as it is, so no bash result is ever
+rendered as Pi's: every one is ``unmappable_result`` rather than guessed (the call is a label; the context after it
+is not), with the reason the data shows: an OpenHands error observation (its own message, not the command's
+output), no exit code, exit code -1 (still running, timed out or not seen to finish), terminal control sequences in
+the output (OpenHands runs commands in an interactive terminal, whose bracketed-paste switches
+``ESC[?2004l``/``ESC[?2004h`` V1 outputs keep; Pi runs commands without one), a non-empty output whose final newline
+is lost, or an empty output, which is no output *or* only blank lines (Pi writes ``(no output)`` for the first and
+the blank lines for the second).
 
 Any result: an observation with no text under any of the layout's keys, or with text OpenHands appended after the
 tool's own result (V1 ``extended_content``), is ``unmappable_result`` (see ``formats/openhands/events.py``).
@@ -46,7 +48,6 @@ from harnessfit.formats.base import (
     with_result,
 )
 from harnessfit.formats.swe_agent.mapping import map_str_replace_editor
-from harnessfit.harness.pi_results import pi_bash_result
 
 __all__ = ["OpenHandsMapping", "split_openhands_output"]
 
@@ -111,11 +112,12 @@ class OpenHandsMapping:
         notes = (f"openhands.{name}->bash", *(f"openhands.drop_arg:{k}" for k in dropped))
         if result is None:
             return PiCall("bash", arguments, None, notes)
-        return PiCall("bash", arguments, _bash_result(name, result, ctx), notes)
+        return PiCall("bash", arguments, _bash_result(name, result), notes)
 
 
-def _bash_result(name: str, result: Step, ctx: MapContext) -> str | Failure:
-    """Pi's text for an OpenHands command result, or why it cannot be known (see the module docstring)."""
+def _bash_result(name: str, result: Step) -> Failure:
+    """Why Pi's text for an OpenHands command result cannot be known, from what the data shows (see the module
+    docstring: OpenHands never keeps the raw output)."""
     output, code = split_openhands_output(result.text or "")
     if result.exit_code is not None:
         code = result.exit_code
@@ -141,7 +143,11 @@ def _bash_result(name: str, result: Step, ctx: MapContext) -> str | Failure:
         return result_failure(name, f"{len(output)} characters of output whose final newline OpenHands stripped, so "
                               "Pi's exact text is unknown",
                               "re-run the command under Pi (or a runner that keeps raw output)")
-    return pi_bash_result(ctx.card, "", code, tool=name)
+    # OpenHands strips the output's surrounding whitespace: empty here is no output *or* only blank lines, which Pi
+    # shows as they are ("(no output)" is Pi's text for none at all), so even this is not known
+    return result_failure(name, "an empty output after OpenHands stripped its surrounding whitespace: the command "
+                          f"printed nothing or only blank lines (exit code {code}), and Pi's text differs between them",
+                          "re-run the command under Pi (or a runner that keeps raw output)")
 
 
 def _lost_result(name: str, result: Step | None) -> Failure | None:
