@@ -1,5 +1,6 @@
 """Claude Code session layouts beyond plain turns, on synthetic files: prompt slash commands (the expansion is the
-prompt, a property test over the layouts Claude Code writes), local commands, and bare strings in a content list."""
+prompt, a property test over the layouts Claude Code writes), local commands, compactions, microcompactions and
+bare strings in a content list."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from harnessfit.convert import to_conversation
+from _helpers.raw_calls import count_calls
+from harnessfit.convert import convert, to_conversation
 from harnessfit.core import Conversation, Trajectory
 from harnessfit.formats.claude_code.reader import ClaudeCodeReader
 from harnessfit.harness.card import load_card
@@ -184,3 +186,68 @@ def test_a_bare_string_in_a_content_list_is_text(tmp_path: Path) -> None:
     f.assistant([_text("ok")], "m1")
     (main,) = _read(f.write(tmp_path / "bare.jsonl"))
     assert main.steps[0].text == "first part\nsecond part"
+
+
+# ---------------------------------------------------------------------------------------------------- compaction
+SUMMARY = ("This session is being continued from a previous conversation that ran out of context. The conversation "
+           "is summarized below:\nThe user asked for a fix; the tests were run.")
+
+
+def _compacted(tmp_path: Path, *, boundary: bool = True, summary: bool = True, meta: dict | None = None) -> Path:
+    f = _File()
+    f.user("fix the failing test")
+    f.assistant([_bash("t1", "pytest -q")], "m1")
+    f.user(_result("t1", "1 failed"), toolUseResult={"stdout": "1 failed", "stderr": ""})
+    f.assistant([_text("One test fails.")], "m2")
+    if boundary:
+        f.line("system", None, parent=None, subtype="compact_boundary", content="Conversation compacted",
+               compactMetadata={"trigger": "auto", "preTokens": 155000, **(meta or {})})
+    if summary:
+        f.user(SUMMARY, isCompactSummary=True, isVisibleInTranscriptOnly=True)
+    f.assistant([_bash("t2", "pytest -q -x")], "m3")
+    f.user(_result("t2", "1 passed"), toolUseResult={"stdout": "1 passed", "stderr": ""})
+    f.assistant([_text("Fixed.")], "m4")
+    return f.write(tmp_path / "compacted.jsonl")
+
+
+def test_a_compaction_starts_a_new_context_whose_prompt_is_the_summary(tmp_path: Path) -> None:
+    for layout in ({}, {"boundary": False}):  # 2.x writes a boundary then the summary; the summary alone also splits
+        before, after = _read(_compacted(tmp_path, **layout))
+        assert [c.id for s in before.steps for c in s.tool_calls] == ["t1"]
+        assert after.steps[0].role == "user" and after.steps[0].text == SUMMARY
+        assert [c.id for s in after.steps for c in s.tool_calls] == ["t2"]  # nothing from before the compaction
+        assert after.root_request_id == before.root_request_id and after.id != before.id
+        assert "claude.after_compaction:1/1" in after.provenance.transformations
+        assert "claude.compactions_split_off:1" in before.provenance.transformations
+        conv = to_conversation(after, CARD)
+        assert isinstance(conv, Conversation) and _wire_text(conv.messages[1]) == SUMMARY
+
+
+def test_context_the_file_does_not_spell_out_ends_the_epoch_and_counts_its_calls(tmp_path: Path) -> None:
+    # a partial compaction that kept earlier messages: the next context is unknown until the next compaction
+    before, kept = _read(_compacted(tmp_path, meta={"preservedSegment": {"headUuid": "a", "tailUuid": "b"}}))
+    assert not kept.steps and kept.skipped_calls == {"context_rewritten": 1}
+    assert [c.id for s in before.steps for c in s.tool_calls] == ["t1"]
+    # a microcompaction: old tool results are cleared from what the model sees next
+    f = _File()
+    f.user("fix the failing test")
+    f.assistant([_bash("t1", "pytest -q")], "m1")
+    f.user(_result("t1", "1 failed"))
+    f.line("system", None, subtype="microcompact_boundary", content="Context microcompacted",
+           microcompactMetadata={"trigger": "auto", "preTokens": 90000, "tokensSaved": 4000,
+                                 "compactedToolIds": ["t1"]})
+    f.assistant([_bash("t2", "pytest -q -x")], "m2")
+    f.assistant([_bash("t3", "git diff")], "m2")  # one message over two lines, a call on each
+    f.user(_result("t2", "1 passed"))
+    f.user(SUMMARY, isCompactSummary=True)  # a full compaction after it: the file spells out the context again
+    f.assistant([_text("All green.")], "m3")
+    path = f.write(tmp_path / "micro.jsonl")
+    main, after = _read(path)
+    assert [c.id for s in main.steps for c in s.tool_calls] == ["t1"] and main.skipped_calls == {"context_rewritten": 2}
+    assert "claude.context_rewritten:microcompact_boundary" in main.provenance.transformations
+    assert after.steps[0].text == SUMMARY and not after.skipped_calls
+    out = tmp_path / "out"
+    convert([path], out, CARD, install_dir="/opt/pi")
+    doc = json.loads((out / "yield.json").read_text())
+    assert doc["identity_holds"] and doc["total"]["calls"] == count_calls("claude_code", path) == 3
+    assert doc["total"]["lost"].get("context_rewritten") == 2

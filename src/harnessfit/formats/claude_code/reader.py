@@ -23,6 +23,13 @@ Policies:
   as in Pi, where a prompt template's ``/name args`` is expanded and only the expansion is sent. Other ``isMeta``
   lines (a skill body after a ``Skill`` tool call, resume notes) stay noise. "[Request interrupted by user…]"
   markers are dropped and recorded (Pi drops the aborted turn).
+- Compaction: Claude Code sends the model only what follows the last compaction, whose summary (an
+  ``isCompactSummary`` user line, after a ``compact_boundary`` system line) is the first user message. So each
+  compaction starts a new trajectory of the main thread (key ``compaction:<k>``; ``session`` is the part before the
+  first), beginning with the summary as the user step; every epoch shares the first's ``root_request_id``. Where
+  Claude Code changed the context in a way the file does not spell out — a ``microcompact_boundary`` (old tool
+  results cleared), a boundary whose ``compactMetadata`` kept earlier messages — the epoch ends there: its later
+  calls are counted in ``Trajectory.skipped_calls`` as ``context_rewritten`` until the next compaction.
 - Sub-agents: lines with ``isSidechain: true`` are a sub-agent's run written into the parent's file (one per
   ``Task`` call, possibly several running at once, so their lines interleave). Each sidechain is one trajectory,
   found by its root: a sidechain line whose ``parentUuid`` is null or names no sidechain line starts one, and every
@@ -43,7 +50,12 @@ from pathlib import Path
 from harnessfit.core.rejection import Reason, Rejection
 from harnessfit.core.trajectory import Trajectory
 from harnessfit.formats.base import BaseTraceReader
-from harnessfit.formats.claude_code.session import USER_REJECTION_MARK, Session, Thread
+from harnessfit.formats.claude_code.session import (
+    CONTEXT_REWRITTEN,
+    USER_REJECTION_MARK,
+    Session,
+    Thread,
+)
 from harnessfit.formats.reading import first_json_line, sniff
 
 __all__ = ["NOISE_TYPES", "USER_REJECTION_MARK", "ClaudeCodeReader"]
@@ -58,8 +70,8 @@ _CLAUDE_KEYS = {"sessionId", "parentUuid", "uuid", "userType", "isSidechain"}
 
 
 class ClaudeCodeReader(BaseTraceReader):
-    """Reads one Claude Code session file into its trajectories (the main thread, one per sidechain), plus per-line
-    rejections for unreadable lines."""
+    """Reads one Claude Code session file into its trajectories (the main thread's compaction epochs, one per
+    sidechain), plus per-line rejections for unreadable lines."""
 
     name = "claude_code"
 
@@ -87,7 +99,7 @@ class ClaudeCodeReader(BaseTraceReader):
                                   "each line must be one object", line=item.lineno)
                 continue
             session.feed(item.lineno, item.value)
-        if all(not t.steps for t in session.threads()):
+        if all(not t.steps and not t.skipped_calls for t in session.threads()):
             yield self.reject(path, sha, Reason.empty,
                               f"no user/assistant messages ({session.noise} bookkeeping lines)",
                               "the session holds no conversation")
@@ -96,12 +108,20 @@ class ClaudeCodeReader(BaseTraceReader):
 
     def _records(self, path: Path, sha: str, session: Session, whole_file_subagent: bool) -> Iterator[Trajectory]:
         sidechains = sum(1 for t in session.sides.values() if t.steps)
-        named: list[tuple[str, Thread, list[str]]] = [
-            ("session", session.main, [f"claude.sidechains_split_off:{sidechains}"] if sidechains else [])]
+        compactions = len(session.epochs) - 1
+        root: str | None = None
+        named: list[tuple[str, Thread, list[str]]] = []
+        for k, t in enumerate(session.epochs):
+            notes = [f"claude.sidechains_split_off:{sidechains}"] if sidechains else []
+            if k:
+                notes.append(f"claude.after_compaction:{k}/{compactions}")
+            elif compactions:
+                notes.append(f"claude.compactions_split_off:{compactions}")
+            named.append(("session" if k == 0 else f"compaction:{k}", t, notes))
         named += [(f"sidechain:{key}", t, [f"claude.sidechain_split_by_root:{sidechains}"])
                   for key, t in session.sides.items()]
         for key, t, notes in named:
-            if not t.steps:
+            if not t.steps and not t.skipped_calls:
                 continue
             flags = set(t.flags)
             if key.startswith("sidechain:") or whole_file_subagent:
@@ -113,4 +133,9 @@ class ClaudeCodeReader(BaseTraceReader):
                 line_end=t.last_line, transformations=list(dict.fromkeys([*noise, *notes, *t.transformations])),
             )
             traj.lost_at = t.lost_at
+            if t.skipped_calls:
+                traj.skipped_calls = {CONTEXT_REWRITTEN: t.skipped_calls}
+            if not key.startswith("sidechain:"):  # every epoch of a session stays in the same split
+                root = root or traj.root_request_id
+                traj.root_request_id = root
             yield traj

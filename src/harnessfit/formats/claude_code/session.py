@@ -1,5 +1,5 @@
-"""The state of one Claude Code session file while the reader reads it: its threads (the main thread, one per
-sidechain), the slash-command echoes seen so far, and the bookkeeping lines skipped. The rules are in
+"""The state of one Claude Code session file while the reader reads it: its threads (the main thread's compaction
+epochs, one per sidechain), the slash-command echoes seen so far, and the bookkeeping lines skipped. The rules are in
 ``formats.claude_code.reader``'s docstring; the line shapes in ``formats.claude_code.lines``."""
 
 from __future__ import annotations
@@ -8,16 +8,21 @@ from typing import Any
 
 from harnessfit.core.trajectory import Step, ToolCall
 from harnessfit.formats.claude_code.lines import (
+    compaction,
     has_tool_result,
     is_command_echo,
     is_local_command_text,
     message_text,
+    tool_use_ids,
 )
 
-__all__ = ["USER_REJECTION_MARK", "Session", "Thread"]
+__all__ = ["CONTEXT_REWRITTEN", "USER_REJECTION_MARK", "Session", "Thread"]
 
 USER_REJECTION_MARK = "doesn't want to proceed with this tool use"
 _INTERRUPT_MARKS = ("[Request interrupted by user", )
+CONTEXT_REWRITTEN = "context_rewritten"
+"""The reader's reason (``Trajectory.skipped_calls``) for the calls after a point where Claude Code changed what the
+model saw in a way the file does not spell out."""
 
 
 def _result_text(content: Any) -> tuple[str, int]:
@@ -31,7 +36,7 @@ def _result_text(content: Any) -> tuple[str, int]:
 
 
 class Thread:
-    """The steps of one thread of a session file (the main thread, or one sidechain)."""
+    """The steps of one thread of a session file (a compaction epoch of the main thread, or one sidechain)."""
 
     def __init__(self) -> None:
         self.steps: list[Step] = []
@@ -41,6 +46,14 @@ class Thread:
         self.last_line: int | None = None
         self.last_msg_id: str | None = None
         self.lost_at: int | None = None
+        self.fresh = True  # no message line yet
+        self.blind: str | None = None  # why the context is not in the file from here on (its calls are skipped)
+        self.skipped: set[str] = set()
+        self.skipped_anonymous = 0
+
+    @property
+    def skipped_calls(self) -> int:
+        return len(self.skipped) + self.skipped_anonymous
 
     def lost(self, truncated: bool) -> None:
         """A line of the file could not be read: the steps so far are whole, what follows may miss it."""
@@ -50,11 +63,24 @@ class Thread:
         if self.lost_at is None:
             self.lost_at = len(self.steps)
 
+    def go_blind(self, why: str) -> None:
+        if self.blind is None:
+            self.blind = why
+            self.transformations.append(f"claude.{CONTEXT_REWRITTEN}:{why}")
+
     def add(self, lineno: int, kind: str, msg: dict[str, Any], line: dict[str, Any]) -> Step | None:
         """Add one user or assistant line; the step it made or added to (``None``: nothing the model was sent)."""
         self.first_line = self.first_line or lineno
         self.last_line = lineno
+        self.fresh = False
         content = msg.get("content")
+        if self.blind is not None:  # count the calls (each id once, as split messages repeat none), keep no step
+            for cid in tool_use_ids(content) if kind == "assistant" else []:
+                if cid is None:
+                    self.skipped_anonymous += 1
+                else:
+                    self.skipped.add(cid)
+            return None
         if kind == "assistant":
             return self._assistant(msg, line)
         self.last_msg_id = None
@@ -81,7 +107,7 @@ class Session:
     """One file's threads while it is read; ``feed`` takes each JSON object line in file order."""
 
     def __init__(self) -> None:
-        self.main = Thread()
+        self.epochs: list[Thread] = [Thread()]  # the main thread, split at each compaction
         self.sides: dict[str, Thread] = {}  # a sidechain's root uuid -> its thread
         self.side_root: dict[str, str] = {}  # uuid of a sidechain line -> its sidechain's root
         self.seen: set[str] = set()  # every uuid so far
@@ -94,7 +120,7 @@ class Session:
         self.version: str | None = None
 
     def threads(self) -> list[Thread]:
-        return [self.main, *self.sides.values()]
+        return [*self.epochs, *self.sides.values()]
 
     def lost(self, truncated: bool) -> None:
         for t in self.threads():  # the lost line may have been any thread's
@@ -119,16 +145,22 @@ class Session:
 
     def _feed(self, lineno: int, line: dict[str, Any], uuid: str | None, key: str) -> None:
         kind, msg = line.get("type"), line.get("message")
+        event = compaction(line) if key == "" else None
         if kind == "system":
             self.noise += 1
-            if line.get("subtype") == "local_command" and isinstance(line.get("content"), str):
+            if event is not None:
+                self._compaction(event)
+            elif line.get("subtype") == "local_command" and isinstance(line.get("content"), str):
                 self._note_echo(key, uuid, line["content"])
             return
         if kind not in ("user", "assistant") or not isinstance(msg, dict):
             self.noise += 1
             return
         note: str | None = None
-        if kind == "user" and line.get("isMeta"):
+        if kind == "user" and event == "summary":
+            self._compaction(event)
+            note = "claude.compact_summary"
+        elif kind == "user" and line.get("isMeta"):
             if not self._expands_command(line, key, msg.get("content")):
                 self.noise += 1  # local UI or context the model saw but Pi would not send (see the reader)
                 self.after_echo[key] = False
@@ -162,9 +194,23 @@ class Session:
         text = message_text(content)
         return bool(text.strip()) and not is_local_command_text(text)
 
+    def _compaction(self, event: str) -> None:
+        main = self.epochs[-1]
+        if event == "micro":
+            main.go_blind("microcompact_boundary")
+            return
+        if event == "summary" and main.fresh:
+            return  # the boundary right before it opened this epoch, or the file starts with it
+        epoch = Thread()
+        if event == "kept":
+            epoch.go_blind("compaction_kept_messages")
+        if self.lost_pending:  # a line was lost before this epoch began: it may have been its summary
+            epoch.lost(False)
+        self.epochs.append(epoch)
+
     def _thread(self, key: str) -> Thread:
         if not key:
-            return self.main
+            return self.epochs[-1]
         thread = self.sides.get(key)
         if thread is None:
             thread = self.sides[key] = Thread()
