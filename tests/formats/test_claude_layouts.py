@@ -1,6 +1,6 @@
 """Claude Code session layouts beyond plain turns, on synthetic files: prompt slash commands (the expansion is the
-prompt, a property test over the layouts Claude Code writes), local commands, compactions, microcompactions and
-bare strings in a content list."""
+prompt, a property test over the layouts Claude Code writes), local commands, compactions, microcompactions,
+synthetic assistant lines (API errors, stand-ins) and bare strings in a content list."""
 
 from __future__ import annotations
 
@@ -251,3 +251,29 @@ def test_context_the_file_does_not_spell_out_ends_the_epoch_and_counts_its_calls
     doc = json.loads((out / "yield.json").read_text())
     assert doc["identity_holds"] and doc["total"]["calls"] == count_calls("claude_code", path) == 3
     assert doc["total"]["lost"].get("context_rewritten") == 2
+
+
+# ------------------------------------------------------------------------------------------------ synthetic lines
+def test_synthetic_assistant_lines_are_never_labels(tmp_path: Path) -> None:
+    f = _File()
+    f.user("list the files")
+    f.assistant([_text("API Error: 529 Overloaded. This is a server-side issue, usually temporary.")], "syn1",
+                isApiErrorMessage=True)
+    f.rows[-1]["message"]["model"] = "<synthetic>"
+    f.user("Continue from where you left off.", isMeta=True)
+    f.assistant([_text("No response requested.")], "syn2")
+    f.rows[-1]["message"]["model"] = "<synthetic>"
+    f.user("list the files again")
+    f.assistant([_bash("t1", "ls")], "m1")
+    f.user(_result("t1", "a.py"))
+    f.assistant([_text("One file: a.py.")], "m2")
+    (traj,) = _read(f.write(tmp_path / "synthetic.jsonl"))
+    assert [(s.role, s.stop_reason) for s in traj.steps if s.role == "assistant"] == [
+        ("assistant", "error"), ("assistant", None), ("assistant", None)]
+    assert "claude.drop_synthetic_assistant" in traj.provenance.transformations
+    conv = to_conversation(traj, CARD)
+    assert isinstance(conv, Conversation), conv
+    texts = [m.get("content") for m in conv.messages if m["role"] == "assistant"]
+    assert not any("API Error" in (t or "") or t == "No response requested." for t in texts)
+    assert [m["role"] for m in conv.messages] == ["system", "user", "user", "assistant", "tool", "assistant"]
+    assert "drop_aborted_or_error_turn" in conv.meta.transformations

@@ -30,6 +30,10 @@ Policies:
   Claude Code changed the context in a way the file does not spell out — a ``microcompact_boundary`` (old tool
   results cleared), a boundary whose ``compactMetadata`` kept earlier messages — the epoch ends there: its later
   calls are counted in ``Trajectory.skipped_calls`` as ``context_rewritten`` until the next compaction.
+- Synthetic assistant lines (``message.model == "<synthetic>"``): an API error (``isApiErrorMessage``) is kept as
+  an assistant turn with stop reason ``error``, which the converter drops as Pi drops its own error turns; a
+  stand-in such as "No response requested." (written on a resume, after an ``isMeta`` "Continue from where you left
+  off.") is dropped (``claude.drop_synthetic_assistant``): no model wrote it and Pi has no such message.
 - Sub-agents: lines with ``isSidechain: true`` are a sub-agent's run written into the parent's file (one per
   ``Task`` call, possibly several running at once, so their lines interleave). Each sidechain is one trajectory,
   found by its root: a sidechain line whose ``parentUuid`` is null or names no sidechain line starts one, and every

@@ -8,6 +8,7 @@ from typing import Any
 
 from harnessfit.core.trajectory import Step, ToolCall
 from harnessfit.formats.claude_code.lines import (
+    SYNTHETIC_MODEL,
     compaction,
     has_tool_result,
     is_command_echo,
@@ -89,6 +90,17 @@ class Thread:
     def _assistant(self, msg: dict[str, Any], line: dict[str, Any]) -> Step | None:
         content = msg.get("content")
         mid = msg.get("id") if isinstance(msg.get("id"), str) else None
+        if line.get("isApiErrorMessage"):  # Claude Code's error text: Pi drops an error turn from the wire
+            step = Step(role="assistant", stop_reason="error")
+            self.steps.append(step)
+            add_assistant_blocks(step, content)
+            self.transformations.append("claude.api_error_turn")
+            self.last_msg_id = None
+            return step
+        if msg.get("model") == SYNTHETIC_MODEL and not tool_use_ids(content):
+            self.transformations.append("claude.drop_synthetic_assistant")  # no model wrote it
+            self.last_msg_id = None
+            return None
         steps = self.steps
         if mid is not None and mid == self.last_msg_id and steps and steps[-1].role == "assistant":
             step = steps[-1]
