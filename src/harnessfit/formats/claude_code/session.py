@@ -70,7 +70,8 @@ class Thread:
             self.transformations.append(f"claude.{CONTEXT_REWRITTEN}:{why}")
 
     def add(self, lineno: int, kind: str, msg: dict[str, Any], line: dict[str, Any]) -> Step | None:
-        """Add one user or assistant line; the step it made or added to (``None``: nothing the model was sent)."""
+        """Add one user or assistant line; the step it made or added to (``None`` when it made none: local UI, a
+        dropped line, or a line after the point where the context is no longer in the file)."""
         self.first_line = self.first_line or lineno
         self.last_line = lineno
         self.fresh = False
