@@ -95,7 +95,7 @@ def command_session(draw: st.DrawFn) -> dict[str, Any]:
     return {
         "prompt": draw(st.booleans()),  # a prompt command (expansion follows) or a local one (caveat, stdout)
         "args": draw(st.sampled_from([None, "", "fix the login page"])),
-        "name_first": draw(st.booleans()),  # 2.x writes <command-name> first, 1.x <command-message>
+        "name_first": draw(st.booleans()),  # <command-name> first (2.x local commands) or <command-message> (1.0)
         "sep": draw(st.sampled_from(["\n", "\n            "])),
         "running": draw(st.booleans()),
         "blocks": draw(st.sampled_from([None, 1, 2])),  # expansion content: a string, or that many text blocks
