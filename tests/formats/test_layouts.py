@@ -271,7 +271,9 @@ def test_claude_code_inline_sidechains_are_split_by_root() -> None:
     assert len(trajs) == 3 and all(isinstance(t, Trajectory) for t in trajs)
     main, *sides = trajs
     assert "subagent" not in main.flags and all("subagent" in t.flags for t in sides)
-    assert [c.name for c in main.steps[0].tool_calls] == ["TodoWrite"]
+    # the session opens with a prompt slash command: its expansion (an isMeta line) is the main thread's prompt
+    assert main.steps[0].role == "user" and "claude.slash_command_prompt" in main.provenance.transformations
+    assert [c.name for c in main.steps[1].tool_calls] == ["TodoWrite"]
     assert [s.steps[0].text.split()[0] for s in sides] == ["Examine", "Analyze"]  # each sidechain's own prompt
     assert sum(len(s.tool_calls) for t in trajs for s in t.steps) == 21  # every call, in exactly one trajectory
     assert len({t.id for t in trajs}) == 3
