@@ -17,7 +17,7 @@ from harnessfit.formats.registry import iter_units, read_unit
 from harnessfit.harness.card import load_card
 
 CARD = load_card("pi", "0.73.1")
-YIELD_NAMES = {r.value for r in Reason} | {"demonstration", "other_agent"}
+YIELD_NAMES = {r.value for r in Reason} | {"demonstration", "other_agent", "compaction_not_rebuilt"}
 
 
 @pytest.fixture(scope="module")

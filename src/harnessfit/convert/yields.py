@@ -7,7 +7,8 @@ Every assistant tool call a reader read is counted exactly once, as one of:
 - ``dropped``: a UI-only call dropped with its result under ``convert.policy`` (by policy name);
 - ``lost``, by reason: the ``Reason`` of the problem that cost it — the nearest problem at or before its turn (its
   own, when the call itself is the problem), ``aborted_or_error_turn`` for calls of turns Pi drops, or a reader's
-  reason for calls it left out of the steps (``Trajectory.skipped_calls``: ``demonstration``, ``other_agent``).
+  reason for calls it left out of the steps (``Trajectory.skipped_calls``: ``demonstration``, ``other_agent``,
+  ``compaction_not_rebuilt``).
 
 So ``calls == labels + sum(dropped) + sum(lost)`` for every file and in total, and ``yield.json`` checks it. Calls
 shared by several trajectories of one unit (a Pi session's side branches repeat the active branch's prefix) are

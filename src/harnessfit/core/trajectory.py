@@ -75,7 +75,8 @@ class Trajectory(BaseModel):
     ``lost_at``: where a hole starts — the index of the first step that may miss what an unreadable line held (the
     steps before it are whole); ``None`` when the reader does not know (then nothing of the trajectory is trusted
     when it is flagged ``lines_lost`` or ``truncated``). ``skipped_calls``: source tool calls the reader saw but left
-    out of ``steps``, by reason (SWE-agent demonstrations), so that every call of the file is accounted for.
+    out of ``steps``, by reason (SWE-agent demonstrations, Codex calls made in a context the rollout does not hold),
+    so that every call of the file is accounted for.
     """
 
     id: str
