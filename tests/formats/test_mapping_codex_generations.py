@@ -173,7 +173,7 @@ def test_refused_calls_are_no_labels(name: str, args: str, said: str) -> None:
 
 
 def test_tools_pi_lacks_say_why() -> None:
-    for name in ("write_stdin", "view_image"):
+    for name in ("write_stdin", "view_image", "read_file", "grep_files"):
         out = call(name, json.dumps({"session_id": 1, "chars": "q"}), "x")
         assert isinstance(out, Failure) and out.reason == Reason.unsupported_tool and "Pi has no such tool" not in out.detail
     out = call("image_generation", {"revised_prompt": "a cat"}, None)

@@ -21,7 +21,8 @@ tool, argv or heredoc in a command)
                                     converter decides, before the mapping is asked).
 ``spawn_agent`` & co.               ``subagent``.
 ``write_stdin``, ``view_image``,    ``unsupported_tool``, with why (an interactive session's input; an image
-everything else                     attachment; ``tool_search``, ``web_search``, MCP…).
+``read_file``, ``grep_files``,      attachment; numbered, cut lines; file names, not lines; ``tool_search``,
+everything else                     ``web_search``, MCP…).
 ==================================  ==========================================================================
 
 Results (``codex.results``): every output shape Codex has written (the JSON envelope, the freeform ``Exit code:``
@@ -70,6 +71,10 @@ _WHY = {
     "write_stdin": "it writes to a running exec_command session; Pi's bash runs each command to its end",
     "view_image": ("it attaches an image to the model's context; Pi's read would send the image as Pi loads it, which "
                    "the rollout does not hold"),
+    "read_file": ("its lines come as 'L<n>: …' without the file's line endings and cut at 500 bytes, so Pi's read "
+                  "text (the file as it is) cannot be rebuilt"),
+    "grep_files": ("it lists the files that match (rg --files-with-matches, newest first), not the matching lines "
+                   "Pi's grep shows"),
 }
 
 
