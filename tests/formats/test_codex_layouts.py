@@ -273,3 +273,10 @@ def test_an_epoch_nothing_answered_is_not_yielded(tmp_path: Path) -> None:
         ("compacted", {"message": "s", "replacement_history": [_user("task"), _user("summary")]})]
     (traj,) = _read(_envelopes(tmp_path / "r.jsonl", records))
     assert [c.id for s in traj.steps for c in s.tool_calls] == ["c1"]
+
+
+def test_a_rollout_that_starts_with_a_compaction_has_no_empty_first_epoch(tmp_path: Path) -> None:
+    records = [("compacted", {"message": "s", "replacement_history": [_user("task"), _user("summary")]})] \
+        + _items(*_call("c1", "ls"), _answer("done"))
+    (traj,) = _read(_envelopes(tmp_path / "r.jsonl", records))
+    assert [c.id for s in traj.steps for c in s.tool_calls] == ["c1"] and traj.steps[0].meta["history_only"]

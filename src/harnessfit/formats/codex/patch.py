@@ -2,8 +2,8 @@
 
 Codex takes a patch as a function call ``apply_patch{input}``, as the freeform custom tool ``apply_patch`` (the raw
 patch text), or inside a command it intercepts before running it (``maybe_parse_apply_patch`` in the codex-rs
-sources): the argv ``["apply_patch", PATCH]`` (or ``applypatch``), and a shell script that is a heredoc
-``apply_patch <<'EOF' … EOF``, optionally after ``cd DIR &&``. One file per patch: ``*** Add File`` →
+sources): the argv ``["apply_patch", PATCH]`` (or ``applypatch``), and a shell script that is only a heredoc
+``apply_patch <<'EOF' … EOF``, optionally after ``cd DIR &&`` (``DIR`` one word or one single-quoted string). One file per patch: ``*** Add File`` →
 ``write{path, content}``; ``*** Update File`` hunks → ``edit{path, edits:[{oldText, newText}]}`` (old text = context +
 removed lines). Delete, Move, several files, hunks without old text and overlapping hunks → ``unmappable_arguments``.
 A patch the user refused is no label; one whose output is no success is a label whose result does not render.
@@ -30,7 +30,7 @@ __all__ = ["HEREDOC", "Patch", "PatchError", "PatchFile", "SHELL_WRAPPERS", "inv
            "parse_patch", "patch_from_argv", "patch_from_script", "patch_text"]
 
 SHELL_WRAPPERS = {("bash", "-lc"), ("bash", "-c"), ("/bin/bash", "-lc"), ("/bin/bash", "-c")}
-_CD = r"""cd\s+(?P<cd>'[^']*'|"[^"\\$`]*"|[^\s'"&;|<>$`\\]+)\s*&&\s*"""
+_CD = r"""cd\s+(?P<cd>'[^']*'|[^\s'"&;|<>$`\\]+)\s*&&\s*"""  # one word, or one single-quoted string
 HEREDOC = re.compile(
     rf"\A(?:{_CD})?(?:apply_patch|applypatch)\s+<<-?\s*(['\"]?)(\w+)\2[ \t]*\n(?P<body>.*?)\n(\3)[ \t]*\n?\s*\Z",
     re.S,
@@ -144,7 +144,7 @@ def patch_from_script(script: str) -> tuple[str, str | None] | None:
     if m is None:
         return None
     cd = m.group("cd")
-    if cd is not None and cd[:1] in ("'", '"'):
+    if cd is not None and cd[:1] == "'":
         cd = cd[1:-1]
     return m.group("body"), cd
 

@@ -190,12 +190,10 @@ class _Rollout:
         self.cur.line_end = lineno
 
     def finished(self) -> list[_Epoch]:
-        """Every epoch worth a trajectory: the first, and each later one that got more than its seed."""
-        out = []
-        for k, epoch in enumerate([*self.epochs, self.cur]):
-            if k == 0 or len(epoch.steps) > epoch.seeded or epoch.skipped:
-                out.append(epoch)
-        return out
+        """Every epoch worth a trajectory: each that got more than its seed (or skipped calls); the first epoch when
+        none did, so that an empty rollout is still one record."""
+        every = [*self.epochs, self.cur]
+        return [e for e in every if len(e.steps) > e.seeded or e.skipped] or every[:1]
 
 
 class CodexReader(BaseTraceReader):
