@@ -280,3 +280,17 @@ def test_a_rollout_that_starts_with_a_compaction_has_no_empty_first_epoch(tmp_pa
         + _items(*_call("c1", "ls"), _answer("done"))
     (traj,) = _read(_envelopes(tmp_path / "r.jsonl", records))
     assert [c.id for s in traj.steps for c in s.tool_calls] == ["c1"] and traj.steps[0].meta["history_only"]
+
+
+def test_an_output_given_as_an_object_maps_like_its_json_text(tmp_path: Path) -> None:
+    from harnessfit.formats.base import MapContext, PiCall
+    from harnessfit.formats.codex.mapping import CodexMapping
+
+    body = {"output": "x\n", "metadata": {"exit_code": 2, "duration_seconds": 0.0}}
+    items = [_user("go"), {"type": "function_call", "name": "shell", "call_id": "a",
+                           "arguments": json.dumps({"command": ["ls", "x"]})},
+             {"type": "function_call_output", "call_id": "a", "output": body}, _answer("ok")]
+    (traj,) = _read(write_layout(tmp_path / "r.jsonl", "envelope", items))
+    call, result = traj.steps[1].tool_calls[0], traj.steps[2]
+    out = CodexMapping().map_call(call, result, MapContext(CARD, traj, CWD))
+    assert isinstance(out, PiCall) and out.result == "x\n\n\nCommand exited with code 2"

@@ -3,10 +3,10 @@
 Checked in the ``openai/codex`` sources (``codex-rs/core/src/rollout/recorder.rs`` and its history,
 ``codex-rs/protocol/src/protocol.rs`` ``RolloutLine``/``RolloutItem``, ``codex-cli/src/utils/storage/save-rollout.ts``):
 
-- ``envelope`` (codex-rs from about 0.40, September 2025, to today): every line is a ``RolloutLine``
+- ``envelope`` (codex-rs since September 2025 — 0.40.0 writes it — to today): every line is a ``RolloutLine``
   ``{timestamp, type, payload}`` whose ``type`` is ``session_meta``, ``response_item``, ``compacted``,
-  ``turn_context`` or ``event_msg``. The record is the envelope's type and payload; a line that is no envelope is
-  counted and skipped (Codex skips it when it resumes the file).
+  ``turn_context`` or ``event_msg`` (the reader counts and ignores any other). The record is the envelope's type and
+  payload; a line that is no envelope is counted and skipped (Codex skips it when it resumes the file).
 - ``legacy`` (codex-rs, spring and summer 2025): the first line is the session meta itself (``SessionMetaWithGit``:
   ``{id, timestamp, instructions, git?}``, later also ``cwd``, ``originator``, ``cli_version`` and
   ``"record_type": "session_meta"``), then bare ``ResponseItem`` lines; ``{"record_type": "state"}`` lines are session
