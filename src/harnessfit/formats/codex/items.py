@@ -12,11 +12,12 @@ steps:
 - calls (``CALL_TYPES``): ``function_call`` (name + raw ``arguments`` string), ``custom_tool_call`` (freeform
   ``input``, e.g. a patch), ``local_shell_call`` (its ``action``), ``tool_search_call``, ``web_search_call`` and
   ``image_generation_call`` (hosted tools: the call and its result are one item, no output item follows). A call is
-  named by ``call_id``, else ``id`` (older payloads), else its record's position.
+  named by ``call_id``, else ``id`` (an image generation, the TypeScript CLI's items), else its record's position.
 - outputs (``OUTPUT_TYPES``): ``function_call_output`` (also the output of a ``local_shell_call``: Codex has no
   ``local_shell_call_output`` item), ``custom_tool_call_output`` and ``tool_search_output``, matched by ``call_id``.
-  An ``output`` is a string, or (newer versions) a list of content items: one text item is its text; anything else
-  is kept as JSON with ``meta["output_parts"]`` (the number of items) and the image items counted in ``images``.
+  An ``output`` is a string, or (newer versions) a list of content items: one text item is its text; a longer list
+  is kept as JSON with ``meta["output_parts"]`` (the number of items) and its image items counted in ``images``; any
+  other value is kept as its JSON text.
 - ``ghost_snapshot`` (a git snapshot for undo, never sent to the model) and ``other`` are counted and left out.
   ``compaction`` items are the reader's concern (``reader.py``: they change the context).
 
