@@ -294,3 +294,10 @@ def test_an_output_given_as_an_object_maps_like_its_json_text(tmp_path: Path) ->
     call, result = traj.steps[1].tool_calls[0], traj.steps[2]
     out = CodexMapping().map_call(call, result, MapContext(CARD, traj, CWD))
     assert isinstance(out, PiCall) and out.result == "x\n\n\nCommand exited with code 2"
+
+
+def test_calls_after_an_unreadable_compaction_are_counted_even_with_nothing_before(tmp_path: Path) -> None:
+    path = _envelopes(tmp_path / "r.jsonl", [("compacted", {"message": "s"})] + _items(*_call("c1", "ls")))
+    (traj,) = _read(path)
+    assert traj.steps == [] and traj.skipped_calls == {SKIP_REASON: 1}
+    assert _fates([traj]) == [SKIP_REASON] and count_calls("codex", path) == 1

@@ -225,7 +225,8 @@ class CodexReader(BaseTraceReader):
                 yield self.reject(path, sha, Reason.empty, "no JSON lines", "re-export the rollout")
             return
         epochs = r.finished()
-        if not any(s.role in ("user", "assistant") for e in epochs for s in e.steps):
+        if not any(s.role in ("user", "assistant") for e in epochs for s in e.steps) and not any(
+                e.skipped for e in epochs):  # skipped calls need their trajectory, to be counted
             yield self.reject(
                 path, sha, Reason.empty, "rollout has no user or assistant messages",
                 "nothing to train on: drop the file", line_start=first_line, line_end=last_line,
