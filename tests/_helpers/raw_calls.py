@@ -9,7 +9,8 @@ and counts the calls an agent made:
 - claude_code: ``tool_use`` blocks of ``assistant`` lines, each id once (one API message is split over several
   lines, one block per line);
 - codex: ``response_item`` payloads that are calls (``function_call``, ``custom_tool_call``, ``local_shell_call``,
-  ``tool_search_call``, ``web_search_call``); ``event_msg`` repeats are not calls;
+  ``tool_search_call``, ``web_search_call``, ``image_generation_call``: the ``ResponseItem`` call variants of
+  ``codex-rs/protocol/src/models.rs``); ``event_msg`` repeats are not calls;
 - swe_agent: ``tool_calls`` of ``assistant`` history messages (every attempt of a RetryAgent file; the top-level
   copy of the chosen attempt is not counted again);
 - openhands: agent actions that are tool calls (every action event with ``source`` agent, or no source, except
@@ -80,7 +81,8 @@ def _claude(path: Path) -> int:
 
 
 def _codex(path: Path) -> int:
-    kinds = {"function_call", "custom_tool_call", "local_shell_call", "tool_search_call", "web_search_call"}
+    kinds = {"function_call", "custom_tool_call", "local_shell_call", "tool_search_call", "web_search_call",
+             "image_generation_call"}
     return sum(1 for env in decode_all(_text(path)) if isinstance(env, dict) and env.get("type") == "response_item"
                and isinstance(env.get("payload"), dict) and env["payload"].get("type") in kinds)
 

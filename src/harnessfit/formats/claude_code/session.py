@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from harnessfit.core.trajectory import Step, ToolCall
+from harnessfit.core.trajectory import CONTEXT_NOT_RECORDED, Step, ToolCall
 from harnessfit.formats.claude_code.lines import (
     SYNTHETIC_MODEL,
     compaction,
@@ -17,13 +17,10 @@ from harnessfit.formats.claude_code.lines import (
     tool_use_ids,
 )
 
-__all__ = ["CONTEXT_REWRITTEN", "USER_REJECTION_MARK", "Session", "Thread"]
+__all__ = ["USER_REJECTION_MARK", "Session", "Thread"]
 
 USER_REJECTION_MARK = "doesn't want to proceed with this tool use"
 _INTERRUPT_MARKS = ("[Request interrupted by user", )
-CONTEXT_REWRITTEN = "context_rewritten"
-"""The reader's reason (``Trajectory.skipped_calls``) for the calls after a point where Claude Code changed what the
-model saw in a way the file does not spell out."""
 
 
 def _result_text(content: Any) -> tuple[str, int]:
@@ -67,7 +64,7 @@ class Thread:
     def go_blind(self, why: str) -> None:
         if self.blind is None:
             self.blind = why
-            self.transformations.append(f"claude.{CONTEXT_REWRITTEN}:{why}")
+            self.transformations.append(f"claude.{CONTEXT_NOT_RECORDED}:{why}")
 
     def add(self, lineno: int, kind: str, msg: dict[str, Any], line: dict[str, Any]) -> Step | None:
         """Add one user or assistant line; the step it made or added to (``None`` when it made none: local UI, a

@@ -1,95 +1,86 @@
-"""Codex CLI rollouts (``~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl``) into one Trajectory per file.
+"""Codex CLI rollouts (``~/.codex/sessions/[YYYY/MM/DD/]rollout-*.jsonl``, or the TypeScript CLI's ``.json``) into
+trajectories, one per context *epoch*.
 
-Every line is an envelope ``{timestamp, type, payload}``. Only ``response_item`` payloads are the conversation;
-``event_msg`` repeats user and agent messages for the UI (reading both would count every message twice), so event
-messages are ignored and the number ignored is recorded. ``session_meta`` and ``turn_context`` give the working
-directory, the date, the repository and the CLI version.
+Every layout the CLI has written is read (``codex.layouts``: the ``{timestamp, type, payload}`` envelope, the 2025
+bare-item JSONL with its session-meta first line and ``record_type`` lines, the TypeScript CLI's JSON document).
+Only response items are the conversation (``codex.items`` turns them into steps); ``event_msg`` records repeat user
+and agent messages for the UI (reading both would count every message twice), so they are counted and ignored, except
+``thread_rolled_back``. The session meta and ``turn_context`` give the working directory, the date, the repository and
+the CLI version.
 
-The first user items of a rollout are context Codex injects (``<environment_context>``, ``# AGENTS.md
-instructions``, ``<user_instructions>``, permission notes in ``developer`` messages): they are not the user's
-request and are left out, each recorded. Consecutive assistant-side items (reasoning, message, function calls)
-belong to one model response and become one assistant step; tool outputs become tool steps in file order.
+**What the model saw** (Codex's own replay of a rollout, ``reconstruct_history_from_rollout``):
 
-Tool calls keep Codex's own names and raw argument strings; ``harnessfit.formats.codex.mapping`` maps them.
+- a ``compacted`` record with ``replacement_history`` replaces the whole context by those items. A new epoch starts:
+  its own trajectory, whose first steps are the replacement items marked ``history_only`` (never labels: the model
+  wrote none of them in that context), followed by what came next. An epoch nothing followed is not yielded.
+- a ``compacted`` record without ``replacement_history`` (older versions) made Codex rebuild the context from the
+  user messages and the summary with a version-specific template the rollout does not hold; a replacement history
+  or an inline ``compaction`` item holding an encrypted summary is unreadable. Either way the context after it is
+  unknown: the trajectory ends there, and the calls after it are counted in ``Trajectory.skipped_calls`` under
+  ``context_not_recorded`` (``core.trajectory.CONTEXT_NOT_RECORDED``) until a later compaction with a readable replacement history starts a new epoch.
+- ``event_msg`` ``thread_rolled_back {num_turns}`` drops the last ``num_turns`` user turns (all of them when there
+  are fewer; none when there is no user turn): a new epoch starts with the steps before the dropped turns, marked
+  ``history_only``.
+
+Epochs share the first epoch's ``root_request_id``, so a split never separates them; the last epoch keeps the plain
+key, so a rollout without compaction or rollback has the ids it always had. Tool calls keep Codex's own names and raw
+argument strings; ``harnessfit.formats.codex.mapping`` maps them.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harnessfit.core.jsonio import dumps_compact_str
-from harnessfit.core.jsonl import JsonLine
 from harnessfit.core.rejection import Reason, Rejection
-from harnessfit.core.trajectory import Step, ToolCall, Trajectory
+from harnessfit.core.trajectory import CONTEXT_NOT_RECORDED, Step, Trajectory
 from harnessfit.formats.base import BaseTraceReader
-from harnessfit.formats.reading import first_json_line
+from harnessfit.formats.codex.items import CALL_TYPES, COMPACTION_TYPES, INJECTED_PREFIXES, StepBuilder, count
+from harnessfit.formats.codex.layouts import Record, detect_layout, records
 
 __all__ = ["CodexReader", "INJECTED_PREFIXES"]
 
 FORMAT = "codex"
-ENVELOPE_TYPES = frozenset({"session_meta", "turn_context", "response_item", "event_msg", "compacted"})
-
-INJECTED_PREFIXES = (
-    "<environment_context>",
-    "# AGENTS.md instructions",
-    "<user_instructions>",
-    "<permissions instructions>",
-    "<subagent_notification>",
-    "<turn_aborted>",
-)
-"""User-role texts Codex writes itself; a user item made only of these is not the user's request."""
-
-CALL_TYPES = {
-    "function_call": "function",
-    "custom_tool_call": "custom",
-    "local_shell_call": "local_shell",
-    "tool_search_call": "tool_search",
-    "web_search_call": "web_search",
-}
-OUTPUT_TYPES = frozenset({"function_call_output", "custom_tool_call_output", "tool_search_output", "local_shell_call_output"})
 
 
-def _texts(content: Any) -> list[str]:
-    if isinstance(content, str):
-        return [content]
-    out = []
-    if isinstance(content, list):
-        for part in content:
-            if isinstance(part, dict) and isinstance(part.get("text"), str):
-                out.append(part["text"])
-    return out
+@dataclass
+class _Epoch:
+    """One context: its steps (the first ``seeded`` are history only), where a hole starts, its lines, and the calls
+    skipped after the context became unknown."""
+
+    builder: StepBuilder
+    seeded: int = 0
+    lost_at: int | None = None
+    line_start: int | None = None
+    line_end: int | None = None
+    skipped: int = 0
+
+    @property
+    def steps(self) -> list[Step]:
+        return self.builder.steps
 
 
-def _images(content: Any) -> int:
-    if not isinstance(content, list):
-        return 0
-    return sum(1 for p in content if isinstance(p, dict) and p.get("type") in ("input_image", "image"))
-
-
-class _Builder:
-    """Accumulates steps while walking the envelopes of one rollout."""
+class _Rollout:
+    """Walks the records of one rollout: session facts, and the epochs of its context."""
 
     def __init__(self) -> None:
-        self.steps: list[Step] = []
+        self.counts: dict[str, int] = {}
         self.flags: set[str] = set()
         self.cwd: str | None = None
         self.date: str | None = None
         self.repository: str | None = None
         self.version: str | None = None
-        self.counts: dict[str, int] = {}
-        self.seen_request = False
-        self.lost_at: int | None = None
+        self.output_meta: dict[str, Any] = {}
+        self.epochs: list[_Epoch] = []
+        self.cur = _Epoch(self._builder())
+        self.stopped = False
 
-    def count(self, key: str) -> None:
-        self.counts[key] = self.counts.get(key, 0) + 1
+    def _builder(self) -> StepBuilder:
+        return StepBuilder(self.counts, self.flags, self.output_meta)
 
-    def _assistant(self) -> Step:
-        if not self.steps or self.steps[-1].role != "assistant":
-            self.steps.append(Step(role="assistant"))
-        return self.steps[-1]
-
+    # ------------------------------------------------------------------ session facts
     def meta(self, payload: dict[str, Any], timestamp: Any) -> None:
         self.cwd = self.cwd or (payload.get("cwd") if isinstance(payload.get("cwd"), str) else None)
         ts = payload.get("timestamp") if isinstance(payload.get("timestamp"), str) else timestamp
@@ -110,156 +101,157 @@ class _Builder:
         if isinstance(payload.get("current_date"), str) and self.date is None:
             self.date = payload["current_date"]
 
-    def message(self, payload: dict[str, Any]) -> None:
-        role = payload.get("role")
-        texts = _texts(payload.get("content"))
-        if role in ("developer", "system"):
-            self.count(f"{role}_message_dropped")
-            return
-        if role == "user":
-            kept = [t for t in texts if not t.lstrip().startswith(INJECTED_PREFIXES)]
-            if len(kept) < len(texts):
-                self.count("injected_context_dropped")
-                if any(t.lstrip().startswith("<subagent_notification>") for t in texts):
-                    self.flags.add("subagent_notification")
-            images = _images(payload.get("content"))
-            if not kept and not images:
-                return
-            self.steps.append(Step(role="user", text="\n".join(kept), images=images))
-            return
-        if role == "assistant":
-            step = self._assistant()
-            text = "\n\n".join(texts)
-            if step.text:
-                step.text = f"{step.text}\n\n{text}"
-                self.count("assistant_messages_merged")
+    # ------------------------------------------------------------------ records
+    def record(self, rec: Record) -> None:
+        kind, payload = rec.kind, rec.payload
+        if kind == "session_meta":
+            if rec.layout == "ts_json":  # its shell outputs are `stdout || stderr` (handle-exec-command.ts)
+                self.output_meta["codex_output"] = "stdout_or_stderr"
+            self.meta(payload, rec.timestamp)
+        elif kind == "turn_context":
+            self.turn_context(payload)
+        elif kind == "event_msg":
+            if payload.get("type") == "thread_rolled_back" and not self.stopped:
+                self.rollback(payload.get("num_turns"), rec.lineno)
             else:
-                step.text = text
-            return
-        self.count(f"unknown_role_{role}")
-
-    def reasoning(self, payload: dict[str, Any]) -> None:
-        content = "\n\n".join(_texts(payload.get("content")))
-        if payload.get("encrypted_content"):
-            self.count("encrypted_reasoning_ignored")
-        if _texts(payload.get("summary")):
-            self.count("reasoning_summary_ignored")  # a summary written for the UI, not the model's reasoning
-        text = content
-        if not text:
-            return
-        step = self._assistant()
-        step.reasoning = f"{step.reasoning}\n\n{text}" if step.reasoning else text
-
-    def call(self, kind: str, payload: dict[str, Any], index: int) -> None:
-        # a call without an id is named by its record's position (not its line: the id must not depend on layout)
-        call_id = payload.get("call_id") or payload.get("id") or f"codex_record_{index}"
-        if kind == "function":
-            name, args = payload.get("name"), payload.get("arguments")
-        elif kind == "custom":
-            name, args = payload.get("name"), payload.get("input")
-        elif kind == "local_shell":
-            name, args = "local_shell", payload.get("action")
-        elif kind == "tool_search":
-            name, args = "tool_search", payload.get("arguments")
+                count(self.counts, f"event_msg_{payload.get('type')}_ignored")
+        elif kind == "compacted":
+            self.compacted(payload, rec)
+        elif kind == "response_item":
+            self.response_item(payload, rec)
         else:
-            name, args = "web_search", payload.get("action")
-        call = ToolCall(id=str(call_id), name=str(name or ""), arguments=args)
-        self._assistant().tool_calls.append(call)
-        if payload.get("namespace"):
-            self._assistant().meta.setdefault("namespaces", {})[call.id] = payload["namespace"]
+            count(self.counts, kind if kind.endswith("_ignored") else f"envelope_{kind}_ignored")
 
-    def output(self, payload: dict[str, Any]) -> None:
-        out = payload.get("output")
-        if payload.get("type") == "tool_search_output":
-            out = payload.get("tools")
-        text = out if isinstance(out, str) else dumps_compact_str(out)
-        step = Step(role="tool", tool_call_id=str(payload.get("call_id") or ""), text=text)
-        step.meta["output_type"] = payload.get("type")
-        self.steps.append(step)
+    def response_item(self, payload: dict[str, Any], rec: Record) -> None:
+        ptype = payload.get("type")
+        if self.stopped:
+            if ptype in CALL_TYPES:
+                self.cur.skipped += 1
+            count(self.counts, "item_in_unrebuilt_context_skipped")
+            return
+        if ptype in COMPACTION_TYPES:
+            count(self.counts, f"response_item_{ptype}_encrypted")
+            self.stop()
+            return
+        epoch = self.cur
+        epoch.builder.item(payload, rec.index)
+        epoch.line_start = epoch.line_start or rec.lineno
+        epoch.line_end = rec.lineno
+
+    def lost(self) -> None:
+        """A bad record: the current context has a hole from here on."""
+        if not self.stopped and self.cur.lost_at is None:
+            self.cur.lost_at = len(self.cur.steps)
+
+    # ------------------------------------------------------------------ context changes
+    def stop(self) -> None:
+        """The context from here on is unknown: nothing is added until a readable replacement history."""
+        self.stopped = True
+        count(self.counts, "context_not_rebuilt")
+
+    def _start(self, seed: list[Step], lineno: int, lost_at: int | None) -> None:
+        for step in seed:
+            step.meta["history_only"] = True
+        self.epochs.append(self.cur)
+        builder = self._builder()
+        builder.steps = seed
+        self.cur = _Epoch(builder, seeded=len(seed), lost_at=lost_at, line_start=lineno, line_end=lineno)
+        self.stopped = False
+
+    def compacted(self, payload: dict[str, Any], rec: Record) -> None:
+        history = payload.get("replacement_history")
+        if not isinstance(history, list):
+            count(self.counts, "compacted_without_replacement_history")
+            self.stop()
+            return
+        if any(isinstance(i, dict) and i.get("type") in COMPACTION_TYPES for i in history):
+            count(self.counts, "compacted_with_encrypted_summary")
+            self.stop()
+            return
+        count(self.counts, "compacted_replacement_history")
+        builder = self._builder()
+        for item in history:
+            if isinstance(item, dict):
+                builder.item(item, rec.index)
+        self._start(builder.steps, rec.lineno, None)
+
+    def rollback(self, num_turns: Any, lineno: int) -> None:
+        users = [i for i, s in enumerate(self.cur.steps) if s.role == "user"]
+        if not isinstance(num_turns, int) or isinstance(num_turns, bool) or num_turns <= 0 or not users:
+            count(self.counts, "thread_rolled_back_without_effect")
+            return
+        count(self.counts, "thread_rolled_back")
+        cut = users[-num_turns] if num_turns <= len(users) else users[0]
+        seed = [s.model_copy(deep=True) for s in self.cur.steps[:cut]]
+        lost = self.cur.lost_at
+        self._start(seed, self.cur.line_start or lineno, None if lost is None else min(lost, cut))
+        self.cur.line_end = lineno
+
+    def finished(self) -> list[_Epoch]:
+        """Every epoch worth a trajectory: each that got more than its seed (or skipped calls); the first epoch when
+        none did, so that an empty rollout is still one record."""
+        every = [*self.epochs, self.cur]
+        return [e for e in every if len(e.steps) > e.seeded or e.skipped] or every[:1]
 
 
 class CodexReader(BaseTraceReader):
-    """Reads Codex CLI rollout JSONL files (2025 ``shell`` era and 2026 ``exec_command`` era)."""
+    """Reads Codex CLI rollouts in every layout (``codex.layouts``) into one trajectory per context epoch."""
 
     name = FORMAT
 
     def detect(self, path: Path) -> bool:
         try:
-            first = first_json_line(path)
-            return (
-                isinstance(first, dict)
-                and first.get("type") in ENVELOPE_TYPES
-                and isinstance(first.get("payload"), dict)
-                and "timestamp" in first
-            )
+            return detect_layout(path) is not None
         except Exception:  # noqa: BLE001 - detect must never raise
             return False
 
     def read_file(self, path: Path, sha: str) -> Iterator[Trajectory | Rejection]:
-        b = _Builder()
+        r = _Rollout()
         lost = False
         first_line = last_line = None
-        index = 0
-        for item in self.json_lines(path, sha):
-            index += 1
-            if isinstance(item, Rejection):
-                if not lost:
-                    b.lost_at = len(b.steps)
+        for rec in records(self.json_lines(path, sha)):
+            if isinstance(rec, Rejection):
                 lost = True
-                yield item
+                r.lost()
+                yield rec
                 continue
-            first_line = first_line or item.lineno
-            last_line = item.lineno
-            self._envelope(b, item, index)
+            first_line = first_line or rec.lineno
+            last_line = rec.lineno
+            r.record(rec)
         if first_line is None:
             if not lost:
                 yield self.reject(path, sha, Reason.empty, "no JSON lines", "re-export the rollout")
             return
-        if not any(s.role in ("user", "assistant") for s in b.steps):
+        epochs = r.finished()
+        if not any(s.role in ("user", "assistant") for e in epochs for s in e.steps) and not any(
+                e.skipped for e in epochs):  # skipped calls need their trajectory, to be counted
             yield self.reject(
                 path, sha, Reason.empty, "rollout has no user or assistant messages",
                 "nothing to train on: drop the file", line_start=first_line, line_end=last_line,
             )
             return
-        notes = [f"codex: {k} x{v}" for k, v in sorted(b.counts.items())]
-        flags = set(b.flags)
-        if lost:
-            flags.add("lines_lost")
-        traj = self.trajectory(
-            path, sha, key="rollout", steps=b.steps, cwd=b.cwd, date=b.date,
-            repository=b.repository, source_harness_version=b.version, flags=sorted(flags),
-            line_start=first_line, line_end=last_line, transformations=notes,
-        )
-        traj.lost_at = b.lost_at
-        yield traj
+        yield from self._trajectories(path, sha, r, epochs, (first_line, last_line))
 
-    @staticmethod
-    def _envelope(b: _Builder, item: JsonLine, index: int) -> None:
-        env = item.value
-        if not isinstance(env, dict) or not isinstance(env.get("payload"), dict):
-            b.count("non_envelope_line_ignored")
-            return
-        etype, payload = env.get("type"), env["payload"]
-        if etype == "session_meta":
-            b.meta(payload, env.get("timestamp"))
-        elif etype == "turn_context":
-            b.turn_context(payload)
-        elif etype == "event_msg":
-            b.count(f"event_msg_{payload.get('type')}_ignored")
-        elif etype == "compacted":
-            b.count("compacted")
-        elif etype == "response_item":
-            ptype = payload.get("type")
-            if ptype == "message":
-                b.message(payload)
-            elif ptype == "reasoning":
-                b.reasoning(payload)
-            elif ptype in CALL_TYPES:
-                b.call(CALL_TYPES[ptype], payload, index)
-            elif ptype in OUTPUT_TYPES:
-                b.output(payload)
+    def _trajectories(self, path: Path, sha: str, r: _Rollout, epochs: list[_Epoch],
+                      lines: tuple[int, int | None]) -> Iterator[Trajectory]:
+        notes = [f"codex: {k} x{v}" for k, v in sorted(r.counts.items())]
+        root: str | None = None
+        for k, epoch in enumerate(epochs):
+            flags = set(r.flags)
+            if epoch.lost_at is not None:
+                flags.add("lines_lost")
+            single = len(epochs) == 1
+            traj = self.trajectory(
+                path, sha, key="rollout" if k == len(epochs) - 1 else f"rollout:epoch:{k}", steps=epoch.steps,
+                cwd=r.cwd, date=r.date, repository=r.repository, source_harness_version=r.version,
+                flags=sorted(flags), line_start=lines[0] if single else (epoch.line_start or lines[0]),
+                line_end=lines[1] if single else (epoch.line_end or lines[1]), transformations=notes,
+            )
+            traj.lost_at = epoch.lost_at
+            if epoch.skipped:
+                traj.skipped_calls[CONTEXT_NOT_RECORDED] = epoch.skipped
+            if root is None:
+                root = traj.root_request_id
             else:
-                b.count(f"response_item_{ptype}_ignored")
-        else:
-            b.count(f"envelope_{etype}_ignored")
-
+                traj.root_request_id = root  # every epoch of a rollout stays in the same split
+            yield traj
