@@ -96,7 +96,8 @@ def test_every_rejection_has_an_expected_reason(converted):
 # every real file's outcome: (accepted, {reason: rejected count}). A change here is a behaviour change to look at.
 PINNED_LEDGER = {
     "traces/SOURCES.md": (0, {"unknown_format": 1}),
-    "traces/claude_code/iampkuhz__feipi-session-browser__8a283a61-e3f0-4e8f-ba06-6711e2fcf2ed.jsonl": (1, {}),
+    "traces/claude_code/iampkuhz__feipi-session-browser__8a283a61-e3f0-4e8f-ba06-6711e2fcf2ed.jsonl": (
+        0, {"unmappable_result": 1}),  # Claude Code trims Bash output: never Pi's text
     "traces/claude_code/jnarowski__agentcmd__full-session-two.jsonl": (0, {"unsupported_tool": 1}),
     "traces/claude_code/marot__spotter__short.jsonl": (0, {"unsupported_tool": 1}),
     "traces/codex/iampkuhz__feipi-session-browser__rollout-2026-06-19T10-14-27-019edda8-7eca-7710-b78b-6ce7607beaa1"
@@ -140,7 +141,7 @@ def test_one_and_two_workers_give_identical_bytes(traces_dir: Path, card, conver
 def test_iter_convert_matches_written_files(traces_dir: Path, card, converted):
     _, out = converted
     items = list(iter_convert([traces_dir / "pi", traces_dir / "claude_code"], card))
-    assert [type(i).__name__ for i in items].count("Conversation") == 3
+    assert [type(i).__name__ for i in items].count("Conversation") == 2
     convs = [json.loads(line) for line in (out / "conversations.jsonl").read_bytes().splitlines()]
     by_id = {c["id"]: c for c in convs}
     for item in items:
@@ -156,7 +157,7 @@ def test_cli_convert(traces_dir: Path, tmp_path: Path):
     result = CliRunner().invoke(app, ["convert", str(traces_dir / "pi"), str(traces_dir / "claude_code"),
                                       "--out", str(tmp_path / "o"), "--harness", "pi@0.73.1"])
     assert result.exit_code == 0, result.output
-    assert "read 5 = accepted 3 + rejected 2" in result.output
+    assert "read 5 = accepted 2 + rejected 3" in result.output
     assert orjson.loads((tmp_path / "o" / "accounting.json").read_bytes())["harness"] == "pi@0.73.1"
     # the default target is the newest card: the old Pi session's write results are not what it sends
     newest = CliRunner().invoke(app, ["convert", str(traces_dir / "pi"), "--out", str(tmp_path / "n")])

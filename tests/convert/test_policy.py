@@ -8,6 +8,8 @@ from harnessfit.convert import ConvertPolicy, convert_trajectory
 from harnessfit.core import Conversation, Provenance, Reason, Rejection, Step, ToolCall, Trajectory
 from harnessfit.harness.card import load_card
 
+from _helpers.claude_steps import read_steps
+
 CARD = load_card("pi", "0.73.1")
 
 
@@ -21,15 +23,14 @@ def _todo(ack: str, is_error: bool = False) -> list[Step]:
             Step(role="tool", tool_call_id="t1", text=ack, is_error=is_error)]
 
 
-def _bash_then_answer(text: str = "Done.") -> list[Step]:
-    return [Step(role="assistant", tool_calls=[ToolCall(id="b1", name="Bash", arguments={"command": "ls"})]),
-            Step(role="tool", tool_call_id="b1", text="a.py", meta={"toolUseResult": {"stdout": "a.py"}}),
-            Step(role="assistant", text=text)]
+def _read_then_answer(text: str = "Done.") -> list[Step]:
+    """An exact action (a Claude Code Read: a Bash result never is) and the answer."""
+    return [*read_steps("b1", "ls.txt", "a.py"), Step(role="assistant", text=text)]
 
 
 def test_a_plain_acknowledgement_alone_in_its_turn_is_dropped() -> None:
     out = convert_trajectory(_traj([Step(role="user", text="go"), *_todo("Todos have been modified successfully."),
-                                    *_bash_then_answer()]), CARD)
+                                    *_read_then_answer()]), CARD)
     assert isinstance(out.record, Conversation)
     assert out.calls.fates == ["drop:ui_only:TodoWrite", "label"]
     assert "drop:ui_only:TodoWrite" in out.record.meta.transformations
@@ -37,16 +38,16 @@ def test_a_plain_acknowledgement_alone_in_its_turn_is_dropped() -> None:
 
 def test_a_result_quoted_later_or_an_error_blocks_the_drop() -> None:
     quoted = convert_trajectory(_traj([Step(role="user", text="go"), *_todo("Your list id is LIST-0042-ALPHA-BETA"),
-                                       *_bash_then_answer("Saved under LIST-0042-ALPHA-BETA, done.")]), CARD)
+                                       *_read_then_answer("Saved under LIST-0042-ALPHA-BETA, done.")]), CARD)
     assert isinstance(quoted.record, Rejection) and quoted.record.reason == Reason.ui_only_call
     assert "quotes its result" in quoted.record.detail
     failed = convert_trajectory(_traj([Step(role="user", text="go"), *_todo("InputValidationError", is_error=True),
-                                       *_bash_then_answer()]), CARD)
+                                       *_read_then_answer()]), CARD)
     assert isinstance(failed.record, Rejection) and "error or a refusal" in failed.record.detail
 
 
 def test_the_list_and_the_switch_come_from_the_policy() -> None:
-    steps = [Step(role="user", text="go"), *_todo("Todos have been modified successfully."), *_bash_then_answer()]
+    steps = [Step(role="user", text="go"), *_todo("Todos have been modified successfully."), *_read_then_answer()]
     off = convert_trajectory(_traj(steps), CARD, policy=ConvertPolicy(drop_ui_tools=False))
     assert isinstance(off.record, Rejection) and off.record.reason == Reason.ui_only_call
     assert "turned off" in off.record.detail

@@ -4,6 +4,8 @@ results within the limits render exactly."""
 
 from __future__ import annotations
 
+import pytest
+
 from harnessfit.convert.wire import convert_trajectory
 from harnessfit.core.rejection import Reason, Rejection
 from harnessfit.core.trajectory import Step, ToolCall, Trajectory
@@ -89,22 +91,26 @@ def test_claude_read_within_limits_renders_exactly() -> None:
 
 
 # -- Claude Bash ----------------------------------------------------------------------------------------------------
-def test_claude_bash_over_pi_limits_is_rejected() -> None:
-    output = "\n".join(f"row {i}" for i in range(2500))
-    out = _claude("Bash", {"command": "seq"}, Step(role="tool", tool_call_id="x", text=output))
-    _rejected_for_result(out, "over Pi's limits")
-
-
 def test_claude_bash_output_claude_truncated_is_rejected() -> None:
     output = "head\n\n... [812 lines truncated] ...\n\ntail"
     out = _claude("Bash", {"command": "make"}, Step(role="tool", tool_call_id="x", text=output))
     _rejected_for_result(out, "Claude Code truncated")
 
 
-def test_claude_bash_within_limits_renders_exactly() -> None:
-    out = _claude("Bash", {"command": "false"},
-                  Step(role="tool", tool_call_id="x", text="Exit code 1\nboom", is_error=True))
-    assert isinstance(out, PiCall) and out.result == "boom\n\nCommand exited with code 1"
+@pytest.mark.parametrize(("text", "is_error", "says"), [
+    ("\n".join(f"row {i}" for i in range(2500)), False, "edges Claude Code trimmed"),  # over Pi's limits too
+    ("a.py", False, "4 characters of output whose edges Claude Code trimmed"),
+    ("Exit code 1\nboom", True, "4 characters of output whose edges Claude Code trimmed"),
+    ("(Bash completed with no output)", False, "no output recorded (exit code 0)"),
+    ("", False, "no output recorded (exit code 0)"),
+    ("Error: Exit code 2", True, "no output recorded (exit code 2)"),
+    ("permission denied", True, "an error without an exit code"),
+])
+def test_claude_bash_result_is_never_pis_text(text: str, is_error: bool, says: str) -> None:
+    """Claude Code trims a command's output (leading blank lines, trailing whitespace), so Pi's text is never known:
+    the call is a label, its result is not, and the detail says what the data shows."""
+    out = _claude("Bash", {"command": "make"}, Step(role="tool", tool_call_id="x", text=text, is_error=is_error))
+    _rejected_for_result(out, says)
 
 
 # -- other sources ----------------------------------------------------------------------------------------------------
@@ -116,7 +122,7 @@ def test_openhands_large_output_is_rejected() -> None:
     _rejected_for_result(out, "final newline")
 
 
-def test_whole_trajectory_with_an_over_limit_result_is_rejected_with_the_reason() -> None:
+def test_whole_trajectory_with_an_unmappable_result_is_rejected_with_the_reason() -> None:
     steps = [
         Step(role="user", text="count to 3000"),
         Step(role="assistant", tool_calls=[ToolCall(id="c1", name="Bash", arguments={"command": "seq 3000"})]),
@@ -125,7 +131,7 @@ def test_whole_trajectory_with_an_over_limit_result_is_rejected_with_the_reason(
     ]
     out = convert_trajectory(_traj("claude_code", steps), CARD)
     assert isinstance(out.record, Rejection) and out.record.reason == Reason.unmappable_result
-    assert out.record.detail.startswith("Bash result: output 3000 lines")
+    assert out.record.detail.startswith("Bash result: 13892 characters of output whose edges Claude Code trimmed")
     # the call is an exact label; its result is not part of the prefix
     assert out.prefix is not None and out.prefix.meta.prefix.labels == 1
     assert [m["role"] for m in out.prefix.messages] == ["system", "user", "assistant"]

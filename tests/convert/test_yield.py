@@ -50,7 +50,7 @@ def test_every_call_is_a_label_or_lost_for_a_named_reason(converted: Path, trace
     by_format = doc["by_format"]
     assert sum(d["calls"] for d in by_format.values()) == raw_total
     # labels come from partial trajectories too: Claude Code and SWE-agent sessions are all rejected as a whole
-    assert by_format["claude_code"]["labels"] >= 8 and by_format["swe_agent"]["labels"] >= 1
+    assert by_format["claude_code"]["labels"] >= 5 and by_format["swe_agent"]["labels"] >= 1
     assert doc["blockers"] and all(b["unlocks"] > 0 for b in doc["blockers"])
     assert doc["blockers"] == sorted(doc["blockers"], key=lambda b: -b["unlocks"])
     md = (converted / "yield.md").read_text()

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from harnessfit.convert import to_conversation, validate_conversation
+from harnessfit.convert import convert_trajectory, to_conversation, validate_conversation
+from harnessfit.convert.builder import build_draft
 from harnessfit.core import Conversation, Reason, Rejection
 from harnessfit.core.trajectory import Trajectory
 from harnessfit.formats.claude_code.reader import ClaudeCodeReader
@@ -91,6 +92,8 @@ def test_read_result_loses_line_number_prefixes_and_reminders(tmp_path: Path, ca
 
 
 def test_multiedit_write_bash(tmp_path: Path, card):
+    """MultiEdit and Write results are Pi's texts; a Bash call maps exactly but its result never does (Claude Code
+    trims a command's output), so the turn's three calls are labels and the context after them is not."""
     calls = [
         _use("t1", "MultiEdit", {"file_path": "/p/a", "edits": [{"old_string": "a", "new_string": "b"},
                                                                   {"old_string": "c", "new_string": "d"}]}),
@@ -98,16 +101,20 @@ def test_multiedit_write_bash(tmp_path: Path, card):
         _use("t3", "Bash", {"command": "false", "timeout": 1500}),
     ]
     results = [_res("t1", "ok"), _res("t2", "ok"), _res("t3", "Exit code 1\nboom", is_error=True)]
-    conv = _convert(_session(tmp_path, calls, results), card)
-    assert isinstance(conv, Conversation), conv
-    calls_out = conv.messages[2]["tool_calls"]
+    (traj,) = ClaudeCodeReader().read(_session(tmp_path, calls, results))
+    draft = build_draft(traj, card)
+    calls_out = draft.messages[2]["tool_calls"]
     assert [c["function"]["name"] for c in calls_out] == ["edit", "write", "bash"]
     assert json.loads(calls_out[0]["function"]["arguments"])["edits"] == [{"oldText": "a", "newText": "b"},
                                                                           {"oldText": "c", "newText": "d"}]
     assert json.loads(calls_out[2]["function"]["arguments"]) == {"command": "false", "timeout": 2}
-    tools = [m["content"] for m in conv.messages if m["role"] == "tool"]
-    assert tools == ["Successfully replaced 2 block(s) in /p/a.", "Successfully wrote 5 bytes to /p/b",
-                     "boom\n\nCommand exited with code 1"]
+    tools = [m["content"] for m in draft.messages if m["role"] == "tool"]
+    assert tools == ["Successfully replaced 2 block(s) in /p/a.", "Successfully wrote 5 bytes to /p/b"]
+    (failed,) = draft.failed_results
+    assert "4 characters of output whose edges Claude Code trimmed" in failed.failure.detail
+    out = convert_trajectory(traj, card)
+    assert isinstance(out.record, Rejection) and out.record.reason == Reason.unmappable_result
+    assert (out.record.calls, out.record.labels) == (3, 3) and out.calls.fates == ["label"] * 3
 
 
 def test_todo_write_is_dropped_only_where_it_is_its_turns_only_content(tmp_path: Path, card):
@@ -115,9 +122,9 @@ def test_todo_write_is_dropped_only_where_it_is_its_turns_only_content(tmp_path:
     ack = _res("t1", "Todos have been modified successfully. Ensure that you continue to use the todo list.")
     rows = [_line("user", "please change it"), _line("assistant", [todo], mid="m1"),
             _line("user", [ack["block"]]),
-            _line("assistant", [_use("t2", "Bash", {"command": "ls"})], mid="m2"),
-            _line("user", [_res("t2", "a.py")["block"]]), _line("assistant", [{"type": "text", "text": "Done."}],
-                                                                mid="m3")]
+            _line("assistant", [_use("t2", "Read", {"file_path": "/p/ls.txt"})], mid="m2"),
+            _line("user", [_res("t2", "     1\u2192a.py")["block"]]),
+            _line("assistant", [{"type": "text", "text": "Done."}], mid="m3")]
     path = tmp_path / "alone.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     conv = _convert(path, card)
@@ -158,9 +165,12 @@ def test_sidechain_is_subagent(tmp_path: Path, card):
 
 def test_real_sessions(traces_dir: Path, card):
     d = traces_dir / "claude_code"
-    ok = _convert(d / "iampkuhz__feipi-session-browser__8a283a61-e3f0-4e8f-ba06-6711e2fcf2ed.jsonl", card)
-    assert isinstance(ok, Conversation) and validate_conversation(ok, card) == []
-    assert [m["role"] for m in ok.messages][:3] == ["system", "user", "assistant"]
+    (traj,) = ClaudeCodeReader().read(d / "iampkuhz__feipi-session-browser__8a283a61-e3f0-4e8f-ba06-6711e2fcf2ed.jsonl")
+    out = convert_trajectory(traj, card)  # its Bash results are never Pi's text: the actions up to the first are labels
+    assert isinstance(out.record, Rejection) and out.record.reason == Reason.unmappable_result
+    assert "Bash" in out.record.detail and out.record.labels == 2 and out.prefix is not None
+    assert validate_conversation(out.prefix, card) == []
+    assert [m["role"] for m in out.prefix.messages][:3] == ["system", "user", "assistant"]
     rej = _convert(d / "jnarowski__agentcmd__full-session-two.jsonl", card)
     assert isinstance(rej, Rejection) and rej.reason == Reason.unsupported_tool and "AskUserQuestion" in rej.detail
     rej = _convert(d / "marot__spotter__short.jsonl", card)

@@ -60,8 +60,16 @@ def _text(t: str) -> dict[str, Any]:
     return {"type": "text", "text": t}
 
 
-def _bash(cid: str, command: str) -> dict[str, Any]:
-    return {"type": "tool_use", "id": cid, "name": "Bash", "input": {"command": command}}
+def _read_call(cid: str, path: str) -> dict[str, Any]:
+    """An exact action (a Claude Code Read; a Bash result never is Pi's text: Claude Code trims command output)."""
+    return {"type": "tool_use", "id": cid, "name": "Read", "input": {"file_path": path}}
+
+
+def _file(path: str, content: str) -> dict[str, Any]:
+    """The ``toolUseResult`` of a whole-file Read: its ``content`` is Pi's read text."""
+    n = len(content.split("\n"))
+    return {"type": "text", "file": {"filePath": path, "content": content, "numLines": n, "startLine": 1,
+                                     "totalLines": n}}
 
 
 def _result(cid: str, out: str) -> list[dict[str, Any]]:
@@ -131,8 +139,8 @@ def _command_file(tmp_path: Path, c: dict[str, Any]) -> tuple[Path, str | None]:
     else:
         f.user("<local-command-stdout>Set model to sonnet</local-command-stdout>")
         expansion = None  # type: ignore[assignment]
-    f.assistant([_bash("t1", "git diff")], "m1")
-    f.user(_result("t1", "diff --git a/x b/x"), toolUseResult={"stdout": "diff --git a/x b/x", "stderr": ""})
+    f.assistant([_read_call("t1", "/w/x.diff")], "m1")
+    f.user(_result("t1", "diff --git a/x b/x"), toolUseResult=_file("/w/x.diff", "diff --git a/x b/x"))
     f.assistant([_text("Two risky changes.")], "m2")
     if c["then_typed"]:
         f.user("thanks, now fix them")
@@ -154,7 +162,7 @@ def test_a_prompt_command_s_expansion_is_the_prompt_and_a_local_command_leaves_n
         conv = to_conversation(main, CARD)
         assert isinstance(conv, Conversation), conv
         assert conv.messages[1]["role"] == "user" and _wire_text(conv.messages[1]) == expansion
-        assert conv.messages[2]["tool_calls"][0]["function"]["name"] == "bash"
+        assert conv.messages[2]["tool_calls"][0]["function"]["name"] == "read"
     else:
         assert not made
         assert users == (["thanks, now fix them"] if c["then_typed"] else [])
@@ -196,16 +204,16 @@ SUMMARY = ("This session is being continued from a previous conversation that ra
 def _compacted(tmp_path: Path, *, boundary: bool = True, summary: bool = True, meta: dict | None = None) -> Path:
     f = _File()
     f.user("fix the failing test")
-    f.assistant([_bash("t1", "pytest -q")], "m1")
-    f.user(_result("t1", "1 failed"), toolUseResult={"stdout": "1 failed", "stderr": ""})
+    f.assistant([_read_call("t1", "/w/test.log")], "m1")
+    f.user(_result("t1", "1 failed"), toolUseResult=_file("/w/test.log", "1 failed"))
     f.assistant([_text("One test fails.")], "m2")
     if boundary:
         f.line("system", None, parent=None, subtype="compact_boundary", content="Conversation compacted",
                compactMetadata={"trigger": "auto", "preTokens": 155000, **(meta or {})})
     if summary:
         f.user(SUMMARY, isCompactSummary=True, isVisibleInTranscriptOnly=True)
-    f.assistant([_bash("t2", "pytest -q -x")], "m3")
-    f.user(_result("t2", "1 passed"), toolUseResult={"stdout": "1 passed", "stderr": ""})
+    f.assistant([_read_call("t2", "/w/test2.log")], "m3")
+    f.user(_result("t2", "1 passed"), toolUseResult=_file("/w/test2.log", "1 passed"))
     f.assistant([_text("Fixed.")], "m4")
     return f.write(tmp_path / "compacted.jsonl")
 
@@ -231,13 +239,13 @@ def test_context_the_file_does_not_spell_out_ends_the_epoch_and_counts_its_calls
     # a microcompaction: old tool results are cleared from what the model sees next
     f = _File()
     f.user("fix the failing test")
-    f.assistant([_bash("t1", "pytest -q")], "m1")
+    f.assistant([_read_call("t1", "/w/test.log")], "m1")
     f.user(_result("t1", "1 failed"))
     f.line("system", None, subtype="microcompact_boundary", content="Context microcompacted",
            microcompactMetadata={"trigger": "auto", "preTokens": 90000, "tokensSaved": 4000,
                                  "compactedToolIds": ["t1"]})
-    f.assistant([_bash("t2", "pytest -q -x")], "m2")
-    f.assistant([_bash("t3", "git diff")], "m2")  # one message over two lines, a call on each
+    f.assistant([_read_call("t2", "/w/test2.log")], "m2")
+    f.assistant([_read_call("t3", "/w/x.diff")], "m2")  # one message over two lines, a call on each
     f.user(_result("t2", "1 passed"))
     f.user(SUMMARY, isCompactSummary=True)  # a full compaction after it: the file spells out the context again
     f.assistant([_text("All green.")], "m3")
@@ -264,8 +272,8 @@ def test_synthetic_assistant_lines_are_never_labels(tmp_path: Path) -> None:
     f.assistant([_text("No response requested.")], "syn2")
     f.rows[-1]["message"]["model"] = "<synthetic>"
     f.user("list the files again")
-    f.assistant([_bash("t1", "ls")], "m1")
-    f.user(_result("t1", "a.py"))
+    f.assistant([_read_call("t1", "/w/ls.txt")], "m1")
+    f.user(_result("t1", "a.py"), toolUseResult=_file("/w/ls.txt", "a.py"))
     f.assistant([_text("One file: a.py.")], "m2")
     (traj,) = _read(f.write(tmp_path / "synthetic.jsonl"))
     assert [(s.role, s.stop_reason) for s in traj.steps if s.role == "assistant"] == [

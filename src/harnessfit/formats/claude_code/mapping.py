@@ -6,7 +6,7 @@
 | Edit{file_path, old_string, new_string} | edit{path, edits:[{oldText, newText}]} | ``replace_all: true`` → unmappable (Pi replaces one match) |
 | MultiEdit{file_path, edits[]} | edit{path, edits:[…]} | one Pi edit with several entries; any replace_all → unmappable |
 | Write{file_path, content} | write{path, content} | result ``Successfully wrote N bytes to PATH`` |
-| Bash{command, timeout?} | bash{command, timeout?} | timeout ms → s (ceil); non-zero exit → Pi's exit-code text |
+| Bash{command, timeout?} | bash{command, timeout?} | timeout ms → s (ceil); the result is never Pi's text (below) |
 | TodoWrite, TaskCreate, TaskUpdate, ExitPlanMode, mcp__happy__change_title | UI-only | dropped with their results where ``convert.policy`` allows it (decided before the mapping is asked) |
 | AskUserQuestion | unsupported | it hands control to the user mid-turn; Pi has no such tool |
 | Grep{pattern, path, output_mode: content, -n, -i?, glob?} | grep{pattern, path, ignoreCase?, glob?} | only with the tools profile (``pi@V+tools``) and only a search of one file (``formats.claude_code.search``) |
@@ -17,8 +17,14 @@ Sizes: Claude Code cuts what Pi would not and Pi cuts what Claude Code would not
 (``unmappable_result``, detail "<Tool> result: …": the call itself is an exact label, the context after it is not): a Read whose content Pi's
 2000-line / 50 KB cap would cut; a Read without ``limit`` that Claude stopped before the end of the file (its own
 2000-line cap: Pi's continuation note would differ); a Read holding a line of 2000+ characters (Claude cuts long
-lines); a Bash output over Pi's limits (Pi keeps the tail and names a random temp file) or one Claude Code itself
-truncated or persisted to a file.
+lines).
+
+Bash results: Claude Code keeps no command's raw output. Its tool result is stdout with leading blank lines removed and
+trailing whitespace (the final newline) trimmed, then stderr trimmed, on a line of its own (``BashTool``'s
+``mapToolResultToToolResultBlockParam`` in 1.0.108 and 2.0.27; ``toolUseResult.stdout`` keeps no final newline either), while Pi sends
+the merged output as the command wrote it. So a Bash call is an exact label, but its result is ``unmappable_result``
+(the context after it is not exact), with the detail the data gives: output Claude Code truncated or persisted to
+a file, an error without an exit code, no output (which may have been blank lines), or trimmed output.
 
 Errors are re-worded as Pi words them where the meaning is the same (missing file → ``ENOENT…``; edit text not
 found → Pi's "Could not find the exact text…"); any other error result is ``unmappable_result`` rather than
@@ -47,7 +53,6 @@ from harnessfit.formats.base import (
 )
 from harnessfit.formats.claude_code.search import map_glob, map_grep, map_ls
 from harnessfit.harness.pi_results import (
-    pi_bash_result,
     pi_edit_no_match,
     pi_edit_result,
     pi_file_not_found,
@@ -63,6 +68,8 @@ _EXIT = re.compile(r"^(?:Error: )?Exit code (\d+)\n?")
 CLAUDE_READ_MAX_LINES = 2000
 CLAUDE_READ_MAX_LINE_CHARS = 2000
 _CLAUDE_BASH_CUT = re.compile(r"\[\d+ (?:lines|characters) truncated\]|<persisted-output>|Output too large")
+_NO_OUTPUT = re.compile(r"\(Bash completed with no output\)|<system>Tool ran without output or errors</system>")
+"""Claude Code's own words for a command that printed nothing (2.1, and 0.2/1.0)."""
 
 
 def strip_system_reminders(text: str) -> str:
@@ -94,6 +101,31 @@ def _claude_read_cut(content: str, start: int, shown: Any, total: Any, limited: 
     if lines >= CLAUDE_READ_MAX_LINES:
         return f"{lines} lines without a limit: Claude Code may have stopped at its {CLAUDE_READ_MAX_LINES}-line cap"
     return None
+
+
+def _bash_result(text: str, is_error: bool | None) -> Failure:
+    """Why Pi's bash text for a Claude Code ``Bash`` result cannot be known: Claude Code never keeps a command's raw
+    output (the module docstring), so the detail says what the data shows: an error without an exit code, output
+    Claude Code cut, no output, or output whose edges it trimmed."""
+    hint = "re-run the command under Pi (Claude Code keeps no raw output)"
+    output, code = text, 0
+    if is_error:
+        m = _EXIT.match(text)
+        if not m:
+            return result_failure("Bash", f"an error without an exit code ({excerpt(text, 100)!r}), which Pi's bash "
+                                  "text needs", "re-run the command under Pi")
+        output, code = text[m.end():], int(m.group(1))
+    cut = _CLAUDE_BASH_CUT.search(output)
+    if cut is not None:
+        return result_failure("Bash", f"Claude Code truncated the output ({cut.group(0)!r}); the real output is "
+                              "unknown", "trim the command's output (head/tail) or re-run under Pi")
+    if not output.strip() or _NO_OUTPUT.fullmatch(output.strip()):
+        return result_failure("Bash", f"no output recorded (exit code {code}), but Claude Code trims whitespace, so "
+                              "the command printed nothing or only blank lines, and Pi's text differs between them",
+                              hint)
+    return result_failure("Bash", f"{len(output)} characters of output whose edges Claude Code trimmed (leading blank "
+                          "lines, trailing whitespace such as the final newline) and whose stderr it keeps apart from "
+                          "stdout, so Pi's exact text is unknown", hint)
 
 
 class ClaudeCodeMapping:
@@ -238,19 +270,4 @@ class ClaudeCodeMapping:
         if isinstance(tur, dict) and tur.get("interrupted"):
             return Failure(Reason.aborted_or_error_turn, f"Bash {excerpt(command, 60)!r} was interrupted by the user",
                            "an interrupted call is not a finished action: keep the session up to it")
-        if result.is_error:
-            m = _EXIT.match(text)
-            if not m:
-                return PiCall("bash", pi_args, result_failure(
-                    "Bash", f"an error without an exit code ({excerpt(text, 100)!r}), which Pi's bash text needs",
-                    "re-run the command under Pi"), tuple(tr))
-            code = int(m.group(1))
-            output, notes = text[m.end():], (*tr, "bash_result.exit_code")
-        else:
-            code, output, notes = 0, text, tuple(tr)
-        cut = _CLAUDE_BASH_CUT.search(output)
-        if cut is not None:
-            return PiCall("bash", pi_args, result_failure(
-                "Bash", f"Claude Code truncated the output ({cut.group(0)!r}); the real output is unknown",
-                "trim the command's output (head/tail) or re-run under Pi"), notes)
-        return PiCall("bash", pi_args, pi_bash_result(ctx.card, output, code, tool="Bash"), notes)
+        return PiCall("bash", pi_args, _bash_result(text, result.is_error), tuple(tr))

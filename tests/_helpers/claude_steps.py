@@ -1,0 +1,19 @@
+"""Claude Code steps whose results map to Pi's text exactly, for tests that need an exact action of a Claude session
+(a ``Bash`` result never is: Claude Code trims a command's output, see ``formats.claude_code.mapping``)."""
+
+from __future__ import annotations
+
+from harnessfit.core import Step, ToolCall
+
+__all__ = ["read_steps"]
+
+
+def read_steps(cid: str, path: str, content: str, text: str | None = None) -> list[Step]:
+    """An assistant turn (with ``text``) reading the whole file ``path`` and its result: Claude Code's numbered view
+    plus the ``toolUseResult`` file record it writes, whose ``content`` is Pi's read text."""
+    lines = content.split("\n")
+    numbered = "\n".join(f"{n:>6}\u2192{line}" for n, line in enumerate(lines, 1))
+    record = {"type": "text", "file": {"filePath": path, "content": content, "numLines": len(lines), "startLine": 1,
+                                       "totalLines": len(lines)}}
+    return [Step(role="assistant", text=text, tool_calls=[ToolCall(id=cid, name="Read", arguments={"file_path": path})]),
+            Step(role="tool", tool_call_id=cid, text=numbered, meta={"toolUseResult": record})]
