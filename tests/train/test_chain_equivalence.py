@@ -36,13 +36,16 @@ def test_chains_and_records_give_the_same_losses_and_lora_gradients(traces_dir: 
 
     from harnessfit.models import load_model
 
-    cfg = config_from_values(inputs=[str(traces_dir / "openhands")], parquet=False,
+    # small real sessions whose exact actions make chains of several actions (OpenHands and Claude Code command
+    # results are never Pi's text, so their exact prefixes are short)
+    claude = traces_dir / "claude_code" / "iampkuhz__feipi-session-browser__8a283a61-e3f0-4e8f-ba06-6711e2fcf2ed.jsonl"
+    cfg = config_from_values(inputs=[str(traces_dir / "openhands"), str(claude)], parquet=False,
                              split={"train": 1.0, "validation": 0.0, "test": 0.0})
     build_dataset(cfg, tmp_path, out=tmp_path / "ds")
     audit(tmp_path / "ds", "embedded", tmp_path / "audit", progress=False)
     chains = load_split(tmp_path / "audit", "train")
     records = load_split(tmp_path / "audit", "train", layout="records")
-    assert chains.n_actions == records.n_actions >= 4 and max(len(a) for a in chains.action_ids) >= 3
+    assert chains.n_actions == records.n_actions >= 4 and max(len(a) for a in chains.action_ids) >= 2
     assert chains.n_tokens < records.n_tokens
 
     torch.manual_seed(0)
