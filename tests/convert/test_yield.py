@@ -13,12 +13,12 @@ import pytest
 from _helpers.raw_calls import count_calls
 from harnessfit.convert import convert, validate_conversation
 from harnessfit.core import Reason, Trajectory
-from harnessfit.core.trajectory import CONTEXT_NOT_RECORDED
+from harnessfit.core.trajectory import CONTEXT_NOT_REBUILT
 from harnessfit.formats.registry import iter_units, read_unit
 from harnessfit.harness.card import load_card
 
 CARD = load_card("pi", "0.73.1")
-YIELD_NAMES = {r.value for r in Reason} | {"demonstration", "other_agent", CONTEXT_NOT_RECORDED}
+YIELD_NAMES = {r.value for r in Reason} | {"demonstration", "other_agent", CONTEXT_NOT_REBUILT}
 
 
 @pytest.fixture(scope="module")

@@ -234,7 +234,7 @@ def test_a_compaction_starts_a_new_context_whose_prompt_is_the_summary(tmp_path:
 def test_context_the_file_does_not_spell_out_ends_the_epoch_and_counts_its_calls(tmp_path: Path) -> None:
     # a partial compaction that kept earlier messages: the next context is unknown until the next compaction
     before, kept = _read(_compacted(tmp_path, meta={"preservedSegment": {"headUuid": "a", "tailUuid": "b"}}))
-    assert not kept.steps and kept.skipped_calls == {"context_not_recorded": 1}
+    assert not kept.steps and kept.skipped_calls == {"context_not_rebuilt": 1}
     assert [c.id for s in before.steps for c in s.tool_calls] == ["t1"]
     # a microcompaction: old tool results are cleared from what the model sees next
     f = _File()
@@ -251,14 +251,14 @@ def test_context_the_file_does_not_spell_out_ends_the_epoch_and_counts_its_calls
     f.assistant([_text("All green.")], "m3")
     path = f.write(tmp_path / "micro.jsonl")
     main, after = _read(path)
-    assert [c.id for s in main.steps for c in s.tool_calls] == ["t1"] and main.skipped_calls == {"context_not_recorded": 2}
-    assert "claude.context_not_recorded:microcompact_boundary" in main.provenance.transformations
+    assert [c.id for s in main.steps for c in s.tool_calls] == ["t1"] and main.skipped_calls == {"context_not_rebuilt": 2}
+    assert "claude.context_not_rebuilt:microcompact_boundary" in main.provenance.transformations
     assert after.steps[0].text == SUMMARY and not after.skipped_calls
     out = tmp_path / "out"
     convert([path], out, CARD, install_dir="/opt/pi")
     doc = json.loads((out / "yield.json").read_text())
     assert doc["identity_holds"] and doc["total"]["calls"] == count_calls("claude_code", path) == 3
-    assert doc["total"]["lost"].get("context_not_recorded") == 2
+    assert doc["total"]["lost"].get("context_not_rebuilt") == 2
 
 
 # ------------------------------------------------------------------------------------------------ synthetic lines

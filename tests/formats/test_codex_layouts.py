@@ -15,7 +15,7 @@ from _helpers.raw_calls import count_calls
 from harnessfit.convert import convert_trajectory
 from harnessfit.core.rejection import Rejection
 from harnessfit.core.trajectory import Trajectory
-from harnessfit.core.trajectory import CONTEXT_NOT_RECORDED
+from harnessfit.core.trajectory import CONTEXT_NOT_REBUILT
 from harnessfit.formats.codex.reader import CodexReader
 from harnessfit.formats.registry import detect_format
 from harnessfit.harness.card import load_card
@@ -236,15 +236,15 @@ def test_compaction_whose_context_is_unknown_ends_the_prefix(tmp_path: Path) -> 
         path = _envelopes(tmp_path / "r.jsonl", records)
         (traj,) = _read(path)
         assert [c.id for s in traj.steps for c in s.tool_calls] == ["c1"]
-        assert traj.skipped_calls == {CONTEXT_NOT_RECORDED: 2}
+        assert traj.skipped_calls == {CONTEXT_NOT_REBUILT: 2}
         fates = _fates([traj])
-        assert len(fates) == count_calls("codex", path) and fates.count(CONTEXT_NOT_RECORDED) == 2
+        assert len(fates) == count_calls("codex", path) and fates.count(CONTEXT_NOT_REBUILT) == 2
     # an inline encrypted compaction item does the same; a later readable replacement history starts a new epoch
     records = (_items(_user("task"), *_call("c1", "ls"), encrypted, *_call("c2", "ls -a"))
                + [("compacted", {"message": "s", "replacement_history": [_user("task"), _user("summary")]})]
                + _items(*_call("c3", "pwd"), _answer("done")))
     first, second = _read(_envelopes(tmp_path / "r2.jsonl", records))
-    assert first.skipped_calls == {CONTEXT_NOT_RECORDED: 1} and [c.id for s in second.steps for c in s.tool_calls] == ["c3"]
+    assert first.skipped_calls == {CONTEXT_NOT_REBUILT: 1} and [c.id for s in second.steps for c in s.tool_calls] == ["c3"]
 
 
 def test_rollback_drops_the_last_user_turns_from_the_context(tmp_path: Path) -> None:
@@ -300,5 +300,5 @@ def test_an_output_given_as_an_object_maps_like_its_json_text(tmp_path: Path) ->
 def test_calls_after_an_unreadable_compaction_are_counted_even_with_nothing_before(tmp_path: Path) -> None:
     path = _envelopes(tmp_path / "r.jsonl", [("compacted", {"message": "s"})] + _items(*_call("c1", "ls")))
     (traj,) = _read(path)
-    assert traj.steps == [] and traj.skipped_calls == {CONTEXT_NOT_RECORDED: 1}
-    assert _fates([traj]) == [CONTEXT_NOT_RECORDED] and count_calls("codex", path) == 1
+    assert traj.steps == [] and traj.skipped_calls == {CONTEXT_NOT_REBUILT: 1}
+    assert _fates([traj]) == [CONTEXT_NOT_REBUILT] and count_calls("codex", path) == 1

@@ -12,13 +12,18 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from harnessfit.convert import convert
 from harnessfit.core.rejection import Reason, Rejection
 from harnessfit.core.trajectory import Trajectory
 from harnessfit.formats.openhands.events import v1_observation
 from harnessfit.formats.openhands.reader import OpenHandsReader
 from harnessfit.formats.registry import detect_format
+from harnessfit.harness.card import load_card
 
 from _helpers.openhands_v1 import BENCHMARKS, LAYOUTS, action_event, observation_event, terminal_observation
+from _helpers.raw_calls import count_calls
+
+CARD = load_card("pi", "0.73.1")
 
 V0 = "openhands/All-Hands-AI__OpenHands__basic.json"
 V1 = "openhands/OpenHands__software-agent-sdk__v1_conversation_cd94562403b9487ebdd4018e3f531dfd"
@@ -189,3 +194,53 @@ def test_v1_real_output_layout_has_text_and_exit_codes(traces_dir: Path) -> None
     results = [s for t in trajs for s in t.steps if s.role == "tool"]
     assert results and all(s.text for s in results)
     assert all(isinstance(s.exit_code, int) and "no_exit_code" not in s.meta for s in results)
+
+
+# ------------------------------------------------------------------------------------------------ condensation
+def _v0_condensed(where: int) -> list[dict[str, Any]]:
+    """A V0 run of three commands and a finish, with a ``condensation`` action after the ``where``-th command."""
+    events: list[dict[str, Any]] = [
+        {"id": 0, "source": "user", "action": "message", "args": {"content": "build it"}}]
+    for k in range(3):
+        events += [{"id": 10 + 2 * k, "source": "agent", "action": "run", "args": {"command": f"step {k}"}},
+                   {"id": 11 + 2 * k, "source": "agent", "observation": "run", "cause": 10 + 2 * k, "content": "",
+                    "extras": {"metadata": {"exit_code": 0}}}]
+        if k + 1 == where:
+            events.append({"id": 30, "source": "agent", "action": "condensation",
+                           "args": {"forgotten_event_ids": [10, 11], "summary": "Ran step 0.", "summary_offset": 1}})
+    events.append({"id": 40, "source": "agent", "action": "finish", "args": {"final_thought": "Built."}})
+    return events
+
+
+@pytest.mark.parametrize("where", [1, 2, 3])
+def test_a_condensation_ends_the_steps_and_counts_every_later_call(tmp_path: Path, where: int) -> None:
+    """After a condensation the model sees OpenHands' condensed view, which is not rebuilt: the steps stop there and
+    every later call (the finish too) is counted as ``context_not_rebuilt``, so calls = kept + skipped."""
+    path = tmp_path / "events.json"
+    path.write_text(json.dumps(_v0_condensed(where)))
+    (traj,) = list(OpenHandsReader().read(path))
+    kept = [c.name for s in traj.steps for c in s.tool_calls]
+    assert kept == ["action:run"] * where
+    assert traj.skipped_calls == {"context_not_rebuilt": 3 - where + 1}  # later commands and the finish
+    assert not any(s.meta.get("folded_calls") for s in traj.steps)
+    assert "openhands: condensation x1" in traj.provenance.transformations
+    assert len(kept) + sum(traj.skipped_calls.values()) == count_calls("openhands", path) == 4
+    out = tmp_path / "out"
+    convert([path], out, CARD, install_dir="/opt/pi")
+    doc = json.loads((out / "yield.json").read_text())
+    assert doc["identity_holds"] and doc["total"]["lost"].get("context_not_rebuilt") == 3 - where + 1
+
+
+def test_a_v1_condensation_event_ends_the_steps(tmp_path: Path) -> None:
+    history = [action_event("c0", "terminal", {"command": "ls"}),
+               observation_event("c0", "terminal", terminal_observation("content+code", "a.py", 0)),
+               {"kind": "Condensation", "id": "cond-1", "source": "environment", "forgotten_event_ids": ["a-c0"],
+                "summary": "Listed the files.", "summary_offset": 1},
+               action_event("c1", "terminal", {"command": "cat a.py"}),
+               observation_event("c1", "terminal", terminal_observation("content+code", "x = 1", 0))]
+    path = tmp_path / "output.jsonl"
+    path.write_text(json.dumps({"instance_id": "i-1", "instruction": "Look.", "history": history}) + "\n")
+    (traj,) = list(OpenHandsReader().read(path))
+    assert [c.id for s in traj.steps for c in s.tool_calls] == ["c0"]
+    assert traj.skipped_calls == {"context_not_rebuilt": 1}
+    assert count_calls("openhands", path) == 2

@@ -8,7 +8,7 @@ Every assistant tool call a reader read is counted exactly once, as one of:
 - ``lost``, by reason: the ``Reason`` of the problem that cost it — the nearest problem at or before its turn (its
   own, when the call itself is the problem), ``aborted_or_error_turn`` for calls of turns Pi drops, or a reader's
   reason for calls it left out of the steps (``Trajectory.skipped_calls``: ``demonstration``, ``other_agent``,
-  ``context_not_recorded``: ``core.trajectory.CONTEXT_NOT_RECORDED``).
+  ``context_not_rebuilt``: ``core.trajectory.CONTEXT_NOT_REBUILT``).
 
 So ``calls == labels + sum(dropped) + sum(lost)`` for every file and in total, and ``yield.json`` checks it. Calls
 shared by several trajectories of one unit (a Pi session's side branches repeat the active branch's prefix) are

@@ -11,13 +11,15 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-__all__ = ["ToolCall", "Step", "Provenance", "Trajectory", "CONTEXT_NOT_RECORDED"]
+__all__ = ["ToolCall", "Step", "Provenance", "Trajectory", "CONTEXT_NOT_REBUILT"]
 
-CONTEXT_NOT_RECORDED = "context_not_recorded"
+CONTEXT_NOT_REBUILT = "context_not_rebuilt"
 """The reason (a ``Trajectory.skipped_calls`` key) for calls a source made after its harness changed what the model
-saw in a way the file does not hold: a Claude Code microcompaction or a compaction that kept earlier messages, a
-Codex compaction without its replacement history. The reader leaves them out of ``steps`` (no context for them can
-be made exact) and counts them here, so that every call of the file is accounted for."""
+saw in a way harnessfit does not rebuild: a Claude Code microcompaction or a compaction that kept earlier messages and
+a Codex compaction without its replacement history (what the model saw is not in the file), an OpenHands
+condensation (its view — the events left after forgetting some, plus a summary — is not rebuilt). The reader leaves
+such calls out of ``steps`` (no context for them is exact) and counts them here, so that every call of the file is
+accounted for."""
 
 
 class ToolCall(BaseModel):
@@ -81,7 +83,7 @@ class Trajectory(BaseModel):
     ``lost_at``: where a hole starts — the index of the first step that may miss what an unreadable line held (the
     steps before it are whole); ``None`` when the reader does not know (then nothing of the trajectory is trusted
     when it is flagged ``lines_lost`` or ``truncated``). ``skipped_calls``: source tool calls the reader saw but left
-    out of ``steps``, by reason (SWE-agent demonstrations; ``CONTEXT_NOT_RECORDED``), so that every call of the file is
+    out of ``steps``, by reason (SWE-agent demonstrations; ``CONTEXT_NOT_REBUILT``), so that every call of the file is
     accounted for.
     """
 

@@ -29,7 +29,7 @@ Policies:
   first), beginning with the summary as the user step; every epoch shares the first's ``root_request_id``. Where
   Claude Code changed the context in a way the file does not spell out — a ``microcompact_boundary`` (old tool
   results cleared), a boundary whose ``compactMetadata`` kept earlier messages — the epoch ends there: its later
-  calls are counted in ``Trajectory.skipped_calls`` as ``context_not_recorded`` until the next compaction.
+  calls are counted in ``Trajectory.skipped_calls`` as ``context_not_rebuilt`` until the next compaction.
 - Synthetic assistant lines (``message.model == "<synthetic>"``): an API error (``isApiErrorMessage``) is kept as
   an assistant turn with stop reason ``error``, which the converter drops as Pi drops its own error turns; a
   stand-in such as "No response requested." (written on a resume, after an ``isMeta`` "Continue from where you left
@@ -52,7 +52,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from harnessfit.core.rejection import Reason, Rejection
-from harnessfit.core.trajectory import CONTEXT_NOT_RECORDED, Trajectory
+from harnessfit.core.trajectory import CONTEXT_NOT_REBUILT, Trajectory
 from harnessfit.formats.base import BaseTraceReader
 from harnessfit.formats.claude_code.session import (
     USER_REJECTION_MARK,
@@ -137,7 +137,7 @@ class ClaudeCodeReader(BaseTraceReader):
             )
             traj.lost_at = t.lost_at
             if t.skipped_calls:
-                traj.skipped_calls = {CONTEXT_NOT_RECORDED: t.skipped_calls}
+                traj.skipped_calls = {CONTEXT_NOT_REBUILT: t.skipped_calls}
             if not key.startswith("sidechain:"):  # every epoch of a session stays in the same split
                 root = root or traj.root_request_id
                 traj.root_request_id = root

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from harnessfit.core.trajectory import CONTEXT_NOT_RECORDED, Step, ToolCall
+from harnessfit.core.trajectory import CONTEXT_NOT_REBUILT, Step, ToolCall
 from harnessfit.formats.claude_code.lines import (
     SYNTHETIC_MODEL,
     compaction,
@@ -64,7 +64,7 @@ class Thread:
     def go_blind(self, why: str) -> None:
         if self.blind is None:
             self.blind = why
-            self.transformations.append(f"claude.{CONTEXT_NOT_RECORDED}:{why}")
+            self.transformations.append(f"claude.{CONTEXT_NOT_REBUILT}:{why}")
 
     def add(self, lineno: int, kind: str, msg: dict[str, Any], line: dict[str, Any]) -> Step | None:
         """Add one user or assistant line; the step it made or added to (``None`` when it made none: local UI, a

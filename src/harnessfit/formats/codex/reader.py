@@ -17,7 +17,7 @@ the CLI version.
   user messages and the summary with a version-specific template the rollout does not hold; a replacement history
   or an inline ``compaction`` item holding an encrypted summary is unreadable. Either way the context after it is
   unknown: the trajectory ends there, and the calls after it are counted in ``Trajectory.skipped_calls`` under
-  ``context_not_recorded`` (``core.trajectory.CONTEXT_NOT_RECORDED``) until a later compaction with a readable replacement history starts a new epoch.
+  ``context_not_rebuilt`` (``core.trajectory.CONTEXT_NOT_REBUILT``) until a later compaction with a readable replacement history starts a new epoch.
 - ``event_msg`` ``thread_rolled_back {num_turns}`` drops the last ``num_turns`` user turns (all of them when there
   are fewer; none when there is no user turn): a new epoch starts with the steps before the dropped turns, marked
   ``history_only``.
@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from harnessfit.core.rejection import Reason, Rejection
-from harnessfit.core.trajectory import CONTEXT_NOT_RECORDED, Step, Trajectory
+from harnessfit.core.trajectory import CONTEXT_NOT_REBUILT, Step, Trajectory
 from harnessfit.formats.base import BaseTraceReader
 from harnessfit.formats.codex.items import CALL_TYPES, COMPACTION_TYPES, INJECTED_PREFIXES, StepBuilder, count
 from harnessfit.formats.codex.layouts import Record, detect_layout, records
@@ -249,7 +249,7 @@ class CodexReader(BaseTraceReader):
             )
             traj.lost_at = epoch.lost_at
             if epoch.skipped:
-                traj.skipped_calls[CONTEXT_NOT_RECORDED] = epoch.skipped
+                traj.skipped_calls[CONTEXT_NOT_REBUILT] = epoch.skipped
             if root is None:
                 root = traj.root_request_id
             else:

@@ -19,7 +19,7 @@ from harnessfit.core.trajectory import Step, ToolCall
 __all__ = ["Steps", "v0_event", "v1_event", "v1_observation", "V0_NOISE_OBSERVATIONS", "V0_NOISE_ACTIONS"]
 
 V0_NOISE_OBSERVATIONS = frozenset({"agent_state_changed", "null", "recall", "user_rejected_confirmation"})
-V0_NOISE_ACTIONS = frozenset({"change_agent_state", "recall", "null", "condensation"})
+V0_NOISE_ACTIONS = frozenset({"change_agent_state", "recall", "null"})
 
 
 def _parts_text(parts: Any) -> str:
@@ -53,15 +53,28 @@ class Steps:
         self.finish_ids: set[str] = set()
         self.waiting: list[str] = []  # call ids of actions not answered yet (pairing by order)
         self._response: str | None = None
+        self.condensed = False  # a condensation happened: what follows was written seeing OpenHands' condensed view
+        self.skipped = 0  # calls made after it (``core.trajectory.CONTEXT_NOT_REBUILT``)
+
+    def condensation(self) -> None:
+        """OpenHands condensed the history (forgot events, maybe added a summary): the model's context from here on is
+        that view, which is not rebuilt, so no later step is kept and the later calls are counted in ``skipped``."""
+        self.count("condensation")
+        self.condensed = True
 
     def count(self, key: str) -> None:
         self.counts[key] = self.counts.get(key, 0) + 1
 
     def text(self, role: str, text: str, images: int = 0) -> None:
         self._response = None
+        if self.condensed:
+            return
         self.steps.append(Step(role=role, text=text, images=images))  # type: ignore[arg-type]
 
     def call(self, response_id: str | None, thought: str, call: ToolCall) -> None:
+        if self.condensed:
+            self.skipped += 1
+            return
         if response_id is None or response_id != self._response or not self.steps or self.steps[-1].role != "assistant":
             self.steps.append(Step(role="assistant", text=thought or None))
         elif thought and not self.steps[-1].text:
@@ -73,6 +86,9 @@ class Steps:
     def finish(self, response_id: str | None, call_id: str, thought: str, message: str) -> None:
         """The agent's end of turn: its message becomes the final assistant text."""
         self.finish_ids.add(call_id)
+        if self.condensed:
+            self.skipped += 1
+            return
         self.count("finish->final_text")
         final = message or thought
         same = response_id is not None and response_id == self._response
@@ -87,6 +103,8 @@ class Steps:
                meta: dict[str, Any] | None = None) -> None:
         if call_id in self.finish_ids:
             self.count("finish_observation_dropped")
+            return
+        if self.condensed:
             return
         step = Step(role="tool", tool_call_id=call_id, text=text, is_error=is_error, exit_code=exit_code, images=images)
         step.meta["observation"] = kind
@@ -104,6 +122,9 @@ def v0_event(ev: dict[str, Any], acc: Steps, call_of_event: dict[Any, str], *, f
     tcm = ev.get("tool_call_metadata") if isinstance(ev.get("tool_call_metadata"), dict) else None
     if "action" in ev:
         action = ev.get("action")
+        if action == "condensation":
+            acc.condensation()
+            return
         if action in V0_NOISE_ACTIONS:
             acc.count(f"action_{action}_skipped")
             return
@@ -267,5 +288,7 @@ def v1_event(ev: dict[str, Any], acc: Steps) -> None:
         acc.call(response_id, thought, ToolCall(id=call_id, name=name, arguments=raw))
     elif kind in ("ObservationEvent", "UserRejectObservation", "AgentErrorEvent"):
         _v1_result(ev, acc, kind)
+    elif kind == "Condensation":  # forgotten_event_ids + summary: the view the model sees from here on
+        acc.condensation()
     else:
         acc.count(f"event_{kind}_skipped")

@@ -33,6 +33,10 @@ output files.
   benchmark outputs leave the first message out), the instance's ``instruction`` (the text the harness sent as the
   first user message) is the first user step, recorded.
 
+**Condensation** (V0 ``condensation`` actions, V1 ``Condensation`` events: events forgotten, maybe a summary): from
+then on the model sees OpenHands' condensed view, which is not rebuilt here, so the run's steps end at the first one
+and every later call is counted as ``context_not_rebuilt`` (``core.trajectory.CONTEXT_NOT_REBUILT``).
+
 ``finish`` is how an OpenHands agent ends its turn, not a workspace tool: its message becomes the assistant's final
 text and the call and its echo observation are removed (recorded as ``openhands.finish->final_text``; the step keeps
 the call's name in ``meta["folded_calls"]`` so the yield accounting still counts it).
@@ -47,7 +51,7 @@ from typing import Any
 
 from harnessfit.core.ids import content_id
 from harnessfit.core.rejection import Reason, Rejection
-from harnessfit.core.trajectory import Step, Trajectory
+from harnessfit.core.trajectory import CONTEXT_NOT_REBUILT, Step, Trajectory
 from harnessfit.formats.base import BaseTraceReader
 from harnessfit.formats.openhands.events import Steps, v0_event, v1_event
 from harnessfit.formats.reading import first_json_line, sniff
@@ -152,14 +156,17 @@ class OpenHandsReader(BaseTraceReader):
             acc.steps.insert(next((i for i, s in enumerate(acc.steps) if s.role != "system"), len(acc.steps)),
                              Step(role="user", text=instruction))
             notes = [*notes, "openhands.eval: instruction as the first user message (the history has none)"]
-        if not any(s.role in ("user", "assistant") for s in acc.steps):
+        if not any(s.role in ("user", "assistant") for s in acc.steps) and not acc.skipped:
             where = f" ({key.replace(':', ' ')})" if key.startswith("instance") else ""
             return self.reject(path, sha, Reason.empty, f"no user or agent messages{where}",
                                "nothing to train on: drop it", line_start=line, line_end=line_end or line)
         notes = [*notes, *(f"openhands: {k} x{v}" for k, v in sorted(acc.counts.items()))]
         notes.append(default_note if cwd is None else f"openhands.{key.split(':')[0]}: cwd {cwd_note}")
-        return self.trajectory(path, sha, key=key, steps=acc.steps, cwd=cwd or DEFAULT_CWD, date=date,
+        traj = self.trajectory(path, sha, key=key, steps=acc.steps, cwd=cwd or DEFAULT_CWD, date=date,
                                flags=flags, line_start=line, line_end=line_end or line, transformations=notes)
+        if acc.skipped:
+            traj.skipped_calls = {CONTEXT_NOT_REBUILT: acc.skipped}
+        return traj
 
     # ------------------------------------------------------------------------------------------------ V0 folder
     def _read_v0_folder(self, folder: Path, sha: str) -> Iterator[Trajectory | Rejection]:
@@ -290,13 +297,16 @@ class OpenHandsReader(BaseTraceReader):
             v1_event(ev, acc)
         ws = state.get("workspace") if isinstance(state, dict) and isinstance(state.get("workspace"), dict) else {}
         cwd = ws.get("working_dir") if isinstance(ws.get("working_dir"), str) else None
-        if not any(s.role in ("user", "assistant") for s in acc.steps):
+        if not any(s.role in ("user", "assistant") for s in acc.steps) and not acc.skipped:
             if not lost:
                 yield self.reject(folder, sha, Reason.empty, "no user or agent messages", "nothing to train on")
             return
         notes = [f"openhands: {k} x{v}" for k, v in sorted(acc.counts.items())]
         notes.append("openhands.v1: events read in file-name order")
-        yield self.trajectory(
+        traj = self.trajectory(
             folder, sha, key="v1", steps=acc.steps, cwd=cwd or DEFAULT_CWD, date=date,
             flags=["lines_lost"] if lost else [], line_start=1, line_end=len(files), transformations=notes,
         )
+        if acc.skipped:
+            traj.skipped_calls = {CONTEXT_NOT_REBUILT: acc.skipped}
+        yield traj
