@@ -118,7 +118,7 @@ def _bash_result(text: str, is_error: bool | None) -> Failure:
     cut = _CLAUDE_BASH_CUT.search(output)
     if cut is not None:
         return result_failure("Bash", f"Claude Code truncated the output ({cut.group(0)!r}); the real output is "
-                              "unknown", "trim the command's output (head/tail) or re-run under Pi")
+                              "unknown", hint)
     if not output.strip() or _NO_OUTPUT.fullmatch(output.strip()):
         return result_failure("Bash", f"no output recorded (exit code {code}), but Claude Code trims whitespace, so "
                               "the command printed nothing or only blank lines, and Pi's text differs between them",
