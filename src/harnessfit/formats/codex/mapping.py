@@ -180,27 +180,29 @@ class CodexMapping:
         args = parse_arguments(call.arguments, "shell_command")
         if isinstance(args, Failure):
             return args
-        cmd = args.get("command")
-        if not isinstance(cmd, str) or not cmd.strip():
-            return arg_failure("shell_command", "command is missing or empty", "command must be the command string")
-        found = patch_from_script(cmd)
-        if found is not None:
-            return map_patch(found, args.get("workdir"), ctx, result)
-        return self._bash(cmd, args, result, ctx, "shell_command", ("codex.shell_command->bash",), _dropped(
+        return self._script("command", args, args, result, ctx, "shell_command", None, _dropped(
             "shell_command", args, ("command", "workdir", "timeout_ms", "timeout")))
 
     def _exec(self, call: ToolCall, result: Step | None, ctx: MapContext) -> MapOutcome:
         args = parse_arguments(call.arguments, "exec_command")
         if isinstance(args, Failure):
             return args
-        cmd = args.get("cmd")
+        tty = arg_failure("exec_command", "tty=true (interactive terminal)", "Pi's bash has no TTY") \
+            if args.get("tty") else None
+        used = ("cmd", "workdir")
+        return self._script("cmd", args, {k: v for k, v in args.items() if k in used}, result, ctx, "exec_command", tty,
+                            _dropped("exec_command", args, used))
+
+    def _script(self, key: str, args: dict[str, Any], bash_args: dict[str, Any], result: Step | None,
+                ctx: MapContext, tool: str, refuse: Failure | None, dropped: tuple[str, ...]) -> MapOutcome:
+        """A command *string* (``args[key]``), as ``_argv`` takes an argv list: a patch it runs, else a bash call with
+        ``bash_args``' workdir and timeout; ``refuse`` (a tool-specific failure) wins once the string is there."""
+        cmd = args.get(key)
         if not isinstance(cmd, str) or not cmd.strip():
-            return arg_failure("exec_command", "cmd is missing or empty", "cmd must be the command string")
-        if args.get("tty"):
-            return arg_failure("exec_command", "tty=true (interactive terminal)", "Pi's bash has no TTY")
+            return arg_failure(tool, f"{key} is missing or empty", f"{key} must be the command string")
+        if refuse is not None:
+            return refuse
         found = patch_from_script(cmd)
         if found is not None:
             return map_patch(found, args.get("workdir"), ctx, result)
-        used = ("cmd", "workdir")
-        return self._bash(cmd, {k: v for k, v in args.items() if k in used}, result, ctx, "exec_command",
-                          ("codex.exec_command->bash",), _dropped("exec_command", args, used))
+        return self._bash(cmd, bash_args, result, ctx, tool, (f"codex.{tool}->bash",), dropped)
