@@ -30,11 +30,6 @@ def _todo(cid: str, text: str | None) -> list[Step]:
             Step(role="tool", tool_call_id=cid, text="Todos have been modified successfully.")]
 
 
-def _read(cid: str, path: str, content: str, text: str | None = None) -> list[Step]:
-    """An exact action: a Claude Code Read and its result (Pi's read text is ``content``)."""
-    return read_steps(cid, path, content, text)
-
-
 def test_the_order_is_the_contract() -> None:
     assert [g.name for g in GATES] == [
         "lines_lost", "truncated_file", "empty", "side_branch", "subagent", "foreign_tools", "mapping_failed",
@@ -51,7 +46,7 @@ def test_the_order_is_the_contract() -> None:
 def test_ui_only_turns_are_dropped_whole_and_nothing_is_merged() -> None:
     """A turn whose only content is a UI-only call goes with its result; the turns around it stay as they were."""
     steps = [Step(role="user", text="Plan it, then do it."), *_todo("a", None), *_todo("b", None),
-             *_read("c", "ls.txt", "x.py", text="C."), Step(role="assistant", text="Done.")]
+             *read_steps("c", "ls.txt", "x.py", text="C."), Step(role="assistant", text="Done.")]
     conv = to_conversation(_traj(steps), CARD)
     assert isinstance(conv, Conversation), conv
     assert [(m["role"], m.get("content")) for m in conv.messages[1:]] == [
@@ -64,8 +59,8 @@ def test_ui_only_turns_are_dropped_whole_and_nothing_is_merged() -> None:
 
 
 def test_a_ui_call_beside_text_blocks_and_the_actions_before_it_are_labels() -> None:
-    steps = [Step(role="user", text="Go."), *_read("b", "pwd.txt", "/w"), *_todo("a", "Planning."),  # 1-2, 3-4
-             *_read("c", "ls.txt", "x.py"), Step(role="assistant", text="In /w.")]
+    steps = [Step(role="user", text="Go."), *read_steps("b", "pwd.txt", "/w"), *_todo("a", "Planning."),  # 1-2, 3-4
+             *read_steps("c", "ls.txt", "x.py"), Step(role="assistant", text="In /w.")]
     out = convert_trajectory(_traj(steps), CARD)
     assert isinstance(out.record, Rejection) and out.record.reason == Reason.ui_only_call
     assert "also holds text" in out.record.detail
@@ -80,7 +75,7 @@ def test_a_ui_call_beside_text_blocks_and_the_actions_before_it_are_labels() -> 
 def test_a_turn_right_after_an_answer_is_no_label() -> None:
     """Pi starts a run only with a user message: an answer followed at once by another turn is not a Pi context."""
     steps = [Step(role="user", text="Go."), Step(role="assistant", text="Sure, later."),  # 1: an answer
-             *_read("c", "ls.txt", "x.py"), Step(role="assistant", text="Done.")]  # 2: a turn right after it
+             *read_steps("c", "ls.txt", "x.py"), Step(role="assistant", text="Done.")]  # 2: a turn right after it
     out = convert_trajectory(_traj(steps), CARD)
     assert isinstance(out.record, Rejection) and out.record.reason == Reason.turn_after_answer
     assert out.calls.fates == ["turn_after_answer"]
@@ -114,7 +109,8 @@ class GaveUp(Gate):
 
 
 def test_adding_a_gate_is_one_class_and_one_list_entry(monkeypatch: pytest.MonkeyPatch) -> None:
-    steps = [Step(role="user", text="Fix it."), *_read("b", "make.log", "error"), Step(role="assistant", text="I give up.")]
+    steps = [Step(role="user", text="Fix it."), *read_steps("b", "make.log", "error"),
+             Step(role="assistant", text="I give up.")]
     assert isinstance(to_conversation(_traj(steps), CARD), Conversation)
     monkeypatch.setattr(gates, "GATES", (*GATES[:-1], GaveUp(), GATES[-1]))  # the one entry
     rej = to_conversation(_traj(steps), CARD)

@@ -12,6 +12,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from _helpers.claude_steps import read_record
 from _helpers.raw_calls import count_calls
 from harnessfit.convert import convert, to_conversation
 from harnessfit.core import Conversation, Trajectory
@@ -63,13 +64,6 @@ def _text(t: str) -> dict[str, Any]:
 def _read_call(cid: str, path: str) -> dict[str, Any]:
     """An exact action (a Claude Code Read; a Bash result never is Pi's text: Claude Code trims command output)."""
     return {"type": "tool_use", "id": cid, "name": "Read", "input": {"file_path": path}}
-
-
-def _file(path: str, content: str) -> dict[str, Any]:
-    """The ``toolUseResult`` of a whole-file Read: its ``content`` is Pi's read text."""
-    n = len(content.split("\n"))
-    return {"type": "text", "file": {"filePath": path, "content": content, "numLines": n, "startLine": 1,
-                                     "totalLines": n}}
 
 
 def _result(cid: str, out: str) -> list[dict[str, Any]]:
@@ -140,7 +134,7 @@ def _command_file(tmp_path: Path, c: dict[str, Any]) -> tuple[Path, str | None]:
         f.user("<local-command-stdout>Set model to sonnet</local-command-stdout>")
         expansion = None  # type: ignore[assignment]
     f.assistant([_read_call("t1", "/w/x.diff")], "m1")
-    f.user(_result("t1", "diff --git a/x b/x"), toolUseResult=_file("/w/x.diff", "diff --git a/x b/x"))
+    f.user(_result("t1", "diff --git a/x b/x"), toolUseResult=read_record("/w/x.diff", "diff --git a/x b/x"))
     f.assistant([_text("Two risky changes.")], "m2")
     if c["then_typed"]:
         f.user("thanks, now fix them")
@@ -205,7 +199,7 @@ def _compacted(tmp_path: Path, *, boundary: bool = True, summary: bool = True, m
     f = _File()
     f.user("fix the failing test")
     f.assistant([_read_call("t1", "/w/test.log")], "m1")
-    f.user(_result("t1", "1 failed"), toolUseResult=_file("/w/test.log", "1 failed"))
+    f.user(_result("t1", "1 failed"), toolUseResult=read_record("/w/test.log", "1 failed"))
     f.assistant([_text("One test fails.")], "m2")
     if boundary:
         f.line("system", None, parent=None, subtype="compact_boundary", content="Conversation compacted",
@@ -213,7 +207,7 @@ def _compacted(tmp_path: Path, *, boundary: bool = True, summary: bool = True, m
     if summary:
         f.user(SUMMARY, isCompactSummary=True, isVisibleInTranscriptOnly=True)
     f.assistant([_read_call("t2", "/w/test2.log")], "m3")
-    f.user(_result("t2", "1 passed"), toolUseResult=_file("/w/test2.log", "1 passed"))
+    f.user(_result("t2", "1 passed"), toolUseResult=read_record("/w/test2.log", "1 passed"))
     f.assistant([_text("Fixed.")], "m4")
     return f.write(tmp_path / "compacted.jsonl")
 
@@ -273,7 +267,7 @@ def test_synthetic_assistant_lines_are_never_labels(tmp_path: Path) -> None:
     f.rows[-1]["message"]["model"] = "<synthetic>"
     f.user("list the files again")
     f.assistant([_read_call("t1", "/w/ls.txt")], "m1")
-    f.user(_result("t1", "a.py"), toolUseResult=_file("/w/ls.txt", "a.py"))
+    f.user(_result("t1", "a.py"), toolUseResult=read_record("/w/ls.txt", "a.py"))
     f.assistant([_text("One file: a.py.")], "m2")
     (traj,) = _read(f.write(tmp_path / "synthetic.jsonl"))
     assert [(s.role, s.stop_reason) for s in traj.steps if s.role == "assistant"] == [
