@@ -21,8 +21,8 @@ lines).
 
 Bash results: Claude Code keeps no command's raw output. Its tool result is stdout with leading blank lines removed and
 trailing whitespace (the final newline) trimmed, then stderr trimmed, on a line of its own (``BashTool``'s
-``mapToolResultToToolResultBlockParam`` in 1.0.108 and 2.0.27; ``toolUseResult.stdout`` keeps no final newline either), while Pi sends
-the merged output as the command wrote it. So a Bash call is an exact label, but its result is ``unmappable_result``
+``mapToolResultToToolResultBlockParam`` in 1.0.108 and 2.0.27; ``toolUseResult.stdout`` keeps no final newline
+either), while Pi sends the merged output as the command wrote it. So a Bash call is an exact label, but its result is ``unmappable_result``
 (the context after it is not exact), with the detail the data gives: output Claude Code truncated or persisted to
 a file, an error without an exit code, no output (which may have been blank lines), or trimmed output.
 

@@ -3,9 +3,9 @@
 Codex takes a patch as a function call ``apply_patch{input}``, as the freeform custom tool ``apply_patch`` (the raw
 patch text), or inside a command it intercepts before running it (``maybe_parse_apply_patch`` in the codex-rs
 sources): the argv ``["apply_patch", PATCH]`` (or ``applypatch``), and a shell script that is only a heredoc
-``apply_patch <<'EOF' … EOF``, optionally after ``cd DIR &&`` (``DIR`` one word or one single-quoted string). One file per patch: ``*** Add File`` →
-``write{path, content}``; ``*** Update File`` hunks → ``edit{path, edits:[{oldText, newText}]}`` (old text = context +
-removed lines). Delete, Move, several files, hunks without old text and overlapping hunks → ``unmappable_arguments``.
+``apply_patch <<'EOF' … EOF``, optionally after ``cd DIR &&`` (``DIR`` one word or one single-quoted string).
+One file per patch: ``*** Add File`` → ``write{path, content}``; ``*** Update File`` hunks →
+``edit{path, edits:[{oldText, newText}]}`` (old text = context + removed lines). Delete, Move, several files, hunks without old text and overlapping hunks → ``unmappable_arguments``.
 A patch the user refused is no label; one whose output is no success is a label whose result does not render.
 A command that invokes ``apply_patch`` in another way is refused too (``unmappable_arguments``): Codex applied the
 patch itself, while Pi's bash has no ``apply_patch`` program, so the recorded output is not what Pi would show.

@@ -17,7 +17,8 @@ the CLI version.
   user messages and the summary with a version-specific template the rollout does not hold; a replacement history
   or an inline ``compaction`` item holding an encrypted summary is unreadable. Either way the context after it is
   unknown: the trajectory ends there, and the calls after it are counted in ``Trajectory.skipped_calls`` under
-  ``context_not_rebuilt`` (``core.trajectory.CONTEXT_NOT_REBUILT``) until a later compaction with a readable replacement history starts a new epoch.
+  ``context_not_rebuilt`` (``core.trajectory.CONTEXT_NOT_REBUILT``) until a later compaction with a readable
+  replacement history starts a new epoch.
 - ``event_msg`` ``thread_rolled_back {num_turns}`` drops the last ``num_turns`` user turns (all of them when there
   are fewer; none when there is no user turn): a new epoch starts with the steps before the dropped turns, marked
   ``history_only``.
