@@ -1,10 +1,11 @@
 """Every layout a producing tool writes is read, detected by content: JSONL variants (property test over every real
-file), OpenHands V0 session folders and evaluation output, SWE-agent YAML demos and RetryAgent attempts,
+file of ../shared/traces and ../shared/traces-extra), OpenHands V0 session folders and evaluation output, SWE-agent YAML demos and RetryAgent attempts,
 LLaMA-Factory v1 content blocks and ShareGPT parallel calls, Claude Code sidechains split by root."""
 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -31,10 +32,18 @@ def _reorder(v: Any, keep: bool = False) -> Any:
 
 
 def _records(path: Path) -> tuple[str, Any]:
+    """A JSONL file's records — every JSON value in it, in order, so a line holding two (a lost newline) gives both —
+    or a document."""
     text = path.read_text(encoding="utf-8")
-    if path.suffix == ".jsonl":
-        return "jsonl", [json.loads(line) for line in text.splitlines() if line.strip()]
-    return "doc", json.loads(text)
+    if path.suffix != ".jsonl":
+        return "doc", json.loads(text)
+    decoder, blank, recs = json.JSONDecoder(), re.compile(r"\s*"), []
+    i = blank.match(text).end()
+    while i < len(text):
+        value, i = decoder.raw_decode(text, i)
+        recs.append(value)
+        i = blank.match(text, i).end()
+    return "jsonl", recs
 
 
 def _layouts(kind: str, recs: Any) -> dict[str, bytes]:
@@ -79,8 +88,8 @@ def _files(root: Path) -> list[Path]:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("path", _files(Path(__file__).resolve().parents[2].parent / "shared" / "traces"),
-                         ids=lambda p: p.name[:50])
+@pytest.mark.parametrize("path", [*_files(Path(__file__).resolve().parents[2].parent / "shared" / "traces"),
+                                  *_files(EXTRA)], ids=lambda p: p.name[:50])
 def test_real_files_convert_the_same_in_every_layout(path: Path, tmp_path: Path) -> None:
     base = _normalised(list(iter_convert([path], CARD, install_dir="/opt/pi", prefixes=True)))
     assert base

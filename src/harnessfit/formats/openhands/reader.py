@@ -89,12 +89,19 @@ class OpenHandsReader(BaseTraceReader):
             if path.is_dir():
                 return self._folder_kind(path) is not None
             head = sniff(path).lstrip()
-            if head.startswith(b"["):
-                return (b'"source"' in head and (b'"action"' in head or b'"observation"' in head)
-                        and b'"role"' not in head[:200])
-            return head.startswith(b"{") and b'"history"' in head and _is_eval_output(first_json_line(path))
+            if self._eval_output(path, head):
+                return True
+            return (head.startswith(b"[") and b'"source"' in head
+                    and (b'"action"' in head or b'"observation"' in head) and b'"role"' not in head[:200])
         except Exception:  # noqa: BLE001 - detect must never raise
             return False
+
+    @staticmethod
+    def _eval_output(path: Path, head: bytes) -> bool:
+        """Evaluation output, by its first record (``reading.first_json_line``: the first line, the first of several
+        pretty-printed objects, or the first element of a top-level array — every layout ``json_lines`` reads); an
+        OpenHands V0 event list is a top-level array too, whose first element is an event."""
+        return head[:1] in (b"{", b"[") and _is_eval_output(first_json_line(path))
 
     @staticmethod
     def _folder_kind(path: Path) -> str | None:
@@ -114,10 +121,10 @@ class OpenHandsReader(BaseTraceReader):
                 yield from self._read_v0_folder(path, sha)
             else:
                 yield from self._read_v1(path, sha)
-        elif sniff(path, 4096).lstrip().startswith(b"["):
-            yield from self._read_v0(path, sha)
-        else:
+        elif self._eval_output(path, sniff(path).lstrip()):
             yield from self._read_eval_output(path, sha)
+        else:
+            yield from self._read_v0(path, sha)
 
     # ------------------------------------------------------------------------------------------------ V0
     def _read_v0(self, path: Path, sha: str) -> Iterator[Trajectory | Rejection]:
