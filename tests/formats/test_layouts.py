@@ -1,6 +1,7 @@
 """Every layout a producing tool writes is read, detected by content: JSONL variants (property test over every real
-file of ../shared/traces and ../shared/traces-extra), OpenHands V0 session folders and evaluation output, SWE-agent YAML demos and RetryAgent attempts,
-LLaMA-Factory v1 content blocks and ShareGPT parallel calls, Claude Code sidechains split by root."""
+file of ../shared/traces and ../shared/traces-extra), OpenHands V0 session folders and evaluation output, SWE-agent
+YAML demos and RetryAgent attempts, LLaMA-Factory v1 content blocks and ShareGPT parallel calls, Claude Code
+sidechains split by root."""
 
 from __future__ import annotations
 
