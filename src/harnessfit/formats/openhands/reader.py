@@ -121,10 +121,10 @@ class OpenHandsReader(BaseTraceReader):
                 yield from self._read_v0_folder(path, sha)
             else:
                 yield from self._read_v1(path, sha)
-        elif self._eval_output(path, sniff(path).lstrip()):
-            yield from self._read_eval_output(path, sha)
+        elif (head := sniff(path, 4096).lstrip()).startswith(b"[") and not self._eval_output(path, head):
+            yield from self._read_v0(path, sha)  # a top-level array of events (an array of instances is eval output)
         else:
-            yield from self._read_v0(path, sha)
+            yield from self._read_eval_output(path, sha)
 
     # ------------------------------------------------------------------------------------------------ V0
     def _read_v0(self, path: Path, sha: str) -> Iterator[Trajectory | Rejection]:
