@@ -33,9 +33,11 @@ output files.
   benchmark outputs leave the first message out), the instance's ``instruction`` (the text the harness sent as the
   first user message) is the first user step, recorded.
 
-**Condensation** (V0 ``condensation`` actions, V1 ``Condensation`` events: events forgotten, maybe a summary): from
-then on the model sees OpenHands' condensed view, which is not rebuilt here, so the run's steps end at the first one
-and every later call is counted as ``context_not_rebuilt`` (``core.trajectory.CONTEXT_NOT_REBUILT``).
+**Condensation** (V0 ``condensation`` actions, V1 ``Condensation`` events — ``forgotten_event_ids``, an optional
+``summary`` and ``summary_offset``, ``openhands/sdk/event/condenser.py``): from then on the model sees the view the
+SDK builds from them (``context/view/view.py``: the events not forgotten, the summary inserted), which is not
+rebuilt here, so the run's steps end at the first one and every later call is counted as ``context_not_rebuilt``
+(``core.trajectory.CONTEXT_NOT_REBUILT``).
 
 ``finish`` is how an OpenHands agent ends its turn, not a workspace tool: its message becomes the assistant's final
 text and the call and its echo observation are removed (recorded as ``openhands.finish->final_text``; the step keeps
