@@ -21,6 +21,7 @@ nor masked as truncated.
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -208,11 +209,13 @@ def _heldout(cfg, model, tokenizer, points: DecisionPoints | None, rewards, run:
 
 
 def train_grpo(cfg: HarnessfitGRPOConfig, out_dir: Path, *, resume: bool = False,
-               reading_source: ReadingSource | None = None, judge_client: Any = None) -> GRPOResult:
+               reading_source: ReadingSource | None = None, judge_client: Any = None,
+               extra_callbacks: Sequence[Any] = ()) -> GRPOResult:
     """GRPO as ``cfg`` says, writing everything under ``out_dir`` (see the module docstring).
 
     ``resume`` continues from the newest complete checkpoint. ``reading_source`` replaces the health guard's
-    sensors; ``judge_client`` replaces the judge built from ``cfg.judge`` (tests)."""
+    sensors; ``judge_client`` replaces the judge built from ``cfg.judge`` (tests); ``extra_callbacks`` are added to
+    the trainer's (a benchmark's step clock)."""
     from harnessfit.train.rewards.combine import RewardSet
 
     console = Console(stderr=True)
@@ -249,6 +252,7 @@ def train_grpo(cfg: HarnessfitGRPOConfig, out_dir: Path, *, resume: bool = False
     write_recipe(run, cfg)
     before = _heldout(cfg, model, tok, heldout, rewards, run, "before", console)
     callbacks = run_callbacks(run, cfg.guard_rules, reading_source, console)
+    callbacks.callbacks.extend(extra_callbacks)
     try:
         trainer = HarnessfitGRPOTrainer(model=model, reward_funcs=[rewards], args=cfg, train_dataset=train.dataset(),
                                         processing_class=tok, peft_config=lora, callbacks=callbacks.callbacks)

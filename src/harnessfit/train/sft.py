@@ -7,8 +7,9 @@ GRPO share). The run folder adds ``OUT/train_report.md`` and ``OUT/plots/*.png``
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import orjson
 import torch
@@ -189,11 +190,12 @@ def build_trainer(cfg: HarnessfitSFTConfig, audited: Audited, train: TokenizedSp
 
 
 def train_sft(cfg: HarnessfitSFTConfig, out_dir: Path, *, resume: bool = False,
-              reading_source: ReadingSource | None = None) -> TrainResult:
+              reading_source: ReadingSource | None = None, extra_callbacks: Sequence[Any] = ()) -> TrainResult:
     """Train a LoRA adapter as ``cfg`` says, writing everything under ``out_dir``.
 
     ``resume`` continues from the newest complete checkpoint (optimizer, scheduler, RNG and data position restored).
-    ``reading_source`` replaces the health guard's sensors (tests and drills). ``cfg.harness`` (``pi@VERSION``)
+    ``reading_source`` replaces the health guard's sensors (tests and drills); ``extra_callbacks`` are added to the
+    trainer's (a benchmark's step clock, ``bench/gpu/measure.py``). ``cfg.harness`` (``pi@VERSION``)
     must be the one the audit recorded (default: that one); the adapter records it for serving and eval.
     """
     from transformers import AutoConfig
@@ -221,6 +223,7 @@ def train_sft(cfg: HarnessfitSFTConfig, out_dir: Path, *, resume: bool = False,
     _apply_fast_path(cfg, fp, run, evalset is not None)
     write_recipe(run, cfg)
     callbacks = run_callbacks(run, cfg.guard_rules, reading_source, console)
+    callbacks.callbacks.extend(extra_callbacks)
     try:
         trainer = build_trainer(cfg, audited, train, evalset, fp, callbacks)
         output = trainer.train(resume_from_checkpoint=str(run.resume_from) if run.resume_from else None)
