@@ -94,7 +94,7 @@ def test_stop_tokens_and_native_context() -> None:
 
 
 def test_resolve_model_kinds(tmp_path: Path) -> None:
-    assert resolve_model("Qwen/Qwen3-0.6B") == "Qwen/Qwen3-0.6B"
+    assert resolve_model("Qwen/Qwen3-0.6B", check_hub=False) == "Qwen/Qwen3-0.6B"
     assert resolve_model(str(tmp_path)) == tmp_path.resolve()
     with pytest.raises(UserError, match="not found"):
         resolve_model(str(tmp_path / "missing"))
@@ -109,3 +109,34 @@ def test_template_option_errors(tmp_path: Path) -> None:
     custom.write_text("{% for m in messages %}{{ m['content'] }}{% endfor %}")
     tok = load_tokenizer("embedded", template=str(custom))
     assert template_info(tok).name == "file:mine.jinja"
+
+
+def _resolve_in_subprocess(spec: str, env: dict[str, str]) -> subprocess.CompletedProcess:
+    code = ("from harnessfit.errors import UserError\nfrom harnessfit.models import resolve_model\n"
+            f"try:\n    print('OK', resolve_model({spec!r}))\nexcept UserError as e:\n    print('ERR', e)")
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                          env={**os.environ, **env})
+
+
+def test_unknown_hub_model_fails_fast_naming_the_embedded_models(tmp_path: Path) -> None:
+    """No network here: a Hub id that is not cached ends in one line within seconds (not ~51 s of retries), with the
+    embedded names and the closest one offered; HF_HUB_OFFLINE says so; a cached model passes untouched."""
+    cache = tmp_path / "hub"
+    snap = cache / "models--acme--tiny" / "snapshots" / ("0" * 40)
+    snap.mkdir(parents=True)
+    (snap / "config.json").write_text("{}")
+    (cache / "models--acme--tiny" / "refs").mkdir()
+    (cache / "models--acme--tiny" / "refs" / "main").write_text("0" * 40)
+    env = {"HF_HUB_CACHE": str(cache), "HF_HUB_OFFLINE": ""}
+    import time
+
+    t0 = time.monotonic()
+    online = _resolve_in_subprocess("acme/smollm2-135", env)
+    assert time.monotonic() - t0 < 30
+    assert online.stdout.startswith("ERR "), online.stdout + online.stderr
+    assert "cannot be reached" in online.stdout and "did you mean 'smollm2-135m'" in online.stdout
+    offline = _resolve_in_subprocess("acme/other", {**env, "HF_HUB_OFFLINE": "1"})
+    assert offline.stdout.startswith("ERR ") and "HF_HUB_OFFLINE is set" in offline.stdout
+    assert "embedded models: embedded, smollm2-135m" in offline.stdout
+    cached = _resolve_in_subprocess("acme/tiny", {**env, "HF_HUB_OFFLINE": "1"})
+    assert cached.stdout.strip() == "OK acme/tiny", cached.stdout + cached.stderr

@@ -10,10 +10,10 @@ from pathlib import Path
 from typing import Any
 
 from harnessfit.errors import UserError
-from harnessfit.models.embedded import ensure_embedded, is_embedded
+from harnessfit.models.embedded import EMBEDDED_ALIASES, ensure_embedded, is_embedded
 from harnessfit.models.templates import CHATML_TOOLS, TEMPLATE_KEY, chatml_tools_template, choose_template
 
-__all__ = ["END_OF_TURN_TOKENS", "resolve_model", "model_revision", "load_tokenizer", "load_model", "stop_token_ids",
+__all__ = ["END_OF_TURN_TOKENS", "resolve_model", "check_hub_model", "model_revision", "load_tokenizer", "load_model", "stop_token_ids",
            "native_context_length", "load_error", "adapter_base", "apply_adapter"]
 
 
@@ -27,8 +27,51 @@ def _looks_local(spec: str) -> bool:
     return spec.startswith((".", "/", "~")) or Path(spec).expanduser().exists() or spec.count("/") > 1
 
 
-def resolve_model(spec: str) -> Path | str:
-    """Embedded alias → cached converted folder; local folder → Path; anything else → a Hugging Face id (str)."""
+def _did_you_mean(spec: str) -> str:
+    import difflib
+
+    close = difflib.get_close_matches(spec.lower(), sorted(EMBEDDED_ALIASES), n=1, cutoff=0.5)
+    hint = f"did you mean {close[0]!r}? " if close else ""
+    return f"{hint}embedded models: {', '.join(sorted(EMBEDDED_ALIASES))}"
+
+
+def check_hub_model(spec: str) -> None:
+    """Fail in one line, within seconds, for a Hugging Face id that cannot be loaded, instead of the library's
+    retries (about 51 s offline) ending in a traceback.
+
+    A model in the local Hugging Face cache passes. Otherwise: with ``HF_HUB_OFFLINE`` set it cannot be fetched; else
+    one metadata request (5 s timeout) tells a missing repository, a gated one (``HF_TOKEN``) and an unreachable Hub
+    apart. Every message names the embedded models and, when the name is close to one of them, that one."""
+    import os
+
+    import huggingface_hub as hub
+
+    if isinstance(hub.try_to_load_from_cache(spec, "config.json"), str):
+        return
+    fixes = ("pass a local model folder, download it on a connected machine (`hf download ID --local-dir DIR`) and "
+             "pass DIR, or keep it in the Hugging Face cache")
+    if os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on"):
+        raise UserError(f"model {spec!r} is not a local folder and not in the Hugging Face cache, and HF_HUB_OFFLINE "
+                        f"is set: {fixes}; {_did_you_mean(spec)}")
+    try:
+        hub.model_info(spec, timeout=5)
+    except hub.errors.GatedRepoError:
+        raise UserError(f"model {spec!r} is gated on the Hugging Face Hub: accept its licence on the model page and "
+                        "set HF_TOKEN to a token of that account") from None
+    except hub.errors.RepositoryNotFoundError:
+        raise UserError(f"no model {spec!r} on the Hugging Face Hub (or it is private: set HF_TOKEN); "
+                        f"{_did_you_mean(spec)}") from None
+    except hub.errors.HfHubHTTPError:
+        return  # the Hub answered with something else (rate limit, 5xx): let the loader try and report
+    except Exception as exc:  # noqa: BLE001 - a network failure of any kind is one line for the user
+        first = (str(exc).splitlines() or [type(exc).__name__])[0][:160]
+        raise UserError(f"model {spec!r} is not a local folder and the Hugging Face Hub cannot be reached ({first}): "
+                        f"{fixes}; {_did_you_mean(spec)}") from None
+
+
+def resolve_model(spec: str, *, check_hub: bool = True) -> Path | str:
+    """Embedded alias → cached converted folder; local folder → Path; anything else → a Hugging Face id (str), checked
+    with ``check_hub_model`` first unless ``check_hub`` is False."""
     spec = str(spec).strip()
     if not spec:
         raise UserError("no model given: pass an alias (smollm2-135m), a local folder, or a Hugging Face id")
@@ -41,6 +84,8 @@ def resolve_model(spec: str) -> Path | str:
         if not path.is_dir():
             raise UserError(f"model path is not a folder: {spec}")
         return path.resolve()
+    if check_hub:
+        check_hub_model(spec)
     return spec
 
 
