@@ -6,8 +6,12 @@ VENV := .venv
 BIN := $(VENV)/bin
 PI_VERSION ?=   # empty: the default Pi of src/harnessfit/harness/versions.py; `make setup PI_VERSION=1.6.0` for another
 STAMP := $(VENV)/.installed
+GPU ?=          # `make setup GPU=1` on a CUDA machine: bitsandbytes, liger-kernel and vLLM too (docs/gpu.md)
+HARNESSFIT_DIR := $(or $(HARNESSFIT_HOME),$(HOME)/.cache/harnessfit)
+# vLLM 0.33.0 pins torch 2.14.0 and transformers < 5.21, so it gets a virtualenv of its own
+VLLM_VERSION := 0.33.0
 
-.PHONY: setup demo test bench clean
+.PHONY: setup gpu demo test bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -19,11 +23,19 @@ $(STAMP): pyproject.toml
 	@command -v bwrap >/dev/null || { [ "$$(id -u)" = 0 ] && (apt-get update -qq && apt-get install -y -qq bubblewrap >/dev/null) || echo "note: bubblewrap not installed; eval runs without a sandbox and says so"; }
 	touch $@
 
-setup: $(STAMP)
+setup: $(STAMP) $(if $(strip $(GPU)),gpu)
 	$(BIN)/harnessfit harness install pi $(if $(strip $(PI_VERSION)),--version $(PI_VERSION))
 	$(BIN)/harnessfit eval toolchain   # the raw checkers' pinned svelte compiler + autofixer (ruff comes from pip)
 	@{ command -v rg >/dev/null && { command -v fd >/dev/null || command -v fdfind >/dev/null; }; } || { [ "$$(id -u)" = 0 ] && (apt-get update -qq && apt-get install -y -qq ripgrep fd-find >/dev/null) || echo "note: ripgrep/fd not installed; Pi's grep/find (the tools profile, pi@V+tools) cannot run"; }   # Pi looks for rg and fd/fdfind on the PATH and, offline, downloads neither
 	@command -v chromium >/dev/null || { [ "$$(id -u)" = 0 ] && (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) || echo "note: chromium not installed; the browser test of the HTML report skips (and fails under CI)"; }
+
+# PyPI's Linux torch wheels are CUDA builds (this Makefile's `pip install torch==2.13.0` gets one there); the check
+# says so when the installed torch sees no GPU. vLLM goes into $(HARNESSFIT_DIR)/vllm, where `harnessfit serve
+# --backend vllm` finds it (or set HARNESSFIT_VLLM=/path/to/vllm).
+gpu: $(STAMP)
+	$(BIN)/python -c "import sys, torch; sys.exit(0 if torch.cuda.is_available() else 'torch ' + torch.__version__ + ' sees no CUDA GPU: install a CUDA build of torch==2.13.0 into .venv (docs/gpu.md)')"
+	$(BIN)/pip install -q bitsandbytes==0.50.2 liger-kernel==0.8.5
+	[ -x $(HARNESSFIT_DIR)/vllm/bin/vllm ] || { $(PYTHON) -m venv $(HARNESSFIT_DIR)/vllm && $(HARNESSFIT_DIR)/vllm/bin/pip install -q vllm==$(VLLM_VERSION); }
 
 demo: setup
 	$(BIN)/harnessfit demo

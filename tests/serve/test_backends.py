@@ -168,3 +168,28 @@ def test_cli_serve_writes_pi_config(scripted_hello, tmp_path: Path) -> None:
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
         proc.wait(timeout=30)
+
+
+def test_vllm_program_comes_from_env_or_its_own_virtualenv(tmp_path: Path, monkeypatch) -> None:
+    """vLLM pins its own torch/transformers, so `make setup GPU=1` installs it in $HARNESSFIT_HOME/vllm; the
+    launcher runs that program (or $HARNESSFIT_VLLM), and a path that is not a file means no vLLM."""
+    import importlib.util
+
+    from harnessfit.serve.vllm import vllm_executable
+
+    monkeypatch.setenv("HARNESSFIT_HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("HARNESSFIT_VLLM", raising=False)
+    if importlib.util.find_spec("vllm") is None:
+        assert vllm_executable() is None
+    own = tmp_path / "home" / "vllm" / "bin" / "vllm"
+    own.parent.mkdir(parents=True)
+    own.write_text("#!/bin/sh\n")
+    assert vllm_executable() == str(own)
+    other = tmp_path / "elsewhere-vllm"
+    other.write_text("#!/bin/sh\n")
+    monkeypatch.setenv("HARNESSFIT_VLLM", str(other))
+    assert vllm_executable() == str(other)
+    launch = prepare_vllm("embedded", workdir=tmp_path / "w", port=9002, max_tokens=16)
+    assert launch.command[:2] == [str(other), "serve"]
+    monkeypatch.setenv("HARNESSFIT_VLLM", str(tmp_path / "missing"))
+    assert vllm_executable() is None

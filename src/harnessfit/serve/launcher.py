@@ -31,7 +31,8 @@ _LIVE: set[ServerHandle] = set()
 
 
 def choose_backend(backend: str) -> str:
-    """``auto`` → ``vllm`` only when vLLM imports and CUDA is available, else ``builtin``."""
+    """``auto`` → ``vllm`` only when a vLLM program is found (``vllm_executable``) and CUDA is available, else
+    ``builtin``."""
     from harnessfit.serve.vllm import vllm_available
 
     if backend not in BACKENDS:
@@ -39,7 +40,8 @@ def choose_backend(backend: str) -> str:
     if backend == "auto":
         return "vllm" if vllm_available() else "builtin"
     if backend == "vllm" and not vllm_available():
-        raise UserError("backend vllm needs the vllm package and a CUDA GPU; use --backend builtin on this machine")
+        raise UserError("backend vllm needs the vllm package (make setup GPU=1, or HARNESSFIT_VLLM=/path/to/vllm) and a "
+                        "CUDA GPU; use --backend builtin on this machine")
     return backend
 
 

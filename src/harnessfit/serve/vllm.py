@@ -17,12 +17,33 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["VllmLaunch", "vllm_available", "build_vllm_command", "prepare_vllm"]
+__all__ = ["VllmLaunch", "vllm_available", "vllm_executable", "build_vllm_command", "prepare_vllm"]
+
+
+def vllm_executable() -> str | None:
+    """The ``vllm`` program to run, or None: ``$HARNESSFIT_VLLM`` when set, else the one ``make setup GPU=1``
+    installs into its own virtualenv (``$HARNESSFIT_HOME/vllm/bin/vllm``: vLLM pins a torch and a transformers of its
+    own, so it does not share harnessfit's), else this environment's when vLLM is importable here."""
+    import os
+    import shutil
+
+    from harnessfit.paths import home
+
+    env = os.environ.get("HARNESSFIT_VLLM", "").strip()
+    if env:
+        return env if Path(env).is_file() else None
+    own = home() / "vllm" / "bin" / "vllm"
+    if own.is_file():
+        return str(own)
+    if importlib.util.find_spec("vllm") is not None:
+        return shutil.which("vllm") or "vllm"
+    return None
 
 
 def vllm_available() -> bool:
-    """True when vLLM is importable and a CUDA device is visible (the only case ``auto`` picks vLLM)."""
-    if importlib.util.find_spec("vllm") is None:
+    """True when a vLLM program is found (``vllm_executable``) and a CUDA device is visible (the only case ``auto``
+    picks vLLM)."""
+    if vllm_executable() is None:
         return False
     try:
         import torch
@@ -111,6 +132,7 @@ def prepare_vllm(
         source.model_path, port=port, served_name=base_served, chat_template=template,
         generation_config_dir=gen_dir, adapter=source.adapter, adapter_name=served if source.adapter else None,
         lora_rank=_lora_rank(source.adapter) if source.adapter else None, max_model_len=max_model_len,
+        executable=vllm_executable() or "vllm",
     )
     return VllmLaunch(command=cmd, model_id=served, port=port, files={"chat_template": template, "generation": gen_dir},
                       context_window=max_model_len or native_context_length(source.model_path))

@@ -370,10 +370,12 @@ class HarnessfitGRPOConfig(_HarnessfitFields, GRPOConfig):
         if self.sft_adapter and not (Path(self.sft_adapter) / "adapter_config.json").is_file():
             raise ValueError(f"sft_adapter {self.sft_adapter} is not an adapter folder (no adapter_config.json): "
                              "point it at OUT/adapter of `harnessfit train sft`")
-        if self.use_vllm is None:
+        if self.use_vllm is None:  # TRL runs vLLM in this process (colocate) or its own server: it must import here
+            import importlib.util
+
             from harnessfit.serve.vllm import vllm_available
 
-            self.use_vllm = vllm_available()
+            self.use_vllm = vllm_available() and importlib.util.find_spec("vllm") is not None
         elif self.use_vllm:
             import importlib.util
 
