@@ -29,12 +29,18 @@ def _summary(report, out_dir: Path) -> None:  # noqa: ANN001
     t.add_row("rejected at conversion", str(c["rejected_convert"]), "")
     t.add_row("changed by redaction", str(c["redacted_conversations"]), f"{s.get('redact', 0):.2f}")
     t.add_row("duplicates dropped (exact / near)", f"{c['duplicate_exact']} / {c['duplicate_near']}", f"{s.get('dedup', 0):.2f}")
-    t.add_row("kept", str(c["kept"]), "")
+    t.add_row("kept conversations", str(c["kept"]), "")
     for name, v in m["splits"]["per_split"].items():
         t.add_row(f"  {name}: groups / conversations / actions", f"{v['groups']} / {v['conversations']} / {v['sft']}", "")
     t.add_row("root requests in two splits", str(m["splits"]["group_overlap"]), f"{s.get('split', 0):.2f}")
     t.add_row("export", f"{len(m['outputs'])} files", f"{s.get('export', 0):.2f}")
     con.print(t)
+    total = (m.get("yield") or {}).get("total") or {}
+    if "calls" in total:
+        train = m["splits"]["per_split"].get("train") or {}
+        con.print(f"tool calls → labels: {total['calls']} → {total['labels']} (yield.md says why each was lost); "
+                  f"actions to learn in the train split: {train.get('sft', 0)} "
+                  f"({train.get('prefix_sft', 0)} from exact prefixes)", markup=False, highlight=False)
     for k in m["redaction"].get("kept") or []:
         if k["holds"]:
             con.print(escape(f"note: kept verbatim, as the card says: {k['text']} (it holds {', '.join(k['holds'])})"),

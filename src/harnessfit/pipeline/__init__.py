@@ -1,5 +1,5 @@
 """Stage machinery shared by convert and build: one ordered process pool (``executor``) and one per-stage clock
-(``stats``)."""
+(``stats``); and the run's data funnel (``funnel``), read from what every stage wrote."""
 
 from __future__ import annotations
 

@@ -29,6 +29,7 @@ import orjson
 import torch
 from pydantic import BaseModel
 from rich.console import Console
+from rich.markup import escape
 from trl import GRPOTrainer
 
 from harnessfit.errors import UserError
@@ -296,6 +297,10 @@ def _finish(run: RunDir, trainer, callbacks, status, before, after, table, notes
         heldout_before=_brief(before), heldout_after=_brief(after), in_harness_table=table)
     if rank() == 0:
         (run.out_dir / "result.json").write_bytes(orjson.dumps(result.model_dump(mode="json"), option=orjson.OPT_INDENT_2))
+        from harnessfit.pipeline.funnel import grpo_warnings
+
+        for warning in grpo_warnings(run.out_dir):  # every group zero-variance: nothing was learned
+            Console(stderr=True).print(f"[yellow]warning:[/] {escape(warning)}")
     return result
 
 

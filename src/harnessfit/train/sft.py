@@ -266,4 +266,8 @@ def _finish(cfg, run: RunDir, trainer, audited: Audited, train: TokenizedSplit, 
         resumed_from=run.resume_from, harness=target, data=data, **summary)
     if trainer.is_world_process_zero():
         (run.out_dir / "result.json").write_bytes(orjson.dumps(result.model_dump(mode="json"), option=orjson.OPT_INDENT_2))
+        from harnessfit.pipeline.funnel import train_warnings
+
+        for warning in train_warnings(run.out_dir):  # a run that learned from very little says so, not just "completed"
+            Console(stderr=True).print(f"[yellow]warning:[/] {escape(warning)}")
     return result
