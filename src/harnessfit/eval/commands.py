@@ -10,7 +10,6 @@ __all__ = ["register"]
 
 eval_app = typer.Typer(help="Evaluate models inside the real harness (Pi) on task suites.", no_args_is_help=True)
 
-_DEFAULT_SUITE = Path("examples/tasks/default")
 _HARNESS_HELP = ("Pi to run, as pi@VERSION (an installed version: `harnessfit harness install pi --version V`); "
                  "pi@VERSION+tools runs it with its optional grep/find/ls tools (the tools profile's card).")
 
@@ -35,8 +34,9 @@ def agent(
     endpoint: str = typer.Option(None, "--endpoint", help="Running OpenAI-compatible endpoint, e.g. "
                                  "http://127.0.0.1:8000/v1 (instead of --model)."),
     model_id: str = typer.Option(None, "--model-id", help="Model id at --endpoint (default: the first it lists)."),
-    suite: Path = typer.Option(_DEFAULT_SUITE, "--suite", help="Task suite folder (<task>/task.yaml), or "
-                               "harbor:DIR for Harbor task folders (instruction.md, task.toml, tests/test.sh)."),
+    suite: Path = typer.Option(None, "--suite", help="Task suite folder (<task>/task.yaml), or harbor:DIR for Harbor "
+                               "task folders (instruction.md, task.toml, tests/test.sh). Default: the repository's "
+                               "examples/tasks/default (found from any working folder)."),
     seeds: int = typer.Option(1, "--seeds", help="Runs per task (pass@k / pass^k use them)."),
     workers: int = typer.Option(1, "--workers", help="Episodes run in parallel."),
     out: Path = typer.Option(Path("runs/eval"), "--out", help="Output folder (results.json, results.md, episodes/)."),
@@ -58,7 +58,7 @@ def agent(
 ) -> None:
     """Run every task x seed through the real Pi CLI against one model; write results JSON + Markdown."""
     from harnessfit.errors import UserError
-    from harnessfit.eval.run import run_eval
+    from harnessfit.eval.run import default_suite, episode_line, run_eval
 
     if (model is None) == (endpoint is None):
         raise UserError("give exactly one of --model SPEC or --endpoint URL")
@@ -72,10 +72,11 @@ def agent(
         out.mkdir(parents=True, exist_ok=True)
         log.unlink(missing_ok=True)
         extra.update(best_of=best_of, best_of_log=log.resolve())
-    results = run_eval(model or endpoint, suite, out, seeds=seeds, workers=workers, max_turns=max_turns,
+    results = run_eval(model or endpoint, suite or default_suite(), out, seeds=seeds, workers=workers, max_turns=max_turns,
                        max_seconds=max_seconds, max_output_bytes=max_output_bytes, sandbox=not no_sandbox,
                        model_id=model_id, task_ids=task or None,
-                       pi_version=_pi_version(harness) if harness else None, pi_profile=_pi_profile(harness), **extra)
+                       pi_version=_pi_version(harness) if harness else None, pi_profile=_pi_profile(harness),
+                       on_episode=lambda ep: typer.echo(episode_line(ep), err=True), **extra)
     agg = results.aggregates
     loop = agg["rates"]["complete_loop"]
     typer.echo(f"{results.model['name']} in Pi {results.pi_version}: complete loop {loop['successes']}/{loop['n']} "
@@ -121,7 +122,8 @@ def compare_cmd(
 
 
 def synth_cmd(
-    suite: Path = typer.Option(_DEFAULT_SUITE, "--suite", help="Task suite folder."),
+    suite: Path = typer.Option(None, "--suite", help="Task suite folder (default: the repository's "
+                               "examples/tasks/default)."),
     out: Path = typer.Option(Path("runs/synth"), "--out", help="Output folder (sessions/, manifest.json)."),
     seeds: int = typer.Option(1, "--seeds", help="Golden runs per task."),
     workers: int = typer.Option(2, "--workers", help="Episodes run in parallel."),
@@ -130,9 +132,12 @@ def synth_cmd(
     harness: str = typer.Option(None, "--harness", help=_HARNESS_HELP + " Default: the newest committed card."),
 ) -> None:
     """Record real Pi session files of the golden solver (and contrast examples) for `harnessfit build`."""
+    from harnessfit.eval.run import default_suite, episode_line
     from harnessfit.eval.synth import synth
 
-    manifest = synth(suite, out, seeds=seeds, workers=workers, contrast=contrast, pi_version=_pi_version(harness))
+    manifest = synth(suite or default_suite(), out, seeds=seeds, workers=workers, contrast=contrast,
+                     pi_version=_pi_version(harness), on_episode=lambda ep: typer.echo(episode_line(ep, "synth"),
+                                                                                       err=True))
     typer.echo(f"Pi {manifest['pi_version']}: wrote {len(manifest['files'])} session files under {out / 'sessions'} "
                f"({len(manifest['skipped'])} skipped); manifest {out / 'manifest.json'}")
 

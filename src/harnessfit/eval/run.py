@@ -28,7 +28,7 @@ from harnessfit.harness.pi import pi_binary
 from harnessfit.harness.versions import harness_profile, harness_spec, model_harness, parse_harness
 from harnessfit.core.jsonio import sha256_bytes
 
-__all__ = ["run_eval", "open_endpoint", "resolve_model_id", "load_any_suite"]
+__all__ = ["run_eval", "open_endpoint", "resolve_model_id", "load_any_suite", "episode_line", "default_suite"]
 
 
 def load_any_suite(suite: Path | str) -> tuple[Path, list[Any], str]:
@@ -46,11 +46,16 @@ def resolve_model_id(base_url: str) -> str:
     """First model id an OpenAI-compatible endpoint lists under ``/models``."""
     import httpx
 
+    url = base_url.rstrip("/") + "/models"
     try:
-        data = httpx.get(base_url.rstrip("/") + "/models", timeout=10).json()
-        return str(data["data"][0]["id"])
-    except Exception as exc:  # noqa: BLE001 - any failure means the user must say which model
-        raise UserError(f"could not list models at {base_url}/models ({exc}); pass --model-id") from exc
+        response = httpx.get(url, timeout=10)
+    except httpx.TransportError as exc:  # nothing answers there: a model id would not help
+        raise UserError(f"no server answers at {base_url} ({exc or type(exc).__name__}): start it (e.g. `harnessfit "
+                        "serve MODEL --port P`) or check the URL") from None
+    try:
+        return str(response.raise_for_status().json()["data"][0]["id"])
+    except Exception as exc:  # noqa: BLE001 - a server that answers but lists no model: the user names it
+        raise UserError(f"could not read a model id from {url} ({exc}); pass --model-id") from None
 
 
 @contextlib.contextmanager
@@ -184,6 +189,31 @@ def run_eval(
     results.status = "success"
     write_results(results, out_dir)
     return results
+
+
+def default_suite() -> Path:
+    """``examples/tasks/default``: in the working folder when it has one, else in the source checkout this package
+    runs from (an editable install), so ``eval agent`` without ``--suite`` works from any folder."""
+    here = Path("examples/tasks/default")
+    if here.is_dir():
+        return here
+    repo = Path(__file__).resolve().parents[3] / "examples" / "tasks" / "default"
+    if repo.is_dir():
+        return repo
+    raise UserError("no default task suite here (examples/tasks/default of the harnessfit repository): pass --suite "
+                    "DIR")
+
+
+def episode_line(ep: Episode, label: str = "eval") -> str:
+    """One line per finished episode (what ``eval agent`` and ``synth`` print as they go): task and seed, the
+    outcome (complete loop, or the failure / why it is unscored), turns and seconds."""
+    f, m = ep.facts, ep.metrics
+    if m is None:
+        outcome = f"unscored ({f.status}: {(f.error or '').splitlines()[0][:120] if f.error else 'no detail'})"
+        return f"{label}: {f.task_id} seed {f.seed}: {outcome}, {f.wall_seconds:.0f} s"
+    outcome = "complete loop" if m.complete_loop else f"failed ({m.failure or 'no complete loop'})"
+    return (f"{label}: {f.task_id} seed {f.seed}: {outcome}, {m.turns} turn(s), {m.tool_calls_valid}/"
+            f"{m.tool_calls_total} valid calls, {f.wall_seconds:.0f} s")
 
 
 def _eval_harness(pi_version: str | None, pi_profile: str | None, model: Endpoint | str,

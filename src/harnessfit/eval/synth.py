@@ -15,12 +15,14 @@ and a refused call must never become an SFT label); they are there for preferenc
 from __future__ import annotations
 
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import orjson
 
 from harnessfit.errors import UserError
+from harnessfit.eval.episode import Episode
 from harnessfit.eval.run import run_eval
 from harnessfit.core.jsonio import sha256_file
 from harnessfit.harness.pi import DEFAULT_PI_VERSION, installed_package
@@ -58,6 +60,7 @@ def synth(
     contrast: bool = True,
     pi_version: str = DEFAULT_PI_VERSION,
     progress: bool = True,
+    on_episode: Callable[[Episode], None] | None = None,
 ) -> dict[str, Any]:
     """Write ``out_dir/sessions/{golden,contrast}/<task>-s<seed>.jsonl`` (real Pi v3 sessions) + ``manifest.json``."""
     out_dir = Path(out_dir)
@@ -67,7 +70,7 @@ def synth(
     for kind, model in kinds.items():
         run_dir = out_dir / "runs" / kind
         results = run_eval(model, suite_dir, run_dir, seeds=seeds, workers=workers, pi_version=pi_version,
-                           progress=progress)
+                           progress=progress, on_episode=on_episode)
         target = out_dir / "sessions" / kind
         if target.exists():
             shutil.rmtree(target)
