@@ -267,8 +267,10 @@ class HarnessfitGRPOConfig(_HarnessfitFields, GRPOConfig):
         "help": "Folder written by `harnessfit build` (decision_points/<split>.jsonl); default: the dataset the "
         "audit read (audit.json `dataset`)."})
     train_split: str = field(default="train", metadata={"help": "Decision-point split to train on."})
-    eval_split: str = field(default="validation", metadata={
-        "help": "Held-out decision points scored before and after training (never trained on)."})
+    eval_split: str = field(default="auto", metadata={
+        "help": "Held-out decision points scored before and after training (never trained on); auto = the first "
+        "of validation/val/valid/test with usable points (a split without is said and skipped; with none, training "
+        "goes on without the held-out before/after)."})
     max_train_records: int | None = field(default=None, metadata={"help": "Use only the first N decision points."})
     max_prompt_length: int | None = field(default=None, metadata={
         "help": "Decision points whose rendered prompt is longer than this many tokens are skipped (listed in "

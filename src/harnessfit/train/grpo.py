@@ -21,6 +21,7 @@ nor masked as truncated.
 from __future__ import annotations
 
 import os
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -36,7 +37,7 @@ from harnessfit.errors import UserError
 from harnessfit.harness.card import load_harness
 from harnessfit.core.jsonio import write_jsonl
 from harnessfit.train.config import HarnessfitGRPOConfig
-from harnessfit.train.grpo_data import DecisionPoints, dataset_dir_of, load_decision_points
+from harnessfit.train.grpo_data import DecisionPoints, dataset_dir_of, load_decision_points, load_heldout_points
 from harnessfit.train.guard import ReadingSource
 from harnessfit.train.run import (
     Audited,
@@ -231,9 +232,10 @@ def train_grpo(cfg: HarnessfitGRPOConfig, out_dir: Path, *, resume: bool = False
     tok = audited.tokenizer
     train = load_decision_points(dataset_dir, cfg.train_split, tok, sources=cfg.sources,
                                  max_records=cfg.max_train_records, max_prompt_length=cfg.max_prompt_length)
-    heldout = (load_decision_points(dataset_dir, cfg.eval_split, tok, sources=cfg.sources,
-                                    max_records=cfg.heldout_max_records, max_prompt_length=cfg.max_prompt_length)
-               if cfg.heldout else None)
+    heldout, heldout_note = (load_heldout_points(dataset_dir, cfg.eval_split, tok, sources=cfg.sources,
+                                                 max_records=cfg.heldout_max_records,
+                                                 max_prompt_length=cfg.max_prompt_length)
+                             if cfg.heldout else (None, "held-out evaluation off (heldout: false)"))
     logs = (COMPLETIONS, *(f"completions.rank{r}.jsonl" for r in range(1, world())))
     run = prepare_run(out_dir, resume, console, logs=logs)
     cfg.output_dir = str(run.ckpt_dir)
@@ -245,9 +247,14 @@ def train_grpo(cfg: HarnessfitGRPOConfig, out_dir: Path, *, resume: bool = False
                         format_error_reward=cfg.format_error_reward, overlong_penalty=cfg.overlong_penalty,
                         judge=cfg.judge, log_path=run.out_dir / COMPLETIONS, num_generations=cfg.num_generations,
                         judge_client=judge_client)
+    why = Counter(p.reason.value for p in train.skipped)
+    notes.append(f"train: {len(train.rows)} decision points of split {cfg.train_split!r}"
+                 + (f" from sources {', '.join(cfg.sources)}" if cfg.sources else " (every source)")
+                 + (f"; skipped {', '.join(f'{k} {v}' for k, v in why.most_common())}" if why else ""))
+    notes.append(heldout_note)
     if rank() == 0:
         for note in notes:
-            console.print(f"[dim]grpo:[/] {note}")
+            console.print(f"[dim]grpo:[/] {escape(note)}")
         write_jsonl(run.out_dir / "skipped.jsonl",
                     [s.model_dump() for s in train.skipped + (heldout.skipped if heldout else [])])
     write_recipe(run, cfg)

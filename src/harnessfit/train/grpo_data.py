@@ -19,7 +19,8 @@ from pydantic import BaseModel
 
 from harnessfit.errors import UserError
 
-__all__ = ["DPSkip", "SkippedPoint", "DecisionPoints", "load_decision_points", "render_state", "dataset_dir_of"]
+__all__ = ["DPSkip", "SkippedPoint", "DecisionPoints", "load_decision_points", "load_heldout_points", "render_state",
+           "dataset_dir_of"]
 
 
 class DPSkip(StrEnum):
@@ -132,5 +133,47 @@ def load_decision_points(dataset_dir: Path, split: str, tokenizer, *, sources: l
             lengths.append(len(ids))
     if not rows:
         reasons = ", ".join(sorted({s.reason.value for s in skipped})) or "the split is empty"
-        raise UserError(f"no usable decision points in {path} ({len(skipped)} skipped: {reasons})")
+        raise UserError(f"no usable decision points in {path} ({len(skipped)} skipped: {reasons}){_fix(path, sources)}")
     return DecisionPoints(name=split, rows=rows, prompt_lengths=lengths, skipped=skipped)
+
+
+def _fix(path: Path, sources: list[str] | None) -> str:
+    """What the split holds when ``sources`` selected none of it: the fix names what could be chosen."""
+    if sources is None:
+        return ""
+    held: dict[str, int] = {}
+    with path.open("rb") as fh:
+        for line in fh:
+            try:
+                src = str(orjson.loads(line).get("source"))
+            except (orjson.JSONDecodeError, AttributeError):
+                continue
+            held[src] = held.get(src, 0) + 1
+    if not held or any(s in held for s in sources):
+        return ""
+    have = ", ".join(f"{k} {v}" for k, v in sorted(held.items(), key=lambda kv: -kv[1]))
+    return f"; it holds {have}: set sources to some of them, or remove sources to use all"
+
+
+def load_heldout_points(dataset_dir: Path, wanted: str, tokenizer, **kwargs: Any) -> tuple[DecisionPoints | None, str]:
+    """The held-out decision points and a line saying what was chosen. ``wanted`` 'auto' tries validation, val, valid
+    and test in turn (the first with usable points wins; a candidate without is said and skipped); a named split is
+    used as it is. None with the reason when no candidate has usable points: GRPO then trains without the held-out
+    before/after instead of stopping."""
+    from harnessfit.train.data import EVAL_SPLIT_NAMES
+
+    folder = dataset_dir / "decision_points"
+    names = [wanted] if wanted != "auto" else [n for n in EVAL_SPLIT_NAMES if (folder / f"{n}.jsonl").is_file()]
+    notes: list[str] = []
+    for name in names:
+        try:
+            points = load_decision_points(dataset_dir, name, tokenizer, **kwargs)
+        except UserError as exc:
+            if wanted != "auto":
+                raise
+            notes.append(str(exc))
+            continue
+        return points, "; ".join([*notes, f"held-out decision points: split {name!r} ({len(points.rows)} usable)"])
+    if not names:
+        notes.append(f"no held-out split in {folder}")
+    return None, "; ".join([*notes, "training without the held-out before/after"])
