@@ -25,10 +25,10 @@ from harnessfit.eval.scripted_models import Responder, responder_for
 from harnessfit.eval.task import Task, load_suite
 from harnessfit.harness.card import load_card
 from harnessfit.harness.pi import pi_binary
-from harnessfit.harness.versions import harness_profile, harness_spec, model_harness, parse_harness
+from harnessfit.harness.versions import harness_profile, harness_spec, model_harness, parse_harness, stage_harness
 from harnessfit.core.jsonio import sha256_bytes
 
-__all__ = ["run_eval", "open_endpoint", "resolve_model_id", "load_any_suite", "episode_line", "default_suite"]
+__all__ = ["run_eval", "open_endpoint", "resolve_model_id", "endpoint_models", "endpoint_harness", "load_any_suite", "episode_line", "default_suite"]
 
 
 def load_any_suite(suite: Path | str) -> tuple[Path, list[Any], str]:
@@ -42,8 +42,9 @@ def load_any_suite(suite: Path | str) -> tuple[Path, list[Any], str]:
     return Path(suite), load_suite(Path(suite)), "harnessfit"
 
 
-def resolve_model_id(base_url: str) -> str:
-    """First model id an OpenAI-compatible endpoint lists under ``/models``."""
+def endpoint_models(base_url: str) -> list[dict[str, Any]]:
+    """The entries an OpenAI-compatible endpoint lists under ``/models`` (a server that answers but lists none, or
+    nothing answering, is one line for the user)."""
     import httpx
 
     url = base_url.rstrip("/") + "/models"
@@ -53,9 +54,26 @@ def resolve_model_id(base_url: str) -> str:
         raise UserError(f"no server answers at {base_url} ({exc or type(exc).__name__}): start it (e.g. `harnessfit "
                         "serve MODEL --port P`) or check the URL") from None
     try:
-        return str(response.raise_for_status().json()["data"][0]["id"])
+        data = response.raise_for_status().json()["data"]
+        if not data or not all(isinstance(m, dict) and "id" in m for m in data):
+            raise ValueError("no model listed")
+        return list(data)
     except Exception as exc:  # noqa: BLE001 - a server that answers but lists no model: the user names it
         raise UserError(f"could not read a model id from {url} ({exc}); pass --model-id") from None
+
+
+def resolve_model_id(base_url: str) -> str:
+    """First model id an OpenAI-compatible endpoint lists under ``/models``."""
+    return str(endpoint_models(base_url)[0]["id"])
+
+
+def endpoint_harness(base_url: str, model_id: str | None = None) -> str | None:
+    """The harness the served model was trained for, as ``harnessfit serve`` publishes it in ``/v1/models`` (the
+    entry's ``harnessfit.harness``); None when the endpoint does not say (another server, a base model)."""
+    models = endpoint_models(base_url)
+    entry = next((m for m in models if m.get("id") == model_id), models[0]) if model_id else models[0]
+    facts = entry.get("harnessfit")
+    return facts.get("harness") if isinstance(facts, dict) and isinstance(facts.get("harness"), str) else None
 
 
 @contextlib.contextmanager
@@ -136,7 +154,8 @@ def run_eval(
         if unknown:
             raise UserError(f"unknown task id(s) {', '.join(unknown)} in {suite_dir}")
         tasks = [t for t in tasks if t.id in set(task_ids)]
-    pi_version, pi_profile = _eval_harness(pi_version, pi_profile, endpoint_or_model, serve_kwargs.get("adapter"))
+    pi_version, pi_profile = _eval_harness(pi_version, pi_profile, endpoint_or_model, serve_kwargs.get("adapter"),
+                                           model_id)
     pi_binary(pi_version)  # a clear error now rather than one error per episode
     status = require_sandbox() if sandbox else NO_SANDBOX  # fail closed: never unsandboxed unless asked
     oracle = str(endpoint_or_model) == "scripted:oracle"  # Harbor's oracle sees solution/ at /solution
@@ -217,10 +236,22 @@ def episode_line(ep: Episode, label: str = "eval") -> str:
 
 
 def _eval_harness(pi_version: str | None, pi_profile: str | None, model: Endpoint | str,
-                  adapter: Any) -> tuple[str, str | None]:
-    """(Pi version, card profile) the episodes run in: what was asked, else what the model was trained for."""
+                  adapter: Any, model_id: str | None = None) -> tuple[str, str | None]:
+    """(Pi version, card profile) the episodes run in: what was asked, else what the model was trained for — for an
+    endpoint, what its ``/v1/models`` says (``endpoint_harness``); where it says nothing, the default, said once."""
     asked = harness_spec(pi_version or parse_harness(None)[1], profile=pi_profile) if (pi_version or pi_profile) else None
-    spec = model_harness(asked, model if isinstance(model, str) else None, adapter, stage="eval agent")
+    if isinstance(model, str) and model.startswith(("http://", "https://")):
+        recorded = endpoint_harness(model, model_id)
+        spec = stage_harness(asked, recorded, what=f"the model served at {model}", stage="eval agent",
+                             redo="retrain")
+        if recorded is None and asked is None:
+            from rich.console import Console
+
+            Console(stderr=True).print(f"eval: the endpoint does not say which harness its model was trained for: "
+                                       f"running {spec} (pass --harness to choose another)", markup=False,
+                                       soft_wrap=True)
+    else:
+        spec = model_harness(asked, model if isinstance(model, str) else None, adapter, stage="eval agent")
     return parse_harness(spec)[1], harness_profile(spec)
 
 

@@ -258,6 +258,8 @@ def create_app(engine: Engine, *, max_body_bytes: int = MAX_BODY_BYTES):
         card = {"id": engine.model_id, "object": "model", "created": 0, "owned_by": "harnessfit"}
         if engine.context_window:
             card["max_model_len"] = engine.context_window
+        if getattr(engine, "published", None):
+            card["harnessfit"] = engine.published  # the harness the model was trained for (None: a base model)
         return {"object": "list", "data": [card]}
 
     @app.post("/v1/chat/completions")

@@ -79,6 +79,7 @@ class Engine:
         self._last_progress: float | None = None
         self._waiting = 0
         self.cancelled = 0  # generations stopped early because their consumer went away
+        self.published: dict[str, Any] = {}  # what /v1/models says of the model (``published_facts``)
         self.context_window = int(getattr(model.config, "max_position_embeddings", 0) or 0) or None
         self._max_token_bytes: int | None = None
 
@@ -298,4 +299,25 @@ def load_engine(
         net = apply_adapter(net, source.adapter, base_hint=model).merge_and_unload()
     net.eval()
     stop_ids = collect_stop_ids(tok, source)
-    return Engine(net, tok, stop_ids=stop_ids, max_tokens=max_tokens, model_id=model_id or _model_id(source))
+    engine = Engine(net, tok, stop_ids=stop_ids, max_tokens=max_tokens, model_id=model_id or _model_id(source))
+    engine.published = published_facts(model, source.adapter)
+    return engine
+
+
+def published_facts(model: str, adapter: Path | None) -> dict[str, Any]:
+    """What ``/v1/models`` tells a client about the served model (the ``harnessfit`` key of its entry): the model and
+    adapter as given, and the harness they were trained for with that card's digest (None for a base model), so
+    ``eval agent --endpoint`` runs the Pi the model learned instead of guessing."""
+    from harnessfit.harness.versions import trained_harness
+
+    found = trained_harness(model, adapter)
+    facts: dict[str, Any] = {"model": str(model), "adapter": str(adapter) if adapter is not None else None,
+                             "harness": found[0] if found else None, "card_sha256": None}
+    if found:
+        try:
+            from harnessfit.harness.card import load_harness
+
+            facts["card_sha256"] = load_harness(found[0]).sha256
+        except Exception:  # noqa: BLE001 - a card not committed here: the harness name still says which Pi
+            pass
+    return facts
