@@ -41,3 +41,13 @@ def test_the_readme_commands_print_progress_and_where_they_wrote(tmp_path: Path)
         assert progress in text, (args[0], text[-2000:])
         assert path in text, (args[0], text[-2000:])
         assert (tmp_path / path).exists()
+    # the report of that run: the README's layout as one folder, and the stage folders given one by one
+    for args, index in ((["report", "out"], "out/report/index.html"),
+                        (["report", "out/dataset", "out/audit", "out/train", "--out", "rep"], "rep/index.html")):
+        text = _run(tmp_path, *args)
+        assert index in text, text[-2000:]
+        page = (tmp_path / index).read_text(encoding="utf-8")
+        for key in ("funnel", "dataset", "audit", "train"):
+            assert f'id="{key}"' in page, (args, key)
+        assert ('id="convert"' in page) == (args[1] == "out")
+        assert "tool calls that are labels" in page and "actions trained (seen at least once)" in page

@@ -51,8 +51,10 @@ def test_audit_and_training_sections_show_both_layouts_and_what_training_saw(tmp
     (run / "train" / "result.json").write_bytes(orjson.dumps({"status": "completed", "global_step": 3,
                                                               "data": data}))
     res = build_report(run)
-    assert res.sections == ["audit", "train"] and not res.skipped
+    assert res.sections == ["funnel", "audit", "train"] and not res.skipped  # the funnel lines up what both wrote
     page = res.index.read_text()
+    funnel = dict((r[1], r[2]) for r in _cells(page, "Each count is what that stage wrote")[1:])
+    assert funnel["actions selected for training"] == "10" and funnel["actions trained (seen at least once)"] == "10"
 
     a = orjson.loads((run / "audit" / "audit.json").read_bytes())
     rows = _cells(page, "Layouts: per-action records vs chains")

@@ -146,6 +146,11 @@ def read_funnel(*, dataset: Path | None = None, audit: Path | None = None, train
         funnel.steps += _dataset_steps(dataset)
     if audit is not None:
         funnel.steps += _audit_steps(audit)
+        audited = (_json(audit / "audit.json") or {}).get("dataset")
+        if dataset is not None and audited and Path(audited).resolve() != Path(dataset).resolve() \
+                and (dataset / "manifest.json").is_file():
+            funnel.warnings.append(f"the audit at {audit} read {audited}, not the dataset {dataset}: its counts are "
+                                   "not this build's")
     if train is not None:
         funnel.steps += _train_steps(train)
         funnel.warnings += train_warnings(train)

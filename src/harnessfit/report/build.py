@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -63,12 +63,46 @@ def _prune(out: Path, keep: set[str]) -> None:
             Path(dirpath).rmdir()
 
 
+def report_folders(folders: Sequence[Path], out: Path | None = None, *, workers: int = 2,
+                   progress: bool = False) -> ReportResult:
+    """The report of a run laid out any way: one folder in the demo's layout is read as it is; otherwise the stages
+    are found by their own metadata files under ``folders`` (``report.locate``) and shown together. The report goes
+    to ``out``, by default ``FOLDER/report`` for one folder (several need ``out``)."""
+    from harnessfit.report.locate import canonical_view, find_stages, is_canonical
+
+    folders = [Path(f) for f in folders]
+    if not folders:
+        raise UserError("give at least one run folder")
+    for f in folders:
+        if not f.is_dir():
+            raise UserError(f"run folder not found: {f}")
+    if len(folders) == 1 and is_canonical(folders[0]):
+        return build_report(folders[0], out, workers=workers, progress=progress)
+    if out is None and len(folders) > 1:
+        raise UserError("several run folders: say where the report goes with --out DIR")
+    stages = find_stages(folders)
+    if not stages:
+        raise UserError(f"no stage output found under {', '.join(map(str, folders))}: a report reads folders written "
+                        "by harnessfit convert, build, audit, train sft/grpo, eval agent and synth")
+    view, notes = canonical_view(stages)
+    try:
+        res = build_report(view, out if out is not None else folders[0] / "report", workers=workers,
+                           progress=progress, run_name=" + ".join(f.resolve().name for f in folders),
+                           shown=", ".join(str(f.resolve()) for f in folders), notes=notes)
+    finally:
+        shutil.rmtree(view, ignore_errors=True)  # links only: the stages' own files stay
+    return res
+
+
 def build_report(run_dir: Path, out: Path | None = None, *, sections: Mapping[str, object] | None = None,
-                 workers: int = 2, progress: bool = False) -> ReportResult:
+                 workers: int = 2, progress: bool = False, run_name: str | None = None, shown: str | None = None,
+                 notes: Sequence[str] = ()) -> ReportResult:
     """Write the report of ``run_dir`` into ``out`` (default ``RUN_DIR/report``); returns where ``index.html`` is.
 
     ``sections`` defaults to ``harnessfit.report.sections.SECTIONS``. A section whose files cannot be read is left
-    out and named in ``ReportResult.skipped`` (and on the index page) with the reason.
+    out and named in ``ReportResult.skipped`` (and on the index page) with the reason. ``name`` and ``shown`` replace
+    the run's folder name and path on the pages (``report_folders`` passes the folders it was given); ``notes`` go
+    on the index page.
     """
     from harnessfit import __version__
     from harnessfit.report.sections import SECTIONS
@@ -89,8 +123,8 @@ def build_report(run_dir: Path, out: Path | None = None, *, sections: Mapping[st
         if sec is not None:
             built.append(sec)
     if not built:
-        raise UserError(f"{run_dir}: no stage folder found that the report knows (harness/, synth/, dataset/, "
-                        "audit/, train/, eval/, results.json)"
+        raise UserError(f"{shown or run_dir}: no stage folder found that the report knows (harness/, synth/, "
+                        "convert/, dataset/, audit/, train/, grpo/, eval/, results.json)"
                         + (f"; unreadable: {', '.join(skipped)}" if skipped else ""))
     keys = [s.key for s in built]
     if len(set(keys)) != len(keys):
@@ -101,14 +135,14 @@ def build_report(run_dir: Path, out: Path | None = None, *, sections: Mapping[st
     for s in built:
         files.update(s.files)
         pages += s.pages
-    common = {"version": __version__, "run_name": run_dir.name}
+    common = {"version": __version__, "run_name": run_name or run_dir.name}
     documents: dict[str, str] = {}
     for p in pages:
         documents[p.path] = render("base.html.jinja", here=p.path, title=p.title, body=p.body,
                                    crumbs=[("overview", "index.html")], **common)
-    index_body = render("index.html.jinja", sections=built, skipped=sorted(skipped.items()), run_dir=str(run_dir),
-                        **common)
-    documents["index.html"] = render("base.html.jinja", title=f"harnessfit report — {run_dir.name}",
+    index_body = render("index.html.jinja", sections=built, skipped=sorted(skipped.items()),
+                        run_dir=shown or str(run_dir), notes=list(notes), **common)
+    documents["index.html"] = render("base.html.jinja", title=f"harnessfit report — {common['run_name']}",
                                      body=index_body, crumbs=[], **common)
 
     out.mkdir(parents=True, exist_ok=True)

@@ -10,18 +10,20 @@ __all__ = ["register"]
 
 
 def report_cmd(
-    run_dir: Path = typer.Argument(..., help="A run folder (e.g. out/demo, or one eval --out folder)."),
-    out: Path = typer.Option(None, "--out", help="Report folder (default: RUN_DIR/report)."),
+    run_dirs: list[Path] = typer.Argument(..., metavar="RUN_DIR...", help="Run folders: out/demo, or the folders "
+                                          "your stages wrote (convert, build, audit, train, eval ... outputs, found "
+                                          "by their own files wherever they sit)."),
+    out: Path = typer.Option(None, "--out", help="Report folder (default: RUN_DIR/report; needed for several)."),
     workers: int = typer.Option(2, "--workers", help="Pi session exports made in parallel."),
 ) -> None:
     """Write a static HTML report of a run (one section per stage, a page per eval episode); opens from disk."""
-    from harnessfit.report.build import build_report
+    from harnessfit.report.build import report_folders
 
-    res = build_report(run_dir, out, workers=workers, progress=True)
+    res = report_folders(run_dirs, out, workers=workers, progress=True)
     for key, why in res.skipped.items():
         typer.echo(f"warning: section {key} left out: {why}", err=True)
     typer.echo(f"sections: {', '.join(res.sections)}; {res.pages} pages")
-    typer.echo(f"wrote {res.index}  (open it in a browser, or `harnessfit view {run_dir}`)")
+    typer.echo(f"wrote {res.index}  (open it in a browser, or `harnessfit view {res.index.parent}`)")
 
 
 def view_cmd(

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from harnessfit.report.sections import audit, dataset, evals, grpo, harness, run, synth
+from harnessfit.report.sections import audit, convert, dataset, evals, funnel, grpo, harness, run, synth
 from harnessfit.report.sections.results import results_table_section
 from harnessfit.report.sections.training import GRPO_CURVES, SFT_CURVES, training_section
 from harnessfit.report.site import Section
@@ -24,8 +24,10 @@ SectionFn = Callable[[Path], "Section | None"]
 
 SECTIONS: dict[str, SectionFn] = {
     "run": run.section,
+    "funnel": funnel.section,
     "harness": harness.section,
     "synth": synth.section,
+    "convert": convert.section,
     "dataset": dataset.section,
     "audit": audit.section,
     "train": training_section("train", "SFT training", curves=SFT_CURVES),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 __all__ = ["copy_in", "MAX_COPY_BYTES"]
@@ -15,10 +16,15 @@ def copy_in(files: dict, run_dir: Path, path: Path) -> str | None:
     path = Path(path)
     if not path.is_file() or path.stat().st_size > MAX_COPY_BYTES:
         return None
-    try:
-        rel = path.resolve().relative_to(run_dir.resolve()).as_posix()
-    except ValueError:
-        rel = path.name
+    rel = path.name
+    # lexically first: a stage linked into the report's view of a run (``report.locate``) keeps its place there
+    for inside, root in ((Path(os.path.normpath(path)), Path(os.path.normpath(run_dir))),
+                         (path.resolve(), run_dir.resolve())):
+        try:
+            rel = inside.relative_to(root).as_posix()
+            break
+        except ValueError:
+            continue
     target = f"files/{rel}"
     files[target] = path
     return target

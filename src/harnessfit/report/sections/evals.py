@@ -55,10 +55,16 @@ def _results_files(run_dir: Path) -> Iterator[Path]:
     root = run_dir / "eval"
     if not root.is_dir():
         return
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = sorted(d for d in dirnames if d not in _SKIP_DIRS and not (Path(dirpath, d) / MARKER).exists())
-        if "results.json" in filenames:
-            yield Path(dirpath) / "results.json"
+    if (root / "results.json").is_file():
+        yield root / "results.json"
+    # each run folder under eval/ may be a link (``report.locate``'s view of a run): followed at this level only
+    for child in sorted(p for p in root.iterdir()
+                        if p.is_dir() and p.name not in _SKIP_DIRS and not (p / MARKER).exists()):
+        for dirpath, dirnames, filenames in os.walk(child):
+            dirnames[:] = sorted(d for d in dirnames
+                                 if d not in _SKIP_DIRS and not (Path(dirpath, d) / MARKER).exists())
+            if "results.json" in filenames:
+                yield Path(dirpath) / "results.json"
 
 
 def find_agent_runs(run_dir: Path) -> list[AgentRun]:
