@@ -80,8 +80,13 @@ def test_parquet_copies_load_with_datasets(tmp_path):
     jl = [json.loads(x) for x in (out / "sft" / "train.jsonl").read_text().splitlines()]
     assert len(ds) == len(jl) > 0
     row = ds[0]
-    assert row["id"] == jl[0]["id"] and json.loads(row["action"]) == jl[0]["action"]
-    assert json.loads(row["messages"]) == jl[0]["messages"]
+    from harnessfit.models.messages import to_template_messages
+
+    # the same record in the shape a chat template takes: context as prompt, the action as completion, objects
+    assert row["id"] == jl[0]["id"]
+    assert row["prompt"] == to_template_messages(jl[0]["messages"])
+    assert row["completion"] == to_template_messages([jl[0]["action"]])
+    assert row["tools"] == jl[0]["tools"]
 
 
 @pytest.mark.slow

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["render_card"]
+__all__ = ["render_card", "TRL_RECIPE"]
 
 
 def _table(header: list[str], rows: list[list[Any]]) -> str:
@@ -71,15 +71,39 @@ def _card_head(m: dict[str, Any]) -> list[str]:
         "first problem: each in a byte-exact context, none of them a mistake).",
         "- `decision_points/{split}.jsonl` — state + next assistant turn for RL, tool-call arguments parsed to "
         "objects, with the tool results the trace got back.",
-        "- `parquet/{kind}/{split}.parquet` — the same records for `datasets.load_dataset(\"parquet\", data_files=…)`; "
-        "messages, tools, actions and states are JSON text columns (decode with `json.loads`) because Arrow would "
-        "add `null` keys to heterogeneous tool arguments.",
+        "- `parquet/{kind}/{split}.parquet` — the same records in the shape `datasets` and TRL take as they are: "
+        "messages as chat-template dicts (text content as a string, tool-call `arguments` as the object the model "
+        "wrote), `tools` as JSON-schema dicts; SFT rows as TRL's prompt-completion (`prompt`: the context, "
+        "`completion`: the action), decision points with their state as `prompt`. Each object is stored as a JSON "
+        "value (`datasets` feature `Json()`), never an Arrow struct, which would pad one tool's arguments with "
+        "another's keys as nulls.",
         "- `ledger.jsonl` / `ledger_summary.json` — every input that did not become a training conversation, "
         "with its reason; `yield.json` / `yield.md` — every tool call read, kept as a label, dropped or lost, by "
         "reason, and the blockers that would unlock the most; `manifest.json` — SHA-256 of every input and output "
         "file, config, versions.",
         "",
+        *TRL_RECIPE,
     ]
+
+
+# the dataset card's recipe; ``tests/dataset/test_export_trl.py`` runs it as written (one step, embedded model)
+TRL_RECIPE = [
+    "## Training with TRL",
+    "```python",
+    "from datasets import load_dataset",
+    "from trl import SFTConfig, SFTTrainer",
+    "",
+    'train = load_dataset("parquet", data_files="parquet/sft/train.parquet", split="train")',
+    "# prompt-completion rows: the loss covers the action only. max_length=None: TRL's default (1024) would cut",
+    "# agent contexts; drop rows longer than your model's context instead.",
+    'args = SFTConfig(output_dir="out", max_length=None, per_device_train_batch_size=1)',
+    "trainer = SFTTrainer(model=MODEL, args=args, train_dataset=train, processing_class=TOKENIZER)",
+    "trainer.train()",
+    "```",
+    "`TOKENIZER` needs a chat template that renders `tools` and tool calls (`harnessfit.models.load_tokenizer` picks "
+    "one); `harnessfit audit` + `harnessfit train sft` do the same with measured caps and per-action weighting.",
+    "",
+]
 
 
 def _card_counts(m: dict[str, Any]) -> list[str]:

@@ -1,9 +1,20 @@
 """Record shapes written by a build: conversation lines, per-action SFT records, decision points, Parquet copies.
 
-Parquet note: messages, tools, actions and states are stored as JSON *text* columns. Arrow gives every struct in
-a column the union of all keys, so heterogeneous tool arguments would silently gain ``null`` fields
-(``{"path": …, "command": null}``) that a trainer would then learn; JSON text keeps each record byte-exact.
-Decode with ``json.loads`` after ``datasets.load_dataset("parquet", data_files=…)``.
+The JSONL files keep Pi's exact wire form (what the audit renders and ``verify`` checks byte for byte). The Parquet
+copies hold the same records in the shape the Hugging Face ecosystem takes as it is, so
+``datasets.load_dataset("parquet", data_files=…)`` goes straight into TRL's ``SFTTrainer``:
+
+- every message is a dict in chat-template form (``models.messages.to_template_message``: text parts joined into a
+  string, tool-call ``arguments`` parsed to the JSON object the model wrote, only the keys templates read);
+- SFT rows are TRL's conversational prompt-completion (``prompt``: the context, ``completion``: the action), so the
+  loss covers the action only; decision points carry their state as ``prompt``; ``tools`` are JSON-schema dicts;
+- each message, tool, and the other objects are stored as Arrow ``json`` values (a JSON text per element, with the
+  ``datasets`` feature ``Json()`` named in the file's metadata). Why not Arrow structs: a struct column has the union
+  of every row's keys, so one call's ``arguments`` would gain every other tool's keys as nulls
+  (``{"path": "a.py", "command": None}``), which a template renders as wrong JSON.
+
+A conversation whose messages a template cannot take (a non-text content part, such as an image a tool returned)
+has its JSONL records but no Parquet rows; the build counts them (``parquet_skipped``) per split.
 """
 
 from __future__ import annotations
@@ -19,9 +30,9 @@ import pyarrow.parquet as pq
 from harnessfit.core.records import DecisionPoint, SFTRecord
 from harnessfit.dataset.sink import OutFile
 from harnessfit.core.ids import content_id
+from harnessfit.models.messages import MessageError, to_template_message
 
-__all__ = ["sft_records", "decision_points", "ConversationExport", "ParquetOut", "PARQUET_SCHEMAS", "conversation_row", "sft_row",
-           "dp_row", "write_exports"]
+__all__ = ["sft_records", "decision_points", "ConversationExport", "ParquetOut", "PARQUET_SCHEMAS", "write_exports"]
 
 
 def _parse_args(call: dict[str, Any]) -> dict[str, Any]:
@@ -80,33 +91,41 @@ def _j(v: Any) -> str:
     return orjson.dumps(v).decode("utf-8")
 
 
+_J = pa.json_(pa.string())  # one JSON text per value; ``datasets`` reads it back as the object (feature ``Json()``)
+_JL = pa.list_(_J)
+
+
+def _hf_schema(fields: list[tuple[str, pa.DataType]]) -> pa.Schema:
+    """An Arrow schema plus the ``datasets`` features it stands for (its ``huggingface`` metadata), so
+    ``load_dataset("parquet", …)`` decodes each JSON value into the object."""
+    def feature(t: pa.DataType) -> dict[str, Any]:
+        if t == _J:
+            return {"_type": "Json"}
+        if t == _JL:
+            return {"feature": {"_type": "Json"}, "_type": "List"}
+        return {"dtype": "int64" if t == pa.int64() else "string", "_type": "Value"}
+
+    meta = {"info": {"features": {name: feature(t) for name, t in fields}}}
+    return pa.schema(fields, metadata={"huggingface": orjson.dumps(meta).decode()})
+
+
+def _storage_type(t: pa.DataType) -> pa.DataType:
+    if t == _J:
+        return pa.string()
+    if t == _JL:
+        return pa.list_(pa.string())
+    return t
+
+
+_IDS = [("id", pa.string()), ("conversation_id", pa.string()), ("split", pa.string())]
+_ORIGIN = [("source", pa.string()), ("group", pa.string())]
 PARQUET_SCHEMAS: dict[str, pa.Schema] = {
-    "conversations": pa.schema([("id", pa.string()), ("messages", pa.string()), ("tools", pa.string()),
-                                ("meta", pa.string()), ("source", pa.string()), ("group", pa.string())]),
-    "sft": pa.schema([("id", pa.string()), ("conversation_id", pa.string()), ("split", pa.string()),
-                      ("action_index", pa.int64()), ("messages", pa.string()), ("tools", pa.string()),
-                      ("action", pa.string()), ("source", pa.string()), ("group", pa.string())]),
-    "decision_points": pa.schema([("id", pa.string()), ("conversation_id", pa.string()), ("split", pa.string()),
-                                  ("turn_index", pa.int64()), ("state", pa.string()), ("tools", pa.string()),
-                                  ("next_turn", pa.string()), ("tool_results", pa.string()), ("source", pa.string()),
-                                  ("group", pa.string())]),
+    "conversations": _hf_schema([("id", pa.string()), ("messages", _JL), ("tools", _JL), ("meta", _J), *_ORIGIN]),
+    "sft": _hf_schema([*_IDS, ("action_index", pa.int64()), ("prompt", _JL), ("completion", _JL), ("tools", _JL),
+                       *_ORIGIN]),
+    "decision_points": _hf_schema([*_IDS, ("turn_index", pa.int64()), ("prompt", _JL), ("tools", _JL),
+                                   ("next_turn", _J), ("tool_results", _JL), *_ORIGIN]),
 }
-
-
-def conversation_row(conv: dict[str, Any]) -> dict[str, Any]:
-    return {"id": conv["id"], "messages": _j(conv["messages"]), "tools": _j(conv["tools"]), "meta": _j(conv["meta"]),
-            "source": conv["meta"]["source"], "group": conv["meta"]["root_request_id"]}
-
-
-def sft_row(r: SFTRecord) -> dict[str, Any]:
-    return {"id": r.id, "conversation_id": r.conversation_id, "split": r.split, "action_index": r.action_index,
-            "messages": _j(r.messages), "tools": _j(r.tools), "action": _j(r.action), "source": r.source, "group": r.group}
-
-
-def dp_row(d: DecisionPoint) -> dict[str, Any]:
-    return {"id": d.id, "conversation_id": d.conversation_id, "split": d.split, "turn_index": d.turn_index,
-            "state": _j(d.state), "tools": _j(d.tools), "next_turn": _j(d.next_turn),
-            "tool_results": _j(d.tool_results), "source": d.source, "group": d.group}
 
 
 class ParquetOut:
@@ -123,18 +142,22 @@ class ParquetOut:
         self.max_chars = max_chars
         self._rows: list[dict[str, Any]] = []
         self._chars = 0
+        # rows are built with the JSON columns as plain strings, then cast to Arrow's json type (from_pylist cannot
+        # build an extension column from Python values)
+        self._storage = pa.schema([f.with_type(_storage_type(f.type)) for f in schema], metadata=schema.metadata)
         self._writer = pq.ParquetWriter(pa.PythonFile(out, mode="w"), schema, compression="zstd")
 
     def add(self, row: dict[str, Any]) -> None:
         self._rows.append(row)
-        self._chars += sum(len(v) for v in row.values() if isinstance(v, str))
+        self._chars += sum(len(v) if isinstance(v, str) else sum(map(len, v)) for v in row.values()
+                           if isinstance(v, (str, list)))
         if len(self._rows) >= self.batch or self._chars >= self.max_chars:
             self._flush()
 
     def _flush(self) -> None:
         if self._rows:
             self.out.mark(self._rows[0]["id"])
-            self._writer.write_table(pa.Table.from_pylist(self._rows, schema=self.schema))
+            self._writer.write_table(pa.Table.from_pylist(self._rows, schema=self._storage).cast(self.schema))
             self._rows = []
             self._chars = 0
 
@@ -157,7 +180,7 @@ def _arr(items: list[bytes]) -> bytes:
 
 
 class ConversationExport:
-    """Pre-serialised pieces of one conversation, from which every export line is assembled."""
+    """Pre-serialised pieces of one conversation, from which every export line and Parquet row is assembled."""
 
     def __init__(self, conv: dict[str, Any], split: str) -> None:
         self.conv = conv
@@ -170,21 +193,51 @@ class ConversationExport:
         self.grp = orjson.dumps(conv["meta"]["root_request_id"])
         self.sp = orjson.dumps(split)
         self.actions = _labels(conv)
+        self._tm: list[str] | None = None
+        self._tm_failed = False
 
-    def sft(self) -> Iterator[tuple[str, bytes, dict[str, Any]]]:
-        """(record id, JSONL line without newline, Parquet row) per assistant action."""
+    @property
+    def template_messages(self) -> list[str] | None:
+        """Each message in chat-template form as JSON text (the Parquet rows' elements); None when a message cannot
+        be given to a template (``to_template_message`` refused it)."""
+        if self._tm is None and not self._tm_failed:
+            try:
+                self._tm = [_j(to_template_message(m)) for m in self.msgs]
+            except MessageError:
+                self._tm_failed = True
+        return self._tm
+
+    def _origin(self) -> dict[str, Any]:
+        return {"source": self.conv["meta"]["source"], "group": self.conv["meta"]["root_request_id"]}
+
+    def _tool_list(self) -> list[str]:
+        return [_j(t) for t in self.conv["tools"]]
+
+    def conversation_row(self) -> dict[str, Any] | None:
+        tm = self.template_messages
+        if tm is None:
+            return None
+        return {"id": self.conv["id"], "messages": tm, "tools": self._tool_list(), "meta": _j(self.conv["meta"]),
+                **self._origin()}
+
+    def sft(self) -> Iterator[tuple[str, bytes, dict[str, Any] | None]]:
+        """(record id, JSONL line without newline, Parquet row or None) per assistant action."""
+        tm = self.template_messages
+        tools = self._tool_list() if tm is not None else []
         for k, i in enumerate(self.actions):
             rid = content_id("sft", self.conv["id"], str(i))
             ctx = _arr(self.mb[:i])
             line = _obj([("id", orjson.dumps(rid)), ("conversation_id", self.cid), ("split", self.sp),
                          ("action_index", orjson.dumps(k)), ("messages", ctx), ("tools", self.tools),
                          ("action", self.mb[i]), ("source", self.src), ("group", self.grp)])
-            row = {"id": rid, "conversation_id": self.conv["id"], "split": self.split, "action_index": k,
-                   "messages": ctx.decode(), "tools": self.tools.decode(), "action": self.mb[i].decode(),
-                   "source": self.conv["meta"]["source"], "group": self.conv["meta"]["root_request_id"]}
+            row = None if tm is None else {
+                "id": rid, "conversation_id": self.conv["id"], "split": self.split, "action_index": k,
+                "prompt": tm[:i], "completion": [tm[i]], "tools": tools, **self._origin()}
             yield rid, line, row
 
-    def decision_points(self) -> Iterator[tuple[str, bytes, dict[str, Any]]]:
+    def decision_points(self) -> Iterator[tuple[str, bytes, dict[str, Any] | None]]:
+        tm = self.template_messages
+        tools = self._tool_list() if tm is not None else []
         for k, i in enumerate(self.actions):
             m = self.msgs[i]
             rid = content_id("dp", self.conv["id"], str(i))
@@ -192,20 +245,20 @@ class ConversationExport:
             if m.get("tool_calls"):
                 turn["tool_calls"] = [_parse_args(tc) for tc in m["tool_calls"]]
             ids = {tc.get("id") for tc in m.get("tool_calls") or []}
-            res: list[bytes] = []
+            res: list[int] = []
             for j in range(i + 1, len(self.msgs)):
                 if self.msgs[j].get("role") != "tool":
                     break
                 if self.msgs[j].get("tool_call_id") in ids:
-                    res.append(self.mb[j])
-            state, nt, tr = _arr(self.mb[:i]), orjson.dumps(turn), _arr(res)
+                    res.append(j)
+            state, nt, tr = _arr(self.mb[:i]), orjson.dumps(turn), _arr([self.mb[j] for j in res])
             line = _obj([("id", orjson.dumps(rid)), ("conversation_id", self.cid), ("split", self.sp),
                          ("turn_index", orjson.dumps(k)), ("state", state), ("tools", self.tools), ("next_turn", nt),
                          ("tool_results", tr), ("source", self.src), ("group", self.grp)])
-            row = {"id": rid, "conversation_id": self.conv["id"], "split": self.split, "turn_index": k,
-                   "state": state.decode(), "tools": self.tools.decode(), "next_turn": nt.decode(),
-                   "tool_results": tr.decode(), "source": self.conv["meta"]["source"],
-                   "group": self.conv["meta"]["root_request_id"]}
+            row = None if tm is None else {
+                "id": rid, "conversation_id": self.conv["id"], "split": self.split, "turn_index": k,
+                "prompt": tm[:i], "tools": tools, "next_turn": tm[i], "tool_results": [tm[j] for j in res],
+                **self._origin()}
             yield rid, line, row
 
 
@@ -243,10 +296,14 @@ def write_exports(sink: Any, spool: list[tuple[str, str, bytes, str]], assignmen
                     files[kind].mark(rid)
                     files[kind].write(line + b"\n")
                     n[kind] += 1
-                    if pq_out:
+                    if pq_out and row is not None:
                         pq_out[kind].add(row)
             if pq_out:
-                pq_out["conversations"].add(conversation_row(conv))
+                row = ex.conversation_row()
+                if row is None:
+                    n["parquet_skipped"] = n.get("parquet_skipped", 0) + 1
+                else:
+                    pq_out["conversations"].add(row)
             if task is not None:
                 bar.advance(task)
         if prefixes is not None:

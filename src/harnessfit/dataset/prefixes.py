@@ -103,7 +103,7 @@ class PrefixSpool:
                     files[kind].mark(rid)
                     files[kind].write(line + b"\n")
                     n[kind] += 1
-                    if parquet:
+                    if parquet and row is not None:  # None: a message no template takes (counted by the build)
                         parquet[kind].add(row)
         self.counts["sft"] += n["sft"]
         self.counts["decision_points"] += n["decision_points"]
