@@ -52,6 +52,10 @@ def test_eval_on_an_endpoint_runs_the_pi_its_model_was_trained_for(tmp_path: Pat
         chosen = subprocess.run([exe, "eval", "agent", "--endpoint", server.base_url, "--task", "edit_constant",
                                  "--max-turns", "1", "--max-seconds", "60", "--out", str(tmp_path / "e2")],
                                 capture_output=True, text=True, timeout=300, env={**os.environ, "COLUMNS": "400"})
+        from harnessfit.eval.run import served_label
+
+        assert served_label(entry, entry["id"]) == "merged"  # tables name the model, not the URL
+        assert served_label({"id": "x"}, "x") == "x"
         if chosen.returncode == 0:
             assert orjson.loads((tmp_path / "e2" / "results.json").read_bytes())["pi_version"] == "0.73.1"
         else:

@@ -67,6 +67,18 @@ def resolve_model_id(base_url: str) -> str:
     return str(endpoint_models(base_url)[0]["id"])
 
 
+def served_label(entry: dict[str, Any] | None, model_id: str) -> str:
+    """How tables name a model at an endpoint: what ``harnessfit serve`` says it serves (the model's name, and the
+    adapter's last two path parts: ``smollm2-135m + train/adapter``), else the model id (never the URL)."""
+    facts = (entry or {}).get("harnessfit")
+    if not isinstance(facts, dict) or not facts.get("model"):
+        return str(model_id)
+    label = Path(str(facts["model"])).name
+    if facts.get("adapter"):
+        label += " + " + "/".join(Path(str(facts["adapter"])).parts[-2:])
+    return label
+
+
 def endpoint_harness(base_url: str, model_id: str | None = None) -> str | None:
     """The harness the served model was trained for, as ``harnessfit serve`` publishes it in ``/v1/models`` (the
     entry's ``harnessfit.harness``); None when the endpoint does not say (another server, a base model)."""
@@ -93,7 +105,9 @@ def open_endpoint(model: Endpoint | str, tasks: Sequence[Task], *, model_id: str
         return
     if model.startswith(("http://", "https://")):
         base = model.rstrip("/")
-        yield Endpoint(base, model_id or resolve_model_id(base), model)
+        models = endpoint_models(base)
+        entry = next((m for m in models if m.get("id") == model_id), None) if model_id else models[0]
+        yield Endpoint(base, model_id or str(models[0]["id"]), served_label(entry, model_id or models[0]["id"]))
         return
     try:
         from harnessfit.serve import start_server
@@ -176,7 +190,7 @@ def run_eval(
     try:
         with open_endpoint(endpoint_or_model, tasks, model_id=model_id, responder=responder,
                            **serve_kwargs) as endpoint:
-            results.model = {"name": endpoint.label, "model_id": endpoint.model_id}
+            results.model = {"name": endpoint.label, "model_id": endpoint.model_id, "endpoint": endpoint.base_url}
 
             def one(job: tuple[Task, int]) -> Episode:
                 task, seed = job

@@ -88,6 +88,13 @@ def _items(messages: list[dict[str, Any]], card: Any) -> list[dict[str, Any]]:
                         usage=m.get("usage") or {}, model=m.get("model"))
         if role == "toolResult":
             item.update(tool=m.get("toolName"), call_id=m.get("toolCallId"), is_error=bool(m.get("isError")))
+        if role == "system":  # Pi 1.x keeps the prompt in the message's sections: show what the model was sent
+            from harnessfit.formats.pi.entries import system_text
+
+            text, cut = _clip(system_text(m))
+            item["blocks"].append({"kind": "text", "text": text, "cut": cut})
+            items.append(item)
+            continue
         for p in _parts_text(m.get("content")):
             kind = p.get("type")
             if kind == "toolCall":
