@@ -92,7 +92,7 @@ def test_cli_against_a_running_endpoint(tmp_path: Path, suite_dir: Path) -> None
     assert proc.returncode == 0, proc.stderr
     assert "fully clean 1/2" in proc.stdout
     data = orjson.loads((tmp_path / "cli" / "results.json").read_bytes())
-    assert data["model"] == {"name": ep.base_url, "model_id": "planned"} and data["version"] == 1
+    assert data["model"] == {"name": "planned", "model_id": "planned"} and data["version"] == 1  # named, not by URL
 
 
 def test_user_errors(tmp_path: Path, suite_dir: Path) -> None:

@@ -134,3 +134,24 @@ def test_python_checker_must_run_isolated(default_suite, tmp_path):
     spec.write_text(spec.read_text().replace("command: python3 -I hf_check.py", "command: python3 hf_check.py"))
     with pytest.raises(UserError, match="python3 -I"):
         load_task(d)
+
+
+@pytest.mark.parametrize("command", ["timeout 20 python3 hf_check.py", "cd . && python3 hf_check.py",
+                                     "python3 -I a.py; python3 hf_check.py", "/usr/bin/python3.11 hf_check.py",
+                                     "env X=1 python hf_check.py"])
+def test_every_python_in_a_checker_command_must_run_isolated(command):
+    """Issue 27 item 3: the rule holds wherever Python stands in the command, not only as its first word."""
+    from pydantic import ValidationError
+
+    from harnessfit.eval.task import Checker
+
+    with pytest.raises(ValidationError, match="python3 -I"):
+        Checker(command=command)
+
+
+@pytest.mark.parametrize("command", ["python3 -I hf_check.py", "timeout 20 python3 -I hf_check.py",
+                                     "bash hf_run.sh", "node check.mjs", "pytest -q", "python3 -IB x.py"])
+def test_isolated_or_non_python_checkers_load(command):
+    from harnessfit.eval.task import Checker
+
+    assert Checker(command=command).command == command

@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-__all__ = ["EpisodeFacts", "EpisodeMetrics", "Episode", "FAILURES", "INTEGRITY_FLAGS"]
+__all__ = ["EpisodeFacts", "EpisodeMetrics", "Episode", "FAILURES", "INTEGRITY_FLAGS", "UNSCORING_FLAGS"]
 
 # Names for what went wrong, most specific first; ``EpisodeMetrics.failure`` is the first that applies.
 FAILURES = (
@@ -26,13 +26,17 @@ FAILURES = (
     "invalid_tool_calls",  # other calls that the card's validator or Pi rejected
     "no_final_response",  # the agent stopped without a final text answer
     "checker_failed",  # the independent checker did not pass
+    "expected_change_missing",  # the checker passed but the task's expected change is not in the workspace
 )
 
-# Episodes where the checker and the expected change disagree; shown to the reader, never changing the loop verdict.
+# Episodes where the checker and the expected change disagree; shown to the reader (neither is a complete loop).
 INTEGRITY_FLAGS = (
     "checker_passed_without_expected_change",  # the checker may have been fooled (or the predicate is too strict)
     "expected_change_without_checker_pass",  # the change is there but the independent check failed
+    "session_file_differs_from_events",  # the session file (agent-writable) was changed: the episode is unscored
 )
+# flags that take an episode out of the rates (its numbers cannot be trusted), counted as unscored ("integrity")
+UNSCORING_FLAGS = ("session_file_differs_from_events",)
 
 
 class EpisodeFacts(BaseModel):
@@ -88,6 +92,7 @@ class EpisodeMetrics(BaseModel):
     stop_reason: str | None
     failure: str | None
     integrity_flag: str | None = None  # one of INTEGRITY_FLAGS when checker and expected change disagree
+    integrity_detail: str | None = None  # where the session file and the event stream disagree
 
 
 class Episode(BaseModel):

@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from harnessfit.eval.episode import FAILURES, INTEGRITY_FLAGS, Episode
+from harnessfit.eval.episode import FAILURES, INTEGRITY_FLAGS, UNSCORING_FLAGS, Episode
 from harnessfit.eval.files import read_results_file, write_results_files
 from harnessfit.eval.stats import mean_over_tasks, pass_at_k, pass_hat_k, rate
 
@@ -55,12 +55,20 @@ class EvalResults(BaseModel):
 
 def aggregate(episodes: list[Episode], seeds: int) -> dict[str, Any]:
     """Rates with 95% Wilson intervals, tool-call totals, failures by name, pass@k / pass^k over seeds."""
-    scored = [e for e in episodes if e.facts.status == "success" and e.metrics is not None]
+    measured = [e for e in episodes if e.facts.status == "success" and e.metrics is not None]
+    scored = [e for e in measured if e.metrics.integrity_flag not in UNSCORING_FLAGS]
     n = len(scored)
     out: dict[str, Any] = {"episodes": len(episodes), "scored": n, "unscored": len(episodes) - n}
-    # why the unscored ones are out of the rates: runner/harness errors, environments this machine cannot provide
+    # why the unscored ones are out of the rates: runner/harness errors, environments this machine cannot provide,
+    # a session file that disagrees with Pi's event stream (integrity)
     kept = {id(e) for e in scored}
-    why = Counter("error" if e.facts.status == "success" else e.facts.status for e in episodes if id(e) not in kept)
+
+    def why_out(e: Episode) -> str:
+        if e.facts.status != "success":
+            return e.facts.status
+        return "integrity" if e.metrics is not None else "error"
+
+    why = Counter(why_out(e) for e in episodes if id(e) not in kept)
     out["unscored_by_status"] = dict(sorted(why.items()))
     out["rates"] = {
         field: rate(sum(1 for e in scored if getattr(e.metrics, field)), n).as_dict() for _, field, _ in RATE_METRICS
@@ -77,7 +85,7 @@ def aggregate(episodes: list[Episode], seeds: int) -> dict[str, Any]:
     }
     failures = Counter(e.metrics.failure for e in scored if e.metrics.failure)
     out["failures"] = {name: failures[name] for name in FAILURES if failures[name]}
-    flags = Counter(e.metrics.integrity_flag for e in scored if e.metrics.integrity_flag)
+    flags = Counter(e.metrics.integrity_flag for e in measured if e.metrics.integrity_flag)
     out["integrity_flags"] = {name: flags[name] for name in INTEGRITY_FLAGS if flags[name]}
 
     def mean(field: str) -> float | None:

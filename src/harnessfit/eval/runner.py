@@ -179,11 +179,13 @@ def _run_capped(cmd: list[str], *, cwd: Path, env: dict[str, str], max_seconds: 
 def checker_env(home: str, path: str) -> dict[str, str]:
     """The environment a checker runs in: a fresh (empty) HOME, so no ``usercustomize.py`` or ``.pth`` the agent
     planted in its HOME is there; a PATH of system folders only; no PYTHON* variable of the host. The checker's
-    own interpreter is isolated by its command (``python3 -I``, which the task loader requires), so a planted
-    ``subprocess.py`` beside it cannot stand in for the standard library; a checker that needs the code under
-    test appends the workspace to ``sys.path`` itself, after the standard library."""
-    env = {"HOME": home, "PATH": path, "PYTHONNOUSERSITE": "1", "PYTHONDONTWRITEBYTECODE": "1", "NO_COLOR": "1",
-           "TMPDIR": "/tmp"}
+    own interpreter is isolated by its command (``python3 -I``, which the task loader requires), and every other
+    Python the checker starts (from a shell script, through a wrapper) by ``PYTHONSAFEPATH``: no script folder or
+    working folder goes first on ``sys.path`` (Python >= 3.11), so a planted ``subprocess.py`` or ``json.py``
+    cannot stand in for the standard library; a checker that needs the code under test appends the workspace to
+    ``sys.path`` itself, after the standard library."""
+    env = {"HOME": home, "PATH": path, "PYTHONNOUSERSITE": "1", "PYTHONSAFEPATH": "1", "PYTHONDONTWRITEBYTECODE": "1",
+           "NO_COLOR": "1", "TMPDIR": "/tmp"}
     for key in ("LANG", "LC_ALL", "TZ"):
         if key in os.environ:
             env[key] = os.environ[key]

@@ -19,7 +19,7 @@ from harnessfit.eval.episode import INTEGRITY_FLAGS, EpisodeFacts, EpisodeMetric
 from harnessfit.eval.task import Task
 from harnessfit.formats.pi.reader import sent_arguments
 
-__all__ = ["read_jsonl_tolerant", "episode_messages", "score_episode", "load_card_or_none"]
+__all__ = ["read_jsonl_tolerant", "episode_messages", "session_mismatch", "score_episode", "load_card_or_none"]
 
 # the card's refusal key -> the reason counted in ``invalid_by_reason``
 _REFUSAL_REASONS = {"validation_failed": "pi_validation_failed", "tool_not_found": "unknown_tool",
@@ -33,12 +33,41 @@ def read_jsonl_tolerant(path: Path | None) -> list[dict[str, Any]]:
     return list(read_jsonl(path, bad_lines="skip", objects_only=True, missing_ok=True))
 
 
-def episode_messages(session: list[dict[str, Any]], events: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Messages in order: from the session file when it has any, else from ``message_end`` events."""
-    msgs = [e["message"] for e in session if e.get("type") == "message" and isinstance(e.get("message"), dict)]
-    if msgs:
-        return msgs
+def _session_messages(session: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [e["message"] for e in session if e.get("type") == "message" and isinstance(e.get("message"), dict)]
+
+
+def _event_messages(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [e["message"] for e in events if e.get("type") == "message_end" and isinstance(e.get("message"), dict)]
+
+
+def episode_messages(session: list[dict[str, Any]], events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Messages in order, from Pi's event stream (``message_end``): the runner captured it from Pi's stdout, which
+    the agent's tools do not write. The session file lives in a folder the agent can write (Pi keeps it there and
+    hands its path to every bash call as ``PI_SESSION_FILE``), so it is only read when the stream has no message
+    at all (a Pi killed before it printed one), and otherwise cross-checked (``session_mismatch``)."""
+    return _event_messages(events) or _session_messages(session)
+
+
+def _fingerprint(msg: dict[str, Any]) -> tuple:
+    calls = tuple((p.get("id"), p.get("name"), dumps_compact_str(p.get("arguments")))
+                  for p in msg.get("content") or [] if isinstance(p, dict) and p.get("type") == "toolCall")
+    return msg.get("role"), calls, msg.get("toolCallId")
+
+
+def session_mismatch(session: list[dict[str, Any]], events: list[dict[str, Any]], *, killed: bool) -> str | None:
+    """Where the session file disagrees with Pi's event stream (roles, tool calls and their arguments, result ids),
+    or None. A Pi stopped by a cap may have written one side further than the other: then one must be a prefix of
+    the other. A file that was never written (no session) is nothing to compare."""
+    a = [_fingerprint(m) for m in _session_messages(session)]
+    b = [_fingerprint(m) for m in _event_messages(events)]
+    if not a or not b or a == b:
+        return None
+    n = min(len(a), len(b))
+    if killed and a[:n] == b[:n]:
+        return None
+    at = next((i for i in range(n) if a[i] != b[i]), n)
+    return f"message {at}: the session file has {len(a)} messages, Pi's event stream {len(b)}"
 
 
 def load_card_or_none(version: str | None = None, profile: str | None = None):
@@ -100,6 +129,7 @@ def score_episode(facts: EpisodeFacts, task: Task, run_dir: Path, card: Any = No
     events = read_jsonl_tolerant(run_dir / facts.events_file)
     session = read_jsonl_tolerant(run_dir / facts.session_file) if facts.session_file else []
     messages = episode_messages(session, events)
+    mismatch = session_mismatch(session, events, killed=facts.killed is not None)
     assistants = [m for m in messages if m.get("role") == "assistant"]
     results = {m.get("toolCallId"): m for m in messages if m.get("role") == "toolResult"}
 
@@ -146,9 +176,12 @@ def score_episode(facts: EpisodeFacts, task: Task, run_dir: Path, card: Any = No
     checker_passed = facts.checker_exit_code == 0
     endpoint_error = stop_reason == "error"
     usage = [m.get("usage") or {} for m in assistants]
+    changed = bool(facts.expected_change)
     metrics = dict(
-        complete_loop=checker_passed and finished,
-        expected_change=bool(facts.expected_change),
+        # the independent checker, the task's expected change and a final answer: a checker fooled from inside (a
+        # module that exits 0 on import) without the change is no complete loop (and is flagged, below)
+        complete_loop=checker_passed and changed and finished,
+        expected_change=changed,
         validation_used=validation_used,
         finished_with_response=finished,
         checker_passed=checker_passed,
@@ -181,16 +214,18 @@ def score_episode(facts: EpisodeFacts, task: Task, run_dir: Path, card: Any = No
             "invalid_tool_calls": total - valid > 0,
             "no_final_response": not finished,
             "checker_failed": not checker_passed,
+            "expected_change_missing": not changed,
         }
         failure = next((name for name, hit in checks.items() if hit), "checker_failed")
-    return EpisodeMetrics(**metrics, failure=failure, integrity_flag=integrity_flag(facts))
+    flag = "session_file_differs_from_events" if mismatch else integrity_flag(facts)
+    return EpisodeMetrics(**metrics, failure=failure, integrity_flag=flag, integrity_detail=mismatch)
 
 
 def integrity_flag(facts: EpisodeFacts) -> str | None:
     """Which way the checker and the expected change disagree, or None when they agree (or no predicate ran).
 
     A checker can be fooled from inside — the module under test exits 0 on import — and a predicate can be too
-    strict; either way a reader should look at the episode. The complete-loop verdict is not changed by it.
+    strict; either way a reader should look at the episode. A complete loop needs both, so neither kind counts.
     """
     if facts.expected_change is None or facts.checker_exit_code is None:
         return None

@@ -22,7 +22,7 @@ from typing import Any
 import orjson
 
 from harnessfit.errors import UserError
-from harnessfit.eval.episode import Episode
+from harnessfit.eval.episode import UNSCORING_FLAGS, Episode
 from harnessfit.eval.run import run_eval
 from harnessfit.core.jsonio import sha256_file
 from harnessfit.harness.pi import DEFAULT_PI_VERSION, installed_package
@@ -78,8 +78,9 @@ def synth(
         for ep in results.episodes:
             f, m = ep.facts, ep.metrics
             name = f"{f.task_id}-s{f.seed}.jsonl"
-            if m is None or not m.complete_loop or f.session_file is None:
-                why = f.error if m is None else (m.failure or "no session file")
+            if m is None or not m.complete_loop or f.session_file is None or m.integrity_flag in UNSCORING_FLAGS:
+                why = f.error if m is None else (m.integrity_flag if m.integrity_flag in UNSCORING_FLAGS
+                                                 else m.failure or "no session file")
                 skipped.append({"kind": kind, "task": f.task_id, "seed": f.seed, "reason": why})
                 continue
             dst = target / name

@@ -97,7 +97,10 @@ class Checker(_Strict):
 
     A Python checker must run isolated (``python3 -I hf_check.py``): without ``-I`` the workspace — which the agent
     wrote — comes first on ``sys.path``, and a planted ``subprocess.py`` or ``json.py`` would stand in for the
-    standard library. A checker that imports the code under test appends ``"."`` to ``sys.path`` itself.
+    standard library. The rule holds for every Python the command names, wherever it stands (``timeout 20
+    python3 …``, ``cd x && python3 …``); a Python started from a script the command runs is isolated by the
+    runner's environment (``PYTHONSAFEPATH``, see ``eval.runner.checker_env``). A checker that imports the code
+    under test appends ``"."`` to ``sys.path`` itself.
     """
 
     command: str
@@ -105,9 +108,13 @@ class Checker(_Strict):
 
     @model_validator(mode="after")
     def _isolated_python(self) -> Checker:
-        if re.match(r"\s*(?:\S*/)?python(?:3(?:\.\d+)?)?\s+(?!-[A-Za-z]*I)", self.command):
+        if _UNISOLATED_PYTHON.search(self.command):
             raise ValueError(f"run a Python checker isolated, as `python3 -I …` (got {self.command!r})")
         return self
+
+
+# a word that runs Python (at the start, or after a separator, a wrapper or a path) followed by anything but -I
+_UNISOLATED_PYTHON = re.compile(r"(?:^|[\s;&|()`])(?:\S*/)?python(?:3(?:\.\d+)?)?(?=\s|$)(?!\s+-[A-Za-z]*I)")
 
 
 class Limits(_Strict):
