@@ -143,6 +143,7 @@ def test_exports_leave_history_only_messages_unlabelled(tmp_path: Path) -> None:
     assert [r.action["content"] for r in sft_records(data, "train")] == ["new answer"]
     assert [d.next_turn["content"] for d in decision_points(data, "train")] == ["new answer"]
     fast = ConversationExport(data, "train")
-    assert [row["action"] for _, _, row in fast.sft()] == [json.dumps({"role": "assistant", "content": "new answer"},
-                                                                        separators=(",", ":"))]
+    assert [json.loads(line)["action"] for _, line, _ in fast.sft()] == [{"role": "assistant", "content": "new answer"}]
+    assert [row["completion"] for _, _, row in fast.sft()] == [[json.dumps({"role": "assistant", "content": "new answer"},
+                                                                           separators=(",", ":"))]]
     assert len(list(fast.decision_points())) == 1

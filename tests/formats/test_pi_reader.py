@@ -351,3 +351,17 @@ def test_a_rejected_epoch_keeps_its_own_labels_and_counts_kept_calls_once(tmp_pa
     fy.add(first.calls)
     fy.add(second.calls)
     assert (fy.calls, fy.labels, dict(fy.lost)) == (3, 2, {"unsupported_tool": 1}) and fy.holds
+
+
+def test_a_parent_cycle_is_its_own_reason(tmp_path: Path):
+    """Issue 27 item 6: Pi's buildSessionPath never ends on a parentId loop, so Pi cannot open the file; it was
+    reported as "empty: no user message"."""
+    rows = [
+        HEADER,
+        _msg("u1", "a1", _user("first")),  # points forward: u1 -> a1 -> u1
+        _msg("a1", "u1", _assistant([{"type": "text", "text": "answer"}])),
+    ]
+    records = list(PiReader().read(_write(tmp_path / "cycle.jsonl", rows)))
+    assert [type(r) for r in records] == [Rejection]
+    assert records[0].reason == Reason.parent_cycle and "comes back to line" in records[0].detail
+    assert (records[0].line_start, records[0].line_end) == (3, 3)

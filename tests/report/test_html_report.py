@@ -265,6 +265,12 @@ def test_view_serves_on_loopback_only(run: Path) -> None:
         assert index.status_code == 200 and 'id="before-after"' in index.text
         page = httpx.get(f"http://127.0.0.1:{port}/episodes/base/t_one/seed-0.html", timeout=10)
         assert page.status_code == 200
+        for host in (f"localhost:{port}", f"[::1]:{port}", "127.0.0.1"):
+            assert httpx.get(f"http://127.0.0.1:{port}/index.html", headers={"Host": host}).status_code == 200
+        # a DNS-rebinding page reaches the server under its own name: refused (issue 27 item 6)
+        for host in (f"evil.example:{port}", "evil.example", f"127.0.0.1.evil.example:{port}"):
+            rebound = httpx.get(f"http://127.0.0.1:{port}/index.html", headers={"Host": host}, timeout=10)
+            assert rebound.status_code == 421 and 'id="before-after"' not in rebound.text
     finally:
         server.shutdown()
         server.server_close()

@@ -59,6 +59,7 @@ class Reason(StrEnum):
     record_too_large = "record_too_large"  # a JSONL line or a whole JSON document over the one size limit
     empty = "empty"
     side_branch = "side_branch"
+    parent_cycle = "parent_cycle"  # a session whose parentId chain loops: Pi cannot build its path, so cannot load it
     subagent = "subagent"
     # conversion
     unsupported_tool = "unsupported_tool"

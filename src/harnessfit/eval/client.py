@@ -10,6 +10,7 @@ unscored and go on.
 from __future__ import annotations
 
 import os
+import sys
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -49,6 +50,14 @@ def _reasoning(message: dict[str, Any]) -> str | None:
     return None
 
 
+def _retry_after(value: str | None) -> float:
+    """Seconds a 429's ``Retry-After`` asks for (a number; anything else, or none: 1 s), at most 60."""
+    try:
+        return min(60.0, max(0.0, float(value or 1)))
+    except ValueError:
+        return 1.0
+
+
 def chat(
     base_url: str,
     model_id: str,
@@ -60,8 +69,11 @@ def chat(
     tools: list[dict[str, Any]] | None = None,
     api_key: str | None = None,
     timeout: float = 600.0,
+    busy_retries: int = 8,
 ) -> ChatReply:
-    """One non-streaming completion; raises ``ChatError`` when none comes back."""
+    """One non-streaming completion; raises ``ChatError`` when none comes back. A server that is full answers 429
+    with ``Retry-After`` (``harnessfit serve``'s admission queue): the request is sent again after that wait, up to
+    ``busy_retries`` times, each wait said on stderr."""
     import httpx
 
     body: dict[str, Any] = {"model": model_id, "messages": messages, "max_tokens": max_tokens,
@@ -73,10 +85,16 @@ def chat(
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
     url = base_url.rstrip("/") + "/chat/completions"
     t0 = time.monotonic()
-    try:
-        resp = httpx.post(url, json=body, headers=headers, timeout=timeout)
-    except httpx.HTTPError as exc:
-        raise ChatError(f"{url}: {type(exc).__name__}: {exc}") from exc
+    for attempt in range(busy_retries + 1):
+        try:
+            resp = httpx.post(url, json=body, headers=headers, timeout=timeout)
+        except httpx.HTTPError as exc:
+            raise ChatError(f"{url}: {type(exc).__name__}: {exc}") from exc
+        if resp.status_code != 429 or attempt == busy_retries:
+            break
+        wait = _retry_after(resp.headers.get("retry-after"))
+        sys.stderr.write(f"chat: {url} is busy (429); retrying in {wait:g} s ({attempt + 1}/{busy_retries})\n")
+        time.sleep(wait)
     wall = time.monotonic() - t0
     if resp.status_code != 200:
         try:

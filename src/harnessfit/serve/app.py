@@ -17,6 +17,9 @@ answers 503 while the engine is stuck (``Engine.health``).
 from __future__ import annotations
 
 import hashlib
+import itertools
+import secrets
+import sys
 import threading
 import time
 from collections.abc import AsyncIterator, Iterator
@@ -28,7 +31,9 @@ from fastapi import FastAPI, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.requests import ClientDisconnect
 
+from harnessfit.serve.admission import DEFAULT_MAX_QUEUE, Admission
 from harnessfit.serve.engine import Engine, GenerationResult
 from harnessfit.serve.protocol import ApiError, ChatRequest, parse_chat_request
 from harnessfit.serve.toolcalls import ParsedToolCall, ToolCallStream
@@ -77,15 +82,25 @@ class _LoopbackOnly:
         await self.app(scope, receive, send)
 
 
-def _call_id(prompt_ids: list[int], index: int, call: ParsedToolCall) -> str:
+# ids of completions and tool calls: unique per request (a per-process random part and a counter), so two identical
+# requests never share one — an id derived from the prompt alone would repeat across episodes and retries
+_PROCESS_NONCE = secrets.token_hex(4)
+_REQUESTS = itertools.count(1)
+
+
+def _request_nonce() -> str:
+    return f"{_PROCESS_NONCE}{next(_REQUESTS):08x}"
+
+
+def _call_id(nonce: str, index: int, call: ParsedToolCall) -> str:
     h = hashlib.sha256()
-    h.update(orjson.dumps([prompt_ids, index, call.name, call.arguments]))
+    h.update(orjson.dumps([nonce, index, call.name, call.arguments]))
     return "call_" + h.hexdigest()[:24]
 
 
-def _wire_call(prompt_ids: list[int], index: int, call: ParsedToolCall) -> dict[str, Any]:
+def _wire_call(nonce: str, index: int, call: ParsedToolCall) -> dict[str, Any]:
     return {
-        "id": _call_id(prompt_ids, index, call),
+        "id": _call_id(nonce, index, call),
         "type": "function",
         "function": {"name": call.name, "arguments": call.arguments},
     }
@@ -122,8 +137,8 @@ class _Prepared:
             self.prompt_ids, max_new_tokens=self.budget, temperature=request.temperature, top_p=request.top_p,
             seed=seed, result=self.result, cancel=self.cancel, request=request,
         )
-        digest = hashlib.sha256(orjson.dumps(self.prompt_ids)).hexdigest()[:24]
-        self.completion_id = f"chatcmpl-{digest}"
+        self.nonce = _request_nonce()
+        self.completion_id = f"chatcmpl-{self.nonce}"
         self.created = int(time.time())
 
 
@@ -138,7 +153,7 @@ def _complete(engine: Engine, prep: _Prepared) -> dict[str, Any]:
         (content if kind == "content" else calls).append(value)  # type: ignore[arg-type]
     message: dict[str, Any] = {"role": "assistant", "content": "".join(content) or None}
     if calls:
-        message["tool_calls"] = [_wire_call(prep.prompt_ids, i, c) for i, c in enumerate(calls)]
+        message["tool_calls"] = [_wire_call(prep.nonce, i, c) for i, c in enumerate(calls)]
     return {
         "id": prep.completion_id,
         "object": "chat.completion",
@@ -174,7 +189,7 @@ def _stream(engine: Engine, prep: _Prepared) -> Iterator[bytes]:
             if kind == "content":
                 yield chunk({"content": value})
             else:
-                call = _wire_call(prep.prompt_ids, n_calls, value)  # type: ignore[arg-type]
+                call = _wire_call(prep.nonce, n_calls, value)  # type: ignore[arg-type]
                 yield chunk({"tool_calls": [{"index": n_calls, **call}]})
                 n_calls += 1
 
@@ -233,9 +248,20 @@ async def _read_body(request: Request, limit: int) -> bytes:
     return bytes(body)
 
 
-def create_app(engine: Engine, *, max_body_bytes: int = MAX_BODY_BYTES):
-    """A FastAPI app serving ``engine`` (this module is imported only by the server process)."""
+async def _released(chunks: AsyncIterator[bytes], admission: Admission, since: float) -> AsyncIterator[bytes]:
+    """The stream, leaving the admission queue when it ends (finished, failed or the client went away)."""
+    try:
+        async for chunk in chunks:
+            yield chunk
+    finally:
+        admission.leave(since)
+
+
+def create_app(engine: Engine, *, max_body_bytes: int = MAX_BODY_BYTES, max_queue: int = DEFAULT_MAX_QUEUE):
+    """A FastAPI app serving ``engine`` (this module is imported only by the server process); at most ``max_queue``
+    chat requests are admitted at once (``serve.admission``), the others get 429 with ``Retry-After``."""
     app = FastAPI(title="harnessfit built-in backend", docs_url=None, redoc_url=None, openapi_url=None)
+    admission = Admission(max_queue)
 
     def error(exc: ApiError) -> JSONResponse:
         return JSONResponse(exc.body(), status_code=exc.status)
@@ -250,7 +276,7 @@ def create_app(engine: Engine, *, max_body_bytes: int = MAX_BODY_BYTES):
 
     @app.get("/health")
     async def health() -> JSONResponse:
-        state = engine.health()
+        state = {**engine.health(), "queue": admission.state()}
         return JSONResponse(state, status_code=200 if state["status"] == "ok" else 503)
 
     @app.get("/v1/models")
@@ -264,6 +290,12 @@ def create_app(engine: Engine, *, max_body_bytes: int = MAX_BODY_BYTES):
 
     @app.post("/v1/chat/completions")
     async def chat(request: Request) -> Response:
+        since = admission.enter()
+        if since is None:
+            wait = admission.retry_after()
+            full = ApiError(429, f"the server is busy: {admission.limit} requests are admitted already; retry in "
+                            f"{wait} s", code="rate_limit_exceeded")
+            return JSONResponse(full.body(), status_code=429, headers={"Retry-After": str(wait)})
         try:
             kind = _media_type(request.headers.get("content-type"))
             if kind != "application/json":
@@ -272,17 +304,25 @@ def create_app(engine: Engine, *, max_body_bytes: int = MAX_BODY_BYTES):
             parsed = parse_chat_request(body)
             prep = await run_in_threadpool(_Prepared, engine, parsed)
         except ApiError as exc:
+            admission.leave(since)
             return error(exc)
+        except ClientDisconnect:  # the client left before its body was complete: one line, no traceback
+            admission.leave(since)
+            sys.stderr.write("serve: a client left before sending its whole request body; nothing was generated\n")
+            return Response(status_code=400)
+        except BaseException:
+            admission.leave(since)
+            raise
         if parsed.stream:
-            return StreamingResponse(
-                _stream_async(engine, prep), media_type="text/event-stream", headers={"Cache-Control": "no-cache"}
-            )
+            return StreamingResponse(_released(_stream_async(engine, prep), admission, since),
+                                     media_type="text/event-stream", headers={"Cache-Control": "no-cache"})
         try:
             return JSONResponse(await run_in_threadpool(_complete, engine, prep))
         except ApiError as exc:
             return error(exc)
         finally:
             prep.cancel.set()
+            admission.leave(since)
 
     app.add_middleware(_LoopbackOnly)
     return app

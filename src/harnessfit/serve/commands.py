@@ -35,6 +35,9 @@ def register(app: typer.Typer) -> None:
             "refused); the printed command runs that version with its isolation flags."
         ),
         threads: int = typer.Option(1, "--threads", help="torch threads of the built-in backend."),
+        max_queue: int = typer.Option(16, "--max-queue", min=1, help="Chat requests admitted at once (the one "
+                                      "generating + those waiting); more get HTTP 429 with Retry-After. Built-in "
+                                      "backend."),
         best_of: int = typer.Option(1, "--best-of", help="Sample up to N candidates per request and return the first "
                                     "whose tool calls pass the verifier (else the best-scoring one); built-in backend."),
         verifier: str = typer.Option("card", "--verifier", help="What checks candidates with --best-of: card (the "
@@ -85,7 +88,7 @@ def register(app: typer.Typer) -> None:
             typer.echo(f"serving {engine.model_id} at {base_url} (stop tokens {engine.stop_ids}, "
                        f"max {engine.max_tokens} tokens); Ctrl-C to stop", err=True)
 
-        serve_engine(engine, port=port, ready_file=ready_file, on_ready=ready)
+        serve_engine(engine, port=port, ready_file=ready_file, on_ready=ready, max_queue=max_queue)
 
 
 def _pi_version(harness: str | None, model: str, adapter: Path | None) -> str:

@@ -143,13 +143,14 @@ def start_server(
     model: str, *, adapter: Path | None = None, tokenizer: Path | None = None, port: int = 0, max_tokens: int = 512,
     backend: str = "auto", model_id: str | None = None, timeout: float | None = None, log_path: Path | None = None,
     threads: int = 1, env: dict[str, str] | None = None, best_of: int = 1, best_of_log: Path | None = None,
+    max_queue: int | None = None,
 ) -> ServerHandle:
     """Launch ``harnessfit serve`` (built-in) or ``vllm serve`` as a subprocess; return once it answers.
 
     ``port=0`` picks a free port. ``timeout`` defaults to 300 s (built-in) / 900 s (vLLM). The log goes to
     ``log_path`` (default: a temporary folder removed by ``stop()``). ``best_of`` > 1 serves the best of that many
     candidates verified by the harness card (``serve.bestof``; built-in backend), logging each request to
-    ``best_of_log``.
+    ``best_of_log``. ``max_queue`` bounds the requests admitted at once (``serve --max-queue``).
     """
     kind = choose_backend(backend)
     if best_of > 1 and kind != "builtin":
@@ -172,6 +173,8 @@ def start_server(
             cmd += ["--best-of", str(best_of), "--verifier", "card"]
             if best_of_log is not None:
                 cmd += ["--best-of-log", str(best_of_log)]
+        if max_queue is not None:
+            cmd += ["--max-queue", str(max_queue)]
         run_env.setdefault("OMP_NUM_THREADS", str(threads))
     else:
         from harnessfit.serve.vllm import prepare_vllm

@@ -41,8 +41,10 @@ def _announce(ready_file: Path, info: dict) -> None:
     os.replace(tmp, ready_file)
 
 
-def serve_engine(engine: Engine, *, port: int = 0, ready_file: Path | None = None, on_ready=None) -> None:
-    """Serve until SIGINT/SIGTERM. ``on_ready(base_url)`` is called once the socket listens."""
+def serve_engine(engine: Engine, *, port: int = 0, ready_file: Path | None = None, on_ready=None,
+                 max_queue: int | None = None) -> None:
+    """Serve until SIGINT/SIGTERM. ``on_ready(base_url)`` is called once the socket listens; ``max_queue`` bounds
+    the chat requests admitted at once (``serve.admission``; default ``DEFAULT_MAX_QUEUE``)."""
     import uvicorn
 
     from harnessfit.serve.app import create_app
@@ -50,7 +52,8 @@ def serve_engine(engine: Engine, *, port: int = 0, ready_file: Path | None = Non
     sock = bind(port)
     real_port = sock.getsockname()[1]
     base_url = f"http://{HOST}:{real_port}/v1"
-    config = uvicorn.Config(create_app(engine), log_level="warning", access_log=False, timeout_graceful_shutdown=2)
+    app = create_app(engine) if max_queue is None else create_app(engine, max_queue=max_queue)
+    config = uvicorn.Config(app, log_level="warning", access_log=False, timeout_graceful_shutdown=2)
     server = uvicorn.Server(config)
     if ready_file is not None:
         _announce(

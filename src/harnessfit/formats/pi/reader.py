@@ -161,6 +161,14 @@ class PiReader(BaseTraceReader):
                                   line_start=min(a, b), line_end=max(a, b),
                                   record_id=content_id("traj", self.name, sha, f"leaf:{leaf}"))  # the id it always had
                 continue
+            back = _cycle(leaf, by_id)
+            if back is not None:  # Pi's buildSessionPath would walk this chain forever: Pi cannot open the file
+                yield self.reject(path, sha, Reason.parent_cycle,
+                                  f"the parentId chain from the last entry (line {by_id[leaf].lineno}) comes back to "
+                                  f"line {back}: Pi cannot build this session's path, so it cannot load it",
+                                  "repair the parentId links (each entry's parent must come before it)",
+                                  line_start=back, line_end=by_id[leaf].lineno)
+                continue
             path_nodes = _path(leaf, by_id)
             on_active.update(node.eid for node in path_nodes)
             yield from self._epochs(path, sha, leaf, path_nodes, notes, flags_common, cwd, date)
@@ -231,6 +239,18 @@ def _migrate(version: int, entries: list[tuple[int, dict[str, Any]]]) -> tuple[l
             if node.entry.get("type") == "message" and isinstance(msg, dict) and msg.get("role") == "hookMessage":
                 node.entry = {**node.entry, "message": {**msg, "role": "custom"}}  # migrateV2ToV3
     return nodes, notes
+
+
+def _cycle(leaf: str, by_id: dict[str, Node]) -> int | None:
+    """The line of the entry where the walk from ``leaf`` up its ``parentId`` chain meets itself again, or None."""
+    seen: set[str] = set()
+    cur: str | None = leaf
+    while cur is not None and cur in by_id:
+        if cur in seen:
+            return by_id[cur].lineno
+        seen.add(cur)
+        cur = by_id[cur].parent
+    return None
 
 
 def _path(leaf: str, by_id: dict[str, Node]) -> list[Node]:
