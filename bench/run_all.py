@@ -36,6 +36,7 @@ def plans(full: bool) -> dict[str, list[str]]:
         gpu = False
     return {
         "corpus_check": ["corpus.py", "--check"],
+        "redaction_recall": ["redaction_recall.py"],
         "convert": ["convert_throughput.py", "--mb", *(["100", "500"] if full else ["10", "50"])],
         "build": ["build_throughput.py", "--mb", "500" if full else "20"],
         "pi_branches": ["pi_branches.py"],

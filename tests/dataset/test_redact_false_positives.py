@@ -53,6 +53,8 @@ def test_the_build_prints_both_numbers_and_the_card_states_them(tmp_path, traces
     assert fp["rate"] < 0.01 and rc["caught"] == rc["planted"]
     out = " ".join(res.output.split())  # the console wraps long lines
     assert f"{fp['rate'] * 100:.2f}% of {fp['probes']} probe lines" in out
-    assert f"planted secrets removed {rc['caught']}/{rc['planted']}" in out
+    assert f"planted secrets of the kinds the rules were written for removed {rc['caught']}/{rc['planted']}" in out
     card = (tmp_path / "ds" / "README.md").read_text()
+    assert "held-apart set: bench/redaction_recall.py" in out and "held-apart set of other scanners" in " ".join(
+        card.split())
     assert f"**{rc['caught']} / {rc['planted']}** removed" in card and f"{fp['rate'] * 100:.2f}%" in card

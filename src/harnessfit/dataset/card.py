@@ -195,7 +195,9 @@ def _card_redaction(red: dict[str, Any]) -> list[str]:
                 "",
                 f"Measured recall on {rc['planted']} planted secrets of {len(rc['by_kind'])} kinds (known token "
                 "shapes, keyword assignments in code, YAML and `.env` files, HTTP headers, URLs, keys with no prefix): "
-                f"**{rc['caught']} / {rc['planted']}** removed ({rc['rate'] * 100:.1f}%).",
+                f"**{rc['caught']} / {rc['planted']}** removed ({rc['rate'] * 100:.1f}%). These are the kinds the "
+                "rules were written against; recall on a held-apart set of other scanners' kinds is measured by "
+                "`bench/redaction_recall.py`.",
                 "",
                 _table(["planted kind", "removed / planted"],
                        [[k, f"{v[0]} / {v[1]}"] for k, v in rc["by_kind"].items()]),

@@ -25,7 +25,7 @@ from pydantic import BaseModel
 from harnessfit.dataset.redact import Redactor
 
 __all__ = ["FalsePositiveReport", "RecallReport", "probe_lines", "planted_secret_lines", "measure_false_positive_rate",
-           "measure_planted_recall"]
+           "measure_planted_recall", "measure_recall"]
 
 _WORDS = ["user", "account", "settings", "handler", "request", "response", "session", "config", "render", "parse",
           "token", "buffer", "stream", "client", "server", "widget", "theme", "selector", "message", "update"]
@@ -151,6 +151,14 @@ def planted_secret_lines(n_per_kind: int = 3, seed: int = 11) -> list[tuple[str,
             ("generic_key", rs(40, _ALNUM + "_-"), "const client = new Client({{ key: '{s}' }});"),
             ("email", f"{rs(6, string.ascii_lowercase)}.{rs(5, string.ascii_lowercase)}@corp-mail.io",
              "git config user.email {s}"),
+            ("mysql_password", rs(10) + "7", "mysql -u root -p{s} -h db.internal shop"),
+            ("docker_login", rs(14) + "2", "docker login -u deploy -p {s} registry.example.org"),
+            ("netrc", rs(12) + "4", "machine api.example.org login deploy password {s}"),
+            ("url_access_token", rs(24), "curl 'https://api.example.org/v1/items?access_token={s}&limit=5'"),
+            ("discord_webhook", rs(68, _ALNUM + "_-"),
+             "curl -X POST https://discord.com/api/webhooks/" + rs(18, string.digits) + "/{s} -d @msg.json"),
+            ("json_pwd", rs(11) + "!", '{{"user": "admin", "pwd": "{s}"}}'),
+            ("base64_token", base64.b64encode(("ghp_" + rs(36)).encode()).decode(), "echo {s} | base64 -d"),
         ]
         out += [(kind, text.format(s=secret), secret) for kind, secret, text in rows]
     return out
@@ -188,10 +196,17 @@ def measure_false_positive_rate(redactor: Redactor, n_per_shape: int = 50, seed:
 
 
 def measure_planted_recall(redactor: Redactor, n_per_kind: int = 3, seed: int = 11) -> RecallReport:
-    """Each planted line redacted as a conversation's text would be; caught when the secret is gone from it."""
+    """Recall on ``planted_secret_lines``: the kinds the rules were written against (a held-apart set, measured
+    with ``measure_recall``, is in ``bench/redaction_recall.py``)."""
+    return measure_recall(redactor, planted_secret_lines(n_per_kind, seed))
+
+
+def measure_recall(redactor: Redactor, lines: list[tuple[str, str, str]]) -> RecallReport:
+    """Each (kind, line, secret) line redacted as a conversation's text would be; caught when the secret is gone
+    from it."""
     caught: Counter[str] = Counter()
     total: Counter[str] = Counter()
-    for kind, line, secret in planted_secret_lines(n_per_kind, seed):
+    for kind, line, secret in lines:
         total[kind] += 1
         sub = redactor.substituter(redactor.placeholders([line]), Counter())
         if secret not in (sub(line) or ""):

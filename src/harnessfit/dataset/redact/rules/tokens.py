@@ -52,6 +52,10 @@ TOKENS: list[Rule] = [
          examples=("glpat-" + _A[:24],)),
     Rule("slack_token", re.compile(r"(?<![A-Za-z0-9_])xox[abposr]-[A-Za-z0-9-]{10,}"), literals=("xox",),
          examples=("SLACK=xoxb-" + "12345678901-" + _A[:24],)),
+    Rule("discord_webhook", re.compile(r"(?i)https://(?:ptb\.|canary\.)?discord(?:app)?\.com/api/webhooks/[0-9]{17,20}/"
+                                       r"(?P<v>[A-Za-z0-9_-]{60,80})"),
+         literals=("discord",), accept=nonempty,
+         examples=("curl -X POST https://discord.com/api/webhooks/" + "1234567890" * 2 + "/" + (_A + _A)[:68],)),
     Rule("slack_webhook", re.compile(r"https://hooks\.slack\.com/services/[A-Za-z0-9_/-]{20,}"),
          literals=("hooks.slack.com",), examples=("https://hooks.slack.com/services/T0/B1/" + _A[:24],)),
     Rule("aws_access_key", re.compile(r"(?<![A-Za-z0-9])(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[A-Z0-9]{16}(?![A-Za-z0-9])"),
