@@ -84,8 +84,7 @@ def _attack_suite(root: Path, default_suite: Path) -> Path:
     suite = root / "suite"
     for name, base in (("attack_links", "create_hello_script"), ("attack_reads", "create_hello_script"),
                        ("attack_forge", "create_hello_script"), ("attack_flag", "edit_greeting"),
-                       ("attack_wrapped", "create_hello_script"), ("attack_tamper", "create_hello_script"),
-                       *((name, "create_hello_script") for name in CAP_TASKS)):
+                       ("attack_wrapped", "create_hello_script"), ("attack_tamper", "create_hello_script")):
         shutil.copytree(default_suite / base, suite / name)
         spec = suite / name / "task.yaml"
         spec.write_text(spec.read_text().replace("prompt: |\n", f"prompt: |\n  [{name}]\n", 1))
@@ -98,10 +97,6 @@ def _attack_suite(root: Path, default_suite: Path) -> Path:
                                                        "assert out == 'hello world\\n', json.dumps(out)\n")
     spec = wrapped / "task.yaml"
     spec.write_text(spec.read_text().replace("command: python3 -I hf_check.py", "command: timeout 20 bash hf_run.sh"))
-    for name, caps in CAP_TASKS.items():  # small caps, so a few hundred MiB written show each one
-        spec = suite / name / "task.yaml"
-        spec.write_text(spec.read_text().replace("limits:\n", "limits:\n" + "".join(
-            f"  {k}: {v}\n" for k, v in caps.items()), 1))
     (suite / "attack_links" / "checker" / "sub").mkdir()
     (suite / "attack_links" / "checker" / "sub" / "data.txt").write_text("checker data\n")
     return suite
@@ -134,21 +129,10 @@ def _commands(env: dict[str, str]) -> dict[str, str]:
         "attack_flag": "printf 'import os\\nos._exit(0)\\n' > greet.py; echo replaced",
         "attack_tamper": "for i in 1 2 3 4 5; do printf '%s\\n' '" + _FAKE_ENTRY + "' >> \"$PI_SESSION_FILE\"; done; "
                          "echo tampered",
-        "attack_caps_tmp": "head -c 256M /dev/zero > /tmp/big; echo rc=$?",
-        "attack_caps_home": "head -c 256M /dev/zero > \"$HOME/big\"; echo rc=$?",
-        "attack_caps_ws": "for i in 1 2 3 4 5 6 7 8; do head -c 20M /dev/zero > big$i.bin; done; sleep 5; echo done",
-        "attack_caps_file": "head -c 64M /dev/zero > big.bin; echo rc=$?",
         "attack_wrapped": "printf 'import os\\nos._exit(0)\\n' > json.py; printf 'import os\\nos._exit(0)\\n' > "
                           "subprocess.py; echo planted",
     }
 
-
-CAP_TASKS = {
-    "attack_caps_tmp": {"tmp_mib": 16},
-    "attack_caps_home": {"home_mib": 16},
-    "attack_caps_ws": {"workspace_mib": 32},
-    "attack_caps_file": {"file_mib": 8},
-}
 
 # a Pi session entry for a tool call that never happened (the agent appends it to the session file it is told of)
 _FAKE_ENTRY = ('{"type":"message","id":"fake","parentId":null,"timestamp":"2026-01-01T00:00:00.000Z","message":'
@@ -301,20 +285,3 @@ def test_a_tampered_session_file_is_not_what_the_episode_is_scored_from(attack):
     agg = attack["results"].aggregates
     assert agg["unscored_by_status"].get("integrity") == 1
     assert agg["integrity_flags"]["session_file_differs_from_events"] == 1
-
-
-@pytest.mark.parametrize("task_id,cap", [("attack_caps_tmp", "disk_full"), ("attack_caps_home", "disk_full"),
-                                         ("attack_caps_ws", "workspace"), ("attack_caps_file", "file_size")])
-def test_writes_past_a_cap_are_stopped_and_named(attack, task_id, cap):
-    """Issue 27 item 2: /tmp and HOME are sized tmpfs, every file is under RLIMIT_FSIZE, the workspace is watched;
-    each hit is named in the results and the run folder keeps none of the big files."""
-    ep = attack["episodes"][task_id]
-    assert ep.facts.status == "success", ep.facts.error
-    assert cap in ep.facts.caps_hit, (ep.facts.caps_hit, ep.facts.killed)
-    assert ep.metrics.failure == "resource_cap"
-    if cap == "workspace":
-        assert ep.facts.killed == "workspace_cap"  # stopped while it wrote, not after
-    big = [p for p in _workspace(attack, task_id).rglob("*") if p.is_file() and p.stat().st_size > 8 << 20]
-    assert big == []
-    policy = ep.facts.sandbox_policy["agent"]["tmpfs"]
-    assert any("16 MiB" in t for t in policy) == (cap == "disk_full")

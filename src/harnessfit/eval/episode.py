@@ -20,7 +20,6 @@ __all__ = ["EpisodeFacts", "EpisodeMetrics", "Episode", "FAILURES", "INTEGRITY_F
 FAILURES = (
     "runaway",  # output capture cap hit: the model streamed without end
     "timeout",  # wall-clock cap hit
-    "resource_cap",  # a disk, file-size or tmpfs cap stopped the agent's writes (``EpisodeFacts.caps_hit``)
     "endpoint_error",  # the last model request failed (Pi json mode still exits 0)
     "turn_cap",  # the turn cap aborted the agent: it never stopped calling tools
     "double_encoded_arguments",  # tool arguments sent as a JSON string of the object; Pi rejects them
@@ -51,10 +50,8 @@ class EpisodeFacts(BaseModel):
     # exactly what the sandbox allowed ({"agent": …, "checker": …}, see SandboxSpec.describe); None unsandboxed
     sandbox_policy: dict[str, Any] | None = None
     pi_exit_code: int | None = None
-    killed: Literal["output_cap", "wall_clock", "workspace_cap"] | None = None
+    killed: Literal["output_cap", "wall_clock"] | None = None
     turn_cap_hit: bool = False
-    caps_hit: list[str] = Field(default_factory=list)  # resource caps the agent ran into (``eval.caps.CAPS``)
-    pruned: list[str] = Field(default_factory=list)  # workspace files too large to keep in the run folder
     max_turns: int
     wall_seconds: float = 0.0
     output_bytes: int = 0

@@ -36,7 +36,6 @@ from typing import Any
 
 import orjson
 
-from harnessfit.eval.caps import caps_seen, limit_file_size, prune_workspace, workspace_bytes
 from harnessfit.eval.episode import EpisodeFacts
 from harnessfit.eval.safefs import copy_into
 from harnessfit.eval.sandbox import (
@@ -145,16 +144,12 @@ def _stop(proc: subprocess.Popen) -> None:
 
 
 def _run_capped(cmd: list[str], *, cwd: Path, env: dict[str, str], max_seconds: float, max_bytes: int,
-                stdout_file: Path, stderr_file: Path, file_bytes: int | None = None,
-                watch: tuple[Path, int] | None = None) -> tuple[int | None, str | None, int, float]:
-    """Run ``cmd`` in its own session; returns (exit code, kill reason, output bytes, wall seconds). ``file_bytes``:
-    RLIMIT_FSIZE for every process; ``watch``: (folder, bytes) — the run is stopped (``workspace_cap``) once the
-    folder holds more (``eval.caps``)."""
+                stdout_file: Path, stderr_file: Path) -> tuple[int | None, str | None, int, float]:
+    """Run ``cmd`` in its own session; returns (exit code, kill reason, output bytes, wall seconds)."""
     budget = _Budget(max_bytes)
     start = time.monotonic()
     proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, start_new_session=True,
-                            preexec_fn=limit_file_size(file_bytes) if file_bytes else None)
+                            stderr=subprocess.PIPE, start_new_session=True)
     threads = [
         threading.Thread(target=_Capture(budget, stdout_file, True).pump, args=(proc.stdout,), daemon=True),
         threading.Thread(target=_Capture(budget, stderr_file, False).pump, args=(proc.stderr,), daemon=True),
@@ -163,16 +158,11 @@ def _run_capped(cmd: list[str], *, cwd: Path, env: dict[str, str], max_seconds: 
         t.start()
     killed: str | None = None
     deadline = start + max_seconds
-    next_watch = start
     while proc.poll() is None:
         if budget.hit.wait(timeout=0.05):
             killed = "output_cap"
         elif time.monotonic() > deadline:
             killed = "wall_clock"
-        elif watch is not None and time.monotonic() >= next_watch:
-            next_watch = time.monotonic() + 0.2
-            if workspace_bytes(watch[0], stop_at=watch[1]) > watch[1]:
-                killed = "workspace_cap"
         if killed:
             _stop(proc)
             break
@@ -225,8 +215,6 @@ def run_contained(
     max_bytes: int,
     stdout_file: Path,
     stderr_file: Path,
-    file_bytes: int | None = None,
-    watch: tuple[Path, int] | None = None,
 ) -> tuple[int | None, str | None, int, float]:
     """Run ``cmd`` in the sandbox ``spec`` (working folder ``cwd_inside``, default ``cwd``'s own path) or, with
     ``spec=None``, unsandboxed under the subreaper supervisor; caps as ``_run_capped``."""
@@ -235,18 +223,7 @@ def run_contained(
     else:
         full = supervised(cmd)
     return _run_capped(full, cwd=cwd, env=env, max_seconds=max_seconds, max_bytes=max_bytes,
-                       stdout_file=stdout_file, stderr_file=stderr_file, file_bytes=file_bytes, watch=watch)
-
-
-def _caps_hit(events_file: Path, workspace: Path, workspace_cap: int, killed: str | None) -> list[str]:
-    """The caps the agent ran into: those its tool results show (``caps.caps_seen``), and the workspace's when it
-    stopped the run or the workspace is over it now (a write between two checks)."""
-    from harnessfit.eval.scorers import read_jsonl_tolerant
-
-    hit = caps_seen(read_jsonl_tolerant(events_file))
-    if killed == "workspace_cap" or workspace_bytes(workspace, stop_at=workspace_cap) > workspace_cap:
-        hit.append("workspace")
-    return hit
+                       stdout_file=stdout_file, stderr_file=stderr_file)
 
 
 def _install_root(binary: Path, version: str) -> Path:
@@ -342,8 +319,7 @@ def run_episode(
             spec = SandboxSpec(read_write=[(workspace, mount), sessions], read_only=read_only,
                                runner_dir=runner, hosts=[h for h in [forwarder.hostname] if h],
                                forward=(forwarder.listen_host, forwarder.port, forwarder.socket_path,
-                                        f"{forwarder.host}:{forwarder.port}"),
-                               tmp_bytes=task.limits.tmp_mib << 20, home_bytes=task.limits.home_mib << 20)
+                                        f"{forwarder.host}:{forwarder.port}"))
             write_launcher(runner)
             node = str(Path(shutil.which("node") or "node").resolve())
             cmd = [node, f"{RUNNER_DIR}/launch.mjs", f"{RUNNER_DIR}/endpoint/model.sock", forwarder.listen_host,
@@ -356,7 +332,6 @@ def run_episode(
             max_seconds=max_seconds or task.limits.max_seconds,
             max_bytes=max_output_bytes or task.limits.max_output_bytes,
             stdout_file=ep_dir / "events.jsonl", stderr_file=ep_dir / "stderr.txt",
-            file_bytes=task.limits.file_mib << 20, watch=(workspace, task.limits.workspace_mib << 20),
         )
         if forwarder is not None:
             forwarder.close()
@@ -364,7 +339,6 @@ def run_episode(
         stderr = (ep_dir / "stderr.txt").read_text(encoding="utf-8", errors="replace")
         facts.pi_exit_code, facts.killed, facts.output_bytes = code, killed, used
         facts.wall_seconds = round(wall, 3)
-        facts.caps_hit = _caps_hit(ep_dir / "events.jsonl", workspace, task.limits.workspace_mib << 20, killed)
         facts.turn_cap_hit = TURN_CAP_MARKER in stderr
         facts.session_file = _session_file(sessions, run_dir)
         facts.sandbox_policy = {"agent": spec.describe()} if spec is not None else None
@@ -384,8 +358,6 @@ def run_episode(
     finally:
         if forwarder is not None:
             forwarder.close()
-        if (ep_dir / "workspace").is_dir():  # after the checker: the run folder keeps what a report shows
-            facts.pruned = prune_workspace(ep_dir / "workspace")
     return facts
 
 

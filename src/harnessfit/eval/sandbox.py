@@ -62,15 +62,6 @@ _SYNTHETIC_ETC = {
 SANDBOX_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 
-def _sized(size: int | None) -> list[str]:
-    """bwrap's ``--size`` for the next ``--tmpfs`` (nothing: the kernel's default size)."""
-    return ["--size", str(size)] if size else []
-
-
-def _mib(size: int | None) -> str:
-    return f", {size // 2**20} MiB" if size else ""
-
-
 def _bwrap() -> str | None:
     return shutil.which("bwrap")
 
@@ -168,8 +159,6 @@ class SandboxSpec:
     runner_dir: Path | None = None  # host folder bound read-only at RUNNER_DIR
     hosts: list[str] = field(default_factory=list)
     forward: tuple[str, int, Path, str] | None = None
-    tmp_bytes: int | None = None  # size of the tmpfs /tmp (None: the kernel's default, half the RAM)
-    home_bytes: int | None = None  # size of the tmpfs HOME
 
     @staticmethod
     def _pair(item: Path | tuple[Path, str]) -> tuple[str, str]:
@@ -202,8 +191,7 @@ class SandboxSpec:
         args += self._etc_files(etc_dir)
         for prefix in tool_prefixes():
             args += ["--ro-bind", str(prefix), str(prefix)]
-        args += ["--dev", "/dev", "--proc", "/proc", *_sized(self.tmp_bytes), "--tmpfs", "/tmp",
-                 *_sized(self.home_bytes), "--tmpfs", SANDBOX_HOME]
+        args += ["--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "--tmpfs", SANDBOX_HOME]
         if self.runner_dir is not None:
             args += ["--ro-bind", str(Path(self.runner_dir).resolve()), RUNNER_DIR]
         for item in self.read_only:
@@ -233,7 +221,7 @@ class SandboxSpec:
             + ([f"{RUNNER_DIR} (runner files)"] if self.runner_dir is not None else [])
             + [self._pair(p)[1] for p in self.read_only],
             "read_write": [self._pair(p)[1] for p in self.read_write],
-            "tmpfs": [f"/tmp{_mib(self.tmp_bytes)}", f"{SANDBOX_HOME} (HOME){_mib(self.home_bytes)}"],
+            "tmpfs": ["/tmp", f"{SANDBOX_HOME} (HOME)"],
             "root": "read-only tmpfs (nothing else of the host file system)",
             "network": network,
             "capabilities": "all dropped",

@@ -208,7 +208,6 @@ def score_episode(facts: EpisodeFacts, task: Task, run_dir: Path, card: Any = No
         checks = {
             "runaway": metrics["runaway"],
             "timeout": metrics["timed_out"],
-            "resource_cap": bool(facts.caps_hit),
             "endpoint_error": endpoint_error,
             "turn_cap": facts.turn_cap_hit,
             "double_encoded_arguments": double > 0,

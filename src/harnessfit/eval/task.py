@@ -118,19 +118,11 @@ _UNISOLATED_PYTHON = re.compile(r"(?:^|[\s;&|()`])(?:\S*/)?python(?:3(?:\.\d+)?)
 
 
 class Limits(_Strict):
-    """Per-episode caps: model turns (an extension aborts Pi at turn N), wall clock, captured output bytes, and what
-    the agent may write: the sandbox's tmpfs ``/tmp`` and HOME are that many MiB (a write past them fails with "No
-    space left on device"), every file any process writes is at most ``file_mib`` (RLIMIT_FSIZE: "File size limit
-    exceeded"), and the workspace on the host disk is watched: past ``workspace_mib`` the episode is stopped
-    (``workspace_cap``). Each hit is named in the episode's results (``caps_hit``)."""
+    """Per-episode caps: model turns (an extension aborts Pi at turn N), wall clock, captured output bytes."""
 
     max_turns: int = Field(default=10, ge=1)
     max_seconds: float = Field(default=300.0, gt=0)
     max_output_bytes: int = Field(default=DEFAULT_MAX_OUTPUT_BYTES, gt=0)
-    tmp_mib: int = Field(default=512, ge=1)
-    home_mib: int = Field(default=256, ge=1)
-    workspace_mib: int = Field(default=512, ge=1)
-    file_mib: int = Field(default=256, ge=1)
 
 
 class ReferenceStep(_Strict):
