@@ -27,6 +27,7 @@ All of this is kernel state the runner reads itself, never text the agent printe
 from __future__ import annotations
 
 import os
+import shutil
 import stat
 import subprocess
 import time
@@ -35,9 +36,11 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from harnessfit.eval.episode import EpisodeFacts
 from harnessfit.eval.task import Limits
 
-__all__ = ["Caps", "CapWatch", "CAP_FAILURES", "SHM_BYTES", "KEEP_FILE_BYTES", "prune_large_files", "tree_usage"]
+__all__ = ["CAP_FAILURES", "KEEP_FILE_BYTES", "SHM_BYTES", "CapWatch", "Caps", "check_seed_fits", "collect", "copy_out",
+           "prune_large_files", "tree_usage"]
 
 CAP_FAILURES = ("cap_disk", "cap_fsize", "cap_pids", "cap_cpu", "cap_memory")
 SHM_BYTES = 64 << 20  # /dev/shm inside the sandbox
@@ -316,3 +319,22 @@ class CapWatch:
         for fd in self.fds.values():
             os.close(fd)
         self.fds.clear()
+
+
+def check_seed_fits(seed: Path, caps: Caps) -> None:
+    """The task's own files must leave room in the workspace cap (else it is the task's fault, not the agent's)."""
+    size = sum(p.lstat().st_size for p in seed.rglob("*"))
+    if size > caps.workspace_bytes * 0.9:
+        raise ValueError(f"the task's workspace files ({size} bytes) do not fit in 90% of its workspace cap "
+                         f"(max_workspace_bytes {caps.workspace_bytes})")
+
+
+def collect(watch: CapWatch, workspace: Path, sessions: Path, facts: EpisodeFacts) -> None:
+    """The cap hit, and the captured workspace and session folder copied out of the ended sandbox."""
+    if watch.hit is not None:
+        facts.cap_hit, facts.cap_detail = watch.hit  # type: ignore[assignment]
+    for label, dest in (("workspace", workspace), ("sessions", sessions)):
+        if label in watch.fds:
+            left = watch.copy_out(label, dest, watch.caps.workspace_bytes)
+            facts.pruned += [f"{label}/{x} (not copied out)" for x in left]
+    shutil.rmtree(workspace.parent / "runner" / "workspace", ignore_errors=True)

@@ -9,7 +9,9 @@ message) are counted but not stored.
 
 Containment (``eval/sandbox.py``): under bubblewrap the agent sees only the system folders, Pi's install, its
 workspace and session folder, a tmpfs HOME and /tmp, and reaches nothing on the network but the model endpoint,
-through a forwarder; the PID namespace ends every process it started with it. Without the sandbox (only on an
+through a forwarder; the PID namespace ends every process it started with it. Resource caps (``eval/caps.py``):
+every tmpfs is sized, the workspace and session folder are sized tmpfs copied out after the sandbox ended, files,
+processes, CPU time and memory are capped; the first cap reached stops the episode (``facts.cap_hit``). Without the sandbox (only on an
 explicit ``--no-sandbox``) a subreaper supervisor kills the agent's whole process tree, ``setsid`` children
 included.
 
@@ -36,7 +38,7 @@ from typing import Any
 
 import orjson
 
-from harnessfit.eval.caps import Caps, CapWatch, prune_large_files
+from harnessfit.eval.caps import Caps, CapWatch, check_seed_fits, collect, prune_large_files
 from harnessfit.eval.episode import EpisodeFacts
 from harnessfit.eval.safefs import copy_into
 from harnessfit.eval.sandbox import (
@@ -148,7 +150,8 @@ def _reap(proc: subprocess.Popen, *, block: bool = False) -> float | None:
 def _stop(proc: subprocess.Popen) -> float | None:
     """SIGTERM first (the supervisor then kills the whole tree; bwrap dies and its namespace with it), SIGKILL to
     the process group after a grace period; returns the CPU seconds of ``_reap``."""
-    proc.terminate()
+    if proc.returncode is None:
+        os.kill(proc.pid, signal.SIGTERM)  # not proc.terminate(): its poll() would reap without the rusage
     deadline = time.monotonic() + 10
     while (cpu := _reap(proc)) is None and time.monotonic() < deadline:
         time.sleep(0.02)
@@ -190,16 +193,16 @@ def _run_capped(cmd: list[str], *, cwd: Path, env: dict[str, str], max_seconds: 
     except BaseException:
         _stop(proc)
         raise
-    code = proc.returncode
+    code = None if killed else proc.returncode  # the exit code only of a command that ended on its own
     _kill_group(proc)  # anything left in the group
     if watch is not None and watch.finish(cpu) is not None:
-        killed = "cap"
+        killed = "cap"  # seen after the end too: the CPU time of the whole tree, a full mount, a file at the cap
     for t in threads:
         t.join(timeout=10)
     for pipe in (proc.stdout, proc.stderr):
         if pipe is not None:
             pipe.close()
-    return (None if killed else code), killed, budget.used, time.monotonic() - start
+    return code, killed, budget.used, time.monotonic() - start
 
 
 def checker_env(home: str, path: str) -> dict[str, str]:
@@ -320,7 +323,7 @@ def run_episode(
         else:
             copy_into(task.workspace_dir, seed_ws)
         caps = Caps.from_limits(task.limits)
-        _check_seed_fits(seed_ws, caps)
+        check_seed_fits(seed_ws, caps)
         mount = task.mount if harbor else str(workspace)  # where the workspace is inside the sandbox
         inside_ws = task.workdir if harbor else str(workspace)  # the agent's working folder there
         home = SANDBOX_HOME if sandbox else str(ep_dir / "home")
@@ -368,7 +371,7 @@ def run_episode(
                 max_bytes=max_output_bytes or task.limits.max_output_bytes,
                 stdout_file=ep_dir / "events.jsonl", stderr_file=ep_dir / "stderr.txt", watch=watch,
             )
-            _collect(watch, workspace, sessions, facts)
+            collect(watch, workspace, sessions, facts)
         finally:
             watch.close()
         if forwarder is not None:
@@ -398,25 +401,6 @@ def run_episode(
         if forwarder is not None:
             forwarder.close()
     return facts
-
-
-def _check_seed_fits(seed: Path, caps: Caps) -> None:
-    """The task's own files must leave room in the workspace cap (else it is the task's fault, not the agent's)."""
-    size = sum(p.lstat().st_size for p in seed.rglob("*"))
-    if size > caps.workspace_bytes * 0.9:
-        raise ValueError(f"the task's workspace files ({size} bytes) do not fit in 90% of its workspace cap "
-                         f"(max_workspace_bytes {caps.workspace_bytes})")
-
-
-def _collect(watch: CapWatch, workspace: Path, sessions: Path, facts: EpisodeFacts) -> None:
-    """The cap hit, and the captured workspace and session folder copied out of the ended sandbox."""
-    if watch.hit is not None:
-        facts.cap_hit, facts.cap_detail = watch.hit  # type: ignore[assignment]
-    for label, dest in (("workspace", workspace), ("sessions", sessions)):
-        if label in watch.fds:
-            left = watch.copy_out(label, dest, watch.caps.workspace_bytes)
-            facts.pruned += [f"{label}/{x} (not copied out)" for x in left]
-    shutil.rmtree(workspace.parent / "runner" / "workspace", ignore_errors=True)
 
 
 def _check(task: Task, workspace: Path, ep_dir: Path, facts: EpisodeFacts, *, sandboxed: bool) -> None:

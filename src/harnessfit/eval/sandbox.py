@@ -71,7 +71,8 @@ def _bwrap() -> str | None:
 
 def _probe_args(exe: str) -> list[str]:
     return [exe, "--die-with-parent", *_NS_FLAGS, "--new-session", "--cap-drop", "ALL",
-            *_system_binds(), "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "--remount-ro", "/", "true"]
+            *_system_binds(), "--dev", "/dev", "--proc", "/proc", "--size", "1048576", "--tmpfs", "/tmp",
+            "--remount-ro", "/", "true"]
 
 
 @functools.lru_cache(maxsize=1)
@@ -86,6 +87,8 @@ def sandbox_status() -> str:
         return f"none: bwrap probe failed ({exc})"
     if proc.returncode != 0:
         why = (proc.stderr.strip().splitlines() or [f"exit code {proc.returncode}"])[-1]
+        if "--size" in why:  # sized tmpfs (the caps) came with bubblewrap 0.7, and not in setuid mode
+            why += "; the resource caps need bubblewrap 0.7 or later, not installed setuid"
         return f"none: bwrap cannot create a sandbox here ({why})"
     return "bwrap"
 
