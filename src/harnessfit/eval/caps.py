@@ -92,6 +92,16 @@ def _fstat_full(fd: int) -> bool:
     return st.f_bavail == 0 or st.f_favail == 0
 
 
+def _running(pid: int) -> bool:
+    """Whether ``pid`` is a process not yet exited (a zombie has: a PID namespace's init becomes one only after
+    every other process of its namespace is gone)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            return fh.read().rsplit(b")", 1)[1].split()[0] not in (b"Z", b"X")
+    except (OSError, IndexError):
+        return False
+
+
 def _proc_table() -> dict[int, list[tuple[int, int, float, int]]]:
     """ppid -> [(pid, threads, CPU seconds with its reaped children, resident bytes)] of every host process."""
     table: dict[int, list[tuple[int, int, float, int]]] = {}
@@ -136,13 +146,18 @@ def _walk(fd: int, visit: Callable[[str, int, os.stat_result, int], bool]) -> li
                     if count > _MAX_ENTRIES:
                         skipped.append(f"{base}… (over {_MAX_ENTRIES} entries)")
                         return skipped
-                    st = os.stat(name, dir_fd=dfd, follow_symlinks=False)
-                    if visit(rel, dfd, st, depth) and stat.S_ISDIR(st.st_mode):
+                    try:
+                        st = os.stat(name, dir_fd=dfd, follow_symlinks=False)
+                        if not (visit(rel, dfd, st, depth) and stat.S_ISDIR(st.st_mode)):
+                            continue
                         if depth + 1 >= _MAX_DEPTH:
                             skipped.append(f"{rel}/ (deeper than {_MAX_DEPTH})")
                             continue
                         sub = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dfd)
-                        stack.append((sub, rel + "/", depth + 1))
+                    except OSError as exc:  # unreadable, or swapped for a link: left out, never followed
+                        skipped.append(f"{rel} ({exc.strerror})")
+                        continue
+                    stack.append((sub, rel + "/", depth + 1))
             finally:
                 os.close(dfd)
     finally:
@@ -220,6 +235,7 @@ class CapWatch:
         self.cpu_seconds = 0.0
         self.peak_tasks = self.peak_memory = 0
         self._next_scan = 0.0
+        self._pid: int | None = None  # the sandbox's first process (its PID namespace's init), host view
 
     @property
     def gated(self) -> bool:
@@ -250,6 +266,7 @@ class CapWatch:
                 time.sleep(0.005)
         for label, inside in self.mounts.items():
             self.fds[label] = os.open(f"/proc/{pid}/root{inside}", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        self._pid = pid
         assert proc.stdin is not None
         proc.stdin.write(b"go\n")
         proc.stdin.close()
@@ -285,7 +302,11 @@ class CapWatch:
 
     def finish(self, cpu_seconds: float | None) -> tuple[str, str] | None:
         """After the command ended: the tree's exact CPU time (its exit rusage), full mounts, a file at the size
-        limit; returns the first cap hit, or None."""
+        limit; returns the first cap hit, or None. Waits (up to 5 s) until the sandbox's init is gone: its PID
+        namespace has then no process left that could still write into a held mount."""
+        deadline = time.monotonic() + 5
+        while self._pid is not None and _running(self._pid) and time.monotonic() < deadline:
+            time.sleep(0.01)
         if cpu_seconds is not None:
             self.cpu_seconds = max(self.cpu_seconds, cpu_seconds)
         if self.cpu_seconds >= self.caps.cpu_seconds:
