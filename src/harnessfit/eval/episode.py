@@ -18,6 +18,11 @@ __all__ = ["EpisodeFacts", "EpisodeMetrics", "Episode", "FAILURES", "INTEGRITY_F
 
 # Names for what went wrong, most specific first; ``EpisodeMetrics.failure`` is the first that applies.
 FAILURES = (
+    "cap_disk",  # a sized tmpfs (workspace, /tmp, HOME, /dev/shm, Pi's session folder) filled up
+    "cap_fsize",  # a file reached the file size cap (RLIMIT_FSIZE)
+    "cap_pids",  # the processes and threads reached their cap (RLIMIT_NPROC)
+    "cap_cpu",  # the CPU seconds of the whole process tree reached their cap
+    "cap_memory",  # the resident memory of the whole process tree reached its cap
     "runaway",  # output capture cap hit: the model streamed without end
     "timeout",  # wall-clock cap hit
     "endpoint_error",  # the last model request failed (Pi json mode still exits 0)
@@ -51,6 +56,10 @@ class EpisodeFacts(BaseModel):
     sandbox_policy: dict[str, Any] | None = None
     pi_exit_code: int | None = None
     killed: Literal["output_cap", "wall_clock"] | None = None
+    # the cap the runner saw reached (it stopped the sandbox there), and what it saw: "/tmp full (67108864 bytes)"
+    cap_hit: Literal["cap_disk", "cap_fsize", "cap_pids", "cap_cpu", "cap_memory"] | None = None
+    cap_detail: str | None = None
+    pruned: list[str] = Field(default_factory=list)  # left out of the run folder: large files, entries not copied
     turn_cap_hit: bool = False
     max_turns: int
     wall_seconds: float = 0.0

@@ -30,6 +30,7 @@ through Pi's bash tool with ``solution/`` bound read-only at ``/solution``, as H
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
 import math
@@ -48,6 +49,7 @@ import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from harnessfit.errors import UserError
+from harnessfit.eval.caps import Caps
 from harnessfit.eval.episode import EpisodeFacts
 from harnessfit.eval.safefs import copy_into, read_regular
 from harnessfit.eval.sandbox import SANDBOX_HOME, SANDBOX_PATH, SandboxSpec, sandbox_path
@@ -319,7 +321,9 @@ class HarborTask:
                 shutil.rmtree(folder)
             folder.mkdir(parents=True)
         copy_into(self.tests_dir, tests)
-        spec = SandboxSpec(read_write=[(workspace, self.mount), (tests, "/tests"), (logs, "/logs/verifier")])
+        caps = dataclasses.replace(Caps.from_limits(self.limits), cpu_seconds=2 * self.config.verifier.timeout_sec)
+        spec = SandboxSpec(read_write=[(workspace, self.mount), (tests, "/tests"), (logs, "/logs/verifier")],
+                           caps=caps)
         env = {**checker_env(SANDBOX_HOME, sandbox_path()), **self.env, **self.config.verifier.env}
         (ep_dir / "runner" / "etc").mkdir(parents=True, exist_ok=True)
         code, killed, _, _ = run_contained(

@@ -9,7 +9,9 @@ message) are counted but not stored.
 
 Containment (``eval/sandbox.py``): under bubblewrap the agent sees only the system folders, Pi's install, its
 workspace and session folder, a tmpfs HOME and /tmp, and reaches nothing on the network but the model endpoint,
-through a forwarder; the PID namespace ends every process it started with it. Without the sandbox (only on an
+through a forwarder; the PID namespace ends every process it started with it. Resource caps (``eval/caps.py``):
+every tmpfs is sized, the workspace and session folder are sized tmpfs copied out after the sandbox ended, files,
+processes, CPU time and memory are capped; the first cap reached stops the episode (``facts.cap_hit``). Without the sandbox (only on an
 explicit ``--no-sandbox``) a subreaper supervisor kills the agent's whole process tree, ``setsid`` children
 included.
 
@@ -36,6 +38,7 @@ from typing import Any
 
 import orjson
 
+from harnessfit.eval.caps import Caps, CapWatch, check_seed_fits, collect, prune_large_files
 from harnessfit.eval.episode import EpisodeFacts
 from harnessfit.eval.safefs import copy_into
 from harnessfit.eval.sandbox import (
@@ -132,24 +135,40 @@ def _kill_group(proc: subprocess.Popen) -> None:
         pass
 
 
-def _stop(proc: subprocess.Popen) -> None:
+def _reap(proc: subprocess.Popen, *, block: bool = False) -> float | None:
+    """Wait for ``proc`` (``wait4``: its rusage counts every descendant it or they reaped, i.e. the whole sandbox);
+    returns the CPU seconds once it ended, None while it runs."""
+    if proc.returncode is not None:
+        return 0.0
+    pid, status, usage = os.wait4(proc.pid, 0 if block else os.WNOHANG)
+    if pid == 0:
+        return None
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _stop(proc: subprocess.Popen) -> float | None:
     """SIGTERM first (the supervisor then kills the whole tree; bwrap dies and its namespace with it), SIGKILL to
-    the process group after a grace period."""
-    try:
-        proc.terminate()
-        proc.wait(timeout=10)
-    except (subprocess.TimeoutExpired, ProcessLookupError):
-        pass
+    the process group after a grace period; returns the CPU seconds of ``_reap``."""
+    if proc.returncode is None:
+        os.kill(proc.pid, signal.SIGTERM)  # not proc.terminate(): its poll() would reap without the rusage
+    deadline = time.monotonic() + 10
+    while (cpu := _reap(proc)) is None and time.monotonic() < deadline:
+        time.sleep(0.02)
     _kill_group(proc)
+    return cpu if cpu is not None else _reap(proc, block=True)
 
 
 def _run_capped(cmd: list[str], *, cwd: Path, env: dict[str, str], max_seconds: float, max_bytes: int,
-                stdout_file: Path, stderr_file: Path) -> tuple[int | None, str | None, int, float]:
-    """Run ``cmd`` in its own session; returns (exit code, kill reason, output bytes, wall seconds)."""
+                stdout_file: Path, stderr_file: Path,
+                watch: CapWatch | None = None) -> tuple[int | None, str | None, int, float]:
+    """Run ``cmd`` in its own session; returns (exit code, kill reason, output bytes, wall seconds). With
+    ``watch`` its resource caps are watched too (kill reason ``"cap"``, the hit in ``watch.hit``)."""
     budget = _Budget(max_bytes)
     start = time.monotonic()
-    proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, start_new_session=True)
+    gated = watch is not None and watch.gated
+    proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdin=subprocess.PIPE if gated else subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
     threads = [
         threading.Thread(target=_Capture(budget, stdout_file, True).pump, args=(proc.stdout,), daemon=True),
         threading.Thread(target=_Capture(budget, stderr_file, False).pump, args=(proc.stderr,), daemon=True),
@@ -158,22 +177,32 @@ def _run_capped(cmd: list[str], *, cwd: Path, env: dict[str, str], max_seconds: 
         t.start()
     killed: str | None = None
     deadline = start + max_seconds
-    while proc.poll() is None:
-        if budget.hit.wait(timeout=0.05):
-            killed = "output_cap"
-        elif time.monotonic() > deadline:
-            killed = "wall_clock"
-        if killed:
-            _stop(proc)
-            break
-    code = proc.wait()
+    try:
+        if watch is not None:
+            watch.attach(proc)
+        while (cpu := _reap(proc)) is None:
+            if budget.hit.wait(timeout=0.05):
+                killed = "output_cap"
+            elif time.monotonic() > deadline:
+                killed = "wall_clock"
+            elif watch is not None and watch.check(proc.pid):
+                killed = "cap"
+            if killed:
+                cpu = _stop(proc)
+                break
+    except BaseException:
+        _stop(proc)
+        raise
+    code = None if killed else proc.returncode  # the exit code only of a command that ended on its own
     _kill_group(proc)  # anything left in the group
+    if watch is not None and watch.finish(cpu) is not None:
+        killed = "cap"  # seen after the end too: the CPU time of the whole tree, a full mount, a file at the cap
     for t in threads:
         t.join(timeout=10)
     for pipe in (proc.stdout, proc.stderr):
         if pipe is not None:
             pipe.close()
-    return (None if killed else code), killed, budget.used, time.monotonic() - start
+    return code, killed, budget.used, time.monotonic() - start
 
 
 def checker_env(home: str, path: str) -> dict[str, str]:
@@ -215,6 +244,7 @@ def run_contained(
     max_bytes: int,
     stdout_file: Path,
     stderr_file: Path,
+    watch: CapWatch | None = None,
 ) -> tuple[int | None, str | None, int, float]:
     """Run ``cmd`` in the sandbox ``spec`` (working folder ``cwd_inside``, default ``cwd``'s own path) or, with
     ``spec=None``, unsandboxed under the subreaper supervisor; caps as ``_run_capped``."""
@@ -223,7 +253,7 @@ def run_contained(
     else:
         full = supervised(cmd)
     return _run_capped(full, cwd=cwd, env=env, max_seconds=max_seconds, max_bytes=max_bytes,
-                       stdout_file=stdout_file, stderr_file=stderr_file)
+                       stdout_file=stdout_file, stderr_file=stderr_file, watch=watch)
 
 
 def _install_root(binary: Path, version: str) -> Path:
@@ -287,12 +317,15 @@ def run_episode(
         if ep_dir.exists():
             shutil.rmtree(ep_dir)
         workspace, sessions, runner = ep_dir / "workspace", ep_dir / "sessions", ep_dir / "runner"
-        for d in (workspace, sessions, runner / "etc", runner / "endpoint"):
-            d.mkdir(parents=True)
+        seed_ws = runner / "workspace" if sandbox else workspace  # sandboxed: seeds the workspace tmpfs
+        for d in (workspace, sessions, seed_ws, runner / "etc", runner / "endpoint"):
+            d.mkdir(parents=True, exist_ok=True)
         if harbor:
-            task.seed_workspace(workspace)
+            task.seed_workspace(seed_ws)
         else:
-            copy_into(task.workspace_dir, workspace)
+            copy_into(task.workspace_dir, seed_ws)
+        caps = Caps.from_limits(task.limits)
+        check_seed_fits(seed_ws, caps)
         mount = task.mount if harbor else str(workspace)  # where the workspace is inside the sandbox
         inside_ws = task.workdir if harbor else str(workspace)  # the agent's working folder there
         home = SANDBOX_HOME if sandbox else str(ep_dir / "home")
@@ -316,28 +349,38 @@ def run_episode(
                                     (forwarder.folder, f"{RUNNER_DIR}/endpoint")]
             if expose_solution and harbor:
                 read_only.append((task.solution_dir, "/solution"))
-            spec = SandboxSpec(read_write=[(workspace, mount), sessions], read_only=read_only,
-                               runner_dir=runner, hosts=[h for h in [forwarder.hostname] if h],
+            out_bytes = max_output_bytes or task.limits.max_output_bytes
+            spec = SandboxSpec(read_only=read_only, runner_dir=runner, hosts=[h for h in [forwarder.hostname] if h],
                                forward=(forwarder.listen_host, forwarder.port, forwarder.socket_path,
-                                        f"{forwarder.host}:{forwarder.port}"))
-            write_launcher(runner)
+                                        f"{forwarder.host}:{forwarder.port}"), caps=caps,
+                               captured=[(mount, caps.workspace_bytes), (str(sessions), max(2 * out_bytes, 16 << 20))])
+            watch = CapWatch(caps, {"workspace": mount, "sessions": str(sessions), "/tmp": "/tmp",
+                                    "HOME": SANDBOX_HOME, "/dev/shm": "/dev/shm"},
+                             probe=(write_launcher(runner), f"{RUNNER_DIR}/launch.mjs"))
             node = str(Path(shutil.which("node") or "node").resolve())
             cmd = [node, f"{RUNNER_DIR}/launch.mjs", f"{RUNNER_DIR}/endpoint/model.sock", forwarder.listen_host,
-                   str(forwarder.port), f"{RUNNER_DIR}/home", SANDBOX_HOME, *cmd]
+                   str(forwarder.port), f"{RUNNER_DIR}/home", SANDBOX_HOME, f"{RUNNER_DIR}/workspace", mount,
+                   inside_ws, *cmd]
+            inside_ws = mount  # bwrap starts in the (still empty) workspace tmpfs; the launcher seeds it
         else:
             (ep_dir / "home" / "tmp").mkdir(parents=True)
             env["TMPDIR"] = str(ep_dir / "home" / "tmp")
-        code, killed, used, wall = run_contained(
-            cmd, spec=spec, cwd=workspace, cwd_inside=inside_ws, env=env, etc_dir=runner / "etc",
-            max_seconds=max_seconds or task.limits.max_seconds,
-            max_bytes=max_output_bytes or task.limits.max_output_bytes,
-            stdout_file=ep_dir / "events.jsonl", stderr_file=ep_dir / "stderr.txt",
-        )
+            watch = CapWatch(caps)  # unsandboxed: the runner-side caps only (processes, CPU seconds)
+        try:
+            code, killed, used, wall = run_contained(
+                cmd, spec=spec, cwd=workspace, cwd_inside=inside_ws, env=env, etc_dir=runner / "etc",
+                max_seconds=max_seconds or task.limits.max_seconds,
+                max_bytes=max_output_bytes or task.limits.max_output_bytes,
+                stdout_file=ep_dir / "events.jsonl", stderr_file=ep_dir / "stderr.txt", watch=watch,
+            )
+            collect(watch, workspace, sessions, facts)
+        finally:
+            watch.close()
         if forwarder is not None:
             forwarder.close()
             forwarder = None
         stderr = (ep_dir / "stderr.txt").read_text(encoding="utf-8", errors="replace")
-        facts.pi_exit_code, facts.killed, facts.output_bytes = code, killed, used
+        facts.pi_exit_code, facts.killed, facts.output_bytes = code, (None if killed == "cap" else killed), used
         facts.wall_seconds = round(wall, 3)
         facts.turn_cap_hit = TURN_CAP_MARKER in stderr
         facts.session_file = _session_file(sessions, run_dir)
@@ -353,6 +396,7 @@ def run_episode(
             task.verify(workspace, ep_dir, facts, sandboxed=sandbox)
         else:
             _check(task, workspace, ep_dir, facts, sandboxed=sandbox)
+        facts.pruned += prune_large_files(workspace)  # the run folder keeps what a report needs
     except Exception as exc:  # noqa: BLE001 - any runner failure is recorded as an unscored episode
         facts.status, facts.error = "error", f"{type(exc).__name__}: {exc}"[:2000]
     finally:
@@ -369,7 +413,7 @@ def _check(task: Task, workspace: Path, ep_dir: Path, facts: EpisodeFacts, *, sa
     scratch = None
     try:
         if sandboxed:
-            spec = SandboxSpec(read_write=[workspace])  # the workspace only; no network at all
+            spec = SandboxSpec(read_write=[workspace], caps=Caps.from_limits(task.limits))  # no network at all
             env = checker_env(SANDBOX_HOME, sandbox_path())
             facts.sandbox_policy = {**(facts.sandbox_policy or {}), "checker": spec.describe()}
         else:

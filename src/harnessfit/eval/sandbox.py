@@ -7,8 +7,10 @@ An agent under evaluation runs arbitrary bash as the user running the eval. Insi
   settings) plus synthetic ``/etc/passwd``, ``/etc/group``, ``/etc/hosts`` and ``/etc/nsswitch.conf``;
 - Node's own install folder when it lives outside ``/usr`` (and Python's when the system has none), and the
   harness install that is used (read-only);
-- read-write only what the caller names (the episode's workspace and Pi's session folder);
-- a fresh tmpfs ``HOME`` and ``/tmp``, a minimal ``/dev``, its own ``/proc``; the root itself read-only;
+- read-write only what the caller names, and the *captured* folders (the episode's workspace and Pi's session
+  folder): each a sized tmpfs the launcher seeds and the runner copies out after the sandbox ended;
+- a fresh tmpfs ``HOME`` and ``/tmp`` and a ``/dev/shm``, each sized, a minimal read-only ``/dev``, its own
+  ``/proc``; the root itself read-only; limits on file size, processes and CPU time (``eval/caps.py``);
 - new user, IPC, PID, network, UTS (and cgroup, where possible) namespaces: no host process, no loopback service
   and no abstract unix socket of the host is reachable.
 
@@ -38,6 +40,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from harnessfit.errors import UserError
+from harnessfit.eval.caps import Caps
 
 __all__ = ["sandbox_status", "require_sandbox", "SandboxSpec", "EndpointForwarder", "sandbox_path",
            "SANDBOX_HOME", "RUNNER_DIR", "UNSHARED"]
@@ -68,7 +71,8 @@ def _bwrap() -> str | None:
 
 def _probe_args(exe: str) -> list[str]:
     return [exe, "--die-with-parent", *_NS_FLAGS, "--new-session", "--cap-drop", "ALL",
-            *_system_binds(), "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "--remount-ro", "/", "true"]
+            *_system_binds(), "--dev", "/dev", "--proc", "/proc", "--size", "1048576", "--tmpfs", "/tmp",
+            "--remount-ro", "/", "true"]
 
 
 @functools.lru_cache(maxsize=1)
@@ -83,6 +87,8 @@ def sandbox_status() -> str:
         return f"none: bwrap probe failed ({exc})"
     if proc.returncode != 0:
         why = (proc.stderr.strip().splitlines() or [f"exit code {proc.returncode}"])[-1]
+        if "--size" in why:  # sized tmpfs (the caps) came with bubblewrap 0.7, and not in setuid mode
+            why += "; the resource caps need bubblewrap 0.7 or later, not installed setuid"
         return f"none: bwrap cannot create a sandbox here ({why})"
     return "bwrap"
 
@@ -150,8 +156,9 @@ class SandboxSpec:
     """What one sandboxed command may see; ``command`` renders the bwrap call, ``describe`` the record of it.
 
     ``read_only``/``read_write`` bind host paths at the same path inside (or at ``dest`` when given as a pair);
+    ``captured`` are (path inside, bytes) of sized tmpfs folders the runner holds and copies out (``CapWatch``);
     ``hosts`` are extra names mapped to 127.0.0.1; ``forward`` is (listen host, port, unix socket on the host,
-    where it leads) when the model endpoint is reachable.
+    where it leads) when the model endpoint is reachable; ``caps`` size every tmpfs and set the rlimits.
     """
 
     read_write: list[Path | tuple[Path, str]] = field(default_factory=list)
@@ -159,6 +166,8 @@ class SandboxSpec:
     runner_dir: Path | None = None  # host folder bound read-only at RUNNER_DIR
     hosts: list[str] = field(default_factory=list)
     forward: tuple[str, int, Path, str] | None = None
+    captured: list[tuple[str, int]] = field(default_factory=list)
+    caps: Caps = field(default_factory=Caps)
 
     @staticmethod
     def _pair(item: Path | tuple[Path, str]) -> tuple[str, str]:
@@ -191,7 +200,12 @@ class SandboxSpec:
         args += self._etc_files(etc_dir)
         for prefix in tool_prefixes():
             args += ["--ro-bind", str(prefix), str(prefix)]
-        args += ["--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "--tmpfs", SANDBOX_HOME]
+        caps = self.caps
+        args += ["--dev", "/dev", "--size", str(caps.shm_bytes), "--tmpfs", "/dev/shm", "--remount-ro", "/dev",
+                 "--proc", "/proc", "--size", str(caps.tmp_bytes), "--tmpfs", "/tmp",
+                 "--size", str(caps.home_bytes), "--tmpfs", SANDBOX_HOME]
+        for inside, size in self.captured:
+            args += ["--size", str(size), "--tmpfs", inside]
         if self.runner_dir is not None:
             args += ["--ro-bind", str(Path(self.runner_dir).resolve()), RUNNER_DIR]
         for item in self.read_only:
@@ -201,7 +215,7 @@ class SandboxSpec:
             src, dst = self._pair(item)
             args += ["--bind", src, dst]
         args += ["--remount-ro", "/", "--chdir", cwd, "--"]
-        return args + list(cmd)
+        return args + caps.wrap(cmd, shutil.which("python3", path=sandbox_path()) or "python3")
 
     def describe(self) -> dict[str, Any]:
         """Exactly what the sandbox allowed, for the results file."""
@@ -221,7 +235,10 @@ class SandboxSpec:
             + ([f"{RUNNER_DIR} (runner files)"] if self.runner_dir is not None else [])
             + [self._pair(p)[1] for p in self.read_only],
             "read_write": [self._pair(p)[1] for p in self.read_write],
-            "tmpfs": ["/tmp", f"{SANDBOX_HOME} (HOME)"],
+            "tmpfs": [f"/tmp ({self.caps.tmp_bytes} bytes)", f"{SANDBOX_HOME} (HOME, {self.caps.home_bytes} bytes)",
+                      f"/dev/shm ({self.caps.shm_bytes} bytes)"]
+            + [f"{inside} (captured, {size} bytes)" for inside, size in self.captured],
+            "caps": self.caps.describe(),
             "root": "read-only tmpfs (nothing else of the host file system)",
             "network": network,
             "capabilities": "all dropped",
@@ -315,17 +332,33 @@ class EndpointForwarder:
         self.close()
 
 
-# Run by Node inside the sandbox: copy the HOME seed into the fresh tmpfs HOME, listen on the endpoint's address in
-# the sandbox's own network namespace and pipe each connection to the unix socket bound in, then run the agent and
-# exit with its status (the PID namespace ends with this process, taking every child the agent left with it).
+# Run by Node inside the sandbox: wait for the runner's "go" on stdin (it holds the sandbox's sized tmpfs folders
+# first, see eval/caps.py), copy the HOME seed into the fresh tmpfs HOME and the workspace seed into the workspace
+# tmpfs, listen on the endpoint's address in the sandbox's own network namespace and pipe each connection to the
+# unix socket bound in, then run the agent (stdin closed, in ``cwd``) and exit with its status (the PID namespace
+# ends with this process, taking every child the agent left with it).
 LAUNCHER_JS = r"""// written by harnessfit eval: the sandbox's side of the model endpoint forward, then the agent
 import fs from "node:fs";
 import net from "node:net";
 import os from "node:os";
 import { spawn } from "node:child_process";
 
-const [sock, host, port, seed, home, ...cmd] = process.argv.slice(2);
-if (seed !== "-") fs.cpSync(seed, home, { recursive: true });
+const [sock, host, port, seed, home, wsSeed, ws, cwd, ...cmd] = process.argv.slice(2);
+const buf = Buffer.alloc(64);
+let got = "";
+while (!got.includes("\n")) {
+  let n = 0;
+  try { n = fs.readSync(0, buf); } catch (err) { if (err.code === "EAGAIN") continue; throw err; }
+  if (n === 0) { console.error("harnessfit sandbox: the runner never said go"); process.exit(70); }
+  got += buf.toString("utf8", 0, n);
+}
+try {
+  if (seed !== "-") fs.cpSync(seed, home, { recursive: true });
+  if (wsSeed !== "-") fs.cpSync(wsSeed, ws, { recursive: true });
+} catch (err) {
+  console.error(`harnessfit sandbox: cannot seed HOME or the workspace: ${err.message}`);
+  process.exit(71);
+}
 const server = net.createServer((inside) => {
   const outside = net.connect(sock);
   const close = () => { inside.destroy(); outside.destroy(); };
@@ -339,7 +372,7 @@ server.on("error", (err) => {
   process.exit(70);
 });
 server.listen(Number(port), host, () => {
-  const child = spawn(cmd[0], cmd.slice(1), { stdio: "inherit" });
+  const child = spawn(cmd[0], cmd.slice(1), { stdio: ["ignore", "inherit", "inherit"], cwd });
   child.on("error", (err) => {
     console.error(`harnessfit sandbox: cannot start ${cmd[0]}: ${err.message}`);
     process.exit(127);

@@ -15,7 +15,7 @@ from typing import Any
 import orjson
 
 from harnessfit.core.jsonio import dumps_compact_str, read_jsonl
-from harnessfit.eval.episode import INTEGRITY_FLAGS, EpisodeFacts, EpisodeMetrics
+from harnessfit.eval.episode import FAILURES, INTEGRITY_FLAGS, EpisodeFacts, EpisodeMetrics
 from harnessfit.eval.task import Task
 from harnessfit.formats.pi.reader import sent_arguments
 
@@ -172,7 +172,7 @@ def score_episode(facts: EpisodeFacts, task: Task, run_dir: Path, card: Any = No
         isinstance(p, dict) and p.get("type") == "toolCall" for p in last.get("content") or []
     )
     finished = bool(last) and stop_reason == "stop" and not has_calls and bool(_text_of(last).strip())
-    finished = finished and facts.killed is None and not facts.turn_cap_hit
+    finished = finished and facts.killed is None and not facts.turn_cap_hit and facts.cap_hit is None
     checker_passed = facts.checker_exit_code == 0
     endpoint_error = stop_reason == "error"
     usage = [m.get("usage") or {} for m in assistants]
@@ -206,6 +206,7 @@ def score_episode(facts: EpisodeFacts, task: Task, run_dir: Path, card: Any = No
     failure = None
     if not metrics["complete_loop"]:
         checks = {
+            **{name: facts.cap_hit == name for name in FAILURES if name.startswith("cap_")},
             "runaway": metrics["runaway"],
             "timeout": metrics["timed_out"],
             "endpoint_error": endpoint_error,

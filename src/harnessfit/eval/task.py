@@ -118,11 +118,23 @@ _UNISOLATED_PYTHON = re.compile(r"(?:^|[\s;&|()`])(?:\S*/)?python(?:3(?:\.\d+)?)
 
 
 class Limits(_Strict):
-    """Per-episode caps: model turns (an extension aborts Pi at turn N), wall clock, captured output bytes."""
+    """Per-episode caps: model turns (an extension aborts Pi at turn N), wall clock, captured output bytes, and the
+    sandbox's resource caps (``eval/caps.py``): the sizes of the workspace, ``/tmp`` and HOME (each a tmpfs inside
+    the sandbox), the largest file one process may write (``RLIMIT_FSIZE``), the processes and threads alive at once
+    (``RLIMIT_NPROC`` in the sandbox's own user namespace), the CPU seconds of all of them together (default: twice
+    the wall clock) and their resident memory. A hit stops the episode with a named failure (``cap_disk``,
+    ``cap_fsize``, ``cap_pids``, ``cap_cpu``, ``cap_memory``)."""
 
     max_turns: int = Field(default=10, ge=1)
     max_seconds: float = Field(default=300.0, gt=0)
     max_output_bytes: int = Field(default=DEFAULT_MAX_OUTPUT_BYTES, gt=0)
+    max_workspace_bytes: int = Field(default=1 << 30, ge=1 << 20)
+    max_tmp_bytes: int = Field(default=512 << 20, ge=1 << 20)
+    max_home_bytes: int = Field(default=512 << 20, ge=1 << 20)
+    max_file_bytes: int = Field(default=256 << 20, ge=1 << 20)
+    max_processes: int = Field(default=512, ge=64)  # Pi and the launcher are Node: about a dozen threads each
+    max_cpu_seconds: float | None = Field(default=None, gt=0)  # None: twice max_seconds
+    max_memory_bytes: int = Field(default=4 << 30, ge=512 << 20)  # resident, all processes: Pi and its launcher ~200 MiB
 
 
 class ReferenceStep(_Strict):
