@@ -187,6 +187,11 @@ def run_eval(
     write_results(results, out_dir)
     card = load_card_or_none(pi_version, pi_profile)  # scored against the card of the Pi that ran
     jobs = [(t, s) for t in tasks for s in range(seeds)]
+    if isinstance(endpoint_or_model, str) and not endpoint_or_model.startswith(("http://", "https://", "scripted:")):
+        # Pi does not retry a 429 under the eval's settings, so the server this eval starts admits every worker
+        from harnessfit.serve.admission import DEFAULT_MAX_QUEUE
+
+        serve_kwargs.setdefault("max_queue", max(DEFAULT_MAX_QUEUE, workers))
     try:
         with open_endpoint(endpoint_or_model, tasks, model_id=model_id, responder=responder,
                            **serve_kwargs) as endpoint:

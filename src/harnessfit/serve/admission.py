@@ -3,8 +3,11 @@
 The engine generates one request at a time and queues the rest; without a bound, 32 concurrent requests all
 wait, the last is answered minutes later, and a client with a 60 s timeout fails while ``/health`` says ok. Past
 ``limit`` requests admitted (the one generating plus those waiting), a request is refused at once with HTTP 429
-and a ``Retry-After`` estimated from how long recent requests took and how many are ahead; clients that respect it
-(harnessfit's own, and the OpenAI SDK Pi uses outside eval) come back later instead of timing out.
+and a ``Retry-After`` estimated from how long recent requests took and how many are ahead; harnessfit's own chat
+client respects it (``eval.client.chat``). Pi does not under the eval's settings: they turn its retries off (Pi
+0.73.1's OpenAI SDK would retry twice, 0.82+ retry through their own provider setting, default 0), so a 429 ends
+the turn with an error. An eval that starts its own server therefore admits at least as many requests as it runs
+episodes at once (``eval.run.run_eval``); with ``--endpoint`` the server's queue must be at least ``--workers``.
 """
 
 from __future__ import annotations
