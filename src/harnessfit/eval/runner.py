@@ -26,6 +26,7 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+import socket
 import stat
 import subprocess
 import tempfile
@@ -163,15 +164,26 @@ def _run_capped(cmd: list[str], *, cwd: Path, env: dict[str, str], max_seconds: 
                 stdout_file: Path, stderr_file: Path,
                 watch: CapWatch | None = None) -> tuple[int | None, str | None, int, float]:
     """Run ``cmd`` in its own session; returns (exit code, kill reason, output bytes, wall seconds). With
-    ``watch`` its resource caps are watched too (kill reason ``"cap"``, the hit in ``watch.hit``)."""
+    ``watch`` its resource caps are watched too (kill reason ``"cap"``, the hit in ``watch.hit``).
+
+    Its stdout and stderr are unix sockets (socketpairs), not pipes: a pipe can be reopened for writing through
+    ``/proc/<pid>/fd/1`` by any process of the same user (the agent's bash, or Pi's own ``write`` tool as
+    ``/proc/self/fd/1``), which would let the agent add events to the stream it is scored from; a socket cannot be
+    opened that way (ENXIO)."""
     budget = _Budget(max_bytes)
     start = time.monotonic()
     gated = watch is not None and watch.gated
-    proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdin=subprocess.PIPE if gated else subprocess.DEVNULL,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    (out_r, out_w), (err_r, err_w) = socket.socketpair(), socket.socketpair()
+    try:
+        proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdin=subprocess.PIPE if gated else subprocess.DEVNULL,
+                                stdout=out_w.fileno(), stderr=err_w.fileno(), start_new_session=True)
+    finally:
+        out_w.close()
+        err_w.close()
+    readers = [out_r.makefile("rb"), err_r.makefile("rb")]
     threads = [
-        threading.Thread(target=_Capture(budget, stdout_file, True).pump, args=(proc.stdout,), daemon=True),
-        threading.Thread(target=_Capture(budget, stderr_file, False).pump, args=(proc.stderr,), daemon=True),
+        threading.Thread(target=_Capture(budget, stdout_file, True).pump, args=(readers[0],), daemon=True),
+        threading.Thread(target=_Capture(budget, stderr_file, False).pump, args=(readers[1],), daemon=True),
     ]
     for t in threads:
         t.start()
@@ -199,9 +211,8 @@ def _run_capped(cmd: list[str], *, cwd: Path, env: dict[str, str], max_seconds: 
         killed = "cap"  # seen after the end too: the CPU time of the whole tree, a full mount, a file at the cap
     for t in threads:
         t.join(timeout=10)
-    for pipe in (proc.stdout, proc.stderr):
-        if pipe is not None:
-            pipe.close()
+    for stream in (*readers, out_r, err_r):
+        stream.close()
     return code, killed, budget.used, time.monotonic() - start
 
 
