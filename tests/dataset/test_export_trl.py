@@ -66,7 +66,7 @@ def test_the_parquet_export_trains_in_trl_with_arguments_as_written(export: Path
 @pytest.mark.slow
 def test_the_dataset_cards_trl_recipe_runs_as_written(export: Path, tmp_path: Path, monkeypatch) -> None:
     """The card's code block, run in the dataset folder with the embedded model; the test only shortens it (two rows,
-    one step, fp32 on CPU) through the same calls."""
+    one step, nothing saved) through the same calls — precision and device are the recipe's own."""
     import datasets
     import trl
 
@@ -79,12 +79,13 @@ def test_the_dataset_cards_trl_recipe_runs_as_written(export: Path, tmp_path: Pa
         return datasets.load_dataset(*a, **k).select(range(2))
 
     def one_step(**k):
-        return trl.SFTConfig(**{**k, "output_dir": str(tmp_path / "out"), "max_steps": 1, "use_cpu": True,
-                                "bf16": False, "report_to": "none", "save_strategy": "no"})
+        return trl.SFTConfig(**{**k, "output_dir": str(tmp_path / "out"), "max_steps": 1, "report_to": "none",
+                                "save_strategy": "no"})
 
     monkeypatch.chdir(export)
     scope = {"MODEL": load_model("embedded"), "TOKENIZER": load_tokenizer("embedded")}
     code = code.replace("from datasets import load_dataset", "").replace("from trl import SFTConfig, SFTTrainer", "")
+    assert "bf16=torch.cuda.is_available()" in code
     names = {**scope, "load_dataset": load_two, "SFTConfig": one_step, "SFTTrainer": trl.SFTTrainer}
     exec(compile(code, "dataset-card-recipe", "exec"), names)  # noqa: S102 - the card's own code, as a user runs it
     assert names["trainer"].state.global_step == 1 and len(names["train"]) == 2
