@@ -36,6 +36,8 @@ def test_episode_line_names_task_outcome_turns_and_seconds() -> None:
         "eval: edit_constant seed 1: failed (turn_cap), 6 turn(s), 2/3 valid calls, 42 s")
     won = Episode(facts=facts, metrics=_metrics(complete_loop=True, failure=None))
     assert "complete loop" in episode_line(won, "synth") and episode_line(won, "synth").startswith("synth: ")
+    flagged = Episode(facts=facts, metrics=_metrics(integrity_flag="session_file_differs_from_events"))
+    assert "unscored (integrity: session_file_differs_from_events)" in episode_line(flagged)
     broken = facts.model_copy(update={"status": "error", "error": "pi exited 1\ntrace"})
     assert episode_line(Episode(facts=broken)) == "eval: edit_constant seed 1: unscored (error: pi exited 1), 42 s"
 

@@ -16,7 +16,7 @@ from typing import Any
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from harnessfit.errors import UserError
-from harnessfit.eval.episode import Episode, EpisodeFacts
+from harnessfit.eval.episode import UNSCORING_FLAGS, Episode, EpisodeFacts
 from harnessfit.eval.results import EvalResults, aggregate, write_results
 from harnessfit.eval.runner import NO_SANDBOX, Endpoint, run_episode
 from harnessfit.eval.sandbox import require_sandbox
@@ -249,7 +249,10 @@ def episode_line(ep: Episode, label: str = "eval") -> str:
     if m is None:
         outcome = f"unscored ({f.status}: {(f.error or '').splitlines()[0][:120] if f.error else 'no detail'})"
         return f"{label}: {f.task_id} seed {f.seed}: {outcome}, {f.wall_seconds:.0f} s"
-    outcome = "complete loop" if m.complete_loop else f"failed ({m.failure or 'no complete loop'})"
+    if m.integrity_flag in UNSCORING_FLAGS:
+        outcome = f"unscored (integrity: {m.integrity_flag})"
+    else:
+        outcome = "complete loop" if m.complete_loop else f"failed ({m.failure or 'no complete loop'})"
     return (f"{label}: {f.task_id} seed {f.seed}: {outcome}, {m.turns} turn(s), {m.tool_calls_valid}/"
             f"{m.tool_calls_total} valid calls, {f.wall_seconds:.0f} s")
 
