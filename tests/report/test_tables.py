@@ -43,7 +43,7 @@ def test_before_after_table(tmp_path):
     md = compare([before, after.parent], tmp_path / "cmp.md").read_text()
     assert "| Metric | base | tuned |" in md
     # base: 1/4 complete; tuned: 3/3 scored (the errored episode is unscored, not a failure)
-    assert "| Complete loop (checker passed + final response) | 25% [5–70] (1/4) | 100% [44–100] (3/3) |" in md
+    assert "| Complete loop (checker passed + expected change + final response) | 25% [5–70] (1/4) | 100% [44–100] (3/3) |" in md
     assert "double_encoded_arguments 3" in md
     assert "| Scored / unscored episodes | 4 / 0 | 3 / 1 |" in md
     assert "| pass@2 | 50% | 100% |" in md

@@ -23,8 +23,8 @@ copy of ``tests/`` is bound at ``/tests`` and a fresh, empty folder at ``/logs/v
 either, so it cannot plant a reward), and ``bash /tests/test.sh`` runs in a sandbox of its own with the
 checker's isolation (``runner.checker_env``) and ``[verifier]`` timeout. The reward is ``reward.txt`` (Harbor's
 precedence) else ``reward.json``'s ``"reward"`` (or its only value); the checker counts as passed only at full
-reward (1.0), so a complete loop still means "checker passed + final response". The expected change of a
-Harbor task is "the working folder differs from its seeded state". ``scripted:oracle`` runs ``solution/solve.sh``
+reward (1.0), so a complete loop means "checker passed + expected change + final response", where the expected
+change of a Harbor task is "the working folder differs from its seeded state". ``scripted:oracle`` runs ``solution/solve.sh``
 through Pi's bash tool with ``solution/`` bound read-only at ``/solution``, as Harbor's oracle agent does.
 """
 

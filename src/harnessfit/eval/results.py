@@ -25,7 +25,7 @@ RESULTS_VERSION = 1
 
 # Boolean per-episode metrics reported as rates (label, field, True-is-good).
 RATE_METRICS: tuple[tuple[str, str, bool], ...] = (
-    ("Complete loop (checker passed + final response)", "complete_loop", True),
+    ("Complete loop (checker passed + expected change + final response)", "complete_loop", True),
     ("Expected change made", "expected_change", True),
     ("Requested validation command used", "validation_used", True),
     ("Finished with a response", "finished_with_response", True),
