@@ -139,8 +139,12 @@ def _usage(body: dict[str, Any], reply: Reply) -> dict[str, int]:
     return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
 
 
-def _tool_call_id(index: int, k: int) -> str:
-    return f"call_{index + 1:03d}_{k}"
+def _tool_call_id(body: dict[str, Any], k: int) -> str:
+    """``call_<turn>_<k>``: the turn is counted in the conversation the request carries (its assistant messages + 1),
+    not across the server's requests, so an episode's ids do not depend on how concurrent episodes interleaved
+    (synth sessions are training data: an id that varies run to run would vary the tokens trained on)."""
+    turn = 1 + sum(1 for m in body.get("messages") or [] if isinstance(m, dict) and m.get("role") == "assistant")
+    return f"call_{turn:03d}_{k}"
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -206,7 +210,7 @@ class _Handler(BaseHTTPRequestHandler):
             message["reasoning_content"] = reply.reasoning
         if reply.tool_calls:
             message["tool_calls"] = [
-                {"id": _tool_call_id(index, k), "type": "function", "function": {"name": n, "arguments": a}}
+                {"id": _tool_call_id(body, k), "type": "function", "function": {"name": n, "arguments": a}}
                 for k, (n, a) in enumerate(reply.tool_calls)
             ]
         self._json(
@@ -253,7 +257,7 @@ class _Handler(BaseHTTPRequestHandler):
                     time.sleep(0.001)
                 return
             for k, (name, arguments) in enumerate(reply.tool_calls):
-                head = {"index": k, "id": _tool_call_id(index, k), "type": "function", "function": {"name": name, "arguments": ""}}
+                head = {"index": k, "id": _tool_call_id(body, k), "type": "function", "function": {"name": name, "arguments": ""}}
                 self.wfile.write(chunk({"tool_calls": [head]}))
                 for piece in _pieces(arguments, _ARG_PIECE):
                     self.wfile.write(chunk({"tool_calls": [{"index": k, "function": {"arguments": piece}}]}))
