@@ -19,6 +19,7 @@ __all__ = [
     "loads",
     "write_jsonl",
     "read_jsonl",
+    "read_json_object",
     "sha256_bytes",
     "sha256_file",
 ]
@@ -35,6 +36,16 @@ def dumps_compact_str(obj: Any) -> str:
 
 def loads(data: bytes | str) -> Any:
     return orjson.loads(data)
+
+
+def read_json_object(path: Path) -> dict[str, Any] | None:
+    """The JSON object a file holds, or None when it is missing, unreadable, not JSON or not an object (a stage's
+    metadata file read by another stage, which must not stop on it)."""
+    try:
+        value = loads(Path(path).read_bytes())
+    except (OSError, ValueError):
+        return None
+    return value if isinstance(value, dict) else None
 
 
 def write_jsonl(path: Path, rows: Iterable[Any]) -> int:

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from harnessfit.core import jsonio
+from harnessfit.core.jsonio import read_json_object
 
 __all__ = ["FEW_ACTIONS", "FunnelStep", "Funnel", "read_funnel", "train_warnings", "grpo_warnings"]
 
@@ -50,17 +51,9 @@ class Funnel:
                 for s in self.steps]
 
 
-def _json(path: Path) -> dict[str, Any] | None:
-    try:
-        value = jsonio.loads(path.read_bytes())
-    except (OSError, ValueError):
-        return None
-    return value if isinstance(value, dict) else None
-
-
 def _dataset_steps(dataset: Path) -> list[FunnelStep]:
-    manifest = _json(dataset / "manifest.json") or {}
-    total = (manifest.get("yield") or _json(dataset / "yield.json") or {}).get("total") or {}
+    manifest = read_json_object(dataset / "manifest.json") or {}
+    total = (manifest.get("yield") or read_json_object(dataset / "yield.json") or {}).get("total") or {}
     steps = []
     if "calls" in total:
         steps.append(FunnelStep("convert", "tool calls read", "tool calls", int(total["calls"])))
@@ -82,7 +75,7 @@ def _dataset_steps(dataset: Path) -> list[FunnelStep]:
 def _audit_steps(audit: Path, split: str = "train") -> list[FunnelStep]:
     import pyarrow.parquet as pq
 
-    report = _json(audit / "audit.json") or {}
+    report = read_json_object(audit / "audit.json") or {}
     steps = []
     rendered = (report.get("splits") or {}).get(split, {}).get("records")
     if rendered is not None:
@@ -97,7 +90,7 @@ def _audit_steps(audit: Path, split: str = "train") -> list[FunnelStep]:
 
 
 def _train_steps(train: Path) -> list[FunnelStep]:
-    data = (_json(train / "result.json") or {}).get("data") or {}
+    data = (read_json_object(train / "result.json") or {}).get("data") or {}
     if "train_actions" not in data:
         return []
     skipped = data.get("train_skipped_by_reason") or {}
@@ -119,7 +112,7 @@ def _grpo_steps(grpo: Path) -> list[FunnelStep]:
 
 def train_warnings(train: Path) -> list[str]:
     """A warning when a finished SFT run trained on fewer than ``FEW_ACTIONS`` actions."""
-    data = (_json(train / "result.json") or {}).get("data") or {}
+    data = (read_json_object(train / "result.json") or {}).get("data") or {}
     n = data.get("actions_seen", data.get("train_actions"))
     if n is None or n >= FEW_ACTIONS:
         return []
@@ -131,7 +124,7 @@ def train_warnings(train: Path) -> list[str]:
 
 def grpo_warnings(grpo: Path) -> list[str]:
     """A warning when every GRPO group had zero reward variance (no advantage, so no learning signal)."""
-    stats = (_json(grpo / "grpo_stats.json") or {}).get("all") or {}
+    stats = (read_json_object(grpo / "grpo_stats.json") or {}).get("all") or {}
     if stats.get("groups") and stats.get("zero_variance_groups") == 1.0:
         return [f"every GRPO group ({stats['groups']}) had zero reward variance: no advantage, no learning signal "
                 "(more generations, a higher temperature, or rewards that tell the samples apart)"]
@@ -146,7 +139,7 @@ def read_funnel(*, dataset: Path | None = None, audit: Path | None = None, train
         funnel.steps += _dataset_steps(dataset)
     if audit is not None:
         funnel.steps += _audit_steps(audit)
-        audited = (_json(audit / "audit.json") or {}).get("dataset")
+        audited = (read_json_object(audit / "audit.json") or {}).get("dataset")
         if dataset is not None and audited and Path(audited).resolve() != Path(dataset).resolve() \
                 and (dataset / "manifest.json").is_file():
             funnel.warnings.append(f"the audit at {audit} read {audited}, not the dataset {dataset}: its counts are "

@@ -28,7 +28,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from harnessfit.core import jsonio
+from harnessfit.core.jsonio import read_json_object
 from harnessfit.errors import UserError
 
 __all__ = ["STAGE_FOLDERS", "stage_of", "find_stages", "canonical_view", "is_canonical"]
@@ -41,16 +41,8 @@ _CANONICAL = ("harness", "synth", "dataset", "audit", "train", "grpo", "eval", "
 _MAX_DEPTH = 4
 
 
-def _doc(path: Path) -> dict[str, Any] | None:
-    try:
-        value = jsonio.loads(path.read_bytes())
-    except (OSError, ValueError):
-        return None
-    return value if isinstance(value, dict) else None
-
-
 def _config_class(folder: Path) -> str | None:
-    recipe = _doc(folder / "recipe.json") if (folder / "recipe.json").is_file() else None
+    recipe = read_json_object(folder / "recipe.json") if (folder / "recipe.json").is_file() else None
     return recipe.get("config_class") if recipe else None
 
 
@@ -58,7 +50,7 @@ def stage_of(folder: Path) -> str | None:
     """The stage whose output ``folder`` is, told by its metadata files (see the module docstring), or None."""
     f = Path(folder)
     if (f / "manifest.json").is_file():
-        m = _doc(f / "manifest.json") or {}
+        m = read_json_object(f / "manifest.json") or {}
         if m.get("stage") == "synth":
             return "synth"
         if "splits" in m and "harness_card" in m:
@@ -68,9 +60,9 @@ def stage_of(folder: Path) -> str | None:
     cls = _config_class(f)
     if cls == "HarnessfitGRPOConfig" and ((f / "grpo_stats.json").is_file() or (f / "completions.jsonl").is_file()):
         return "grpo"
-    if cls == "HarnessfitSFTConfig" and "global_step" in (_doc(f / "result.json") or {}):
+    if cls == "HarnessfitSFTConfig" and "global_step" in (read_json_object(f / "result.json") or {}):
         return "train"
-    if (f / "results.json").is_file() and "episodes" in (_doc(f / "results.json") or {}):
+    if (f / "results.json").is_file() and "episodes" in (read_json_object(f / "results.json") or {}):
         return "eval"
     if (f / "accounting.json").is_file() and (f / "yield.json").is_file():
         return "convert"
