@@ -26,7 +26,6 @@ import os
 import tempfile
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
 
 from harnessfit.core.jsonio import read_json_object
 from harnessfit.errors import UserError
