@@ -13,17 +13,15 @@ from __future__ import annotations
 
 import argparse
 import shutil
+import sys
 import time
 from pathlib import Path
 
-SHAPES = {
-    "qwen3-8b": dict(hidden_size=4096, intermediate_size=12288, num_hidden_layers=36, num_attention_heads=32,
-                     num_key_value_heads=8, head_dim=128, vocab_size=151936, tie_word_embeddings=False),
-    "qwen3-0.6b": dict(hidden_size=1024, intermediate_size=3072, num_hidden_layers=28, num_attention_heads=16,
-                       num_key_value_heads=8, head_dim=128, vocab_size=151936, tie_word_embeddings=True),
-    "tiny": dict(hidden_size=128, intermediate_size=256, num_hidden_layers=2, num_attention_heads=4,
-                 num_key_value_heads=2, head_dim=32, vocab_size=49152, tie_word_embeddings=True),
-}
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/: the shapes the CPU bench already defines
+from train_throughput import SHAPES as _BENCH_SHAPES  # noqa: E402
+
+# the real shapes as bench/train_throughput.py has them; "tiny" here keeps the embedded tokenizer's 49,152 ids
+SHAPES = {**_BENCH_SHAPES, "tiny": {**_BENCH_SHAPES["tiny"], "vocab_size": 49152}}
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "chat_template.jinja", "special_tokens_map.json")
 
 
