@@ -1,0 +1,87 @@
+"""Is a generated task sound? Play its golden plan on a copy of its workspace, outside Pi, and judge it.
+
+A sound task: every reference step applies (an edit's ``oldText`` occurs exactly once, as Pi's edit tool requires),
+every ``expect`` is in the previous step's output, the expected change holds afterwards, and the hidden checker
+passes after the plan and fails on the untouched workspace. This is a generator's self-test on the host — the code
+is the generator's own — not an evaluation: episodes run through Pi in the sandbox (``eval/runner.py``).
+"""
+
+from __future__ import annotations
+
+import shlex
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+from harnessfit.eval.task import Task
+
+__all__ = ["TaskProblem", "check_task"]
+
+
+class TaskProblem(Exception):
+    """A generated task that is not sound; the message names the step."""
+
+
+def _run(command: str, cwd: Path, timeout: float = 30.0) -> tuple[int, str]:
+    proc = subprocess.run(["bash", "-c", command], cwd=cwd, capture_output=True, text=True, timeout=timeout,
+                          env={"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": str(cwd), "PYTHONDONTWRITEBYTECODE": "1"})
+    return proc.returncode, proc.stdout + proc.stderr
+
+
+def _apply(task: Task, ws: Path) -> None:
+    last = ""
+    for i, step in enumerate(task.reference):
+        if step.expect is not None and step.expect not in last:
+            raise TaskProblem(f"{task.id}: step {i} expects {step.expect!r}, the previous output was {last[-300:]!r}")
+        args = step.args or {}
+        if step.tool == "read":
+            path = ws / args["path"]
+            if not path.is_file():
+                raise TaskProblem(f"{task.id}: step {i} reads {args['path']}, which does not exist")
+            last = path.read_text(encoding="utf-8")
+        elif step.tool == "write":
+            path = ws / args["path"]
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(args["content"], encoding="utf-8")
+            last = ""
+        elif step.tool == "edit":
+            path = ws / args["path"]
+            text = path.read_text(encoding="utf-8")
+            for e in args["edits"]:
+                if text.count(e["oldText"]) != 1:
+                    raise TaskProblem(f"{task.id}: step {i}: {e['oldText']!r} occurs {text.count(e['oldText'])} "
+                                      f"times in {args['path']} (Pi's edit needs exactly one)")
+                text = text.replace(e["oldText"], e["newText"])
+            path.write_text(text, encoding="utf-8")
+            last = ""
+        elif step.tool == "bash":
+            _, last = _run(args["command"], ws)
+
+
+def _checker_passes(task: Task, ws: Path) -> tuple[bool, str]:
+    shutil.copytree(task.checker_dir, ws, dirs_exist_ok=True)
+    rc, out = _run(task.checker.command, ws, timeout=task.checker.timeout_s)
+    return rc == 0, out
+
+
+def check_task(task: Task) -> None:
+    """Raise ``TaskProblem`` unless the golden plan solves ``task`` and the untouched workspace does not."""
+    with tempfile.TemporaryDirectory(prefix="hf-task-") as tmp:
+        solved, untouched = Path(tmp) / "solved", Path(tmp) / "untouched"
+        for ws in (solved, untouched):
+            if task.workspace_dir.is_dir():
+                shutil.copytree(task.workspace_dir, ws)
+            else:
+                ws.mkdir()
+        _apply(task, solved)
+        missing = [c.path for c in task.expected_change if not c.holds(solved)]
+        if missing:
+            raise TaskProblem(f"{task.id}: after the golden plan the expected change does not hold for {missing}")
+        ok, out = _checker_passes(task, solved)
+        if not ok:
+            raise TaskProblem(f"{task.id}: the checker fails after the golden plan: {out[-300:]!r}")
+        ok, _ = _checker_passes(task, untouched)
+        if ok:
+            raise TaskProblem(f"{task.id}: the checker passes on the untouched workspace "
+                              f"({shlex.quote(task.checker.command)})")

@@ -1,0 +1,55 @@
+"""CLI commands of the task families: ``tasks list`` and ``tasks generate`` (thin: options in, lines out)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+__all__ = ["register"]
+
+tasks_app = typer.Typer(help="Task families: generate distinct, checkable tasks (training and held-out families).",
+                        no_args_is_help=True)
+
+
+@tasks_app.command("list")
+def list_cmd() -> None:
+    """One family per line: name, split (train / heldout), kind, what it asks."""
+    from harnessfit.tasks.family import families_in
+
+    for fam in families_in():
+        typer.echo(f"{fam.name}\t{fam.split}\t{fam.kind.value}\t{fam.summary}")
+
+
+@tasks_app.command("generate")
+def generate_cmd(
+    families: list[str] = typer.Argument(None, metavar="FAMILY...", help="Families to generate (see `tasks list`)."),
+    all_: bool = typer.Option(False, "--all", help="Every family of --split."),
+    split: str = typer.Option(None, "--split", help="With --all: only the train or the heldout families "
+                              "(default: both)."),
+    n: int = typer.Option(10, "--n", help="Distinct instances per family."),
+    seed: int = typer.Option(0, "--seed", help="Seed: the same seed writes the same folders."),
+    out: Path = typer.Option(..., "--out", help="Suite folder to write (one task folder per instance + tasks.json)."),
+    check: bool = typer.Option(True, "--check/--no-check", help="Play each task's golden plan on the host and "
+                               "require its checker to pass (and to fail on the untouched workspace)."),
+    force: bool = typer.Option(False, "--force", help="Replace a non-empty --out."),
+) -> None:
+    """Write N instances of each family as task folders (a suite `eval agent --suite` and `synth` take)."""
+    from harnessfit.errors import UserError
+    from harnessfit.tasks.family import families_in, get_family
+    from harnessfit.tasks.generate import generate_tasks
+
+    if split not in (None, "train", "heldout"):
+        raise UserError(f"--split must be train or heldout (got {split!r})")
+    if all_ == bool(families):
+        raise UserError("name the families to generate, or pass --all (not both)")
+    chosen = families_in(split) if all_ else [get_family(name) for name in families]  # type: ignore[arg-type]
+    manifest = generate_tasks(chosen, out, n=n, seed=seed, check=check, force=force,
+                              progress=lambda line: typer.echo(line))
+    held = sum(1 for r in manifest["tasks"] if r["split"] == "heldout")
+    typer.echo(f"wrote {len(manifest['tasks'])} tasks ({held} from held-out families) to {out}"
+               f"{'; every golden plan checked' if check else ''}")
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(tasks_app, name="tasks")

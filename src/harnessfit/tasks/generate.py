@@ -1,0 +1,94 @@
+"""``harnessfit tasks generate``: N distinct instances per family, one task folder each, and a manifest.
+
+Instance ``k`` of family ``F`` under seed ``S`` is drawn from ``random.Random("S:F:k:a")`` (``a`` counts attempts):
+the same seed gives the same folders byte for byte. Two instances are the same task when their prompt and starting
+files are equal; a repeat is drawn again, and a family that cannot give N distinct instances is a one-line error
+naming how many it gave. Every instance is checked (``tasks.check``) unless asked not to.
+
+``tasks.json`` beside the folders records each instance's family and split; ``suite_splits`` reads it, so the
+synthesis stage can refuse held-out families (they are what a tuned model is measured on, never trained on).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+import shutil
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from harnessfit.errors import UserError
+from harnessfit.tasks.check import TaskProblem, check_task
+from harnessfit.tasks.family import Draft, Family, write_task
+
+__all__ = ["generate_tasks", "suite_splits", "MANIFEST", "MAX_ATTEMPTS"]
+
+MANIFEST = "tasks.json"
+MAX_ATTEMPTS = 60
+
+
+def _identity(draft: Draft) -> str:
+    h = hashlib.sha256(draft.prompt.encode())
+    for name in sorted(draft.workspace):
+        h.update(b"\0" + name.encode() + b"\0" + draft.workspace[name].encode())
+    return h.hexdigest()
+
+
+def _draw(fam: Family, seed: int, k: int, seen: set[str]) -> Draft:
+    for attempt in range(MAX_ATTEMPTS):
+        draft = fam.build(random.Random(f"{seed}:{fam.name}:{k}:{attempt}"))
+        key = _identity(draft)
+        if key not in seen:
+            seen.add(key)
+            return draft
+    raise UserError(f"task family {fam.name} gave only {k} distinct instances under seed {seed} "
+                    f"({MAX_ATTEMPTS} draws in a row repeated one); ask for fewer with --n")
+
+
+def generate_tasks(families: Sequence[Family], out: Path, *, n: int, seed: int = 0, check: bool = True,
+                   force: bool = False, progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """Write ``n`` instances of each family under ``out`` (``<family>-<seed>-<k>/``) and ``out/tasks.json``."""
+    if n < 1:
+        raise UserError(f"--n must be at least 1 (got {n})")
+    out = Path(out)
+    if out.exists() and any(out.iterdir()):
+        if not force:
+            raise UserError(f"{out} is not empty: give a new folder, or --force to replace it")
+        shutil.rmtree(out)
+    out.mkdir(parents=True, exist_ok=True)
+    rows: list[dict[str, Any]] = []
+    for fam in families:
+        seen: set[str] = set()
+        for k in range(n):
+            draft = _draw(fam, seed, k, seen)
+            task_id = f"{fam.name}-{seed}-{k:04d}"
+            task = write_task(draft, out / task_id)
+            if check:
+                try:
+                    check_task(task)
+                except TaskProblem as exc:
+                    raise UserError(f"generated task is not sound (a bug in family {fam.name}): {exc}") from exc
+            rows.append({"id": task_id, "family": fam.name, "split": fam.split, "kind": fam.kind.value,
+                         "fingerprint": task.fingerprint()})
+        if progress:
+            progress(f"{fam.name}: {n} task(s) ({fam.split}, {fam.kind.value})")
+    manifest = {"stage": "tasks", "seed": seed, "n": n, "checked": check,
+                "families": {f.name: {"split": f.split, "kind": f.kind.value, "count": n} for f in families},
+                "tasks": rows}
+    (out / MANIFEST).write_bytes(orjson.dumps(manifest, option=orjson.OPT_INDENT_2) + b"\n")
+    return manifest
+
+
+def suite_splits(suite_dir: Path) -> dict[str, tuple[str, str]]:
+    """``{task id: (family, split)}`` for a generated suite; empty for a hand-written one (no ``tasks.json``)."""
+    path = Path(suite_dir) / MANIFEST
+    if not path.is_file():
+        return {}
+    try:
+        data = orjson.loads(path.read_bytes())
+        return {r["id"]: (r["family"], r["split"]) for r in data["tasks"]}
+    except (orjson.JSONDecodeError, KeyError, TypeError) as exc:
+        raise UserError(f"{path}: not a task manifest written by `harnessfit tasks generate` ({exc})") from exc
