@@ -36,7 +36,11 @@ __all__ = [
     "load_task",
     "load_suite",
     "DEFAULT_MAX_OUTPUT_BYTES",
+    "SUITE_MANIFEST",
+    "suite_families",
 ]
+
+SUITE_MANIFEST = "tasks.json"  # written beside generated task folders by `harnessfit tasks generate`
 
 DEFAULT_MAX_OUTPUT_BYTES = 50 * 1024 * 1024
 
@@ -236,3 +240,19 @@ def load_suite(suite_dir: Path) -> list[Task]:
             raise UserError(f"{suite_dir}: duplicate task id {task.id!r}")
         seen.add(task.id)
     return sorted(tasks, key=lambda t: t.id)
+
+
+def suite_families(suite_dir: Path) -> dict[str, tuple[str, str]]:
+    """``{task id: (family, split)}`` from a generated suite's ``tasks.json``; empty for a hand-written suite.
+
+    The split (``train`` / ``heldout``) is what keeps held-out families out of training data: the synthesis stage
+    refuses a task whose family is held out.
+    """
+    path = Path(suite_dir) / SUITE_MANIFEST
+    if not path.is_file():
+        return {}
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))  # JSON is YAML; no second parser needed
+        return {str(r["id"]): (str(r["family"]), str(r["split"])) for r in data["tasks"]}
+    except (yaml.YAMLError, KeyError, TypeError) as exc:
+        raise UserError(f"{path}: not a task manifest written by `harnessfit tasks generate` ({exc})") from exc

@@ -5,8 +5,8 @@ the same seed gives the same folders byte for byte. Two instances are the same t
 files are equal; a repeat is drawn again, and a family that cannot give N distinct instances is a one-line error
 naming how many it gave. Every instance is checked (``tasks.check``) unless asked not to.
 
-``tasks.json`` beside the folders records each instance's family and split; ``suite_splits`` reads it, so the
-synthesis stage can refuse held-out families (they are what a tuned model is measured on, never trained on).
+``tasks.json`` beside the folders records each instance's family and split; ``eval.task.suite_families`` reads it,
+so the synthesis stage can refuse held-out families (they are what a tuned model is measured on, never trained on).
 """
 
 from __future__ import annotations
@@ -21,12 +21,11 @@ from typing import Any
 import orjson
 
 from harnessfit.errors import UserError
+from harnessfit.eval.task import SUITE_MANIFEST
 from harnessfit.tasks.check import TaskProblem, check_task
 from harnessfit.tasks.family import Draft, Family, write_task
 
-__all__ = ["generate_tasks", "suite_splits", "MANIFEST", "MAX_ATTEMPTS"]
-
-MANIFEST = "tasks.json"
+__all__ = ["generate_tasks", "MAX_ATTEMPTS"]
 MAX_ATTEMPTS = 60
 
 
@@ -78,17 +77,5 @@ def generate_tasks(families: Sequence[Family], out: Path, *, n: int, seed: int =
     manifest = {"stage": "tasks", "seed": seed, "n": n, "checked": check,
                 "families": {f.name: {"split": f.split, "kind": f.kind.value, "count": n} for f in families},
                 "tasks": rows}
-    (out / MANIFEST).write_bytes(orjson.dumps(manifest, option=orjson.OPT_INDENT_2) + b"\n")
+    (out / SUITE_MANIFEST).write_bytes(orjson.dumps(manifest, option=orjson.OPT_INDENT_2) + b"\n")
     return manifest
-
-
-def suite_splits(suite_dir: Path) -> dict[str, tuple[str, str]]:
-    """``{task id: (family, split)}`` for a generated suite; empty for a hand-written one (no ``tasks.json``)."""
-    path = Path(suite_dir) / MANIFEST
-    if not path.is_file():
-        return {}
-    try:
-        data = orjson.loads(path.read_bytes())
-        return {r["id"]: (r["family"], r["split"]) for r in data["tasks"]}
-    except (orjson.JSONDecodeError, KeyError, TypeError) as exc:
-        raise UserError(f"{path}: not a task manifest written by `harnessfit tasks generate` ({exc})") from exc
