@@ -89,21 +89,6 @@ def test_a_planted_reward_is_not_believed(harbor_suite, tmp_path):
     assert parse_reward(link_dir)[0] is None
 
 
-def test_parse_reward_follows_harbor_precedence(tmp_path):
-    (tmp_path / "reward.json").write_text('{"reward": 0.25, "style": 1}')
-    assert parse_reward(tmp_path) == (0.25, {"reward": 0.25, "style": 1.0}, None)
-    (tmp_path / "reward.txt").write_text("0.75\n")
-    assert parse_reward(tmp_path)[0] == 0.75  # reward.txt wins
-    (tmp_path / "reward.txt").write_text("lots")
-    assert parse_reward(tmp_path)[0] is None
-    (tmp_path / "reward.txt").unlink()
-    (tmp_path / "reward.json").write_text('{"accuracy": 1}')
-    assert parse_reward(tmp_path)[0] == 1.0
-    (tmp_path / "reward.json").write_text('{"a": 1, "b": 0}')
-    value, _, problem = parse_reward(tmp_path)
-    assert value is None and "none named 'reward'" in problem
-
-
 def _container_suite(root: Path, harbor_suite: Path) -> Path:
     suite = root / "containers"
     cases = {

@@ -18,14 +18,23 @@ run, and kept out of every rate (never passed).
 
 One episode: the workspace is seeded from the ``COPY`` instructions and bound at the first ``WORKDIR`` (default
 ``/app``; every ``COPY`` and later ``WORKDIR`` must stay inside it) in the agent's sandbox, the last ``WORKDIR``
-being the agent's working folder; the real Pi runs on ``instruction.md``. After the agent stopped, a fresh
-copy of ``tests/`` is bound at ``/tests`` and a fresh, empty folder at ``/logs/verifier`` (the agent never saw
-either, so it cannot plant a reward), and ``bash /tests/test.sh`` runs in a sandbox of its own with the
-checker's isolation (``runner.checker_env``) and ``[verifier]`` timeout. The reward is ``reward.txt`` (Harbor's
-precedence) else ``reward.json``'s ``"reward"`` (or its only value); the checker counts as passed only at full
-reward (1.0), so a complete loop means "checker passed + expected change + final response", where the expected
-change of a Harbor task is "the working folder differs from its seeded state". ``scripted:oracle`` runs ``solution/solve.sh``
-through Pi's bash tool with ``solution/`` bound read-only at ``/solution``, as Harbor's oracle agent does.
+being the agent's working folder; the real Pi runs on ``instruction.md``. The verifier then follows Harbor's
+(harbor-framework/harbor, ``src/harbor/verifier/verifier.py``, ``Verifier.verify``; ``src/harbor/trial/trial.py``):
+only after the agent stopped is a fresh copy of ``tests/`` bound at ``/tests`` (Harbor uploads ``tests/`` in
+``Verifier.verify``) and a fresh, empty ``/logs/verifier`` (no ``reward.json`` or ``reward.txt`` left from before
+— the agent never saw either folder, so it cannot plant a reward; Harbor empties the folder in
+``Trial._run_separate_verifier`` and mounts a fresh trial folder otherwise); ``bash /tests/test.sh`` runs in a
+sandbox of its own with the checker's isolation (``runner.checker_env``), the environment's ``ENV`` and
+``[environment].env`` overlaid by ``[verifier].env`` (Harbor passes that to ``exec``), and ``[verifier]
+timeout_sec`` from ``task.toml`` (Harbor's default 600 s, ``VerifierConfig``; ``[agent] timeout_sec`` bounds the
+agent, 600 s when unset where Harbor sets none). The reward is read as Harbor reads it (``harbor_verifier``:
+``reward.json`` before ``reward.txt``, every key of a multi-key ``reward.json`` kept, its ``"reward"`` entry else
+its only entry the scalar; finite numbers only). The checker counts as passed only at full reward (1.0), so a
+complete loop means "checker passed + expected change + final response", where the expected change of a Harbor
+task is "the working folder differs from its seeded state". The episode records the backend (``host``: this
+machine's bubblewrap stood in for the image), the image the task names and the verifier's output (``facts.verifier``:
+exit code, stdout/stderr tails, the reward files). ``scripted:oracle`` runs ``solution/solve.sh`` through Pi's bash
+tool with ``solution/`` bound read-only at ``/solution``, as Harbor's oracle agent does.
 """
 
 from __future__ import annotations
@@ -33,7 +42,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 import hashlib
-import math
 import os
 import re
 import shlex
@@ -50,7 +58,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from harnessfit.errors import UserError
 from harnessfit.eval.caps import Caps
-from harnessfit.eval.episode import EpisodeFacts
+from harnessfit.eval.episode import EpisodeFacts, VerifierOutput
+from harnessfit.eval.harbor_verifier import parse_reward, read_reward_files, tail
 from harnessfit.eval.safefs import copy_into, read_regular
 from harnessfit.eval.sandbox import SANDBOX_HOME, SANDBOX_PATH, SandboxSpec, sandbox_path
 from harnessfit.eval.task import Limits
@@ -339,10 +348,11 @@ class HarborTask:
             problem = f"verifier stopped ({killed}) after {self.config.verifier.timeout_sec:g} s"
         else:
             facts.checker_exit_code = 0 if reward is not None and reward >= 1.0 else 1
-        out = (ep_dir / "checker.txt").read_text(errors="replace") + (ep_dir / "checker.stderr.txt").read_text(
-            errors="replace")
+        stdout, stderr = tail(ep_dir / "checker.txt"), tail(ep_dir / "checker.stderr.txt")
+        facts.verifier = VerifierOutput(exit_code=code if killed is None else None, stdout=stdout, stderr=stderr,
+                                        reward_files=read_reward_files(logs), problem=problem)
         note = f"\n[harnessfit] test.sh exit code {code}; reward {reward}" + (f" ({problem})" if problem else "")
-        facts.checker_output = (out + note)[-2000:]
+        facts.checker_output = (stdout + stderr + note)[-2000:]
 
 
 def _tree_digest(root: Path) -> str:
@@ -366,40 +376,6 @@ def _tree_digest(root: Path) -> str:
         for d in dirs:
             h.update(b"D" + (rel_base / d).as_posix().encode() + b"\n")
     return h.hexdigest()
-
-
-def parse_reward(folder: Path) -> tuple[float | None, dict[str, float] | None, str | None]:
-    """(reward, every named reward, problem) from ``reward.txt`` (precedence) or ``reward.json`` in ``folder``.
-
-    Only regular files are read (a link planted there is ignored). ``reward.json`` is an object of numbers; its
-    reward is the ``"reward"`` entry, or its only entry. A missing, empty or malformed file gives a None reward
-    and the problem in words.
-    """
-    text = read_regular(folder, "reward.txt", limit=4096)
-    if text is not None:
-        try:
-            value = float(text.decode("utf-8").strip())
-        except (UnicodeDecodeError, ValueError):
-            return None, None, f"reward.txt is not a number: {text[:40]!r}"
-        if not math.isfinite(value):
-            return None, None, "reward.txt is not a finite number"
-        return value, {"reward": value}, None
-    raw = read_regular(folder, "reward.json", limit=1 << 20)
-    if raw is None:
-        return None, None, "the verifier wrote no reward.txt or reward.json"
-    try:
-        data = orjson.loads(raw)
-    except orjson.JSONDecodeError as exc:
-        return None, None, f"reward.json is not JSON ({exc})"
-    if not isinstance(data, dict) or not data or not all(
-            isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in data.values()):
-        return None, None, "reward.json is not an object of finite numbers"
-    rewards = {str(k): float(v) for k, v in data.items()}
-    if "reward" in rewards:
-        return rewards["reward"], rewards, None
-    if len(rewards) == 1:
-        return next(iter(rewards.values())), rewards, None
-    return None, rewards, "reward.json has several rewards and none named 'reward'"
 
 
 def load_harbor_task(task_dir: Path) -> HarborTask:
