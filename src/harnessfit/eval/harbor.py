@@ -156,6 +156,18 @@ def _dockerfile_lines(text: str) -> list[str]:
     return out
 
 
+def _base_image(env_dir: Path) -> str | None:
+    """The image of the Dockerfile's first ``FROM`` (its flags, such as ``--platform``, skipped), or None."""
+    path = env_dir / "Dockerfile"
+    if not path.is_file():
+        return None
+    for line in _dockerfile_lines(path.read_text(encoding="utf-8", errors="replace")):
+        word, _, rest = line.partition(" ")
+        if word.upper() == "FROM":
+            return next((w for w in rest.split() if not w.startswith("--")), None)
+    return None
+
+
 def _inside(workdir: str, dest: str) -> str:
     path = PurePosixPath(dest if dest.startswith("/") else f"{workdir}/{dest}")
     parts: list[str] = []
@@ -250,6 +262,8 @@ class HarborTask:
         agent_seconds = config.agent.timeout_sec or 600.0
         self.limits = Limits(max_turns=DEFAULT_HARBOR_TURNS, max_seconds=agent_seconds)
         self.mount, self.workdir, self.copies, self.env = "/app", "/app", [], {}
+        # the image the task's environment names: what a container backend runs, or the host stands in for
+        self.image = config.environment.docker_image or _base_image(self.environment_dir)
         self.environment_issue = self._environment_issue()
 
     # -- environment -------------------------------------------------------------------------------------------
