@@ -18,35 +18,29 @@ run, and kept out of every rate (never passed).
 
 One episode: the workspace is seeded from the ``COPY`` instructions and bound at the first ``WORKDIR`` (default
 ``/app``; every ``COPY`` and later ``WORKDIR`` must stay inside it) in the agent's sandbox, the last ``WORKDIR``
-being the agent's working folder; the real Pi runs on ``instruction.md``. The verifier then follows Harbor's
-(harbor-framework/harbor, ``src/harbor/verifier/verifier.py``, ``Verifier.verify``; ``src/harbor/trial/trial.py``):
-only after the agent stopped is a fresh copy of ``tests/`` bound at ``/tests`` (Harbor uploads ``tests/`` in
-``Verifier.verify``) and a fresh, empty ``/logs/verifier`` (no ``reward.json`` or ``reward.txt`` left from before
-— the agent never saw either folder, so it cannot plant a reward; Harbor empties the folder in
-``Trial._run_separate_verifier`` and mounts a fresh trial folder otherwise); ``bash /tests/test.sh`` runs in a
-sandbox of its own with the checker's isolation (``runner.checker_env``), the environment's ``ENV`` and
-``[environment].env`` overlaid by ``[verifier].env`` (Harbor passes that to ``exec``), and ``[verifier]
-timeout_sec`` from ``task.toml`` (Harbor's default 600 s, ``VerifierConfig``; ``[agent] timeout_sec`` bounds the
-agent, 600 s when unset where Harbor sets none). The reward is read as Harbor reads it (``harbor_verifier``:
-``reward.json`` before ``reward.txt``, every key of a multi-key ``reward.json`` kept, its ``"reward"`` entry else
-its only entry the scalar; finite numbers only). The checker counts as passed only at full reward (1.0), so a
-complete loop means "checker passed + expected change + final response", where the expected change of a Harbor
-task is "the working folder differs from its seeded state". The episode records the backend (``host``: this
-machine's bubblewrap stood in for the image), the image the task names and the verifier's output (``facts.verifier``:
-exit code, stdout/stderr tails, the reward files). ``scripted:oracle`` runs ``solution/solve.sh`` through Pi's bash
-tool with ``solution/`` bound read-only at ``/solution``, as Harbor's oracle agent does.
+being the agent's working folder; the real Pi runs on ``instruction.md``. The verifier then runs as Harbor's does
+(harbor-framework/harbor, ``src/harbor/verifier/verifier.py``, ``Verifier.verify``, which uploads ``tests/`` after
+the agent; ``src/harbor/trial/trial.py``): a fresh copy of ``tests/`` is bound at ``/tests`` and a fresh, empty
+``/logs/verifier`` (no reward file left from before; the agent never saw either folder, so it cannot plant one),
+and ``bash /tests/test.sh`` runs in a sandbox of its own with the checker's isolation (``runner.checker_env``),
+the ``ENV`` and ``[environment].env`` values overlaid by ``[verifier].env`` (Harbor passes that to ``exec``), and
+``task.toml``'s ``[verifier] timeout_sec`` (Harbor's default 600 s; ``[agent] timeout_sec`` bounds the agent, 600 s
+when unset where Harbor sets none). The reward is read as Harbor reads it (``harbor_verifier``: ``reward.json``
+before ``reward.txt``, every key kept, its ``"reward"`` entry else its only entry the scalar; finite numbers only).
+The checker counts as passed only at full reward (1.0), so a complete loop means "checker passed + expected change
++ final response", where the expected change of a Harbor task is "the working folder differs from its seeded
+state". The episode records the backend (``host``: this machine's bubblewrap stood in for the image), the image
+the task names, and the verifier's output (``facts.verifier``). ``scripted:oracle`` runs ``solution/solve.sh``
+through Pi's bash tool with ``solution/`` bound read-only at ``/solution``, as Harbor's oracle agent does.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
-import hashlib
-import os
 import re
 import shlex
 import shutil
-import stat
 import subprocess
 import tempfile
 import tomllib
@@ -59,8 +53,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from harnessfit.errors import UserError
 from harnessfit.eval.caps import Caps
 from harnessfit.eval.episode import EpisodeFacts, VerifierOutput
-from harnessfit.eval.harbor_verifier import parse_reward, read_reward_files, tail
-from harnessfit.eval.safefs import copy_into, read_regular
+from harnessfit.eval.harbor_verifier import parse_reward, read_reward_files, tail, tree_digest
+from harnessfit.eval.safefs import copy_into
 from harnessfit.eval.sandbox import SANDBOX_HOME, SANDBOX_PATH, SandboxSpec, sandbox_path
 from harnessfit.eval.task import Limits
 from harnessfit.core.jsonio import sha256_bytes
@@ -327,7 +321,7 @@ class HarborTask:
     def _seed_digest(self) -> str:
         with tempfile.TemporaryDirectory(prefix="hf-harbor-seed-") as tmp:
             self.seed_workspace(Path(tmp))
-            return _tree_digest(Path(tmp))
+            return tree_digest(Path(tmp))
 
     def verify(self, workspace: Path, ep_dir: Path, facts: EpisodeFacts, *, sandboxed: bool = True) -> None:
         """Run ``tests/test.sh`` on the workspace after the agent stopped; fill the checker facts and the reward."""
@@ -335,7 +329,7 @@ class HarborTask:
 
         if not sandboxed:
             raise UserError("a Harbor task's verifier needs the sandbox (it names /tests and /logs/verifier)")
-        facts.expected_change = _tree_digest(workspace) != self._seed_digest()
+        facts.expected_change = tree_digest(workspace) != self._seed_digest()
         tests, logs = ep_dir / "tests", ep_dir / "verifier"
         for folder in (tests, logs):  # fresh each time: a reward left from before is never read
             if folder.is_symlink() or folder.is_file():
@@ -367,29 +361,6 @@ class HarborTask:
                                         reward_files=read_reward_files(logs), problem=problem)
         note = f"\n[harnessfit] test.sh exit code {code}; reward {reward}" + (f" ({problem})" if problem else "")
         facts.checker_output = (stdout + stderr + note)[-2000:]
-
-
-def _tree_digest(root: Path) -> str:
-    """A digest of a folder's names, kinds and contents, never following a link (a link counts by its target
-    text)."""
-    h = hashlib.sha256()
-    for base, dirs, files in os.walk(root, followlinks=False):
-        dirs.sort()
-        rel_base = Path(base).relative_to(root)
-        for name in sorted(files) + [d for d in dirs if (Path(base) / d).is_symlink()]:
-            path = Path(base) / name
-            rel = (rel_base / name).as_posix()
-            st = path.lstat()
-            if stat.S_ISLNK(st.st_mode):
-                h.update(b"L" + rel.encode() + b"\0" + os.readlink(path).encode() + b"\n")
-            elif stat.S_ISREG(st.st_mode):
-                h.update(b"F" + rel.encode() + b"\0" + hashlib.sha256(
-                    read_regular(root, rel, limit=None) or b"").digest() + b"\n")
-            else:
-                h.update(b"O" + rel.encode() + b"\0" + str(stat.S_IFMT(st.st_mode)).encode() + b"\n")
-        for d in dirs:
-            h.update(b"D" + (rel_base / d).as_posix().encode() + b"\n")
-    return h.hexdigest()
 
 
 def load_harbor_task(task_dir: Path) -> HarborTask:

@@ -20,14 +20,16 @@ number (``VerifierResult`` would have coerced it).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
+import stat
 from pathlib import Path
 
 from harnessfit.eval.safefs import read_regular
 
-__all__ = ["REWARD_FILES", "parse_reward", "read_reward_files", "tail"]
+__all__ = ["REWARD_FILES", "parse_reward", "read_reward_files", "tail", "tree_digest"]
 
 REWARD_FILES = ("reward.json", "reward.txt")  # in Harbor's order of precedence
 SHOWN = 4000  # characters of each reward file and output tail kept in the results
@@ -113,3 +115,26 @@ def tail(path: Path, limit: int = SHOWN) -> str:
         return path.read_text(encoding="utf-8", errors="replace")[-limit:]
     except OSError:
         return ""
+
+
+def tree_digest(root: Path) -> str:
+    """A digest of a folder's names, kinds and contents, never following a link (a link counts by its target
+    text): a Harbor task's expected change is "the working folder's digest differs from its seed's"."""
+    h = hashlib.sha256()
+    for base, dirs, files in os.walk(root, followlinks=False):
+        dirs.sort()
+        rel_base = Path(base).relative_to(root)
+        for name in sorted(files) + [d for d in dirs if (Path(base) / d).is_symlink()]:
+            path = Path(base) / name
+            rel = (rel_base / name).as_posix()
+            st = path.lstat()
+            if stat.S_ISLNK(st.st_mode):
+                h.update(b"L" + rel.encode() + b"\0" + os.readlink(path).encode() + b"\n")
+            elif stat.S_ISREG(st.st_mode):
+                h.update(b"F" + rel.encode() + b"\0" + hashlib.sha256(
+                    read_regular(root, rel, limit=None) or b"").digest() + b"\n")
+            else:
+                h.update(b"O" + rel.encode() + b"\0" + str(stat.S_IFMT(st.st_mode)).encode() + b"\n")
+        for d in dirs:
+            h.update(b"D" + (rel_base / d).as_posix().encode() + b"\n")
+    return h.hexdigest()
