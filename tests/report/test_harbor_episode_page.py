@@ -5,7 +5,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harnessfit.eval.episode import Episode, EpisodeFacts, EpisodeMetrics, VerifierOutput
+from harnessfit.eval.episode import (
+    Episode,
+    EpisodeFacts,
+    EpisodeMetrics,
+    VerifierOutput,
+)
 from harnessfit.eval.results import EvalResults, aggregate, write_results
 from harnessfit.report.build import build_report
 
