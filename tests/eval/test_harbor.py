@@ -45,6 +45,7 @@ def _episode_dirs(tmp_path: Path, task) -> tuple[Path, Path]:
 def test_shipped_task_reads_as_a_harbor_task(harbor_suite):
     (task,) = load_harbor_suite(harbor_suite)
     assert task.id == "word-frequency" and task.environment_issue is None
+    assert task.image == "python:3-slim"  # the Dockerfile's FROM: what the host stands in for
     assert task.workdir == "/app"
     assert task.copies == [("wordfreq.py", "/app/wordfreq.py"), ("sample.txt", "/app/sample.txt")]
     assert task.prompt.startswith("The script `/app/wordfreq.py`")
@@ -89,21 +90,6 @@ def test_a_planted_reward_is_not_believed(harbor_suite, tmp_path):
     assert parse_reward(link_dir)[0] is None
 
 
-def test_parse_reward_follows_harbor_precedence(tmp_path):
-    (tmp_path / "reward.json").write_text('{"reward": 0.25, "style": 1}')
-    assert parse_reward(tmp_path) == (0.25, {"reward": 0.25, "style": 1.0}, None)
-    (tmp_path / "reward.txt").write_text("0.75\n")
-    assert parse_reward(tmp_path)[0] == 0.75  # reward.txt wins
-    (tmp_path / "reward.txt").write_text("lots")
-    assert parse_reward(tmp_path)[0] is None
-    (tmp_path / "reward.txt").unlink()
-    (tmp_path / "reward.json").write_text('{"accuracy": 1}')
-    assert parse_reward(tmp_path)[0] == 1.0
-    (tmp_path / "reward.json").write_text('{"a": 1, "b": 0}')
-    value, _, problem = parse_reward(tmp_path)
-    assert value is None and "none named 'reward'" in problem
-
-
 def _container_suite(root: Path, harbor_suite: Path) -> Path:
     suite = root / "containers"
     cases = {
@@ -136,6 +122,11 @@ def test_tasks_needing_a_container_are_reported_and_not_run(pi_installed, harbor
     out = tmp_path / "out"
     results = run_eval("scripted:oracle", f"harbor:{suite}", out, progress=False)
     assert {e.facts.status for e in results.episodes} == {"needs_container"}
+    # each names the image it needs and no backend (nothing ran it); results.json keeps both
+    images = {e.facts.task_id: (e.facts.image, e.facts.backend) for e in load_results(out).episodes}
+    assert images == {"copy-outside": ("python:3-slim", None), "gpu": ("python:3-slim", None),
+                      "image": ("ghcr.io/example/app:1", None), "other-base": ("ubuntu:24.04", None),
+                      "run-step": ("python:3-slim", None)}
     agg = results.aggregates
     assert agg["scored"] == 0 and agg["unscored_by_status"] == {"needs_container": 5}
     assert agg["rates"]["complete_loop"]["n"] == 0  # never passed, never failed: out of the rates
@@ -173,6 +164,9 @@ def test_oracle_scores_full_marks_through_pi(pi_installed, harbor_suite, tmp_pat
     (ep,) = results.episodes
     assert ep.facts.status == "success", ep.facts.error
     assert ep.facts.reward == 1.0 and ep.metrics.checker_passed and ep.metrics.complete_loop
+    assert (ep.facts.backend, ep.facts.image) == ("host", "python:3-slim")  # bubblewrap stood in for the image
+    assert ep.facts.verifier.reward_files == {"reward.txt": "1\n"} and ep.facts.verifier.exit_code == 0
+    assert "ok /app/sample.txt" in ep.facts.verifier.stdout
     assert ep.facts.expected_change and ep.metrics.integrity_flag is None
     assert results.aggregates["rates"]["complete_loop"]["rate"] == 1.0
     assert "/solution" in ep.facts.sandbox_policy["agent"]["read_only"]

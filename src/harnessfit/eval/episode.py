@@ -14,7 +14,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-__all__ = ["EpisodeFacts", "EpisodeMetrics", "Episode", "FAILURES", "INTEGRITY_FLAGS", "UNSCORING_FLAGS"]
+__all__ = ["EpisodeFacts", "EpisodeMetrics", "Episode", "VerifierOutput", "FAILURES", "INTEGRITY_FLAGS",
+           "UNSCORING_FLAGS"]
 
 # Names for what went wrong, most specific first; ``EpisodeMetrics.failure`` is the first that applies.
 FAILURES = (
@@ -44,6 +45,17 @@ INTEGRITY_FLAGS = (
 UNSCORING_FLAGS = ("session_file_differs_from_events",)
 
 
+class VerifierOutput(BaseModel):
+    """What a Harbor task's verifier (``tests/test.sh``) left: its exit code, the tails of what it printed, and the
+    reward files it wrote in ``/logs/verifier`` (name -> text, clipped), with the reason when no reward was read."""
+
+    exit_code: int | None = None  # None when the runner stopped it (the problem says why)
+    stdout: str = ""
+    stderr: str = ""
+    reward_files: dict[str, str] = Field(default_factory=dict)
+    problem: str | None = None
+
+
 class EpisodeFacts(BaseModel):
     """Runner observations; paths are relative to the run's output folder."""
 
@@ -67,8 +79,14 @@ class EpisodeFacts(BaseModel):
     expected_change: bool | None = None
     checker_exit_code: int | None = None
     checker_output: str = ""
-    reward: float | None = None  # Harbor tasks: the verifier's reward (reward.txt, else reward.json's "reward")
+    reward: float | None = None  # Harbor tasks: the verifier's reward (reward.json as Harbor picks it, else reward.txt)
     rewards: dict[str, float] | None = None  # Harbor tasks: every named reward the verifier wrote
+    # Harbor tasks: the backend that ran the episode ("host": bubblewrap on this machine stood in for the image; a
+    # container backend names itself), the image the task's environment names (its Dockerfile's FROM, or its
+    # docker_image), and the verifier's own output
+    backend: str | None = None
+    image: str | None = None
+    verifier: VerifierOutput | None = None
     events_file: str
     stderr_file: str
     session_file: str | None = None

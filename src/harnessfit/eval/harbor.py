@@ -18,13 +18,19 @@ run, and kept out of every rate (never passed).
 
 One episode: the workspace is seeded from the ``COPY`` instructions and bound at the first ``WORKDIR`` (default
 ``/app``; every ``COPY`` and later ``WORKDIR`` must stay inside it) in the agent's sandbox, the last ``WORKDIR``
-being the agent's working folder; the real Pi runs on ``instruction.md``. After the agent stopped, a fresh
-copy of ``tests/`` is bound at ``/tests`` and a fresh, empty folder at ``/logs/verifier`` (the agent never saw
-either, so it cannot plant a reward), and ``bash /tests/test.sh`` runs in a sandbox of its own with the
-checker's isolation (``runner.checker_env``) and ``[verifier]`` timeout. The reward is ``reward.txt`` (Harbor's
-precedence) else ``reward.json``'s ``"reward"`` (or its only value); the checker counts as passed only at full
-reward (1.0), so a complete loop means "checker passed + expected change + final response", where the expected
-change of a Harbor task is "the working folder differs from its seeded state". ``scripted:oracle`` runs ``solution/solve.sh``
+being the agent's working folder; the real Pi runs on ``instruction.md``. The verifier then runs as Harbor's does
+(harbor-framework/harbor, ``src/harbor/verifier/verifier.py``, ``Verifier.verify``, which uploads ``tests/`` after
+the agent; ``src/harbor/trial/trial.py``): a fresh copy of ``tests/`` is bound at ``/tests`` and a fresh, empty
+``/logs/verifier`` (no reward file left from before; the agent never saw either folder, so it cannot plant one),
+and ``bash /tests/test.sh`` runs in a sandbox of its own with the checker's isolation (``runner.checker_env``),
+the ``ENV`` and ``[environment].env`` values overlaid by ``[verifier].env`` (Harbor passes that to ``exec``), and
+``task.toml``'s ``[verifier] timeout_sec`` (Harbor's default 600 s; ``[agent] timeout_sec`` bounds the agent, 600 s
+when unset where Harbor sets none). The reward is read as Harbor reads it (``harbor_verifier``: ``reward.json``
+before ``reward.txt``, every key kept, its ``"reward"`` entry else its only entry the scalar; finite numbers only).
+The checker counts as passed only at full reward (1.0), so a complete loop means "checker passed + expected change
++ final response", where the expected change of a Harbor task is "the working folder differs from its seeded
+state". The episode records the backend (``host``: this machine's bubblewrap stood in for the image), the image
+the task names, and the verifier's output (``facts.verifier``). ``scripted:oracle`` runs ``solution/solve.sh``
 through Pi's bash tool with ``solution/`` bound read-only at ``/solution``, as Harbor's oracle agent does.
 """
 
@@ -32,13 +38,9 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import hashlib
-import math
-import os
 import re
 import shlex
 import shutil
-import stat
 import subprocess
 import tempfile
 import tomllib
@@ -50,8 +52,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from harnessfit.errors import UserError
 from harnessfit.eval.caps import Caps
-from harnessfit.eval.episode import EpisodeFacts
-from harnessfit.eval.safefs import copy_into, read_regular
+from harnessfit.eval.episode import EpisodeFacts, VerifierOutput
+from harnessfit.eval.harbor_verifier import parse_reward, read_reward_files, tail, tree_digest
+from harnessfit.eval.safefs import copy_into
 from harnessfit.eval.sandbox import SANDBOX_HOME, SANDBOX_PATH, SandboxSpec, sandbox_path
 from harnessfit.eval.task import Limits
 from harnessfit.core.jsonio import sha256_bytes
@@ -145,6 +148,18 @@ def _dockerfile_lines(text: str) -> list[str]:
     if current.strip():
         out.append(current)
     return out
+
+
+def _base_image(env_dir: Path) -> str | None:
+    """The image of the Dockerfile's first ``FROM`` (its flags, such as ``--platform``, skipped), or None."""
+    path = env_dir / "Dockerfile"
+    if not path.is_file():
+        return None
+    for line in _dockerfile_lines(path.read_text(encoding="utf-8", errors="replace")):
+        word, _, rest = line.partition(" ")
+        if word.upper() == "FROM":
+            return next((w for w in rest.split() if not w.startswith("--")), None)
+    return None
 
 
 def _inside(workdir: str, dest: str) -> str:
@@ -241,6 +256,8 @@ class HarborTask:
         agent_seconds = config.agent.timeout_sec or 600.0
         self.limits = Limits(max_turns=DEFAULT_HARBOR_TURNS, max_seconds=agent_seconds)
         self.mount, self.workdir, self.copies, self.env = "/app", "/app", [], {}
+        # the image the task's environment names: what a container backend runs, or the host stands in for
+        self.image = config.environment.docker_image or _base_image(self.environment_dir)
         self.environment_issue = self._environment_issue()
 
     # -- environment -------------------------------------------------------------------------------------------
@@ -304,7 +321,7 @@ class HarborTask:
     def _seed_digest(self) -> str:
         with tempfile.TemporaryDirectory(prefix="hf-harbor-seed-") as tmp:
             self.seed_workspace(Path(tmp))
-            return _tree_digest(Path(tmp))
+            return tree_digest(Path(tmp))
 
     def verify(self, workspace: Path, ep_dir: Path, facts: EpisodeFacts, *, sandboxed: bool = True) -> None:
         """Run ``tests/test.sh`` on the workspace after the agent stopped; fill the checker facts and the reward."""
@@ -312,7 +329,7 @@ class HarborTask:
 
         if not sandboxed:
             raise UserError("a Harbor task's verifier needs the sandbox (it names /tests and /logs/verifier)")
-        facts.expected_change = _tree_digest(workspace) != self._seed_digest()
+        facts.expected_change = tree_digest(workspace) != self._seed_digest()
         tests, logs = ep_dir / "tests", ep_dir / "verifier"
         for folder in (tests, logs):  # fresh each time: a reward left from before is never read
             if folder.is_symlink() or folder.is_file():
@@ -339,67 +356,11 @@ class HarborTask:
             problem = f"verifier stopped ({killed}) after {self.config.verifier.timeout_sec:g} s"
         else:
             facts.checker_exit_code = 0 if reward is not None and reward >= 1.0 else 1
-        out = (ep_dir / "checker.txt").read_text(errors="replace") + (ep_dir / "checker.stderr.txt").read_text(
-            errors="replace")
+        stdout, stderr = tail(ep_dir / "checker.txt"), tail(ep_dir / "checker.stderr.txt")
+        facts.verifier = VerifierOutput(exit_code=code if killed is None else None, stdout=stdout, stderr=stderr,
+                                        reward_files=read_reward_files(logs), problem=problem)
         note = f"\n[harnessfit] test.sh exit code {code}; reward {reward}" + (f" ({problem})" if problem else "")
-        facts.checker_output = (out + note)[-2000:]
-
-
-def _tree_digest(root: Path) -> str:
-    """A digest of a folder's names, kinds and contents, never following a link (a link counts by its target
-    text)."""
-    h = hashlib.sha256()
-    for base, dirs, files in os.walk(root, followlinks=False):
-        dirs.sort()
-        rel_base = Path(base).relative_to(root)
-        for name in sorted(files) + [d for d in dirs if (Path(base) / d).is_symlink()]:
-            path = Path(base) / name
-            rel = (rel_base / name).as_posix()
-            st = path.lstat()
-            if stat.S_ISLNK(st.st_mode):
-                h.update(b"L" + rel.encode() + b"\0" + os.readlink(path).encode() + b"\n")
-            elif stat.S_ISREG(st.st_mode):
-                h.update(b"F" + rel.encode() + b"\0" + hashlib.sha256(
-                    read_regular(root, rel, limit=None) or b"").digest() + b"\n")
-            else:
-                h.update(b"O" + rel.encode() + b"\0" + str(stat.S_IFMT(st.st_mode)).encode() + b"\n")
-        for d in dirs:
-            h.update(b"D" + (rel_base / d).as_posix().encode() + b"\n")
-    return h.hexdigest()
-
-
-def parse_reward(folder: Path) -> tuple[float | None, dict[str, float] | None, str | None]:
-    """(reward, every named reward, problem) from ``reward.txt`` (precedence) or ``reward.json`` in ``folder``.
-
-    Only regular files are read (a link planted there is ignored). ``reward.json`` is an object of numbers; its
-    reward is the ``"reward"`` entry, or its only entry. A missing, empty or malformed file gives a None reward
-    and the problem in words.
-    """
-    text = read_regular(folder, "reward.txt", limit=4096)
-    if text is not None:
-        try:
-            value = float(text.decode("utf-8").strip())
-        except (UnicodeDecodeError, ValueError):
-            return None, None, f"reward.txt is not a number: {text[:40]!r}"
-        if not math.isfinite(value):
-            return None, None, "reward.txt is not a finite number"
-        return value, {"reward": value}, None
-    raw = read_regular(folder, "reward.json", limit=1 << 20)
-    if raw is None:
-        return None, None, "the verifier wrote no reward.txt or reward.json"
-    try:
-        data = orjson.loads(raw)
-    except orjson.JSONDecodeError as exc:
-        return None, None, f"reward.json is not JSON ({exc})"
-    if not isinstance(data, dict) or not data or not all(
-            isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in data.values()):
-        return None, None, "reward.json is not an object of finite numbers"
-    rewards = {str(k): float(v) for k, v in data.items()}
-    if "reward" in rewards:
-        return rewards["reward"], rewards, None
-    if len(rewards) == 1:
-        return next(iter(rewards.values())), rewards, None
-    return None, rewards, "reward.json has several rewards and none named 'reward'"
+        facts.checker_output = (stdout + stderr + note)[-2000:]
 
 
 def load_harbor_task(task_dir: Path) -> HarborTask:

@@ -314,6 +314,7 @@ def run_episode(
     facts = EpisodeFacts(task_id=task.id, seed=seed, sandbox=status, max_turns=turns,
                          events_file=f"{rel}/events.jsonl", stderr_file=f"{rel}/stderr.txt")
     harbor = isinstance(task, HarborTask)
+    facts.image = task.image if harbor else None
     if harbor and task.environment_issue is not None:
         facts.status, facts.error = "needs_container", task.environment_issue
         return facts
@@ -323,6 +324,7 @@ def run_episode(
     if harbor and not sandbox:
         facts.status, facts.error = "error", "a Harbor task needs the sandbox (it names /app, /tests, /logs)"
         return facts
+    facts.backend = "host" if harbor else None  # bubblewrap on this machine stands in for the task's image
     forwarder: EndpointForwarder | None = None
     try:
         if ep_dir.exists():
