@@ -42,12 +42,13 @@ def _register_all() -> None:
     from harnessfit.harness import commands as harness_cmds
     from harnessfit.report import commands as report_cmds
     from harnessfit.serve import commands as serve_cmds
+    from harnessfit.synth import commands as synth_cmds
     from harnessfit.tasks import commands as tasks_cmds
     from harnessfit.tokens import commands as tokens_cmds
     from harnessfit.train import commands as train_cmds
 
     for mod in (harness_cmds, convert_cmds, dataset_cmds, tokens_cmds, train_cmds, serve_cmds, tasks_cmds,
-                eval_cmds, report_cmds, demo_cmds):
+                eval_cmds, synth_cmds, report_cmds, demo_cmds):
         mod.register(app)
 
 

@@ -19,7 +19,7 @@ import pytest
 from harnessfit.core.conversation import Conversation
 from harnessfit.core.rejection import Reason, Rejection
 from harnessfit.convert.wire import to_conversation
-from harnessfit.eval.synth import synth
+from harnessfit.synth import synth
 from harnessfit.harness.card import load_card
 from harnessfit.harness.pi import install_pi, installed_package
 from harnessfit.harness.versions import NEWEST_PI_VERSION, PI_CARD_VERSIONS, harness_spec

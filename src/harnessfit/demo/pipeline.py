@@ -101,7 +101,7 @@ def run_demo(plan: DemoPlan, console: Console | None = None) -> Path:
     from harnessfit.dataset.build import build_dataset
     from harnessfit.dataset.config import config_from_values
     from harnessfit.demo.raw_probes import run_raw_and_probes
-    from harnessfit.eval import run_eval, synth
+    from harnessfit.eval import run_eval
     from harnessfit.harness.capture import capture_pi
     from harnessfit.harness.card import card_path
     from harnessfit.harness.pi import DEFAULT_PI_VERSION, install_pi
@@ -109,6 +109,7 @@ def run_demo(plan: DemoPlan, console: Console | None = None) -> Path:
     from harnessfit.report import compare
     from harnessfit.report.build import build_report
     from harnessfit.report.sections.run import STEPS_FILE
+    from harnessfit.synth import synth
     from harnessfit.tokens import audit
     from harnessfit.train import load_sft_config, train_sft
 

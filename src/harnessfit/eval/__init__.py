@@ -2,14 +2,12 @@
 
 Public surface for the demo and other stages:
 ``run_eval(model_or_endpoint, suite_dir, out_dir, seeds=…, workers=…) -> EvalResults``,
-``synth(suite_dir, out_dir, seeds=…) -> manifest`` (real Pi session files of scripted solvers),
 ``Endpoint``, ``load_suite`` / ``load_task``, ``load_results``, and ``harnessfit.report.compare`` for tables.
 """
 
 from harnessfit.eval.results import EvalResults, load_results
 from harnessfit.eval.run import run_eval
 from harnessfit.eval.runner import Endpoint
-from harnessfit.eval.synth import synth
 from harnessfit.eval.task import Task, load_suite, load_task
 
-__all__ = ["EvalResults", "Endpoint", "Task", "load_results", "load_suite", "load_task", "run_eval", "synth"]
+__all__ = ["EvalResults", "Endpoint", "Task", "load_results", "load_suite", "load_task", "run_eval"]

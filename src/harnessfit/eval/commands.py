@@ -121,27 +121,6 @@ def compare_cmd(
     typer.echo(path.read_text(encoding="utf-8"))
 
 
-def synth_cmd(
-    suite: Path = typer.Option(None, "--suite", help="Task suite folder (default: the repository's "
-                               "examples/tasks/default)."),
-    out: Path = typer.Option(Path("runs/synth"), "--out", help="Output folder (sessions/, manifest.json)."),
-    seeds: int = typer.Option(1, "--seeds", help="Golden runs per task."),
-    workers: int = typer.Option(2, "--workers", help="Episodes run in parallel."),
-    contrast: bool = typer.Option(True, "--contrast/--no-contrast", help="Also record the double-encoded-then-"
-                                  "recovered contrast sessions."),
-    harness: str = typer.Option(None, "--harness", help=_HARNESS_HELP + " Default: the newest committed card."),
-) -> None:
-    """Record real Pi session files of the golden solver (and contrast examples) for `harnessfit build`."""
-    from harnessfit.eval.run import default_suite, episode_line
-    from harnessfit.eval.synth import synth
-
-    manifest = synth(suite or default_suite(), out, seeds=seeds, workers=workers, contrast=contrast,
-                     pi_version=_pi_version(harness), on_episode=lambda ep: typer.echo(episode_line(ep, "synth"),
-                                                                                       err=True))
-    typer.echo(f"Pi {manifest['pi_version']}: wrote {len(manifest['files'])} session files under {out / 'sessions'} "
-               f"({len(manifest['skipped'])} skipped); manifest {out / 'manifest.json'}")
-
-
 def register(app: typer.Typer) -> None:
     """Add this stage's commands to the main app."""
     from harnessfit.eval.pairwise import commands as pairwise_cmds
@@ -152,4 +131,3 @@ def register(app: typer.Typer) -> None:
     pairwise_cmds.register(eval_app)
     probe_cmds.register(app)
     app.add_typer(eval_app, name="eval")
-    app.command("synth")(synth_cmd)

@@ -1,8 +1,8 @@
 """``harnessfit tasks generate``: N distinct instances per family, one task folder each, and a manifest.
 
 Instance ``k`` of family ``F`` under seed ``S`` is drawn from ``random.Random("S:F:k:a")`` (``a`` counts attempts):
-the same seed gives the same folders byte for byte. Two instances are the same task when their prompt and starting
-files are equal; a repeat is drawn again, and a family that cannot give N distinct instances is a one-line error
+the same seed gives the same folders byte for byte. Two instances are the same task when their prompts are equal (a
+prompt names its task); a repeat is drawn again, and a family that cannot give N distinct instances is a one-line error
 naming how many it gave. Every instance is checked (``tasks.check``) unless asked not to.
 
 ``tasks.json`` beside the folders records each instance's family and split; ``eval.task.suite_families`` reads it,
@@ -30,10 +30,9 @@ MAX_ATTEMPTS = 60
 
 
 def _identity(draft: Draft) -> str:
-    h = hashlib.sha256(draft.prompt.encode())
-    for name in sorted(draft.workspace):
-        h.update(b"\0" + name.encode() + b"\0" + draft.workspace[name].encode())
-    return h.hexdigest()
+    """Two instances are one task when they ask the same thing: the prompt names a task (the golden solver and the
+    RL environment find a task by its prompt), so no two instances of a suite may share one."""
+    return hashlib.sha256(draft.prompt.strip().encode()).hexdigest()
 
 
 def _draw(fam: Family, seed: int, k: int, seen: set[str]) -> Draft:
@@ -59,8 +58,8 @@ def generate_tasks(families: Sequence[Family], out: Path, *, n: int, seed: int =
         shutil.rmtree(out)
     out.mkdir(parents=True, exist_ok=True)
     rows: list[dict[str, Any]] = []
+    seen: set[str] = set()
     for fam in families:
-        seen: set[str] = set()
         for k in range(n):
             draft = _draw(fam, seed, k, seen)
             task_id = f"{fam.name}-{seed}-{k:04d}"

@@ -1,0 +1,178 @@
+"""Recorded trajectories: scripted solvers run through the real Pi, their Pi session files kept as training input.
+
+``synth`` plays the golden solver on every task x seed (sessions that show read → edit → validate, recover after
+a failing validation, create-and-validate that ends promptly) and, as contrast examples, the recovering solver
+(its first call's arguments are a JSON string of the object: Pi rejects it with its validation error, and the
+session shows the corrected call and the rest of the solution). Only episodes whose loop completed are kept; the
+manifest lists every file with its SHA-256 and every skipped episode with why. A kept session names
+``/workspace/<task>/seed-<n>`` as its working folder instead of the folder the episode ran in, so the dataset built
+from it does not depend on where the project was cloned.
+
+`harnessfit build` rejects the contrast sessions as ``arguments_double_encoded`` (Pi stores the string it parsed,
+and a refused call must never become an SFT label); they are there for preference/RL pairs and for the ledger.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from harnessfit.errors import UserError
+from harnessfit.eval.episode import UNSCORING_FLAGS, Episode
+from harnessfit.eval.run import run_eval
+from harnessfit.eval.task import Task, load_suite, suite_families
+from harnessfit.core.jsonio import sha256_file
+from harnessfit.harness.pi import DEFAULT_PI_VERSION, installed_package
+from harnessfit.harness.versions import harness_spec
+
+__all__ = ["synth", "SYNTH_KINDS", "WORKSPACE_ROOT"]
+
+SYNTH_KINDS = {"golden": "scripted:golden", "contrast": "scripted:recovering"}
+CHUNK = 48  # tasks per eval run: what a kill can lose
+WORKSPACE_ROOT = "/workspace"  # the working folder a kept session names, whatever folder the episode ran in
+
+
+def _copy_session(src: Path, dst: Path, workspace: str) -> None:
+    """Copy a Pi session file, naming ``workspace`` instead of the episode's real working folder (the header's
+    ``cwd`` and any other mention of that folder). The build groups a session without a repository by its working
+    folder, so a real path (under the project's clone, perhaps ``/home/<user>``) would make the dataset's groups,
+    splits and redactions depend on where the project lives."""
+    data = src.read_bytes()
+    lines = data.split(b"\n", 1)
+    header = orjson.loads(lines[0])
+    real = header.get("cwd")
+    if header.get("type") != "session" or not isinstance(real, str) or not real:
+        raise UserError(f"{src}: not a Pi session file (its first line has no session header with a cwd)")
+    header["cwd"] = workspace
+    rest = lines[1] if len(lines) > 1 else b""
+    old, new = orjson.dumps(real)[1:-1], orjson.dumps(workspace)[1:-1]  # as they appear inside JSON strings
+    dst.write_bytes(orjson.dumps(header) + b"\n" + rest.replace(old, new))
+
+
+def _ledger_rows(path: Path) -> list[dict[str, Any]]:
+    if not path.is_file():
+        return []
+    rows = []
+    for line in path.read_bytes().splitlines():
+        try:
+            rows.append(orjson.loads(line))
+        except orjson.JSONDecodeError:  # a line cut short by a kill: its episode runs again
+            continue
+    return rows
+
+
+def _next_part(kind_dir: Path) -> Path:
+    return kind_dir / f"part-{len(list(kind_dir.glob('part-*'))) if kind_dir.is_dir() else 0:04d}"
+
+
+def _pending(tasks: list[Task], seeds: int, kind: str, done: set[tuple[str, str, int]]) -> list[str]:
+    return [t.id for t in tasks if any((kind, t.id, s) not in done for s in range(seeds))]
+
+
+def _check_splits(suite_dir: Path, task_ids: list[str]) -> dict[str, tuple[str, str]]:
+    families = suite_families(suite_dir)
+    held = sorted({families[t][0] for t in task_ids if t in families and families[t][1] != "train"})
+    if held:
+        raise UserError(f"{suite_dir}: holds tasks of held-out families ({', '.join(held)}); held-out families are "
+                        "never synthesised into training data (generate the training families with `harnessfit "
+                        "tasks generate --all --split train`, or pass --task for the ones to record)")
+    return families
+
+
+def synth(
+    suite_dir: Path,
+    out_dir: Path,
+    *,
+    seeds: int = 1,
+    workers: int = 2,
+    contrast: bool = True,
+    pi_version: str = DEFAULT_PI_VERSION,
+    progress: bool = True,
+    on_episode: Callable[[Episode], None] | None = None,
+    task_ids: Sequence[str] | None = None,
+    resume: bool = False,
+    chunk: int = CHUNK,
+    notes: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Write ``out_dir/sessions/{golden,contrast}/<task>-s<seed>.jsonl`` (real Pi v3 sessions) + ``manifest.json``.
+
+    Episodes run ``chunk`` tasks at a time (``workers`` at once); each one's outcome is appended to
+    ``out_dir/progress.jsonl`` as soon as its chunk ends, so a killed run continues with ``resume=True`` and runs
+    only what is missing. ``task_ids`` records only those tasks (e.g. chosen by ``harnessfit synth --from-eval``);
+    ``notes`` is stored in the manifest as given (what chose them). A generated suite's held-out families are
+    refused (``eval.task.suite_families``).
+    """
+    out_dir = Path(out_dir)
+    tasks = load_suite(suite_dir)
+    if task_ids is not None:
+        unknown = sorted(set(task_ids) - {t.id for t in tasks})
+        if unknown:
+            raise UserError(f"unknown task id(s) {', '.join(unknown[:5])} in {suite_dir}")
+        tasks = [t for t in tasks if t.id in set(task_ids)]
+    families = _check_splits(suite_dir, [t.id for t in tasks])
+    ledger = out_dir / "progress.jsonl"
+    if ledger.exists() and not resume:
+        raise UserError(f"{out_dir} holds an earlier synth run (progress.jsonl): pass --resume to continue it, or "
+                        "choose a new --out")
+    if not resume:  # sessions of an older run would otherwise be built beside this one's
+        for old in ("sessions", "runs"):
+            shutil.rmtree(out_dir / old, ignore_errors=True)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    rows = _ledger_rows(ledger)
+    done = {(r["kind"], r["task"], r["seed"]) for r in rows}
+    kinds = {k: v for k, v in SYNTH_KINDS.items() if contrast or k == "golden"}
+    with ledger.open("ab") as log:
+        for kind, model in kinds.items():
+            pending = _pending(tasks, seeds, kind, done)
+            (out_dir / "sessions" / kind).mkdir(parents=True, exist_ok=True)
+            for start in range(0, len(pending), chunk):
+                part = _next_part(out_dir / "runs" / kind)
+                results = run_eval(model, suite_dir, part, seeds=seeds, workers=workers, pi_version=pi_version,
+                                   progress=progress, on_episode=on_episode, task_ids=pending[start:start + chunk])
+                for ep in results.episodes:
+                    if (kind, ep.facts.task_id, ep.facts.seed) in done:
+                        continue
+                    row = _keep(ep, kind, part, out_dir, families)
+                    rows.append(row)
+                    log.write(orjson.dumps(row) + b"\n")
+                log.flush()
+    return _write_manifest(out_dir, suite_dir, seeds, pi_version, rows, notes)
+
+
+def _keep(ep: Episode, kind: str, run_dir: Path, out_dir: Path,
+          families: dict[str, tuple[str, str]]) -> dict[str, Any]:
+    """Copy a completed episode's session into ``sessions/<kind>/``; the ledger row says kept or why not."""
+    f, m = ep.facts, ep.metrics
+    base = {"kind": kind, "task": f.task_id, "seed": f.seed, "family": families.get(f.task_id, (None, None))[0]}
+    if m is None or not m.complete_loop or f.session_file is None or m.integrity_flag in UNSCORING_FLAGS:
+        why = f.error if m is None else (m.integrity_flag if m.integrity_flag in UNSCORING_FLAGS
+                                         else m.failure or "no session file")
+        return {**base, "kept": False, "reason": why}
+    dst = out_dir / "sessions" / kind / f"{f.task_id}-s{f.seed}.jsonl"
+    _copy_session(run_dir / f.session_file, dst, f"{WORKSPACE_ROOT}/{f.task_id}/seed-{f.seed}")
+    return {**base, "kept": True, "path": dst.relative_to(out_dir).as_posix(), "sha256": sha256_file(dst),
+            "double_encoded_calls": m.double_encoded_arguments}
+
+
+def _write_manifest(out_dir: Path, suite_dir: Path, seeds: int, pi_version: str, rows: list[dict[str, Any]],
+                    notes: dict[str, Any] | None) -> dict[str, Any]:
+    files = [{k: v for k, v in r.items() if k not in ("kept", "reason") and (k != "family" or v is not None)}
+             for r in rows if r["kept"]]
+    skipped = [{k: v for k, v in r.items() if k in ("kind", "task", "seed", "reason")} for r in rows if not r["kept"]]
+    if not files:
+        raise UserError(f"synth produced no sessions for {suite_dir} (every episode failed; see {out_dir}/runs)")
+    per_family: dict[str, int] = {}
+    for r in files:
+        if r.get("family"):
+            per_family[r["family"]] = per_family.get(r["family"], 0) + 1
+    manifest = {"stage": "synth", "suite": str(suite_dir), "seeds": seeds, "pi_version": pi_version,
+                "harness": harness_spec(pi_version), "pi_package": installed_package(pi_version),
+                "files": sorted(files, key=lambda r: r["path"]), "skipped": skipped,
+                **({"sessions_per_family": dict(sorted(per_family.items()))} if per_family else {}),
+                **({"notes": notes} if notes else {})}
+    (out_dir / "manifest.json").write_bytes(orjson.dumps(manifest, option=orjson.OPT_INDENT_2) + b"\n")
+    return manifest
