@@ -86,7 +86,8 @@ def _convert_cmd(
         out_console.print(line, markup=False, highlight=False, soft_wrap=True)
     prefixes = f"; {summary.prefixes} exact prefixes of rejected trajectories (their labels feed SFT)" \
         if summary.prefixes else ""
-    out_console.print(f"read {acc.read} = accepted {acc.accepted} + rejected {acc.rejected}{prefixes}")
+    out_console.print(f"read {acc.read} = accepted {acc.accepted} + rejected {acc.rejected}{prefixes}",
+                      markup=False, highlight=False, soft_wrap=True)
 
 
 def _counts(d: dict[str, int]) -> str:
