@@ -161,3 +161,39 @@ def test_real_2026_rollout_outcomes(traces_dir: Path) -> None:
 def test_parse_patch_keeps_blank_context_lines() -> None:
     p = parse_patch("*** Begin Patch\n*** Update File: a.py\n@@ def f\n a\n\n-b\n+c\n*** End Patch")
     assert p.files[0].hunks == [("a\n\nb", "a\n\nc")]
+
+
+_DENIED = "failed in sandbox MacosSeatbelt with execution error: sandbox denied exec error, exit code: {code}, " \
+          "stdout: {out}, stderr: {err}"
+
+
+@pytest.mark.parametrize("command, text, pi_text", [
+    # `rg` without a match: exit 1 and no output (codex-rs files any non-zero exit in its sandbox as "denied")
+    (["rg", "-n", "nomatch", "src"], _DENIED.format(code=1, out="", err=""),
+     "(no output)\n\nCommand exited with code 1"),
+    (["bash", "-lc", "if then"], _DENIED.format(code=2, out="", err="bash: -c: line 1: syntax error near unexpected "
+                                                "token `then'\nbash: -c: line 1: `if then'\n"),
+     "bash: -c: line 1: syntax error near unexpected token `then'\nbash: -c: line 1: `if then'\n\n\n"
+     "Command exited with code 2"),
+    (["bash", "-lc", "grep -c x f"], "execution error: sandbox error: sandbox denied exec error, exit code: 1, "
+                                     "stdout: 0\n, stderr: ", "0\n\n\nCommand exited with code 1"),
+])
+def test_a_failed_command_codex_filed_as_sandbox_denied_is_a_result(command: list[str], text: str,
+                                                                    pi_text: str) -> None:
+    """codex-rs (before it told a real denial from a failure) returned every non-zero exit in its sandbox as
+    ``failed in sandbox … with execution error: sandbox denied exec error, exit code: N, stdout: …, stderr: …``: the
+    exit code and the output are there, so the result is Pi's bash text for them, not a refusal."""
+    out = _call("shell", json.dumps({"command": command}), text)
+    assert isinstance(out, PiCall) and out.result == pi_text, out
+    assert "codex.sandbox_denied_output" in out.transformations
+
+
+def test_a_sandbox_denied_text_whose_output_is_not_known_exactly_stays_unmappable() -> None:
+    both = _DENIED.format(code=1, out="partial\n", err="warning\n")
+    assert "interleaving" in _result_failure(_call("shell", json.dumps({"command": ["make"]}), both)).detail
+    split = _DENIED.format(code=1, out="a, stderr: b", err="c")
+    assert "ambiguous" in _result_failure(_call("shell", json.dumps({"command": ["make"]}), split)).detail
+    capped = _DENIED.format(code=1, out="", err="e\n" * 256)
+    assert "cap" in _result_failure(_call("shell", json.dumps({"command": ["make"]}), capped)).detail
+    timeout = "failed in sandbox LinuxSeccomp with execution error: command timed out"
+    assert "no exit status" in _result_failure(_call("shell", json.dumps({"command": ["sleep", "9"]}), timeout)).detail

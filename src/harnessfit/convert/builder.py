@@ -262,7 +262,8 @@ def build_draft(traj: Trajectory, card: HarnessCard, *, install_dir: str | None 
     if traj.source == "pi":
         recorded = recorded_pi_versions(traj)
         check = versions_to_check(recorded, card)
-        draft.transformed(f"pi.recorded:{'|'.join(recorded.versions) or 'unknown'}")
+        draft.recorded = '|'.join(recorded.versions) or "unknown"
+        draft.transformed(f"pi.recorded:{draft.recorded}")
     b = _Context(draft, get_mapping(traj.source), MapContext(card=card, trajectory=traj, cwd=cwd), policy, rules,
                  recorded, check)
     messages, steps_of = draft.messages, draft.message_steps

@@ -31,6 +31,7 @@ def _convert_cmd(
 
     from harnessfit.convert.ledger import convert
     from harnessfit.convert.policy import ConvertPolicy
+    from harnessfit.convert.yields import recorded_lines
     from harnessfit.core.rejection import Reason
     from harnessfit.harness.card import load_harness
 
@@ -81,8 +82,12 @@ def _convert_cmd(
     t = ydoc["total"]
     yt.add_row("[bold]total", str(t["calls"]), str(t["labels"]), _counts(t["dropped"]), _counts(t["lost"]))
     out_console.print(yt)
-    out_console.print(f"read {acc.read} = accepted {acc.accepted} + rejected {acc.rejected}; "
-                      f"{summary.prefixes} exact prefixes of rejected trajectories")
+    for line in [*recorded_lines(ydoc, summary.card), f"tool calls → labels: {t['calls']} → {t['labels']}"]:
+        out_console.print(line, markup=False, highlight=False, soft_wrap=True)
+    prefixes = f"; {summary.prefixes} exact prefixes of rejected trajectories (their labels feed SFT)" \
+        if summary.prefixes else ""
+    out_console.print(f"read {acc.read} = accepted {acc.accepted} + rejected {acc.rejected}{prefixes}",
+                      markup=False, highlight=False, soft_wrap=True)
 
 
 def _counts(d: dict[str, int]) -> str:

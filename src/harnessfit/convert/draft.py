@@ -141,6 +141,9 @@ class Draft:
     """Messages before this index are history only: made from steps the reader marked ``history_only`` (what a
     compaction kept, written before it with another context), so no record takes one of them as a label."""
     user_rejections: list[RejectedByUser] = field(default_factory=list)
+    recorded: str | None = None
+    """A Pi session's recording Pis (``harness.recorded``), ``|``-joined, or ``"unknown"``; ``None`` for other
+    formats."""
 
     def transformed(self, *names: str) -> None:
         """Record transformations (each once, in first-seen order)."""

@@ -122,7 +122,8 @@ def convert_trajectory(traj: Trajectory, card: HarnessCard, *, install_dir: str 
     findings: list[Finding] = [f for _, found in found_all for f in found]
     cuts = [f.cut for f in findings if f.cut is not None]
     cut = min(cuts) if cuts else None
-    fates = call_fates(traj, findings, cut, draft.dropped_calls if draft is not None else [])
+    fates = call_fates(traj, findings, cut, draft.dropped_calls if draft is not None else [],
+                       recorded=draft.recorded if draft is not None else None)
     if not found_all:
         assert draft is not None
         conv = Conversation(id=content_id("conv", card.id, traj.id), messages=draft.messages, tools=card_wire_tools(card),

@@ -20,12 +20,19 @@ counted in the earlier epoch that wrote them.
 of that kind from the call's trajectory would make the call a label (the other problems staying). ``yield.json``
 ranks the blockers by the calls they would unlock, per format — what to fix first.
 
+**Recording Pis.** A Pi session names no release; ``harness.recorded`` lists the Pis that could have written it.
+``pi_recorded`` groups the Pi sessions by that list: their labels at this run's target, and ``labels_at_recorder``,
+the labels with every finding of this run but ``harness_version_mismatch`` (targeting a Pi that recorded them: no
+version difference, the other findings as they are). The convert and build summaries print one line per candidate
+target from it (``recorded_lines``); no second conversion runs.
+
 Files written beside the ledger (``write_yield``): ``yield.json`` (schema below) and ``yield.md`` (the same, as
 tables)::
 
     {"identity_holds": bool,
      "total":     {"calls", "labels", "dropped": {policy: n}, "lost": {reason: n}},
      "by_format": {format: {"files", "calls", "labels", "dropped", "lost"}},
+     "pi_recorded": [{"versions": "0.73.1|0.79.10|0.82.0", "files", "calls", "labels", "labels_at_recorder"}, …],
      "blockers":  [{"format", "reason", "tool", "unlocks", "example": {"file", "detail"}}, …],  # most first
      "files":     [{"file", "format", "calls", "labels", "dropped", "lost"}, …]}
 """
@@ -47,7 +54,8 @@ if TYPE_CHECKING:
     from harnessfit.convert.gates import Finding
     from harnessfit.core.trajectory import Trajectory
 
-__all__ = ["CallFates", "call_fates", "FileYield", "YieldReport", "render_yield", "write_yield", "LABEL"]
+__all__ = ["CallFates", "call_fates", "FileYield", "YieldReport", "render_yield", "write_yield", "LABEL",
+           "recorded_lines"]
 
 LABEL = "label"
 _DROP = "drop:"
@@ -59,13 +67,18 @@ class CallFates:
     """What became of each source call of one trajectory: ``keys`` (identity within the unit), ``fates``
     (``"label"``, ``"drop:<policy>"`` or a lost reason), ``unlock`` (the blocker kind that alone would make it a
     label, or ``None``), ``examples`` (one detail per blocker kind), and whether the trajectory is a ``side_branch``
-    whose calls may repeat an earlier trajectory's."""
+    whose calls may repeat an earlier trajectory's. For a Pi session, ``recorded`` names the Pis that could have
+    recorded it (``harness.recorded``) and ``at_recorder`` says per call whether it is a label once no version
+    difference cuts the trajectory: what targeting a Pi that recorded it gives, from this conversion's own findings
+    (all but ``harness_version_mismatch`` stay)."""
 
     keys: list[tuple[str, str, int]] = field(default_factory=list)
     fates: list[str] = field(default_factory=list)
     unlock: list[Kind | None] = field(default_factory=list)
     examples: dict[Kind, str] = field(default_factory=dict)
     side_branch: bool = False
+    recorded: str | None = None
+    at_recorder: list[bool] = field(default_factory=list)
 
     @property
     def read(self) -> int:
@@ -81,10 +94,11 @@ def _kind(f: Finding) -> Kind:
 
 
 def call_fates(traj: Trajectory, findings: Sequence[Finding], cut: int | None,
-               dropped: Sequence[CallDropped]) -> CallFates:
+               dropped: Sequence[CallDropped], recorded: str | None = None) -> CallFates:
     """The fate of every source call of ``traj`` given the gates' ``findings`` (``cut``: the smallest ``Finding.cut``,
-    ``None`` when no finding limits the labels) and the calls the builder dropped."""
-    out = CallFates(side_branch="side_branch" in traj.flags)
+    ``None`` when no finding limits the labels) and the calls the builder dropped; ``recorded``: a Pi session's
+    recording Pis (``CallFates.at_recorder`` is then filled)."""
+    out = CallFates(side_branch="side_branch" in traj.flags, recorded=recorded)
     drops = {(d.step, d.index): d.policy for d in dropped} if dropped else None
     cutting = sorted((f for f in findings if f.cut is not None), key=lambda f: f.cut) if findings else []  # type: ignore[arg-type,return-value]
     kinds: list[Kind] = []
@@ -139,7 +153,24 @@ def call_fates(traj: Trajectory, findings: Sequence[Finding], cut: int | None,
             keys.append((f"skipped:{reason}", "", j + 1))
             fates.append(reason)
             unlocks.append(None)
+    if recorded is not None:
+        out.at_recorder = _at_recorder(traj, cutting, fates)
     return out
+
+
+def _at_recorder(traj: Trajectory, cutting: Sequence[Finding], fates: Sequence[str]) -> list[bool]:
+    """Per call (in ``call_fates``' order): a label once the ``harness_version_mismatch`` findings are gone."""
+    mismatch = Reason.harness_version_mismatch
+    rest = min((f.cut for f in cutting if f.reason != mismatch), default=None)  # type: ignore[type-var]
+    out: list[bool] = []
+    for i, step in enumerate(traj.steps):
+        if step.role != "assistant" or (step.meta and step.meta.get("history_only")):
+            continue
+        n = len(step.tool_calls) + len((step.meta.get("folded_calls") if step.meta else None) or ())
+        ok = step.stop_reason not in ("aborted", "error") and (rest is None or i < rest)
+        first = len(out)
+        out.extend([ok and fates[first + k] in (LABEL, mismatch.value) for k in range(n)])
+    return out + [False] * (len(fates) - len(out))
 
 
 @dataclass
@@ -155,16 +186,21 @@ class FileYield:
     lost: Counter[str] = field(default_factory=Counter)
     blockers: Counter[Kind] = field(default_factory=Counter)
     examples: dict[Kind, str] = field(default_factory=dict)
+    recorded: str | None = None  # a Pi session's recording Pis (``CallFates.recorded``)
+    at_recorder: int = 0  # its calls that are labels when targeting a Pi that recorded it
     _seen: set[tuple[str, str, int]] = field(default_factory=set, repr=False)
 
     def add(self, fates: CallFates) -> None:
         """Count one trajectory's calls (a side branch's calls that an earlier trajectory holds are not counted
         again)."""
-        for key, fate, unlock in zip(fates.keys, fates.fates, fates.unlock):
+        self.recorded = self.recorded or fates.recorded
+        at_recorder = fates.at_recorder or [False] * len(fates.fates)
+        for key, fate, unlock, rec in zip(fates.keys, fates.fates, fates.unlock, at_recorder, strict=True):
             if fates.side_branch and key in self._seen:
                 continue
             self._seen.add(key)
             self.calls += 1
+            self.at_recorder += rec
             if fate == LABEL:
                 self.labels += 1
             elif fate.startswith(_DROP):
@@ -222,6 +258,20 @@ class YieldReport:
         return {"files": len(files), "calls": sum(f.calls for f in files), "labels": sum(f.labels for f in files),
                 "dropped": dict(sorted(dropped.items())), "lost": _ordered(lost)}
 
+    def _recorded(self) -> list[dict[str, Any]]:
+        """Per set of Pis that could have recorded a Pi session: its files, calls, labels at this run's target and
+        labels when targeting one of those Pis (``labels_at_recorder``)."""
+        groups: dict[str, dict[str, Any]] = {}
+        for f in self.files:
+            if f.recorded is not None and f.calls:
+                g = groups.setdefault(f.recorded, {"versions": f.recorded, "files": 0, "calls": 0, "labels": 0,
+                                                   "labels_at_recorder": 0})
+                g["files"] += 1
+                g["calls"] += f.calls
+                g["labels"] += f.labels
+                g["labels_at_recorder"] += f.at_recorder
+        return [groups[k] for k in sorted(groups)]
+
     def as_dict(self) -> dict[str, Any]:
         formats = sorted({f.format for f in self.files})
         ranked: Counter[tuple[str, str, str | None]] = Counter()
@@ -240,6 +290,7 @@ class YieldReport:
             "identity_holds": all(f.holds for f in self.files),
             "total": total,
             "by_format": {fmt: self._sum(f for f in self.files if f.format == fmt) for fmt in formats},
+            "pi_recorded": self._recorded(),
             "blockers": blockers,
             "files": [f.as_dict() for f in self.files if f.calls],
         }
@@ -279,6 +330,27 @@ def render_yield(report: YieldReport, *, top: int = 30) -> tuple[bytes, str]:
         lines.append(f"| {_md(f['file'])} | {f['format']} | {f['calls']} | {f['labels']} | {_counts(f['dropped'])} | "
                      f"{_md(_counts(f['lost']))} |")
     return orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n", "\n".join(lines) + "\n"
+
+
+def recorded_lines(doc: dict[str, Any], card_id: str) -> list[str]:
+    """What a convert or build summary says about the Pi sessions in ``doc`` (``yield.json``, or a manifest's yield
+    summary) converted with the card ``card_id`` (``pi-1.6.0``, ``pi-1.6.0+tools``): per set of Pis that could have
+    recorded them, one line per candidate target with the labels it gives (this run's, or
+    ``labels_at_recorder``: every problem of this run but the version differences)."""
+    version, plus, profile = card_id.removeprefix("pi-").partition("+")
+    suffix = plus + profile
+    lines: list[str] = []
+    for g in doc.get("pi_recorded") or []:
+        files = f"{g['files']} file{'s' if g['files'] != 1 else ''}, {g['calls']} calls"
+        if g["versions"] == "unknown":
+            lines.append(f"Pi sessions recorded by a Pi without a committed card ({files}): converted as "
+                         f"pi@{version}{suffix}'s, {g['labels']} labels")
+            continue
+        candidates = g["versions"].split("|")
+        lines.append(f"Pi sessions recorded by pi@{g['versions']} ({files}); labels per target:")
+        lines.append(f"  pi@{version}{suffix} (this run): {g['labels']}")
+        lines += [f"  pi@{v}{suffix}: {g['labels_at_recorder']}" for v in candidates if v != version]
+    return lines
 
 
 def write_yield(out: Path, report: YieldReport, *, top: int = 30) -> dict[str, Any]:

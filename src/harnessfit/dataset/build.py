@@ -272,7 +272,7 @@ def _yield_summary(yields: YieldReport) -> dict[str, Any]:
     """The manifest's (and card's) view of ``yield.json``: totals, per format, and the top blockers."""
     doc = yields.as_dict()
     return {"total": doc["total"], "by_format": doc["by_format"], "identity_holds": doc["identity_holds"],
-            "top_blockers": doc["blockers"][:10]}
+            "pi_recorded": doc["pi_recorded"], "top_blockers": doc["blockers"][:10]}
 
 
 def _kept(redaction: dict[str, Any] | None, install_dir: str | None, roots: list[str]) -> list[dict[str, Any]]:

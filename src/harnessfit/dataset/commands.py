@@ -15,6 +15,8 @@ def _summary(report, out_dir: Path) -> None:  # noqa: ANN001
     from rich.markup import escape
     from rich.table import Table
 
+    from harnessfit.convert.yields import recorded_lines
+
     m = report.manifest
     c = m["counts"]
     con = Console()
@@ -29,13 +31,19 @@ def _summary(report, out_dir: Path) -> None:  # noqa: ANN001
     t.add_row("rejected at conversion", str(c["rejected_convert"]), "")
     t.add_row("changed by redaction", str(c["redacted_conversations"]), f"{s.get('redact', 0):.2f}")
     t.add_row("duplicates dropped (exact / near)", f"{c['duplicate_exact']} / {c['duplicate_near']}", f"{s.get('dedup', 0):.2f}")
-    t.add_row("kept conversations", str(c["kept"]), "")
+    pre = (c.get("prefixes") or {}).get("kept")  # a rejected trajectory's exact prefix feeds SFT: never "kept 0" alone
+    if pre:
+        t.add_row("kept conversations (+ exact prefixes, SFT only)", f"{c['kept']} + {pre}", "")
+    else:
+        t.add_row("kept conversations", str(c["kept"]), "")
     for name, v in m["splits"]["per_split"].items():
         t.add_row(f"  {name}: groups / conversations / actions", f"{v['groups']} / {v['conversations']} / {v['sft']}", "")
     t.add_row("root requests in two splits", str(m["splits"]["group_overlap"]), f"{s.get('split', 0):.2f}")
     t.add_row("export", f"{len(m['outputs'])} files", f"{s.get('export', 0):.2f}")
     con.print(t)
     total = (m.get("yield") or {}).get("total") or {}
+    for line in recorded_lines(m.get("yield") or {}, m["harness_card"]["id"]):
+        con.print(line, markup=False, highlight=False, soft_wrap=True)
     if "calls" in total:
         train = m["splits"]["per_split"].get("train") or {}
         con.print(f"tool calls → labels: {total['calls']} → {total['labels']} (yield.md says why each was lost); "

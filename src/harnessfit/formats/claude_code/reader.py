@@ -7,6 +7,11 @@ counts noise lines instead of treating them as data. The line shapes are named i
 the per-file state is ``formats.claude_code.session``.
 
 Policies:
+- Split messages: the lines of one assistant message (same ``message.id``) make one turn, also when Claude Code
+  wrote a call's result between them (streaming tool execution runs a call before the message's next block is
+  written): every call of the message is in its turn, in order, and the results follow the turn
+  (``claude.merge_split_message_across_results``). Only result lines that answer the message's own calls may sit
+  between its lines; anything else (a user's text) ends it.
 - Noise (not rejections; counted in ``claude.noise_lines_skipped``): file-history-snapshot, progress,
   queue-operation, summary (a session title for the resume list, not context), system, permission-mode,
   attachment, ai-title, last-prompt, custom-title, any other non user/assistant line type, and ``isMeta`` user lines

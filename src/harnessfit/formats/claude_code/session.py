@@ -42,7 +42,7 @@ class Thread:
         self.transformations: list[str] = []
         self.first_line: int | None = None
         self.last_line: int | None = None
-        self.last_msg_id: str | None = None
+        self.open_turn: tuple[str, Step] | None = None  # the message id and turn whose lines may still follow
         self.lost_at: int | None = None
         self.fresh = True  # no message line yet
         self.blind: str | None = None  # why the context is not in the file from here on (its calls are skipped)
@@ -82,8 +82,19 @@ class Thread:
             return None
         if kind == "assistant":
             return self._assistant(msg, line)
-        self.last_msg_id = None
-        return add_user(line, content, self.steps, self.flags, self.transformations)
+        step = add_user(line, content, self.steps, self.flags, self.transformations)
+        if step is not None or not self._answers_open_turn(content):
+            self.open_turn = None  # a user message (or anything but its results) ends the message's lines
+        return step
+
+    def _answers_open_turn(self, content: Any) -> bool:
+        """The line holds results only, each of a call of the open assistant message: Claude Code writes a call's
+        result as soon as the call has run, between the lines of the message that made it."""
+        if self.open_turn is None or not has_tool_result(content):
+            return False
+        calls = {c.id for c in self.open_turn[1].tool_calls}
+        blocks = [b for b in content if isinstance(b, dict)]
+        return all(b.get("type") == "tool_result" and str(b.get("tool_use_id") or "") in calls for b in blocks)
 
     def _assistant(self, msg: dict[str, Any], line: dict[str, Any]) -> Step | None:
         content = msg.get("content")
@@ -93,20 +104,21 @@ class Thread:
             self.steps.append(step)
             add_assistant_blocks(step, content)
             self.transformations.append("claude.api_error_turn")
-            self.last_msg_id = None
+            self.open_turn = None
             return step
         if msg.get("model") == SYNTHETIC_MODEL and not tool_use_ids(content):
             self.transformations.append("claude.drop_synthetic_assistant")  # no model wrote it
-            self.last_msg_id = None
+            self.open_turn = None
             return None
-        steps = self.steps
-        if mid is not None and mid == self.last_msg_id and steps and steps[-1].role == "assistant":
-            step = steps[-1]
+        if mid is not None and self.open_turn is not None and self.open_turn[0] == mid:
+            step = self.open_turn[1]  # the same message: its results written so far stay after the whole turn
             self.transformations.append("claude.merge_split_message")
+            if self.steps[-1] is not step:
+                self.transformations.append("claude.merge_split_message_across_results")
         else:
             step = Step(role="assistant", stop_reason=msg.get("stop_reason"))
-            steps.append(step)
-        self.last_msg_id = mid
+            self.steps.append(step)
+        self.open_turn = (mid, step) if mid is not None else None
         add_assistant_blocks(step, content)
         if msg.get("stop_reason"):
             step.stop_reason = msg.get("stop_reason")

@@ -26,7 +26,8 @@ everything else                     ``web_search``, MCP…).
 ==================================  ==========================================================================
 
 Results (``codex.results``): every output shape Codex has written (the JSON envelope, the freeform ``Exit code:``
-text, the unified-exec ``Process exited with code`` text) becomes Pi's bash text (output or ``(no output)``, and
+text, the unified-exec ``Process exited with code`` text, the ``sandbox denied exec error`` text older codex-rs wrote
+for any non-zero exit) becomes Pi's bash text (output or ``(no output)``, and
 ``\\n\\nCommand exited with code N`` when N ≠ 0). Outputs Pi would have truncated (over 2000 lines or 50 KB: Pi
 appends a random temp-file path), outputs Codex truncated, timeouts, still-running processes, outputs without an exit
 status and failed patches cannot be rendered exactly: ``unmappable_result`` (the call is an exact label; the context
@@ -55,7 +56,7 @@ from harnessfit.formats.codex.patch import (
     patch_from_script,
     patch_text,
 )
-from harnessfit.formats.codex.results import bash_result, refused
+from harnessfit.formats.codex.results import bash_result, refused, sandbox_denied
 
 __all__ = [
     "CodexMapping",
@@ -174,7 +175,8 @@ class CodexMapping:
         arguments: dict[str, Any] = {"command": command}
         if timeout is not None:
             arguments["timeout"] = timeout
-        return PiCall("bash", arguments, bash_result(result, ctx.card, tool), (*notes, *cd, *dropped))
+        denied = ("codex.sandbox_denied_output",) if result is not None and sandbox_denied(result.text or "") else ()
+        return PiCall("bash", arguments, bash_result(result, ctx.card, tool), (*notes, *cd, *dropped, *denied))
 
     def _shell_command(self, call: ToolCall, result: Step | None, ctx: MapContext) -> MapOutcome:
         args = parse_arguments(call.arguments, "shell_command")

@@ -9,6 +9,14 @@ The output shapes, as the ``openai/codex`` sources write them:
   format, ``format_exec_output_for_model_freeform``; ``shell_command``), ``Chunk ID`` / ``Wall time`` /
   ``Process exited with code N`` or ``Process running with session ID N`` / ``Original token count`` (unified exec,
   ``exec_command``). ``Total output lines: N`` and ``Warning: truncated output`` headers say Codex cut the output.
+- ``failed in sandbox TYPE with execution error: sandbox denied exec error, exit code: N, stdout: …, stderr: …``
+  (or ``execution error: sandbox error: sandbox denied …``): codex-rs's ``SandboxErr::Denied`` in its ``Display``
+  form (``core/src/error.rs``; ``handle_sandbox_error`` in ``core/src/codex.rs``). Until codex-rs told a real
+  denial from a failure, every non-zero exit under its sandbox was "denied" — its own comment names "a grep command
+  that did not match anything" — so this is a command's result, with its exit code and both streams: the stream
+  that is not empty is the output (``codex.sandbox_denied_output``). Both non-empty (their interleaving is
+  unknown), a split the text leaves ambiguous (``, stderr: `` inside stdout), or a stream at the 10 KiB / 256-line
+  cap those versions cut each stream at without a mark, is ``unmappable_result``.
 
 Codex's cuts (``[... omitted N of M lines ...]``, ``[... output truncated to fit N bytes ...]``, ``…N tokens
 truncated…``, ``…N chars truncated…``, a leading ``Total output lines:`` / ``Warning: truncated output``, the
@@ -30,7 +38,7 @@ from harnessfit.formats.base import Failure, result_failure
 from harnessfit.harness.card import HarnessCard
 from harnessfit.harness.pi_results import pi_bash_result
 
-__all__ = ["CODEX_TRUNCATION", "bash_result", "parse_output", "refused"]
+__all__ = ["CODEX_TRUNCATION", "bash_result", "parse_output", "refused", "sandbox_denied"]
 
 CODEX_TRUNCATION = re.compile(
     r"\[\.\.\. omitted \d+ of \d+ lines \.\.\.\]|\[\.\.\. output truncated to fit \d+ bytes \.\.\.\]"
@@ -42,6 +50,10 @@ _HEADER = re.compile(
     r"|(?:Process exited with code|Exit code:) (?P<code>-?\d+)|Process running with session ID (?P<session>\S+)"
     r"|(?P<cut>Total output lines: \d+|Warning: truncated output \(original token count: \d+\))"
 )
+_DENIED = re.compile(
+    r"\A(?:failed in sandbox \w+ with execution error|execution error: sandbox error): sandbox denied exec error, "
+    r"exit code: (?P<code>-?\d+), stdout: (?P<streams>.*)\Z", re.S)
+_STREAM_CAP_BYTES, _STREAM_CAP_LINES = 10 * 1024, 256  # codex-rs exec.rs MAX_STREAM_OUTPUT(_LINES), no mark
 _TIMEOUT = re.compile(r"\Acommand timed out after \d+ milliseconds")
 _REFUSALS = ("exec command rejected by user", "patch rejected by user")
 """What codex-rs returns for a command or patch the user declined in its approval prompt."""
@@ -88,14 +100,43 @@ def _headed_output(text: str, tool: str) -> tuple[str, int | None] | Failure | N
     return body, code
 
 
+def sandbox_denied(text: str) -> bool:
+    """The output is codex-rs's ``sandbox denied exec error`` text (a command's exit code and streams)."""
+    return _DENIED.match(text) is not None
+
+
+def _denied_output(text: str, tool: str) -> tuple[str, int | None] | Failure | None:
+    m = _DENIED.match(text)
+    if m is None:
+        return None
+    code, streams = int(m.group("code")), m.group("streams").split(", stderr: ")
+    if len(streams) != 2:
+        return result_failure(tool, f"Codex's sandbox-denied text (exit code {code}) is ambiguous: ', stderr: ' "
+                              "occurs in its output, so stdout and stderr cannot be told apart",
+                              "keep the session up to this call, or re-run it under Pi")
+    for name, stream in zip(("stdout", "stderr"), streams, strict=True):
+        if len(stream.encode()) >= _STREAM_CAP_BYTES or stream.count("\n") >= _STREAM_CAP_LINES:
+            return result_failure(tool, f"the {name} Codex reported (exit code {code}) is at its 10 KiB / 256-line "
+                                  "cap, which cut it without a mark; the full output is unknown",
+                                  "the full output is needed to render Pi's result: re-run the command")
+    out, err = streams
+    if out and err:
+        return result_failure(tool, f"Codex reported stdout ({excerpt(out, 30)!r}) and stderr ({excerpt(err, 30)!r}) "
+                              f"apart (exit code {code}); their interleaving in Pi's merged output is unknown",
+                              "re-run the command under Pi to record its merged output")
+    return out or err, code
+
+
 def parse_output(text: str, tool: str) -> tuple[str, int | None] | Failure:
     """(output, exit code) from any of the shapes in the module docstring, or why there is none."""
     parsed = _json_output(text, tool) if text.lstrip().startswith("{") else None
     if parsed is None:
+        parsed = _denied_output(text, tool)
+    if parsed is None:
         parsed = _headed_output(text, tool)
     if parsed is None:
-        return result_failure(tool, f"no exit status in the output ({excerpt(text, 60)!r}): a sandbox refusal or an "
-                              "error Pi has no words for", "keep the session up to this call, or re-run it under Pi")
+        return result_failure(tool, f"no exit status in the output ({excerpt(text, 60)!r}): an "
+                              "error of Codex's own that Pi has no words for", "keep the session up to this call, or re-run it under Pi")
     return parsed
 
 
