@@ -21,3 +21,6 @@ def traces_dir() -> Path:
     if not TRACES_DIR.is_dir():
         pytest.fail(f"real traces not found at {TRACES_DIR}: shared/ must sit beside the clone")
     return TRACES_DIR
+
+
+pytest_plugins = ["tests._helpers.pi_fixtures"]  # pi_installed, default_suite, small_suite: eval and synth tests

@@ -1,4 +1,4 @@
-"""Fixtures for eval tests: the real Pi CLI (installed once per session) and the default task suite."""
+"""Fixtures for tests that run Pi: the real Pi CLI (installed once per session) and the default task suite."""
 
 from __future__ import annotations
 
