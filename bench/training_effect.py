@@ -1,15 +1,15 @@
-"""Learning per CPU minute, measured in the real harness: does the demo's short SFT teach the embedded model to act?
+"""Learning per CPU minute, measured in the real harness: does SFT on task-family data teach the embedded model to act?
 
-The demo pipeline (``harnessfit.demo.run_demo``) with more seeds: the golden solver records the *training* suite
-(``examples/tasks/train``) through the real Pi with ``--synth-seeds`` seeds, the build + audit turn the sessions into
-chains, the demo recipe fine-tunes SmolLM2-135M on them (CPU), and base and tuned are evaluated on the *default*
-suite (``examples/tasks/default``, never trained on) with ``--seeds`` seeds each through the real Pi. Prints one
-JSON object: per model the rates with 95% Wilson intervals (complete loops, valid tool calls, requested validation
-used, finished with a response, episodes where Pi ran at least one tool call of the model), what training read and
-saw, and the seconds of every step. Budget: ≤ 45 minutes on 2 quiet cores with the defaults.
+The demo pipeline (``harnessfit.demo.run_demo``) at a larger size: ``--instances`` distinct instances of every
+*training* task family (``harnessfit tasks list``) are generated, the golden solver records them through the real Pi,
+the build + audit turn the sessions into chains, the demo recipe fine-tunes SmolLM2-135M on them (CPU), and base and
+tuned are evaluated through the real Pi with each task's own turn and time limits on the *default* suite
+(``examples/tasks/default``, ``--seeds`` seeds each) and on ``--heldout-instances`` instances of every *held-out*
+family — neither ever trained on. Prints one JSON object: per model and suite the rates with 95% Wilson intervals
+(named as in the eval results: ``complete_loop``, ``expected_change`` …), the valid-call rate, what training read
+and saw, and the seconds of every step. Budget: ≤ 60 minutes on 2 quiet cores with the defaults.
 
-    .venv/bin/python bench/training_effect.py                  # synth sessions only (no real traces)
-    .venv/bin/python bench/training_effect.py --traces ../shared/traces --out /tmp/effect
+    .venv/bin/python bench/training_effect.py --out /tmp/effect > bench/results/training_effect-$(date +%F).json
     .venv/bin/python bench/training_effect.py --from-run out/demo   # the same JSON from a finished demo folder
 """
 
@@ -25,7 +25,8 @@ from pathlib import Path
 
 from harnessfit.eval.stats import rate
 
-RATES = ("complete_loop", "validation_used", "finished_with_response", "checker_passed", "expected_change")
+RATES = ("complete_loop", "expected_change", "validation_used", "finished_with_response", "checker_passed",
+         "turn_cap_hit", "runaway")
 
 
 def summarize(results_path: Path) -> dict:
@@ -45,12 +46,15 @@ def summarize(results_path: Path) -> dict:
 
 
 def run_summary(out: Path, plan: dict, wall_s: float | None = None) -> dict:
-    """The bench's JSON from a finished demo-shaped run folder (``facts.json`` and ``eval/{base,tuned}``)."""
+    """The bench's JSON from a finished demo-shaped run folder (``facts.json`` and ``eval/{base,tuned}[-heldout]``)."""
     facts = json.loads((out / "facts.json").read_text())
     train = facts["train"]
+    heldout = {name: summarize(out / "eval" / f"{name}-heldout" / "results.json") for name in ("base", "tuned")
+               if (out / "eval" / f"{name}-heldout" / "results.json").is_file()}
     return {
         "bench": "training_effect",
         "plan": {**plan, "recipe": facts["plan"]["recipe"]},
+        "tasks": facts.get("tasks"),
         "synth_sessions": len(facts["synth"]["files"]),
         # the golden solver is deterministic: copies of a session from other seeds are exact duplicates the build drops
         "dataset": {k: facts["build"]["counts"].get(k) for k in ("read", "kept", "duplicate_exact", "duplicate_near",
@@ -60,6 +64,7 @@ def run_summary(out: Path, plan: dict, wall_s: float | None = None) -> dict:
                      **(train.get("data") or {})},
         "base": summarize(out / "eval" / "base" / "results.json"),
         "tuned": summarize(out / "eval" / "tuned" / "results.json"),
+        **({"heldout_families": heldout} if heldout else {}),
         "seconds": facts["seconds"],
         "wall_s": wall_s,
     }
@@ -69,7 +74,11 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, default=None, help="keep the run here (default: a temporary folder)")
     ap.add_argument("--seeds", type=int, default=3, help="eval runs per default-suite task, per model")
-    ap.add_argument("--synth-seeds", type=int, default=3, help="golden-solver recordings per training-suite task")
+    ap.add_argument("--synth-seeds", type=int, default=1, help="golden-solver recordings per training task")
+    ap.add_argument("--instances", type=int, default=8, help="generated instances per training family")
+    ap.add_argument("--heldout-instances", type=int, default=4, help="generated instances per held-out family")
+    ap.add_argument("--family-seed", type=int, default=0, help="seed of the generated tasks")
+    ap.add_argument("--max-tokens", type=int, default=160, help="output cap per model turn (an edit call needs ~100)")
     ap.add_argument("--traces", type=Path, default=None, help="real traces to add to the synthesised sessions")
     ap.add_argument("--recipe", type=Path, default=None, help="training recipe (default: the demo's)")
     ap.add_argument("--from-run", type=Path, default=None,
@@ -93,12 +102,16 @@ def main() -> None:
     else:
         out = a.out
     t0 = time.perf_counter()
-    plan = DemoPlan(out=out, traces=a.traces, seeds=a.seeds, synth_seeds=a.synth_seeds, recipe=a.recipe)
+    # each task's own turn and time limits (the demo shortens them), no raw suites or probes
+    plan = DemoPlan(out=out, traces=a.traces, seeds=a.seeds, synth_seeds=a.synth_seeds, recipe=a.recipe,
+                    family_instances=a.instances, heldout_instances=a.heldout_instances, family_seed=a.family_seed,
+                    eval_max_turns=None, eval_max_seconds=None, serve_max_tokens=a.max_tokens, static=False)
     # the trainer prints its log lines (PrinterCallback) to stdout: keep stdout for the one JSON object
     with contextlib.redirect_stdout(sys.stderr):
         run_demo(plan, console=Console(stderr=True))
-    result = run_summary(out, {"seeds": a.seeds, "synth_seeds": a.synth_seeds,
-                               "traces": str(a.traces) if a.traces else None},
+    result = run_summary(out, {"seeds": a.seeds, "synth_seeds": a.synth_seeds, "instances": a.instances,
+                               "heldout_instances": a.heldout_instances, "family_seed": a.family_seed,
+                               "max_tokens": a.max_tokens, "traces": str(a.traces) if a.traces else None},
                          wall_s=round(time.perf_counter() - t0, 1))
     print(json.dumps(result, indent=1))
     if tmp is not None:

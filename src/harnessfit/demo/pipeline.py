@@ -1,8 +1,9 @@
 """The whole pipeline on the embedded model, on CPU: the README's main job (``harnessfit demo``).
 
-capture (real Pi) → synth (golden solver through real Pi on the *training* suite) + real traces → build → audit →
-short SFT → serve base and tuned → eval both on the *default* suite (never trained on) → raw suites and probes for
-both (plus a blinded pairwise review when a judge is given) → one Markdown report and the HTML report.
+capture (real Pi) → generate tasks (an instance of every *training* task family, and of every held-out family) →
+synth (golden solver through real Pi on the training tasks) + real traces → build → audit → short SFT → serve
+base and tuned → eval both on the *default* suite and on the held-out families (neither trained on) → raw suites and
+probes for both (plus a blinded pairwise review when a judge is given) → one Markdown report and the HTML report.
 
 Each step calls the stage's public function and keeps its artifacts under ``out/<stage>``; the demo adds nothing a
 stage does not already do, it only chains them and writes ``out/report.md``, ``out/steps.json`` (seconds per
@@ -50,12 +51,16 @@ class DemoPlan:
     out: Path = Path("out/demo")
     model: str = "smollm2-135m"
     traces: Path | None = field(default_factory=_default_traces)
-    train_suite: Path | None = None
+    train_suite: Path | None = None  # None: generated from the training task families (harnessfit.tasks)
     eval_suite: Path | None = None
+    heldout_suite: Path | None = None  # None: generated from the held-out families when train_suite is generated
+    family_instances: int = 1  # instances per training family (the demo's slice; the bench takes more)
+    heldout_instances: int = 1  # instances per held-out family
+    family_seed: int = 0
     recipe: Path | None = None
     seeds: int = 1
-    eval_max_turns: int = 3
-    eval_max_seconds: float = 60.0
+    eval_max_turns: int | None = 3  # None: each task's own limits
+    eval_max_seconds: float | None = 60.0
     serve_max_tokens: int = 80
     synth_seeds: int = 1
     # raw suites and probes (harnessfit.demo.raw_probes): short caps and one sample keep them to a few minutes
@@ -66,10 +71,12 @@ class DemoPlan:
     probe_samples: int = 1
     probe_max_tokens: int = 48
     judge: str | None = None  # an OpenAI-compatible judge URL: adds the blinded pairwise review
+    static: bool = True  # raw suites and probes (no tools); the training-effect bench leaves them out
 
     def resolved(self) -> DemoPlan:
         ex = examples_dir()
-        self.train_suite = Path(self.train_suite or ex / "tasks" / "train")
+        self.train_suite = Path(self.train_suite) if self.train_suite else None
+        self.heldout_suite = Path(self.heldout_suite) if self.heldout_suite else None
         self.eval_suite = Path(self.eval_suite or ex / "tasks" / "default")
         self.recipe = Path(self.recipe or ex / "recipes" / "smollm2-cpu-demo.yaml")
         default_raw = sorted(p.parent for p in (ex / "raw").glob("*/suite.yaml"))
@@ -137,6 +144,7 @@ def run_demo(plan: DemoPlan, console: Console | None = None) -> Path:
         console.print("[yellow]the captured card differs from the committed one; "
                       "`harnessfit harness capture pi` prints the diff[/]")
 
+    facts["tasks"] = steps.run("generate tasks (training and held-out families)", lambda: _tasks(plan, out))
     facts["synth"] = steps.run(
         "synthesise training sessions (golden solver through real Pi, training suite)",
         lambda: synth(plan.train_suite, out / "synth", seeds=plan.synth_seeds, workers=2, contrast=True),
@@ -168,36 +176,64 @@ def run_demo(plan: DemoPlan, console: Console | None = None) -> Path:
     if not adapter:
         raise UserError(f"training ended without an adapter ({facts['train'].get('stop_reason')})")
 
-    def _eval_one(name: str, adapter_dir: str | None) -> Path:
+    def _eval_one(name: str, adapter_dir: str | None, suite: Path, tag: str) -> Path:
         kwargs: dict[str, Any] = {"max_tokens": plan.serve_max_tokens, "threads": 1,
                                   "tokenizer": out / "audit" / "tokenizer"}
         if adapter_dir:
             kwargs["adapter"] = Path(adapter_dir)
-        run_eval(plan.model, plan.eval_suite, out / "eval" / name, seeds=plan.seeds, workers=1,
+        run_eval(plan.model, suite, out / "eval" / f"{name}{tag}", seeds=plan.seeds, workers=1,
                  max_turns=plan.eval_max_turns, max_seconds=plan.eval_max_seconds, progress=False,
                  model_id=f"{plan.model}-{name}", **kwargs)
-        return out / "eval" / name / "results.json"
+        return out / "eval" / f"{name}{tag}" / "results.json"
 
-    def _evals() -> list[Path]:
+    def _evals(suite: Path, tag: str) -> list[Path]:
         with ThreadPoolExecutor(2) as pool:
-            futs = [pool.submit(_eval_one, "base", None), pool.submit(_eval_one, "tuned", adapter)]
+            futs = [pool.submit(_eval_one, name, path, suite, tag) for name, path in (("base", None), ("tuned", adapter))]
             return [f.result() for f in futs]
 
-    results = steps.run("serve base and tuned, evaluate both in the real Pi (default suite)", _evals)
+    results = steps.run("serve base and tuned, evaluate both in the real Pi (default suite)",
+                        lambda: _evals(plan.eval_suite, ""))
     table = steps.run("compare", lambda: compare(results, out / "eval" / "before_after.md"))
-    facts["static"] = steps.run("raw suites and probes, base and tuned (no tools)", lambda: run_raw_and_probes(
-        plan.model, out, adapter=adapter, tokenizer=out / "audit" / "tokenizer", raw_suites=plan.raw_suites,
-        probes_dir=plan.probes, raw_prompts=plan.raw_prompts, raw_max_tokens=plan.raw_max_tokens,
-        probe_samples=plan.probe_samples, probe_max_tokens=plan.probe_max_tokens, judge=plan.judge))
+    heldout_table = None
+    if plan.heldout_suite is not None:
+        held = steps.run("evaluate both on the held-out task families", lambda: _evals(plan.heldout_suite, "-heldout"))
+        heldout_table = compare(held, out / "eval" / "heldout_before_after.md",
+                                title="Before / after on held-out task families")
+    facts["static"] = None if not plan.static else steps.run(
+        "raw suites and probes, base and tuned (no tools)", lambda: run_raw_and_probes(
+            plan.model, out, adapter=adapter, tokenizer=out / "audit" / "tokenizer", raw_suites=plan.raw_suites,
+            probes_dir=plan.probes, raw_prompts=plan.raw_prompts, raw_max_tokens=plan.raw_max_tokens,
+            probe_samples=plan.probe_samples, probe_max_tokens=plan.probe_max_tokens, judge=plan.judge))
     facts["seconds"] = steps.seconds
     (out / STEPS_FILE).write_bytes(orjson.dumps({"steps": steps.seconds}, option=orjson.OPT_INDENT_2) + b"\n")
-    report = _write_report(out, facts, Path(table))
+    report = _write_report(out, facts, Path(table), heldout_table)
     # every number of the report as JSON (bench/training_effect.py reads it)
     (out / "facts.json").write_bytes(orjson.dumps(facts, default=str, option=orjson.OPT_INDENT_2))
     html = steps.run("HTML report (episodes with Pi's own session export)",
                      lambda: build_report(out, out / "report", progress=True).index)
     console.print(f"\n[bold green]report:[/] {escape(str(report))}\n[bold green]HTML report:[/] {escape(str(html))}")
     return report
+
+
+def _tasks(plan: DemoPlan, out: Path) -> dict[str, Any]:
+    """Generate the training (and held-out) family instances unless the plan names a training suite."""
+    from harnessfit.tasks import families_in
+    from harnessfit.tasks.generate import generate_tasks
+
+    if plan.train_suite is not None:
+        return {"generated": False, "train_suite": str(plan.train_suite)}
+    plan.train_suite = out / "tasks" / "train"
+    train = generate_tasks(families_in("train"), plan.train_suite, n=plan.family_instances, seed=plan.family_seed,
+                           force=True)
+    facts: dict[str, Any] = {"generated": True, "train_suite": str(plan.train_suite),
+                             "train_families": len(train["families"]), "train_tasks": len(train["tasks"])}
+    if plan.heldout_suite is None:
+        plan.heldout_suite = out / "tasks" / "heldout"
+        held = generate_tasks(families_in("heldout"), plan.heldout_suite, n=plan.heldout_instances,
+                              seed=plan.family_seed + 1, force=True)
+        facts.update(heldout_suite=str(plan.heldout_suite), heldout_families=len(held["families"]),
+                     heldout_tasks=len(held["tasks"]))
+    return facts
 
 
 def _fmt(x: Any, nd: int = 4) -> str:
@@ -234,7 +270,16 @@ def _training_data_lines(data: dict[str, Any] | None) -> list[str]:
     return lines
 
 
-def _write_report(out: Path, facts: dict[str, Any], table_md: Path) -> Path:
+def _suite_lines(tasks: dict[str, Any]) -> list[str]:
+    if not tasks.get("generated"):
+        return [f"Training data: sessions the golden solver recorded through the real Pi on `{tasks['train_suite']}`"]
+    held = (f"; held out: {tasks['heldout_tasks']} instances of {tasks['heldout_families']} other families "
+            "(`harnessfit tasks list`), never trained on" if tasks.get("heldout_families") else "")
+    return [f"Training data: sessions the golden solver recorded through the real Pi on {tasks['train_tasks']} "
+            f"generated tasks of {tasks['train_families']} training task families{held}"]
+
+
+def _write_report(out: Path, facts: dict[str, Any], table_md: Path, heldout_md: Path | None = None) -> Path:
     from harnessfit.demo.raw_probes import report_section
 
     card, build, aud, train = facts["card"], facts["build"], facts["audit"], facts["train"]
@@ -248,10 +293,10 @@ def _write_report(out: Path, facts: dict[str, Any], table_md: Path) -> Path:
     lines = [
         "# harnessfit demo report",
         "",
-        "The whole pipeline on the embedded model (SmolLM2-135M-Instruct) on CPU. Training data: sessions the golden",
-        "solver recorded through the real Pi on the *training* suite (`examples/tasks/train`) plus the real traces;",
-        "the demo recipe trains on the Pi-format records among them. Evaluation: the *default* suite",
-        "(`examples/tasks/default`), whose tasks the model never saw, in the real Pi CLI.",
+        "The whole pipeline on the embedded model (SmolLM2-135M-Instruct) on CPU.",
+        *_suite_lines(facts["tasks"]),
+        "plus the real traces; the demo recipe trains on the Pi-format records among them. Evaluation: the *default*",
+        "suite (`examples/tasks/default`), whose tasks the model never saw, in the real Pi CLI.",
         "",
         f"The HTML report, with curves and a page per eval episode: `{out / 'report' / 'index.html'}` "
         f"(`harnessfit view {out}` serves it).",
@@ -296,7 +341,9 @@ def _write_report(out: Path, facts: dict[str, Any], table_md: Path) -> Path:
         "",
         table_md.read_text(encoding="utf-8").replace("# Before / after", "### Before / after", 1),
         "",
-        *report_section(facts["static"]),
+        *([heldout_md.read_text(encoding="utf-8").replace("# Before / after", "### Before / after", 1), ""]
+          if heldout_md else []),
+        *(report_section(facts["static"]) if facts["static"] else []),
         "## Time per step (seconds)",
         "",
         "| step | seconds |",

@@ -24,8 +24,8 @@ class TaskProblem(Exception):
 
 
 def _run(command: str, cwd: Path, timeout: float = 30.0) -> tuple[int, str]:
-    proc = subprocess.run(["bash", "-c", command], cwd=cwd, capture_output=True, text=True, timeout=timeout,
-                          env={"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": str(cwd), "PYTHONDONTWRITEBYTECODE": "1"})
+    env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": str(cwd), "PYTHONDONTWRITEBYTECODE": "1"}
+    proc = subprocess.run(["bash", "-c", command], cwd=cwd, capture_output=True, text=True, timeout=timeout, env=env)
     return proc.returncode, proc.stdout + proc.stderr
 
 

@@ -124,7 +124,8 @@ def answer_from_files(rng: random.Random) -> Draft:
     body = ("import pathlib\n\np = pathlib.Path(\"answer.txt\")\n"
             "if not p.is_file():\n    raise SystemExit(\"FAIL: answer.txt is missing\")\n"
             f"if p.read_text().strip() != {want!r}:\n"
-            f"    raise SystemExit(f\"FAIL: answer.txt holds {{p.read_text().strip()!r}}, not the {asked} of {conf}\")\n")
+            f"    raise SystemExit(f\"FAIL: answer.txt holds {{p.read_text().strip()!r}}, not the {asked} of "
+            f"{conf}\")\n")
     prompt = pick(rng, (
         f"What {asked} does {conf} set? Write just the value into answer.txt.",
         f"Look up the {asked} in {conf} and put only that value in a new file answer.txt.",

@@ -62,7 +62,8 @@ def edit_string(rng: random.Random) -> Draft:
     arg, shown = pick(rng, (("42", "42"), ("'abc'", "abc"), ("7", "7"), ("'x1'", "x1")))
     want = f"{new}{sep}{shown}"
     body = (f"from {module[:-3]} import {fn}\n\ngot = {fn}({arg})\n"
-            f"if got != {want!r}:\n    raise SystemExit(f\"FAIL: {fn}({arg}) returned {{got!r}}, expected {want!r}\")\n")
+            f"if got != {want!r}:\n"
+            f"    raise SystemExit(f\"FAIL: {fn}({arg}) returned {{got!r}}, expected {want!r}\")\n")
     prompt = pick(rng, (
         f"In {module}, change {fn} so that it starts with \"{new}{sep}\" instead of \"{old}{sep}\".",
         f"{fn} in {module} should label values with \"{new}\" rather than \"{old}\". Change it.",
