@@ -83,3 +83,16 @@ def test_cli_lists_and_generates(tmp_path: Path) -> None:
     assert again.exit_code != 0 and isinstance(again.exception, UserError) and "not empty" in str(again.exception)
     with pytest.raises(UserError, match="unknown task family"):
         get_family("no_such_family")
+
+
+def test_demo_generates_training_and_held_out_suites(tmp_path: Path) -> None:
+    from harnessfit.demo.pipeline import DemoPlan, _tasks
+
+    plan = DemoPlan(out=tmp_path, traces=None).resolved()
+    facts = _tasks(plan, tmp_path)
+    assert facts["generated"] and facts["train_tasks"] == len(families_in("train"))
+    assert {s for _, s in suite_families(plan.train_suite).values()} == {"train"}
+    assert {s for _, s in suite_families(plan.heldout_suite).values()} == {"heldout"}
+    given = DemoPlan(out=tmp_path, traces=None, train_suite=plan.train_suite).resolved()
+    assert _tasks(given, tmp_path) == {"generated": False, "train_suite": str(plan.train_suite)}
+    assert given.heldout_suite is None  # a named training suite: no held-out families are assumed
