@@ -34,6 +34,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import ClientDisconnect
 
 from harnessfit.serve.admission import DEFAULT_MAX_QUEUE, Admission
+from harnessfit.serve.capture import CaptureStore, episode_key
 from harnessfit.serve.engine import Engine, GenerationResult
 from harnessfit.serve.protocol import ApiError, ChatRequest, parse_chat_request
 from harnessfit.serve.toolcalls import ParsedToolCall, ToolCallStream
@@ -121,7 +122,7 @@ def _finish(result: GenerationResult, n_calls: int) -> str:
 class _Prepared:
     """A validated request, rendered and budgeted: everything that can fail with a 4xx has happened."""
 
-    def __init__(self, engine: Engine, request: ChatRequest) -> None:
+    def __init__(self, engine: Engine, request: ChatRequest, episode: str | None = None) -> None:
         if request.model != engine.model_id:
             raise ApiError(
                 404, f"model {request.model!r} is not served here; this server serves {engine.model_id!r}",
@@ -140,6 +141,22 @@ class _Prepared:
         self.nonce = _request_nonce()
         self.completion_id = f"chatcmpl-{self.nonce}"
         self.created = int(time.time())
+        self.episode = episode  # the capture key (``serve.capture``); None when the server does not capture
+        self.cancelled_by_client = False
+
+
+def _capture(store: CaptureStore | None, engine: Engine, prep: _Prepared, response: dict[str, Any]) -> None:
+    """Record what the engine sampled for this request (a generation cut short is recorded, marked so)."""
+    result = prep.result
+    if store is None or prep.episode is None or result.sampled_ids is None or result.logprobs is None:
+        return
+    store.record(prep.episode, prompt_ids=prep.prompt_ids, sampled_ids=result.sampled_ids, logprobs=result.logprobs,
+                 request={"model": prep.request.model, "messages": len(prep.request.messages),
+                          "temperature": prep.request.temperature, "top_p": prep.request.top_p},
+                 response=response,
+                 metadata={"model_id": engine.model_id, "completion_id": prep.completion_id,
+                           "finish_reason": result.finish_reason, "complete": not prep.cancelled_by_client,
+                           "stop_ids": engine.stop_ids, "published": getattr(engine, "published", None) or {}})
 
 
 def _complete(engine: Engine, prep: _Prepared) -> dict[str, Any]:
@@ -164,11 +181,15 @@ def _complete(engine: Engine, prep: _Prepared) -> dict[str, Any]:
     }
 
 
+def _response_summary(prep: _Prepared, n_calls: int) -> dict[str, Any]:
+    return {"text": prep.result.text, "finish_reason": _finish(prep.result, n_calls), "tool_calls": n_calls}
+
+
 def _sse(obj: Any) -> bytes:
     return b"data: " + orjson.dumps(obj) + b"\n\n"
 
 
-def _stream(engine: Engine, prep: _Prepared) -> Iterator[bytes]:
+def _stream(engine: Engine, prep: _Prepared, store: CaptureStore | None = None) -> Iterator[bytes]:
     def chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:
         return _sse(
             {
@@ -199,6 +220,7 @@ def _stream(engine: Engine, prep: _Prepared) -> Iterator[bytes]:
             yield from events(splitter.feed(delta))
         yield from events(splitter.finish())
         yield chunk({}, _finish(prep.result, n_calls))
+        _capture(store, engine, prep, _response_summary(prep, n_calls))
         opts = prep.request.stream_options
         if opts is not None and opts.include_usage:
             yield _sse(
@@ -218,10 +240,10 @@ def _stream(engine: Engine, prep: _Prepared) -> Iterator[bytes]:
     yield b"data: [DONE]\n\n"
 
 
-async def _stream_async(engine: Engine, prep: _Prepared) -> AsyncIterator[bytes]:
+async def _stream_async(engine: Engine, prep: _Prepared, store: CaptureStore | None) -> AsyncIterator[bytes]:
     """``_stream`` pulled chunk by chunk in a worker thread. When the client disconnects, Starlette cancels this
     generator; ``finally`` then cancels the generation, which frees the engine at its next token."""
-    chunks = _stream(engine, prep)
+    chunks = _stream(engine, prep, store)
     try:
         while True:
             chunk = await run_in_threadpool(next, chunks, None)
@@ -257,9 +279,13 @@ async def _released(chunks: AsyncIterator[bytes], admission: Admission, since: f
         admission.leave(since)
 
 
-def create_app(engine: Engine, *, max_body_bytes: int = MAX_BODY_BYTES, max_queue: int = DEFAULT_MAX_QUEUE):
+def create_app(engine: Engine, *, max_body_bytes: int = MAX_BODY_BYTES, max_queue: int = DEFAULT_MAX_QUEUE,
+               capture: CaptureStore | None = None):
     """A FastAPI app serving ``engine`` (this module is imported only by the server process); at most ``max_queue``
-    chat requests are admitted at once (``serve.admission``), the others get 429 with ``Retry-After``."""
+    chat requests are admitted at once (``serve.admission``), the others get 429 with ``Retry-After``. With
+    ``capture`` every answered request's sampled tokens are recorded per episode (``serve.capture``)."""
+    if capture is not None:
+        engine.capture_logprobs = True
     app = FastAPI(title="harnessfit built-in backend", docs_url=None, redoc_url=None, openapi_url=None)
     admission = Admission(max_queue)
 
@@ -302,7 +328,8 @@ def create_app(engine: Engine, *, max_body_bytes: int = MAX_BODY_BYTES, max_queu
                 raise ApiError(415, f"request body must be application/json (got {kind or 'no content type'!r})")
             body = await _read_body(request, max_body_bytes)
             parsed = parse_chat_request(body)
-            prep = await run_in_threadpool(_Prepared, engine, parsed)
+            episode = episode_key(request.headers.get("authorization")) if capture is not None else None
+            prep = await run_in_threadpool(_Prepared, engine, parsed, episode)
         except ApiError as exc:
             admission.leave(since)
             return error(exc)
@@ -314,10 +341,13 @@ def create_app(engine: Engine, *, max_body_bytes: int = MAX_BODY_BYTES, max_queu
             admission.leave(since)
             raise
         if parsed.stream:
-            return StreamingResponse(_released(_stream_async(engine, prep), admission, since),
+            return StreamingResponse(_released(_stream_async(engine, prep, capture), admission, since),
                                      media_type="text/event-stream", headers={"Cache-Control": "no-cache"})
         try:
-            return JSONResponse(await run_in_threadpool(_complete, engine, prep))
+            body = await run_in_threadpool(_complete, engine, prep)
+            choice = body["choices"][0]
+            _capture(capture, engine, prep, _response_summary(prep, len(choice["message"].get("tool_calls") or [])))
+            return JSONResponse(body)
         except ApiError as exc:
             return error(exc)
         finally:

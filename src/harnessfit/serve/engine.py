@@ -37,6 +37,10 @@ class GenerationResult:
     completion_tokens: int = 0
     finish_reason: str = "stop"  # "stop" (a stop token) | "length" (the cap)
     text: str = ""
+    # filled only when the engine captures (``Engine.capture_logprobs``): every sampled id, the stop id included,
+    # and its log-probability under the distribution it was sampled from (after temperature / top-p)
+    sampled_ids: list[int] | None = None
+    logprobs: list[float] | None = None
 
 
 class _IdStreamer:
@@ -82,6 +86,7 @@ class Engine:
         self.published: dict[str, Any] = {}  # what /v1/models says of the model (``published_facts``)
         self.context_window = int(getattr(model.config, "max_position_embeddings", 0) or 0) or None
         self._max_token_bytes: int | None = None
+        self.capture_logprobs = False  # set by `serve --capture-dir`: results carry sampled ids and logprobs
 
     # -- rendering ---------------------------------------------------------------------------------------------
     @property
@@ -180,6 +185,7 @@ class Engine:
         )
         q: queue.Queue = queue.Queue()
         errors: list[BaseException] = []
+        captured: list[tuple[int, float]] = []
         device = next(self.model.parameters()).device
         input_ids = torch.tensor([prompt_ids], dtype=torch.long, device=device)
 
@@ -198,13 +204,17 @@ class Engine:
                         if seed is not None:
                             torch.manual_seed(seed)
                         with torch.inference_mode():
-                            self.model.generate(
+                            out = self.model.generate(
                                 input_ids=input_ids,
                                 attention_mask=torch.ones_like(input_ids),
                                 generation_config=gen_config,
                                 streamer=_IdStreamer(q, self._progress),
                                 stopping_criteria=StoppingCriteriaList([_Cancelled()]),
+                                output_scores=self.capture_logprobs,
+                                return_dict_in_generate=self.capture_logprobs,
                             )
+                            if self.capture_logprobs:
+                                captured.extend(_sampled_logprobs(out, len(prompt_ids)))
                     finally:
                         with self._state:
                             self._busy_since = self._last_progress = None
@@ -250,6 +260,22 @@ class Engine:
             yield text[len(sent) :]
         result.text = text
         result.finish_reason = "stop" if stopped else "length"
+        if self.capture_logprobs:
+            result.sampled_ids = [tok for tok, _ in captured]
+            result.logprobs = [lp for _, lp in captured]
+
+
+def _sampled_logprobs(out: Any, prompt_len: int) -> list[tuple[int, float]]:
+    """(id, log-probability) of each sampled token from ``generate``'s processed scores: the logits after the
+    logits processors and warpers that sampling applied (temperature, top-p), so the value is the log-probability
+    of the distribution the token was drawn from — what TRL's harness contract calls processed logprobs."""
+    import torch
+
+    sampled = out.sequences[0, prompt_len:].tolist()
+    found = []
+    for tok, scores in zip(sampled, out.scores, strict=False):
+        found.append((int(tok), float(torch.log_softmax(scores[0].float(), dim=-1)[tok])))
+    return found
 
 
 def render_text(tokenizer: Any, request: ChatRequest) -> str:
