@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from harnessfit.errors import UserError
 from harnessfit.eval.episode import FAILURES
 from harnessfit.eval.pairwise.results import load_pairwise_results, write_pairwise_results
 from harnessfit.eval.probe.results import load_probe_results, write_probe_results
@@ -65,3 +66,29 @@ def test_the_verdicts_and_rates_keep_their_order() -> None:
         ("complete_loop", True), ("expected_change", True), ("validation_used", True),
         ("finished_with_response", True), ("checker_passed", True), ("runaway", False), ("turn_cap_hit", False),
         ("timed_out", False), ("endpoint_error", False)]
+
+
+LOADERS = {**{f: load for f, (load, _) in FAMILIES.items()}, "eval-golden": load_results}
+
+
+@pytest.mark.parametrize("family", sorted(LOADERS))
+def test_every_family_shares_the_run_lifecycle(family: str, tmp_path: Path) -> None:
+    """``started`` is written on entry; a raise records ``error`` (a UserError's own words, else the exception's
+    type) with no Markdown verdict lost; ``finish`` records the success."""
+    results = LOADERS[family](DATA / family)
+    results.status = "started"
+    with pytest.raises(UserError), results.lifecycle(tmp_path / "u"):
+        assert LOADERS[family](tmp_path / "u").status == "started" and not (tmp_path / "u" / "results.md").exists()
+        raise UserError("the endpoint went away")
+    again = LOADERS[family](tmp_path / "u")
+    assert (again.status, again.error) == ("error", "the endpoint went away")
+    assert "the endpoint went away" in (tmp_path / "u" / "results.md").read_text(encoding="utf-8")
+    results.status, results.error = "started", None
+    with pytest.raises(RuntimeError), results.lifecycle(tmp_path / "r"):
+        raise RuntimeError("boom")
+    assert LOADERS[family](tmp_path / "r").error == "RuntimeError: boom"
+    results.status, results.error = "started", None
+    with results.lifecycle(tmp_path / "s"):
+        pass
+    results.finish(tmp_path / "s")
+    assert LOADERS[family](tmp_path / "s").status == "success" and (tmp_path / "s" / "results.md").is_file()

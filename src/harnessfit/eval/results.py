@@ -10,12 +10,12 @@ from __future__ import annotations
 import math
 from collections import Counter, defaultdict
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from harnessfit.eval.episode import FAILURES, INTEGRITY_FLAGS, UNSCORING_FLAGS, Episode
-from harnessfit.eval.files import read_results_file, write_results_files
+from harnessfit.eval.files import ResultsHeader
 from harnessfit.eval.scorers import BUILTIN_METRICS
 from harnessfit.eval.scoring import SCORERS
 from harnessfit.eval.stats import mean_over_tasks, pass_at_k, pass_hat_k, rate
@@ -35,12 +35,12 @@ def rate_metrics() -> tuple[tuple[str, str, bool], ...]:
 RATE_METRICS: tuple[tuple[str, str, bool], ...] = tuple(m for m in rate_metrics() if m[1] in BUILTIN_METRICS)
 
 
-class EvalResults(BaseModel):
+class EvalResults(ResultsHeader):
     """One eval run of one model on one suite."""
 
+    what: ClassVar[str] = "eval results file"
+    kind: str | None = Field(default=None, exclude=True)  # these files predate the header's kind: they name none
     version: int = RESULTS_VERSION
-    status: Literal["started", "success", "error"] = "started"
-    error: str | None = None
     model: dict[str, str]
     suite: dict[str, Any]
     config: dict[str, Any]
@@ -49,6 +49,9 @@ class EvalResults(BaseModel):
     harness: str | None = None  # pi@VERSION; a trained model's own harness agrees with it (eval refuses otherwise)
     episodes: list[Episode] = Field(default_factory=list)
     aggregates: dict[str, Any] = Field(default_factory=dict)
+
+    def markdown(self) -> str:
+        return render_markdown(self)
 
 
 def aggregate(episodes: list[Episode], seeds: int) -> dict[str, Any]:
@@ -116,13 +119,12 @@ def _values(scored: list[Episode], name: str) -> list[Any]:
 
 def write_results(results: EvalResults, out_dir: Path) -> Path:
     """Write ``results.json`` (and ``results.md`` once finished); returns the JSON path."""
-    return write_results_files(out_dir, results.model_dump(mode="json"),
-                               render_markdown(results) if results.status != "started" else None)
+    return results.write(out_dir)
 
 
 def load_results(path: Path) -> EvalResults:
     """Read a results file (a folder holding results.json also works); clear errors for wrong files."""
-    return EvalResults.model_validate(read_results_file(path, None, RESULTS_VERSION, what="eval results file"))
+    return EvalResults.load(path)
 
 
 def fmt_rate(r: dict[str, Any]) -> str:
