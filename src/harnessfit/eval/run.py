@@ -96,7 +96,7 @@ def open_endpoint(model: Endpoint | str, tasks: Sequence[Task], *, model_id: str
         yield model
         return
     if responder is not None or model.startswith("scripted:"):
-        from harnessfit.serve.scripted import ScriptedEndpoint
+        from harnessfit.harness.scripted import ScriptedEndpoint
 
         resp = responder or responder_for(model, tasks)
         name = model if model.startswith("scripted:") else f"scripted:{model}"
