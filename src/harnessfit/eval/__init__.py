@@ -2,7 +2,8 @@
 
 Public surface for the demo and other stages:
 ``run_eval(model_or_endpoint, suite_dir, out_dir, seeds=…, workers=…) -> EvalResults``,
-``Endpoint``, ``load_suite`` / ``load_task``, ``load_results``, and ``harnessfit.report.compare`` for tables.
+``Endpoint``, ``load_suite`` / ``load_task``, ``load_results``, and ``harnessfit.eval.compare.compare`` for the
+before/after tables (also ``harnessfit.report.compare``).
 """
 
 from harnessfit.eval.results import EvalResults, load_results

@@ -115,7 +115,7 @@ def compare_cmd(
     out: Path = typer.Option(Path("runs/compare.md"), "--out", help="Markdown file to write (+ .json beside it)."),
 ) -> None:
     """Side-by-side before/after table of two or more eval results."""
-    from harnessfit.report import compare
+    from harnessfit.eval.compare import compare
 
     path = compare(results, out)
     typer.echo(path.read_text(encoding="utf-8"))

@@ -10,30 +10,36 @@ things) is one this machine cannot provide: it was not run, and is also kept out
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, SerializerFunctionWrapHandler, model_serializer
 
-__all__ = ["EpisodeFacts", "EpisodeMetrics", "Episode", "VerifierOutput", "FAILURES", "INTEGRITY_FLAGS",
-           "UNSCORING_FLAGS"]
+__all__ = ["EpisodeFacts", "EpisodeMetrics", "Episode", "Score", "VerifierOutput", "FAILURES", "FAILURE_RULES",
+           "INTEGRITY_FLAGS", "UNSCORING_FLAGS"]
 
-# Names for what went wrong, most specific first; ``EpisodeMetrics.failure`` is the first that applies.
-FAILURES = (
-    "cap_disk",  # a sized tmpfs (workspace, /tmp, HOME, /dev/shm, Pi's session folder) filled up
-    "cap_fsize",  # a file reached the file size cap (RLIMIT_FSIZE)
-    "cap_pids",  # the processes and threads reached their cap (RLIMIT_NPROC)
-    "cap_cpu",  # the CPU seconds of the whole process tree reached their cap
-    "cap_memory",  # the resident memory of the whole process tree reached its cap
-    "runaway",  # output capture cap hit: the model streamed without end
-    "timeout",  # wall-clock cap hit
-    "endpoint_error",  # the last model request failed (Pi json mode still exits 0)
-    "turn_cap",  # the turn cap aborted the agent: it never stopped calling tools
-    "double_encoded_arguments",  # tool arguments sent as a JSON string of the object; Pi rejects them
-    "invalid_tool_calls",  # other calls that the card's validator or Pi rejected
-    "no_final_response",  # the agent stopped without a final text answer
-    "checker_failed",  # the independent checker did not pass
-    "expected_change_missing",  # the checker passed but the task's expected change is not in the workspace
+# What went wrong, most specific first: ``EpisodeMetrics.failure`` of an episode that is no complete loop is the first
+# whose test holds (a test of the runner's facts ``f`` and the episode's metric values ``m``; none: checker_failed).
+FAILURE_RULES: tuple[tuple[str, Callable[[EpisodeFacts, Mapping[str, Any]], bool]], ...] = (
+    # a sized tmpfs (workspace, /tmp, HOME, /dev/shm, Pi's session folder) filled up
+    ("cap_disk", lambda f, m: f.cap_hit == "cap_disk"),
+    ("cap_fsize", lambda f, m: f.cap_hit == "cap_fsize"),  # a file reached the file size cap (RLIMIT_FSIZE)
+    ("cap_pids", lambda f, m: f.cap_hit == "cap_pids"),  # the processes and threads reached their cap (RLIMIT_NPROC)
+    ("cap_cpu", lambda f, m: f.cap_hit == "cap_cpu"),  # the CPU seconds of the whole process tree reached their cap
+    ("cap_memory", lambda f, m: f.cap_hit == "cap_memory"),  # the resident memory of the process tree reached its cap
+    ("runaway", lambda f, m: m["runaway"]),  # output capture cap hit: the model streamed without end
+    ("timeout", lambda f, m: m["timed_out"]),  # wall-clock cap hit
+    ("endpoint_error", lambda f, m: m["endpoint_error"]),  # the last model request failed (Pi json mode exits 0)
+    ("turn_cap", lambda f, m: f.turn_cap_hit),  # the turn cap aborted the agent: it never stopped calling tools
+    # tool arguments sent as a JSON string of the object; Pi rejects them
+    ("double_encoded_arguments", lambda f, m: m["double_encoded_arguments"] > 0),
+    ("invalid_tool_calls", lambda f, m: m["tool_calls_invalid"] > 0),  # other calls the card or Pi rejected
+    ("no_final_response", lambda f, m: not m["finished_with_response"]),  # stopped without a final text answer
+    ("checker_failed", lambda f, m: not m["checker_passed"]),  # the independent checker did not pass
+    # the checker passed but the task's expected change is not in the workspace
+    ("expected_change_missing", lambda f, m: not m["expected_change"]),
 )
+FAILURES = tuple(name for name, _ in FAILURE_RULES)
 
 # Episodes where the checker and the expected change disagree; shown to the reader (neither is a complete loop).
 INTEGRITY_FLAGS = (
@@ -92,6 +98,13 @@ class EpisodeFacts(BaseModel):
     session_file: str | None = None
 
 
+class Score(BaseModel):
+    """A registered metric's result for one episode beyond the built-in ones: its value, or why it has none."""
+
+    value: Any = None
+    unscored: str | None = None
+
+
 class EpisodeMetrics(BaseModel):
     """Per-episode metrics, read from the session file, the event stream and the checker result."""
 
@@ -120,6 +133,15 @@ class EpisodeMetrics(BaseModel):
     failure: str | None
     integrity_flag: str | None = None  # one of INTEGRITY_FLAGS when checker and expected change disagree
     integrity_detail: str | None = None  # where the session file and the event stream disagree
+    # metrics registered beyond the fields above (eval/scoring.py), by name; left out of the JSON when there are none
+    scores: dict[str, Score] = Field(default_factory=dict)
+
+    @model_serializer(mode="wrap")
+    def _without_empty_scores(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data = handler(self)
+        if not self.scores:
+            data.pop("scores", None)
+        return data
 
 
 class Episode(BaseModel):

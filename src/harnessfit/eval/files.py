@@ -1,17 +1,22 @@
-"""Results files of the raw, pairwise and probe stages: one JSON (``kind``, ``version``, ``status``) and one Markdown
-file per run, written atomically; and the escaping every Markdown cell holding model output goes through.
+"""Results files of every eval stage (``eval agent``, raw, pairwise, probe): one JSON and one Markdown file per run,
+written atomically, under one header (``ResultsHeader``: ``kind``, ``version``, ``status``, ``error``) and one run
+lifecycle — ``started`` when the run begins, then ``success``, or ``error`` with the reason when it raised (as
+inspect_ai's EvalLog); and the escaping every Markdown cell holding model output goes through.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar, Literal, Self
 
 import orjson
+from pydantic import BaseModel
 
 from harnessfit.errors import UserError
 
-__all__ = ["write_results_files", "read_results_file", "md_cell"]
+__all__ = ["ResultsHeader", "write_results_files", "read_results_file", "md_cell"]
 
 _MD_SPECIAL = str.maketrans({c: "\\" + c for c in "\\`*_[]<>|#"})
 
@@ -52,3 +57,47 @@ def read_results_file(path: Path, kind: str | None, version: int, *, what: str) 
     if not isinstance(data, dict) or (kind is not None and data.get("kind") != kind) or data.get("version") != version:
         raise UserError(f"{path}: not a harnessfit {what} of version {version}")
     return data
+
+
+class ResultsHeader(BaseModel):
+    """The header every results family shares, and its lifecycle. A family sets ``kind`` and ``version`` (as
+    defaults), names itself in ``what`` and renders its Markdown in ``markdown()``. ``eval agent``'s results predate
+    ``kind``: they leave it out (``Field(default=None, exclude=True)``)."""
+
+    what: ClassVar[str] = "results file"
+    kind: str | None = None
+    version: int
+    status: Literal["started", "success", "error"] = "started"
+    error: str | None = None
+
+    def markdown(self) -> str:
+        raise NotImplementedError
+
+    def write(self, out_dir: Path) -> Path:
+        """``results.json`` always, ``results.md`` once the run has finished; returns the JSON path."""
+        return write_results_files(out_dir, self.model_dump(mode="json"),
+                                   self.markdown() if self.status != "started" else None)
+
+    @classmethod
+    def load(cls, path: Path) -> Self:
+        """A results file of this family (a folder holding ``results.json`` also works); clear errors otherwise."""
+        fields = cls.model_fields
+        return cls.model_validate(read_results_file(path, fields["kind"].default, fields["version"].default,
+                                                    what=cls.what))
+
+    @contextmanager
+    def lifecycle(self, out_dir: Path) -> Iterator[Self]:
+        """Write the file as ``started``; when the block raises, record ``error`` (a UserError's own words, otherwise
+        the exception's type and message), write it and re-raise. ``finish`` records the success."""
+        self.write(out_dir)
+        try:
+            yield self
+        except Exception as exc:
+            self.status = "error"
+            self.error = str(exc) if isinstance(exc, UserError) else f"{type(exc).__name__}: {exc}"
+            self.write(out_dir)
+            raise
+
+    def finish(self, out_dir: Path) -> Path:
+        self.status = "success"
+        return self.write(out_dir)

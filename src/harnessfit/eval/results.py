@@ -10,39 +10,37 @@ from __future__ import annotations
 import math
 from collections import Counter, defaultdict
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from harnessfit.eval.episode import FAILURES, INTEGRITY_FLAGS, UNSCORING_FLAGS, Episode
-from harnessfit.eval.files import read_results_file, write_results_files
+from harnessfit.eval.files import ResultsHeader
+from harnessfit.eval.scorers import BUILTIN_METRICS
+from harnessfit.eval.scoring import SCORERS
 from harnessfit.eval.stats import mean_over_tasks, pass_at_k, pass_hat_k, rate
 
-__all__ = ["RESULTS_VERSION", "RATE_METRICS", "EvalResults", "aggregate", "load_results", "write_results",
-           "render_markdown"]
+__all__ = ["RESULTS_VERSION", "RATE_METRICS", "rate_metrics", "EvalResults", "aggregate", "load_results",
+           "write_results", "render_markdown"]
 
 RESULTS_VERSION = 1
 
-# Boolean per-episode metrics reported as rates (label, field, True-is-good).
-RATE_METRICS: tuple[tuple[str, str, bool], ...] = (
-    ("Complete loop (checker passed + expected change + final response)", "complete_loop", True),
-    ("Expected change made", "expected_change", True),
-    ("Requested validation command used", "validation_used", True),
-    ("Finished with a response", "finished_with_response", True),
-    ("Independent checker passed", "checker_passed", True),
-    ("Runaway (output cap hit)", "runaway", False),
-    ("Turn cap hit", "turn_cap_hit", False),
-    ("Wall-clock cap hit", "timed_out", False),
-    ("Endpoint error", "endpoint_error", False),
-)
+
+def rate_metrics() -> tuple[tuple[str, str, bool], ...]:
+    """(label, metric, True-is-good) of every metric registered as a rate (eval/scoring.py), in registration order."""
+    return tuple((s.label or s.name, s.name, s.good) for s in SCORERS.values() if s.aggregate == "rate")
 
 
-class EvalResults(BaseModel):
+# The built-in boolean metrics reported as rates (label, field, True-is-good): what the report's tables show.
+RATE_METRICS: tuple[tuple[str, str, bool], ...] = tuple(m for m in rate_metrics() if m[1] in BUILTIN_METRICS)
+
+
+class EvalResults(ResultsHeader):
     """One eval run of one model on one suite."""
 
+    what: ClassVar[str] = "eval results file"
+    kind: str | None = Field(default=None, exclude=True)  # these files predate the header's kind: they name none
     version: int = RESULTS_VERSION
-    status: Literal["started", "success", "error"] = "started"
-    error: str | None = None
     model: dict[str, str]
     suite: dict[str, Any]
     config: dict[str, Any]
@@ -51,6 +49,9 @@ class EvalResults(BaseModel):
     harness: str | None = None  # pi@VERSION; a trained model's own harness agrees with it (eval refuses otherwise)
     episodes: list[Episode] = Field(default_factory=list)
     aggregates: dict[str, Any] = Field(default_factory=dict)
+
+    def markdown(self) -> str:
+        return render_markdown(self)
 
 
 def aggregate(episodes: list[Episode], seeds: int) -> dict[str, Any]:
@@ -70,9 +71,9 @@ def aggregate(episodes: list[Episode], seeds: int) -> dict[str, Any]:
 
     why = Counter(why_out(e) for e in episodes if id(e) not in kept)
     out["unscored_by_status"] = dict(sorted(why.items()))
-    out["rates"] = {
-        field: rate(sum(1 for e in scored if getattr(e.metrics, field)), n).as_dict() for _, field, _ in RATE_METRICS
-    }
+    values = {name: _values(scored, name) for name in SCORERS}
+    out["rates"] = {name: rate(sum(1 for v in values[name] if v), len(values[name])).as_dict()
+                    for _, name, _ in rate_metrics()}
     calls = sum(e.metrics.tool_calls_total for e in scored)
     valid = sum(e.metrics.tool_calls_valid for e in scored)
     out["tool_calls"] = {
@@ -88,11 +89,11 @@ def aggregate(episodes: list[Episode], seeds: int) -> dict[str, Any]:
     flags = Counter(e.metrics.integrity_flag for e in measured if e.metrics.integrity_flag)
     out["integrity_flags"] = {name: flags[name] for name in INTEGRITY_FLAGS if flags[name]}
 
-    def mean(field: str) -> float | None:
-        vals = [getattr(e.metrics, field) for e in scored]
-        return round(sum(vals) / len(vals), 3) if vals else None
-
-    out["means"] = {f: mean(f) for f in ("turns", "tokens_total", "tokens_output", "wall_seconds")}
+    out["means"] = {name: round(sum(values[name]) / len(values[name]), 3) if values[name] else None
+                    for name, s in SCORERS.items() if s.aggregate == "mean"}
+    missing = {name: n - len(values[name]) for name in SCORERS if name not in BUILTIN_METRICS}
+    if any(missing.values()):  # a registered metric that some scored episodes could not give (Score.unscored)
+        out["metrics_unscored"] = {name: k for name, k in missing.items() if k}
     per_task: dict[str, list[bool]] = defaultdict(list)
     for e in scored:
         per_task[e.facts.task_id].append(e.metrics.complete_loop)
@@ -107,15 +108,23 @@ def aggregate(episodes: list[Episode], seeds: int) -> dict[str, Any]:
     return out
 
 
+def _values(scored: list[Episode], name: str) -> list[Any]:
+    """The values of metric ``name`` over the scored episodes: a built-in field, else every ``scores`` entry that
+    has a value."""
+    if name in BUILTIN_METRICS:
+        return [getattr(e.metrics, name) for e in scored]
+    got = [e.metrics.scores.get(name) for e in scored]
+    return [g.value for g in got if g is not None and g.unscored is None]
+
+
 def write_results(results: EvalResults, out_dir: Path) -> Path:
     """Write ``results.json`` (and ``results.md`` once finished); returns the JSON path."""
-    return write_results_files(out_dir, results.model_dump(mode="json"),
-                               render_markdown(results) if results.status != "started" else None)
+    return results.write(out_dir)
 
 
 def load_results(path: Path) -> EvalResults:
     """Read a results file (a folder holding results.json also works); clear errors for wrong files."""
-    return EvalResults.model_validate(read_results_file(path, None, RESULTS_VERSION, what="eval results file"))
+    return EvalResults.load(path)
 
 
 def fmt_rate(r: dict[str, Any]) -> str:
@@ -137,9 +146,13 @@ def render_markdown(results: EvalResults) -> str:
         "| Metric | Rate [95% CI] |",
         "|---|---|",
     ]
-    for label, field, _ in RATE_METRICS:
+    for label, field, _ in rate_metrics():
         if field in agg.get("rates", {}):
             lines.append(f"| {label} | {fmt_rate(agg['rates'][field])} |")
+    for name, s in SCORERS.items():  # a mean has a row when its metric has a label (no built-in one has)
+        if s.aggregate == "mean" and s.label and name in agg.get("means", {}):
+            mean = agg["means"][name]
+            lines.append(f"| {_cell(s.label)} | {'n/a (0 scored)' if mean is None else f'{mean:g} (mean)'} |")
     tc = agg.get("tool_calls", {})
     if tc:
         lines.append(f"| Valid tool calls | {fmt_rate(tc['valid_rate'])} |")

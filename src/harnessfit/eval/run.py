@@ -17,7 +17,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from harnessfit.errors import UserError
 from harnessfit.eval.episode import UNSCORING_FLAGS, Episode, EpisodeFacts
-from harnessfit.eval.results import EvalResults, aggregate, write_results
+from harnessfit.eval.results import EvalResults, aggregate
 from harnessfit.eval.runner import NO_SANDBOX, Endpoint, run_episode
 from harnessfit.eval.sandbox import require_sandbox
 from harnessfit.eval.scorers import load_card_or_none, score_episode
@@ -96,7 +96,7 @@ def open_endpoint(model: Endpoint | str, tasks: Sequence[Task], *, model_id: str
         yield model
         return
     if responder is not None or model.startswith("scripted:"):
-        from harnessfit.serve.scripted import ScriptedEndpoint
+        from harnessfit.harness.scripted import ScriptedEndpoint
 
         resp = responder or responder_for(model, tasks)
         name = model if model.startswith("scripted:") else f"scripted:{model}"
@@ -184,7 +184,6 @@ def run_eval(
     results = EvalResults(model={"name": str(endpoint_or_model)}, suite=_suite_info(suite_dir, tasks, fmt),
                           config=config, sandbox=status, pi_version=pi_version,
                           harness=harness_spec(pi_version, profile=pi_profile))
-    write_results(results, out_dir)
     card = load_card_or_none(pi_version, pi_profile)  # scored against the card of the Pi that ran
     jobs = [(t, s) for t in tasks for s in range(seeds)]
     if isinstance(endpoint_or_model, str) and not endpoint_or_model.startswith(("http://", "https://", "scripted:")):
@@ -192,7 +191,7 @@ def run_eval(
         from harnessfit.serve.admission import DEFAULT_MAX_QUEUE
 
         serve_kwargs.setdefault("max_queue", max(DEFAULT_MAX_QUEUE, workers))
-    try:
+    with results.lifecycle(out_dir):
         with open_endpoint(endpoint_or_model, tasks, model_id=model_id, responder=responder,
                            **serve_kwargs) as endpoint:
             results.model = {"name": endpoint.label, "model_id": endpoint.model_id, "endpoint": endpoint.base_url}
@@ -214,18 +213,9 @@ def run_eval(
                         bar.advance(tid)
                         if on_episode is not None:
                             on_episode(ep)
-    except UserError as exc:
-        results.status, results.error = "error", str(exc)
-        write_results(results, out_dir)
-        raise
-    except Exception as exc:
-        results.status, results.error = "error", f"{type(exc).__name__}: {exc}"
-        write_results(results, out_dir)
-        raise
     results.episodes = sorted(episodes, key=lambda e: (e.facts.task_id, e.facts.seed))
     results.aggregates = aggregate(results.episodes, seeds)
-    results.status = "success"
-    write_results(results, out_dir)
+    results.finish(out_dir)
     return results
 
 

@@ -1,6 +1,6 @@
 """Scripted models: endpoints with known behaviour, for tests, smoke evals and synthetic trajectories.
 
-Each is a responder for ``harnessfit.serve.scripted.ScriptedEndpoint``: a function of the request body alone (no
+Each is a responder for ``harnessfit.harness.scripted.ScriptedEndpoint``: a function of the request body alone (no
 state between requests), so one endpoint serves many parallel episodes. The task is recognised from the first
 user message (the task prompt) and the step from the number of assistant turns already in the request.
 
@@ -23,7 +23,7 @@ from typing import Any
 from harnessfit.errors import UserError
 from harnessfit.eval.task import ReferenceStep, Task
 from harnessfit.core.jsonio import dumps_compact_str
-from harnessfit.serve.scripted import Reply
+from harnessfit.harness.scripted import Reply
 
 __all__ = ["SCRIPTED_MODELS", "responder_for", "golden", "double_encode", "recovering", "runaway", "never_stop",
            "escape", "oracle", "Responder"]

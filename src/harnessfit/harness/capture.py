@@ -55,7 +55,7 @@ from harnessfit.harness.pi import (
     write_pi_agent_config,
 )
 from harnessfit.harness.versions import DEFAULT_PI_VERSION, PROFILES
-from harnessfit.serve.scripted import Reply, ScriptedEndpoint
+from harnessfit.harness.scripted import Reply, ScriptedEndpoint
 
 __all__ = ["CaptureError", "Probe", "PROBES", "ROUNDS", "CaptureLog", "capture_pi", "run_probes"]
 

@@ -322,7 +322,7 @@ def in_harness_eval(cfg: HarnessfitGRPOConfig, audited: Audited, adapter_dir: Pa
     functions)."""
     from harnessfit.eval import run_eval
     from harnessfit.harness.versions import harness_profile, parse_harness
-    from harnessfit.report import compare
+    from harnessfit.eval.compare import compare
 
     common: dict[str, Any] = {"seeds": 1, "workers": 1, "max_turns": cfg.eval_max_turns,
                               "max_seconds": cfg.eval_max_seconds, "progress": False,

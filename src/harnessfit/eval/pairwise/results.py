@@ -12,11 +12,11 @@ from __future__ import annotations
 
 from collections import Counter
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, Field
 
-from harnessfit.eval.files import md_cell, read_results_file, write_results_files
+from harnessfit.eval.files import ResultsHeader, md_cell
 from harnessfit.eval.results import fmt_rate
 from harnessfit.eval.stats import mean_interval, rate
 
@@ -53,11 +53,10 @@ class RubricScore(BaseModel):
     error: str | None = None
 
 
-class PairwiseResults(BaseModel):
+class PairwiseResults(ResultsHeader):
+    what: ClassVar[str] = "pairwise results file"
     kind: Literal["pairwise"] = "pairwise"
     version: int = PAIRWISE_RESULTS_VERSION
-    status: Literal["started", "success", "error"] = "started"
-    error: str | None = None
     judge: dict[str, Any]
     questions: dict[str, Any]
     inputs: dict[str, Any]
@@ -66,6 +65,9 @@ class PairwiseResults(BaseModel):
     pairs: list[Pair] = Field(default_factory=list)
     rubric: list[RubricScore] = Field(default_factory=list)
     aggregates: dict[str, Any] = Field(default_factory=dict)
+
+    def markdown(self) -> str:
+        return render_pairwise_markdown(self)
 
 
 def outcome_of(calls: list[JudgeCall]) -> str:
@@ -110,13 +112,11 @@ def aggregate_pairwise(pairs: list[Pair], rubric: list[RubricScore], missing: in
 
 
 def write_pairwise_results(results: PairwiseResults, out_dir: Path) -> Path:
-    md = render_pairwise_markdown(results) if results.status != "started" else None
-    return write_results_files(out_dir, results.model_dump(mode="json"), md)
+    return results.write(out_dir)
 
 
 def load_pairwise_results(path: Path) -> PairwiseResults:
-    return PairwiseResults.model_validate(read_results_file(path, "pairwise", PAIRWISE_RESULTS_VERSION,
-                                                           what="pairwise results file"))
+    return PairwiseResults.load(path)
 
 
 def _mean(r: dict[str, Any]) -> str:

@@ -29,7 +29,6 @@ from harnessfit.eval.pairwise.results import (
     RubricScore,
     aggregate_pairwise,
     outcome_of,
-    write_pairwise_results,
 )
 from harnessfit.eval.raw.results import RawAnswer, RawResults, load_raw_results
 from harnessfit.eval.run import resolve_model_id
@@ -90,7 +89,6 @@ def run_pairwise(
         suite={"name": res_a.suite.get("name"), "sha256": res_a.suite.get("sha256")},
         missing=missing,
     )
-    write_pairwise_results(results, out_dir)
 
     def ask(messages: list[dict[str, str]]) -> tuple[str | None, str | None]:
         try:
@@ -117,16 +115,11 @@ def run_pairwise(
         bar.advance(tid)
         return kind, key, raw, error
 
-    try:
-        with Progress(TextColumn("judge {task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                      disable=not progress, transient=True) as bar:
-            tid = bar.add_task(model_id, total=len(jobs))
-            with ThreadPoolExecutor(max_workers=workers) as pool:
-                done = list(pool.map(one, jobs))
-    except Exception as exc:
-        results.status, results.error = "error", f"{type(exc).__name__}: {exc}"
-        write_pairwise_results(results, out_dir)
-        raise
+    with results.lifecycle(out_dir), Progress(TextColumn("judge {task.description}"), BarColumn(), MofNCompleteColumn(),
+                                              TimeElapsedColumn(), disable=not progress, transient=True) as bar:
+        tid = bar.add_task(model_id, total=len(jobs))
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            done = list(pool.map(one, jobs))
     calls: dict[tuple[str, int], list[JudgeCall]] = {k: [] for k in both}
     for kind, key, raw, error in done:
         if kind in ("ab", "ba"):
@@ -139,6 +132,5 @@ def run_pairwise(
     results.pairs = [Pair(prompt_id=k[0], seed=k[1], calls=sorted(c, key=lambda x: x.order),
                           outcome=outcome_of(c)) for k, c in calls.items()]
     results.aggregates = aggregate_pairwise(results.pairs, results.rubric, len(missing))
-    results.status = "success"
-    write_pairwise_results(results, out_dir)
+    results.finish(out_dir)
     return results

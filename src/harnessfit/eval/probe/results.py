@@ -8,11 +8,11 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, Field
 
-from harnessfit.eval.files import md_cell, read_results_file, write_results_files
+from harnessfit.eval.files import ResultsHeader, md_cell
 from harnessfit.eval.probe.probes import FLAGS
 from harnessfit.eval.results import fmt_rate
 from harnessfit.eval.side_by_side import finished_runs, rate_rows, write_comparison
@@ -54,11 +54,10 @@ class ProbeSample(BaseModel):
     flags: dict[str, bool] = Field(default_factory=dict)
 
 
-class ProbeResults(BaseModel):
+class ProbeResults(ResultsHeader):
+    what: ClassVar[str] = "probe results file"
     kind: Literal["probe"] = "probe"
     version: int = PROBE_RESULTS_VERSION
-    status: Literal["started", "success", "error"] = "started"
-    error: str | None = None
     model: dict[str, Any]
     probes: dict[str, Any]
     card: dict[str, str]
@@ -66,6 +65,9 @@ class ProbeResults(BaseModel):
     config: dict[str, Any]
     samples: list[ProbeSample] = Field(default_factory=list)
     aggregates: dict[str, Any] = Field(default_factory=dict)
+
+    def markdown(self) -> str:
+        return render_probe_markdown(self)
 
 
 def aggregate_probes(samples: list[ProbeSample], needs: dict[str, bool], expects: dict[str, str | None]) -> dict:
@@ -113,13 +115,11 @@ def aggregate_probes(samples: list[ProbeSample], needs: dict[str, bool], expects
 
 
 def write_probe_results(results: ProbeResults, out_dir: Path) -> Path:
-    md = render_probe_markdown(results) if results.status != "started" else None
-    return write_results_files(out_dir, results.model_dump(mode="json"), md)
+    return results.write(out_dir)
 
 
 def load_probe_results(path: Path) -> ProbeResults:
-    return ProbeResults.model_validate(read_results_file(path, "probe", PROBE_RESULTS_VERSION,
-                                                        what="probe results file"))
+    return ProbeResults.load(path)
 
 
 def render_probe_markdown(results: ProbeResults) -> str:

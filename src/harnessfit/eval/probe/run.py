@@ -23,7 +23,6 @@ from harnessfit.eval.probe.results import (
     aggregate_probes,
     compare_probes,
     load_probe_results,
-    write_probe_results,
 )
 from harnessfit.eval.run import open_endpoint
 from harnessfit.eval.runner import Endpoint
@@ -71,11 +70,10 @@ def run_probe(
         config={"samples": samples, "temperature": temperature, "max_tokens": max_tokens},
     )
     out_dir = Path(out_dir)
-    write_probe_results(results, out_dir)
     api_key = api_key_from_env(api_key_env)
     jobs = [(p, s) for p in probes.probes for s in range(samples)]
     done: list[ProbeSample] = []
-    try:
+    with results.lifecycle(out_dir):
         with open_endpoint(endpoint_or_model, [], model_id=model_id, responder=responder, **serve_kwargs) as ep:
             results.model.update(name=ep.label, model_id=ep.model_id)
             with Progress(TextColumn("probe {task.description}"), BarColumn(), MofNCompleteColumn(),
@@ -96,16 +94,10 @@ def run_probe(
                                                 completion_tokens=reply.completion_tokens,
                                                 wall_seconds=reply.wall_seconds, **read))
                     bar.advance(tid)
-    except Exception as exc:
-        results.status = "error"
-        results.error = str(exc) if isinstance(exc, UserError) else f"{type(exc).__name__}: {exc}"
-        write_probe_results(results, out_dir)
-        raise
     results.samples = done
     results.aggregates = aggregate_probes(done, {p.id: p.needs_tool for p in probes.probes},
                                           {p.id: p.expect_tool for p in probes.probes})
-    results.status = "success"
-    write_probe_results(results, out_dir)
+    results.finish(out_dir)
     return results
 
 

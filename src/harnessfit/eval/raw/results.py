@@ -9,11 +9,11 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, Field
 
-from harnessfit.eval.files import md_cell, read_results_file, write_results_files
+from harnessfit.eval.files import ResultsHeader, md_cell
 from harnessfit.eval.raw.findings import Check
 from harnessfit.eval.results import fmt_rate
 from harnessfit.eval.side_by_side import finished_runs, rate_rows, write_comparison
@@ -69,17 +69,19 @@ class RawAnswer(BaseModel):
                 "fully_clean": bool(self.fully_clean)}[field]
 
 
-class RawResults(BaseModel):
+class RawResults(ResultsHeader):
+    what: ClassVar[str] = "raw results file"
     kind: Literal["raw"] = "raw"
     version: int = RAW_RESULTS_VERSION
-    status: Literal["started", "success", "error"] = "started"
-    error: str | None = None
     model: dict[str, str]
     suite: dict[str, Any]
     config: dict[str, Any]
     checker: dict[str, Any] = Field(default_factory=dict)
     answers: list[RawAnswer] = Field(default_factory=list)
     aggregates: dict[str, Any] = Field(default_factory=dict)
+
+    def markdown(self) -> str:
+        return render_raw_markdown(self)
 
 
 def aggregate_raw(answers: list[RawAnswer]) -> dict[str, Any]:
@@ -107,13 +109,11 @@ def aggregate_raw(answers: list[RawAnswer]) -> dict[str, Any]:
 
 def write_raw_results(results: RawResults, out_dir: Path) -> Path:
     """``results.json`` always, ``results.md`` once the run has finished."""
-    md = render_raw_markdown(results) if results.status != "started" else None
-    return write_results_files(out_dir, results.model_dump(mode="json"), md)
+    return results.write(out_dir)
 
 
 def load_raw_results(path: Path) -> RawResults:
-    data = read_results_file(path, "raw", RAW_RESULTS_VERSION, what="raw results file")
-    return RawResults.model_validate(data)
+    return RawResults.load(path)
 
 
 def _mark(ok: bool | None) -> str:

@@ -18,7 +18,7 @@ from harnessfit.errors import UserError
 from harnessfit.eval.client import ChatError, api_key_from_env, chat
 from harnessfit.eval.raw.checkers import CodeChecks, checker_for
 from harnessfit.eval.raw.extract import EXTRACTION_RULE_VERSION, extract
-from harnessfit.eval.raw.results import Completion, RawAnswer, RawResults, aggregate_raw, write_raw_results
+from harnessfit.eval.raw.results import Completion, RawAnswer, RawResults, aggregate_raw
 from harnessfit.eval.raw.suite import RawPrompt, load_raw_suite
 from harnessfit.eval.raw.toolchain import ruff_binary, svelte_toolchain
 from harnessfit.eval.run import open_endpoint
@@ -100,10 +100,9 @@ def run_raw(
               "prompts": [p.id for p in prompts], "extraction_rule": EXTRACTION_RULE_VERSION}
     out_dir = Path(out_dir)
     results = RawResults(model={"name": str(endpoint_or_model)}, suite=suite.info(), config=config)
-    write_raw_results(results, out_dir)
     api_key = api_key_from_env(api_key_env)
     jobs = [(p, s) for p in prompts for s in range(seeds)]
-    try:
+    with results.lifecycle(out_dir):
         with open_endpoint(endpoint_or_model, [], model_id=model_id, responder=responder, **serve_kwargs) as endpoint:
             results.model = {"name": endpoint.label, "model_id": endpoint.model_id}
             with Progress(TextColumn("raw {task.description}"), BarColumn(), MofNCompleteColumn(),
@@ -119,13 +118,7 @@ def run_raw(
                 with ThreadPoolExecutor(max_workers=workers) as pool:
                     answers = list(pool.map(one, jobs))
         results.checker = check_answers(answers, suite.language)
-    except Exception as exc:
-        results.status = "error"
-        results.error = str(exc) if isinstance(exc, UserError) else f"{type(exc).__name__}: {exc}"
-        write_raw_results(results, out_dir)
-        raise
     results.answers = answers
     results.aggregates = aggregate_raw(answers)
-    results.status = "success"
-    write_raw_results(results, out_dir)
+    results.finish(out_dir)
     return results

@@ -23,7 +23,7 @@ from harnessfit.eval.results import RATE_METRICS, EvalResults, load_results
 from harnessfit.report.figures import intervals_svg
 from harnessfit.report.site import MARKER, Page, Section, render
 from harnessfit.report.sections._files import copy_in
-from harnessfit.report.tables import column_labels, compare_rows
+from harnessfit.eval.compare import column_labels, compare_rows
 
 __all__ = ["AgentRun", "find_agent_runs", "episode_page_path", "section"]
 

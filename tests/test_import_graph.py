@@ -1,0 +1,115 @@
+"""No import cycle between harnessfit's packages: every ``import`` of every module under src/harnessfit, those inside
+functions included, is an edge ``harnessfit.<package> -> harnessfit.<package>``; the graph must have no cycle.
+
+The one edge allowed to close a cycle today is listed below with its reason; the test fails when a new cycle
+appears and when a listed edge is gone (then delete it from the list), so the list can only shrink.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections import defaultdict
+from pathlib import Path
+
+SRC = Path(__file__).resolve().parents[1] / "src"
+
+# (importer, imported) -> why the edge is still there. Removing the edge makes the graph acyclic.
+ALLOWED_CYCLE_EDGES: dict[tuple[str, str], str] = {
+    # serve --best-of ranks its candidates with GRPO's verifiable reward components (serve/bestof.py imports
+    # train.rewards), while train runs eval agent for GRPO's before/after table (train -> eval) and eval starts the
+    # model server (eval -> serve); train also reuses serve's tool-call parser and vLLM probe. To remove: move the
+    # reward components (and the tool-call parser) below serve, or best-of into train.
+    ("serve", "train"): "best-of-n verifies candidates with train.rewards",
+}
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(SRC).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _package(module: str) -> str | None:
+    """``harnessfit.eval.runner`` -> ``eval``; a top-level module (``harnessfit.cli``) is its own node."""
+    parts = module.split(".")
+    return parts[1] if parts[0] == "harnessfit" and len(parts) > 1 else None
+
+
+def _imported(node: ast.AST, module: str, is_package: bool) -> list[str]:
+    if isinstance(node, ast.Import):
+        return [alias.name for alias in node.names]
+    if isinstance(node, ast.ImportFrom):
+        if not node.level:
+            return [node.module or ""]
+        base = module.split(".") if is_package else module.split(".")[:-1]
+        base = base[: len(base) - (node.level - 1)]
+        return [".".join(base + ([node.module] if node.module else []))]
+    return []
+
+
+def package_edges() -> dict[tuple[str, str], list[str]]:
+    """(importer, imported) package pairs, each with the places (file:line) that import across."""
+    edges: dict[tuple[str, str], list[str]] = defaultdict(list)
+    for path in sorted((SRC / "harnessfit").rglob("*.py")):
+        module = _module_name(path)
+        source = _package(module)
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            for target in _imported(node, module, path.name == "__init__.py"):
+                imported = _package(target)
+                if source and imported and imported != source:
+                    edges[(source, imported)].append(f"{path.relative_to(SRC)}:{node.lineno}")
+    return edges
+
+
+def find_cycle(edges: set[tuple[str, str]]) -> list[str] | None:
+    """One cycle of the directed graph as ``[a, b, …, a]``, or None."""
+    graph: dict[str, set[str]] = defaultdict(set)
+    for a, b in edges:
+        graph[a].add(b)
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+    path: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = 1
+        path.append(node)
+        for nxt in sorted(graph[node]):
+            if state.get(nxt) == 1:
+                return path[path.index(nxt):] + [nxt]
+            if nxt not in state and (found := visit(nxt)):
+                return found
+        path.pop()
+        state[node] = 2
+        return None
+
+    for start in sorted(graph):
+        if start not in state and (found := visit(start)):
+            return found
+    return None
+
+
+def test_find_cycle_finds_one() -> None:
+    assert find_cycle({("a", "b"), ("b", "c"), ("c", "a"), ("c", "d")}) == ["a", "b", "c", "a"]
+    assert find_cycle({("a", "b"), ("b", "c"), ("a", "c")}) is None
+
+
+def test_the_relative_imports_are_resolved() -> None:
+    assert _imported(ast.parse("from ..core import x").body[0], "harnessfit.eval.raw.run", False) == [
+        "harnessfit.eval.core"]
+    assert _imported(ast.parse("from . import y").body[0], "harnessfit.eval", True) == ["harnessfit.eval"]
+
+
+def test_no_cycle_between_packages() -> None:
+    edges = package_edges()
+    assert ("eval", "harness") in edges  # the walk sees the imports (a broken walk would find no cycle either)
+    kept = set(edges) - set(ALLOWED_CYCLE_EDGES)
+    cycle = find_cycle(kept)
+    where = {" -> ".join(pair): edges[pair][:3] for pair in zip(cycle, cycle[1:])} if cycle else {}
+    assert cycle is None, f"package import cycle {' -> '.join(cycle or [])}: {where}"
+
+
+def test_the_allowed_edges_are_still_needed() -> None:
+    """A listed edge that no import makes any more, or whose removal no longer breaks a cycle, is deleted here."""
+    edges = set(package_edges())
+    for pair in ALLOWED_CYCLE_EDGES:
+        assert pair in edges, f"{pair} is no longer imported: remove it from ALLOWED_CYCLE_EDGES"
+        others = edges - set(ALLOWED_CYCLE_EDGES) | {pair}
+        assert find_cycle(others) is not None, f"{pair} closes no cycle any more: remove it from ALLOWED_CYCLE_EDGES"
