@@ -25,8 +25,8 @@ from pathlib import Path
 
 from harnessfit.eval.stats import rate
 
-RATES = ("complete_loop", "expected_change", "validation_used", "finished_with_response", "checker_passed",
-         "turn_cap_hit", "runaway")
+RATES = ("complete_loop", "expected_change", "validation_used", "final_validation_clean", "finished_with_response",
+         "checker_passed", "turn_cap_hit", "runaway")
 
 
 def summarize(results_path: Path) -> dict:

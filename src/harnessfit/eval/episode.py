@@ -111,6 +111,7 @@ class EpisodeMetrics(BaseModel):
     complete_loop: bool
     expected_change: bool
     validation_used: bool
+    final_validation_clean: bool = False  # results written before this metric existed read as False
     finished_with_response: bool
     checker_passed: bool
     tool_calls_total: int

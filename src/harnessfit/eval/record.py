@@ -134,6 +134,7 @@ class ToolCall:
     repaired: frozenset[str]
     double_encoded: bool
     failed: bool
+    answered: bool = True  # Pi sent a result for it (a call cut off by a cap has none)
 
 
 @dataclass
@@ -181,7 +182,8 @@ def _judge_calls(messages: list[dict[str, Any]], card: Any, refusing_card: Any) 
                     why.add(_REFUSAL_REASONS.get(refusal, f"pi_{refusal}"))
                 else:
                     failed = True
-            calls.append(ToolCall(name, args, frozenset(why), frozenset(repaired), double, failed))
+            calls.append(ToolCall(name, args, frozenset(why), frozenset(repaired), double, failed,
+                                  answered=result is not None))
     return calls
 
 

@@ -45,10 +45,19 @@ def expected_change(ep: EpisodeRecord) -> bool:
 
 @scorer(aggregate="rate", label="Requested validation command used")
 def validation_used(ep: EpisodeRecord) -> bool:
-    wanted = _normalise(ep.task.validation_command or "")  # Harbor tasks name no validation command
-    return bool(wanted) and any(
-        c.name == "bash" and isinstance(c.arguments, dict) and wanted in _normalise(str(c.arguments.get("command", "")))
-        for c in ep.calls)
+    return bool(_validation_runs(ep))  # Harbor tasks name no validation command: never used
+
+
+def _validation_runs(ep: EpisodeRecord) -> list[Any]:
+    wanted = _normalise(ep.task.validation_command or "")
+    return [c for c in ep.calls if wanted and c.name == "bash" and isinstance(c.arguments, dict)
+            and wanted in _normalise(str(c.arguments.get("command", "")))]
+
+
+@scorer(aggregate="rate", label="Final validation clean (the last validation run passed)")
+def final_validation_clean(ep: EpisodeRecord) -> bool:
+    runs = _validation_runs(ep)
+    return bool(runs) and runs[-1].answered and not runs[-1].problems and not runs[-1].failed
 
 
 @scorer(aggregate="rate", label="Finished with a response")
