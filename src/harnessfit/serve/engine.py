@@ -179,7 +179,7 @@ class Engine:
             do_sample=sample,
             temperature=temperature if sample else None,
             top_p=top_p if sample and top_p is not None else None,
-            top_k=None,
+            top_k=0,  # no top-k: OpenAI sampling draws from the whole distribution (transformers adds 50)
             eos_token_id=self.stop_ids,
             pad_token_id=self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else self.stop_ids[0],
         )
