@@ -57,7 +57,8 @@ _T = "dist/core/tools/"  # where a release's tools live (0.7.6–0.13.x: dist/to
 class Wording:
     """One text Pi writes: ``key`` (the card's ``results``/``errors`` key, or a catalogue key for texts the card does
     not capture), its ``template``, the releases ``since``…``until`` that write it (``None``: still written), the
-    package file that writes it (``source``) and the tool whose result it is (``tool``; ``None``: any tool)."""
+    package file that writes it (``source``: a path in ``pi-coding-agent``, or ``<package>:<path>`` in one of the
+    packages beside it) and the tool whose result it is (``tool``; ``None``: any tool)."""
 
     key: str
     template: str
@@ -138,10 +139,9 @@ WORDINGS: tuple[Wording, ...] = (
     Wording("bash_failed", "Command failed\n\n{output}Command exited with code {code}", "0.7.6", "0.7.6",
             "dist/tools/bash.js (0.7.6)", "bash"),
     # any tool
-    Wording("no_result", "No result provided", "0.7.6", None, "pi-ai dist/api/transform-messages.js", None),
-    Wording("operation_aborted", "Operation aborted", "0.7.6", None, _T + "{read,write,edit}.js; pi-agent-core "
-            "dist/agent-loop.js (0.79+)", None),
-    Wording("tool_blocked", "Tool execution was blocked", "0.73.1", None, "pi-agent-core dist/agent-loop.js", None),
+    Wording("no_result", "No result provided", "0.7.6", None, "pi-ai:dist/*/transform-messages.js", None),
+    Wording("operation_aborted", "Operation aborted", "0.7.6", None, _T + "read.js", None),  # also write/edit.js
+    Wording("tool_blocked", "Tool execution was blocked", "0.73.1", None, "pi-agent-core:dist/agent-loop.js", None),
 )
 
 STRICT_TOOLS = frozenset({"edit", "write"})
