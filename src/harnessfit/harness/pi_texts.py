@@ -17,8 +17,9 @@ newest release checked that writes it, and the file of the package it is written
 
 Ranges were read from the npm packages ``@mariozechner/pi-coding-agent`` 0.7.6, 0.13.2, 0.27.9, 0.30.2, 0.31.1,
 0.32.3, 0.37.2, 0.37.8, 0.45.7, 0.49.3, 0.50.3, 0.50.7, 0.55.4, 0.60.0, 0.62.0, 0.63.0–0.63.2, 0.65.2, 0.70.6,
-0.73.1 and ``@earendil-works/pi-coding-agent`` 0.79.10, 0.82.0, 0.84.0, 0.85.0, 1.6.0 (``since``/``until`` are the
-oldest/newest of these that write the text; ``until=None``: still in the newest).
+0.72.1, 0.73.0, 0.73.1 and ``@earendil-works/pi-coding-agent`` 0.79.10, 0.82.0, 0.84.0, 0.85.0, 1.6.0 (with
+``pi-agent-core`` 0.7.6, 0.30.2, 0.50.7, 0.62.0, 0.63.2, 0.70.6, 0.72.1, 0.73.0 for the blocked text);
+``since``/``until`` are the oldest/newest of these that write the text (``until=None``: still in the newest).
 
 **Parsing and re-rendering** (``parse_text``, ``in_target_words``): a recorded text is matched against every
 wording of every release for its tool; the most specific match (most fixed text, as ``HarnessCard.result_key``)
@@ -108,7 +109,7 @@ WORDINGS: tuple[Wording, ...] = (
     Wording("edit_overlap", "edits[{index}] and edits[{other}] overlap in {path}. Merge them into one edit or target "
             "disjoint regions.", "0.63.0", None, _T + "edit-diff.js", "edit"),
     Wording("edit_file_not_found", "File not found: {path}", "0.7.6", "0.70.6", _T + "edit.js", "edit"),
-    Wording("edit_access_error", "Could not edit file: {path}. {error}.", "0.73.1", None, _T + "edit.js", "edit"),
+    Wording("edit_access_error", "Could not edit file: {path}. {error}.", "0.72.1", None, _T + "edit.js", "edit"),
     # read: notices (the card's read_* keys), and 0.7.x's own
     Wording("read_not_shown", "{content}\n\n... ({remaining} more lines not shown. Use offset={next_offset} to "
             "continue reading)", "0.7.6", "0.7.6", _OLD_READ, "read"),
@@ -141,7 +142,7 @@ WORDINGS: tuple[Wording, ...] = (
     # any tool
     Wording("no_result", "No result provided", "0.7.6", None, "pi-ai:dist/*/transform-messages.js", None),
     Wording("operation_aborted", "Operation aborted", "0.7.6", None, _T + "read.js", None),  # also write/edit.js
-    Wording("tool_blocked", "Tool execution was blocked", "0.73.1", None, "pi-agent-core:dist/agent-loop.js", None),
+    Wording("tool_blocked", "Tool execution was blocked", "0.62.0", None, "pi-agent-core:dist/agent-loop.js", None),
 )
 
 STRICT_TOOLS = frozenset({"edit", "write"})
