@@ -49,7 +49,7 @@ if TYPE_CHECKING:
     from harnessfit.harness.card import HarnessCard
 
 __all__ = ["Wording", "WORDINGS", "Parsed", "card_wordings", "parse_text", "in_target_words", "text_violations",
-           "STRICT_TOOLS", "wording_tool"]
+           "STRICT_TOOLS", "wording_tool", "authored_start"]
 
 _T = "dist/core/tools/"  # where a release's tools live (0.7.6–0.13.x: dist/tools/)
 
@@ -230,6 +230,20 @@ def parse_text(card: HarnessCard, tool: str, text: str) -> Parsed | None:
         if m is not None:
             best = (fixed, Parsed(w, m.groupdict()))
     return None if best is None else best[1]
+
+
+def authored_start(card: HarnessCard, text: str) -> int | None:
+    """Where the Pi-authored part of ``text`` begins when it is a text of a Pi tool with fixed wording (0: all of it,
+    e.g. a write's success line; after the shown file for a read's notice); ``None`` for the environment's text
+    alone (a plain ``{content}``/``{output}``)."""
+    for tool in ("edit", "write", "read", "bash"):
+        parsed = parse_text(card, tool, text)
+        if parsed is None or _compiled(parsed.wording.template)[1] == 0:
+            continue
+        names = _compiled(parsed.wording.template)[2]
+        leading = parsed.wording.template.startswith("{")
+        return len(parsed.values[names[0]]) if leading else 0
+    return None
 
 
 def _writes(card: HarnessCard, template: str, tool: str) -> bool:
