@@ -13,7 +13,9 @@ Each copy differs from every other copy in two deterministic ways:
   re-runs of the same task are in a real fleet; near-dedup is expected to drop most of them.
 
 The tags are letters only (no entropy spike for the secret scanner) and never touch JSON keys, enum strings without
-spaces, tool names, paths, base64 data, or patch/exit-code keywords. Conversations with no such word (e.g. a prompt
+spaces, tool names, paths, base64 data, patch/exit-code keywords, or a text Pi itself writes into a tool result
+(``Successfully wrote N bytes to P``, a read's continuation notice: ``harness.pi_texts.authored_start``; a real Pi
+never writes a tagged wording, so a tagged one would be converted as an unknown text). Conversations with no such word (e.g. a prompt
 that was replaced by ``[REDACTED_PROMPT]``, or text without ASCII small words) stay identical across copies.
 Folder units (OpenHands V1) are copied as folders. ``SOURCES.md`` is left out. Output is a pure function of
 (traces, target size, seed).
@@ -58,13 +60,32 @@ def copy_tag(copy: int, seed: int = 0) -> str:
     raise ValueError("too many copies")
 
 
+def _untouchable(raw: bytes) -> int:
+    """How much of a JSON string literal may be tagged: up to where the text Pi writes in it begins (all of it
+    when Pi writes none)."""
+    if b"Successfully" not in raw and b"continue" not in raw and b"Could not" not in raw:  # cheap pre-check
+        return len(raw)
+    from harnessfit.harness.card import load_card
+    from harnessfit.harness.pi_texts import authored_start
+
+    try:
+        text = json.loads(raw)
+    except ValueError:
+        return len(raw)
+    start = authored_start(load_card(), text) if isinstance(text, str) else None
+    if start is None:
+        return len(raw)
+    at = raw.rfind(json.dumps(text[start:], ensure_ascii=False)[1:-1].encode()) if start else 1
+    return at if at >= 0 else 0
+
+
 def _template(data: bytes) -> tuple[list[bytes], list[tuple[str, bytes]]]:
     """Split ``data`` into literal chunks and the slots between them: ("uuid", original) or ("tag", b"")."""
     slots: list[tuple[int, int, str, bytes]] = [(m.start(), m.end(), "uuid", m.group(0)) for m in _UUID.finditer(data)]
     for m in _STRING.finditer(data):
         if _KEY_AFTER.match(data, m.end()):
             continue
-        w = _WORD.search(m.group(0))
+        w = _WORD.search(m.group(0), 0, _untouchable(m.group(0)))
         if w is not None:
             pos = m.start() + w.end()  # right after the word: the tag is appended to it
             slots.append((pos, pos, "tag", b""))

@@ -159,9 +159,11 @@ def test_cli_convert(traces_dir: Path, tmp_path: Path):
     assert result.exit_code == 0, result.output
     assert "read 5 = accepted 2 + rejected 3" in result.output
     assert orjson.loads((tmp_path / "o" / "accounting.json").read_bytes())["harness"] == "pi@0.73.1"
-    # the default target is the newest card: the old Pi session's write results are not what it sends
+    # the default target is the newest card: the old Pi session's write results are put in its words
     newest = CliRunner().invoke(app, ["convert", str(traces_dir / "pi"), "--out", str(tmp_path / "n")])
-    assert newest.exit_code == 0 and "harness_version_mismatch" in newest.output, newest.output
+    assert newest.exit_code == 0 and "harness_version_mismatch" not in newest.output, newest.output
+    texts = (tmp_path / "n" / "conversations.jsonl").read_text()
+    assert "pi.text_rerendered:write" in texts and "Successfully wrote to " in texts and " bytes to " not in texts
     assert orjson.loads((tmp_path / "n" / "accounting.json").read_bytes())["harness"] == f"pi@{NEWEST_PI_VERSION}"
     result = CliRunner().invoke(app, ["convert", str(traces_dir / "pi"), "--out", str(tmp_path / "p"),
                                       "--format", "claude_code"])

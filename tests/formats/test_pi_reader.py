@@ -89,7 +89,10 @@ def test_legacy_edit_is_upgraded_exactly(tmp_path: Path, card):
     assert call == {"id": "c1", "type": "function",
                     "function": {"name": "edit", "arguments": '{"path":"a.py","edits":[{"oldText":"x","newText":"y"}]}'}}
     assert conv.messages[1] == {"role": "user", "content": [{"type": "text", "text": "fix it"}]}
-    assert conv.messages[3] == {"role": "tool", "content": "Successfully replaced text in a.py.", "tool_call_id": "c1"}
+    # Pi ≤ 0.63.1's wording, put in the card's words (no Pi since 0.63.2 writes "replaced text in")
+    assert conv.messages[3] == {"role": "tool", "content": "Successfully replaced 1 block(s) in a.py.",
+                                "tool_call_id": "c1"}
+    assert "pi.text_rerendered:edit" in conv.meta.transformations
     assert conv.messages[-1] == {"role": "assistant", "content": "done"}
 
 

@@ -15,11 +15,12 @@ import pytest
 
 from harnessfit.convert.wire import to_conversation
 from harnessfit.core.conversation import Conversation
-from harnessfit.core.rejection import Reason, Rejection
+from harnessfit.core.rejection import Failure, Reason, Rejection
 from harnessfit.formats.pi.reader import PiReader
 from harnessfit.formats.registry import detect_format, iter_units
 from harnessfit.harness.card import HarnessCard, load_card
 from harnessfit.harness.diff import card_diff
+from harnessfit.harness.pi_texts import in_target_words, text_violations
 from harnessfit.harness.recorded import Recorded, recorded_pi_versions
 from harnessfit.harness.versions import PI_CARD_VERSIONS
 
@@ -40,7 +41,9 @@ def _expected_difference(x: HarnessCard, y: HarnessCard, call: Call) -> str | No
         if verdict[0] != verdict[1]:
             return "tools"
     key = x.result_key(name, result)
-    if key is not None and not diff.result_identical(key):
+    # a Pi-authored text that differs is re-rendered in y's words (harness.pi_texts) unless that cannot be done
+    if key is not None and not diff.result_identical(key) and isinstance(in_target_words(y, name, result, arguments),
+                                                                          Failure):
         return diff.texts[key].kind
     return None
 
@@ -114,6 +117,7 @@ def test_converting_across_versions_rejects_exactly_what_the_diff_names(tmp_path
     if not expected:
         assert isinstance(conv, Conversation), conv
         assert f"pi.recorded:{'|'.join(family)}" in conv.meta.transformations
+        assert text_violations(y, conv.messages) == []  # every Pi-authored text is y's
         return
     assert isinstance(conv, Rejection) and conv.reason == Reason.harness_version_mismatch, conv
     name, section = expected[0]  # the first call that differs decides, with the diff section it differs in
@@ -121,12 +125,13 @@ def test_converting_across_versions_rejects_exactly_what_the_diff_names(tmp_path
     assert "--harness" in conv.repair_hint
 
 
-def test_every_version_pair_either_converts_or_names_a_difference() -> None:
-    # the matrix above is not vacuous: across the committed cards some conversions are refused and some are not
+def test_every_version_pair_either_keeps_or_rewords_the_texts() -> None:
+    # the matrix above is not vacuous: across the committed cards some conversions re-render a Pi-authored text
+    # (0.x's write result in 1.x's words and back) and some keep every text as recorded
     outcomes = set()
     for source, target in itertools.product(PI_CARD_VERSIONS, repeat=2):
-        x, y = load_card("pi", source), load_card("pi", target)
-        outcomes.add(any(_expected_difference(x, y, c) for c in _ordinary_calls(source)))
+        y = load_card("pi", target)
+        outcomes.add(any(in_target_words(y, n, r, a) != r for n, a, r in _ordinary_calls(source)))
     assert outcomes == {True, False}
 
 

@@ -103,14 +103,15 @@ def test_verify_rebuilds_for_the_recorded_harness(old_dataset: Path) -> None:
     assert verify_dataset(old_dataset).ok  # the manifest's harness, not the default, is what it rebuilds for
 
 
-def test_building_old_sessions_for_the_newest_names_the_difference(old_dataset: Path, tmp_path: Path) -> None:
+def test_building_old_sessions_for_the_newest_rewords_their_texts(old_dataset: Path, tmp_path: Path) -> None:
+    # 0.73.1's write result names a byte count 1.6.0 does not: the build for the newest puts it in 1.6.0's words
     res = CliRunner().invoke(app, ["build", "--inputs", str(old_dataset.parent / "s.jsonl"), "--out",
                                    str(tmp_path / "n"), "--no-parquet"])
     assert res.exit_code == 0, res.output
     m = orjson.loads((tmp_path / "n" / "manifest.json").read_bytes())
-    assert m["harness"] == NEW and m["counts"]["rejected_by_reason"] == {"harness_version_mismatch": 1}
-    (row,) = [orjson.loads(x) for x in (tmp_path / "n" / "ledger.jsonl").read_bytes().splitlines()]
-    assert row["detail"].startswith("results differ: write: ")
+    assert m["harness"] == NEW and m["counts"]["rejected_by_reason"] == {} and m["counts"]["kept"] == 1
+    texts = b"".join(p.read_bytes() for p in (tmp_path / "n").rglob("*.jsonl"))
+    assert b"Successfully wrote to b.txt" in texts and b"Successfully wrote 3 bytes" not in texts
 
 
 def test_audit_refuses_another_harness(old_dataset: Path, tmp_path: Path) -> None:

@@ -217,9 +217,10 @@ def _assistant(b: _Context, turn: Turn) -> tuple[dict[str, Any] | None, list[tup
             continue
         pieces = [outcome] if type(outcome) is PiCall else list(outcome)
         if b.check:  # what Pi received is the recorded call, before any upgrade the mapping made
+            # a result the mapping re-rendered in the target's words (harness.pi_texts) is the target's already
             first = pieces[0].result if pieces else None
-            _version_check(draft, i, call.name, call.arguments, first if isinstance(first, str) else None, card,
-                           b.recorded, b.check)
+            kept = isinstance(first, str) and result is not None and first == (result.text or "")
+            _version_check(draft, i, call.name, call.arguments, first if kept else None, card, b.recorded, b.check)
         _wire_calls(b, i, call, pieces, refused[k], pairs[k], calls, tool_msgs, synthetic)
     blocks = assistant_blocks(step)
     if any(kind == "thinking" and text.strip() for kind, text in blocks):

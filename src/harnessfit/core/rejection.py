@@ -47,8 +47,8 @@ class Reason(StrEnum):
     A call's problem is either in the call (``unsupported_tool``, ``ui_only_call`` — a UI-only call that could not be
     dropped without changing what the model saw —, ``unmappable_arguments``, ``arguments_double_encoded``,
     ``schema_violation``, ``user_rejected_call``: the call is no training label) or in its result
-    (``unmappable_result``, ``missing_tool_result``, a result's ``image_content``: the call is an exact label, the
-    context after it is not)."""
+    (``unmappable_result``, ``unknown_pi_text``, ``missing_tool_result``, a result's ``image_content``: the call is an
+    exact label, the context after it is not)."""
 
     # reading
     unknown_format = "unknown_format"
@@ -69,6 +69,7 @@ class Reason(StrEnum):
     arguments_double_encoded = "arguments_double_encoded"
     schema_violation = "schema_violation"
     harness_version_mismatch = "harness_version_mismatch"
+    unknown_pi_text = "unknown_pi_text"  # a Pi session's result in a wording no known Pi release writes
     orphan_tool_result = "orphan_tool_result"
     turn_after_answer = "turn_after_answer"
     missing_tool_result = "missing_tool_result"

@@ -1,4 +1,6 @@
-"""``verify``: rebuild a dataset in memory from its manifest (inputs + config) and compare byte for byte.
+"""``verify``: rebuild a dataset in memory from its manifest (inputs + config) and compare byte for byte; then check
+that every kept context (each SFT record's messages, each decision point's state) holds only Pi-authored texts the
+dataset's target Pi writes (``harness.pi_texts.text_violations``).
 
 Nothing is written: the rebuild streams through a ``CompareSink`` that reads the files on disk alongside. Inputs
 are checked first (present, unchanged) so a changed input is reported as such, not as a differing record; then
@@ -101,9 +103,25 @@ def verify_dataset(folder: Path, *, workers: int = 1, progress: bool = False) ->
     run_build(config, folder, sink, out_dir=folder, progress=progress)
     first = sink.first_mismatch()
     if first is None:
-        return VerifyResult(ok=True, files_checked=len(sink.files))
+        return _check_texts(folder, manifest) or VerifyResult(ok=True, files_checked=len(sink.files))
     rid = first.record_id if first.record_id != first.relpath else None
     return VerifyResult(ok=False, file=first.relpath, record_id=rid, position=first.position if rid else None,
                         detail=first.detail, files_checked=len(sink.files))
 
 
+def _check_texts(folder: Path, manifest: dict[str, Any]) -> VerifyResult | None:
+    """The first kept context holding a tool-result text the dataset's target Pi does not write, as a failed
+    ``VerifyResult``; ``None`` when there is none."""
+    from harnessfit.harness.card import load_harness
+    from harnessfit.harness.pi_texts import text_violations
+
+    card = load_harness(manifest.get("harness"))
+    for part, field in (("sft", "messages"), ("decision_points", "state")):
+        for path in sorted((folder / part).glob("*.jsonl")):
+            for n, line in enumerate(path.read_bytes().splitlines()):
+                record = orjson.loads(line)
+                found = text_violations(card, record.get(field) or [])
+                if found:
+                    return VerifyResult(ok=False, file=str(path.relative_to(folder)), record_id=record.get("id"),
+                                        position=n, detail=f"a text Pi {card.version} does not write: {found[0]}")
+    return None

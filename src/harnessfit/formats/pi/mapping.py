@@ -3,7 +3,12 @@
 - ``edit{path, oldText, newText}`` (Pi ≤ 0.62) → ``edit{path, edits:[{oldText, newText}]}``. Pi 0.64+ accepts the
   legacy shape only by repairing it; a model trained on it would learn a call the current schema does not
   describe, so the call is upgraded to the current shape. Recorded as ``pi.edit_legacy->edits``.
-- Result texts are Pi's own; they pass through unchanged.
+- Result texts are Pi's own, in the words of the Pi that recorded the session: each is put in the target card's
+  words (``harness.pi_texts.in_target_words``): kept byte for byte where the target writes the same wording, else
+  re-rendered (0.x ``Successfully wrote N bytes to P`` → 1.6.0 ``Successfully wrote to P``); a text the target
+  cannot write from what the session holds is a ``Failure`` for the result (``harness_version_mismatch`` naming the
+  template), and an ``edit``/``write`` result in no known wording is ``unknown_pi_text``. Recorded as
+  ``pi.text_rerendered:<key>``.
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ from typing import Any
 from harnessfit.core.rejection import Reason, excerpt
 from harnessfit.core.trajectory import Step, ToolCall
 from harnessfit.formats.base import Failure, MapContext, MapOutcome, PiCall, parse_arguments, result_text
+from harnessfit.harness.pi_texts import in_target_words, parse_text
 
 __all__ = ["PiMapping"]
 
@@ -34,6 +40,16 @@ class PiMapping:
         if isinstance(args, Failure):
             return args
         transformations: tuple[str, ...] = ()
+        text = result_text(result)
+        rendered: str | Failure | None = text
+        if text is not None:
+            rendered = in_target_words(ctx.card, call.name, text, args)
+            if isinstance(rendered, Failure) and rendered.reason == Reason.unknown_pi_text and any(
+                    v.severity == "error" for v in ctx.card.validate_call(call.name, args)):
+                rendered = text  # the target refuses the call: it is cut at its own turn, its result is never seen
+            if isinstance(rendered, str) and rendered != text:
+                parsed = parse_text(ctx.card, call.name, text)
+                transformations = (f"pi.text_rerendered:{parsed.wording.key if parsed else '?'}",)
         if call.name == "edit" and "edits" not in args and {"oldText", "newText"} <= set(args):
             upgraded: dict[str, Any] = {"path": args.get("path")}
             upgraded["edits"] = [{"oldText": args["oldText"], "newText": args["newText"]}]
@@ -41,5 +57,5 @@ class PiMapping:
                 if k not in ("path", "oldText", "newText"):
                     upgraded[k] = v
             args = upgraded
-            transformations = ("pi.edit_legacy->edits",)
-        return PiCall(call.name, args, result_text(result), transformations)
+            transformations += ("pi.edit_legacy->edits",)
+        return PiCall(call.name, args, rendered, transformations)
