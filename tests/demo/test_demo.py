@@ -11,6 +11,8 @@ import yaml
 
 from harnessfit.demo.pipeline import DemoPlan, examples_dir, run_demo
 from harnessfit.harness.versions import DEFAULT_PI_VERSION, harness_spec
+from harnessfit.tasks import get_family
+from harnessfit.tasks.generate import generate_tasks
 
 pytestmark = [pytest.mark.slow, pytest.mark.pi]
 
@@ -31,7 +33,9 @@ def test_demo_runs_every_stage_and_writes_the_report(tmp_path: Path) -> None:
     recipe_path = tmp_path / "recipe.yaml"
     recipe_path.write_text(yaml.safe_dump(recipe))
 
+    generate_tasks([get_family("edit_default_argument")], tmp_path / "heldout", n=1, seed=0)
     plan = DemoPlan(out=tmp_path / "demo", traces=None, train_suite=train_suite, eval_suite=eval_suite,
+                    heldout_suite=tmp_path / "heldout",
                     recipe=recipe_path, eval_max_turns=2, eval_max_seconds=60, serve_max_tokens=24,
                     raw_prompts=1, raw_max_tokens=16, probe_samples=1, probe_max_tokens=16)
     report = run_demo(plan)
@@ -44,6 +48,13 @@ def test_demo_runs_every_stage_and_writes_the_report(tmp_path: Path) -> None:
                 "raw/svelte-components/compare.md", "raw/python-functions/compare.md", "probe/compare.md"):
         assert (out / rel).exists(), rel
     assert "equals the committed card: **True**" in text
+    # both models were also evaluated on the held-out family, and the report shows the metric split for both suites
+    for name in ("base-heldout", "tuned-heldout"):
+        res = orjson.loads((out / "eval" / name / "results.json").read_bytes())
+        assert res["status"] == "success" and [e["facts"]["task_id"] for e in res["episodes"]] == [
+            "edit_default_argument-0-0000"]
+    assert "Before / after on held-out task families" in text
+    assert text.count("Final validation clean") == 2 and text.count("Turn cap hit") == 2
     assert "before / after" in text.lower()
     # the static measures ran for both models: both raw suites and the probes, all scored
     for rel in ("raw/svelte-components", "raw/python-functions", "probe"):

@@ -46,6 +46,10 @@ def register(app: typer.Typer) -> None:
                                                   "candidates 2..N when the request asks for greedy."),
         best_of_log: Path | None = typer.Option(None, "--best-of-log", help="Append one JSON line per request "
                                                 "(candidates tried, which passed) to this file."),
+        capture_dir: Path | None = typer.Option(None, "--capture-dir", help="Record what the engine sampled for "
+                                                "every request (prompt ids, sampled ids, their processed logprobs, "
+                                                "loss mask) per episode (the client's API key) in DIR/<key>.jsonl, "
+                                                "TRL's harness TrainingTrace shape; built-in backend."),
         ready_file: Path | None = typer.Option(None, "--ready-file", hidden=True),
     ) -> None:
         """Serve MODEL as an OpenAI-compatible endpoint on 127.0.0.1 (/v1/models, /v1/chat/completions)."""
@@ -60,6 +64,9 @@ def register(app: typer.Typer) -> None:
         kind = choose_backend(backend)
         if best_of > 1 and kind == "vllm":
             raise UserError("--best-of needs the built-in backend (--backend builtin)")
+        if capture_dir is not None and (kind == "vllm" or best_of > 1):
+            raise UserError("--capture-dir needs the built-in backend without --best-of (vLLM returns token ids and "
+                            "logprobs itself: --return-tokens-as-token-ids --logprobs-mode processed_logprobs)")
         if verifier not in ("card",):
             raise UserError(f"unknown --verifier {verifier!r}: use card")
         if kind == "vllm":
@@ -88,7 +95,8 @@ def register(app: typer.Typer) -> None:
             typer.echo(f"serving {engine.model_id} at {base_url} (stop tokens {engine.stop_ids}, "
                        f"max {engine.max_tokens} tokens); Ctrl-C to stop", err=True)
 
-        serve_engine(engine, port=port, ready_file=ready_file, on_ready=ready, max_queue=max_queue)
+        serve_engine(engine, port=port, ready_file=ready_file, on_ready=ready, max_queue=max_queue,
+                     capture_dir=capture_dir)
 
 
 def _pi_version(harness: str | None, model: str, adapter: Path | None) -> str:

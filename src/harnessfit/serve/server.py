@@ -42,9 +42,10 @@ def _announce(ready_file: Path, info: dict) -> None:
 
 
 def serve_engine(engine: Engine, *, port: int = 0, ready_file: Path | None = None, on_ready=None,
-                 max_queue: int | None = None) -> None:
+                 max_queue: int | None = None, capture_dir: Path | None = None) -> None:
     """Serve until SIGINT/SIGTERM. ``on_ready(base_url)`` is called once the socket listens; ``max_queue`` bounds
-    the chat requests admitted at once (``serve.admission``; default ``DEFAULT_MAX_QUEUE``)."""
+    the chat requests admitted at once (``serve.admission``; default ``DEFAULT_MAX_QUEUE``); ``capture_dir``
+    records every answered request's sampled tokens per episode (``serve.capture``)."""
     import uvicorn
 
     from harnessfit.serve.app import create_app
@@ -52,7 +53,10 @@ def serve_engine(engine: Engine, *, port: int = 0, ready_file: Path | None = Non
     sock = bind(port)
     real_port = sock.getsockname()[1]
     base_url = f"http://{HOST}:{real_port}/v1"
-    app = create_app(engine) if max_queue is None else create_app(engine, max_queue=max_queue)
+    from harnessfit.serve.capture import CaptureStore
+
+    kwargs = {} if max_queue is None else {"max_queue": max_queue}
+    app = create_app(engine, capture=CaptureStore(capture_dir) if capture_dir is not None else None, **kwargs)
     config = uvicorn.Config(app, log_level="warning", access_log=False, timeout_graceful_shutdown=2)
     server = uvicorn.Server(config)
     if ready_file is not None:
