@@ -38,6 +38,8 @@ def test_a_killed_run_resumes_with_only_what_is_missing(pi_installed, tmp_path: 
     synth(tmp_path / "suite", out, contrast=False, task_ids=[first], progress=False)  # a run that stopped early
     with pytest.raises(UserError, match="--resume"):
         synth(tmp_path / "suite", out, contrast=False, progress=False)
+    with pytest.raises(UserError, match="other contrast"):
+        synth(tmp_path / "suite", out, contrast=True, resume=True, progress=False)
     manifest = synth(tmp_path / "suite", out, contrast=False, resume=True, progress=False)
     assert sorted(f["task"] for f in manifest["files"]) == [first, second]
     assert {f["family"] for f in manifest["files"]} == {"edit_string", "recover_missing_file"}

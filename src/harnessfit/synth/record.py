@@ -65,6 +65,18 @@ def _ledger_rows(path: Path) -> list[dict[str, Any]]:
     return rows
 
 
+def _same_run(path: Path, spec: dict[str, Any], resume: bool) -> None:
+    """A resumed run must be the run it continues (same suite, seeds, contrast and Pi): its ledger means nothing
+    for another one."""
+    if resume and path.is_file():
+        before = orjson.loads(path.read_bytes())
+        changed = sorted(k for k in spec if before.get(k) != spec[k])
+        if changed:
+            raise UserError(f"--resume continues the run in {path.parent}, which had other "
+                            f"{', '.join(f'{k} ({before.get(k)!r})' for k in changed)}: choose a new --out")
+    path.write_bytes(orjson.dumps(spec, option=orjson.OPT_INDENT_2) + b"\n")
+
+
 def _next_part(kind_dir: Path) -> Path:
     return kind_dir / f"part-{len(list(kind_dir.glob('part-*'))) if kind_dir.is_dir() else 0:04d}"
 
@@ -122,6 +134,8 @@ def synth(
         for old in ("sessions", "runs"):
             shutil.rmtree(out_dir / old, ignore_errors=True)
     out_dir.mkdir(parents=True, exist_ok=True)
+    _same_run(out_dir / "run.json", {"suite": str(Path(suite_dir).resolve()), "seeds": seeds, "contrast": contrast,
+                                     "pi_version": pi_version}, resume)
     rows = _ledger_rows(ledger)
     done = {(r["kind"], r["task"], r["seed"]) for r in rows}
     kinds = {k: v for k, v in SYNTH_KINDS.items() if contrast or k == "golden"}
