@@ -207,6 +207,26 @@ def test_sidechain_without_its_task_call_is_still_its_prompt(tmp_path: Path, car
     assert isinstance(to_conversation(side, card), Conversation)
 
 
+def test_subagent_transcript_file_links_to_its_parent_session(tmp_path: Path, card):
+    """A ``<session>/subagents/agent-<id>.jsonl`` file (its lines carry the parent's ``sessionId``) is a sub-agent's
+    run: a trajectory noting ``subagent_of:claude_code:<session>``, which the parent session's file (it has a Task
+    call) names as ``session:claude_code:<session>``; Claude Code's compaction runs there stay flagged."""
+    parent = _sidechain_session(tmp_path, "Describe a.py", "Describe a.py")
+    (main, _) = ClaudeCodeReader().read(parent)
+    assert "session:claude_code:s" in main.provenance.transformations
+    sub = tmp_path / "s" / "subagents"
+    sub.mkdir(parents=True)
+    rows = [r for r in map(json.loads, parent.read_text().splitlines()) if r.get("isSidechain")]
+    (sub / "agent-a1.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    (side,) = ClaudeCodeReader().read(sub / "agent-a1.jsonl")
+    assert "subagent_of:claude_code:s" in side.provenance.transformations and "subagent" not in side.flags
+    assert isinstance(to_conversation(side, card), Conversation)
+    (sub / "agent-acompact-1.jsonl").write_text((sub / "agent-a1.jsonl").read_text(), encoding="utf-8")
+    (compact,) = ClaudeCodeReader().read(sub / "agent-acompact-1.jsonl")
+    rej = to_conversation(compact, card)
+    assert isinstance(rej, Rejection) and rej.reason == Reason.subagent and "compaction" in rej.detail
+
+
 def test_warmup_sidechain_stays_a_subagent(tmp_path: Path, card):
     """Claude Code's own warm-up of a sub-agent ("Warmup", no parent call wrote it) is no one's request."""
     (side,) = ClaudeCodeReader().read(_sidechain_session(tmp_path, "Warmup", None))

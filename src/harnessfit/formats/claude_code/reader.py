@@ -51,7 +51,9 @@ Policies:
   tool). Flagged ``subagent`` (the gate rejects them, naming why) are only runs whose prompt is no one's request:
   Claude Code's own warm-up of a sub-agent (the prompt ``Warmup``, no call wrote it), and a sidechain that does not
   open with a prompt. A file under ``subagents/`` is a sub-agent's transcript (its lines carry the parent's
-  ``sessionId``), read the same way; ``agent-acompact-*`` files there are Claude Code's compaction runs: flagged.
+  ``sessionId``), read the same way and noted ``subagent_of:claude_code:<sessionId>``; a session file with Task calls
+  notes ``session:claude_code:<sessionId>``, so the build's grouped split puts those transcripts in its split.
+  ``agent-acompact-*`` files there are Claude Code's compaction runs: flagged.
 - A user's rejection of a tool call (``is_error`` result "doesn't want to proceed…") → flag
   ``user_rejected_tool`` and ``meta["user_rejected"]`` on the result step: Pi has no approval step, so the gate
   rejects the trajectory (``user_rejected_call``) and keeps the actions before the refused call.
@@ -62,6 +64,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
+from harnessfit.core.ids import SESSION_NOTE, SUBAGENT_OF_NOTE
 from harnessfit.core.rejection import Reason, Rejection
 from harnessfit.core.trajectory import CONTEXT_NOT_REBUILT, Trajectory
 from harnessfit.formats.base import BaseTraceReader
@@ -131,6 +134,8 @@ class ClaudeCodeReader(BaseTraceReader):
                         and isinstance(c.arguments.get("prompt"), str)}
         compactions = len(session.epochs) - 1
         root: str | None = None
+        links = _session_notes(session, whole_file_subagent, spawns=any(
+            c.name in TASK_TOOLS for t in session.threads() for s in t.steps for c in s.tool_calls))
         named: list[tuple[str, Thread, list[str]]] = []
         for k, t in enumerate(session.epochs):
             notes = [f"claude.sidechains_split_off:{sidechains}"] if sidechains else []
@@ -153,7 +158,8 @@ class ClaudeCodeReader(BaseTraceReader):
             traj = self.trajectory(
                 path, sha, key=key, steps=t.steps, cwd=session.cwd, date=session.date,
                 source_harness_version=session.version, flags=sorted(flags), line_start=t.first_line,
-                line_end=t.last_line, transformations=list(dict.fromkeys([*noise, *notes, *t.transformations])),
+                line_end=t.last_line,
+                transformations=list(dict.fromkeys([*links, *noise, *notes, *t.transformations])),
             )
             traj.lost_at = t.lost_at
             if t.skipped_calls:
@@ -176,3 +182,13 @@ def _subagent_run(thread: Thread, task_prompts: set[str], path: Path) -> tuple[s
     if (first.text or "").strip() == WARMUP_PROMPT:
         return "Claude Code's warm-up of a sub-agent (its prompt \"Warmup\" is no request)", ""
     return None, "claude.subagent_prompt_unlinked"
+
+
+def _session_notes(session: Session, whole_file_subagent: bool, spawns: bool) -> list[str]:
+    """The links the build's grouped split follows (``core.ids.session_links``): a sub-agent transcript file names the
+    session that spawned it (its lines' ``sessionId``), a session with Task calls names itself."""
+    if session.session_id is None:
+        return []
+    if whole_file_subagent:
+        return [f"{SUBAGENT_OF_NOTE}claude_code:{session.session_id}"]
+    return [f"{SESSION_NOTE}claude_code:{session.session_id}"] if spawns else []
