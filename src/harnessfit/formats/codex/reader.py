@@ -27,7 +27,8 @@ Sub-agents (``session_meta.source.subagent``): a rollout a parent's ``spawn_agen
 naming ``parent_thread_id``) is a whole agent conversation whose user message is the ``message`` the parent wrote
 (after the injected AGENTS.md/environment items every rollout opens with): a trajectory like any, noted
 ``subagent_of:codex:<parent thread>``; a rollout that calls ``spawn_agent`` notes ``session:codex:<its thread>``, so
-the build's grouped split puts its sub-agents' rollouts in its split (``core.ids.session_links``). The parent's ``spawn_agent``/``wait_agent`` calls stay what the mapping rejects.
+the build's grouped split puts its sub-agents' rollouts in its split (``core.ids.session_links``). The parent's
+``spawn_agent``/``wait_agent`` calls stay what the mapping rejects.
 Review, compaction, memory and other internal sub-agents run a prompt Codex wrote: flagged ``subagent``.
 
 Epochs share the first epoch's ``root_request_id``, so a split never separates them; the last epoch keeps the plain
