@@ -112,7 +112,8 @@ class SideBranch(FlagGate):
 
 
 class Subagent(FlagGate):
-    """A sub-agent run: its prompts were written by a parent agent, not a user, and Pi has no sub-agents."""
+    """A sub-agent run whose prompt is no one's request (a warm-up, compaction or review run; the reader notes why as
+    ``subagent:<why>``). A run that opens with the prompt its parent wrote is a trajectory like any, not flagged."""
 
     name, flag, reason = "subagent", "subagent", Reason.subagent
     detail = "a sub-agent run whose prompt is no request of a user or parent agent"
