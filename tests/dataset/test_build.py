@@ -158,3 +158,25 @@ def test_garbage_collector_freezing_is_undone_and_changes_no_byte(tmp_path, monk
         assert frozen == [] and 0 < gc.get_freeze_count() <= before  # (frozen objects freed by refcount leave)
     finally:
         gc.unfreeze()
+
+
+def test_sub_agent_runs_land_in_their_parents_split(tmp_path):
+    """A sub-agent run (``subagent_of:<session>``) is in the split of the conversation that spawned it
+    (``session:<session>``), though its root request (its own prompt) differs; a run whose parent is not in the
+    corpus is its own group."""
+    parents = corpus(16)
+    for i, p in enumerate(parents):
+        p.meta.transformations.append(f"session:codex:S{i}")
+    kids = [make_conv(f"Sub-task {i}: look at m{i}.py", [("read", {"path": f"m{i}.py"}, f"x = {i}\n")],
+                      answer=f"m{i}.py sets x to {i}.", salt=f"kid{i}", source="codex") for i in range(17)]
+    for i, k in enumerate(kids):
+        k.meta.transformations.append(f"subagent_of:codex:S{i}")  # S16: no such parent
+    out = tmp_path / "out"
+    build_dataset(_cfg(tmp_path), tmp_path, out=out, items=[*parents, *kids])
+    split_of = {}
+    m = json.loads((out / "manifest.json").read_text())
+    for split in m["splits"]["per_split"]:
+        for line in (out / "conversations" / f"{split}.jsonl").read_text().splitlines():
+            split_of[json.loads(line)["id"]] = split
+    assert all(split_of[k.id] == split_of[p.id] for k, p in zip(kids, parents))
+    assert kids[16].id in split_of and m["splits"]["group_overlap"] == 0

@@ -156,11 +156,82 @@ def test_rejections_have_reasons(tmp_path: Path, card, call, result, reason):
     assert isinstance(rej, Rejection) and rej.reason == reason, rej
 
 
-def test_sidechain_is_subagent(tmp_path: Path, card):
-    path = _session(tmp_path, [_use("t1", "Bash", {"command": "ls"})], [_res("t1", "a")],
-                    extra={"isSidechain": True})
-    rej = _convert(path, card)
-    assert isinstance(rej, Rejection) and rej.reason == Reason.subagent
+def _sidechain_session(tmp_path: Path, prompt: str, task_prompt: str | None) -> Path:
+    """A main thread whose Task call (with ``task_prompt``; no main thread when ``None``) runs a sidechain opened by
+    ``prompt``, which reads a file and answers; the Task result closes the main thread."""
+    main = []
+    if task_prompt is not None:
+        main.append(_line("user", "survey the repo", extra={"uuid": "u1"}))
+        main.append(_line("assistant", [_use("task1", "Task", {"description": "d", "prompt": task_prompt,
+                                                                 "subagent_type": "general-purpose"})],
+                          mid="m_main", extra={"uuid": "a1", "parentUuid": "u1"}))
+    side = {"isSidechain": True}
+    rows = [*main,
+            _line("user", prompt, extra={**side, "uuid": "s1"}),
+            _line("assistant", [_use("r1", "Read", {"file_path": "/home/u/proj/a.py"})], mid="m_s1",
+                  extra={**side, "uuid": "s2", "parentUuid": "s1"}),
+            _line("user", [_res("r1", "     1\u2192x = 1\n")["block"]], extra={**side, "uuid": "s3", "parentUuid": "s2"}),
+            _line("assistant", [{"type": "text", "text": "a.py sets x."}], mid="m_s2",
+                  extra={**side, "uuid": "s4", "parentUuid": "s3"})]
+    if task_prompt is not None:
+        rows += [_line("user", [_res("task1", [{"type": "text", "text": "a.py sets x."}])["block"]],
+                       extra={"uuid": "u2", "parentUuid": "a1"}),
+                 _line("assistant", [{"type": "text", "text": "Done."}], mid="m_main2",
+                       extra={"uuid": "a2", "parentUuid": "u2"})]
+    path = tmp_path / "side.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+def test_sidechain_is_a_trajectory_opening_with_its_task_prompt(tmp_path: Path, card):
+    """A Task sub-agent's run is a whole conversation whose user message is the prompt the parent wrote: it converts
+    on its own (its calls are labels) and shares the parent's root request; the parent's Task call stays a blocker."""
+    path = _sidechain_session(tmp_path, "Describe a.py", "Describe a.py")
+    main, side = ClaudeCodeReader().read(path)
+    assert main.root_request_id == side.root_request_id
+    conv = to_conversation(side, card)
+    assert isinstance(conv, Conversation), conv
+    assert conv.messages[1] == {"role": "user", "content": [{"type": "text", "text": "Describe a.py"}]}
+    assert [c["function"]["name"] for c in conv.messages[2]["tool_calls"]] == ["read"]
+    assert "claude.subagent_prompt_from_task" in conv.meta.transformations
+    assert validate_conversation(conv, card) == []
+    rej = to_conversation(main, card)
+    assert isinstance(rej, Rejection) and rej.reason == Reason.unsupported_tool and "Task" in rej.detail
+
+
+def test_sidechain_without_its_task_call_is_still_its_prompt(tmp_path: Path, card):
+    """The parent's call is not in the file (a sub-agent transcript on its own): the prompt the sidechain opens with
+    is still what the sub-agent's model saw, noted as unlinked."""
+    (side,) = ClaudeCodeReader().read(_sidechain_session(tmp_path, "Describe a.py", None))
+    assert "subagent" not in side.flags and "claude.subagent_prompt_unlinked" in side.provenance.transformations
+    assert isinstance(to_conversation(side, card), Conversation)
+
+
+def test_subagent_transcript_file_links_to_its_parent_session(tmp_path: Path, card):
+    """A ``<session>/subagents/agent-<id>.jsonl`` file (its lines carry the parent's ``sessionId``) is a sub-agent's
+    run: a trajectory noting ``subagent_of:claude_code:<session>``, which the parent session's file (it has a Task
+    call) names as ``session:claude_code:<session>``; Claude Code's compaction runs there stay flagged."""
+    parent = _sidechain_session(tmp_path, "Describe a.py", "Describe a.py")
+    (main, _) = ClaudeCodeReader().read(parent)
+    assert "session:claude_code:s" in main.provenance.transformations
+    sub = tmp_path / "s" / "subagents"
+    sub.mkdir(parents=True)
+    rows = [r for r in map(json.loads, parent.read_text().splitlines()) if r.get("isSidechain")]
+    (sub / "agent-a1.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    (side,) = ClaudeCodeReader().read(sub / "agent-a1.jsonl")
+    assert "subagent_of:claude_code:s" in side.provenance.transformations and "subagent" not in side.flags
+    assert isinstance(to_conversation(side, card), Conversation)
+    (sub / "agent-acompact-1.jsonl").write_text((sub / "agent-a1.jsonl").read_text(), encoding="utf-8")
+    (compact,) = ClaudeCodeReader().read(sub / "agent-acompact-1.jsonl")
+    rej = to_conversation(compact, card)
+    assert isinstance(rej, Rejection) and rej.reason == Reason.subagent and "compaction" in rej.detail
+
+
+def test_warmup_sidechain_stays_a_subagent(tmp_path: Path, card):
+    """Claude Code's own warm-up of a sub-agent ("Warmup", no parent call wrote it) is no one's request."""
+    (side,) = ClaudeCodeReader().read(_sidechain_session(tmp_path, "Warmup", None))
+    rej = to_conversation(side, card)
+    assert isinstance(rej, Rejection) and rej.reason == Reason.subagent and "warm-up" in rej.detail
 
 
 def test_real_sessions(traces_dir: Path, card):

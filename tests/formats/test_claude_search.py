@@ -88,11 +88,64 @@ def test_a_result_that_cannot_be_rebuilt_leaves_the_call_a_label(call: dict, rec
     assert out.prefix.messages[-1] is action  # no result after it
 
 
-@pytest.mark.parametrize("name", ["Grep", "Glob", "LS"])
-def test_without_the_tools_profile_the_tools_are_unsupported(name: str) -> None:
-    rej = to_conversation(_traj({"_name": name, **_grep()}, "3:needle"), DEFAULT)
+@pytest.mark.parametrize(("call", "suggests"), [
+    ({"_name": "Grep", **_grep()}, True),  # maps under the tools profile
+    ({"_name": "Grep", **_grep(output_mode="files_with_matches")}, False),  # a file list: Pi's grep never prints one
+    ({"_name": "Glob", "pattern": "**/*.py", "path": "/w"}, False),
+    ({"_name": "LS", "path": "/w"}, False),
+])
+def test_without_the_tools_profile_the_tools_are_unsupported(call: dict, suggests: bool) -> None:
+    """The tools profile is suggested only for a call it unlocks; otherwise the row says why it would not help."""
+    rej = to_conversation(_traj(dict(call), "3:needle"), DEFAULT)
     assert isinstance(rej, Rejection) and rej.reason == Reason.unsupported_tool
-    assert "pi@0.73.1+tools" in rej.detail
+    text = rej.detail + rej.repair_hint
+    assert ("pi@0.73.1+tools" in text) is suggests, text
+    if not suggests:
+        assert "tools profile would not" in rej.detail
+
+
+def _search_calls() -> list[tuple[Trajectory, ToolCall, Step | None]]:
+    from harnessfit.formats.claude_code.reader import ClaudeCodeReader
+
+    shared = Path(__file__).resolve().parents[2].parent / "shared"
+    out = []
+    for path in sorted([*(shared / "traces" / "claude_code").glob("*.jsonl"),
+                        *(shared / "traces-extra" / "claude_code").glob("*.jsonl")]):
+        for traj in ClaudeCodeReader().read(path):
+            if not isinstance(traj, Trajectory):
+                continue
+            results = {s.tool_call_id: s for s in traj.steps if s.role == "tool"}
+            out += [(traj, c, results.get(c.id)) for s in traj.steps for c in s.tool_calls
+                    if c.name in ("Grep", "Glob", "LS")]
+    return out
+
+
+def test_the_tools_profile_is_suggested_exactly_where_it_unlocks_a_real_call() -> None:
+    """Every Grep/Glob/LS call of the shared Claude Code traces: the default card's row names pi@V+tools if and only if
+    under that card the call is Pi's (a label)."""
+    from harnessfit.formats.base import MapContext, PiCall
+    from harnessfit.formats.registry import get_mapping
+
+    default, tools = load_card("pi", "1.6.0"), load_card("pi", "1.6.0", "tools")
+    m = get_mapping("claude_code")
+    calls = _search_calls()
+    assert len(calls) >= 15
+    unlocked = 0
+    for traj, call, result in calls:
+        off = m.map_call(call, result, MapContext(card=default, trajectory=traj, cwd=traj.cwd or "/"))
+        on = m.map_call(call, result, MapContext(card=tools, trajectory=traj, cwd=traj.cwd or "/"))
+        assert not isinstance(off, PiCall) and off.reason == Reason.unsupported_tool
+        unlocked += isinstance(on, PiCall)
+        assert ("pi@1.6.0+tools" in off.detail + off.repair_hint) is isinstance(on, PiCall), (call, off, on)
+    assert unlocked >= 2  # the content-mode Greps
+
+
+def test_other_formats_search_tools_suggest_no_card() -> None:
+    """No other format's search tool maps to Pi's optional tools, so their hint names no card."""
+    from harnessfit.formats.base import unsupported_hint
+
+    for tool in ("find_file", "search_dir", "list_dir", "glob"):
+        assert "card" not in unsupported_hint(tool)
 
 
 @pytest.mark.pi

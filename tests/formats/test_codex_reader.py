@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+
+import pytest
 
 from harnessfit.core.rejection import Reason, Rejection
 from harnessfit.core.trajectory import Trajectory
@@ -83,3 +86,46 @@ def test_empty_and_contextless_files(tmp_path: Path) -> None:
     meta_only.write_text((FIXTURES / "codex_patch_rollout.jsonl").read_text().splitlines()[0] + "\n")
     (r,) = read_all(meta_only)
     assert isinstance(r, Rejection) and r.reason == Reason.empty
+
+
+EXTRA = Path(__file__).resolve().parents[2].parent / "shared" / "traces-extra"
+SPAWNED = "codex/iampkuhz__feipi-session-browser__rollout-2026-06-19T12-32-38-019ede26-fff1-7790-ad39-a8a29eda9af4.jsonl"
+
+
+def test_spawned_subagent_rollout_is_a_trajectory_opening_with_the_parents_message() -> None:
+    """A rollout a ``spawn_agent`` call started (``source.subagent.thread_spawn``) is a whole agent conversation whose
+    user message is the ``message`` its parent wrote: a trajectory like any, noting its parent thread."""
+    (traj,) = read_all(EXTRA / SPAWNED)
+    assert isinstance(traj, Trajectory) and "subagent" not in traj.flags
+    users = [s for s in traj.steps if s.role == "user"]
+    assert len(users) == 1 and users[0].text.startswith("Goal: 写入并验证 Subagent B 的证明文件。")
+    assert "subagent_of:codex:019ede24-67de-7b11-b46f-7922530907a9" in traj.provenance.transformations
+
+
+def test_a_rollout_that_spawns_sub_agents_names_its_thread(traces_dir: Path) -> None:
+    """So that the build puts its sub-agents' rollouts (other files) in its split."""
+    (traj,) = read_all(traces_dir / R2026)
+    assert "session:codex:019edda8-7eca-7710-b78b-6ce7607beaa1" in traj.provenance.transformations
+    (plain,) = read_all(traces_dir / R2025)  # no spawn_agent: nothing to link
+    assert not any(t.startswith("session:") for t in plain.provenance.transformations)
+
+
+def _rollout(tmp_path: Path, source: object) -> Path:
+    rows = [{"timestamp": "2026-01-01T00:00:00Z", "type": "session_meta",
+             "payload": {"id": "t-1", "timestamp": "2026-01-01T00:00:00Z", "cwd": "/w", "cli_version": "0.140.0",
+                         "source": source}},
+            {"timestamp": "2026-01-01T00:00:01Z", "type": "response_item",
+             "payload": {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "review it"}]}},
+            {"timestamp": "2026-01-01T00:00:02Z", "type": "response_item",
+             "payload": {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "ok"}]}}]
+    path = tmp_path / "rollout-2026-01-01T00-00-00-t-1.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize(("source", "kind"), [("review", "review"), ({"other": "guardian"}, "other")])
+def test_codex_internal_subagents_stay_flagged(tmp_path: Path, source: object, kind: str) -> None:
+    """Review, compaction, guardian… sub-agents run a prompt Codex wrote, no parent's request: flagged, naming why."""
+    (traj,) = read_all(_rollout(tmp_path, {"subagent": source}))
+    assert "subagent" in traj.flags
+    assert any(t.startswith("subagent:") and kind in t for t in traj.provenance.transformations)

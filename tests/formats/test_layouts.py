@@ -280,7 +280,13 @@ def test_claude_code_inline_sidechains_are_split_by_root() -> None:
     trajs = list(get_reader("claude_code").read(path))
     assert len(trajs) == 3 and all(isinstance(t, Trajectory) for t in trajs)
     main, *sides = trajs
-    assert "subagent" not in main.flags and all("subagent" in t.flags for t in sides)
+    # each sidechain is a sub-agent's whole run, opening with the prompt its parent's Task call wrote: a trajectory of
+    # its own (not flagged), in the split of the parent's root request
+    assert not any("subagent" in t.flags for t in trajs)
+    assert {t.root_request_id for t in trajs} == {main.root_request_id}
+    tasks = [c.arguments for s in main.steps for c in s.tool_calls if c.name == "Task"]
+    assert [s.steps[0].text for s in sides] == [a["prompt"] for a in tasks if "prompt" in a]
+    assert all("claude.subagent_prompt_from_task" in s.provenance.transformations for s in sides)
     # the session opens with a prompt slash command: its expansion (an isMeta line) is the main thread's prompt
     assert main.steps[0].role == "user" and "claude.slash_command_prompt" in main.provenance.transformations
     assert [c.name for c in main.steps[1].tool_calls] == ["TodoWrite"]

@@ -112,11 +112,18 @@ class SideBranch(FlagGate):
 
 
 class Subagent(FlagGate):
-    """A sub-agent run: its prompts were written by a parent agent, not a user, and Pi has no sub-agents."""
+    """A sub-agent run whose prompt is no one's request (a warm-up, compaction or review run; the reader notes why as
+    ``subagent:<why>``). A run that opens with the prompt its parent wrote is a trajectory like any, not flagged."""
 
     name, flag, reason = "subagent", "subagent", Reason.subagent
-    detail = "a sub-agent / sidechain run: its prompts come from the parent agent"
-    hint = "train sub-agent runs only with a harness that has a Task tool"
+    detail = "a sub-agent run whose prompt is no request of a user or parent agent"
+    hint = "keep only sub-agent runs that open with the prompt their parent wrote"
+
+    def findings(self, draft: Draft) -> Iterator[Finding]:
+        if self.flag in draft.trajectory.flags:
+            why = next((t.split(":", 1)[1] for t in draft.trajectory.provenance.transformations
+                        if t.startswith("subagent:")), "")
+            yield Finding(None, self.reason, f"{self.detail}: {why}" if why else self.detail, self.hint, cut=0)
 
 
 class ForeignTools(FlagGate):

@@ -5,7 +5,14 @@ from __future__ import annotations
 import hashlib
 import re
 
-__all__ = ["content_id", "root_request_id", "normalise_prompt"]
+__all__ = ["content_id", "root_request_id", "normalise_prompt", "SESSION_NOTE", "SUBAGENT_OF_NOTE", "session_links"]
+
+SESSION_NOTE = "session:"
+"""Transformation note ``session:<format>:<id>``: the source session this conversation comes from, noted where a
+sub-agent run in another file may name it as its parent."""
+SUBAGENT_OF_NOTE = "subagent_of:"
+"""Transformation note ``subagent_of:<format>:<id>``: a sub-agent's run, spawned by that session. Its root request is
+its own prompt; the grouped split puts it in its parent's split (``dataset.split``)."""
 
 
 def content_id(*parts: str, length: int = 16) -> str:
@@ -25,3 +32,14 @@ def normalise_prompt(text: str) -> str:
 
 def root_request_id(first_prompt: str, repository: str | None) -> str:
     return content_id("root", normalise_prompt(first_prompt), repository or "")
+
+
+def session_links(transformations: list[str]) -> tuple[str | None, str | None]:
+    """(the session a conversation's notes name as its own, the session that spawned it), each ``None`` if none."""
+    own = parent = None
+    for t in transformations:
+        if own is None and t.startswith(SESSION_NOTE):
+            own = t[len(SESSION_NOTE):]
+        elif parent is None and t.startswith(SUBAGENT_OF_NOTE):
+            parent = t[len(SUBAGENT_OF_NOTE):]
+    return own, parent

@@ -188,8 +188,9 @@ def _run_build(config: BuildConfig, base_dir: Path, sink: Sink, *, out_dir: Path
         with clock("split"):
             ratios = config.split.ratios()
             # the exact prefixes' root requests too: a task never crosses splits, whether complete or not
+            # a sub-agent's run goes with the session that spawned it (``split``: joined groups)
             assignment = assign_splits([*(g for _, g, _, _ in judge.spool), *judge.prefixes.groups()], ratios,
-                                       config.split.seed)
+                                       config.split.seed, joined=judge.joined())
             split_groups = {s: {g for g, a in assignment.items() if a == s} for s in ratios}
             check_no_overlap(split_groups)
             overlap = sum(1 for g in assignment if sum(g in gs for gs in split_groups.values()) > 1)

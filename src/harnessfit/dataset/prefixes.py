@@ -24,6 +24,7 @@ from typing import Any
 import orjson
 
 from harnessfit.core.conversation import Conversation
+from harnessfit.core.ids import session_links
 from harnessfit.dataset.dedup import exact_key, normalised_text
 from harnessfit.dataset.exports import ConversationExport
 
@@ -49,6 +50,7 @@ class PrefixRow:
     changed: bool
     found: dict[str, int]
     replaced: dict[str, int]
+    links: tuple[str | None, str | None] = (None, None)  # (own session, parent session): ``core.ids.session_links``
 
     @classmethod
     def of(cls, conv: Conversation, redactor: Any | None) -> PrefixRow:
@@ -59,7 +61,8 @@ class PrefixRow:
             res = redactor.redact(conv)
             out, found, replaced = res.conversation, dict(res.found), dict(res.replaced)
         return cls(out.id, out.meta.root_request_id, exact_key(normalised_text(out)),
-                   orjson.dumps(out.model_dump(mode="json")), out is not conv, found, replaced)
+                   orjson.dumps(out.model_dump(mode="json")), out is not conv, found, replaced,
+                   session_links(out.meta.transformations))
 
 
 class PrefixSpool:
@@ -72,6 +75,7 @@ class PrefixSpool:
         self.found: Counter[str] = Counter()
         self.replaced: Counter[str] = Counter()
         self._keys: set[str] = set()
+        self.links: list[tuple[str, str | None, str | None]] = []  # group, own session, parent session
 
     def take(self, row: PrefixRow) -> None:
         self.counts["read"] += 1
@@ -85,6 +89,7 @@ class PrefixSpool:
             self._keys.add(row.key)
         self.counts["kept"] += 1
         self.items.append((row.id, row.group, row.body))
+        self.links.append((row.group, *row.links))
 
     def groups(self) -> list[str]:
         return [g for _, g, _ in self.items]

@@ -6,6 +6,11 @@ test) — independent of order and worker count. Small-corpus rule: when a split
 and another split holds at least two, the group of the fullest split with the lowest ``sha256(seed, split, group)``
 moves over (splits filled in the order validation, test). So with ≥ 2 groups validation is never empty; with one
 group everything is train.
+
+Joined groups: a sub-agent's run answers its own prompt (its own root request) but is part of its parent's task, so
+``joined`` maps its group to its parent's group, and it lands in the parent's split (down a chain of sub-agents; a
+cycle joins to its smallest group). Only groups no other is joined to are assigned by hash, so adding sub-agent runs
+moves no parent. A group joined to one that is not among the groups is its own.
 """
 
 from __future__ import annotations
@@ -23,8 +28,30 @@ def _u(*parts: str) -> float:
     return int.from_bytes(h[:8], "big") / 2**64
 
 
-def assign_splits(groups: Iterable[str], ratios: dict[str, float], seed: int) -> dict[str, str]:
-    """Map each group id to a split name (only names with a ratio > 0)."""
+def _heads(groups: set[str], joined: dict[str, str]) -> dict[str, str]:
+    """Each group's head: the group its chain of ``joined`` links ends at (within ``groups``)."""
+    heads: dict[str, str] = {}
+    for g in groups:
+        chain, cur = [g], g
+        while (nxt := joined.get(cur)) in groups and nxt not in chain:
+            chain.append(nxt)
+            cur = nxt
+        nxt = joined.get(cur)
+        heads[g] = min(chain[chain.index(nxt):]) if nxt in chain else cur
+    return heads
+
+
+def assign_splits(groups: Iterable[str], ratios: dict[str, float], seed: int,
+                  joined: dict[str, str] | None = None) -> dict[str, str]:
+    """Map each group id to a split name (only names with a ratio > 0); a group in ``joined`` gets the split of the
+    group it is joined to."""
+    every = set(groups)
+    heads = _heads(every, joined or {})
+    by_head = _assign(set(heads.values()), ratios, seed)
+    return {g: by_head[heads[g]] for g in sorted(every)}
+
+
+def _assign(groups: set[str], ratios: dict[str, float], seed: int) -> dict[str, str]:
     names = [n for n in SPLIT_ORDER if ratios.get(n, 0) > 0]
     bounds, acc = [], 0.0
     for n in names:

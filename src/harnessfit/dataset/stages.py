@@ -26,6 +26,7 @@ from typing import Any
 import orjson
 
 from harnessfit.core.conversation import Conversation, ConversationMeta
+from harnessfit.core.ids import session_links
 from harnessfit.convert.ledger import Accounting
 from harnessfit.convert.policy import ConvertPolicy
 from harnessfit.convert.wire import DEFAULT_POLICY
@@ -172,6 +173,7 @@ class Judge:
         self.accounting = Accounting()
         self.ledger: list[Rejection] = []
         self.spool: list[tuple[str, str, bytes, str]] = []
+        self.links: list[tuple[str, str | None, str | None]] = []  # kept conversations' group, own/parent session
         self.found: Counter[str] = Counter()
         self.replaced: Counter[str] = Counter()
         self.redacted = 0
@@ -205,3 +207,18 @@ class Judge:
             self.ledger.append(dup)
             return
         self.spool.append((row.id, meta.root_request_id, row.body, meta.source))  # type: ignore[arg-type]
+        self.links.append((meta.root_request_id, *session_links(meta.transformations)))  # type: ignore[union-attr]
+
+    def joined(self) -> dict[str, str]:
+        """For the grouped split: the group of each kept sub-agent run (``subagent_of:<session>``) → the group of
+        the conversation of that session (``session:<session>``), when one is kept (the first in input order)."""
+        every = [*self.links, *self.prefixes.links]
+        sessions: dict[str, str] = {}
+        for group, own, _ in every:
+            if own is not None:
+                sessions.setdefault(own, group)
+        out: dict[str, str] = {}
+        for group, _, parent in every:
+            if parent is not None and parent in sessions and sessions[parent] != group:
+                out.setdefault(group, sessions[parent])
+        return out

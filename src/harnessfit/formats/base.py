@@ -200,8 +200,7 @@ def unsupported_hint(tool: str) -> str:
     if tool in _SUBAGENT_TOOLS:
         return "Pi has no sub-agents: keep sessions that do not delegate, or train with a harness that has a Task tool"
     if tool in _SEARCH_TOOLS:
-        return ("Pi's default tools search with bash (grep/find/ls are optional Pi tools): re-run the search as a bash "
-                "command, or convert with a card that enables the optional tools")
+        return "Pi's default tools search with bash: re-run the search as a bash command"
     if tool in _WEB_TOOLS:
         return "Pi has no web tools: keep sessions that do not browse, or give the agent the pages as files"
     if tool in _USER_TOOLS:

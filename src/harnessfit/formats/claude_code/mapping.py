@@ -10,7 +10,7 @@
 | TodoWrite, TaskCreate, TaskUpdate, ExitPlanMode, mcp__happy__change_title | UI-only | dropped with their results where ``convert.policy`` allows it (decided before the mapping is asked) |
 | AskUserQuestion | unsupported | it hands control to the user mid-turn; Pi has no such tool |
 | Grep{pattern, path, output_mode: content, -n, -i?, glob?} | grep{pattern, path, ignoreCase?, glob?} | only with the tools profile (``pi@V+tools``) and only a search of one file (``formats.claude_code.search``) |
-| Glob, LS | blocked | with the tools profile: never exact as find/ls (``formats.claude_code.search`` says why); else unsupported |
+| Glob, LS | blocked | with the tools profile: never exact as find/ls (``formats.claude_code.search`` says why); else unsupported, naming why the profile would not help |
 | Task, WebFetch, WebSearch, NotebookEdit, mcp__* … | unsupported | not in Pi's default tool set |
 
 Sizes: Claude Code cuts what Pi would not and Pi cuts what Claude Code would not, so such results are not re-rendered

@@ -42,10 +42,18 @@ Policies:
 - Sub-agents: lines with ``isSidechain: true`` are a sub-agent's run written into the parent's file (one per
   ``Task`` call, possibly several running at once, so their lines interleave). Each sidechain is one trajectory,
   found by its root: a sidechain line whose ``parentUuid`` is null or names no sidechain line starts one, and every
-  line whose parent is in a sidechain belongs to that sidechain. They are flagged ``subagent`` (the gate rejects
-  them: a sub-agent's prompt is written by the parent agent, not a user, and Pi has no Task tool). The main thread
-  (every other user/assistant line, in file order) is not flagged; its ``Task`` calls are what the mapping rejects.
-  A file under ``subagents/`` is a sub-agent's transcript: flagged as a whole.
+  line whose parent is in a sidechain belongs to that sidechain. A sub-agent's run is a whole agent conversation
+  whose user message is the prompt its parent wrote (the ``prompt`` of the parent's ``Task``/``Agent`` call; the
+  sidechain's first line holds it verbatim): in Pi it is a session opened with that prompt, so it is a trajectory of
+  its own, in the split of the session's root request (it shares the main thread's ``root_request_id``). It is noted
+  ``claude.subagent_prompt_from_task`` when a ``Task``/``Agent`` call of the file wrote its prompt, else
+  ``claude.subagent_prompt_unlinked``. The parent's ``Task`` call stays what the mapping rejects (Pi has no Task
+  tool). Flagged ``subagent`` (the gate rejects them, naming why) are only runs whose prompt is no one's request:
+  Claude Code's own warm-up of a sub-agent (the prompt ``Warmup``, no call wrote it), and a sidechain that does not
+  open with a prompt. A file under ``subagents/`` is a sub-agent's transcript (its lines carry the parent's
+  ``sessionId``), read the same way and noted ``subagent_of:claude_code:<sessionId>``; a session file with Task calls
+  notes ``session:claude_code:<sessionId>``, so the build's grouped split puts those transcripts in its split.
+  ``agent-acompact-*`` files there are Claude Code's compaction runs: flagged.
 - A user's rejection of a tool call (``is_error`` result "doesn't want to proceed…") → flag
   ``user_rejected_tool`` and ``meta["user_rejected"]`` on the result step: Pi has no approval step, so the gate
   rejects the trajectory (``user_rejected_call``) and keeps the actions before the refused call.
@@ -56,6 +64,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
+from harnessfit.core.ids import SESSION_NOTE, SUBAGENT_OF_NOTE
 from harnessfit.core.rejection import Reason, Rejection
 from harnessfit.core.trajectory import CONTEXT_NOT_REBUILT, Trajectory
 from harnessfit.formats.base import BaseTraceReader
@@ -66,7 +75,11 @@ from harnessfit.formats.claude_code.session import (
 )
 from harnessfit.formats.reading import first_json_line, sniff
 
-__all__ = ["NOISE_TYPES", "USER_REJECTION_MARK", "ClaudeCodeReader"]
+__all__ = ["NOISE_TYPES", "TASK_TOOLS", "USER_REJECTION_MARK", "ClaudeCodeReader"]
+
+TASK_TOOLS = frozenset({"Task", "Agent"})
+"""Claude Code's sub-agent tool (``Agent`` in later releases): its ``prompt`` argument opens the sub-agent's run."""
+WARMUP_PROMPT = "Warmup"
 
 NOISE_TYPES = frozenset(
     {
@@ -116,8 +129,13 @@ class ClaudeCodeReader(BaseTraceReader):
 
     def _records(self, path: Path, sha: str, session: Session, whole_file_subagent: bool) -> Iterator[Trajectory]:
         sidechains = sum(1 for t in session.sides.values() if t.steps)
+        task_prompts = {c.arguments["prompt"] for t in session.threads() for s in t.steps for c in s.tool_calls
+                        if c.name in TASK_TOOLS and isinstance(c.arguments, dict)
+                        and isinstance(c.arguments.get("prompt"), str)}
         compactions = len(session.epochs) - 1
         root: str | None = None
+        links = _session_notes(session, whole_file_subagent, spawns=any(
+            c.name in TASK_TOOLS for t in session.threads() for s in t.steps for c in s.tool_calls))
         named: list[tuple[str, Thread, list[str]]] = []
         for k, t in enumerate(session.epochs):
             notes = [f"claude.sidechains_split_off:{sidechains}"] if sidechains else []
@@ -133,17 +151,44 @@ class ClaudeCodeReader(BaseTraceReader):
                 continue
             flags = set(t.flags)
             if key.startswith("sidechain:") or whole_file_subagent:
-                flags.add("subagent")
+                why, note = _subagent_run(t, task_prompts, path)
+                flags.update(["subagent"] if why else [])
+                notes = [*notes, f"subagent:{why}" if why else note]
             noise = [f"claude.noise_lines_skipped:{session.noise}"] if session.noise else []
             traj = self.trajectory(
                 path, sha, key=key, steps=t.steps, cwd=session.cwd, date=session.date,
                 source_harness_version=session.version, flags=sorted(flags), line_start=t.first_line,
-                line_end=t.last_line, transformations=list(dict.fromkeys([*noise, *notes, *t.transformations])),
+                line_end=t.last_line,
+                transformations=list(dict.fromkeys([*links, *noise, *notes, *t.transformations])),
             )
             traj.lost_at = t.lost_at
             if t.skipped_calls:
                 traj.skipped_calls = {CONTEXT_NOT_REBUILT: t.skipped_calls}
-            if not key.startswith("sidechain:"):  # every epoch of a session stays in the same split
-                root = root or traj.root_request_id
-                traj.root_request_id = root
+            root = root or traj.root_request_id  # every epoch and sub-agent run of a session: the same split
+            traj.root_request_id = root
             yield traj
+
+
+def _subagent_run(thread: Thread, task_prompts: set[str], path: Path) -> tuple[str | None, str]:
+    """Why a sub-agent's run is no one's request (``None`` when it is a trajectory like any), and the note on how its
+    prompt is linked to its parent's call."""
+    first = thread.steps[0] if thread.steps else None
+    if first is None or first.role != "user":
+        return "the sub-agent run does not open with its prompt", ""
+    if first.text in task_prompts:
+        return None, "claude.subagent_prompt_from_task"
+    if path.name.startswith("agent-acompact"):
+        return "Claude Code's compaction run, not a request", ""
+    if (first.text or "").strip() == WARMUP_PROMPT:
+        return "Claude Code's warm-up of a sub-agent (its prompt \"Warmup\" is no request)", ""
+    return None, "claude.subagent_prompt_unlinked"
+
+
+def _session_notes(session: Session, whole_file_subagent: bool, spawns: bool) -> list[str]:
+    """The links the build's grouped split follows (``core.ids.session_links``): a sub-agent transcript file names the
+    session that spawned it (its lines' ``sessionId``), a session with Task calls names itself."""
+    if session.session_id is None:
+        return []
+    if whole_file_subagent:
+        return [f"{SUBAGENT_OF_NOTE}claude_code:{session.session_id}"]
+    return [f"{SESSION_NOTE}claude_code:{session.session_id}"] if spawns else []

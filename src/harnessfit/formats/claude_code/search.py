@@ -15,9 +15,13 @@ recorded, which Pi's own tools (``core/tools/{grep,find,ls}.js``) decide:
   the record never says that the searched path is a file; a record without line numbers, or one Claude Code cut or
   paged. ``files_with_matches`` and ``count`` modes list files or numbers, which Pi's grep never prints: such a
   call has no Pi equivalent (``unmappable_arguments``).
-- **Glob → find** never maps: Pi's find runs fd, which also lists folders, matches a pattern without ``/`` against
-  names at any depth, skips what ``.gitignore`` lists and prints in its own walk's order; Claude Code's Glob lists
-  files only, sorted by modification time. The recorded list does not say what fd would have listed.
+- **Glob → find** never maps: Pi's find runs ``fd --glob --hidden``, which also lists folders and hidden paths,
+  skips what ``.gitignore`` lists and prints in its own walk's order; Claude Code's Glob lists files only, by its
+  own rules for hidden and ignored files (``rg --files``, or a glob library in early versions; a shared real session's
+  Glob listed a ``dist/`` file), sorted by modification time. The recorded list does not say which paths fd would
+  list; the order alone would be a documented difference for a content tier, the rest is not.
+- **Under a card without the tools** (the default) the three are ``unsupported_tool``; the row suggests the tools
+  profile only when the call maps under it (the mapping run with that card), else it says why it would not help.
 - **LS → ls** never maps: Claude Code's LS prints the tree below the folder and leaves out hidden entries; Pi's ls
   lists the folder's own entries, hidden ones included: the record does not say which hidden entries Pi would list.
 """
@@ -26,11 +30,15 @@ from __future__ import annotations
 
 import posixpath
 import re
+from collections.abc import Callable
+from dataclasses import replace
+from functools import lru_cache
 from typing import Any
 
 from harnessfit.core.rejection import Failure, Reason, excerpt
 from harnessfit.core.trajectory import Step
 from harnessfit.formats.base import MapContext, MapOutcome, PiCall, arg_failure, result_failure, unsupported
+from harnessfit.harness.card import HarnessCard, card_path, load_card
 from harnessfit.harness.pi_results import pi_grep_result
 
 __all__ = ["map_grep", "map_glob", "map_ls"]
@@ -42,16 +50,34 @@ _NUMBERED = re.compile(r"(\d+):(.*)\Z", re.DOTALL)
 _PAGED = re.compile(r"\[Showing results with pagination|\[Omitted long line|\[\d+ (?:lines|characters) truncated\]")
 
 
-def _off(tool: str, pi_tool: str, ctx: MapContext) -> Failure | None:
+@lru_cache(maxsize=None)
+def _tools_card(harness: str, version: str) -> HarnessCard | None:
+    """The committed tools-profile card of a Pi version (``None`` when there is none)."""
+    if not card_path(harness, version, "tools").is_file():
+        return None
+    return load_card(harness, version, "tools")
+
+
+def _off(tool: str, pi_tool: str, args: dict[str, Any], result: Step | None, ctx: MapContext,
+         mapper: Callable[[dict[str, Any], Step | None, MapContext], MapOutcome]) -> Failure | None:
+    """``None`` when the card has Pi's ``pi_tool``; else ``unsupported_tool``, suggesting the tools profile only when
+    the call maps there (``mapper`` run under that card), and otherwise saying why it would not."""
     if pi_tool in ctx.card.default_tools:
         return None
-    return unsupported(tool, f"Pi's {pi_tool} is off in card {ctx.card.id}; convert with the tools profile "
-                             f"(pi@{ctx.card.version}+tools) to map it where it is exact")
+    off = f"Pi's {pi_tool} is off in card {ctx.card.id}"
+    tools = _tools_card(ctx.card.harness, ctx.card.version) if ctx.card.profile is None else None
+    if tools is None:
+        return unsupported(tool, off)
+    on = mapper(args, result, replace(ctx, card=tools))
+    if isinstance(on, PiCall):
+        return unsupported(tool, f"{off}; with the tools profile (pi@{ctx.card.version}+tools) this call is Pi's "
+                                 f"{pi_tool}", f"convert with --harness pi@{ctx.card.version}+tools")
+    return unsupported(tool, f"{off}, and the tools profile would not make the call exact: {on.detail}")
 
 
 def map_grep(args: dict[str, Any], result: Step | None, ctx: MapContext) -> MapOutcome:
     """Claude Code ``Grep`` → Pi ``grep`` (see the module docstring for when)."""
-    off = _off("Grep", "grep", ctx)
+    off = _off("Grep", "grep", args, result, ctx, map_grep)
     if off is not None:
         return off
     pattern = args.get("pattern")
@@ -118,17 +144,19 @@ def _grep_text(args: dict[str, Any], path: str | None, result: Step, ctx: MapCon
 
 def map_glob(args: dict[str, Any], result: Step | None, ctx: MapContext) -> MapOutcome:
     """Claude Code ``Glob``: never exact as Pi's ``find`` (see the module docstring)."""
-    off = _off("Glob", "find", ctx)
+    off = _off("Glob", "find", args, result, ctx, map_glob)
     if off is not None:
         return off
-    return arg_failure("Glob", "Pi's find (fd) also lists folders, matches a pattern without '/' at any depth, skips "
-                       ".gitignored paths and lists in its own order; Glob's sorted file list does not say what it "
-                       "would have printed", "re-run the step under Pi, or list the files with bash")
+    return arg_failure("Glob", "Pi's find (fd --hidden) also lists folders and hidden paths and skips .gitignored "
+                       "ones, while Glob lists files only by its own hidden/ignore rules (a real session's Glob "
+                       "listed a dist/ file), so the record does not say which paths fd would print; and it sorts "
+                       "them by modification time, fd by its own walk (no content tier takes a list's order yet)",
+                       "re-run the step under Pi, or list the files with bash")
 
 
 def map_ls(args: dict[str, Any], result: Step | None, ctx: MapContext) -> MapOutcome:
     """Claude Code ``LS``: never exact as Pi's ``ls`` (see the module docstring)."""
-    off = _off("LS", "ls", ctx)
+    off = _off("LS", "ls", args, result, ctx, map_ls)
     if off is not None:
         return off
     return arg_failure("LS", "Claude Code's LS prints the tree and leaves out hidden entries; Pi's ls lists one "

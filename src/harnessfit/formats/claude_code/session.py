@@ -140,6 +140,7 @@ class Session:
         self.cwd: str | None = None
         self.date: str | None = None
         self.version: str | None = None
+        self.session_id: str | None = None
 
     def threads(self) -> list[Thread]:
         return [*self.epochs, *self.sides.values()]
@@ -245,6 +246,8 @@ class Session:
         ts = line.get("timestamp")
         self.date = self.date or (ts[:10] if isinstance(ts, str) and len(ts) >= 10 else None)
         self.version = self.version or (line.get("version") if isinstance(line.get("version"), str) else None)
+        sid = line.get("sessionId")
+        self.session_id = self.session_id or (sid if isinstance(sid, str) and sid else None)
 
 
 def add_assistant_blocks(step: Step, content: Any) -> None:

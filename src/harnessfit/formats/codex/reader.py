@@ -23,6 +23,14 @@ the CLI version.
   are fewer; none when there is no user turn): a new epoch starts with the steps before the dropped turns, marked
   ``history_only``.
 
+Sub-agents (``session_meta.source.subagent``): a rollout a parent's ``spawn_agent`` call started (``thread_spawn``,
+naming ``parent_thread_id``) is a whole agent conversation whose user message is the ``message`` the parent wrote
+(after the injected AGENTS.md/environment items every rollout opens with): a trajectory like any, noted
+``subagent_of:codex:<parent thread>``; a rollout that calls ``spawn_agent`` notes ``session:codex:<its thread>``, so
+the build's grouped split puts its sub-agents' rollouts in its split (``core.ids.session_links``). The parent's
+``spawn_agent``/``wait_agent`` calls stay what the mapping rejects.
+Review, compaction, memory and other internal sub-agents run a prompt Codex wrote: flagged ``subagent``.
+
 Epochs share the first epoch's ``root_request_id``, so a split never separates them; the last epoch keeps the plain
 key, so a rollout without compaction or rollback has the ids it always had. Tool calls keep Codex's own names and raw
 argument strings; ``harnessfit.formats.codex.mapping`` maps them.
@@ -35,6 +43,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harnessfit.core.ids import SESSION_NOTE, SUBAGENT_OF_NOTE
 from harnessfit.core.rejection import Reason, Rejection
 from harnessfit.core.trajectory import CONTEXT_NOT_REBUILT, Step, Trajectory
 from harnessfit.formats.base import BaseTraceReader
@@ -69,6 +78,8 @@ class _Rollout:
     def __init__(self) -> None:
         self.counts: dict[str, int] = {}
         self.flags: set[str] = set()
+        self.notes: list[str] = []  # facts of the session meta, into every epoch's transformations
+        self.thread: str | None = None
         self.cwd: str | None = None
         self.date: str | None = None
         self.repository: str | None = None
@@ -90,11 +101,27 @@ class _Rollout:
         git = payload.get("git")
         if isinstance(git, dict) and isinstance(git.get("repository_url"), str):
             self.repository = git["repository_url"]
+        if isinstance(payload.get("id"), str):
+            self.thread = self.thread or payload["id"]
         if isinstance(payload.get("cli_version"), str):
             self.version = payload["cli_version"]
         source = payload.get("source")
         if isinstance(source, dict) and "subagent" in source:
-            self.flags.add("subagent")
+            self.subagent(source["subagent"])
+
+    def subagent(self, sub: Any) -> None:
+        """A sub-agent's rollout (``SessionSource::SubAgent``). One a ``spawn_agent`` call started
+        (``thread_spawn``) opens with the message its parent wrote: a trajectory like any, noting its parent thread.
+        Review, compaction, memory and other sub-agents run a prompt Codex itself wrote: flagged ``subagent``."""
+        spawn = sub.get("thread_spawn") if isinstance(sub, dict) else None
+        if isinstance(spawn, dict):
+            parent = spawn.get("parent_thread_id")
+            if isinstance(parent, str):
+                self.notes.append(f"{SUBAGENT_OF_NOTE}{FORMAT}:{parent}")
+            return
+        kind = sub if isinstance(sub, str) else next(iter(sub), "?") if isinstance(sub, dict) and sub else "?"
+        self.flags.add("subagent")
+        self.notes.append(f"subagent:a Codex {kind} sub-agent (its prompt is Codex's own, not a parent's request)")
 
     def turn_context(self, payload: dict[str, Any]) -> None:
         if self.cwd is None and isinstance(payload.get("cwd"), str):
@@ -235,7 +262,9 @@ class CodexReader(BaseTraceReader):
 
     def _trajectories(self, path: Path, sha: str, r: _Rollout, epochs: list[_Epoch],
                       lines: tuple[int, int | None]) -> Iterator[Trajectory]:
-        notes = [f"codex: {k} x{v}" for k, v in sorted(r.counts.items())]
+        spawns = any(c.name == "spawn_agent" for e in epochs for s in e.steps for c in s.tool_calls)
+        own = [f"{SESSION_NOTE}{FORMAT}:{r.thread}"] if spawns and r.thread else []  # its sub-agents name it
+        notes = [*own, *r.notes, *(f"codex: {k} x{v}" for k, v in sorted(r.counts.items()))]
         root: str | None = None
         for k, epoch in enumerate(epochs):
             flags = set(r.flags)
