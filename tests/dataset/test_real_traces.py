@@ -36,10 +36,13 @@ def test_planted_secrets_in_a_real_trace_are_all_gone(tmp_path, traces_dir):
     for line in src.read_text(encoding="utf-8").splitlines():
         e = json.loads(line)
         msg = e.get("message") if e.get("type") == "message" else None
-        if msg and msg["role"] in ("user", "toolResult") and isinstance(msg.get("content"), list):
+        # secrets go where the environment's or the user's text is: an edit or write result is Pi's own sentence,
+        # and one with text appended is a text no Pi writes (unknown_pi_text), never kept
+        if msg and msg["role"] in ("user", "toolResult") and isinstance(msg.get("content"), list) and \
+                msg.get("toolName") not in ("edit", "write"):
             for block in msg["content"]:
                 if block.get("type") == "text" and k < len(secrets):
-                    take = secrets[k:k + 3] if msg["role"] == "toolResult" else secrets[k:k + 1]
+                    take = secrets[k:k + 5] if msg["role"] == "toolResult" else secrets[k:k + 2]
                     block["text"] += "\n" + "\n".join(t for _, t in take)
                     k += len(take)
         out_lines.append(json.dumps(e, ensure_ascii=False))
