@@ -34,9 +34,7 @@ def _convert_cmd(
     from rich.table import Table
 
     from harnessfit.convert.ledger import convert
-    from harnessfit.convert.policy import ConvertPolicy
-    from harnessfit.convert.yields import recorded_lines
-    from harnessfit.convert.policy import FIDELITY_TIERS
+    from harnessfit.convert.policy import FIDELITY_TIERS, ConvertPolicy
     from harnessfit.core.rejection import Reason
     from harnessfit.errors import UserError
     from harnessfit.harness.card import load_harness
@@ -80,6 +78,17 @@ def _convert_cmd(
             if reasons.get(r.value):
                 rt.add_row(r.value, str(reasons[r.value]))
         out_console.print(rt)
+    _print_yield(out_console, summary)
+
+
+def _print_yield(out_console, summary) -> None:  # noqa: ANN001
+    """The yield table, the recording Pis' lines, calls → labels (per fidelity tier at tier content) and the
+    accounting identity."""
+    from rich.table import Table
+
+    from harnessfit.convert.yields import recorded_lines
+
+    acc = summary.accounting
     ydoc = summary.yields.as_dict()
     yt = Table(title="tool calls → training labels (yield.json)")
     for col in ("format", "calls read", "kept as labels", "dropped", "lost by reason"):

@@ -81,7 +81,8 @@ class Outcome:
 
 
 def _meta(traj: Trajectory, card: HarnessCard, transformations: list[str], labels_from: int,
-          prefix: PrefixInfo | None = None, altered: list[tuple[int, tuple[str, ...]]] | None = None) -> ConversationMeta:
+          prefix: PrefixInfo | None = None,
+          altered: list[tuple[int, tuple[str, ...]]] | None = None) -> ConversationMeta:
     p = traj.provenance
     return ConversationMeta(
         source=traj.source, file=p.file, sha256=p.sha256, line_start=p.line_start, line_end=p.line_end,

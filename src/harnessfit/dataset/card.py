@@ -45,8 +45,8 @@ def _tier_section(y: dict[str, Any]) -> list[str]:
         return []
     return [
         "### Labels per fidelity tier",
-        f"Built at fidelity tier `content`: {t['labels_by_fidelity']['byte']} labels have a context whose every byte is "
-        f"known (`byte`), {t['labels_by_fidelity']['content']} a context holding a tool result rendered in Pi's words "
+        f"Built at fidelity tier `content`: {t['labels_by_fidelity']['byte']} labels have a context whose every byte "
+        f"is known (`byte`), {t['labels_by_fidelity']['content']} a context holding a tool result rendered in Pi's words "
         "from output its agent altered in a documented way (`content`: Claude Code's Bash output with its edges "
         "trimmed and stderr apart, OpenHands' stripped output). Each SFT record and decision point says its "
         "`fidelity` and names the `alterations` of its context; a training config selects a tier with `fidelity`.",
