@@ -28,7 +28,8 @@ def test_convert_names_the_recording_pis_and_the_labels_each_target_gives(traces
     lines = r.output.splitlines()
     assert f"Pi sessions recorded by pi@{'|'.join(FAMILY)} (1 file, {calls} calls); labels per target:" in lines
     assert f"  pi@{NEWEST_PI_VERSION} (this run): {labels}" in lines
-    assert f"tool calls → labels: {calls} → {labels}" in lines
+    # at tier content (the default) the line splits the labels per fidelity tier (a Pi session has no altered result)
+    assert f"tool calls → labels: {calls} → {labels} (fidelity byte {labels}, content 0)" in lines
     old = CliRunner().invoke(app, ["convert", str(traces_dir / "pi"), "--out", str(tmp_path / "old"),
                                    "--harness", f"pi@{FAMILY[0]}"])
     assert old.exit_code == 0, old.output

@@ -1,15 +1,17 @@
 """Sizes: results that Pi would cut (2000 lines / 50 KB) or that the source cut are ``unmappable_result``, never
 re-worded into a text Pi could not have produced (the call stays an exact label, the context after it does not);
-results within the limits render exactly."""
+results within the limits render exactly. A result whose output the source agent altered in a documented way
+(``formats.base.Altered``) is ``unmappable_result`` at fidelity tier ``byte`` and Pi's text at tier ``content``."""
 
 from __future__ import annotations
 
 import pytest
 
+from harnessfit.convert.policy import ConvertPolicy
 from harnessfit.convert.wire import convert_trajectory
 from harnessfit.core.rejection import Reason, Rejection
 from harnessfit.core.trajectory import Step, ToolCall, Trajectory
-from harnessfit.formats.base import Failure, MapContext, PiCall
+from harnessfit.formats.base import Altered, Failure, MapContext, PiCall
 from harnessfit.formats.claude_code.mapping import ClaudeCodeMapping
 from harnessfit.formats.openhands.mapping import OpenHandsMapping
 from harnessfit.harness.card import load_card
@@ -34,10 +36,13 @@ def _read_result(content: str, start: int, num: int, total: int) -> Step:
                                                  "totalLines": total}}})
 
 
-def _rejected_for_result(out: object, words: str) -> None:
-    """The result cannot be rendered: a bare Failure from the renderer, or the mapped call carrying it."""
+def _rejected_for_result(out: object, words: str, tier: str = "byte") -> None:
+    """The result cannot be rendered at ``tier``: a bare Failure from the renderer, or the mapped call carrying it
+    (an ``Altered``'s failure at that tier)."""
     if isinstance(out, PiCall):
         out = out.result
+    if isinstance(out, Altered):
+        out = out.failure if tier == "byte" else out.text
     assert isinstance(out, Failure), out
     assert out.reason == Reason.unmappable_result
     assert "result" in out.detail and words in out.detail, out.detail
@@ -113,6 +118,34 @@ def test_claude_bash_result_is_never_pis_text(text: str, is_error: bool, says: s
     _rejected_for_result(out, says)
 
 
+@pytest.mark.parametrize(("text", "is_error", "pi_text"), [
+    ("a.py", False, "a.py"),
+    ("Exit code 1\nboom", True, "boom\n\nCommand exited with code 1"),
+    ("(Bash completed with no output)", False, "(no output)"),
+    ("", False, "(no output)"),
+    ("Error: Exit code 2", True, "(no output)\n\nCommand exited with code 2"),
+])
+def test_claude_bash_result_at_tier_content_is_pis_text_from_the_recorded_output(text: str, is_error: bool,
+                                                                                 pi_text: str) -> None:
+    """At tier content, Pi's bash text is rendered from what Claude Code recorded, and the alterations Claude Code
+    makes to every output are named."""
+    out = _claude("Bash", {"command": "make"}, Step(role="tool", tool_call_id="x", text=text, is_error=is_error))
+    assert isinstance(out, PiCall) and isinstance(out.result, Altered)
+    assert out.result.text == pi_text
+    assert out.result.alterations == ("claude_code.bash_edges_trimmed", "claude_code.bash_stderr_apart")
+
+
+@pytest.mark.parametrize(("text", "is_error", "says"), [
+    ("\n".join(f"row {i}" for i in range(2500)), False, "over Pi's limits"),
+    ("head\n\n... [812 lines truncated] ...\n\ntail", False, "Claude Code truncated"),
+    ("permission denied", True, "an error without an exit code"),
+])
+def test_claude_bash_result_whose_content_is_unknown_stays_unmappable_at_tier_content(text: str, is_error: bool,
+                                                                                      says: str) -> None:
+    out = _claude("Bash", {"command": "make"}, Step(role="tool", tool_call_id="x", text=text, is_error=is_error))
+    _rejected_for_result(out, says, tier="content")
+
+
 # -- other sources ----------------------------------------------------------------------------------------------------
 def test_openhands_large_output_is_rejected() -> None:
     text = "\n".join(str(i) for i in range(3000)) + "\n[The command completed with exit code 0.]"
@@ -120,18 +153,21 @@ def test_openhands_large_output_is_rejected() -> None:
                                       Step(role="tool", tool_call_id="x", text=text),
                                       MapContext(CARD, _traj("openhands"), "/w"))
     _rejected_for_result(out, "final newline")
+    _rejected_for_result(out, "over Pi's limits", tier="content")
 
 
-def test_whole_trajectory_with_an_unmappable_result_is_rejected_with_the_reason() -> None:
+@pytest.mark.parametrize("tier", ["byte", "content"])
+def test_whole_trajectory_with_an_unmappable_result_is_rejected_with_the_reason(tier: str) -> None:
     steps = [
         Step(role="user", text="count to 3000"),
         Step(role="assistant", tool_calls=[ToolCall(id="c1", name="Bash", arguments={"command": "seq 3000"})]),
         Step(role="tool", tool_call_id="c1", text="\n".join(str(i) for i in range(1, 3001))),
         Step(role="assistant", text="Done."),
     ]
-    out = convert_trajectory(_traj("claude_code", steps), CARD)
+    out = convert_trajectory(_traj("claude_code", steps), CARD, policy=ConvertPolicy(fidelity=tier))
     assert isinstance(out.record, Rejection) and out.record.reason == Reason.unmappable_result
-    assert out.record.detail.startswith("Bash result: 13892 characters of output whose edges Claude Code trimmed")
+    assert out.record.detail.startswith({"byte": "Bash result: 13892 characters of output whose edges Claude Code "
+                                                 "trimmed", "content": "Bash result: output 3000 lines"}[tier])
     # the call is an exact label; its result is not part of the prefix
     assert out.prefix is not None and out.prefix.meta.prefix.labels == 1
     assert [m["role"] for m in out.prefix.messages] == ["system", "user", "assistant"]

@@ -54,10 +54,12 @@ def test_build_from_conversations_writes_every_export(tmp_path):
     split0 = next(iter(m["splits"]["per_split"]))
     conv = json.loads((out / "conversations" / f"{split0}.jsonl").read_text().splitlines()[0])
     sft_lines = (out / "sft" / f"{split0}.jsonl").read_bytes().splitlines()
-    want = [orjson.dumps(r.model_dump(mode="json")) for r in sft_records(conv, split0)]
+    # (a build at tier content, the default, ends each record with its fidelity and alterations)
+    want = [orjson.dumps(r.model_dump(mode="json")) for r in sft_records(conv, split0, tiers=True)]
     assert sft_lines[:len(want)] == want and len(want) == 3
+    assert json.loads(want[0])["fidelity"] == "byte" and json.loads(want[0])["alterations"] == []
     dp_lines = (out / "decision_points" / f"{split0}.jsonl").read_bytes().splitlines()
-    want_dp = [orjson.dumps(d.model_dump(mode="json")) for d in decision_points(conv, split0)]
+    want_dp = [orjson.dumps(d.model_dump(mode="json")) for d in decision_points(conv, split0, tiers=True)]
     assert dp_lines[:3] == want_dp
     assert isinstance(json.loads(dp_lines[0])["next_turn"]["tool_calls"][0]["function"]["arguments"], dict)
     assert json.loads(dp_lines[0])["tool_results"][0]["role"] == "tool"

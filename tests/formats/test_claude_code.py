@@ -9,8 +9,10 @@ import pytest
 
 from harnessfit.convert import convert_trajectory, to_conversation, validate_conversation
 from harnessfit.convert.builder import build_draft
+from harnessfit.convert.policy import ConvertPolicy
 from harnessfit.core import Conversation, Reason, Rejection
 from harnessfit.core.trajectory import Trajectory
+from harnessfit.formats.claude_code.mapping import BASH_ALTERATIONS
 from harnessfit.formats.claude_code.reader import ClaudeCodeReader
 from harnessfit.harness.card import load_card
 
@@ -92,8 +94,9 @@ def test_read_result_loses_line_number_prefixes_and_reminders(tmp_path: Path, ca
 
 
 def test_multiedit_write_bash(tmp_path: Path, card):
-    """MultiEdit and Write results are Pi's texts; a Bash call maps exactly but its result never does (Claude Code
-    trims a command's output), so the turn's three calls are labels and the context after them is not."""
+    """MultiEdit and Write results are Pi's texts; a Bash call maps exactly but its result is never byte-exact (Claude
+    Code trims a command's output): at tier byte the turn's three calls are labels and the context after them is
+    not; at tier content the result is Pi's text from the recorded output, and the alterations are named."""
     calls = [
         _use("t1", "MultiEdit", {"file_path": "/p/a", "edits": [{"old_string": "a", "new_string": "b"},
                                                                   {"old_string": "c", "new_string": "d"}]}),
@@ -102,7 +105,8 @@ def test_multiedit_write_bash(tmp_path: Path, card):
     ]
     results = [_res("t1", "ok"), _res("t2", "ok"), _res("t3", "Exit code 1\nboom", is_error=True)]
     (traj,) = ClaudeCodeReader().read(_session(tmp_path, calls, results))
-    draft = build_draft(traj, card)
+    byte = ConvertPolicy(fidelity="byte")
+    draft = build_draft(traj, card, policy=byte)
     calls_out = draft.messages[2]["tool_calls"]
     assert [c["function"]["name"] for c in calls_out] == ["edit", "write", "bash"]
     assert json.loads(calls_out[0]["function"]["arguments"])["edits"] == [{"oldText": "a", "newText": "b"},
@@ -112,9 +116,15 @@ def test_multiedit_write_bash(tmp_path: Path, card):
     assert tools == ["Successfully replaced 2 block(s) in /p/a.", "Successfully wrote 5 bytes to /p/b"]
     (failed,) = draft.failed_results
     assert "4 characters of output whose edges Claude Code trimmed" in failed.failure.detail
-    out = convert_trajectory(traj, card)
+    out = convert_trajectory(traj, card, policy=byte)
     assert isinstance(out.record, Rejection) and out.record.reason == Reason.unmappable_result
     assert (out.record.calls, out.record.labels) == (3, 3) and out.calls.fates == ["label"] * 3
+    content = build_draft(traj, card)  # the default tier: content
+    tools = [m["content"] for m in content.messages if m["role"] == "tool"]
+    assert tools[2] == "boom\n\nCommand exited with code 1" and content.failed_results == []
+    (altered,) = content.altered_results
+    assert altered.alterations == BASH_ALTERATIONS and altered.message["content"] == tools[2]
+    assert "altered:claude_code.bash_edges_trimmed" in content.transformations
 
 
 def test_todo_write_is_dropped_only_where_it_is_its_turns_only_content(tmp_path: Path, card):
@@ -237,11 +247,20 @@ def test_warmup_sidechain_stays_a_subagent(tmp_path: Path, card):
 def test_real_sessions(traces_dir: Path, card):
     d = traces_dir / "claude_code"
     (traj,) = ClaudeCodeReader().read(d / "iampkuhz__feipi-session-browser__8a283a61-e3f0-4e8f-ba06-6711e2fcf2ed.jsonl")
-    out = convert_trajectory(traj, card)  # its Bash results are never Pi's text: the actions up to the first are labels
+    # its Bash results are never byte-exact: at tier byte the actions up to the first are labels
+    out = convert_trajectory(traj, card, policy=ConvertPolicy(fidelity="byte"))
     assert isinstance(out.record, Rejection) and out.record.reason == Reason.unmappable_result
     assert "Bash" in out.record.detail and out.record.labels == 2 and out.prefix is not None
     assert validate_conversation(out.prefix, card) == []
     assert [m["role"] for m in out.prefix.messages][:3] == ["system", "user", "assistant"]
+    assert out.prefix.meta.altered is None
+    # at tier content its Bash results are Pi's texts from the recorded output: more labels, each after the first
+    # altered result of tier content
+    out = convert_trajectory(traj, card)
+    assert out.calls.labels > 2 and sum(out.calls.content) == out.calls.labels - 2
+    conv = out.record if isinstance(out.record, Conversation) else out.prefix
+    assert conv is not None and validate_conversation(conv, card) == []
+    assert conv.meta.altered and all(conv.messages[a.message]["role"] == "tool" for a in conv.meta.altered)
     rej = _convert(d / "jnarowski__agentcmd__full-session-two.jsonl", card)
     assert isinstance(rej, Rejection) and rej.reason == Reason.unsupported_tool and "AskUserQuestion" in rej.detail
     rej = _convert(d / "marot__spotter__short.jsonl", card)

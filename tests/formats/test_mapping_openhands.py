@@ -13,15 +13,28 @@ from hypothesis import strategies as st
 from harnessfit.convert import iter_convert
 from harnessfit.core.rejection import Reason, Rejection
 from harnessfit.core.trajectory import Step, ToolCall, Trajectory
-from harnessfit.formats.base import Failure, MapContext, PiCall
+from harnessfit.formats.base import Altered, Failure, MapContext, PiCall
 from harnessfit.formats.openhands.events import v1_observation
-from harnessfit.formats.openhands.mapping import OpenHandsMapping, split_openhands_output
+from harnessfit.formats.openhands.mapping import OUTPUT_STRIPPED, OpenHandsMapping, split_openhands_output
 from harnessfit.formats.openhands.reader import OpenHandsReader
 from harnessfit.harness.card import load_card
+from harnessfit.harness.pi_results import pi_bash_result
 
 from _helpers.openhands_v1 import BENCHMARKS, LAYOUTS, terminal_observation
 
 CARD = load_card("pi", "0.73.1")
+
+
+def _byte(result: object) -> object:
+    """What a result is at fidelity tier byte: an ``Altered``'s failure (OpenHands strips every output)."""
+    return result.failure if isinstance(result, Altered) else result
+
+
+def _content(result: object) -> str:
+    """Pi's text at fidelity tier content, from the stripped output, with the alteration named."""
+    assert isinstance(result, Altered) and result.alterations == (OUTPUT_STRIPPED,), result
+    assert isinstance(result.text, str)
+    return result.text
 
 V0 = "openhands/All-Hands-AI__OpenHands__basic.json"
 V1 = "openhands/OpenHands__software-agent-sdk__v1_conversation_cd94562403b9487ebdd4018e3f531dfd"
@@ -43,15 +56,17 @@ def test_v0_create_becomes_write_with_pis_text(traces_dir: Path) -> None:
 
 
 def test_v1_terminal_empty_output(traces_dir: Path) -> None:
-    """The call is a label; its empty output is not Pi's "(no output)": OpenHands strips whitespace, so it may have
-    been blank lines."""
+    """The call is a label; its empty output is not byte-exactly Pi's "(no output)": OpenHands strips whitespace, so
+    it may have been blank lines. At tier content it is Pi's "(no output)", the stripping named."""
     (traj,) = OpenHandsReader().read(traces_dir / V1)
     (out,) = outcomes(traj)
     assert isinstance(out, PiCall) and out.name == "bash" and out.arguments == {"command": "pwd > tool_output.txt"}
     assert out.transformations == ("openhands.terminal->bash", "openhands.drop_arg:security_risk",
                                    "openhands.drop_arg:summary")
-    assert isinstance(out.result, Failure) and out.result.reason == Reason.unmappable_result
-    assert "printed nothing or only blank lines (exit code 0)" in out.result.detail
+    byte = _byte(out.result)
+    assert isinstance(byte, Failure) and byte.reason == Reason.unmappable_result
+    assert "printed nothing or only blank lines (exit code 0)" in byte.detail
+    assert _content(out.result) == "(no output)"
 
 
 def _map(name: str, args: dict, result: Step | None) -> object:
@@ -65,11 +80,13 @@ def test_terminal_results() -> None:
     assert split_openhands_output(text) == ("Hello", 0)
     out = _map("execute_bash", {"command": "python hi.py"}, Step(role="tool", tool_call_id="x", text=text))
     assert isinstance(out, PiCall) and out.arguments == {"command": "python hi.py"}  # the call is a label
-    assert isinstance(out.result, Failure) and "final newline" in out.result.detail
+    assert isinstance(_byte(out.result), Failure) and "final newline" in _byte(out.result).detail
+    assert _content(out.result) == "Hello"
     failed = _map("execute_bash", {"command": "false"},
                   Step(role="tool", tool_call_id="x", text="\n[The command completed with exit code 1.]"))
-    assert isinstance(failed, PiCall) and isinstance(failed.result, Failure)
-    assert "printed nothing or only blank lines (exit code 1)" in failed.result.detail
+    assert isinstance(failed, PiCall) and isinstance(_byte(failed.result), Failure)
+    assert "printed nothing or only blank lines (exit code 1)" in _byte(failed.result).detail
+    assert _content(failed.result) == "(no output)\n\nCommand exited with code 1"
     typed = _map("execute_bash", {"command": "y", "is_input": "true"}, None)
     assert isinstance(typed, Failure) and "keystrokes" in typed.detail
 
@@ -94,12 +111,17 @@ def _v1_step(obs: dict, **meta: object) -> Step:
 @settings(max_examples=300, deadline=None)
 @given(layout=st.sampled_from(LAYOUTS), output=st.text(max_size=30), code=st.integers(-1, 255), error=st.booleans())
 def test_v1_bash_result_is_never_guessed(layout: str, output: str, code: int, error: bool) -> None:
-    """Property: in every layout the call is a label and its result is never rendered as Pi's (OpenHands keeps no
-    raw output); the detail names the reason the data shows."""
+    """Property: in every layout the call is a label and its result is never rendered byte-exactly as Pi's (OpenHands
+    keeps no raw output); the detail names the reason the data shows. At tier content, where the reason is only the
+    stripping, it is Pi's text from the recorded output."""
     out = _map("terminal", {"command": "make"}, _v1_step(terminal_observation(layout, output, code, error)))
     assert isinstance(out, PiCall) and out.arguments == {"command": "make"}
-    assert isinstance(out.result, Failure) and out.result.reason == Reason.unmappable_result
-    detail = out.result.detail
+    byte = _byte(out.result)
+    assert isinstance(byte, Failure) and byte.reason == Reason.unmappable_result
+    detail = byte.detail
+    assert isinstance(out.result, Altered) == (not error and code != -1 and "\x1b" not in output)
+    if isinstance(out.result, Altered):
+        assert _content(out.result) == pi_bash_result(CARD, split_openhands_output(output)[0], code)
     assert "no exit status" not in detail
     if error:
         assert "an OpenHands error observation" in detail
@@ -119,11 +141,13 @@ def test_v1_output_is_never_an_empty_result(layout: str) -> None:
     """Reading only ``content`` left the older layout's text empty: with an exit code found, that would have been
     Pi's "(no output)" for a command that printed something."""
     out = _map("execute_bash", {"command": "echo hi"}, _v1_step(terminal_observation(layout, "hi", 0)))
-    assert isinstance(out, PiCall) and isinstance(out.result, Failure)
-    assert out.result.detail == ("execute_bash result: 2 characters of output whose final newline OpenHands "
-                                 "stripped, so Pi's exact text is unknown")
+    assert isinstance(out, PiCall) and isinstance(_byte(out.result), Failure)
+    assert _byte(out.result).detail == ("execute_bash result: 2 characters of output whose final newline OpenHands "
+                                        "stripped, so Pi's exact text is unknown")
+    assert _content(out.result) == "hi"
     ws = _map("execute_bash", {"command": "echo"}, _v1_step(terminal_observation(layout, "\n", 0)))
-    assert isinstance(ws, PiCall) and isinstance(ws.result, Failure)  # whitespace is output, not "(no output)"
+    # whitespace is output, not "(no output)"
+    assert isinstance(ws, PiCall) and isinstance(_byte(ws.result), Failure) and _content(ws.result) != "(no output)"
 
 
 def test_v1_escape_codes_are_not_no_output() -> None:

@@ -41,6 +41,28 @@ def test_heldout_split_is_chosen_from_what_the_build_holds(shared_build: Path) -
         load_decision_points(shared_build, "validation", tok, sources=["pi"])
 
 
+def test_fidelity_selects_the_decision_points_of_a_tier(shared_build: Path) -> None:
+    """The build is at tier content (the default): every point says its tier; GRPO at fidelity byte skips the points
+    whose state holds an altered result, naming the alterations, and uses the rest."""
+    import orjson
+
+    from harnessfit.models import load_tokenizer
+    from harnessfit.train.grpo_data import DPSkip, load_decision_points
+
+    tok = load_tokenizer("embedded")
+    rows = [orjson.loads(line) for split in ("train", "validation", "test")
+            for line in (shared_build / "decision_points" / f"{split}.jsonl").read_bytes().splitlines()]
+    assert {r["fidelity"] for r in rows} == {"byte", "content"}
+    split = next(s for s in ("train", "validation", "test")
+                 if any(r["split"] == s and r["fidelity"] == "content" for r in rows))
+    every = load_decision_points(shared_build, split, tok)
+    byte = load_decision_points(shared_build, split, tok, fidelity="byte")
+    content = [r for r in rows if r["split"] == split and r["fidelity"] == "content"]
+    skipped = [s for s in byte.skipped if s.reason == DPSkip.fidelity_not_selected]
+    assert len(skipped) == len(content) > 0 and len(byte.dataset()) == len(every.dataset()) - len(content)
+    assert all("claude_code.bash_" in s.detail or "openhands.output_stripped" in s.detail for s in skipped)
+
+
 @pytest.mark.slow
 def test_cpu_recipe_runs_on_a_build_of_the_shared_traces(shared_build: Path, tmp_path: Path) -> None:
     from harnessfit.tokens import audit

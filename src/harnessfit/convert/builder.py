@@ -23,6 +23,7 @@ from harnessfit.convert.draft import (
     ImagesSeen,
     OrphanResult,
     RejectedByUser,
+    ResultAltered,
     ResultFailed,
     UnansweredCall,
 )
@@ -30,7 +31,7 @@ from harnessfit.convert.history import PiHistory, assistant_blocks, history_rule
 from harnessfit.convert.policy import ConvertPolicy, LaterText, ui_drop_problem
 from harnessfit.core.rejection import Failure, Reason
 from harnessfit.core.trajectory import Step, ToolCall, Trajectory
-from harnessfit.formats.base import Drop, MapContext, Mapping, PiCall
+from harnessfit.formats.base import Altered, Drop, MapContext, Mapping, PiCall
 from harnessfit.formats.registry import get_mapping
 from harnessfit.harness.card import HarnessCard
 from harnessfit.harness.recorded import Recorded, call_difference, recorded_pi_versions, versions_to_check
@@ -173,9 +174,16 @@ def _wire_calls(b: _Context, i: int, call: ToolCall, pieces: list[PiCall], refus
             draft.unanswered_calls.append(UnansweredCall(i, call))
             draft.transformed("pi.synthetic_no_result")
             synthetic.append((i + 1, {"role": "tool", "content": rules.no_result, "tool_call_id": cid}))
-        elif type(res) is Failure:
+        elif type(res) is Altered and b.policy.fidelity == "content" and type(res.text) is str:
+            msg = {"role": "tool", "content": rules.tool_content(res.text, result.images if result else 0),
+                   "tool_call_id": cid}
+            tool_msgs.append((i + 1 if j is None else j, msg))
+            draft.altered_results.append(ResultAltered(i, j, res.alterations, msg))
+            draft.transformed(*(f"altered:{a}" for a in res.alterations))
+        elif type(res) is Failure or type(res) is Altered:  # an Altered: its tier's failure
             if n == 0:
-                draft.failed_results.append(ResultFailed(i, j, call, res))
+                failure = res if type(res) is Failure else res.failure if b.policy.fidelity == "byte" else res.text
+                draft.failed_results.append(ResultFailed(i, j, call, failure))  # type: ignore[arg-type]
         else:
             images = result.images if result is not None else 0
             tool_msgs.append((i + 1 if j is None else j,

@@ -22,6 +22,10 @@ def _convert_cmd(
                                     "(default: where `harnessfit harness install` puts it on this machine)."),
     keep_ui_calls: bool = typer.Option(False, "--keep-ui-calls", help="Never drop UI-only calls (TodoWrite, "
                                        "update_plan…): they then block like any tool Pi lacks."),
+    fidelity: str = typer.Option("content", "--fidelity", help="Lowest fidelity tier a kept context may have: "
+                                 "content (also results rendered from output the source agent altered in a "
+                                 "documented way, e.g. Claude Code's trimmed Bash output; named on the record) or "
+                                 "byte (every byte known)."),
 ) -> None:
     """Convert traces into the harness's exact wire format, with a reject ledger and accounting."""
     from rich.console import Console
@@ -30,11 +34,13 @@ def _convert_cmd(
     from rich.table import Table
 
     from harnessfit.convert.ledger import convert
-    from harnessfit.convert.policy import ConvertPolicy
-    from harnessfit.convert.yields import recorded_lines
+    from harnessfit.convert.policy import FIDELITY_TIERS, ConvertPolicy
     from harnessfit.core.rejection import Reason
+    from harnessfit.errors import UserError
     from harnessfit.harness.card import load_harness
 
+    if fidelity not in FIDELITY_TIERS:
+        raise UserError(f"--fidelity must be one of {', '.join(FIDELITY_TIERS)} (got {fidelity!r})")
     card = load_harness(harness)
     console = Console(stderr=True)
     with Progress(
@@ -51,7 +57,7 @@ def _convert_cmd(
 
         summary = convert(inputs, out, card, workers=workers, formats=formats or None, on_units=on_units,
                           on_unit=on_unit, install_dir=install_dir,
-                          policy=ConvertPolicy(drop_ui_tools=not keep_ui_calls))
+                          policy=ConvertPolicy(drop_ui_tools=not keep_ui_calls, fidelity=fidelity))
     acc = summary.accounting
     out_console = Console()
     # the path on a line of its own, never wrapped or padded (a table title would break a long one), and as text
@@ -72,6 +78,17 @@ def _convert_cmd(
             if reasons.get(r.value):
                 rt.add_row(r.value, str(reasons[r.value]))
         out_console.print(rt)
+    _print_yield(out_console, summary)
+
+
+def _print_yield(out_console, summary) -> None:  # noqa: ANN001
+    """The yield table, the recording Pis' lines, calls → labels (per fidelity tier at tier content) and the
+    accounting identity."""
+    from rich.table import Table
+
+    from harnessfit.convert.yields import recorded_lines
+
+    acc = summary.accounting
     ydoc = summary.yields.as_dict()
     yt = Table(title="tool calls → training labels (yield.json)")
     for col in ("format", "calls read", "kept as labels", "dropped", "lost by reason"):
@@ -82,7 +99,9 @@ def _convert_cmd(
     t = ydoc["total"]
     yt.add_row("[bold]total", str(t["calls"]), str(t["labels"]), _counts(t["dropped"]), _counts(t["lost"]))
     out_console.print(yt)
-    for line in [*recorded_lines(ydoc, summary.card), f"tool calls → labels: {t['calls']} → {t['labels']}"]:
+    tiers = t.get("labels_by_fidelity")
+    per_tier = f" (fidelity byte {tiers['byte']}, content {tiers['content']})" if tiers else ""
+    for line in [*recorded_lines(ydoc, summary.card), f"tool calls → labels: {t['calls']} → {t['labels']}{per_tier}"]:
         out_console.print(line, markup=False, highlight=False, soft_wrap=True)
     prefixes = f"; {summary.prefixes} exact prefixes of rejected trajectories (their labels feed SFT)" \
         if summary.prefixes else ""

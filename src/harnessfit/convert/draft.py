@@ -24,7 +24,8 @@ from harnessfit.core.trajectory import ToolCall, Trajectory
 if TYPE_CHECKING:
     from harnessfit.harness.card import Violation
 
-__all__ = ["Draft", "CallFailed", "ResultFailed", "CallInvalid", "CallDropped", "CallVersionDiffers", "OrphanResult",
+__all__ = ["Draft", "CallFailed", "ResultFailed", "ResultAltered", "CallInvalid", "CallDropped", "CallVersionDiffers",
+           "OrphanResult",
            "UnansweredCall", "ImagesSeen", "RejectedByUser"]
 
 
@@ -47,6 +48,18 @@ class ResultFailed:
     result_step: int | None
     call: ToolCall
     failure: Failure
+
+
+@dataclass(frozen=True, slots=True)
+class ResultAltered:
+    """Fidelity tier ``content``: the result of the call at assistant step ``step`` (at step ``result_step``) is Pi's
+    text rendered from output the source agent altered in a documented way (``alterations``; ``formats.base.Altered``);
+    ``message`` is its tool message on the wire. The context after it is exact in content, not in every byte."""
+
+    step: int
+    result_step: int | None
+    alterations: tuple[str, ...]
+    message: dict[str, Any]
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,6 +144,7 @@ class Draft:
     transformations: list[str] = field(default_factory=list)
     failed_calls: list[CallFailed] = field(default_factory=list)
     failed_results: list[ResultFailed] = field(default_factory=list)
+    altered_results: list[ResultAltered] = field(default_factory=list)
     invalid_calls: list[CallInvalid] = field(default_factory=list)
     dropped_calls: list[CallDropped] = field(default_factory=list)
     version_mismatches: list[CallVersionDiffers] = field(default_factory=list)
@@ -150,6 +164,14 @@ class Draft:
         for n in names:
             if n not in self.transformations:
                 self.transformations.append(n)
+
+    def alterations_in(self, messages: list[dict[str, Any]]) -> list[tuple[int, tuple[str, ...]]]:
+        """(index in ``messages``, alterations) of each altered result among ``messages`` (these messages or a
+        prefix of them: the same message objects)."""
+        if not self.altered_results:
+            return []
+        marks = {id(n.message): n.alterations for n in self.altered_results}
+        return [(k, marks[id(m)]) for k, m in enumerate(messages) if id(m) in marks]
 
     def add(self, step: int, *msgs: dict[str, Any]) -> None:
         """Append wire messages that came from trajectory step ``step``."""

@@ -262,7 +262,7 @@ def _write(out: Path, units: list[Any], inputs: Sequence[Path | str], card: Any,
     if on_units is not None:
         on_units(len(units), sum(unit_size(u.path) for u in units))
     accounting = Accounting()
-    yields = YieldReport()
+    yields = YieldReport(fidelity=policy.fidelity)
     examples: dict[str, Rejection] = {}
     prefixes = 0
     with (out / "conversations.jsonl").open("wb") as conv_fh, (out / "ledger.jsonl").open("wb") as led_fh, \

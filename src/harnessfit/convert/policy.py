@@ -36,7 +36,14 @@ from harnessfit.core.rejection import excerpt
 from harnessfit.core.jsonio import dumps_compact_str
 from harnessfit.core.trajectory import Step, Trajectory
 
-__all__ = ["ConvertPolicy", "DEFAULT_UI_TOOLS", "ui_drop_problem", "LaterText"]
+__all__ = ["ConvertPolicy", "DEFAULT_FIDELITY", "DEFAULT_UI_TOOLS", "FIDELITY_TIERS", "ui_drop_problem", "LaterText"]
+
+FIDELITY_TIERS = ("byte", "content")
+"""``byte``: every byte of every kept context is known. ``content``: a tool result's environment output is known except
+for an alteration its source agent is documented to make (``formats.base.Altered``: edges trimmed, stderr kept apart,
+whitespace stripped), and Pi's text is rendered from it; the alterations are named on the record. Framing Pi writes
+itself is the target's in both."""
+DEFAULT_FIDELITY = "content"
 
 DEFAULT_UI_TOOLS: dict[str, tuple[str, ...]] = {
     "claude_code": ("TodoWrite", "TaskCreate", "TaskUpdate", "ExitPlanMode", "mcp__happy__change_title"),
@@ -53,11 +60,17 @@ _DISTINCT = re.compile(r"[0-9/_\-#@:=]")
 
 @dataclass(frozen=True)
 class ConvertPolicy:
-    """What a build configures about conversion: ``drop_ui_tools`` (drop UI-only calls where the rules allow) and
-    ``ui_tools`` (a format's list of UI-only tool names, replacing its default)."""
+    """What a build configures about conversion: ``drop_ui_tools`` (drop UI-only calls where the rules allow),
+    ``ui_tools`` (a format's list of UI-only tool names, replacing its default) and ``fidelity`` (the lowest tier a
+    kept context may have, ``FIDELITY_TIERS``)."""
 
     drop_ui_tools: bool = True
     ui_tools: Mapping[str, Sequence[str]] = field(default_factory=dict)
+    fidelity: str = DEFAULT_FIDELITY
+
+    def __post_init__(self) -> None:
+        if self.fidelity not in FIDELITY_TIERS:
+            raise ValueError(f"fidelity must be one of {', '.join(FIDELITY_TIERS)} (got {self.fidelity!r})")
 
     def ui_tools_for(self, fmt: str) -> frozenset[str]:
         names = self.ui_tools.get(fmt)

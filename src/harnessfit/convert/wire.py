@@ -59,7 +59,7 @@ from harnessfit.convert.gates import Finding, all_findings, rejection_of, split_
 from harnessfit.convert.policy import ConvertPolicy
 from harnessfit.convert.validate import card_wire_tools
 from harnessfit.convert.yields import CallFates, call_fates
-from harnessfit.core.conversation import Conversation, ConversationMeta, PrefixInfo
+from harnessfit.core.conversation import AlteredResult, Conversation, ConversationMeta, PrefixInfo
 from harnessfit.core.ids import content_id
 from harnessfit.core.rejection import Rejection
 from harnessfit.core.trajectory import Trajectory
@@ -81,13 +81,15 @@ class Outcome:
 
 
 def _meta(traj: Trajectory, card: HarnessCard, transformations: list[str], labels_from: int,
-          prefix: PrefixInfo | None = None) -> ConversationMeta:
+          prefix: PrefixInfo | None = None,
+          altered: list[tuple[int, tuple[str, ...]]] | None = None) -> ConversationMeta:
     p = traj.provenance
     return ConversationMeta(
         source=traj.source, file=p.file, sha256=p.sha256, line_start=p.line_start, line_end=p.line_end,
         root_request_id=traj.root_request_id, repository=traj.repository, card=card.id,
         cwd=traj.cwd or DEFAULT_CWD, date=traj.date or DEFAULT_DATE, transformations=transformations,
         labels_from=labels_from, prefix=prefix,
+        altered=[AlteredResult(message=k, alterations=list(a)) for k, a in altered] if altered else None,
     )
 
 
@@ -123,11 +125,14 @@ def convert_trajectory(traj: Trajectory, card: HarnessCard, *, install_dir: str 
     cuts = [f.cut for f in findings if f.cut is not None]
     cut = min(cuts) if cuts else None
     fates = call_fates(traj, findings, cut, draft.dropped_calls if draft is not None else [],
-                       recorded=draft.recorded if draft is not None else None)
+                       recorded=draft.recorded if draft is not None else None,
+                       altered=[n.result_step if n.result_step is not None else n.step + 1
+                                for n in draft.altered_results] if draft is not None else ())
     if not found_all:
         assert draft is not None
         conv = Conversation(id=content_id("conv", card.id, traj.id), messages=draft.messages, tools=card_wire_tools(card),
-                            meta=_meta(traj, card, draft.transformations, draft.labels_from))
+                            meta=_meta(traj, card, draft.transformations, draft.labels_from,
+                                       altered=draft.alterations_in(draft.messages)))
         return Outcome(conv, None, fates)
     gate, own = found_all[0]
     rejection = rejection_of(draft or Draft(traj), gate, own, findings, calls=fates.read, labels=fates.labels)
@@ -139,7 +144,8 @@ def convert_trajectory(traj: Trajectory, card: HarnessCard, *, install_dir: str 
             info = PrefixInfo(of=rejection.record_id, reason=first.reason.value, step=first.step,
                               detail=first.detail, labels=labels)
             prefix = Conversation(id=content_id("prefix", card.id, traj.id), messages=msgs, tools=card_wire_tools(card),
-                                  meta=_meta(traj, card, draft.transformations, labels_from, info))
+                                  meta=_meta(traj, card, draft.transformations, labels_from, info,
+                                             draft.alterations_in(msgs)))
     return Outcome(rejection, prefix, fates)
 
 

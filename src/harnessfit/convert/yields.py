@@ -3,7 +3,8 @@
 Every assistant tool call a reader read is counted exactly once, as one of:
 
 - ``label``: its assistant turn is a training label (in a complete conversation, or in the exact prefix of a
-  rejected one);
+  rejected one), of fidelity tier ``byte`` or, when its context holds a result rendered from output the source agent
+  altered (``formats.base.Altered``, built at tier ``content``), ``content``;
 - ``dropped``: a UI-only call dropped with its result under ``convert.policy`` (by policy name);
 - ``lost``, by reason: the ``Reason`` of the problem that cost it — the nearest problem at or before its turn (its
   own, when the call itself is the problem), ``aborted_or_error_turn`` for calls of turns Pi drops, or a reader's
@@ -32,6 +33,7 @@ tables)::
     {"identity_holds": bool,
      "total":     {"calls", "labels", "dropped": {policy: n}, "lost": {reason: n}},
      "by_format": {format: {"files", "calls", "labels", "dropped", "lost"}},
+     "labels_by_fidelity": {"byte": n, "content": n},      # only in a tier-content run, also in total/by_format
      "pi_recorded": [{"versions": "0.73.1|0.79.10|0.82.0", "files", "calls", "labels", "labels_at_recorder"}, …],
      "blockers":  [{"format", "reason", "tool", "unlocks", "example": {"file", "detail"}}, …],  # most first
      "files":     [{"file", "format", "calls", "labels", "dropped", "lost"}, …]}
@@ -79,6 +81,8 @@ class CallFates:
     side_branch: bool = False
     recorded: str | None = None
     at_recorder: list[bool] = field(default_factory=list)
+    content: list[bool] = field(default_factory=list)
+    """Per call: a label whose context holds an altered result (tier ``content``)."""
 
     @property
     def read(self) -> int:
@@ -94,10 +98,11 @@ def _kind(f: Finding) -> Kind:
 
 
 def call_fates(traj: Trajectory, findings: Sequence[Finding], cut: int | None,
-               dropped: Sequence[CallDropped], recorded: str | None = None) -> CallFates:
+               dropped: Sequence[CallDropped], recorded: str | None = None, altered: Sequence[int] = ()) -> CallFates:
     """The fate of every source call of ``traj`` given the gates' ``findings`` (``cut``: the smallest ``Finding.cut``,
     ``None`` when no finding limits the labels) and the calls the builder dropped; ``recorded``: a Pi session's
-    recording Pis (``CallFates.at_recorder`` is then filled)."""
+    recording Pis (``CallFates.at_recorder`` is then filled); ``altered``: the steps of results on the wire rendered
+    from altered output (a label after one is of tier ``content``)."""
     out = CallFates(side_branch="side_branch" in traj.flags, recorded=recorded)
     drops = {(d.step, d.index): d.policy for d in dropped} if dropped else None
     cutting = sorted((f for f in findings if f.cut is not None), key=lambda f: f.cut) if findings else []  # type: ignore[arg-type,return-value]
@@ -155,7 +160,21 @@ def call_fates(traj: Trajectory, findings: Sequence[Finding], cut: int | None,
             unlocks.append(None)
     if recorded is not None:
         out.at_recorder = _at_recorder(traj, cutting, fates)
+    if altered:
+        out.content = _content_labels(traj, min(altered), fates)
     return out
+
+
+def _content_labels(traj: Trajectory, first: int, fates: Sequence[str]) -> list[bool]:
+    """Per call (in ``call_fates``' order): a label of an assistant step after ``first``, the first altered result."""
+    out: list[bool] = []
+    for i, step in enumerate(traj.steps):
+        if step.role != "assistant" or (step.meta and step.meta.get("history_only")):
+            continue
+        n = len(step.tool_calls) + len((step.meta.get("folded_calls") if step.meta else None) or ())
+        start = len(out)
+        out.extend([i > first and fates[start + k] == LABEL for k in range(n)])
+    return out + [False] * (len(fates) - len(out))
 
 
 def _at_recorder(traj: Trajectory, cutting: Sequence[Finding], fates: Sequence[str]) -> list[bool]:
@@ -188,6 +207,7 @@ class FileYield:
     examples: dict[Kind, str] = field(default_factory=dict)
     recorded: str | None = None  # a Pi session's recording Pis (``CallFates.recorded``)
     at_recorder: int = 0  # its calls that are labels when targeting a Pi that recorded it
+    content_labels: int = 0  # its labels of tier content (the rest are byte)
     _seen: set[tuple[str, str, int]] = field(default_factory=set, repr=False)
 
     def add(self, fates: CallFates) -> None:
@@ -195,7 +215,9 @@ class FileYield:
         again)."""
         self.recorded = self.recorded or fates.recorded
         at_recorder = fates.at_recorder or [False] * len(fates.fates)
-        for key, fate, unlock, rec in zip(fates.keys, fates.fates, fates.unlock, at_recorder, strict=True):
+        content = fates.content or [False] * len(fates.fates)
+        for key, fate, unlock, rec, altered in zip(fates.keys, fates.fates, fates.unlock, at_recorder, content,
+                                                   strict=True):
             if fates.side_branch and key in self._seen:
                 continue
             self._seen.add(key)
@@ -203,6 +225,7 @@ class FileYield:
             self.at_recorder += rec
             if fate == LABEL:
                 self.labels += 1
+                self.content_labels += altered
             elif fate.startswith(_DROP):
                 self.dropped[fate[len(_DROP):]] += 1
             else:
@@ -233,9 +256,11 @@ def _ordered(lost: Counter[str]) -> dict[str, int]:
 
 @dataclass
 class YieldReport:
-    """Every file's yield, and the totals, per format and blocker."""
+    """Every file's yield, and the totals, per format and blocker. ``fidelity``: the run's tier; at ``content`` the
+    labels are also counted per tier (``labels_by_fidelity``); a ``byte`` run writes what runs wrote before tiers."""
 
     files: list[FileYield] = field(default_factory=list)
+    fidelity: str = "byte"
 
     def add(self, fy: FileYield) -> None:
         self.files.append(fy)
@@ -255,8 +280,13 @@ class YieldReport:
         for f in files:
             dropped.update(f.dropped)
             lost.update(f.lost)
-        return {"files": len(files), "calls": sum(f.calls for f in files), "labels": sum(f.labels for f in files),
-                "dropped": dict(sorted(dropped.items())), "lost": _ordered(lost)}
+        labels = sum(f.labels for f in files)
+        out = {"files": len(files), "calls": sum(f.calls for f in files), "labels": labels,
+               "dropped": dict(sorted(dropped.items())), "lost": _ordered(lost)}
+        if self.fidelity == "content":
+            content = sum(f.content_labels for f in files)
+            out["labels_by_fidelity"] = {"byte": labels - content, "content": content}
+        return out
 
     def _recorded(self) -> list[dict[str, Any]]:
         """Per set of Pis that could have recorded a Pi session: its files, calls, labels at this run's target and
@@ -316,6 +346,13 @@ def render_yield(report: YieldReport, *, top: int = 30) -> tuple[bytes, str]:
     for fmt, d in doc["by_format"].items():
         lines.append(f"| {fmt} | {d['files']} | {d['calls']} | {d['labels']} | {_counts(d['dropped'])} | "
                      f"{_md(_counts(d['lost']))} |")
+    if "labels_by_fidelity" in t:
+        lines += ["", "## Labels per fidelity tier", "",
+                  "byte: every byte of the context is known; content: the context holds a result rendered from output "
+                  "its agent altered in a documented way (trimmed edges, stderr apart, stripped whitespace).", "",
+                  "| format | labels | byte | content |", "|---|---:|---:|---:|",
+                  *(f"| {fmt} | {d['labels']} | {d['labels_by_fidelity']['byte']} | "
+                    f"{d['labels_by_fidelity']['content']} |" for fmt, d in [*doc["by_format"].items(), ("total", t)])]
     lines += ["", "## Blockers, by the calls they would unlock", "",
               "| format | reason | tool | unlocks | example |", "|---|---|---|---:|---|"]
     for b in doc["blockers"][:top]:

@@ -7,9 +7,24 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, SerializerFunctionWrapHandler, model_serializer
 
-__all__ = ["ConversationMeta", "Conversation", "PrefixInfo"]
+__all__ = ["AlteredResult", "ConversationMeta", "Conversation", "PrefixInfo", "context_fidelity"]
+
+
+class AlteredResult(BaseModel):
+    """The tool message at index ``message`` holds Pi's text rendered from output its source agent altered in a
+    documented way (``alterations``, e.g. ``claude_code.bash_edges_trimmed``): fidelity tier ``content``."""
+
+    message: int
+    alterations: list[str]
+
+
+def context_fidelity(altered: list[dict[str, Any]] | None, end: int) -> tuple[str, list[str]]:
+    """The fidelity tier of the context ``messages[:end]`` of a conversation whose ``meta.altered`` (JSON form) is
+    ``altered``, and the alterations it holds (sorted): ``("byte", [])`` when none of its messages is altered."""
+    names = sorted({a for r in altered or () if r["message"] < end for a in r["alterations"]})
+    return ("content" if names else "byte"), names
 
 
 class PrefixInfo(BaseModel):
@@ -45,6 +60,16 @@ class ConversationMeta(BaseModel):
     (after a Pi compaction: the kept messages, which the model wrote before the compaction, seeing another
     context)."""
     prefix: PrefixInfo | None = None
+    altered: list[AlteredResult] | None = None
+    """The tool messages rendered from altered output (fidelity tier ``content``); absent (``None``, and then left
+    out of the JSON form, so a byte-tier record is written as before tiers existed) when every byte is known."""
+
+    @model_serializer(mode="wrap")
+    def _without_absent_altered(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data = handler(self)
+        if data.get("altered", 0) is None:
+            del data["altered"]
+        return data
 
 
 class Conversation(BaseModel):

@@ -4,12 +4,32 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, SerializerFunctionWrapHandler, model_serializer
 
-__all__ = ["SFTRecord", "DecisionPoint"]
+__all__ = ["SFTRecord", "DecisionPoint", "record_fidelity"]
 
 
-class SFTRecord(BaseModel):
+def record_fidelity(record: dict[str, Any]) -> str:
+    """A record's fidelity tier (JSON form): ``"byte"`` when it carries none (a build at tier ``byte``, or from before
+    tiers)."""
+    return record.get("fidelity") or "byte"
+
+
+class _Tiered(BaseModel):
+    """A record's last fields, ``fidelity`` (``"byte"``/``"content"``) and the ``alterations`` its context holds, are
+    written only by a build at tier ``content`` (``None``: left out of the JSON form, as a ``byte`` build writes
+    records)."""
+
+    @model_serializer(mode="wrap")
+    def _without_absent_tier(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data = handler(self)
+        if data.get("fidelity", 0) is None:
+            data.pop("fidelity")
+            data.pop("alterations", None)
+        return data
+
+
+class SFTRecord(_Tiered):
     """``messages`` is the context before the action (system prompt first), ``action`` the assistant message to
     learn, in wire form (``arguments`` as compact JSON text, exactly as Pi sends it back)."""
 
@@ -22,9 +42,11 @@ class SFTRecord(BaseModel):
     action: dict[str, Any]
     source: str
     group: str
+    fidelity: str | None = None
+    alterations: list[str] | None = None
 
 
-class DecisionPoint(BaseModel):
+class DecisionPoint(_Tiered):
     """A conversation state and the next assistant turn, for RL. ``next_turn.tool_calls`` carry arguments as
     parsed JSON objects (structured), and ``tool_results`` the results Pi returned for them in the trace."""
 
@@ -38,3 +60,5 @@ class DecisionPoint(BaseModel):
     tool_results: list[dict[str, Any]]
     source: str
     group: str
+    fidelity: str | None = None
+    alterations: list[str] | None = None

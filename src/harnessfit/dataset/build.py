@@ -175,8 +175,8 @@ def _run_build(config: BuildConfig, base_dir: Path, sink: Sink, *, out_dir: Path
     with clock("hash_inputs"):
         input_rows = input_rows_of(files, out_dir, sink.scrubber)
     settings = Settings(card=card, install_dir=install_dir, redaction=redaction, dedup=dedup,
-                        policy=config.convert.policy())
-    judge = Judge(Deduper(**dedup), clock, freeze_every=_FREEZE_EVERY if freeze else 0)
+                        policy=config.convert.policy(config.fidelity))
+    judge = Judge(Deduper(**dedup), clock, freeze_every=_FREEZE_EVERY if freeze else 0, fidelity=config.fidelity)
     with Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                   TimeElapsedColumn(), disable=not progress, transient=True) as bar:
         task = bar.add_task("read → convert → redact → dedup", total=None)
@@ -196,7 +196,8 @@ def _run_build(config: BuildConfig, base_dir: Path, sink: Sink, *, out_dir: Path
             overlap = sum(1 for g in assignment if sum(g in gs for gs in split_groups.values()) > 1)
         with clock("export"):
             per_split, kept_by_source = write_exports(sink, judge.spool, assignment, split_groups,
-                                                      parquet=config.parquet, bar=bar, prefixes=judge.prefixes)
+                                                      parquet=config.parquet, bar=bar, prefixes=judge.prefixes,
+                                                      tiers=config.fidelity == "content")
     with clock("manifest"):
         splits = {"seed": config.split.seed, "ratios": ratios, "group_overlap": overlap, "per_split": per_split}
         manifest = _finish(sink, config, judge, inputs, out_dir, input_rows, card_info, splits, kept_by_source,

@@ -34,6 +34,27 @@ def _yield_section(y: dict[str, Any] | None) -> list[str]:
                [[f, d["files"], d["calls"], d["labels"], _counts(d["dropped"]), _counts(d["lost"])]
                 for f, d in y["by_format"].items()]),
         "",
+        *_tier_section(y),
+    ]
+
+
+def _tier_section(y: dict[str, Any]) -> list[str]:
+    """The labels per fidelity tier (a build at tier ``content``; none at ``byte``, where every label is byte)."""
+    t = y["total"]
+    if "labels_by_fidelity" not in t:
+        return []
+    return [
+        "### Labels per fidelity tier",
+        f"Built at fidelity tier `content`: {t['labels_by_fidelity']['byte']} labels have a context whose every byte "
+        f"is known (`byte`), {t['labels_by_fidelity']['content']} a context holding a tool result rendered in Pi's words "
+        "from output its agent altered in a documented way (`content`: Claude Code's Bash output with its edges "
+        "trimmed and stderr apart, OpenHands' stripped output). Each SFT record and decision point says its "
+        "`fidelity` and names the `alterations` of its context; a training config selects a tier with `fidelity`.",
+        "",
+        _table(["format", "labels", "byte", "content"],
+               [[f, d["labels"], d["labels_by_fidelity"]["byte"], d["labels_by_fidelity"]["content"]]
+                for f, d in y["by_format"].items()]),
+        "",
     ]
 
 

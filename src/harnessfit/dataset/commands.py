@@ -46,9 +46,13 @@ def _summary(report, out_dir: Path) -> None:  # noqa: ANN001
         con.print(line, markup=False, highlight=False, soft_wrap=True)
     if "calls" in total:
         train = m["splits"]["per_split"].get("train") or {}
-        con.print(f"tool calls → labels: {total['calls']} → {total['labels']} (yield.md says why each was lost); "
-                  f"actions to learn in the train split: {train.get('sft', 0)} "
-                  f"({train.get('prefix_sft', 0)} from exact prefixes)", markup=False, highlight=False)
+        tiers = total.get("labels_by_fidelity")
+        per_tier = f", fidelity byte {tiers['byte']} / content {tiers['content']}" if tiers else ""
+        train_tiers = (f"; fidelity byte {train.get('sft_byte', 0)} / content {train.get('sft_content', 0)}"
+                       if "sft_content" in train else "")
+        con.print(f"tool calls → labels: {total['calls']} → {total['labels']}{per_tier} (yield.md says why each was "
+                  f"lost); actions to learn in the train split: {train.get('sft', 0)} "
+                  f"({train.get('prefix_sft', 0)} from exact prefixes{train_tiers})", markup=False, highlight=False)
     for k in m["redaction"].get("kept") or []:
         if k["holds"]:
             con.print(escape(f"note: kept verbatim, as the card says: {k['text']} (it holds {', '.join(k['holds'])})"),

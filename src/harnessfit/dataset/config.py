@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import tomllib
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -35,11 +35,11 @@ class ConvertConfig(_Strict):
     drop_ui_tools: bool = True
     ui_tools: dict[str, list[str]] = Field(default_factory=dict)
 
-    def policy(self) -> Any:
+    def policy(self, fidelity: str = "content") -> Any:
         from harnessfit.convert.policy import ConvertPolicy
 
         return ConvertPolicy(drop_ui_tools=self.drop_ui_tools,
-                             ui_tools={k: tuple(v) for k, v in sorted(self.ui_tools.items())})
+                             ui_tools={k: tuple(v) for k, v in sorted(self.ui_tools.items())}, fidelity=fidelity)
 
 
 class RedactionConfig(_Strict):
@@ -100,6 +100,12 @@ class BuildConfig(_Strict):
     card profile with Pi's optional grep/find/ls (card ``pi-<version>+tools``; the manifest records the card and its
     tools, and ``eval agent --harness pi@<version>+tools`` runs Pi with the same tools). Older spellings are read and
     folded into it: ``harness = "pi"`` + ``harness_version = <version>``, and ``harness_profile = "tools"``.
+
+    ``fidelity`` (``convert.policy.FIDELITY_TIERS``) is the lowest tier a kept context may have: ``"content"`` (the
+    default) also keeps contexts holding a result rendered from output its agent altered in a documented way (each
+    SFT record and decision point then says ``fidelity`` and names its ``alterations``); ``"byte"`` keeps only
+    contexts whose every byte is known, and writes exactly what builds wrote before tiers existed (its manifest has
+    no ``fidelity`` key, which is how a manifest from then reads: ``verify`` rebuilds it at ``byte``).
     """
 
     inputs: list[InputSpec]
@@ -112,6 +118,7 @@ class BuildConfig(_Strict):
     dedup: DedupConfig = Field(default_factory=DedupConfig)
     split: SplitConfig = Field(default_factory=SplitConfig)
     install_dir: str | None = None
+    fidelity: Literal["byte", "content"] = "content"
     parquet: bool = True
     workers: int = Field(1, ge=1, le=64)
     out: str = "out/dataset"
@@ -173,10 +180,13 @@ class BuildConfig(_Strict):
 
     def semantic_dict(self) -> dict[str, Any]:
         """What the output depends on (``workers`` and ``out`` excluded; no ``harness_profile`` key when none is
-        chosen, so configs from before profiles hash as they did): hashed into the manifest."""
+        chosen, and no ``fidelity`` key at ``byte``, so configs from before profiles and tiers hash as they did):
+        hashed into the manifest."""
         data = self.model_dump(mode="json", exclude={"workers", "out"})
         if data.get("harness_profile") is None:
             data.pop("harness_profile", None)
+        if data.get("fidelity") == "byte":  # as manifests from before tiers (which were byte) hash
+            data.pop("fidelity")
         return data
 
 

@@ -15,6 +15,11 @@ copies hold the same records in the shape the Hugging Face ecosystem takes as it
 
 A conversation whose messages a template cannot take (a non-text content part, such as an image a tool returned)
 has its JSONL records but no Parquet rows; the build counts them (``parquet_skipped``) per split.
+
+Fidelity tiers (``convert.policy.FIDELITY_TIERS``): a build at tier ``content`` ends each SFT record and decision point
+(JSONL and Parquet) with ``fidelity`` (``"byte"``, or ``"content"`` when its context holds a result rendered from
+output the source agent altered: ``meta.altered`` of its conversation) and the ``alterations`` that context holds; a
+build at tier ``byte`` writes neither (its records are written as before tiers existed).
 """
 
 from __future__ import annotations
@@ -27,12 +32,14 @@ import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from harnessfit.core.conversation import context_fidelity
 from harnessfit.core.records import DecisionPoint, SFTRecord
 from harnessfit.dataset.sink import OutFile
 from harnessfit.core.ids import content_id
 from harnessfit.models.messages import MessageError, to_template_message
 
-__all__ = ["sft_records", "decision_points", "ConversationExport", "ParquetOut", "PARQUET_SCHEMAS", "write_exports"]
+__all__ = ["sft_records", "decision_points", "ConversationExport", "ParquetOut", "PARQUET_SCHEMAS",
+           "TIERED_PARQUET_SCHEMAS", "write_exports"]
 
 
 def _parse_args(call: dict[str, Any]) -> dict[str, Any]:
@@ -53,21 +60,29 @@ def _labels(conv: dict[str, Any]) -> list[int]:
     return [i for i, m in enumerate(conv["messages"]) if m.get("role") == "assistant" and i >= first]
 
 
-def sft_records(conv: dict[str, Any], split: str) -> Iterator[SFTRecord]:
+def _tier(conv: dict[str, Any], i: int, tiers: bool) -> dict[str, Any]:
+    """The record fields ``fidelity`` and ``alterations`` of the context ``messages[:i]`` (none unless ``tiers``)."""
+    if not tiers:
+        return {}
+    fidelity, names = context_fidelity(conv["meta"].get("altered"), i)
+    return {"fidelity": fidelity, "alterations": names}
+
+
+def sft_records(conv: dict[str, Any], split: str, *, tiers: bool = False) -> Iterator[SFTRecord]:
     """One record per assistant message that is a label: the context before it (system prompt first) and the
-    action, wire form."""
+    action, wire form; with ``tiers`` (a build at tier ``content``) its fidelity and alterations."""
     msgs = conv["messages"]
     meta = conv["meta"]
     for k, i in enumerate(_labels(conv)):
         m = msgs[i]
         yield SFTRecord(id=content_id("sft", conv["id"], str(i)), conversation_id=conv["id"], split=split,
                         action_index=k, messages=msgs[:i], tools=conv["tools"], action=m, source=meta["source"],
-                        group=meta["root_request_id"])
+                        group=meta["root_request_id"], **_tier(conv, i, tiers))
 
 
-def decision_points(conv: dict[str, Any], split: str) -> Iterator[DecisionPoint]:
+def decision_points(conv: dict[str, Any], split: str, *, tiers: bool = False) -> Iterator[DecisionPoint]:
     """One per assistant turn that is a label: the state before it, the turn with tool-call arguments parsed to
-    objects, and the tool results that answered its calls in the trace."""
+    objects, and the tool results that answered its calls in the trace; with ``tiers``, as ``sft_records``."""
     msgs = conv["messages"]
     meta = conv["meta"]
     for k, i in enumerate(_labels(conv)):
@@ -84,7 +99,7 @@ def decision_points(conv: dict[str, Any], split: str) -> Iterator[DecisionPoint]
                 results.append(nxt)
         yield DecisionPoint(id=content_id("dp", conv["id"], str(i)), conversation_id=conv["id"], split=split,
                             turn_index=k, state=msgs[:i], tools=conv["tools"], next_turn=turn, tool_results=results,
-                            source=meta["source"], group=meta["root_request_id"])
+                            source=meta["source"], group=meta["root_request_id"], **_tier(conv, i, tiers))
 
 
 def _j(v: Any) -> str:
@@ -93,6 +108,7 @@ def _j(v: Any) -> str:
 
 _J = pa.json_(pa.string())  # one JSON text per value; ``datasets`` reads it back as the object (feature ``Json()``)
 _JL = pa.list_(_J)
+_SL = pa.list_(pa.string())
 
 
 def _hf_schema(fields: list[tuple[str, pa.DataType]]) -> pa.Schema:
@@ -103,6 +119,8 @@ def _hf_schema(fields: list[tuple[str, pa.DataType]]) -> pa.Schema:
             return {"_type": "Json"}
         if t == _JL:
             return {"feature": {"_type": "Json"}, "_type": "List"}
+        if t == _SL:
+            return {"feature": {"dtype": "string", "_type": "Value"}, "_type": "List"}
         return {"dtype": "int64" if t == pa.int64() else "string", "_type": "Value"}
 
     meta = {"info": {"features": {name: feature(t) for name, t in fields}}}
@@ -126,6 +144,13 @@ PARQUET_SCHEMAS: dict[str, pa.Schema] = {
     "decision_points": _hf_schema([*_IDS, ("turn_index", pa.int64()), ("prompt", _JL), ("tools", _JL),
                                    ("next_turn", _J), ("tool_results", _JL), *_ORIGIN]),
 }
+_TIER = [("fidelity", pa.string()), ("alterations", _SL)]
+TIERED_PARQUET_SCHEMAS: dict[str, pa.Schema] = {
+    **PARQUET_SCHEMAS,
+    **{k: _hf_schema([*((f.name, f.type) for f in PARQUET_SCHEMAS[k]), *_TIER]) for k in ("sft", "decision_points")},
+}
+"""The schemas of a build at tier ``content``: SFT rows and decision points end with ``fidelity`` and
+``alterations``."""
 
 
 class ParquetOut:
@@ -182,8 +207,9 @@ def _arr(items: list[bytes]) -> bytes:
 class ConversationExport:
     """Pre-serialised pieces of one conversation, from which every export line and Parquet row is assembled."""
 
-    def __init__(self, conv: dict[str, Any], split: str) -> None:
+    def __init__(self, conv: dict[str, Any], split: str, *, tiers: bool = False) -> None:
         self.conv = conv
+        self.tiers = tiers  # a build at tier content: each record ends with its fidelity and alterations
         self.split = split
         self.msgs = conv["messages"]
         self.mb = [orjson.dumps(m) for m in self.msgs]
@@ -213,6 +239,17 @@ class ConversationExport:
     def _tool_list(self) -> list[str]:
         return [_j(t) for t in self.conv["tools"]]
 
+    def tier_counts(self) -> Counter[str]:
+        """Its labels per fidelity tier, as ``sft_<tier>`` (empty unless ``tiers``)."""
+        if not self.tiers:
+            return Counter()
+        return Counter(f"sft_{_tier(self.conv, i, True)['fidelity']}" for i in self.actions)
+
+    def _tier(self, i: int) -> tuple[list[tuple[str, bytes]], dict[str, Any]]:
+        """The context ``msgs[:i]``'s tier as JSONL pairs and as Parquet fields (both empty unless ``tiers``)."""
+        fields = _tier(self.conv, i, self.tiers)
+        return [(k, orjson.dumps(v)) for k, v in fields.items()], fields
+
     def conversation_row(self) -> dict[str, Any] | None:
         tm = self.template_messages
         if tm is None:
@@ -227,12 +264,13 @@ class ConversationExport:
         for k, i in enumerate(self.actions):
             rid = content_id("sft", self.conv["id"], str(i))
             ctx = _arr(self.mb[:i])
+            pairs, tier = self._tier(i)
             line = _obj([("id", orjson.dumps(rid)), ("conversation_id", self.cid), ("split", self.sp),
                          ("action_index", orjson.dumps(k)), ("messages", ctx), ("tools", self.tools),
-                         ("action", self.mb[i]), ("source", self.src), ("group", self.grp)])
+                         ("action", self.mb[i]), ("source", self.src), ("group", self.grp), *pairs])
             row = None if tm is None else {
                 "id": rid, "conversation_id": self.conv["id"], "split": self.split, "action_index": k,
-                "prompt": tm[:i], "completion": [tm[i]], "tools": tools, **self._origin()}
+                "prompt": tm[:i], "completion": [tm[i]], "tools": tools, **self._origin(), **tier}
             yield rid, line, row
 
     def decision_points(self) -> Iterator[tuple[str, bytes, dict[str, Any] | None]]:
@@ -252,13 +290,14 @@ class ConversationExport:
                 if self.msgs[j].get("tool_call_id") in ids:
                     res.append(j)
             state, nt, tr = _arr(self.mb[:i]), orjson.dumps(turn), _arr([self.mb[j] for j in res])
+            pairs, tier = self._tier(i)
             line = _obj([("id", orjson.dumps(rid)), ("conversation_id", self.cid), ("split", self.sp),
                          ("turn_index", orjson.dumps(k)), ("state", state), ("tools", self.tools), ("next_turn", nt),
-                         ("tool_results", tr), ("source", self.src), ("group", self.grp)])
+                         ("tool_results", tr), ("source", self.src), ("group", self.grp), *pairs])
             row = None if tm is None else {
                 "id": rid, "conversation_id": self.conv["id"], "split": self.split, "turn_index": k,
                 "prompt": tm[:i], "tools": tools, "next_turn": tm[i], "tool_results": [tm[j] for j in res],
-                **self._origin()}
+                **self._origin(), **tier}
             yield rid, line, row
 
 
@@ -267,21 +306,24 @@ _KINDS = ("conversations", "sft", "decision_points")
 
 def write_exports(sink: Any, spool: list[tuple[str, str, bytes, str]], assignment: dict[str, str],
                   split_groups: dict[str, set[str]], *, parquet: bool, bar: Any = None,
-                  prefixes: Any = None) -> tuple[dict[str, dict[str, int]], Counter[str]]:
+                  prefixes: Any = None, tiers: bool = False) -> tuple[dict[str, dict[str, int]], Counter[str]]:
     """The export stage: for each split, the kept conversations (``spool``: id, group, line, source) whose group
     ``assignment`` puts there, with their SFT records and decision points, as JSONL (and Parquet copies); then the
     SFT records and decision points of the split's exact prefixes (``prefixes``: a ``dataset.prefixes.PrefixSpool``),
-    counted in ``sft`` / ``decision_points`` and apart as ``prefix_sft`` / ``prefix_decision_points``. Returns the
-    counts per split and the kept conversations per source."""
+    counted in ``sft`` / ``decision_points`` and apart as ``prefix_sft`` / ``prefix_decision_points``. With ``tiers``
+    (a build at tier ``content``) each record says its fidelity, and the counts per tier are ``sft_<tier>``.
+    Returns the counts per split and the kept conversations per source."""
     per_split: dict[str, dict[str, int]] = {}
     kept_by_source: Counter[str] = Counter()
     task = bar.add_task("export", total=len(spool)) if bar is not None else None
     for split in split_groups:
         # every byte of these files comes from the spool, which the redact stage wrote
         files = {k: sink.open(f"{k}/{split}.jsonl", redacted_records=True) for k in _KINDS}
-        pq_out = ({k: ParquetOut(sink.open(f"parquet/{k}/{split}.parquet", redacted_records=True), PARQUET_SCHEMAS[k])
+        schemas = TIERED_PARQUET_SCHEMAS if tiers else PARQUET_SCHEMAS
+        pq_out = ({k: ParquetOut(sink.open(f"parquet/{k}/{split}.parquet", redacted_records=True), schemas[k])
                    for k in _KINDS} if parquet else {})
         n = {"groups": len(split_groups[split]), **dict.fromkeys(_KINDS, 0)}
+        tier_counts: Counter[str] = Counter()
         for cid, group, body, source in spool:
             if assignment[group] != split:
                 continue
@@ -290,7 +332,8 @@ def write_exports(sink: Any, spool: list[tuple[str, str, bytes, str]], assignmen
             files["conversations"].write(body + b"\n")
             n["conversations"] += 1
             kept_by_source[source] += 1
-            ex = ConversationExport(conv, split)
+            ex = ConversationExport(conv, split, tiers=tiers)
+            tier_counts.update(ex.tier_counts())
             for kind, rows in (("sft", ex.sft()), ("decision_points", ex.decision_points())):
                 for rid, line, row in rows:
                     files[kind].mark(rid)
@@ -307,9 +350,12 @@ def write_exports(sink: Any, spool: list[tuple[str, str, bytes, str]], assignmen
             if task is not None:
                 bar.advance(task)
         if prefixes is not None:
-            n["prefix_sft"], n["prefix_decision_points"] = prefixes.export(split, assignment, files, pq_out)
+            n["prefix_sft"], n["prefix_decision_points"] = prefixes.export(split, assignment, files, pq_out,
+                                                                           tiers=tiers, tier_counts=tier_counts)
             n["sft"] += n["prefix_sft"]
             n["decision_points"] += n["prefix_decision_points"]
+        if tiers:
+            n.update({f"sft_{t}": tier_counts[f"sft_{t}"] for t in ("byte", "content")})
         for f in files.values():
             f.close()
         for p in pq_out.values():

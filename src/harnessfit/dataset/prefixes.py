@@ -95,14 +95,17 @@ class PrefixSpool:
         return [g for _, g, _ in self.items]
 
     def export(self, split: str, assignment: dict[str, str], files: dict[str, Any],
-               parquet: dict[str, Any]) -> tuple[int, int]:
+               parquet: dict[str, Any], *, tiers: bool = False, tier_counts: Counter[str] | None = None) -> tuple[int, int]:
         """Write the SFT records and decision points of this split's prefixes (``files``/``parquet``: the split's
-        open ``sft`` and ``decision_points`` outputs); returns (SFT records, decision points)."""
+        open ``sft`` and ``decision_points`` outputs; ``tiers``: a build at tier ``content``, whose records say their
+        fidelity, counted into ``tier_counts``); returns (SFT records, decision points)."""
         n = {"sft": 0, "decision_points": 0}
         for _, group, body in self.items:
             if assignment[group] != split:
                 continue
-            ex = ConversationExport(orjson.loads(body), split)
+            ex = ConversationExport(orjson.loads(body), split, tiers=tiers)
+            if tier_counts is not None:
+                tier_counts.update(ex.tier_counts())
             for kind, rows in (("sft", ex.sft()), ("decision_points", ex.decision_points())):
                 for rid, line, row in rows:
                     files[kind].mark(rid)

@@ -165,10 +165,10 @@ class Judge:
     totals of the conversations that reached redaction; beside them the exact prefixes (``prefixes``) and the
     per-call accounting of every unit (``yields``)."""
 
-    def __init__(self, deduper: Deduper, clock: StageClock, *, freeze_every: int = 0) -> None:
+    def __init__(self, deduper: Deduper, clock: StageClock, *, freeze_every: int = 0, fidelity: str = "byte") -> None:
         self.deduper = deduper
         self.prefixes = PrefixSpool(exact_dedup=deduper.exact)
-        self.yields = YieldReport()
+        self.yields = YieldReport(fidelity=fidelity)
         self.clock = clock
         self.accounting = Accounting()
         self.ledger: list[Rejection] = []

@@ -85,6 +85,7 @@ def verify_dataset(folder: Path, *, workers: int = 1, progress: bool = False) ->
     manifest = read_manifest(folder)
     cfg = dict(manifest["config"])
     cfg["workers"] = workers
+    cfg.setdefault("fidelity", "byte")  # a manifest without it was built at byte (BuildConfig.fidelity)
     try:
         config = BuildConfig.model_validate(cfg)
     except Exception as exc:  # noqa: BLE001 — a hand-edited manifest

@@ -32,7 +32,9 @@ call it returns exactly one outcome:
   ``result`` text (what Pi's tool would have returned; ``None`` only when the source has no result step for the
   call, which the converter answers with Pi's synthetic "No result provided" as Pi does; a ``Failure`` when the
   call is exact but its result cannot be rendered as Pi's — the call can then still be a training label, the
-  context after it cannot: use :func:`result_failure`), and the ``transformations`` done (short stable strings such
+  context after it cannot: use :func:`result_failure`; an ``Altered`` when the environment's output is known except
+  for an alteration the source agent is documented to make, such as whitespace it trimmed: the content tier renders
+  Pi's text from it, the byte tier treats it as its ``failure``), and the ``transformations`` done (short stable strings such
   as ``"claude.Read->read"``, ``"read_result.strip_line_numbers"``; the converter appends them, de-duplicated and in
   first-seen order, to the conversation's provenance).
 - ``Drop``: the call and its result are removed under a documented policy (UI-only tools that change nothing in the
@@ -72,6 +74,7 @@ if TYPE_CHECKING:
 __all__ = [
     "BaseTraceReader",
     "PiCall",
+    "Altered",
     "Drop",
     "Failure",
     "MapOutcome",
@@ -88,13 +91,28 @@ __all__ = [
 
 
 @dataclass(frozen=True, slots=True)
+class Altered:
+    """A result whose environment output the source recorded except for an alteration its agent is documented to make
+    (fidelity tier ``content``): ``text`` is Pi's result text rendered from the recorded content (the framing is the
+    target Pi's own; a ``Failure`` when even the content tier cannot render it, e.g. output over Pi's limits),
+    ``alterations`` name what the source agent did to the output (stable names such as
+    ``claude_code.bash_edges_trimmed``; each mapping's docstring cites where the agent does it), and ``failure`` is
+    why the byte tier cannot render it (``unmappable_result``), used as the result when the build keeps every byte."""
+
+    text: str | Failure
+    alterations: tuple[str, ...]
+    failure: Failure
+
+
+@dataclass(frozen=True, slots=True)
 class PiCall:
     """One Pi tool call and the Pi-format text its result would have had (``None``: the source has no result; a
-    ``Failure``: the call is exact, its result cannot be rendered)."""
+    ``Failure``: the call is exact, its result cannot be rendered; an ``Altered``: rendered from content the source
+    agent altered in a documented way)."""
 
     name: str
     arguments: dict[str, Any]
-    result: str | Failure | None
+    result: str | Failure | Altered | None
     transformations: tuple[str, ...] = ()
 
 
@@ -178,7 +196,7 @@ def result_failure(tool: str, detail: str, hint: str) -> Failure:
     return Failure(Reason.unmappable_result, f"{tool} result: {detail}", hint)
 
 
-def with_result(outcome: MapOutcome, result: str | Failure | None) -> MapOutcome:
+def with_result(outcome: MapOutcome, result: str | Failure | Altered | None) -> MapOutcome:
     """``outcome`` with its (single) Pi call's result replaced, e.g. by a ``Failure`` found after mapping."""
     if isinstance(outcome, PiCall):
         return PiCall(outcome.name, outcome.arguments, result, outcome.transformations)

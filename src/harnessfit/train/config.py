@@ -267,6 +267,10 @@ class HarnessfitGRPOConfig(_HarnessfitFields, GRPOConfig):
         "help": "Folder written by `harnessfit build` (decision_points/<split>.jsonl); default: the dataset the "
         "audit read (audit.json `dataset`)."})
     train_split: str = field(default="train", metadata={"help": "Decision-point split to train on."})
+    fidelity: Literal["byte", "content"] = field(default="content", metadata={
+        "help": "Lowest fidelity tier of decision point to use: content = all (a state may hold a result rendered "
+        "from output its agent altered in a documented way, named in the point's alterations); byte = only states "
+        "whose every byte is known (the others are listed as skipped with reason fidelity_not_selected)."})
     eval_split: str = field(default="auto", metadata={
         "help": "Held-out decision points scored before and after training (never trained on); auto = the first "
         "of validation/val/valid/test with usable points (a split without is said and skipped; with none, training "

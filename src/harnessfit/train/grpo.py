@@ -231,8 +231,10 @@ def train_grpo(cfg: HarnessfitGRPOConfig, out_dir: Path, *, resume: bool = False
     target = _target(cfg, audited, dataset_dir)
     tok = audited.tokenizer
     train = load_decision_points(dataset_dir, cfg.train_split, tok, sources=cfg.sources,
-                                 max_records=cfg.max_train_records, max_prompt_length=cfg.max_prompt_length)
+                                 max_records=cfg.max_train_records, max_prompt_length=cfg.max_prompt_length,
+                                 fidelity=cfg.fidelity)
     heldout, heldout_note = (load_heldout_points(dataset_dir, cfg.eval_split, tok, sources=cfg.sources,
+                                                 fidelity=cfg.fidelity,
                                                  max_records=cfg.heldout_max_records,
                                                  max_prompt_length=cfg.max_prompt_length)
                              if cfg.heldout else (None, "held-out evaluation off (heldout: false)"))

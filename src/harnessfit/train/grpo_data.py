@@ -27,6 +27,7 @@ class DPSkip(StrEnum):
     """Why a decision point was not used (closed set)."""
 
     source_not_selected = "source_not_selected"
+    fidelity_not_selected = "fidelity_not_selected"
     render_error = "render_error"
     prompt_over_max_length = "prompt_over_max_length"
     invalid_record = "invalid_record"
@@ -91,8 +92,12 @@ def render_state(tokenizer, state: list[dict[str, Any]], tools: list[dict[str, A
 
 
 def load_decision_points(dataset_dir: Path, split: str, tokenizer, *, sources: list[str] | None = None,
-                         max_records: int | None = None, max_prompt_length: int | None = None) -> DecisionPoints:
-    """Read and render one split's decision points in file order (see the module docstring)."""
+                         max_records: int | None = None, max_prompt_length: int | None = None,
+                         fidelity: str = "content") -> DecisionPoints:
+    """Read and render one split's decision points in file order (see the module docstring); ``fidelity="byte"``
+    keeps only points whose state is byte-exact (a point without the field is: its build was at tier byte)."""
+    from harnessfit.core.records import record_fidelity
+
     from harnessfit.models.messages import MessageError
 
     path = dataset_dir / "decision_points" / f"{split}.jsonl"
@@ -116,6 +121,11 @@ def load_decision_points(dataset_dir: Path, split: str, tokenizer, *, sources: l
             if sources is not None and dp.get("source") not in sources:
                 skipped.append(SkippedPoint(record_id=rid, split=split, reason=DPSkip.source_not_selected,
                                             detail=f"source {dp.get('source')!r} not in {sources}"))
+                continue
+            if fidelity == "byte" and record_fidelity(dp) != "byte":
+                skipped.append(SkippedPoint(record_id=rid, split=split, reason=DPSkip.fidelity_not_selected,
+                                            detail=f"fidelity {record_fidelity(dp)!r} (alterations: "
+                                                   f"{', '.join(dp.get('alterations') or [])}) below byte"))
                 continue
             try:
                 text, ids = render_state(tokenizer, state, tools)

@@ -22,9 +22,13 @@ lines).
 Bash results: Claude Code keeps no command's raw output. Its tool result is stdout with leading blank lines removed and
 trailing whitespace (the final newline) trimmed, then stderr trimmed, on a line of its own (``BashTool``'s
 ``mapToolResultToToolResultBlockParam`` in 1.0.108 and 2.0.27; ``toolUseResult.stdout`` keeps no final newline
-either), while Pi sends the merged output as the command wrote it. So a Bash call is an exact label, but its result is ``unmappable_result``
-(the context after it is not exact), with the detail the data gives: output Claude Code truncated or persisted to
-a file, an error without an exit code, no output (which may have been blank lines), or trimmed output.
+either), while Pi sends the merged output as the command wrote it. So a Bash call is an exact label, but its result
+is never byte-exact: at fidelity tier ``byte`` it is ``unmappable_result`` (the context after it is not exact), with
+the detail the data gives. At tier ``content`` (``formats.base.Altered``) Pi's bash text is rendered from the
+recorded output and exit code, and the alterations are named on the record: ``claude_code.bash_edges_trimmed`` and
+``claude_code.bash_stderr_apart`` (no output at all, or only whitespace, is Pi's ``(no output)``). What stays
+``unmappable_result`` at both tiers: output Claude Code truncated or persisted to a file (the content is unknown), an
+error without an exit code, and output over Pi's own limits.
 
 Errors are re-worded as Pi words them where the meaning is the same (missing file → ``ENOENT…``; edit text not
 found → Pi's "Could not find the exact text…"); any other error result is ``unmappable_result`` rather than
@@ -36,11 +40,12 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harnessfit.core.rejection import Reason, excerpt
 from harnessfit.core.trajectory import Step, ToolCall
 from harnessfit.formats.base import (
+    Altered,
     Failure,
     MapContext,
     MapOutcome,
@@ -53,6 +58,7 @@ from harnessfit.formats.base import (
 )
 from harnessfit.formats.claude_code.search import map_glob, map_grep, map_ls
 from harnessfit.harness.pi_results import (
+    pi_bash_result,
     pi_edit_no_match,
     pi_edit_result,
     pi_file_not_found,
@@ -60,7 +66,10 @@ from harnessfit.harness.pi_results import (
     pi_write_result,
 )
 
-__all__ = ["ClaudeCodeMapping", "strip_read_prefixes", "strip_system_reminders"]
+if TYPE_CHECKING:
+    from harnessfit.harness.card import HarnessCard
+
+__all__ = ["BASH_ALTERATIONS", "ClaudeCodeMapping", "strip_read_prefixes", "strip_system_reminders"]
 
 _LINE_PREFIX = re.compile(r"^ *\d+(?:\u2192|\t)", re.MULTILINE)
 _REMINDER = re.compile(r"\n*<system-reminder>.*?</system-reminder>\n*", re.DOTALL)
@@ -70,6 +79,8 @@ CLAUDE_READ_MAX_LINE_CHARS = 2000
 _CLAUDE_BASH_CUT = re.compile(r"\[\d+ (?:lines|characters) truncated\]|<persisted-output>|Output too large")
 _NO_OUTPUT = re.compile(r"\(Bash completed with no output\)|<system>Tool ran without output or errors</system>")
 """Claude Code's own words for a command that printed nothing (2.1, and 0.2/1.0)."""
+BASH_ALTERATIONS = ("claude_code.bash_edges_trimmed", "claude_code.bash_stderr_apart")
+"""What Claude Code does to every Bash output it records (the module docstring cites where)."""
 
 
 def strip_system_reminders(text: str) -> str:
@@ -103,10 +114,11 @@ def _claude_read_cut(content: str, start: int, shown: Any, total: Any, limited: 
     return None
 
 
-def _bash_result(text: str, is_error: bool | None) -> Failure:
-    """Why Pi's bash text for a Claude Code ``Bash`` result cannot be known: Claude Code never keeps a command's raw
-    output (the module docstring), so the detail says what the data shows: an error without an exit code, output
-    Claude Code cut, no output, or output whose edges it trimmed."""
+def _bash_result(card: HarnessCard, text: str, is_error: bool | None) -> Failure | Altered:
+    """Claude Code never keeps a command's raw output (the module docstring): an ``Altered`` holding Pi's bash text
+    rendered from the recorded output (its ``failure`` says, for the byte tier, what the data shows: no output, or
+    output whose edges were trimmed), or a ``Failure`` where even the content is unknown (an error without an exit
+    code, output Claude Code cut, output over Pi's limits)."""
     hint = "re-run the command under Pi (Claude Code keeps no raw output)"
     output, code = text, 0
     if is_error:
@@ -120,12 +132,16 @@ def _bash_result(text: str, is_error: bool | None) -> Failure:
         return result_failure("Bash", f"Claude Code truncated the output ({cut.group(0)!r}); the real output is "
                               "unknown", hint)
     if not output.strip() or _NO_OUTPUT.fullmatch(output.strip()):
-        return result_failure("Bash", f"no output recorded (exit code {code}), but Claude Code trims whitespace, so "
-                              "the command printed nothing or only blank lines, and Pi's text differs between them",
-                              hint)
-    return result_failure("Bash", f"{len(output)} characters of output whose edges Claude Code trimmed (leading blank "
-                          "lines, trailing whitespace such as the final newline) and whose stderr it keeps apart from "
-                          "stdout, so Pi's exact text is unknown", hint)
+        output = ""
+        failure = result_failure("Bash", f"no output recorded (exit code {code}), but Claude Code trims whitespace, "
+                                 "so the command printed nothing or only blank lines, and Pi's text differs between "
+                                 "them", hint)
+    else:
+        failure = result_failure("Bash", f"{len(output)} characters of output whose edges Claude Code trimmed "
+                                 "(leading blank lines, trailing whitespace such as the final newline) and whose "
+                                 "stderr it keeps apart from stdout, so Pi's exact text is unknown", hint)
+    rendered = pi_bash_result(card, output, code, tool="Bash")
+    return Altered(rendered, BASH_ALTERATIONS, failure)
 
 
 class ClaudeCodeMapping:
@@ -270,4 +286,4 @@ class ClaudeCodeMapping:
         if isinstance(tur, dict) and tur.get("interrupted"):
             return Failure(Reason.aborted_or_error_turn, f"Bash {excerpt(command, 60)!r} was interrupted by the user",
                            "an interrupted call is not a finished action: keep the session up to it")
-        return PiCall("bash", pi_args, _bash_result(text, result.is_error), tuple(tr))
+        return PiCall("bash", pi_args, _bash_result(ctx.card, text, result.is_error), tuple(tr))

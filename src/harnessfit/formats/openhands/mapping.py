@@ -16,14 +16,18 @@ others (browser, ipython, MCP…)             ``unsupported_tool``
 Bash results: OpenHands wraps the output in its own status lines
 (``[The command completed with exit code N.]``…; V1 keeps them apart, in ``metadata.suffix``). The status lines are
 parsed and removed; the exit code comes from the observation. OpenHands strips the output's surrounding whitespace
-(``terminal_session.py``: ``lstrip``/``rstrip``), and Pi shows a command's output as it is, so no bash result is ever
-rendered as Pi's: every one is ``unmappable_result`` rather than guessed (the call is a label; the context after it
-is not), with the reason the data shows: an OpenHands error observation (its own message, not the command's
-output), no exit code, exit code -1 (still running, timed out or not seen to finish), terminal control sequences in
-the output (OpenHands runs commands in an interactive terminal, whose bracketed-paste switches
-``ESC[?2004l``/``ESC[?2004h`` V1 outputs keep; Pi runs commands without one), a non-empty output whose final newline
-is lost, or an empty output, which is no output *or* only blank lines (Pi writes ``(no output)`` for the first and
-the blank lines for the second).
+(``openhands/runtime/utils/bash.py``, ``BashSession._get_command_output``: the command echo is removed after an
+``lstrip`` and the output returned ``rstrip``-ped; the V1 SDK's ``terminal_session.py`` does the same), and Pi shows a
+command's output as it is, so no bash result is ever byte-exact. At fidelity tier ``byte`` every one is
+``unmappable_result`` rather than guessed (the call is a label; the context after it is not). At tier ``content``
+(``formats.base.Altered``) Pi's bash text is rendered from the recorded output and exit code, the alteration named
+``openhands.output_stripped`` (an empty output is Pi's ``(no output)``). What stays ``unmappable_result`` at both
+tiers, with the reason the data shows: an OpenHands error observation (its own message, not the command's output),
+no exit code, exit code -1 (still running, timed out or not seen to finish), terminal control sequences in the
+output (OpenHands runs commands in an interactive terminal, whose bracketed-paste switches ``ESC[?2004l``/
+``ESC[?2004h`` V1 outputs keep; Pi runs commands without one), output over Pi's own limits. At tier ``byte`` also a
+non-empty output whose final newline is lost, and an empty output, which is no output *or* only blank lines (Pi
+writes ``(no output)`` for the first and the blank lines for the second).
 
 Any result: an observation with no text under any of the layout's keys, or with text OpenHands appended after the
 tool's own result (V1 ``extended_content``), is ``unmappable_result`` (see ``formats/openhands/events.py``).
@@ -37,6 +41,7 @@ from typing import Any
 from harnessfit.core.rejection import excerpt
 from harnessfit.core.trajectory import Step, ToolCall
 from harnessfit.formats.base import (
+    Altered,
     Failure,
     MapContext,
     MapOutcome,
@@ -48,8 +53,12 @@ from harnessfit.formats.base import (
     with_result,
 )
 from harnessfit.formats.swe_agent.mapping import map_str_replace_editor
+from harnessfit.harness.pi_results import pi_bash_result
 
-__all__ = ["OpenHandsMapping", "split_openhands_output"]
+__all__ = ["OUTPUT_STRIPPED", "OpenHandsMapping", "split_openhands_output"]
+
+OUTPUT_STRIPPED = "openhands.output_stripped"
+"""What OpenHands does to every command output it records (the module docstring cites where)."""
 
 BASH_TOOLS = frozenset({"execute_bash", "terminal", "bash", "action:run"})
 EDITOR_TOOLS = frozenset({"str_replace_editor", "file_editor"})
@@ -112,12 +121,13 @@ class OpenHandsMapping:
         notes = (f"openhands.{name}->bash", *(f"openhands.drop_arg:{k}" for k in dropped))
         if result is None:
             return PiCall("bash", arguments, None, notes)
-        return PiCall("bash", arguments, _bash_result(name, result), notes)
+        return PiCall("bash", arguments, _bash_result(name, result, ctx), notes)
 
 
-def _bash_result(name: str, result: Step) -> Failure:
-    """Why Pi's text for an OpenHands command result cannot be known, from what the data shows (see the module
-    docstring: OpenHands never keeps the raw output)."""
+def _bash_result(name: str, result: Step, ctx: MapContext) -> Failure | Altered:
+    """Pi's text for an OpenHands command result, rendered from the stripped output (an ``Altered``: its ``failure``
+    says why the byte tier cannot render it), or why even the content is unknown, from what the data shows (see the
+    module docstring: OpenHands never keeps the raw output)."""
     output, code = split_openhands_output(result.text or "")
     if result.exit_code is not None:
         code = result.exit_code
@@ -140,14 +150,17 @@ def _bash_result(name: str, result: Step) -> Failure:
                               "OpenHands' interactive terminal; Pi runs commands without one, so its text is unknown",
                               "re-run the command under Pi (or a runner that keeps raw, non-TTY output)")
     if output:
-        return result_failure(name, f"{len(output)} characters of output whose final newline OpenHands stripped, so "
-                              "Pi's exact text is unknown",
-                              "re-run the command under Pi (or a runner that keeps raw output)")
-    # OpenHands strips the output's surrounding whitespace: empty here is no output *or* only blank lines, which Pi
-    # shows as they are ("(no output)" is Pi's text for none at all), so even this is not known
-    return result_failure(name, "an empty output after OpenHands stripped its surrounding whitespace: the command "
-                          f"printed nothing or only blank lines (exit code {code}), and Pi's text differs between them",
-                          "re-run the command under Pi (or a runner that keeps raw output)")
+        failure = result_failure(name, f"{len(output)} characters of output whose final newline OpenHands stripped, "
+                                 "so Pi's exact text is unknown",
+                                 "re-run the command under Pi (or a runner that keeps raw output)")
+    else:
+        # empty here is no output *or* only blank lines, which Pi shows as they are ("(no output)" is Pi's text for
+        # none at all), so even this is not byte-exact
+        failure = result_failure(name, "an empty output after OpenHands stripped its surrounding whitespace: the "
+                                 f"command printed nothing or only blank lines (exit code {code}), and Pi's text "
+                                 "differs between them", "re-run the command under Pi (or a runner that keeps raw output)")
+    rendered = pi_bash_result(ctx.card, output, code, tool=name)
+    return Altered(rendered, (OUTPUT_STRIPPED,), failure)
 
 
 def _lost_result(name: str, result: Step | None) -> Failure | None:
