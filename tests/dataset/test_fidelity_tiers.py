@@ -1,5 +1,5 @@
 """Fidelity tiers on both shared trace sets: a build at tier ``byte`` writes exactly what builds wrote before tiers
-existed (every output's SHA-256 pinned from main's code before the change, commit 743518a); a build at tier
+existed (every output's SHA-256 pinned from main's code before the change, commit cf571f5); a build at tier
 ``content`` (the default) marks every SFT record and decision point with its tier and the alterations of its
 context, counts the labels per tier, and ``verify`` rebuilds both byte for byte.
 
@@ -21,7 +21,8 @@ from harnessfit.dataset.build import build_dataset
 from harnessfit.dataset.config import config_from_values
 from harnessfit.dataset.verify import verify_dataset
 
-BEFORE_TIERS = {  # sha256 of every output, built by commit 743518a (main before tiers), same layout and config
+BEFORE_TIERS = {  # sha256 of every output, built by commit cf571f5 (main before tiers, after the sub-agent and
+    # optional-tool mapping landed: they changed the ledger and manifest on purpose), same layout and config
     'traces': {
         'README.md':
             'c19c1ade45c6f839ddc637a0cc2457ab7a6f9d2e9feec4b0ee0f38b8471af33c',
@@ -38,11 +39,11 @@ BEFORE_TIERS = {  # sha256 of every output, built by commit 743518a (main before
         'decision_points/validation.jsonl':
             '8c445cf55600604c59bf367cb0d577234636bde0a7713d2397f1b5e692c5dfc2',
         'ledger.jsonl':
-            'd06bea880cde2d2136506fd97d0f77b681be4c9b26f29a3518edb39120fb5ae1',
+            '646cc741274d9e2ce17b14e9b02cb2a3a5adcc1e7c859c4ad59eabd40f11ca35',
         'ledger_summary.json':
             '2d6009689a7433b34d7a536f54254bd8721b7174e6c94db74bedbf555951d5e1',
         'manifest.json':
-            'a2698f4f31d2ce81f9a163eeb3b86577eac340c5827fd14c484608a9829ce384',
+            '80a6c4275ee9db35dbd30ca2f8d7309ca18cc621e5a3e563eb728e71a57ded84',
         'parquet/conversations/test.parquet':
             'a91322f28da4e7bda0e4aba980221aca71fe3c8d2f748a4465b7991209006385',
         'parquet/conversations/train.parquet':
@@ -74,53 +75,53 @@ BEFORE_TIERS = {  # sha256 of every output, built by commit 743518a (main before
     },
     'traces-extra': {
         'README.md':
-            '8b48d36520ff6d55025344716489e62c4228d62c7248b9282005b359b2994163',
+            'f78c8b577d98ccfb8ed01fb63efdc0fa3a9d281d5929baac42e29d8632600f86',
         'conversations/test.jsonl':
             'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855',
         'conversations/train.jsonl':
             '1a92cb8ddbdf565d29c301951f316fe618c5def0c553e517a1330e24d0de3e4d',
         'conversations/validation.jsonl':
-            'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855',
+            '8df2f349f00d2c59edbd742b5986d8434880b97065b0064861ed4786b7b7c69b',
         'decision_points/test.jsonl':
             'd6fbf072310bbb9df5011888dd472e9bb11167f2f0bb8eb0ba0a0d2f6230d316',
         'decision_points/train.jsonl':
-            '8ef5ff194d8e52e16d77909a09df72c6aab070412df34441f0c3267a2e38e2fb',
+            '614b74abb7bf0d88083439ea237b490744b183ee8b1a5b2d637da295297a94ef',
         'decision_points/validation.jsonl':
-            '5962a09aeb43c3861ccab7c2dcda54fe0a90617b19e02185ac4a255fff997e47',
+            'e874297bfa73149285fca83c888ba2c53775fe59b0a0bc185ef4037c3b93a4e4',
         'ledger.jsonl':
-            '5a25d4151080a98f58b14aba75b0f815a5ae5e853cf72cf9465266103a540b40',
+            '5ae38d8cae66043d0a988aa941f785286aba894a958f72ef0c4d33a47553fd2f',
         'ledger_summary.json':
-            '94239a2014ef65b19b512ff1bfe41875b16de85ddedba8b9e773ee00a044ef48',
+            '4a43e5da10f99c16ca23968c767e1f06e7f8ae2f899a1ef20e51316b30a24193',
         'manifest.json':
-            '0bbe4387d5802d3955b44598f2c71c0548c90c9942e6c66697d68b8459969cd0',
+            '7c199a2b645905c00bdcd12e4459f7634ec39d7b490187d4bd5428ce740ba938',
         'parquet/conversations/test.parquet':
             '732a9afcfb4a710dcfc7d28a416d51f14e0571e4b719d7625e8219bead824fa1',
         'parquet/conversations/train.parquet':
             'f3ce6f1d21122b2209ed23eed79aac1997e74912bcbce66320b9528e99cb4944',
         'parquet/conversations/validation.parquet':
-            '732a9afcfb4a710dcfc7d28a416d51f14e0571e4b719d7625e8219bead824fa1',
+            '000cfb21bec978850f92d5589a07155e808f8df39d22d0a9b103b5ca7619d9f9',
         'parquet/decision_points/test.parquet':
             '4a9d98fb6088e6de78f49c6cf28a42e0da09be103c1cd69cf033922f6144163d',
         'parquet/decision_points/train.parquet':
-            '9ed5b40ceadf7ac472dba20fb92991344dce68bbe0dc64a110f7892ddf3fdfd9',
+            '600b9a8f3503e4e2c825164f948f72e0c55f088af0786f0a766b2935c106b311',
         'parquet/decision_points/validation.parquet':
-            '59d81be58ac45d4cdb510a9bfa735d107b6ef40b28f80158dfd14ce1101caf1c',
+            'c268105cd68e33a9c2df8654b786047c18f655abdc1ee3da8a10104101c1181e',
         'parquet/sft/test.parquet':
             '55d0416563322614447066ac5bf88f6b452cd079cd2e7f62a4f2e6e5cdb0afc0',
         'parquet/sft/train.parquet':
-            'b83de42e308cae0ba9d5af5f38becc9ea6bbbff9b3a3db8cb28fe66fd78186ec',
+            '77d7b8bdd5f1189858fcf7f6ee1c5d6f317f0a20d1831d2f6983ccbfd247f2bd',
         'parquet/sft/validation.parquet':
-            '030c89d389aa4d3cac10fc90eb478345bc138a8bffc755b4e21afc25453bcc2a',
+            'efb53df7e4dff3070bed70b83e2f6eb4004d7b9a16496d3a32453d793ca458ac',
         'sft/test.jsonl':
             '6e86e7416d60df014340edbc83da7432589a654039cb7830aa1c82741693fa1e',
         'sft/train.jsonl':
-            '8b0e67c5c80926d7f72d33cfe37c9aed95f0d9b7c00887f0c451586d04fd8469',
+            'bc4d2c3910ff66560cf74daa14cad468b5f4fecdbe1b8b67134fca19a97521e9',
         'sft/validation.jsonl':
-            '96efa660d0e59e8f630d696ac5d100c9121c01520d7f8bfcd703d560b7556d5d',
+            '79852642719c290ce21ac961c81a8b8c3213adbd22b502885ff9ac508d698048',
         'yield.json':
-            '2b429e4ac1c14b5ee0a5ea7de545a82ef1376c003ba5e01f621f2e4ce7cae7ba',
+            '9aece9811dbe9833b3a1a553267b115f9ceec00dab4609119aaae635d3e27d8b',
         'yield.md':
-            '183a9f2c832a58c5c9a75324fa1020015e81920738da46a6715624ad94e76153',
+            'da6e475bb1bb5623fa44ea11236c80892d79585c796a8efb4a449287a5c93cad',
     },
 }
 
