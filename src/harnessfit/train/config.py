@@ -95,6 +95,11 @@ class _HarnessfitFields:
     sources: list[str] | None = field(default=None, metadata={
         "help": "Train only on records from these trace formats (e.g. pi); unset = all. The others are listed "
         "as skipped with reason source_not_selected."})
+    fidelity: Literal["byte", "content"] = field(default="content", metadata={
+        "help": "Lowest fidelity tier of action to train on: content = all (a context may hold a command output the "
+        "source agent is documented to have trimmed or stripped); byte = only actions whose whole context is known "
+        "byte for byte (a chain is cut before its first content-tier action; the others are listed as skipped "
+        "with reason fidelity_not_selected)."})
     quantization: Literal["auto", "nf4", "none"] = field(default="auto", metadata={
         "help": "auto = 4-bit NF4 with double quantization (QLoRA) where CUDA + bitsandbytes exist, plain LoRA "
         "otherwise; nf4; none."})

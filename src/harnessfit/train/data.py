@@ -29,7 +29,7 @@ from harnessfit.errors import UserError
 from harnessfit.core.jsonio import loads
 
 __all__ = ["Layout", "SkipReason", "SkippedRecord", "TokenizedSplit", "find_eval_splits",
-           "load_meta", "load_split"]
+           "load_meta", "load_split", "sft_fidelity"]
 
 Layout = Literal["chains", "records"]
 EVAL_SPLIT_NAMES = ("validation", "val", "valid", "test")
@@ -46,6 +46,7 @@ class SkipReason(StrEnum):
     over_max_records = "over_max_records"
     empty = "empty"
     source_not_selected = "source_not_selected"
+    fidelity_not_selected = "fidelity_not_selected"
 
 
 class SkippedRecord(BaseModel):
@@ -126,13 +127,35 @@ def _actions(table, i: int, ids_: list[int], mask: list[int]) -> list[tuple[str,
     return [(str(table.column("id")[i].as_py()), on[0], on[-1] + 1, len(ids_))] if on else []
 
 
+def sft_fidelity(dataset_dir: Path, split: str, lowest: str) -> dict[str, str]:
+    """``{SFT record id: tier}`` of the records of ``split`` below the lowest tier a run selects (empty for
+    ``content``, which takes every tier): read from the build's ``sft/<split>.jsonl``."""
+    from harnessfit.core.records import record_fidelity
+
+    if lowest == "content":
+        return {}
+    path = Path(dataset_dir) / "sft" / f"{split}.jsonl"
+    if not path.is_file():
+        raise UserError(f"fidelity: byte needs the build's SFT records to know each action's tier; {path} is missing")
+    found = {}
+    for line in path.read_bytes().splitlines():
+        if line.strip():
+            rec = loads(line)
+            if record_fidelity(rec) != "byte":
+                found[str(rec["id"])] = record_fidelity(rec)
+    return found
+
+
 def load_split(audit_dir: Path, split: str, *, layout: Layout = "chains", max_records: int | None = None,
-               max_length: int | None = None, sources: list[str] | None = None) -> TokenizedSplit:
+               max_length: int | None = None, sources: list[str] | None = None,
+               not_selected: dict[str, str] | None = None) -> TokenizedSplit:
     """Load one split in file order, keeping the audited ``input_ids`` and supervised spans unchanged.
 
     ``max_length`` cuts a chain after its last action whose record fits (the others are skipped as
     ``over_max_length``, exactly as their records would be); ``max_records`` keeps the first N trainable actions
-    (a chain is cut after the N-th); ``sources`` keeps only rows whose ``source`` column (the trace format) is listed.
+    (a chain is cut after the N-th); ``sources`` keeps only rows whose ``source`` column (the trace format) is listed;
+    ``not_selected`` maps action ids of a fidelity tier the run does not train on to that tier (``sft_fidelity``):
+    a chain is cut before the first of them (tiers only fall along a conversation), which are skipped.
     """
     path = audit_dir / "tokenized" / f"{split}.parquet"
     if not path.is_file():
@@ -180,7 +203,12 @@ def load_split(audit_dir: Path, split: str, *, layout: Layout = "chains", max_re
             skip(rid, SkipReason.nothing_supervised, "assistant mask is all zero")
             continue
         fits = []
-        for a in acts:
+        for k, a in enumerate(acts):
+            if not_selected and a[0] in not_selected:
+                for b in acts[k:]:
+                    skip(b[0], SkipReason.fidelity_not_selected, f"fidelity {not_selected.get(b[0], 'content')!r} "
+                         "not selected (the run trains on tier byte)")
+                break
             if max_length is not None and a[3] > max_length:
                 skip(a[0], SkipReason.over_max_length, f"{a[3]} tokens > max_length {max_length}")
             elif max_records is not None and n_kept + len(fits) >= max_records:

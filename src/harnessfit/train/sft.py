@@ -20,7 +20,7 @@ from rich.markup import escape
 from harnessfit.core.jsonio import read_jsonl, write_jsonl
 from harnessfit.errors import UserError
 from harnessfit.train.config import HarnessfitSFTConfig
-from harnessfit.train.data import TokenizedSplit, find_eval_splits, load_split
+from harnessfit.train.data import TokenizedSplit, find_eval_splits, load_split, sft_fidelity
 from harnessfit.train.fastpath import FastPath, plan_fast_path
 from harnessfit.train.guard import ReadingSource
 from harnessfit.train.run import (
@@ -105,11 +105,21 @@ def _splits(cfg: HarnessfitSFTConfig, audited: Audited) -> tuple[TokenizedSplit,
                                                                    list]:
     """The training split (a UserError when it has no trainable action) and the held-out one (``_held_out``)."""
     train = load_split(audited.audit_dir, cfg.train_split, layout=cfg.layout, max_records=cfg.max_train_records,
-                       max_length=cfg.max_record_length, sources=cfg.sources)
+                       max_length=cfg.max_record_length, sources=cfg.sources,
+                       not_selected=_below_tier(audited.audit_dir, cfg, cfg.train_split))
     if train.empty:
         raise UserError(f"nothing to train on in {audited.audit_dir}: {train.why_empty()}; see the audit's audit.md, "
                         "or raise max_record_length / widen sources in the recipe")
     return (train, *_held_out(audited.audit_dir, cfg))
+
+
+def _below_tier(audit_dir: Path, cfg: HarnessfitSFTConfig, split: str) -> dict[str, str]:
+    """The actions of ``split`` whose tier the recipe does not select (``fidelity: byte``), read from the build."""
+    if cfg.fidelity == "content":
+        return {}
+    from harnessfit.train.grpo_data import dataset_dir_of
+
+    return sft_fidelity(dataset_dir_of(audit_dir, None), split, cfg.fidelity)
 
 
 def _held_out(audit_dir: Path, cfg: HarnessfitSFTConfig) -> tuple[TokenizedSplit | None, str | None, list]:
@@ -122,7 +132,8 @@ def _held_out(audit_dir: Path, cfg: HarnessfitSFTConfig) -> tuple[TokenizedSplit
         if name == cfg.train_split:
             continue
         split = load_split(audit_dir, name, layout=cfg.layout, max_records=cfg.max_eval_records,
-                           max_length=cfg.max_record_length, sources=cfg.sources)
+                           max_length=cfg.max_record_length, sources=cfg.sources,
+                           not_selected=_below_tier(audit_dir, cfg, name))
         skipped += split.skipped
         if not split.empty:
             note = (f"{'; '.join(notes)}; evaluating on split {name!r} instead" if notes else None)
