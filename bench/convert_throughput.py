@@ -4,11 +4,12 @@ sizes, and byte-identical output across worker counts. Prints one JSON object wi
 Targets (issue "Trace ingestion"): ≥ 20 MB/s per worker; near-linear scaling to 2 workers (here: speed-up ≥ 1.8);
 peak RSS independent of corpus size (largest size's peak ≤ 1.25 × smallest size's + 64 MiB) and < 1 GiB at 500 MB;
 output byte-identical for every worker count. The baseline is the 1-worker run of the same corpus in the same
-invocation. Every run is a fresh subprocess (so its peak RSS is its own); peak RSS is that of the largest single
+invocation. Each size is converted for the default target (pi@1.6.0: the corpus's 0.x Pi sessions are re-rendered in
+its words, the slower path) and for pi@0.73.1, with a verdict per target. Every run is a fresh subprocess (so its peak RSS is its own); peak RSS is that of the largest single
 process (the parent, or the largest worker). ``cpu_s`` is user + system time of the run and its workers: on a shared
 machine ``mb_per_cpu_s`` shows the speed the code would have on an idle core. MB here means MiB (2**20 bytes).
 
-    python bench/convert_throughput.py                   # 100 and 500 MiB corpora, 1 and 2 workers
+    python bench/convert_throughput.py                   # 100 and 500 MiB corpora, 1 and 2 workers, both targets
     python bench/convert_throughput.py --mb 20 --workers 1 2
 """
 
@@ -34,7 +35,7 @@ import json, resource, sys, time
 import harnessfit; assert harnessfit.__file__.startswith(sys.argv[4]), harnessfit.__file__
 from harnessfit.convert import convert
 from harnessfit.harness.card import load_card
-card = load_card("pi", "0.73.1")
+card = load_card("pi", sys.argv[5])
 r0 = resource.getrusage(resource.RUSAGE_SELF)  # imports and card loading are not part of the run
 t = time.perf_counter()
 s = convert([sys.argv[1]], sys.argv[2], card, workers=int(sys.argv[3]))
@@ -62,14 +63,14 @@ def _tree_bytes(folder: Path) -> int:
     return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
 
 
-def measure(corpus: Path, workers: list[int], tmp: Path, src: str) -> dict:
-    """Convert ``corpus`` once per worker count; outputs are hashed then deleted (disk)."""
+def measure(corpus: Path, workers: list[int], tmp: Path, src: str, target: str) -> dict:
+    """Convert ``corpus`` for the target Pi ``target`` once per worker count; outputs are hashed then deleted."""
     mb = _tree_bytes(corpus) / 2**20
     runs, digests = [], {}
     for w in workers:
         out = tmp / f"out-w{w}"
-        proc = subprocess.run([sys.executable, "-c", _RUN, str(corpus), str(out), str(w), src], capture_output=True,
-                              text=True)
+        proc = subprocess.run([sys.executable, "-c", _RUN, str(corpus), str(out), str(w), src, target],
+                              capture_output=True, text=True)
         if proc.returncode != 0:
             raise SystemExit(f"convert run failed (workers={w}):\n{proc.stderr[-4000:]}")
         r = json.loads(proc.stdout.strip().splitlines()[-1])
@@ -95,7 +96,8 @@ def measure(corpus: Path, workers: list[int], tmp: Path, src: str) -> dict:
         w = r["workers"]
         floor = max(r["parent_cpu_s"], r["cpu_s"] / min(w + (1 if w > 1 else 0), cores)) if w > 1 else r["cpu_s"]
         r["projected_idle_speedup_vs_1st"] = round(base_cpu / floor, 3)
-    return {"corpus_mb": round(mb, 1), "runs": runs, "identical_output": len(set(digests.values())) == 1}
+    return {"target": f"pi@{target}", "corpus_mb": round(mb, 1), "runs": runs,
+            "identical_output": len(set(digests.values())) == 1}
 
 
 def verdicts(sizes: list[dict]) -> dict:
@@ -132,7 +134,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--corpus", type=Path, default=None, help="measure this existing corpus instead of building")
     ap.add_argument("--workers", type=int, nargs="+", default=[1, 2])
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--targets", nargs="+", default=None, help="Pi versions to convert for (default: the default "
+                    "target, whose texts are re-rendered from the recording Pi's, and 0.73.1, which records most of "
+                    "the corpus's Pi sessions and so mostly keeps them as they are)")
     args = ap.parse_args(argv)
+    from harnessfit.harness.versions import DEFAULT_PI_VERSION
+
+    targets = args.targets or [DEFAULT_PI_VERSION, "0.73.1"]
     load0 = os.getloadavg()
     sys.path.insert(0, str(HERE))
     from corpus import DEFAULT_TRACES, build_corpus
@@ -143,17 +151,19 @@ def main(argv: list[str] | None = None) -> int:
         tmp = Path(t)
         code = freeze_source(tmp)
         if args.corpus is not None:
-            sizes.append(measure(args.corpus, args.workers, tmp, code["path"]))
+            sizes += [measure(args.corpus, args.workers, tmp, code["path"], t) for t in targets]
         else:
             for mb in args.mb:  # one corpus on disk at a time
                 info = build_corpus(DEFAULT_TRACES, tmp / "corpus", mb, args.seed)
-                res = measure(tmp / "corpus", args.workers, tmp, code["path"])
-                res["corpus"] = {k: info[k] for k in ("copies", "files", "bytes", "seed")}
-                sizes.append(res)
+                for target in targets:
+                    res = measure(tmp / "corpus", args.workers, tmp, code["path"], target)
+                    res["corpus"] = {k: info[k] for k in ("copies", "files", "bytes", "seed")}
+                    sizes.append(res)
                 shutil.rmtree(tmp / "corpus")
     print(json.dumps({"bench": "convert_throughput", "source_sha256": code["source_sha256"], "cpus": os.cpu_count(),
-                      "load_avg_at_start": load0, "load_avg_at_end": os.getloadavg(),
-                      "sizes": sizes, "targets": verdicts(sizes)}, indent=1))
+                      "load_avg_at_start": load0, "load_avg_at_end": os.getloadavg(), "sizes": sizes,
+                      "targets": {f"pi@{t}": verdicts([s for s in sizes if s["target"] == f"pi@{t}"])
+                                  for t in targets}}, indent=1))
     return 0
 
 
