@@ -1,13 +1,13 @@
 """Learning per CPU minute, measured in the real harness: does SFT on task-family data teach the embedded model to act?
 
-The demo pipeline (``harnessfit.demo.run_demo``) at a larger size: ``--instances`` distinct instances of every
-*training* task family (``harnessfit tasks list``) are generated, the golden solver records them through the real Pi,
-the build + audit turn the sessions into chains, the demo recipe fine-tunes SmolLM2-135M on them (CPU), and base and
-tuned are evaluated through the real Pi with each task's own turn and time limits on the *default* suite
-(``examples/tasks/default``, ``--seeds`` seeds each) and on ``--heldout-instances`` instances of every *held-out*
-family — neither ever trained on. Prints one JSON object: per model and suite the rates with 95% Wilson intervals
-(named as in the eval results: ``complete_loop``, ``expected_change`` …), the valid-call rate, what training read
-and saw, and the seconds of every step. Budget: ≤ 60 minutes on 2 quiet cores with the defaults.
+The demo pipeline (``harnessfit.demo.run_demo``) at a larger size: ``--per-kind`` distinct tasks of each kind (edit,
+recover, create), spread over the *training* task families (``harnessfit tasks list``), are generated and recorded by
+the golden solver through the real Pi; the build + audit turn the sessions into chains, the demo recipe fine-tunes
+SmolLM2-135M on them (CPU), and base and tuned are evaluated through the real Pi with each task's own turn and time
+limits on the *default* suite (``examples/tasks/default``, ``--seeds`` seeds each) and on ``--heldout-instances``
+instances of every *held-out* family — neither ever trained on. Prints one JSON object: per model and suite the
+rates with 95% Wilson intervals (named as in the eval results: ``complete_loop``, ``expected_change`` …), the
+valid-call rate, what training read and saw, and the seconds of every step. Budget: ≤ 60 minutes on 2 quiet cores.
 
     .venv/bin/python bench/training_effect.py --out /tmp/effect > bench/results/training_effect-$(date +%F).json
     .venv/bin/python bench/training_effect.py --from-run out/demo   # the same JSON from a finished demo folder
@@ -75,7 +75,8 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=None, help="keep the run here (default: a temporary folder)")
     ap.add_argument("--seeds", type=int, default=3, help="eval runs per default-suite task, per model")
     ap.add_argument("--synth-seeds", type=int, default=1, help="golden-solver recordings per training task")
-    ap.add_argument("--instances", type=int, default=8, help="generated instances per training family")
+    ap.add_argument("--per-kind", type=int, default=40, help="generated training tasks per kind (edit, recover, "
+                    "create), spread evenly over the kind's families")
     ap.add_argument("--heldout-instances", type=int, default=4, help="generated instances per held-out family")
     ap.add_argument("--family-seed", type=int, default=0, help="seed of the generated tasks")
     ap.add_argument("--max-tokens", type=int, default=160, help="output cap per model turn (an edit call needs ~100)")
@@ -104,12 +105,12 @@ def main() -> None:
     t0 = time.perf_counter()
     # each task's own turn and time limits (the demo shortens them), no raw suites or probes
     plan = DemoPlan(out=out, traces=a.traces, seeds=a.seeds, synth_seeds=a.synth_seeds, recipe=a.recipe,
-                    family_instances=a.instances, heldout_instances=a.heldout_instances, family_seed=a.family_seed,
+                    family_per_kind=a.per_kind, heldout_instances=a.heldout_instances, family_seed=a.family_seed,
                     eval_max_turns=None, eval_max_seconds=None, serve_max_tokens=a.max_tokens, static=False)
     # the trainer prints its log lines (PrinterCallback) to stdout: keep stdout for the one JSON object
     with contextlib.redirect_stdout(sys.stderr):
         run_demo(plan, console=Console(stderr=True))
-    result = run_summary(out, {"seeds": a.seeds, "synth_seeds": a.synth_seeds, "instances": a.instances,
+    result = run_summary(out, {"seeds": a.seeds, "synth_seeds": a.synth_seeds, "per_kind": a.per_kind,
                                "heldout_instances": a.heldout_instances, "family_seed": a.family_seed,
                                "max_tokens": a.max_tokens, "traces": str(a.traces) if a.traces else None},
                          wall_s=round(time.perf_counter() - t0, 1))

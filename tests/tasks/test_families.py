@@ -57,6 +57,21 @@ def test_the_check_catches_an_unsound_task(tmp_path: Path) -> None:
         check_task(task)
 
 
+def test_per_kind_counts_give_each_kind_the_same_share(tmp_path: Path) -> None:
+    from harnessfit.tasks.generate import per_kind_counts
+
+    train = families_in("train")
+    counts = per_kind_counts(train, 10)
+    by_kind: dict[str, int] = {}
+    for fam in train:
+        by_kind[fam.kind.value] = by_kind.get(fam.kind.value, 0) + counts[fam.name]
+    assert by_kind == {"edit": 10, "recover": 10, "create": 10}
+    assert max(counts.values()) - min(counts[f.name] for f in train if f.kind == train[0].kind) <= 10
+    manifest = generate_tasks(train, tmp_path / "s", n=counts, seed=1, check=False)
+    assert len(manifest["tasks"]) == 30 and {f: m["count"] for f, m in manifest["families"].items()} == {
+        f: c for f, c in counts.items() if c}
+
+
 def test_same_seed_same_bytes_other_seed_other_tasks(tmp_path: Path) -> None:
     fams = [get_family("fix_off_by_one"), get_family("js_edit")]
     generate_tasks(fams, tmp_path / "a", n=3, seed=2, check=False)

@@ -55,6 +55,7 @@ class DemoPlan:
     eval_suite: Path | None = None
     heldout_suite: Path | None = None  # None: generated from the held-out families when train_suite is generated
     family_instances: int = 1  # instances per training family (the demo's slice; the bench takes more)
+    family_per_kind: int | None = None  # instead: instances per kind, spread over its families (tasks.generate)
     heldout_instances: int = 1  # instances per held-out family
     family_seed: int = 0
     recipe: Path | None = None
@@ -218,13 +219,14 @@ def run_demo(plan: DemoPlan, console: Console | None = None) -> Path:
 def _tasks(plan: DemoPlan, out: Path) -> dict[str, Any]:
     """Generate the training (and held-out) family instances unless the plan names a training suite."""
     from harnessfit.tasks import families_in
-    from harnessfit.tasks.generate import generate_tasks
+    from harnessfit.tasks.generate import generate_tasks, per_kind_counts
 
     if plan.train_suite is not None:
         return {"generated": False, "train_suite": str(plan.train_suite)}
     plan.train_suite = out / "tasks" / "train"
-    train = generate_tasks(families_in("train"), plan.train_suite, n=plan.family_instances, seed=plan.family_seed,
-                           force=True)
+    fams = families_in("train")
+    n = per_kind_counts(fams, plan.family_per_kind) if plan.family_per_kind else plan.family_instances
+    train = generate_tasks(fams, plan.train_suite, n=n, seed=plan.family_seed, force=True)
     facts: dict[str, Any] = {"generated": True, "train_suite": str(plan.train_suite),
                              "train_families": len(train["families"]), "train_tasks": len(train["tasks"])}
     if plan.heldout_suite is None:

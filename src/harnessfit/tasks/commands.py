@@ -28,6 +28,8 @@ def generate_cmd(
     split: str = typer.Option(None, "--split", help="With --all: only the train or the heldout families "
                               "(default: both)."),
     n: int = typer.Option(10, "--n", help="Distinct instances per family."),
+    per_kind: int = typer.Option(None, "--per-kind", help="Instead of --n: this many instances per kind (edit, "
+                                 "recover, create), spread evenly over the kind's families."),
     seed: int = typer.Option(0, "--seed", help="Seed: the same seed writes the same folders."),
     out: Path = typer.Option(..., "--out", help="Suite folder to write (one task folder per instance + tasks.json)."),
     check: bool = typer.Option(True, "--check/--no-check", help="Play each task's golden plan on the host and "
@@ -44,7 +46,10 @@ def generate_cmd(
     if all_ == bool(families):
         raise UserError("name the families to generate, or pass --all (not both)")
     chosen = families_in(split) if all_ else [get_family(name) for name in families]  # type: ignore[arg-type]
-    manifest = generate_tasks(chosen, out, n=n, seed=seed, check=check, force=force,
+    from harnessfit.tasks.generate import per_kind_counts
+
+    counts = per_kind_counts(chosen, per_kind) if per_kind else n
+    manifest = generate_tasks(chosen, out, n=counts, seed=seed, check=check, force=force,
                               progress=lambda line: typer.echo(line))
     held = sum(1 for r in manifest["tasks"] if r["split"] == "heldout")
     typer.echo(f"wrote {len(manifest['tasks'])} tasks ({held} from held-out families) to {out}"

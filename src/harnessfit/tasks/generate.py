@@ -25,7 +25,7 @@ from harnessfit.eval.task import SUITE_MANIFEST
 from harnessfit.tasks.check import TaskProblem, check_task
 from harnessfit.tasks.family import Draft, Family, write_task
 
-__all__ = ["generate_tasks", "MAX_ATTEMPTS"]
+__all__ = ["generate_tasks", "per_kind_counts", "MAX_ATTEMPTS"]
 MAX_ATTEMPTS = 60
 
 
@@ -46,11 +46,28 @@ def _draw(fam: Family, seed: int, k: int, seen: set[str]) -> Draft:
                     f"({MAX_ATTEMPTS} draws in a row repeated one); ask for fewer with --n")
 
 
-def generate_tasks(families: Sequence[Family], out: Path, *, n: int, seed: int = 0, check: bool = True,
-                   force: bool = False, progress: Callable[[str], None] | None = None) -> dict[str, Any]:
-    """Write ``n`` instances of each family under ``out`` (``<family>-<seed>-<k>/``) and ``out/tasks.json``."""
-    if n < 1:
+def per_kind_counts(families: Sequence[Family], per_kind: int) -> dict[str, int]:
+    """Instances per family so that each kind (edit / recover / create) gets ``per_kind`` in all, spread evenly over
+    its families (the first ones get one more where it does not divide): a kind with many families — there are
+    more edit families than create ones — must not outweigh the others in what a model is trained on."""
+    counts: dict[str, int] = {}
+    for kind in sorted({f.kind for f in families}):
+        members = [f for f in families if f.kind == kind]
+        base, extra = divmod(per_kind, len(members))
+        for i, fam in enumerate(members):
+            counts[fam.name] = base + (1 if i < extra else 0)
+    return counts
+
+
+def generate_tasks(families: Sequence[Family], out: Path, *, n: int | dict[str, int], seed: int = 0,
+                   check: bool = True, force: bool = False,
+                   progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """Write ``n`` instances of each family (or ``n[family]``, e.g. from ``per_kind_counts``) under ``out``
+    (``<family>-<seed>-<k>/``) and ``out/tasks.json``."""
+    counts = n if isinstance(n, dict) else {f.name: n for f in families}
+    if min(counts.values(), default=0) < 1 and not isinstance(n, dict):
         raise UserError(f"--n must be at least 1 (got {n})")
+    families = [f for f in families if counts.get(f.name, 0) > 0]
     out = Path(out)
     if out.exists() and any(out.iterdir()):
         if not force:
@@ -60,7 +77,7 @@ def generate_tasks(families: Sequence[Family], out: Path, *, n: int, seed: int =
     rows: list[dict[str, Any]] = []
     seen: set[str] = set()
     for fam in families:
-        for k in range(n):
+        for k in range(counts[fam.name]):
             draft = _draw(fam, seed, k, seen)
             task_id = f"{fam.name}-{seed}-{k:04d}"
             task = write_task(draft, out / task_id)
@@ -72,9 +89,10 @@ def generate_tasks(families: Sequence[Family], out: Path, *, n: int, seed: int =
             rows.append({"id": task_id, "family": fam.name, "split": fam.split, "kind": fam.kind.value,
                          "fingerprint": task.fingerprint()})
         if progress:
-            progress(f"{fam.name}: {n} task(s) ({fam.split}, {fam.kind.value})")
+            progress(f"{fam.name}: {counts[fam.name]} task(s) ({fam.split}, {fam.kind.value})")
     manifest = {"stage": "tasks", "seed": seed, "n": n, "checked": check,
-                "families": {f.name: {"split": f.split, "kind": f.kind.value, "count": n} for f in families},
+                "families": {f.name: {"split": f.split, "kind": f.kind.value, "count": counts[f.name]}
+                             for f in families},
                 "tasks": rows}
     (out / SUITE_MANIFEST).write_bytes(orjson.dumps(manifest, option=orjson.OPT_INDENT_2) + b"\n")
     return manifest
