@@ -73,11 +73,12 @@ def run_summary(out: Path, plan: dict, wall_s: float | None = None) -> dict:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, default=None, help="keep the run here (default: a temporary folder)")
-    ap.add_argument("--seeds", type=int, default=3, help="eval runs per default-suite task, per model")
+    ap.add_argument("--seeds", type=int, default=1, help="eval runs per default-suite task, per model (greedy "
+                    "decoding: seeds differ only in the episode's folder name in the prompt)")
     ap.add_argument("--synth-seeds", type=int, default=1, help="golden-solver recordings per training task")
-    ap.add_argument("--per-kind", type=int, default=40, help="generated training tasks per kind (edit, recover, "
+    ap.add_argument("--per-kind", type=int, default=36, help="generated training tasks per kind (edit, recover, "
                     "create), spread evenly over the kind's families")
-    ap.add_argument("--heldout-instances", type=int, default=4, help="generated instances per held-out family")
+    ap.add_argument("--heldout-instances", type=int, default=3, help="generated instances per held-out family")
     ap.add_argument("--family-seed", type=int, default=0, help="seed of the generated tasks")
     ap.add_argument("--max-tokens", type=int, default=160, help="output cap per model turn (an edit call needs ~100)")
     ap.add_argument("--traces", type=Path, default=None, help="real traces to add to the synthesised sessions")
@@ -106,7 +107,8 @@ def main() -> None:
     # each task's own turn and time limits (the demo shortens them), no raw suites or probes
     plan = DemoPlan(out=out, traces=a.traces, seeds=a.seeds, synth_seeds=a.synth_seeds, recipe=a.recipe,
                     family_per_kind=a.per_kind, heldout_instances=a.heldout_instances, family_seed=a.family_seed,
-                    eval_max_turns=None, eval_max_seconds=None, serve_max_tokens=a.max_tokens, static=False)
+                    eval_max_turns=None, eval_max_seconds=None, serve_max_tokens=a.max_tokens, static=False,
+                    eval_workers=2)
     # the trainer prints its log lines (PrinterCallback) to stdout: keep stdout for the one JSON object
     with contextlib.redirect_stdout(sys.stderr):
         run_demo(plan, console=Console(stderr=True))

@@ -62,6 +62,7 @@ class DemoPlan:
     seeds: int = 1
     eval_max_turns: int | None = 3  # None: each task's own limits
     eval_max_seconds: float | None = 60.0
+    eval_workers: int = 1  # 1: base and tuned side by side, one episode each; N: one model at a time, N episodes
     serve_max_tokens: int = 80
     synth_seeds: int = 1
     # raw suites and probes (harnessfit.demo.raw_probes): short caps and one sample keep them to a few minutes
@@ -182,15 +183,17 @@ def run_demo(plan: DemoPlan, console: Console | None = None) -> Path:
                                   "tokenizer": out / "audit" / "tokenizer"}
         if adapter_dir:
             kwargs["adapter"] = Path(adapter_dir)
-        run_eval(plan.model, suite, out / "eval" / f"{name}{tag}", seeds=plan.seeds, workers=1,
+        run_eval(plan.model, suite, out / "eval" / f"{name}{tag}", seeds=plan.seeds, workers=plan.eval_workers,
                  max_turns=plan.eval_max_turns, max_seconds=plan.eval_max_seconds, progress=False,
                  model_id=f"{plan.model}-{name}", **kwargs)
         return out / "eval" / f"{name}{tag}" / "results.json"
 
     def _evals(suite: Path, tag: str) -> list[Path]:
-        with ThreadPoolExecutor(2) as pool:
-            futs = [pool.submit(_eval_one, name, path, suite, tag) for name, path in (("base", None), ("tuned", adapter))]
-            return [f.result() for f in futs]
+        models = (("base", None), ("tuned", adapter))
+        if plan.eval_workers > 1:  # one model after the other with every worker: a slow model is not left alone
+            return [_eval_one(name, path, suite, tag) for name, path in models]
+        with ThreadPoolExecutor(2) as pool:  # on one core each, side by side
+            return [f.result() for f in [pool.submit(_eval_one, name, path, suite, tag) for name, path in models]]
 
     results = steps.run("serve base and tuned, evaluate both in the real Pi (default suite)",
                         lambda: _evals(plan.eval_suite, ""))
