@@ -145,6 +145,30 @@ def as_pi_executes(card: HarnessCard, messages: list[dict[str, Any]]) -> list[di
     return out
 
 
+def in_target_texts(card: HarnessCard, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``messages`` with every Pi-authored tool-result text in Pi ``card.version``'s own words (the other documented
+    difference): Pi resuming a session replays the texts an older Pi wrote, harnessfit writes what this Pi writes
+    when it runs the call (``harness.pi_texts.in_target_words``)."""
+    from harnessfit.harness.pi_texts import in_target_words
+
+    calls: dict[str, tuple[str, Any]] = {}
+    out = []
+    for m in messages:
+        for tc in m.get("tool_calls") or []:
+            try:
+                args = json.loads(tc["function"]["arguments"])
+            except ValueError:
+                args = None
+            calls[tc["id"]] = (tc["function"]["name"], args)
+        if m.get("role") == "tool" and isinstance(m.get("content"), str) and m.get("tool_call_id") in calls:
+            name, args = calls[m["tool_call_id"]]
+            text = in_target_words(card, name, m["content"], args)
+            if isinstance(text, str):
+                m = {**m, "content": text}
+        out.append(m)
+    return out
+
+
 def first_difference(got: list[dict[str, Any]], want: list[dict[str, Any]]) -> str | None:
     for i, (a, b) in enumerate(zip(got, want, strict=False)):
         if a != b:
@@ -281,7 +305,7 @@ def check_resumed(version: str, card: HarnessCard, cuts: list[Path], sent: list[
         assert request["model"] == MODEL and request["messages"][-1] == {
             "role": "user", "content": [{"type": "text", "text": PROMPT}]}
         messages, _ = context(card, epochs(cut, unanswered=True)[-1], day)
-        diff = first_difference(messages, as_pi_executes(card, request["messages"][:-1]))
+        diff = first_difference(messages, in_target_texts(card, as_pi_executes(card, request["messages"][:-1])))
         if diff is not None:
             problems.append(f"{cut.name} (Pi {version}): {diff}")
     return problems

@@ -64,7 +64,9 @@ def test_chains_and_records_give_the_same_losses_and_lora_gradients(traces_dir: 
     assert nc.keys() == nr.keys()
     for aid in nc:
         assert nc[aid].shape == nr[aid].shape and nc[aid].numel() > 0
-        assert torch.allclose(nc[aid], nr[aid], rtol=0, atol=1e-5), (aid, float((nc[aid] - nr[aid]).abs().max()))
+        # fp32, sums in another order over contexts of different lengths: 1e-5 relative to the nll (up to ~10 nats
+        # on these actions) plus 1e-5; a token shifted by one position differs by whole nats
+        assert torch.allclose(nc[aid], nr[aid], rtol=1e-5, atol=1e-5), (aid, float((nc[aid] - nr[aid]).abs().max()))
     for a, b in zip(gc, gr, strict=True):
         assert a.abs().max() > 0
         assert torch.allclose(a, b, rtol=1e-5, atol=1e-5 * float(b.abs().max())), float((a - b).abs().max())
