@@ -25,7 +25,7 @@ from harnessfit.errors import UserError
 from harnessfit.eval.episode import UNSCORING_FLAGS, Episode
 from harnessfit.eval.run import run_eval
 from harnessfit.eval.task import Task, load_suite, suite_families
-from harnessfit.core.jsonio import sha256_file
+from harnessfit.core.jsonio import read_jsonl, sha256_file
 from harnessfit.harness.pi import DEFAULT_PI_VERSION, installed_package
 from harnessfit.harness.versions import harness_spec
 
@@ -51,18 +51,6 @@ def _copy_session(src: Path, dst: Path, workspace: str) -> None:
     rest = lines[1] if len(lines) > 1 else b""
     old, new = orjson.dumps(real)[1:-1], orjson.dumps(workspace)[1:-1]  # as they appear inside JSON strings
     dst.write_bytes(orjson.dumps(header) + b"\n" + rest.replace(old, new))
-
-
-def _ledger_rows(path: Path) -> list[dict[str, Any]]:
-    if not path.is_file():
-        return []
-    rows = []
-    for line in path.read_bytes().splitlines():
-        try:
-            rows.append(orjson.loads(line))
-        except orjson.JSONDecodeError:  # a line cut short by a kill: its episode runs again
-            continue
-    return rows
 
 
 def _same_run(path: Path, spec: dict[str, Any], resume: bool) -> None:
@@ -136,7 +124,8 @@ def synth(
     out_dir.mkdir(parents=True, exist_ok=True)
     _same_run(out_dir / "run.json", {"suite": str(Path(suite_dir).resolve()), "seeds": seeds, "contrast": contrast,
                                      "pi_version": pi_version}, resume)
-    rows = _ledger_rows(ledger)
+    # a line cut short by a kill is skipped: its episode runs again
+    rows = list(read_jsonl(ledger, bad_lines="skip", objects_only=True, missing_ok=True))
     done = {(r["kind"], r["task"], r["seed"]) for r in rows}
     kinds = {k: v for k, v in SYNTH_KINDS.items() if contrast or k == "golden"}
     with ledger.open("ab") as log:
