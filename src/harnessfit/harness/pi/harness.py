@@ -78,8 +78,6 @@ class PiHarness(Harness):
         return session.system_text(message)  # Pi 1.x keeps the prompt in the message's sections
 
     def refusal(self, card: HarnessCard | None, result_text: str) -> str | None:
-        if card is None:
-            card = self.card(self.default_version)
         refusal = card.refused(result_text) if card is not None else None
         return None if refusal is None else REFUSAL_REASONS.get(refusal, f"pi_{refusal}")
 
