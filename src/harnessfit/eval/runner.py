@@ -308,6 +308,7 @@ def run_episode(
         inside_ws = task.workdir if harbor else str(workspace)  # the agent's working folder there
         home = SANDBOX_HOME if sandbox else str(ep_dir / "home")
         seed_dir = runner / "home" if sandbox else ep_dir / "home"
+        seed_dir.mkdir(parents=True, exist_ok=True)  # the harness writes its config into it (Pi: .pi/agent)
         agent = get_harness(harness)
         launch = agent.launch(parse_harness(harness)[1], EpisodeSetup(
             endpoint.base_url, endpoint.model_id, task.prompt, home=seed_dir, home_inside=home, runner=runner,

@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from harnessfit.harness.card import HarnessCard, Violation
 
 __all__ = ["Harness", "EpisodeSetup", "Launch", "Transcript", "HARNESSES", "DEFAULT_HARNESS", "TURN_CAP_MARKER",
-           "register_harness", "harness_class", "harness_names", "get_harness"]
+           "register_harness", "unregister_harness", "harness_class", "harness_names", "get_harness"]
 
 DEFAULT_HARNESS = "pi"
 TURN_CAP_MARKER = "harnessfit: turn cap reached"
@@ -219,6 +219,12 @@ def register_harness(name: str) -> Callable[[_H], _H]:
         return cls
 
     return add
+
+
+def unregister_harness(name: str) -> None:
+    """Remove ``name`` from the registry (a harness a test or plugin registered for a while)."""
+    HARNESSES.pop(name, None)
+    _instance.cache_clear()
 
 
 def harness_names() -> list[str]:
