@@ -107,7 +107,7 @@ def test_the_tools_profile_runs_pi_with_its_optional_tools(pi_installed, small_s
 
     card = load_card("pi", DEFAULT_PI_VERSION, "tools")
     results = run_eval("scripted:golden", small_suite, tmp_path / "tools", responder=responder, progress=False,
-                       pi_version=DEFAULT_PI_VERSION, pi_profile="tools", task_ids=[_first_task(small_suite)])
+                       harness=f"pi@{DEFAULT_PI_VERSION}+tools", task_ids=[_first_task(small_suite)])
     assert offered and all(names == card.default_tools for names in offered), offered
     assert results.config["harness"] == f"pi@{DEFAULT_PI_VERSION}+tools" and results.config["tools"] == card.default_tools
     assert results.aggregates["tool_calls"]["invalid"] == 0, results.aggregates["tool_calls"]

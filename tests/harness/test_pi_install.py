@@ -14,7 +14,7 @@ import pytest
 
 from harnessfit.errors import UserError
 from harnessfit.harness.card import load_card
-from harnessfit.harness.pi import (
+from harnessfit.harness.pi.cli import (
     DEFAULT_PI_VERSION,
     _node_version,
     _satisfies,

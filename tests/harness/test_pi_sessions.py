@@ -178,7 +178,7 @@ def _trajectories(sessions: Path) -> list[Trajectory]:
 
 @pytest.mark.parametrize("version", PI_CARD_VERSIONS)
 def test_sessions_of_every_version_convert_under_their_own_card(version: str, synthesised) -> None:
-    from harnessfit.harness.recorded import recorded_pi_versions
+    from harnessfit.harness.pi.recorded import recorded_pi_versions
 
     card = load_card("pi", version)
     trajectories = _trajectories(synthesised(version))

@@ -12,7 +12,7 @@ import pytest
 
 from harnessfit.core.rejection import Failure, Reason
 from harnessfit.harness.card import card_from_json, load_card
-from harnessfit.harness.pi_texts import WORDINGS, card_wordings, in_target_words, parse_text, text_violations
+from harnessfit.harness.pi.texts import WORDINGS, card_wordings, in_target_words, parse_text, text_violations
 
 CARDS_DIR = Path(__file__).resolve().parents[2] / "src" / "harnessfit" / "harness" / "cards"
 CARDS = sorted(CARDS_DIR.glob("pi-*.json"))

@@ -20,8 +20,8 @@ from harnessfit.formats.pi.reader import PiReader
 from harnessfit.formats.registry import detect_format, iter_units
 from harnessfit.harness.card import HarnessCard, load_card
 from harnessfit.harness.diff import card_diff
-from harnessfit.harness.pi_texts import in_target_words, text_violations
-from harnessfit.harness.recorded import Recorded, recorded_pi_versions
+from harnessfit.harness.pi.texts import in_target_words, text_violations
+from harnessfit.harness.pi.recorded import Recorded, recorded_pi_versions
 from harnessfit.harness.versions import PI_CARD_VERSIONS
 
 from _helpers.pi_sessions import Call, keeps_system as _keeps_system, ordinary_calls as _ordinary_calls
@@ -81,7 +81,7 @@ def test_a_0x_session_is_its_layout_family_narrowed_by_what_pi_refused(tmp_path:
 def test_a_result_only_one_candidate_words_that_way_pins_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # two releases of one layout family that differ only in the wording of a write result (a release after 0.82.0
     # that rewords it, as 1.6.0 did, is made here from the 0.82.0 card): the recorded text tells them apart
-    from harnessfit.harness import recorded
+    from harnessfit.harness.pi import recorded
 
     real = recorded.committed_card
     base = real("0.82.0")
@@ -167,7 +167,7 @@ def test_the_shared_verdict_memo_gives_the_plain_answers(traces_dir: Path) -> No
     equals the plain definition (``card.validate_call`` / ``result_key`` per card, no memo) for every call of the
     real Pi sessions, against every committed target; and ``_agrees``/``_templated`` with the memo pick the same
     recording versions as without it."""
-    from harnessfit.harness import recorded as rec
+    from harnessfit.harness.pi import recorded as rec
 
     checked = 0
     for path in sorted((traces_dir / "pi").glob("*.jsonl")):
@@ -191,7 +191,7 @@ def test_shared_candidate_checks_pick_the_plain_definitions_versions(traces_dir:
     """``recorded_pi_versions`` with its shared answers (one verdict per call and card class, one ``_agrees`` /
     ``_templated`` per candidate class) names the same versions, decided the same way, as the plain definition on
     every Pi session of both trace sets and for every subset of the committed versions."""
-    from harnessfit.harness import recorded as rec
+    from harnessfit.harness.pi import recorded as rec
 
     subsets = [PI_CARD_VERSIONS] + [tuple(c) for n in (2, 3) for c in itertools.combinations(PI_CARD_VERSIONS, n)]
     seen = 0
@@ -208,7 +208,7 @@ def test_shared_candidate_checks_pick_the_plain_definitions_versions(traces_dir:
 
 
 def test_descriptions_change_no_verdict_key_but_a_property_named_description_does() -> None:
-    from harnessfit.harness.recorded import _validation_schema
+    from harnessfit.harness.pi.recorded import _validation_schema
 
     schema = {"type": "object", "description": "d", "required": ["description"],
               "properties": {"description": {"type": "string", "description": "the text"},

@@ -11,7 +11,7 @@ import pytest
 
 from harnessfit.errors import UserError
 from harnessfit.harness.card import CARD_FORMAT, card_from_json, card_path, load_card
-from harnessfit.harness.pi import _satisfies, isolation_flags, parse_help
+from harnessfit.harness.pi.cli import _satisfies, isolation_flags, parse_help
 from harnessfit.harness.versions import (
     DEFAULT_PI_VERSION,
     NEW_SCOPE_PACKAGE,
@@ -47,7 +47,7 @@ def test_only_exact_versions(bad: str) -> None:
 def test_parse_harness_spec() -> None:
     assert parse_harness("pi@0.82.0") == ("pi", "0.82.0")
     assert parse_harness("pi") == ("pi", DEFAULT_PI_VERSION) == parse_harness(None)
-    with pytest.raises(UserError, match="only pi"):
+    with pytest.raises(UserError, match="unknown harness .claude."):
         parse_harness("claude@1.0.0")
     with pytest.raises(UserError, match="exact Pi version"):
         parse_harness("pi@newest")

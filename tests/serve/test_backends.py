@@ -99,7 +99,7 @@ def test_prepare_vllm_writes_training_template_and_every_stop_id(scripted_factor
 
 
 def test_vllm_handle_gives_pi_the_model_context(tmp_path: Path) -> None:
-    from harnessfit.serve import ServerHandle, write_pi_config
+    from harnessfit.serve import ServerHandle, write_harness_config
 
     launch = prepare_vllm("embedded", workdir=tmp_path / "vllm", port=9001, max_tokens=32)
     assert launch.context_window == 8192
@@ -108,7 +108,7 @@ def test_vllm_handle_gives_pi_the_model_context(tmp_path: Path) -> None:
     done.wait()
     handle = ServerHandle("http://127.0.0.1:9001/v1", launch.model_id, done, "vllm", tmp_path / "log", 32,
                           launch.context_window)
-    agent = write_pi_config(tmp_path / "agent", handle)
+    agent = write_harness_config(tmp_path / "agent", handle)
     model = json.loads((agent / "models.json").read_text())["providers"]["local"]["models"][0]
     assert (model["contextWindow"], model["maxTokens"]) == (8192, 32)
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from harnessfit.harness.pi import DEFAULT_PI_VERSION, install_pi, pi_command, pi_env, run_pi
-from harnessfit.serve import start_server, write_pi_config
+from harnessfit.serve import start_server, write_harness_config
 
 
 @pytest.mark.slow
@@ -18,7 +18,7 @@ def test_real_pi_gets_a_reply_from_the_builtin_server(tmp_path: Path) -> None:
     log = tmp_path / "server.log"
     with start_server("smollm2-135m", max_tokens=6, backend="builtin", log_path=log) as handle:
         home = tmp_path / "home"
-        agent_dir = write_pi_config(home / ".pi" / "agent", handle)
+        agent_dir = write_harness_config(home / ".pi" / "agent", handle)
         workspace = tmp_path / "ws"
         workspace.mkdir()
         cmd = pi_command(DEFAULT_PI_VERSION, handle.model_id, "Say hello.", session_dir=tmp_path / "sessions")

@@ -9,7 +9,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from harnessfit.serve import start_server, write_pi_config
+from harnessfit.serve import start_server, write_harness_config
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("serve-builtin")]
 
@@ -186,8 +186,8 @@ def test_prompt_over_the_context_is_refused(server) -> None:
     assert r.json()["error"]["code"] == "context_length_exceeded"
 
 
-def test_write_pi_config_points_at_the_server(server, tmp_path: Path) -> None:
-    agent = write_pi_config(tmp_path / "agent", server)
+def test_write_harness_config_points_at_the_server(server, tmp_path: Path) -> None:
+    agent = write_harness_config(tmp_path / "agent", server)
     models = json.loads((agent / "models.json").read_text())
     provider = models["providers"]["local"]
     assert provider["baseUrl"] == server.base_url

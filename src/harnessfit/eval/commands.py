@@ -10,20 +10,8 @@ __all__ = ["register"]
 
 eval_app = typer.Typer(help="Evaluate models inside the real harness (Pi) on task suites.", no_args_is_help=True)
 
-_HARNESS_HELP = ("Pi to run, as pi@VERSION (an installed version: `harnessfit harness install pi --version V`); "
+_HARNESS_HELP = ("Harness to run, as pi@VERSION (an installed version: `harnessfit harness install pi --version V`); "
                  "pi@VERSION+tools runs it with its optional grep/find/ls tools (the tools profile's card).")
-
-
-def _pi_version(harness: str | None) -> str:
-    from harnessfit.harness.versions import parse_harness
-
-    return parse_harness(harness)[1]
-
-
-def _pi_profile(harness: str | None) -> str | None:
-    from harnessfit.harness.versions import harness_profile
-
-    return harness_profile(harness)
 
 
 @eval_app.command("agent")
@@ -45,7 +33,7 @@ def agent(
     max_output_bytes: int = typer.Option(None, "--max-output-bytes", help="Override the output capture cap "
                                          "(default 50 MiB; hitting it counts as runaway)."),
     task: list[str] = typer.Option(None, "--task", help="Only these task ids (repeatable)."),
-    no_sandbox: bool = typer.Option(False, "--no-sandbox", help="Run Pi without bubblewrap (results say so); "
+    no_sandbox: bool = typer.Option(False, "--no-sandbox", help="Run the harness without bubblewrap (results say so); "
                                     "without this flag a missing or broken bubblewrap stops the eval."),
     adapter: Path = typer.Option(None, "--adapter", help="LoRA adapter folder for --model (served by harnessfit)."),
     max_tokens: int = typer.Option(None, "--max-tokens", help="Output cap of the server harnessfit starts for --model "
@@ -56,8 +44,9 @@ def agent(
     harness: str = typer.Option(None, "--harness", help=_HARNESS_HELP + " Default: the one a harnessfit-trained "
                                 "model (--adapter, a merged model) was trained for, else the newest committed card."),
 ) -> None:
-    """Run every task x seed through the real Pi CLI against one model; write results JSON + Markdown."""
+    """Run every task x seed through the real harness CLI (Pi) against one model; write results JSON + Markdown."""
     from harnessfit.errors import UserError
+    from harnessfit.eval.results import harness_label
     from harnessfit.eval.run import default_suite, episode_line, run_eval
 
     if (model is None) == (endpoint is None):
@@ -75,11 +64,11 @@ def agent(
     results = run_eval(model or endpoint, suite or default_suite(), out, seeds=seeds, workers=workers, max_turns=max_turns,
                        max_seconds=max_seconds, max_output_bytes=max_output_bytes, sandbox=not no_sandbox,
                        model_id=model_id, task_ids=task or None,
-                       pi_version=_pi_version(harness) if harness else None, pi_profile=_pi_profile(harness),
+                       harness=harness,
                        on_episode=lambda ep: typer.echo(episode_line(ep), err=True), **extra)
     agg = results.aggregates
     loop = agg["rates"]["complete_loop"]
-    typer.echo(f"{results.model['name']} in Pi {results.pi_version}: complete loop {loop['successes']}/{loop['n']} "
+    typer.echo(f"{results.model['name']} in {harness_label(results)}: complete loop {loop['successes']}/{loop['n']} "
                f"(unscored {agg['unscored']}); sandbox {results.sandbox}")
     if agg.get("failures"):
         typer.echo("failures: " + ", ".join(f"{k} {v}" for k, v in agg["failures"].items()))

@@ -14,7 +14,7 @@ from typing import Any
 import orjson
 
 from harnessfit.errors import UserError
-from harnessfit.eval.results import RATE_METRICS, EvalResults, fmt_rate, load_results
+from harnessfit.eval.results import RATE_METRICS, EvalResults, fmt_rate, harness_title, load_results
 
 __all__ = ["compare", "compare_table", "compare_rows", "Row", "column_labels"]
 
@@ -94,13 +94,15 @@ def compare(results_paths: Sequence[Path], out_md: Path, *, title: str = "Before
     labels = column_labels(results, paths)
     table, data = compare_table(results, labels)
     note = "" if len(suites) == 1 else "\n> Warning: the runs used different task suites; rates are not comparable.\n"
-    pis = [r.pi_version for r in results]
-    if len(set(pis)) > 1:  # a legitimate comparison (one model under two Pis), but never one Pi named for all
-        note += ("\n> Note: the runs used different Pi versions (per column: " + ", ".join(pis) + "); a difference "
-                 "mixes the model and the harness.\n")
+    versions = [r.pi_version for r in results]
+    title_of = harness_title(results[0])
+    if len(set(versions)) > 1:  # a legitimate comparison (one model under two versions), but never one named for all
+        note += (f"\n> Note: the runs used different {title_of} versions (per column: " + ", ".join(versions) + "); a "
+                 "difference mixes the model and the harness.\n")
     suite = results[0].suite
     text = (f"# {title}\n\nSuite `{suite.get('name')}` ({len(suite.get('tasks', []))} tasks), "
-            f"Pi {' / '.join(dict.fromkeys(pis))}. Cells: rate [95% Wilson CI] (successes/n).\n{note}\n{table}")
+            f"{title_of} {' / '.join(dict.fromkeys(versions))}. Cells: rate [95% Wilson CI] (successes/n).\n{note}\n"
+            f"{table}")
     out_md = Path(out_md)
     out_md.parent.mkdir(parents=True, exist_ok=True)
     out_md.write_text(text, encoding="utf-8")

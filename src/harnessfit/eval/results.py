@@ -19,8 +19,10 @@ from harnessfit.eval.files import ResultsHeader
 from harnessfit.eval.scorers import BUILTIN_METRICS
 from harnessfit.eval.scoring import SCORERS
 from harnessfit.eval.stats import mean_over_tasks, pass_at_k, pass_hat_k, rate
+from harnessfit.harness.base import DEFAULT_HARNESS, harness_class
 
 __all__ = ["RESULTS_VERSION", "RATE_METRICS", "rate_metrics", "EvalResults", "aggregate", "load_results",
+           "harness_title", "harness_label",
            "write_results", "render_markdown"]
 
 RESULTS_VERSION = 1
@@ -45,8 +47,8 @@ class EvalResults(ResultsHeader):
     suite: dict[str, Any]
     config: dict[str, Any]
     sandbox: str
-    pi_version: str
-    harness: str | None = None  # pi@VERSION; a trained model's own harness agrees with it (eval refuses otherwise)
+    pi_version: str  # the version of the harness that ran (the field keeps the name results files have)
+    harness: str | None = None  # name@VERSION; a trained model's own harness agrees with it (eval refuses otherwise)
     episodes: list[Episode] = Field(default_factory=list)
     aggregates: dict[str, Any] = Field(default_factory=dict)
 
@@ -133,6 +135,18 @@ def fmt_rate(r: dict[str, Any]) -> str:
     return f"{100 * r['rate']:.0f}% [{100 * r['ci95_low']:.0f}–{100 * r['ci95_high']:.0f}] ({r['successes']}/{r['n']})"
 
 
+def harness_title(results: EvalResults) -> str:
+    """How text names the harness the run used (``Pi``; results without ``harness`` predate other harnesses)."""
+    name = (results.harness or DEFAULT_HARNESS).partition("@")[0]
+    cls = harness_class(name)
+    return cls.title if cls is not None else name  # results of a harness not registered here
+
+
+def harness_label(results: EvalResults) -> str:
+    """``Pi 1.6.0``: the harness and the version that ran."""
+    return f"{harness_title(results)} {results.pi_version}"
+
+
 def render_markdown(results: EvalResults) -> str:
     agg = results.aggregates
     lines = [
@@ -140,7 +154,7 @@ def render_markdown(results: EvalResults) -> str:
         "",
         f"- status: **{results.status}**" + (f" — {results.error}" if results.error else ""),
         f"- sandbox: {results.sandbox}" + _policy_line(results),
-        f"- Pi {results.pi_version}; seeds {results.config.get('seeds')}; "
+        f"- {harness_label(results)}; seeds {results.config.get('seeds')}; "
         f"episodes {agg.get('episodes', 0)} (scored {agg.get('scored', 0)}, unscored {agg.get('unscored', 0)})",
         "",
         "| Metric | Rate [95% CI] |",
@@ -194,8 +208,9 @@ def _policy_line(results: EvalResults) -> str:
                    if e.facts.sandbox_policy and "agent" in e.facts.sandbox_policy), None)
     if policy is None:
         return ""
-    return (f" — namespaces {', '.join(policy['unshared'])} unshared; writable only the workspace and Pi's session "
-            f"folder, HOME and /tmp on tmpfs; network {policy['network']} (per episode: `sandbox_policy`)")
+    return (f" — namespaces {', '.join(policy['unshared'])} unshared; writable only the workspace and "
+            f"{harness_title(results)}'s session folder, HOME and /tmp on tmpfs; network {policy['network']} "
+            "(per episode: `sandbox_policy`)")
 
 
 def _cell(text: str) -> str:

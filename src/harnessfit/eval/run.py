@@ -2,7 +2,7 @@
 
 The model is an ``Endpoint`` (already running), a scripted model name (``scripted:golden`` …, served here by a
 ``ScriptedEndpoint``), an ``http://…`` URL, or a model spec that ``harnessfit.serve.start_server`` serves for the
-duration of the run. ``workers`` episodes run at once (a thread each, driving one Pi subprocess).
+duration of the run. ``workers`` episodes run at once (a thread each, driving one harness subprocess).
 """
 
 from __future__ import annotations
@@ -23,9 +23,8 @@ from harnessfit.eval.sandbox import require_sandbox
 from harnessfit.eval.scorers import load_card_or_none, score_episode
 from harnessfit.eval.scripted_models import Responder, responder_for
 from harnessfit.eval.task import Task, load_suite
-from harnessfit.harness.card import load_card
-from harnessfit.harness.pi import pi_binary
-from harnessfit.harness.versions import harness_profile, harness_spec, model_harness, parse_harness, stage_harness
+from harnessfit.harness.base import get_harness
+from harnessfit.harness.versions import harness_profile, model_harness, normalise_harness, parse_harness, stage_harness
 from harnessfit.core.jsonio import sha256_bytes
 
 __all__ = ["run_eval", "open_endpoint", "resolve_model_id", "endpoint_models", "endpoint_harness", "load_any_suite", "episode_line", "default_suite"]
@@ -138,8 +137,7 @@ def run_eval(
     max_seconds: float | None = None,
     max_output_bytes: int | None = None,
     sandbox: bool = True,
-    pi_version: str | None = None,
-    pi_profile: str | None = None,
+    harness: str | None = None,
     model_id: str | None = None,
     responder: Responder | None = None,
     task_ids: Sequence[str] | None = None,
@@ -153,11 +151,11 @@ def run_eval(
     With ``sandbox=True`` (the default) a missing or broken bubblewrap is a UserError before anything runs.
 
     The results file is written with ``status: started`` first, then ``success`` (or ``error`` with the reason).
-    ``pi_profile`` (``tools``) runs Pi with that card profile's tools and scores against that card.
 
-    ``pi_version``: the Pi to run. A model harnessfit trained (an adapter, a merged model) runs in the Pi it was
-    trained for by default, and another ``pi_version`` is refused (``harness.versions.stage_harness``); any other
-    model runs in the default Pi.
+    ``harness``: the harness to run, as ``name@VERSION[+PROFILE]`` (``pi@1.6.0``; a profile such as ``+tools`` runs
+    it with that card profile's tools and scores against that card). A model harnessfit trained (an adapter, a
+    merged model) runs in the harness it was trained for by default, and another is refused
+    (``harness.versions.stage_harness``); any other model runs in the default harness.
     """
     if seeds < 1 or workers < 1:
         raise UserError("--seeds and --workers must be at least 1")
@@ -168,26 +166,28 @@ def run_eval(
         if unknown:
             raise UserError(f"unknown task id(s) {', '.join(unknown)} in {suite_dir}")
         tasks = [t for t in tasks if t.id in set(task_ids)]
-    pi_version, pi_profile = _eval_harness(pi_version, pi_profile, endpoint_or_model, serve_kwargs.get("adapter"),
-                                           model_id)
-    pi_binary(pi_version)  # a clear error now rather than one error per episode
+    spec = _eval_harness(harness, endpoint_or_model, serve_kwargs.get("adapter"), model_id)
+    agent, version, profile = get_harness(spec), parse_harness(spec)[1], harness_profile(spec)
+    agent.binary(version)  # a clear error now rather than one error per episode
     status = require_sandbox() if sandbox else NO_SANDBOX  # fail closed: never unsandboxed unless asked
     oracle = str(endpoint_or_model) == "scripted:oracle"  # Harbor's oracle sees solution/ at /solution
     config = {"seeds": seeds, "workers": workers, "max_turns": max_turns, "max_seconds": max_seconds,
               "max_output_bytes": max_output_bytes, "sandbox_requested": sandbox}
     tools: tuple[str, ...] | None = None
-    if pi_profile is not None:  # the same tools as the data built with this profile's card
-        profile_card = load_card("pi", pi_version, pi_profile)
+    if profile is not None:  # the same tools as the data built with this profile's card
+        profile_card = agent.card(version, profile)
+        if profile_card is None:
+            raise UserError(f"no {profile!r} card for {agent.name} {version}")
         tools = tuple(profile_card.default_tools)
-        config["harness"] = harness_spec(pi_version, profile=pi_profile)
+        config["harness"] = spec
         config["tools"] = list(tools)
     results = EvalResults(model={"name": str(endpoint_or_model)}, suite=_suite_info(suite_dir, tasks, fmt),
-                          config=config, sandbox=status, pi_version=pi_version,
-                          harness=harness_spec(pi_version, profile=pi_profile))
-    card = load_card_or_none(pi_version, pi_profile)  # scored against the card of the Pi that ran
+                          config=config, sandbox=status, pi_version=version, harness=spec)
+    card = load_card_or_none(version, profile, harness=spec)  # scored against the card of the version that ran
     jobs = [(t, s) for t in tasks for s in range(seeds)]
     if isinstance(endpoint_or_model, str) and not endpoint_or_model.startswith(("http://", "https://", "scripted:")):
-        # Pi does not retry a 429 under the eval's settings, so the server this eval starts admits every worker
+        # the harness does not retry a 429 under the eval's settings (Pi's), so the server this eval starts admits
+        # every worker
         from harnessfit.serve.admission import DEFAULT_MAX_QUEUE
 
         serve_kwargs.setdefault("max_queue", max(DEFAULT_MAX_QUEUE, workers))
@@ -198,10 +198,10 @@ def run_eval(
 
             def one(job: tuple[Task, int]) -> Episode:
                 task, seed = job
-                facts = run_episode(task, seed, endpoint, out_dir, pi_version=pi_version, sandbox=sandbox, tools=tools,
+                facts = run_episode(task, seed, endpoint, out_dir, harness=spec, sandbox=sandbox, tools=tools,
                                     max_turns=max_turns, max_seconds=max_seconds, max_output_bytes=max_output_bytes,
                                     expose_solution=oracle)
-                return _score(facts, task, out_dir, card)
+                return _score(facts, task, out_dir, card, spec)
 
             episodes: list[Episode] = []
             with Progress(TextColumn("eval {task.description}"), BarColumn(), MofNCompleteColumn(),
@@ -247,11 +247,10 @@ def episode_line(ep: Episode, label: str = "eval") -> str:
             f"{m.tool_calls_total} valid calls, {f.wall_seconds:.0f} s")
 
 
-def _eval_harness(pi_version: str | None, pi_profile: str | None, model: Endpoint | str,
-                  adapter: Any, model_id: str | None = None) -> tuple[str, str | None]:
-    """(Pi version, card profile) the episodes run in: what was asked, else what the model was trained for — for an
-    endpoint, what its ``/v1/models`` says (``endpoint_harness``); where it says nothing, the default, said once."""
-    asked = harness_spec(pi_version or parse_harness(None)[1], profile=pi_profile) if (pi_version or pi_profile) else None
+def _eval_harness(asked: str | None, model: Endpoint | str, adapter: Any, model_id: str | None = None) -> str:
+    """The harness spec the episodes run in: what was asked, else what the model was trained for — for an endpoint,
+    what its ``/v1/models`` says (``endpoint_harness``); where it says nothing, the default, said once."""
+    asked = normalise_harness(asked) if asked else None
     if isinstance(model, str) and model.startswith(("http://", "https://")):
         recorded = endpoint_harness(model, model_id)
         spec = stage_harness(asked, recorded, what=f"the model served at {model}", stage="eval agent",
@@ -264,14 +263,14 @@ def _eval_harness(pi_version: str | None, pi_profile: str | None, model: Endpoin
                                        soft_wrap=True)
     else:
         spec = model_harness(asked, model if isinstance(model, str) else None, adapter, stage="eval agent")
-    return parse_harness(spec)[1], harness_profile(spec)
+    return spec
 
 
-def _score(facts: EpisodeFacts, task: Task, out_dir: Path, card: Any) -> Episode:
+def _score(facts: EpisodeFacts, task: Task, out_dir: Path, card: Any, harness: str) -> Episode:
     if facts.status != "success":
         return Episode(facts=facts)
     try:
-        return Episode(facts=facts, metrics=score_episode(facts, task, out_dir, card))
+        return Episode(facts=facts, metrics=score_episode(facts, task, out_dir, card, harness))
     except Exception as exc:  # noqa: BLE001 - a scorer crash makes the episode unscored, not failed
         facts.status, facts.error = "error", f"scorer failed: {type(exc).__name__}: {exc}"
         return Episode(facts=facts)

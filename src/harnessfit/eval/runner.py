@@ -1,21 +1,21 @@
-"""Run one eval episode: the real Pi CLI in json mode, in a fresh workspace and HOME, under caps and a sandbox.
+"""Run one eval episode: the harness's CLI (Pi by default) in a fresh workspace and HOME, under caps and a sandbox.
 
-Per episode: the task's fixture files are copied into a new workspace; HOME gets a Pi config pointing at the
-endpoint (retries and compaction off); Pi runs with ``PI_OFFLINE=1``, stdin from /dev/null, ``--session-dir``,
-and a tiny extension (``-e``) that aborts the agent after N model turns (Pi has no max-turns flag). Its output
-is read by threads that count bytes: past the capture cap the agent is killed (``runaway``); past the wall-clock
-cap too (``timeout``). ``message_update``/``tool_execution_update`` events (each repeats the whole partial
-message) are counted but not stored.
+Per episode: the task's fixture files are copied into a new workspace; the harness (``harness.base.Harness.launch``,
+reached through ``get_harness``) writes its config into the HOME seed (pointing at the endpoint) and anything it
+needs into the runner folder, and says how to start the agent: the command, its environment, the folders it needs
+read-only. Its output is read by threads that count bytes: past the capture cap the agent is killed (``runaway``);
+past the wall-clock cap too (``timeout``). Lines the harness names (events that repeat a whole partial message) are
+counted but not stored. The harness stops the agent at the turn cap and says so on stderr (``TURN_CAP_MARKER``).
 
-Containment (``eval/sandbox.py``): under bubblewrap the agent sees only the system folders, Pi's install, its
-workspace and session folder, a tmpfs HOME and /tmp, and reaches nothing on the network but the model endpoint,
+Containment (``eval/sandbox.py``): under bubblewrap the agent sees only the system folders, the harness's install,
+its workspace and session folder, a tmpfs HOME and /tmp, and reaches nothing on the network but the model endpoint,
 through a forwarder; the PID namespace ends every process it started with it. Resource caps (``eval/caps.py``):
 every tmpfs is sized, the workspace and session folder are sized tmpfs copied out after the sandbox ended, files,
 processes, CPU time and memory are capped; the first cap reached stops the episode (``facts.cap_hit``). Without the sandbox (only on an
 explicit ``--no-sandbox``) a subreaper supervisor kills the agent's whole process tree, ``setsid`` children
 included.
 
-After Pi stopped, the expected-change predicates are evaluated and the checker's files copied in without
+After the agent stopped, the expected-change predicates are evaluated and the checker's files copied in without
 following any link the agent left (``eval/safefs.py``); the checker then runs in a sandbox of its own with a
 fresh HOME, no network and an isolated Python environment (``checker_env``), so nothing the agent wrote into
 HOME, PATH or the Python search path can make it pass.
@@ -27,7 +27,6 @@ import os
 import shutil
 import signal
 import socket
-import stat
 import subprocess
 import tempfile
 import threading
@@ -36,8 +35,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-
-import orjson
 
 from harnessfit.eval.caps import Caps, CapWatch, check_seed_fits, collect, prune_large_files
 from harnessfit.eval.episode import EpisodeFacts
@@ -53,27 +50,24 @@ from harnessfit.eval.sandbox import (
     write_launcher,
 )
 from harnessfit.eval.task import Task
-from harnessfit.harness.pi import DEFAULT_PI_VERSION, pi_command, pi_env, write_pi_agent_config
-from harnessfit.paths import harness_dir
+from harnessfit.harness.base import TURN_CAP_MARKER, EpisodeSetup, get_harness
+from harnessfit.harness.versions import parse_harness
 
 __all__ = ["Endpoint", "run_episode", "run_contained", "checker_env", "TURN_CAP_MARKER", "episode_dirname",
            "NO_SANDBOX"]
 
 NO_SANDBOX = "none: disabled by --no-sandbox"
 
-TURN_CAP_MARKER = "harnessfit: turn cap reached"
-_SKIP_EVENTS = (b'{"type":"message_update"', b'{"type":"tool_execution_update"')
-_TOOLS = ("read", "bash", "edit", "write")
 
 
 @dataclass(frozen=True)
 class Endpoint:
-    """An OpenAI-compatible endpoint Pi talks to: a scripted one, ``harnessfit serve``, or anything else."""
+    """An OpenAI-compatible endpoint the harness talks to: a scripted one, ``harnessfit serve``, or anything else."""
 
     base_url: str
     model_id: str
     name: str = ""
-    context_window: int | None = None  # the served model's window, written into Pi's models.json when known
+    context_window: int | None = None  # the served model's window, written into the harness's config when known
 
     @property
     def label(self) -> str:
@@ -84,25 +78,11 @@ def episode_dirname(task_id: str, seed: int) -> str:
     return f"episodes/{task_id}/seed-{seed}"
 
 
-def _turn_cap_extension(max_turns: int) -> str:
-    return (
-        "// written by harnessfit eval: abort the agent once it has used its model turns\n"
-        "export default function (pi) {\n"
-        '  pi.on("turn_end", (event, ctx) => {\n'
-        f"    if (event.turnIndex + 1 >= {max_turns}) {{\n"
-        f'      console.error("{TURN_CAP_MARKER}");\n'
-        "      ctx.abort();\n"
-        "    }\n"
-        "  });\n"
-        "}\n"
-    )
-
-
 class _Capture:
     """Reads one pipe to EOF, stores selected lines, and shares a byte budget with its sibling."""
 
-    def __init__(self, budget: _Budget, sink: Path, filter_events: bool) -> None:
-        self.budget, self.sink, self.filter_events = budget, sink, filter_events
+    def __init__(self, budget: _Budget, sink: Path, skip: tuple[bytes, ...] = ()) -> None:
+        self.budget, self.sink, self.skip = budget, sink, skip
 
     def pump(self, pipe) -> None:
         with self.sink.open("wb") as out:
@@ -110,7 +90,7 @@ class _Capture:
                 self.budget.spend(len(line))
                 if self.budget.exceeded:
                     continue  # keep draining so the child never blocks; the runner is killing it
-                if self.filter_events and line.startswith(_SKIP_EVENTS):
+                if self.skip and line.startswith(self.skip):
                     continue
                 out.write(line)
 
@@ -161,13 +141,14 @@ def _stop(proc: subprocess.Popen) -> float | None:
 
 
 def _run_capped(cmd: list[str], *, cwd: Path, env: dict[str, str], max_seconds: float, max_bytes: int,
-                stdout_file: Path, stderr_file: Path,
-                watch: CapWatch | None = None) -> tuple[int | None, str | None, int, float]:
+                stdout_file: Path, stderr_file: Path, watch: CapWatch | None = None,
+                skip_lines: tuple[bytes, ...] = ()) -> tuple[int | None, str | None, int, float]:
     """Run ``cmd`` in its own session; returns (exit code, kill reason, output bytes, wall seconds). With
-    ``watch`` its resource caps are watched too (kill reason ``"cap"``, the hit in ``watch.hit``).
+    ``watch`` its resource caps are watched too (kill reason ``"cap"``, the hit in ``watch.hit``); stdout lines that
+    start with one of ``skip_lines`` are counted but not stored.
 
     Its stdout and stderr are unix sockets (socketpairs), not pipes: a pipe can be reopened for writing through
-    ``/proc/<pid>/fd/1`` by any process of the same user (the agent's bash, or Pi's own ``write`` tool as
+    ``/proc/<pid>/fd/1`` by any process of the same user (the agent's bash, or the harness's own ``write`` tool as
     ``/proc/self/fd/1``), which would let the agent add events to the stream it is scored from; a socket cannot be
     opened that way (ENXIO)."""
     budget = _Budget(max_bytes)
@@ -182,8 +163,8 @@ def _run_capped(cmd: list[str], *, cwd: Path, env: dict[str, str], max_seconds: 
         err_w.close()
     readers = [out_r.makefile("rb"), err_r.makefile("rb")]
     threads = [
-        threading.Thread(target=_Capture(budget, stdout_file, True).pump, args=(readers[0],), daemon=True),
-        threading.Thread(target=_Capture(budget, stderr_file, False).pump, args=(readers[1],), daemon=True),
+        threading.Thread(target=_Capture(budget, stdout_file, skip_lines).pump, args=(readers[0],), daemon=True),
+        threading.Thread(target=_Capture(budget, stderr_file).pump, args=(readers[1],), daemon=True),
     ]
     for t in threads:
         t.start()
@@ -256,6 +237,7 @@ def run_contained(
     stdout_file: Path,
     stderr_file: Path,
     watch: CapWatch | None = None,
+    skip_lines: tuple[bytes, ...] = (),
 ) -> tuple[int | None, str | None, int, float]:
     """Run ``cmd`` in the sandbox ``spec`` (working folder ``cwd_inside``, default ``cwd``'s own path) or, with
     ``spec=None``, unsandboxed under the subreaper supervisor; caps as ``_run_capped``."""
@@ -264,25 +246,7 @@ def run_contained(
     else:
         full = supervised(cmd)
     return _run_capped(full, cwd=cwd, env=env, max_seconds=max_seconds, max_bytes=max_bytes,
-                       stdout_file=stdout_file, stderr_file=stderr_file, watch=watch)
-
-
-def _install_root(binary: Path, version: str) -> Path:
-    """The folder holding the ``node_modules`` of the Pi binary that runs (bound read-only: whichever version)."""
-    return next((p.parent for p in binary.parents if p.name == "node_modules"), harness_dir("pi", version))
-
-
-def _session_file(sessions: Path, run_dir: Path) -> str | None:
-    """The newest regular ``*.jsonl`` in the session folder (a link the agent planted there is not Pi's file)."""
-    found = []
-    for path in sessions.iterdir():
-        try:
-            st = path.lstat()
-        except OSError:
-            continue
-        if path.suffix == ".jsonl" and stat.S_ISREG(st.st_mode):
-            found.append(path)
-    return max(found).relative_to(run_dir.resolve()).as_posix() if found else None
+                       stdout_file=stdout_file, stderr_file=stderr_file, watch=watch, skip_lines=skip_lines)
 
 
 def run_episode(
@@ -291,7 +255,7 @@ def run_episode(
     endpoint: Endpoint,
     run_dir: Path,
     *,
-    pi_version: str = DEFAULT_PI_VERSION,
+    harness: str | None = None,
     sandbox: bool = True,
     tools: Sequence[str] | None = None,
     max_turns: int | None = None,
@@ -304,6 +268,7 @@ def run_episode(
     Never raises for a failing agent; a runner/harness problem becomes ``status="error"`` (unscored). With
     ``sandbox=True`` and no working bubblewrap the episode is an error: it never runs unsandboxed.
     ``expose_solution`` (Harbor oracle runs) binds the task's ``solution/`` read-only at ``/solution``.
+    ``harness``: the spec of the harness that runs the agent (``pi@VERSION``; default: the default harness).
     """
     from harnessfit.eval.harbor import HarborTask
 
@@ -343,23 +308,20 @@ def run_episode(
         inside_ws = task.workdir if harbor else str(workspace)  # the agent's working folder there
         home = SANDBOX_HOME if sandbox else str(ep_dir / "home")
         seed_dir = runner / "home" if sandbox else ep_dir / "home"
-        agent_dir = seed_dir / ".pi" / "agent"
-        write_pi_agent_config(agent_dir, endpoint.base_url, endpoint.model_id, eval_settings=True,
-                              **({"context_window": endpoint.context_window} if endpoint.context_window else {}))
-        ext = runner / "turn_cap.js"
-        ext.write_text(_turn_cap_extension(turns), encoding="utf-8")
-        ext_arg = f"{RUNNER_DIR}/turn_cap.js" if sandbox else str(ext)
-        cmd = pi_command(pi_version, endpoint.model_id, task.prompt, session_dir=sessions, tools=tools or _TOOLS,
-                         extra_args=["-e", ext_arg])
-        env = pi_env(Path(home), Path(home) / ".pi" / "agent")
+        seed_dir.mkdir(parents=True, exist_ok=True)  # the harness writes its config into it (Pi: .pi/agent)
+        agent = get_harness(harness)
+        launch = agent.launch(parse_harness(harness)[1], EpisodeSetup(
+            endpoint.base_url, endpoint.model_id, task.prompt, home=seed_dir, home_inside=home, runner=runner,
+            runner_inside=RUNNER_DIR if sandbox else str(runner), session_dir=sessions, tools=tools, max_turns=turns,
+            context_window=endpoint.context_window))
+        cmd, env = list(launch.cmd), dict(launch.env)
         env["PYTHONDONTWRITEBYTECODE"] = "1"
         spec: SandboxSpec | None = None
         if sandbox:
             forwarder = EndpointForwarder(endpoint.base_url)
             env["PATH"], env["TMPDIR"] = sandbox_path(), "/tmp"
             env.pop("NODE_OPTIONS", None)  # may name host files the sandbox does not have
-            read_only: list[Any] = [_install_root(Path(cmd[0]), pi_version),
-                                    (forwarder.folder, f"{RUNNER_DIR}/endpoint")]
+            read_only: list[Any] = [*launch.read_only, (forwarder.folder, f"{RUNNER_DIR}/endpoint")]
             if expose_solution and harbor:
                 read_only.append((task.solution_dir, "/solution"))
             out_bytes = max_output_bytes or task.limits.max_output_bytes
@@ -385,6 +347,7 @@ def run_episode(
                 max_seconds=max_seconds or task.limits.max_seconds,
                 max_bytes=max_output_bytes or task.limits.max_output_bytes,
                 stdout_file=ep_dir / "events.jsonl", stderr_file=ep_dir / "stderr.txt", watch=watch,
+                skip_lines=launch.skip_lines,
             )
             collect(watch, workspace, sessions, facts)
         finally:
@@ -396,14 +359,15 @@ def run_episode(
         facts.pi_exit_code, facts.killed, facts.output_bytes = code, (None if killed == "cap" else killed), used
         facts.wall_seconds = round(wall, 3)
         facts.turn_cap_hit = TURN_CAP_MARKER in stderr
-        facts.session_file = _session_file(sessions, run_dir)
+        found = agent.session_file(sessions)
+        facts.session_file = found.relative_to(run_dir.resolve()).as_posix() if found is not None else None
         facts.sandbox_policy = {"agent": spec.describe()} if spec is not None else None
         if killed is None and code != 0:
             tail = " | ".join(stderr.strip().splitlines()[-3:]) or "no stderr"
-            facts.status, facts.error = "error", f"pi exited with code {code}: {tail}"[:2000]
+            facts.status, facts.error = "error", f"{agent.name} exited with code {code}: {tail}"[:2000]
             return facts
-        if killed is None and _first_event_type(ep_dir / "events.jsonl") != "session":
-            facts.status, facts.error = "error", "pi printed no json event stream (harness did not start)"
+        if killed is None and (why := agent.started(ep_dir / "events.jsonl")) is not None:
+            facts.status, facts.error = "error", why
             return facts
         if harbor:
             task.verify(workspace, ep_dir, facts, sandboxed=sandbox)
@@ -446,12 +410,3 @@ def _check(task: Task, workspace: Path, ep_dir: Path, facts: EpisodeFacts, *, sa
     out = (ep_dir / "checker.txt").read_text(errors="replace") + (ep_dir / "checker.stderr.txt").read_text(
         errors="replace")
     facts.checker_output = out[-2000:]
-
-
-def _first_event_type(path: Path) -> str | None:
-    try:
-        with path.open("rb") as fh:
-            first = fh.readline()
-        return orjson.loads(first).get("type") if first.strip() else None
-    except (OSError, orjson.JSONDecodeError, AttributeError):
-        return None

@@ -13,19 +13,11 @@ from pathlib import Path
 from typing import Any
 
 from harnessfit.eval.episode import FAILURE_RULES, INTEGRITY_FLAGS, EpisodeFacts, EpisodeMetrics, Score
-from harnessfit.eval.record import (
-    EpisodeRecord,
-    episode_messages,
-    load_card_or_none,
-    read_jsonl_tolerant,
-    record_episode,
-    session_mismatch,
-    text_of,
-)
+from harnessfit.eval.record import EpisodeRecord, load_card_or_none, read_jsonl_tolerant, record_episode, text_of
 from harnessfit.eval.scoring import SCORERS, Unscored, scorer
 from harnessfit.eval.task import Task
 
-__all__ = ["read_jsonl_tolerant", "episode_messages", "session_mismatch", "score_episode", "load_card_or_none",
+__all__ = ["read_jsonl_tolerant", "score_episode", "load_card_or_none",
            "integrity_flag", "BUILTIN_METRICS"]
 
 
@@ -99,13 +91,13 @@ def invalid_by_reason(ep: EpisodeRecord) -> dict[str, int]:
 
 @scorer()
 def pi_tool_errors(ep: EpisodeRecord) -> dict[str, int]:
-    """Calls Pi ran whose execution failed, by tool."""
+    """Calls the harness ran whose execution failed, by tool (the metric keeps its results name)."""
     return dict(sorted(Counter(c.name for c in ep.calls if c.failed).items()))
 
 
 @scorer()
 def repaired_by_reason(ep: EpisodeRecord) -> dict[str, int]:
-    """The card's warnings: Pi repaired the call and ran it."""
+    """The card's warnings: the harness repaired the call and ran it."""
     return dict(sorted(Counter(why for c in ep.calls for why in c.repaired).items()))
 
 
@@ -174,10 +166,12 @@ _VERDICTS = ("failure", "integrity_flag", "integrity_detail", "scores")
 BUILTIN_METRICS = tuple(name for name in EpisodeMetrics.model_fields if name not in _VERDICTS)
 
 
-def score_episode(facts: EpisodeFacts, task: Task, run_dir: Path, card: Any = None) -> EpisodeMetrics:
-    """Metrics of one finished episode (``facts.status`` must be ``"success"``): every registered scorer's value,
-    the failure and the integrity flag. A built-in metric cannot be unscored (the episode then is: ValueError)."""
-    ep = record_episode(facts, task, run_dir, card)
+def score_episode(facts: EpisodeFacts, task: Task, run_dir: Path, card: Any = None, harness: str | None = None
+                  ) -> EpisodeMetrics:
+    """Metrics of one finished episode (``facts.status`` must be ``"success"``) run in ``harness`` (a spec; default:
+    the default harness): every registered scorer's value, the failure and the integrity flag. A built-in metric
+    cannot be unscored (the episode then is: ValueError)."""
+    ep = record_episode(facts, task, run_dir, card, harness)
     values: dict[str, Any] = {}
     scores: dict[str, Score] = {}
     for name in SCORERS:

@@ -2,6 +2,8 @@
 
 A card is what every later stage renders against: the converter builds wire conversations with its system prompt,
 tool schemas and result texts; the validator gates tool calls with ``validate_call``; eval compares against it.
+This module is the card model; how a call is checked is the card's harness's (``harness.base.Harness.validate_call``;
+Pi's argument parsing, repair and coercion are ``harness/pi/arguments.py``).
 It is stored as JSON (``cards/<harness>-<version>.json``, key order kept) and identified by ``id`` + ``sha256``;
 ``format`` is the card layout version (``CARD_FORMAT``; ``load_card`` refuses a format it cannot read).
 
@@ -176,7 +178,7 @@ class Violation(BaseModel):
     detail: str
 
 
-def _v(code: ViolationCode, detail: str) -> Violation:
+def violation(code: ViolationCode, detail: str) -> Violation:
     return Violation(code=code, severity="warning" if code in WARNING_CODES else "error", detail=detail)
 
 
@@ -324,20 +326,10 @@ class HarnessCard(BaseModel):
         return self._schemas.get(name)
 
     def repair_arguments(self, name: str, arguments: dict[str, Any]) -> tuple[dict[str, Any], list[Violation], list[str]]:
-        """Pi's own repairs applied to a copy of ``arguments`` (a known tool's object arguments): ``edits`` given as a
-        JSON string or as legacy ``{oldText, newText}`` (edit only), then TypeBox-style type coercion. Returns the
-        repaired copy, the edit notes and the coercion notes — what Pi executes, and why. The caller's ``arguments``
-        are never changed; when nothing needs coercing the copy shares their nested values (treat it as read-only)."""
-        schema = self._schemas[name]
-        args = dict(arguments)  # _prepare_edit only replaces top-level keys, so a shallow copy keeps the caller's
-        notes: list[Violation] = []
-        if name == "edit":
-            args, notes = _prepare_edit(args)
-        entry = self._validator(name)
-        if entry is not None and entry[2] is not None and entry[2](args):
-            return args, notes, []  # every value already has its schema type: _coerce would change nothing
-        args, coerced = _coerce(json.loads(json.dumps(args)), schema, "")  # _coerce writes into a deep copy
-        return args, notes, coerced
+        """The harness's own repairs applied to a copy of ``arguments`` (a known tool's object arguments): the
+        repaired copy, the repair notes and the coercion notes — what the harness executes, and why (Pi's:
+        ``harness.pi.arguments.repair_arguments``). The caller's ``arguments`` are never changed."""
+        return self._harness().repair_arguments(self, name, arguments)
 
     @property
     def strict_arguments(self) -> bool:
@@ -351,62 +343,21 @@ class HarnessCard(BaseModel):
     def validate_call(
         self, name: str, arguments: str | dict | Any, *, active_tools: Sequence[str] | None = None
     ) -> list[Violation]:
-        """Check one tool call the way Pi would: errors mean Pi answers with an error instead of running the tool,
-        warnings mean Pi repairs the call and runs it. ``[]`` means the call is clean."""
+        """Check one tool call the way the harness would (Pi's checks: ``harness.pi.arguments.validate_call``):
+        errors mean it answers with an error instead of running the tool, warnings mean it repairs the call and
+        runs it. ``[]`` means the call is clean."""
         active = active_tools if active_tools is not None else self.default_tools
-        entry = self._validator(name) if name in active else None
-        if entry is None:
-            return [_v(ViolationCode.unknown_tool, f"tool {name!r} is not active (active: {', '.join(active)})")]
-        schema, validator, clean = entry
-        if clean is not None and type(arguments) is dict and clean(arguments) and not (name == "edit" and not arguments["edits"]):
-            return []  # exactly the schema's shape: no repair, no coercion, no error (the common case, no copying)
-        found: list[Violation] = []
-        if isinstance(arguments, (str, bytes)):
-            text = arguments.decode("utf-8", "replace") if isinstance(arguments, bytes) else arguments
-            parsed, note = _parse_like_pi(text)
-            if note is not None and self.strict_arguments and note.code in (
-                    ViolationCode.repaired_truncated_json, ViolationCode.invalid_json):
-                # pi-ai 1.x (parseToolCallArguments) completes no partial JSON: the call is answered with
-                # the invalid_arguments text and never runs
-                return found + [Violation(code=ViolationCode.invalid_json, severity="error",
-                                          detail=f"arguments are not complete JSON; Pi {self.version} refuses them")]
-            if note is not None:
-                found.append(note)
-        else:
-            parsed = arguments
-        if isinstance(parsed, str):
-            try:
-                inner = json.loads(parsed)
-            except ValueError:
-                inner = None
-            if isinstance(inner, dict):
-                return found + [_v(ViolationCode.arguments_double_encoded, "arguments are a JSON string holding an object")]
-            return found + [_v(ViolationCode.arguments_not_object, "arguments are a string, not an object")]
-        if not isinstance(parsed, dict):
-            return found + [_v(ViolationCode.arguments_not_object, f"arguments are {type(parsed).__name__}, not an object")]
-        args, notes, coerced = self.repair_arguments(name, parsed)
-        found += notes
-        if name == "edit" and args.get("edits") == []:  # coercion never empties a list, so checking after it is the same
-            found.append(_v(ViolationCode.invalid_value, "edits is empty; Pi's edit tool refuses it"))
-        found += [_v(ViolationCode.coerced_type, d) for d in coerced]
-        # a value of exactly the schema's shape has no schema error (what the clean predicate means), so the
-        # validator only runs on the others
-        errors = [] if clean is not None and clean(args) else list(validator.iter_errors(args))
-        if len(errors) > 1:
-            errors.sort(key=lambda e: list(e.absolute_path))
-        for err in errors:
-            found.append(_from_schema_error(err))
-        if not any(v.code == ViolationCode.unexpected_property for v in found):
-            props = schema.get("properties", {})
-            for key in args:
-                if key not in props and schema.get("additionalProperties", True) is not False:
-                    found.append(_v(ViolationCode.ignored_property, f"property {key!r} is not in the schema; Pi ignores it"))
-        if any(v.code == ViolationCode.invalid_json for v in found) and not any(
-            v.severity == "error" and v.code != ViolationCode.invalid_json for v in found
-        ):
-            # Pi parsed the broken text as {} and the tool would accept that: it runs, so only a warning
-            found = [v if v.code != ViolationCode.invalid_json else Violation(code=v.code, severity="warning", detail=v.detail) for v in found]
-        return found
+        return self._harness().validate_call(self, name, arguments, active)
+
+    def _harness(self) -> Any:
+        from harnessfit.harness.base import get_harness
+
+        return get_harness(self.harness)
+
+    def tool_validator(self, name: str) -> tuple[dict[str, Any], Any, Callable[[Any], bool] | None] | None:
+        """(schema, compiled JSON Schema validator, clean-shape predicate) of tool ``name``, built once per card; None
+        if the card lacks it."""
+        return self._validator(name)
 
     # -- results ---------------------------------------------------------------------------------------------
     def format_result(self, key: str, **values: Any) -> str:
@@ -468,174 +419,6 @@ class HarnessCard(BaseModel):
         return self.format_result("validation_failed", name=name, problems=lines, arguments=pi_pretty_json(arguments))
 
 
-# -- Pi-like argument handling -------------------------------------------------------------------------------
-
-
-def _parse_like_pi(text: str) -> tuple[Any, Violation | None]:
-    """Parse argument text as Pi does: JSON, then string repair, then partial-JSON completion, else ``{}``."""
-    if not text.strip():
-        return {}, None
-    try:
-        return json.loads(text), None
-    except ValueError:
-        pass
-    try:
-        return json.loads(text, strict=False), _v(ViolationCode.repaired_json_string, "raw control characters in strings")
-    except ValueError:
-        pass
-    completed = _complete_partial_json(text)
-    if completed is not None:
-        try:
-            return json.loads(completed, strict=False), _v(
-                ViolationCode.repaired_truncated_json, "truncated JSON; Pi completes it"
-            )
-        except ValueError:
-            pass
-    return {}, _v(ViolationCode.invalid_json, "arguments are not JSON; Pi treats them as {}")
-
-
-def _complete_partial_json(text: str) -> str | None:
-    """Close an unterminated string and open brackets of JSON cut short; None when it is not a JSON prefix."""
-    stack: list[str] = []
-    in_str = False
-    esc = False
-    s = text.rstrip()
-    if not s or s[0] not in "{[":
-        return None
-    for ch in s:
-        if in_str:
-            if esc:
-                esc = False
-            elif ch == "\\":
-                esc = True
-            elif ch == '"':
-                in_str = False
-        elif ch == '"':
-            in_str = True
-        elif ch in "{[":
-            stack.append("}" if ch == "{" else "]")
-        elif ch in "}]":
-            if not stack or stack.pop() != ch:
-                return None
-    out = s
-    if in_str:
-        out += '"'
-    out = out.rstrip()
-    if out.endswith(","):
-        out = out[:-1]
-    if out.endswith(":"):
-        out += "null"
-    return out + "".join(reversed(stack))
-
-
-def _prepare_edit(args: dict[str, Any]) -> tuple[dict[str, Any], list[Violation]]:
-    notes: list[Violation] = []
-    if isinstance(args.get("edits"), str):
-        try:
-            inner = json.loads(args["edits"])
-        except ValueError:
-            inner = None
-        if isinstance(inner, list):
-            args["edits"] = inner
-            notes.append(_v(ViolationCode.edits_json_string, "edits was a JSON string; Pi unwraps it"))
-    if isinstance(args.get("oldText"), str) and isinstance(args.get("newText"), str):
-        edits = list(args["edits"]) if isinstance(args.get("edits"), list) else []
-        edits.append({"oldText": args.pop("oldText"), "newText": args.pop("newText")})
-        args["edits"] = edits
-        notes.append(_v(ViolationCode.legacy_edit_arguments, "{path, oldText, newText}; Pi converts it to edits[]"))
-    return args, notes
-
-
-_JS_NUMBER = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?")
-
-
-def _js_number_text(value: float | int) -> str:
-    if isinstance(value, float) and value.is_integer() and abs(value) < 1e21:
-        return str(int(value))
-    return str(value)
-
-
-def _coerce_scalar(value: Any, typ: str) -> Any:
-    """TypeBox ``Value.Convert`` for one value (what Pi runs on tool arguments before validating them)."""
-    if typ in ("number", "integer"):
-        num: Any = value
-        if value is None:
-            num = 0
-        elif isinstance(value, bool):
-            num = 1 if value else 0
-        elif isinstance(value, str):
-            text = value.strip()
-            if text == "":
-                num = 0
-            elif _JS_NUMBER.fullmatch(text):
-                f = float(text)
-                num = int(f) if f.is_integer() and abs(f) < 2**53 else f
-            elif text.lower() in ("true", "false"):
-                num = 1 if text.lower() == "true" else 0
-        if typ == "integer" and isinstance(num, float) and not num.is_integer():
-            return value
-        return num
-    if typ == "boolean":
-        if value is None:
-            return False
-        if isinstance(value, str):
-            low = value.lower()
-            if low in ("true", "false"):
-                return low == "true"
-            if value in ("0", "1"):
-                return value == "1"
-        if not isinstance(value, bool) and isinstance(value, (int, float)) and value in (0, 1):
-            return value == 1
-        return value
-    if typ == "string":
-        if value is None:
-            return "null"
-        if isinstance(value, bool):
-            return "true" if value else "false"
-        if isinstance(value, (int, float)):
-            return _js_number_text(value)
-        return value
-    if typ == "array" and not isinstance(value, list):
-        return [value]
-    return value
-
-
-def _matches(value: Any, typ: str) -> bool:
-    return {
-        "number": isinstance(value, (int, float)) and not isinstance(value, bool),
-        "integer": isinstance(value, int) and not isinstance(value, bool),
-        "boolean": isinstance(value, bool),
-        "string": isinstance(value, str),
-        "null": value is None,
-        "array": isinstance(value, list),
-        "object": isinstance(value, dict),
-    }.get(typ, False)
-
-
-def _coerce(value: Any, schema: dict[str, Any], where: str) -> tuple[Any, list[str]]:
-    """Pi's type coercion (string ↔ number/boolean, null → zero value), reporting every change."""
-    notes: list[str] = []
-    typ = schema.get("type")
-    types = [typ] if isinstance(typ, str) else list(typ or [])
-    if types and not any(_matches(value, t) for t in types):
-        for t in types:
-            new = _coerce_scalar(value, t)
-            if new is not value and _matches(new, t):
-                notes.append(f"{where or 'root'}: {json.dumps(value)} coerced to {t}")
-                value = new
-                break
-    if isinstance(value, dict):
-        for key, sub in (schema.get("properties") or {}).items():
-            if key in value:
-                value[key], more = _coerce(value[key], sub, f"{where}.{key}" if where else key)
-                notes += more
-    if isinstance(value, list) and isinstance(schema.get("items"), dict):
-        for i, item in enumerate(value):
-            value[i], more = _coerce(item, schema["items"], f"{where}[{i}]")
-            notes += more
-    return value, notes
-
-
 _CLEAN_KEYWORDS = frozenset({"type", "required", "properties", "additionalProperties", "items", "description"})
 _EXACT_TYPES: dict[str, tuple[type, ...]] = {"string": (str,), "number": (int, float), "integer": (int,),
                                              "boolean": (bool,), "array": (list,), "object": (dict,)}
@@ -688,15 +471,27 @@ def _clean_checker(schema: Any) -> Callable[[Any], bool] | None:
     return check_scalar
 
 
-def _from_schema_error(err: jsonschema.ValidationError) -> Violation:
+def schema_violations(card: HarnessCard, name: str, arguments: dict[str, Any]) -> list[Violation]:
+    """What the JSON Schema of tool ``name`` finds wrong with ``arguments``, in path order (no repair, no coercion)."""
+    entry = card.tool_validator(name)
+    if entry is None:
+        return [violation(ViolationCode.unknown_tool, f"tool {name!r} is not in card {card.id}")]
+    _, validator, clean = entry
+    if clean is not None and clean(arguments):
+        return []
+    errors = sorted(validator.iter_errors(arguments), key=lambda e: list(e.absolute_path))
+    return [from_schema_error(err) for err in errors]
+
+
+def from_schema_error(err: jsonschema.ValidationError) -> Violation:
     where = ".".join(str(p) for p in err.absolute_path) or "root"
     if err.validator == "required":
-        return _v(ViolationCode.missing_required, f"{where}: {err.message}")
+        return violation(ViolationCode.missing_required, f"{where}: {err.message}")
     if err.validator == "additionalProperties":
-        return _v(ViolationCode.unexpected_property, f"{where}: {err.message}")
+        return violation(ViolationCode.unexpected_property, f"{where}: {err.message}")
     if err.validator == "type":
-        return _v(ViolationCode.wrong_type, f"{where}: {err.message}")
-    return _v(ViolationCode.invalid_value, f"{where}: {err.message}")
+        return violation(ViolationCode.wrong_type, f"{where}: {err.message}")
+    return violation(ViolationCode.invalid_value, f"{where}: {err.message}")
 
 
 # -- loading -------------------------------------------------------------------------------------------------

@@ -72,7 +72,7 @@ def capture_cmd(
     ] = None,
 ) -> None:
     """Run the real harness against a scripted endpoint, build its HarnessCard, and diff it with the committed one."""
-    from harnessfit.harness.capture import capture_pi
+    from harnessfit.harness.pi.capture import capture_pi
     from harnessfit.harness.card import card_path
 
     _check_harness(harness)

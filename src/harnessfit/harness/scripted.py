@@ -5,7 +5,7 @@ Used where a known model behaviour is needed with the real harness on the other 
 so callers can read exactly what the harness sent. Serves ``GET /v1/models`` and ``POST /v1/chat/completions``
 (OpenAI SSE streaming when ``stream`` is true, one JSON body otherwise) on 127.0.0.1 in a background thread.
 
-It lives in ``harness`` because capturing the card drives the real harness with it (``harness.capture``), and
+It lives in ``harness`` because capturing the card drives the real harness with it (``harness.pi.capture``), and
 ``harness`` sits below ``serve``; ``harnessfit.serve.scripted`` names the same classes.
 """
 

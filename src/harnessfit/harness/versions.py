@@ -90,14 +90,20 @@ captured from the real CLI with those tools on (``harnessfit harness capture pi 
 
 
 def _split(spec: str | None) -> tuple[str, str, str | None]:
-    text = (spec or "pi").strip()
+    """(name, version or "", profile) of a spec; the name must be a registered harness (``harness.base``) and the
+    profile one of its ``profiles``."""
+    from harnessfit.harness.base import DEFAULT_HARNESS, harness_class, harness_names
+
+    text = (spec or DEFAULT_HARNESS).strip()
     name, _, version = text.partition("@")
-    if name != "pi":
-        raise UserError(f"unknown harness {name!r} in {spec!r}: only pi is supported (e.g. pi@{NEWEST_PI_VERSION})")
+    cls = harness_class(name)
+    if cls is None:
+        raise UserError(f"unknown harness {name!r} in {spec!r} (known: {', '.join(harness_names())}; e.g. "
+                        f"pi@{NEWEST_PI_VERSION})")
     version, plus, profile = version.partition("+")
-    if plus and profile not in PROFILES:
-        raise UserError(f"unknown harness profile {profile!r} in {spec!r} (known: {', '.join(PROFILES)})")
-    return name, version, profile if plus else None
+    if plus and profile not in cls.profiles:
+        raise UserError(f"unknown harness profile {profile!r} in {spec!r} (known: {', '.join(cls.profiles) or 'none'})")
+    return name, version or ("" if name == DEFAULT_HARNESS else cls.default_version), profile if plus else None
 
 
 def parse_harness(spec: str | None, *, default: str = DEFAULT_PI_VERSION) -> tuple[str, str]:

@@ -2,17 +2,14 @@
 why it failed, the caps it hit, tokens and time — read from the episode's own files (session file, else the event
 stream), the way the scorers read them.
 
-Tool-call arguments are shown as the model sent them: Pi parses the wire text once and stores the value, so the
-wire text is its compact JSON again (the scorers re-create it the same way). A stored *string* therefore means the
-model sent a JSON string — double encoding — and it is shown with its quotes and backslashes.
+Tool-call arguments are shown as the model sent them (``Harness.sent_arguments``): the harness parses the wire text
+once and stores the value (Pi does), so the wire text is its compact JSON again (the scorers re-create it the same
+way). A stored *string* therefore means the model sent a JSON string — double encoding — and it is shown with its
+quotes and backslashes. The episode is read back through the harness that ran it (``Harness.transcript``).
 """
 
 from __future__ import annotations
 
-import shutil
-import subprocess
-import tempfile
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -20,10 +17,9 @@ import orjson
 
 from harnessfit.core.jsonio import dumps_compact_str
 from harnessfit.eval.episode import Episode
-from harnessfit.eval.scorers import episode_messages, read_jsonl_tolerant
-from harnessfit.formats.pi.reader import sent_arguments
+from harnessfit.harness.base import Harness, get_harness
 
-__all__ = ["MAX_TEXT", "episode_view", "tool_call_view", "pi_export_producer"]
+__all__ = ["MAX_TEXT", "episode_view", "tool_call_view"]
 
 MAX_TEXT = 20_000  # characters of one text block shown on the page; the rest stays in the session file
 
@@ -43,10 +39,10 @@ def _double_encoded_inner(arguments: Any) -> dict | None:
     return inner if isinstance(inner, dict) else None
 
 
-def tool_call_view(part: dict[str, Any], card: Any = None) -> dict[str, Any]:
+def tool_call_view(part: dict[str, Any], card: Any = None, harness: Harness | None = None) -> dict[str, Any]:
     """A tool call as shown: ``raw`` (the wire text), whether it is double-encoded, the card validator's findings,
     and a readable form of each argument (strings with their real newlines)."""
-    args = sent_arguments(part)  # Pi 1.x keeps what it could not parse in argumentsError
+    args = (harness or get_harness()).sent_arguments(part)
     raw = dumps_compact_str(args)
     inner = _double_encoded_inner(args)
     shown = inner if inner is not None else args
@@ -71,7 +67,8 @@ def _parts_text(content: Any) -> list[dict[str, Any]]:
     return [p for p in content or [] if isinstance(p, dict)]
 
 
-def _items(messages: list[dict[str, Any]], card: Any) -> list[dict[str, Any]]:
+def _items(messages: list[dict[str, Any]], card: Any, harness: Harness | None = None) -> list[dict[str, Any]]:
+    harness = harness or get_harness()
     t0 = next((m["timestamp"] for m in messages if isinstance(m.get("timestamp"), (int, float))), None)
     items: list[dict[str, Any]] = []
     turn = 0
@@ -88,17 +85,15 @@ def _items(messages: list[dict[str, Any]], card: Any) -> list[dict[str, Any]]:
                         usage=m.get("usage") or {}, model=m.get("model"))
         if role == "toolResult":
             item.update(tool=m.get("toolName"), call_id=m.get("toolCallId"), is_error=bool(m.get("isError")))
-        if role == "system":  # Pi 1.x keeps the prompt in the message's sections: show what the model was sent
-            from harnessfit.formats.pi.entries import system_text
-
-            text, cut = _clip(system_text(m))
+        if role == "system":  # a session that keeps the prompt (Pi 1.x): show what the model was sent
+            text, cut = _clip(harness.system_text(m))
             item["blocks"].append({"kind": "text", "text": text, "cut": cut})
             items.append(item)
             continue
         for p in _parts_text(m.get("content")):
             kind = p.get("type")
             if kind == "toolCall":
-                item["blocks"].append({"kind": "call", **tool_call_view(p, card)})
+                item["blocks"].append({"kind": "call", **tool_call_view(p, card, harness)})
             elif kind in ("text", "thinking"):
                 text, cut = _clip(str(p.get("text" if kind == "text" else "thinking") or ""))
                 item["blocks"].append({"kind": kind, "text": text, "cut": cut})
@@ -115,10 +110,15 @@ def _items(messages: list[dict[str, Any]], card: Any) -> list[dict[str, Any]]:
 
 
 _CUT_OFF = {
-    "output_cap": "Pi was killed here: the output capture cap was hit while the model streamed. The message being "
+    "output_cap": "{harness} was killed here: the output capture cap was hit while the model streamed. The message being "
                   "streamed never ended, so it is in neither file (the runner keeps no stream deltas).",
-    "wall_clock": "Pi was killed here: the wall-clock cap was hit before the episode ended.",
+    "wall_clock": "{harness} was killed here: the wall-clock cap was hit before the episode ended.",
 }
+
+
+def _cut_off(killed: str | None, title: str) -> str | None:
+    text = _CUT_OFF.get(killed or "")
+    return text.format(harness=title) if text else None
 
 
 def _tail(path: Path, limit: int = 4000) -> str:
@@ -146,13 +146,15 @@ def _task_facts(suite_path: str | None, task_id: str, run_folder: Path) -> dict[
     return None
 
 
-def episode_view(run_folder: Path, episode: Episode, *, suite_path: str | None = None, card: Any = None
-                 ) -> dict[str, Any]:
-    """Everything an episode page shows, from the files under ``run_folder`` (the folder of results.json)."""
+def episode_view(run_folder: Path, episode: Episode, *, suite_path: str | None = None, card: Any = None,
+                 harness: str | None = None) -> dict[str, Any]:
+    """Everything an episode page shows, from the files under ``run_folder`` (the folder of results.json), read back
+    through ``harness`` (the spec of the one that ran; default: the default harness)."""
     f, m = episode.facts, episode.metrics
-    events = read_jsonl_tolerant(run_folder / f.events_file)
-    session = read_jsonl_tolerant(run_folder / f.session_file) if f.session_file else []
-    messages = episode_messages(session, events)
+    agent = get_harness(harness)
+    read = agent.transcript(run_folder / f.events_file, run_folder / f.session_file if f.session_file else None,
+                            killed=f.killed is not None)
+    messages = read.messages
     task = _task_facts(suite_path, f.task_id, run_folder)
     first_user = next((m for m in messages if m.get("role") == "user"), None)
     if task is not None and first_user is not None:
@@ -160,58 +162,15 @@ def episode_view(run_folder: Path, episode: Episode, *, suite_path: str | None =
         task["changed"] = sent.strip() != task["prompt"].strip()  # the suite was edited since the run
     caps = []
     if f.killed == "output_cap":
-        caps.append(("output cap", "runaway: the output capture cap was hit and Pi was killed"))
+        caps.append(("output cap", f"runaway: the output capture cap was hit and {agent.title} was killed"))
     if f.killed == "wall_clock":
-        caps.append(("wall clock", "the wall-clock cap was hit and Pi was killed"))
+        caps.append(("wall clock", f"the wall-clock cap was hit and {agent.title} was killed"))
     if f.turn_cap_hit:
         caps.append(("turn cap", f"the turn cap ({f.max_turns} turns) aborted the agent"))
     return {
-        "facts": f, "metrics": m, "messages": _items(messages, card),
-        "source": "session file" if any(e.get("type") == "message" for e in session) else "event stream",
-        "caps": caps, "cut_off": _CUT_OFF.get(f.killed or ""), "stderr": _tail(run_folder / f.stderr_file),
+        "facts": f, "metrics": m, "messages": _items(messages, card, agent), "source": read.source,
+        "caps": caps, "cut_off": _cut_off(f.killed, agent.title),
+        "stderr": _tail(run_folder / f.stderr_file),
         "task": task,
         "passed": bool(m and m.complete_loop), "scored": m is not None,
     }
-
-
-def _placeholder(dest: Path, why: str) -> None:
-    from markupsafe import escape
-
-    dest.write_text(f"<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>Pi export</title></head>"
-                    f"<body><p>Pi's HTML export of this session could not be made: {escape(why)}</p></body></html>\n",
-                    encoding="utf-8")
-
-
-def pi_export_producer(session: Path, pi_version: str) -> Callable[[Path], None]:
-    """A function that writes Pi's own HTML export of ``session`` (``pi --export SESSION OUT``) to its argument.
-
-    An export newer than the session is kept as it is; a failed export leaves a page that says why.
-    """
-
-    def produce(dest: Path) -> None:
-        if dest.is_file() and dest.stat().st_mtime >= session.stat().st_mtime and dest.stat().st_size > 0:
-            return
-        from harnessfit.harness.pi import pi_binary, pi_env
-
-        try:
-            binary = pi_binary(pi_version)
-        except Exception as exc:  # noqa: BLE001 - Pi not installed here: say so on the page
-            _placeholder(dest, str(exc))
-            return
-        with tempfile.TemporaryDirectory(prefix="hf-pi-export-") as tmp:
-            home = Path(tmp) / "home"
-            home.mkdir()
-            out = Path(tmp) / "session.html"
-            try:
-                proc = subprocess.run([str(binary), "--export", str(session), str(out)], cwd=tmp, env=pi_env(home),
-                                      stdin=subprocess.DEVNULL, capture_output=True, timeout=180)
-            except (OSError, subprocess.TimeoutExpired) as exc:
-                _placeholder(dest, f"{type(exc).__name__}: {exc}")
-                return
-            if proc.returncode != 0 or not out.is_file():
-                why = proc.stderr.decode("utf-8", errors="replace").strip()[-500:] or f"exit code {proc.returncode}"
-                _placeholder(dest, why)
-                return
-            shutil.copyfile(out, dest)
-
-    return produce

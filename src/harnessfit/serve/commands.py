@@ -26,8 +26,9 @@ def register(app: typer.Typer) -> None:
         port: int = typer.Option(8000, "--port", help="Port on 127.0.0.1 (0 = any free port)."),
         max_tokens: int = typer.Option(512, "--max-tokens", help="Server-side output cap; a request may ask for less."),
         model_id: str | None = typer.Option(None, "--model-id", help="Model id clients send (default: adapter or model name)."),
-        pi_config: Path | None = typer.Option(
-            None, "--pi-config", help="Write Pi's models.json/settings.json for this server into this folder."
+        config_dir: Path | None = typer.Option(
+            None, "--pi-config", help="Write Pi's models.json/settings.json for this server into this folder (the "
+            "harness's client config: Harness.write_client_config)."
         ),
         harness: str | None = typer.Option(
             None, "--harness", help="With --pi-config: the installed Pi the config is for, as pi@VERSION (default: "
@@ -56,11 +57,9 @@ def register(app: typer.Typer) -> None:
         from harnessfit.errors import UserError
         from harnessfit.serve.launcher import choose_backend
 
-        if harness is not None and pi_config is None:
-            from harnessfit.errors import UserError
-
+        if harness is not None and config_dir is None:
             raise UserError("--harness names the Pi a --pi-config is written for: give --pi-config DIR too")
-        pi_version = _pi_version(harness, model, adapter) if pi_config is not None else None
+        target = _config_harness(harness, model, adapter) if config_dir is not None else None
         kind = choose_backend(backend)
         if best_of > 1 and kind == "vllm":
             raise UserError("--best-of needs the built-in backend (--backend builtin)")
@@ -70,7 +69,7 @@ def register(app: typer.Typer) -> None:
         if verifier not in ("card",):
             raise UserError(f"unknown --verifier {verifier!r}: use card")
         if kind == "vllm":
-            _serve_vllm(model, adapter, tokenizer, port, max_tokens, model_id, pi_config, pi_version)
+            _serve_vllm(model, adapter, tokenizer, port, max_tokens, model_id, config_dir, target)
             return
         from harnessfit.serve.engine import load_engine
         from harnessfit.serve.server import serve_engine
@@ -86,12 +85,9 @@ def register(app: typer.Typer) -> None:
             typer.echo(f"best of {best_of} candidates per request, verified by the harness card", err=True)
 
         def ready(base_url: str) -> None:
-            if pi_config is not None:
-                from harnessfit.harness.pi import write_pi_agent_config
-
-                write_pi_agent_config(pi_config, base_url, engine.model_id,
-                                      context_window=engine.context_window or 32768, max_tokens=engine.max_tokens)
-                typer.echo(_pi_config_note(pi_config, engine.model_id, pi_version), err=True)
+            if config_dir is not None:
+                _write_config(config_dir, target, base_url, engine.model_id, engine.context_window or 32768,
+                              engine.max_tokens)
             typer.echo(f"serving {engine.model_id} at {base_url} (stop tokens {engine.stop_ids}, "
                        f"max {engine.max_tokens} tokens); Ctrl-C to stop", err=True)
 
@@ -99,29 +95,30 @@ def register(app: typer.Typer) -> None:
                      capture_dir=capture_dir)
 
 
-def _pi_version(harness: str | None, model: str, adapter: Path | None) -> str:
-    """The Pi version the config is for: ``--harness``, which must be the one the adapter (or merged model) was
+def _config_harness(harness: str | None, model: str, adapter: Path | None) -> str:
+    """The harness spec the config is for: ``--harness``, which must be the one the adapter (or merged model) was
     trained for, else that one, else the default; it must be installed (checked before a model is loaded)."""
-    from harnessfit.harness.pi import pi_binary
+    from harnessfit.harness.base import get_harness
     from harnessfit.harness.versions import model_harness, parse_harness
 
-    version = parse_harness(model_harness(harness, model, adapter, stage="serve --pi-config"))[1]
-    pi_binary(version)
-    return version
+    spec = model_harness(harness, model, adapter, stage="serve --pi-config")
+    get_harness(spec).binary(parse_harness(spec)[1])
+    return spec
 
 
-def _pi_config_note(pi_config: Path, model_id: str, pi_version: str | None) -> str:
-    """How to run the chosen Pi against the written config: its binary, its isolation flags, the config folder."""
-    from harnessfit.harness.pi import pi_binary, run_flags
-    from harnessfit.harness.versions import DEFAULT_PI_VERSION
+def _write_config(folder: Path, spec: str | None, base_url: str, model_id: str, context_window: int,
+                  max_tokens: int) -> None:
+    """The harness's client config for this server in ``folder``, and one line on how to run it against it: its
+    binary, its isolation flags, the config folder."""
+    from harnessfit.harness.base import get_harness
+    from harnessfit.harness.versions import parse_harness
 
-    version = pi_version or DEFAULT_PI_VERSION
-    flags = " ".join(run_flags(version))
-    return (f"Pi config written to {pi_config} (use: PI_CODING_AGENT_DIR={pi_config} PI_OFFLINE=1 "
-            f"{pi_binary(version)} {flags} --model local/{model_id})")
+    agent = get_harness(spec)
+    agent.write_client_config(folder, base_url, model_id, context_window=context_window, max_tokens=max_tokens)
+    typer.echo(agent.client_config_note(folder, model_id, parse_harness(spec)[1]), err=True)
 
 
-def _serve_vllm(model, adapter, tokenizer, port, max_tokens, model_id, pi_config, pi_version=None) -> None:
+def _serve_vllm(model, adapter, tokenizer, port, max_tokens, model_id, config_dir, target=None) -> None:
     from harnessfit.serve.launcher import _free_port
     from harnessfit.serve.vllm import prepare_vllm
 
@@ -130,11 +127,7 @@ def _serve_vllm(model, adapter, tokenizer, port, max_tokens, model_id, pi_config
     launch = prepare_vllm(model, workdir=workdir, port=real_port, adapter=adapter, tokenizer=tokenizer,
                           max_tokens=max_tokens, model_id=model_id)
     base_url = f"http://127.0.0.1:{real_port}/v1"
-    if pi_config is not None:
-        from harnessfit.harness.pi import write_pi_agent_config
-
-        write_pi_agent_config(pi_config, base_url, launch.model_id, context_window=launch.context_window or 32768,
-                              max_tokens=max_tokens)
-        typer.echo(_pi_config_note(pi_config, launch.model_id, pi_version), err=True)
+    if config_dir is not None:
+        _write_config(config_dir, target, base_url, launch.model_id, launch.context_window or 32768, max_tokens)
     typer.echo(f"serving {launch.model_id} at {base_url} via: {' '.join(launch.command)}", err=True)
     os.execvp(launch.command[0], launch.command)

@@ -1,4 +1,4 @@
-"""Start a server as a subprocess and hand back a handle (what eval and the demo use), and point Pi at it.
+"""Start a server as a subprocess and hand back a handle (what eval and the demo use), and point a harness at it.
 
 Why a subprocess: the model, its threads and its memory live and die with the server, a crash cannot take the
 caller down, and ``.stop()`` returns every byte. ``start_server`` returns only once the endpoint answers
@@ -24,7 +24,7 @@ import orjson
 
 from harnessfit.errors import UserError
 
-__all__ = ["BACKENDS", "ServerHandle", "choose_backend", "start_server", "write_pi_config"]
+__all__ = ["BACKENDS", "ServerHandle", "choose_backend", "start_server", "write_harness_config"]
 
 BACKENDS = ("auto", "builtin", "vllm")
 _LIVE: set[ServerHandle] = set()
@@ -208,17 +208,17 @@ def start_server(
     return handle
 
 
-def write_pi_config(
+def write_harness_config(
     agent_dir: Path, handle: ServerHandle, *, context_window: int | None = None, max_tokens: int | None = None,
-    eval_settings: bool = True,
+    eval_settings: bool = True, harness: str | None = None,
 ) -> Path:
-    """Write Pi's ``models.json`` + ``settings.json`` into ``agent_dir`` for a running server; returns ``agent_dir``.
-    Pi then talks to it as ``--model local/<handle.model_id>``. ``contextWindow`` is ``context_window`` if given, else
-    the server's own (``handle.context_window``: the built-in backend's model context, vLLM's max model length),
-    and 32768 only when neither is known."""
-    from harnessfit.harness.pi import write_pi_agent_config
+    """Write the client config of ``harness`` (a spec; default: Pi, whose ``models.json`` + ``settings.json`` make it
+    talk to the server as ``--model local/<handle.model_id>``) into ``agent_dir`` for a running server; returns
+    ``agent_dir``. The context window is ``context_window`` if given, else the server's own (``handle.context_window``:
+    the built-in backend's model context, vLLM's max model length), and 32768 only when neither is known."""
+    from harnessfit.harness.base import get_harness
 
-    write_pi_agent_config(
+    get_harness(harness).write_client_config(
         Path(agent_dir), handle.base_url, handle.model_id,
         context_window=context_window or handle.context_window or 32768,
         max_tokens=max_tokens or handle.max_tokens,

@@ -134,7 +134,8 @@ def synth(
             (out_dir / "sessions" / kind).mkdir(parents=True, exist_ok=True)
             for start in range(0, len(pending), chunk):
                 part = _next_part(out_dir / "runs" / kind)
-                results = run_eval(model, suite_dir, part, seeds=seeds, workers=workers, pi_version=pi_version,
+                results = run_eval(model, suite_dir, part, seeds=seeds, workers=workers,
+                                   harness=harness_spec(pi_version) if pi_version else None,
                                    progress=progress, on_episode=on_episode, task_ids=pending[start:start + chunk])
                 for ep in results.episodes:
                     if (kind, ep.facts.task_id, ep.facts.seed) in done:

@@ -319,18 +319,18 @@ def _brief(summary: dict[str, Any] | None) -> dict[str, Any] | None:
 
 def in_harness_eval(cfg: HarnessfitGRPOConfig, audited: Audited, adapter_dir: Path, out_dir: Path,
                     target: str | None = None) -> Path:
-    """The suite through the real Pi of ``target`` (the run's harness) with the starting policy (base, or base + SFT
+    """The suite through the real harness ``target`` (the run's) with the starting policy (base, or base + SFT
     adapter) and the GRPO adapter, and the before/after table (``eval agent`` + ``eval compare``'s public
     functions)."""
     from harnessfit.eval import run_eval
-    from harnessfit.harness.versions import harness_profile, parse_harness
+    from harnessfit.harness.versions import normalise_harness
     from harnessfit.eval.compare import compare
 
     common: dict[str, Any] = {"seeds": 1, "workers": 1, "max_turns": cfg.eval_max_turns,
                               "max_seconds": cfg.eval_max_seconds, "progress": False,
                               "max_tokens": cfg.max_completion_length, "threads": cfg.threads or 1,
                               "tokenizer": audited.audit_dir / "tokenizer",
-                              "pi_version": parse_harness(target)[1], "pi_profile": harness_profile(target)}
+                              "harness": normalise_harness(target)}
     name = Path(audited.spec).name
     results = []
     for label, adapter in (("before", cfg.sft_adapter), ("after", adapter_dir)):

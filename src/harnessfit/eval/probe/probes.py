@@ -31,6 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from harnessfit.errors import UserError
 from harnessfit.eval.client import ChatReply
+from harnessfit.harness.base import get_harness
 from harnessfit.harness.card import HarnessCard
 from harnessfit.core.jsonio import sha256_bytes
 
@@ -100,8 +101,10 @@ def load_probes(folder: Path) -> ProbeSet:
 
 
 def request_messages(card: HarnessCard, probes: ProbeSet, probe: Probe) -> list[dict[str, Any]]:
-    """The messages Pi would send for this turn: its system prompt, the history, the user text as content parts."""
-    messages = [{"role": "system", "content": card.render_system_prompt(probes.cwd, probes.date)}, *probe.history]
+    """The messages the harness would send for this turn (Pi's: ``Harness.render_request``): its system prompt, the
+    history, the user text as content parts."""
+    system = get_harness(card.harness).render_request(card, probes.cwd, probes.date)["system"]
+    messages = [{"role": "system", "content": system}, *probe.history]
     if probe.user is not None:
         messages.append({"role": "user", "content": [{"type": "text", "text": probe.user}]})
     return messages

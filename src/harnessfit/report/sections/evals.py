@@ -1,6 +1,6 @@
 """Eval section: every agent-loop results file of the run side by side (before / after), each cell linked to the
-episodes behind it, a per-task table linking every episode in one click, and one page per episode (with Pi's own
-HTML export of its session beside it).
+episodes behind it, a per-task table linking every episode in one click, and one page per episode (with the
+harness's own HTML export of its session beside it: ``Harness.session_export``).
 
 Results files are found at ``RUN_DIR/results.json`` and under ``RUN_DIR/eval/`` (not inside episode folders); a
 file that is not an agent-loop results file of ``eval/results.py`` is left to other sections.
@@ -19,7 +19,8 @@ from pydantic import ValidationError
 
 from harnessfit.errors import UserError
 from harnessfit.eval.episode import FAILURES, Episode
-from harnessfit.eval.results import RATE_METRICS, EvalResults, load_results
+from harnessfit.eval.results import RATE_METRICS, EvalResults, harness_title, load_results
+from harnessfit.harness.base import DEFAULT_HARNESS, get_harness
 from harnessfit.report.figures import intervals_svg
 from harnessfit.report.site import MARKER, Page, Section, render
 from harnessfit.report.sections._files import copy_in
@@ -140,22 +141,26 @@ def _episode_row(run: AgentRun, ep: Episode) -> dict[str, Any]:
 
 
 def _episode_pages(run: AgentRun, files: dict, run_dir: Path, card: Any) -> list[Page]:
-    from harnessfit.report.episodes import episode_view, pi_export_producer
+    from harnessfit.report.episodes import episode_view
 
     pages = []
+    spec = run.results.harness
+    agent, title = get_harness(spec), harness_title(run.results)
     for ep in run.results.episodes:
         path = episode_page_path(run, ep)
-        view = episode_view(run.folder, ep, suite_path=run.results.suite.get("path"), card=card)
+        view = episode_view(run.folder, ep, suite_path=run.results.suite.get("path"), card=card, harness=spec)
         session = run.folder / ep.facts.session_file if ep.facts.session_file else None
         export = None
-        if session is not None and session.is_file():
-            export = path.removesuffix(".html") + ".pi.html"
-            files[export] = pi_export_producer(session, run.results.pi_version)
+        made = agent.session_export(session, run.results.pi_version) if session is not None and session.is_file() \
+            else None
+        if made is not None:
+            export = path.removesuffix(".html") + made[0]
+            files[export] = made[1]
         raw = {"session file": copy_in(files, run_dir, session) if session else None,
                "event stream": copy_in(files, run_dir, run.folder / ep.facts.events_file),
                "stderr": copy_in(files, run_dir, run.folder / ep.facts.stderr_file)}
         body = render("episode.html.jinja", here=path, v=view, run=run, export=export, raw=raw,
-                      index=_list_path(run, "all"))
+                      index=_list_path(run, "all"), harness_title=title)
         title = f"{ep.facts.task_id} seed {ep.facts.seed} — {run.label}"
         pages.append(Page(path, title, body))
     return pages
@@ -179,11 +184,13 @@ def section(run_dir: Path) -> Section | None:
         return None
     from harnessfit.eval.scorers import load_card_or_none
 
-    card = load_card_or_none()
+    card = load_card_or_none()  # the default harness's card; a run of another harness is shown with its own
     files: dict = {}
     pages: list[Page] = []
     for run in runs:
-        pages += _episode_pages(run, files, run_dir, card)
+        own = card if get_harness(run.results.harness).name == DEFAULT_HARNESS else \
+            load_card_or_none(run.results.pi_version, harness=run.results.harness)
+        pages += _episode_pages(run, files, run_dir, own)
         pages += _list_pages(run)
     results = [r.results for r in runs]
     table = [{"label": row.label, "key": row.key, "cells": [
@@ -209,7 +216,8 @@ def section(run_dir: Path) -> Section | None:
     suites = {r.suite.get("sha256") for r in results}
     body = render("sections/eval.html.jinja", runs=runs, table=table, per_task=per_task, figure=figure, links=links,
                   compare_md=compare_md, mixed_suites=len(suites) > 1, suite=results[0].suite,
-                  pi_version=" / ".join(dict.fromkeys(r.pi_version for r in results)))
+                  pi_version=" / ".join(dict.fromkeys(r.pi_version for r in results)),
+                  harness_title=harness_title(results[0]))
     loops = []
     for run in runs:
         rate = run.results.aggregates.get("rates", {}).get("complete_loop") or {}

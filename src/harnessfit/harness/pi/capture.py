@@ -43,7 +43,7 @@ from typing import Any
 
 from harnessfit.errors import UserError
 from harnessfit.harness.card import ContextTemplate, HarnessCard, PromptTemplate, pi_pretty_json
-from harnessfit.harness.pi import (
+from harnessfit.harness.pi.cli import (
     installed_package,
     isolation_flags,
     pi_binary,
