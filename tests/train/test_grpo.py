@@ -53,7 +53,7 @@ def test_end_of_turn_token_is_not_truncation(eot_audit, tmp_path) -> None:
     from harnessfit.models import load_model
     from harnessfit.train.grpo import HarnessfitGRPOTrainer
     from harnessfit.train.grpo_data import load_decision_points
-    from harnessfit.train.rewards.combine import RewardSet
+    from harnessfit.rewards.combine import RewardSet
 
     plain = load_grpo_config(None, **tiny_recipe(eot_audit, max_steps=1, heldout=False, max_completion_length=4,
                                                  generation_kwargs=_only_eot(tok), rewards={"clean_end": 1.0}),

@@ -10,9 +10,9 @@ import time
 import pytest
 
 from harnessfit.serve.scripted import Reply, ScriptedEndpoint
-from harnessfit.train.rewards import JudgeSettings
-from harnessfit.train.rewards.judge import RUBRIC, JudgeClient, parse_verdict
-from harnessfit.train.rewards.verifiable import parse_completion
+from harnessfit.rewards import JudgeSettings
+from harnessfit.rewards.judge import RUBRIC, JudgeClient, parse_verdict
+from harnessfit.rewards.verifiable import parse_completion
 from grpo_fixtures import card_tools
 
 REF = {"role": "assistant", "content": None,
@@ -104,7 +104,7 @@ def test_unscorable_completion_is_none_in_the_combined_reward(tmp_path) -> None:
 
     from harnessfit.harness.card import load_card
     from harnessfit.models import load_tokenizer
-    from harnessfit.train.rewards.combine import RewardSet
+    from harnessfit.rewards.combine import RewardSet
 
     tok = load_tokenizer("smollm2-135m")
     eot = tok.convert_tokens_to_ids("<|im_end|>")

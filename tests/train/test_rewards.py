@@ -8,8 +8,8 @@ import json
 import pytest
 
 from harnessfit.harness.card import load_card
-from harnessfit.train.rewards import REGISTRY, RewardContext, Score, combine, components, reward_weights
-from harnessfit.train.rewards.verifiable import parse_completion, toolrl_match
+from harnessfit.rewards import REGISTRY, RewardContext, Score, combine, components, reward_weights
+from harnessfit.rewards.verifiable import parse_completion, toolrl_match
 from grpo_fixtures import card_tools
 
 CARD = load_card()
@@ -109,7 +109,7 @@ def test_combine_weighted_mean_plus_penalties_and_none() -> None:
 
 def test_reward_set_decodes_ids_and_sees_the_end_of_turn(tmp_path) -> None:
     from harnessfit.models import load_tokenizer
-    from harnessfit.train.rewards.combine import RewardSet
+    from harnessfit.rewards.combine import RewardSet
 
     tok = load_tokenizer("smollm2-135m")
     eot = tok.convert_tokens_to_ids("<|im_end|>")

@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from harnessfit.core import jsonio
 from harnessfit.errors import UserError
 from harnessfit.models.embedded import EMBEDDED_ALIASES, ensure_embedded, is_embedded
 from harnessfit.models.templates import CHATML_TOOLS, TEMPLATE_KEY, chatml_tools_template, choose_template
@@ -95,8 +96,6 @@ def model_revision(resolved: Path | str) -> str | None:
     if isinstance(resolved, Path) or Path(str(resolved)).is_dir():
         marker = Path(resolved) / "harnessfit-model.json"
         if marker.is_file():
-            from harnessfit.core import jsonio
-
             return jsonio.loads(marker.read_bytes()).get("source_sha256")
     return None
 

@@ -3,11 +3,10 @@ the training chat template, or a vLLM launcher on GPU — plus the harness's cli
 config).
 
 Public surface: ``start_server`` / ``ServerHandle`` (a server subprocess), ``write_harness_config``,
-``split_tool_calls`` (the tool-call parser), ``build_vllm_command`` / ``prepare_vllm``.
+``build_vllm_command`` / ``prepare_vllm``. The tool-call parser the server uses is ``harnessfit.models.toolcalls``.
 """
 
 from harnessfit.serve.launcher import BACKENDS, ServerHandle, choose_backend, start_server, write_harness_config
-from harnessfit.serve.toolcalls import ParsedToolCall, ToolCallStream, parse_tool_block, split_tool_calls
 from harnessfit.serve.vllm import VllmLaunch, build_vllm_command, prepare_vllm, vllm_available
 
 __all__ = [
@@ -16,10 +15,6 @@ __all__ = [
     "choose_backend",
     "start_server",
     "write_harness_config",
-    "ParsedToolCall",
-    "ToolCallStream",
-    "parse_tool_block",
-    "split_tool_calls",
     "VllmLaunch",
     "build_vllm_command",
     "prepare_vllm",

@@ -37,7 +37,7 @@ from harnessfit.serve.admission import DEFAULT_MAX_QUEUE, Admission
 from harnessfit.serve.capture import CaptureStore, episode_key
 from harnessfit.serve.engine import Engine, GenerationResult
 from harnessfit.serve.protocol import ApiError, ChatRequest, parse_chat_request
-from harnessfit.serve.toolcalls import ParsedToolCall, ToolCallStream
+from harnessfit.models.toolcalls import ParsedToolCall, ToolCallStream
 
 __all__ = ["create_app", "MAX_BODY_BYTES", "LOOPBACK_HOSTS"]
 

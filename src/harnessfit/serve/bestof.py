@@ -24,7 +24,11 @@ from typing import Any
 import orjson
 
 from harnessfit.errors import UserError
+from harnessfit.harness.card import load_card
+from harnessfit.rewards import RewardContext, components
+from harnessfit.rewards.verifiable import call_problems, parse_completion
 from harnessfit.serve.engine import Engine, GenerationResult
+from harnessfit.serve.protocol import template_tools
 
 __all__ = ["VERIFIERS", "CardVerifier", "Check", "BestOfEngine", "summarise_log", "summary_markdown"]
 
@@ -46,15 +50,10 @@ class CardVerifier:
 
     def __init__(self, card: Any = None) -> None:
         if card is None:
-            from harnessfit.harness.card import load_card
-
             card = load_card()
         self.card = card
 
     def check(self, text: str, *, truncated: bool, active_tools: list[str]) -> Check:
-        from harnessfit.train.rewards import RewardContext, components
-        from harnessfit.train.rewards.verifiable import call_problems, parse_completion
-
         tools = [{"type": "function", "function": {"name": n}} for n in active_tools]
         sample = parse_completion(text, [], truncated, tools=tools)
         ctx = RewardContext(card=self.card, format_error_reward=-1.0)
@@ -161,8 +160,6 @@ class _Linked(threading.Event):
 
 
 def _active_tools(request: Any) -> list[str]:
-    from harnessfit.serve.protocol import template_tools
-
     if request is None:
         return []
     tools = template_tools(request) or []

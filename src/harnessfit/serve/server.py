@@ -12,6 +12,9 @@ from pathlib import Path
 
 import orjson
 
+from harnessfit.errors import UserError
+from harnessfit.serve.app import create_app
+from harnessfit.serve.capture import CaptureStore
 from harnessfit.serve.engine import Engine
 
 __all__ = ["HOST", "bind", "serve_engine"]
@@ -27,8 +30,6 @@ def bind(port: int) -> socket.socket:
         sock.bind((HOST, port))
     except OSError as exc:
         sock.close()
-        from harnessfit.errors import UserError
-
         raise UserError(f"cannot listen on {HOST}:{port}: {exc.strerror}") from exc
     sock.listen(64)
     sock.set_inheritable(True)
@@ -48,13 +49,9 @@ def serve_engine(engine: Engine, *, port: int = 0, ready_file: Path | None = Non
     records every answered request's sampled tokens per episode (``serve.capture``)."""
     import uvicorn
 
-    from harnessfit.serve.app import create_app
-
     sock = bind(port)
     real_port = sock.getsockname()[1]
     base_url = f"http://{HOST}:{real_port}/v1"
-    from harnessfit.serve.capture import CaptureStore
-
     kwargs = {} if max_queue is None else {"max_queue": max_queue}
     app = create_app(engine, capture=CaptureStore(capture_dir) if capture_dir is not None else None, **kwargs)
     config = uvicorn.Config(app, log_level="warning", access_log=False, timeout_graceful_shutdown=2)

@@ -15,6 +15,7 @@ from pathlib import Path
 import orjson
 
 from harnessfit.errors import UserError
+from harnessfit.models import resolve_model, stop_token_ids
 
 __all__ = ["ServeSource", "resolve_source", "collect_stop_ids", "recorded_stop_ids"]
 
@@ -51,8 +52,6 @@ def _tokenizer_near(folder: Path) -> Path | None:
 
 def resolve_source(model: str, *, adapter: Path | None = None, tokenizer: Path | None = None) -> ServeSource:
     """Check the paths and pick the tokenizer folder (see the module docstring). Raises UserError on bad paths."""
-    from harnessfit.models import resolve_model
-
     model_path = resolve_model(model)
     if adapter is not None:
         adapter = Path(adapter).expanduser().resolve()
@@ -105,8 +104,6 @@ def collect_stop_ids(tokenizer, source: ServeSource) -> list[int]:
     """Every id that ends a reply: ``harnessfit.models.stop_token_ids`` (the model's generation_config.json eos list,
     the tokenizer's eos, end-of-turn tokens in the vocabulary) plus the ids the audit/adapter recorded, so every token
     the masks taught as end-of-turn also stops generation. Order kept, unique."""
-    from harnessfit.models import stop_token_ids
-
     out = stop_token_ids(tokenizer, model_path=source.model_path, extra=recorded_stop_ids(source))
     if not out:
         raise UserError(f"no stop token known for {source.model_path}: add eos_token_id to its generation_config.json")

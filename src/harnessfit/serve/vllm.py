@@ -17,6 +17,10 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from harnessfit.models import load_tokenizer, native_context_length
+from harnessfit.paths import home
+from harnessfit.serve.sources import collect_stop_ids, resolve_source
+
 __all__ = ["VllmLaunch", "vllm_available", "vllm_executable", "build_vllm_command", "prepare_vllm"]
 
 
@@ -26,8 +30,6 @@ def vllm_executable() -> str | None:
     own, so it does not share harnessfit's), else this environment's when vLLM is importable here."""
     import os
     import shutil
-
-    from harnessfit.paths import home
 
     env = os.environ.get("HARNESSFIT_VLLM", "").strip()
     if env:
@@ -108,9 +110,6 @@ def prepare_vllm(
 ) -> VllmLaunch:
     """Resolve the model/adapter/tokenizer like the built-in backend does, write the template and generation config
     files into ``workdir``, and return the command. Needs no GPU (tokenizer files only)."""
-    from harnessfit.models import load_tokenizer, native_context_length
-    from harnessfit.serve.sources import collect_stop_ids, resolve_source
-
     source = resolve_source(model, adapter=adapter, tokenizer=tokenizer)
     tok = load_tokenizer(str(source.tokenizer_dir or model), template="auto")
     workdir.mkdir(parents=True, exist_ok=True)

@@ -299,7 +299,7 @@ class HarnessfitGRPOConfig(_HarnessfitFields, GRPOConfig):
         "MoE model."})
     # -- rewards
     rewards: dict | str | None = field(default=None, metadata={
-        "help": "Reward components and their weights, a mapping name: weight (see `harnessfit.train.rewards`: "
+        "help": "Reward components and their weights, a mapping name: weight (see `harnessfit.rewards`: "
         "format, arguments_object, schema_valid, tool_active, clean_end, reference_match, length, judge). "
         "Unset = the verifiable set. The reward of a completion is the weighted mean of its score components "
         "plus its penalties; one unscorable component (the judge: None) makes the completion unscorable."})
@@ -353,7 +353,7 @@ class HarnessfitGRPOConfig(_HarnessfitFields, GRPOConfig):
 
     def __post_init__(self) -> None:
         self._harnessfit_checks()
-        from harnessfit.train.rewards import JudgeSettings, reward_weights
+        from harnessfit.rewards import JudgeSettings, reward_weights
 
         try:
             self.rewards = reward_weights(_as_dict(self.rewards, "rewards") or None)

@@ -1,7 +1,7 @@
 """``train_grpo``: GRPO (RL from AI feedback) on the build's decision points with TRL's ``GRPOTrainer`` + PEFT.
 
 For each decision point (a real conversation state) the policy samples a group of next turns; the rewards
-(``harnessfit.train.rewards``: harness-verifiable components and an optional LLM judge) score each, and the
+(``harnessfit.rewards``: harness-verifiable components and an optional LLM judge) score each, and the
 advantage is relative to the group. ``HarnessfitGRPOConfig`` *is* the trainer's arguments. The run folder adds to
 the shared layout (``harnessfit.train.run``):
 
@@ -218,7 +218,7 @@ def train_grpo(cfg: HarnessfitGRPOConfig, out_dir: Path, *, resume: bool = False
     ``resume`` continues from the newest complete checkpoint. ``reading_source`` replaces the health guard's
     sensors; ``judge_client`` replaces the judge built from ``cfg.judge`` (tests); ``extra_callbacks`` are added to
     the trainer's (a benchmark's step clock)."""
-    from harnessfit.train.rewards.combine import RewardSet
+    from harnessfit.rewards.combine import RewardSet
 
     console = Console(stderr=True)
     if cfg.threads:

@@ -14,9 +14,14 @@ Why one combined reward function for TRL instead of one per component: TRL sums 
 verifiable scores would silently count as a judge score of 0. Every component is still logged per completion
 (``completions.jsonl``, TRL's completion table via ``log_extra``) and per step (``rewards/<name>/mean``).
 
-Components (``harnessfit.train.rewards.verifiable`` and ``.judge``): ``format``, ``arguments_object``,
+Components (``harnessfit.rewards.verifiable`` and ``.judge``): ``format``, ``arguments_object``,
 ``schema_valid``, ``tool_active``, ``clean_end``, ``reference_match`` (ToolRL's graded match), ``length``
 (penalty), ``judge``.
+
+Why a top-level package rather than ``train.rewards``: GRPO (``train``) scores its groups with these components and
+``serve --best-of`` ranks its candidates with the same ones; both import this package, which imports neither (only
+``models.toolcalls``), so serve and train stay independent. Adding a reward is one decorated function in a module
+listed in ``_MODULES``.
 """
 
 from __future__ import annotations
@@ -56,7 +61,7 @@ class Sample:
 
     ``text`` is the completion as generated with special tokens kept and the final end-of-turn token removed;
     ``truncated`` means it hit the length cap without an end-of-turn token. ``calls`` are the ``<tool_call>``
-    blocks that parse (``harnessfit.serve.toolcalls``, the serving parser), ``broken_blocks`` those that do not,
+    blocks that parse (``harnessfit.models.toolcalls``, the serving parser), ``broken_blocks`` those that do not,
     ``loose_calls`` call-shaped JSON written outside the tags, ``after_last_call`` the text after the last
     ``</tool_call>``. ``reference`` is the trace's next assistant turn, ``tools`` the schemas offered there.
     """
@@ -103,7 +108,7 @@ class Component:
 
 
 REGISTRY: dict[str, Component] = {}
-_MODULES = ("harnessfit.train.rewards.verifiable", "harnessfit.train.rewards.judge")
+_MODULES = ("harnessfit.rewards.verifiable", "harnessfit.rewards.judge")
 
 
 def component(name: str, *, kind: Literal["score", "penalty"] = "score"):
@@ -183,7 +188,8 @@ class JudgeSettings(BaseModel):
 
 def __getattr__(name: str) -> Any:
     if name == "RewardSet":
-        from harnessfit.train.rewards.combine import RewardSet
+        # combine imports this module's names, so it can only be imported once they are all defined
+        from harnessfit.rewards.combine import RewardSet
 
         return RewardSet
     raise AttributeError(name)

@@ -1,7 +1,7 @@
 """Harness-verifiable reward components: what the harness card can check without a judge.
 
 The tool-call format is the training template's (Hermes/ChatML ``<tool_call>{"name": …, "arguments": {…}}
-</tool_call>``), parsed by ``harnessfit.serve.toolcalls`` — the parser the server uses, so a completion scores as
+</tool_call>``), parsed by ``harnessfit.models.toolcalls`` — the parser the server uses, so a completion scores as
 what Pi would receive. Schemas and "tool exists and is active" come from the card's validator
 (``HarnessCard.validate_call``, Pi's own checks emulated), with the tools offered at the decision point as the
 active set.
@@ -21,7 +21,8 @@ import re
 from collections import Counter
 from typing import Any
 
-from harnessfit.train.rewards import RewardContext, Sample, Score, component
+from harnessfit.models.toolcalls import split_tool_calls
+from harnessfit.rewards import RewardContext, Sample, Score, component
 
 __all__ = ["parse_completion", "call_problems", "is_valid_call_turn", "match_score", "toolrl_match"]
 
@@ -33,8 +34,6 @@ def parse_completion(text: str, ids: list[int], truncated: bool, *, reference: d
                      tools: list[dict[str, Any]] | None = None, state: list[dict[str, Any]] | None = None,
                      dp_id: str = "") -> Sample:
     """A ``Sample`` from a completion's text (special tokens kept, end-of-turn token removed) and ids."""
-    from harnessfit.serve.toolcalls import split_tool_calls
-
     content, calls = split_tool_calls(text)
     after = text.rsplit(_CLOSE, 1)[1] if calls and _CLOSE in text else ""
     opened, closed = text.count(_OPEN), text.count(_CLOSE)

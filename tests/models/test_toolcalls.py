@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harnessfit.serve.toolcalls import ParsedToolCall, ToolCallStream, parse_tool_block, split_tool_calls
+from harnessfit.models.toolcalls import ParsedToolCall, ToolCallStream, parse_tool_block, split_tool_calls
 
 
 def test_object_arguments_kept_exactly_as_written() -> None:

@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from harnessfit.train.rewards import JudgeSettings, RewardContext, Sample, Score, component
+from harnessfit.rewards import JudgeSettings, RewardContext, Sample, Score, component
 
 __all__ = ["RUBRIC", "Verdict", "JudgeClient", "parse_verdict", "judge_messages"]
 

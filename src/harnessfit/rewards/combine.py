@@ -16,7 +16,9 @@ from typing import Any
 
 import orjson
 
-from harnessfit.train.rewards import JudgeSettings, RewardContext, Sample, Score, combine, components
+from harnessfit.rewards import JudgeSettings, RewardContext, Sample, Score, combine, components
+from harnessfit.rewards.judge import JudgeClient
+from harnessfit.rewards.verifiable import is_valid_call_turn, parse_completion
 
 __all__ = ["Scored", "RewardSet"]
 
@@ -70,8 +72,6 @@ class RewardSet:
         self.ctx = RewardContext(card=card, format_error_reward=format_error_reward, overlong_penalty=overlong_penalty)
         self.judge_client = judge_client
         if self.judge_client is None and self.weights.get("judge"):
-            from harnessfit.train.rewards.judge import JudgeClient
-
             settings = judge if isinstance(judge, JudgeSettings) else JudgeSettings(**(judge or {}))
             self.judge_client = JudgeClient(settings)
         self.log_path = Path(log_path) if log_path is not None else None
@@ -81,8 +81,6 @@ class RewardSet:
     # -- parsing and scoring ---------------------------------------------------------------------------------
     def sample(self, ids: list[int], *, reference: Any, tools: Any, state: Any = None, dp_id: str = "") -> Sample:
         """Parse one completion's ids (a final stop id means the turn ended; otherwise it was cut)."""
-        from harnessfit.train.rewards.verifiable import parse_completion
-
         ids = [int(i) for i in ids]
         ended = bool(ids) and ids[-1] in self.stop_ids
         body = ids[:-1] if ended else ids
@@ -92,8 +90,6 @@ class RewardSet:
 
     def score(self, samples: list[Sample]) -> list[Scored]:
         """Every component on every sample (judge verdicts requested together, concurrently)."""
-        from harnessfit.train.rewards.verifiable import is_valid_call_turn
-
         if self.judge_client is not None:
             for s, verdict in zip(samples, self.judge_client.score_many(samples), strict=True):
                 s.judge = verdict

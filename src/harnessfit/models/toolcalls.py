@@ -8,6 +8,10 @@ would reject a real provider's double-encoded call. Re-serialising here would si
 
 A block whose text is not one JSON object with a string ``name`` is not a call: its raw text stays in the assistant
 ``content`` (Pi then sees a text reply with no call, which is what the model really produced).
+
+Why under ``models``: the ``<tool_call>`` block is the model's side of the training template (``models.templates``
+writes it, this reads it back), and both the server (``serve``) and the GRPO rewards (``rewards``) parse completions
+with it; living here, neither has to import the other.
 """
 
 from __future__ import annotations
