@@ -251,7 +251,7 @@ def _finish(sink: Sink, config: BuildConfig, judge: Judge, inputs: list[InputSpe
             "redacted_conversations": judge.redacted, "duplicate_exact": reasons.get("duplicate_exact", 0),
             "duplicate_near": reasons.get("duplicate_near", 0), "kept": acc.accepted,
             "rejected_by_reason": reasons, "kept_by_source": dict(sorted(kept_by_source.items())),
-            "prefixes": judge.prefixes.summary(),
+            "prefixes": judge.prefixes.summary(splits["per_split"]),
         },
         "yield": _yield_summary(judge.yields) if with_yield else None,
         "splits": splits,

@@ -304,15 +304,30 @@ class ConversationExport:
 _KINDS = ("conversations", "sft", "decision_points")
 
 
+def _write_records(ex: ConversationExport, files: dict[str, Any], pq_out: dict[str, Any], n: Counter[str] | dict,
+                   tier_counts: Counter[str]) -> None:
+    """The one export of training records: one conversation's (or exact prefix's) SFT records and decision points
+    into the split's open files and Parquet outputs, counted into ``n`` and its labels' tiers into ``tier_counts``."""
+    tier_counts.update(ex.tier_counts())
+    for kind, rows in (("sft", ex.sft()), ("decision_points", ex.decision_points())):
+        for rid, line, row in rows:
+            files[kind].mark(rid)
+            files[kind].write(line + b"\n")
+            n[kind] += 1
+            if pq_out and row is not None:  # None: a message no template takes (counted as parquet_skipped)
+                pq_out[kind].add(row)
+
+
 def write_exports(sink: Any, spool: list[tuple[str, str, bytes, str]], assignment: dict[str, str],
                   split_groups: dict[str, set[str]], *, parquet: bool, bar: Any = None,
                   prefixes: Any = None, tiers: bool = False) -> tuple[dict[str, dict[str, int]], Counter[str]]:
     """The export stage: for each split, the kept conversations (``spool``: id, group, line, source) whose group
     ``assignment`` puts there, with their SFT records and decision points, as JSONL (and Parquet copies); then the
-    SFT records and decision points of the split's exact prefixes (``prefixes``: a ``dataset.prefixes.PrefixSpool``),
-    counted in ``sft`` / ``decision_points`` and apart as ``prefix_sft`` / ``prefix_decision_points``. With ``tiers``
-    (a build at tier ``content``) each record says its fidelity, and the counts per tier are ``sft_<tier>``.
-    Returns the counts per split and the kept conversations per source."""
+    SFT records and decision points of the split's exact prefixes (``prefixes``: a ``dataset.prefixes.PrefixSpool``;
+    never a conversation line), written and counted by the same ``_write_records``: in ``sft`` / ``decision_points``
+    and apart as ``prefix_sft`` / ``prefix_decision_points``. With ``tiers`` (a build at tier ``content``) each
+    record says its fidelity, and the counts per tier are ``sft_<tier>``. Returns the counts per split (the one set
+    of counts: the prefixes' summary sums its ``prefix_*``) and the kept conversations per source."""
     per_split: dict[str, dict[str, int]] = {}
     kept_by_source: Counter[str] = Counter()
     task = bar.add_task("export", total=len(spool)) if bar is not None else None
@@ -327,20 +342,12 @@ def write_exports(sink: Any, spool: list[tuple[str, str, bytes, str]], assignmen
         for cid, group, body, source in spool:
             if assignment[group] != split:
                 continue
-            conv = orjson.loads(body)
             files["conversations"].mark(cid)
             files["conversations"].write(body + b"\n")
             n["conversations"] += 1
             kept_by_source[source] += 1
-            ex = ConversationExport(conv, split, tiers=tiers)
-            tier_counts.update(ex.tier_counts())
-            for kind, rows in (("sft", ex.sft()), ("decision_points", ex.decision_points())):
-                for rid, line, row in rows:
-                    files[kind].mark(rid)
-                    files[kind].write(line + b"\n")
-                    n[kind] += 1
-                    if pq_out and row is not None:
-                        pq_out[kind].add(row)
+            ex = ConversationExport(orjson.loads(body), split, tiers=tiers)
+            _write_records(ex, files, pq_out, n, tier_counts)
             if pq_out:
                 row = ex.conversation_row()
                 if row is None:
@@ -350,8 +357,11 @@ def write_exports(sink: Any, spool: list[tuple[str, str, bytes, str]], assignmen
             if task is not None:
                 bar.advance(task)
         if prefixes is not None:
-            n["prefix_sft"], n["prefix_decision_points"] = prefixes.export(split, assignment, files, pq_out,
-                                                                           tiers=tiers, tier_counts=tier_counts)
+            of_prefixes: Counter[str] = Counter()
+            for body in prefixes.in_split(split, assignment):
+                _write_records(ConversationExport(orjson.loads(body), split, tiers=tiers), files, pq_out,
+                               of_prefixes, tier_counts)
+            n["prefix_sft"], n["prefix_decision_points"] = of_prefixes["sft"], of_prefixes["decision_points"]
             n["sft"] += n["prefix_sft"]
             n["decision_points"] += n["prefix_decision_points"]
         if tiers:

@@ -11,13 +11,15 @@ the treatment a conversation gets where it matters for training data:
 - exact deduplication among prefixes (the exact key of the redacted text, ``dedup.exact_key``): a second identical
   prefix adds nothing (two copies of one session, rejected at the same call) (``PrefixSpool``);
 - the grouped split: a prefix lands in the split of its root request, so a task never crosses splits;
-- export: one SFT record and one decision point per label, in the same files and record shapes as a conversation's
-  (``exports.ConversationExport``), after the split's complete conversations (``PrefixSpool.export``).
+- export: one SFT record and one decision point per label, in the same files and record shapes as a conversation's,
+  after the split's complete conversations, written and counted by the conversations' own export
+  (``exports.write_exports``; ``PrefixSpool.in_split`` hands it the split's prefixes).
 """
 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,7 +28,6 @@ import orjson
 from harnessfit.core.conversation import Conversation
 from harnessfit.core.ids import session_links
 from harnessfit.dataset.dedup import exact_key, normalised_text
-from harnessfit.dataset.exports import ConversationExport
 
 __all__ = ["Prefix", "PrefixRow", "PrefixSpool"]
 
@@ -94,29 +95,16 @@ class PrefixSpool:
     def groups(self) -> list[str]:
         return [g for _, g, _ in self.items]
 
-    def export(self, split: str, assignment: dict[str, str], files: dict[str, Any],
-               parquet: dict[str, Any], *, tiers: bool = False, tier_counts: Counter[str] | None = None) -> tuple[int, int]:
-        """Write the SFT records and decision points of this split's prefixes (``files``/``parquet``: the split's
-        open ``sft`` and ``decision_points`` outputs; ``tiers``: a build at tier ``content``, whose records say their
-        fidelity, counted into ``tier_counts``); returns (SFT records, decision points)."""
-        n = {"sft": 0, "decision_points": 0}
-        for _, group, body in self.items:
-            if assignment[group] != split:
-                continue
-            ex = ConversationExport(orjson.loads(body), split, tiers=tiers)
-            if tier_counts is not None:
-                tier_counts.update(ex.tier_counts())
-            for kind, rows in (("sft", ex.sft()), ("decision_points", ex.decision_points())):
-                for rid, line, row in rows:
-                    files[kind].mark(rid)
-                    files[kind].write(line + b"\n")
-                    n[kind] += 1
-                    if parquet and row is not None:  # None: a message no template takes (counted by the build)
-                        parquet[kind].add(row)
-        self.counts["sft"] += n["sft"]
-        self.counts["decision_points"] += n["decision_points"]
-        return n["sft"], n["decision_points"]
+    def in_split(self, split: str, assignment: dict[str, str]) -> Iterator[bytes]:
+        """The JSON lines of the kept prefixes whose root request ``assignment`` puts in ``split``, in input order
+        (``exports.write_exports`` writes their records with the conversations' own export)."""
+        return (body for _, group, body in self.items if assignment[group] == split)
 
-    def summary(self) -> dict[str, int]:
+    def summary(self, per_split: dict[str, dict[str, int]]) -> dict[str, int]:
+        """What happened to the prefixes: this spool's counts, and the records the export wrote of them (summed from
+        ``write_exports``' per-split ``prefix_*`` counts, so each is counted once)."""
         c = self.counts
-        return {k: c[k] for k in ("read", "redacted", "duplicate_exact", "kept", "sft", "decision_points")}
+        out = {k: c[k] for k in ("read", "redacted", "duplicate_exact", "kept")}
+        for kind in ("sft", "decision_points"):
+            out[kind] = sum(n.get(f"prefix_{kind}", 0) for n in per_split.values())
+        return out
