@@ -279,6 +279,66 @@ async def _released(chunks: AsyncIterator[bytes], admission: Admission, since: f
         admission.leave(since)
 
 
+def _error(exc: ApiError) -> JSONResponse:
+    return JSONResponse(exc.body(), status_code=exc.status)
+
+
+def _model_card(engine: Engine) -> dict[str, Any]:
+    card = {"id": engine.model_id, "object": "model", "created": 0, "owned_by": "harnessfit"}
+    if engine.context_window:
+        card["max_model_len"] = engine.context_window
+    if getattr(engine, "published", None):
+        card["harnessfit"] = engine.published  # the harness the model was trained for (None: a base model)
+    return {"object": "list", "data": [card]}
+
+
+def _busy(admission: Admission) -> JSONResponse:
+    wait = admission.retry_after()
+    full = ApiError(429, f"the server is busy: {admission.limit} requests are admitted already; retry in "
+                    f"{wait} s", code="rate_limit_exceeded")
+    return JSONResponse(full.body(), status_code=429, headers={"Retry-After": str(wait)})
+
+
+async def _chat(request: Request, engine: Engine, admission: Admission, capture: CaptureStore | None,
+                max_body_bytes: int) -> Response:
+    """``POST /v1/chat/completions``: admit, validate and prepare (every 4xx before any generation), then stream
+    or answer in one body; the admission slot is left however the request ends."""
+    since = admission.enter()
+    if since is None:
+        return _busy(admission)
+    try:
+        kind = _media_type(request.headers.get("content-type"))
+        if kind != "application/json":
+            raise ApiError(415, f"request body must be application/json (got {kind or 'no content type'!r})")
+        body = await _read_body(request, max_body_bytes)
+        parsed = parse_chat_request(body)
+        episode = episode_key(request.headers.get("authorization")) if capture is not None else None
+        prep = await run_in_threadpool(_Prepared, engine, parsed, episode)
+    except ApiError as exc:
+        admission.leave(since)
+        return _error(exc)
+    except ClientDisconnect:  # the client left before its body was complete: one line, no traceback
+        admission.leave(since)
+        sys.stderr.write("serve: a client left before sending its whole request body; nothing was generated\n")
+        return Response(status_code=400)
+    except BaseException:
+        admission.leave(since)
+        raise
+    if parsed.stream:
+        return StreamingResponse(_released(_stream_async(engine, prep, capture), admission, since),
+                                 media_type="text/event-stream", headers={"Cache-Control": "no-cache"})
+    try:
+        answer = await run_in_threadpool(_complete, engine, prep)
+        choice = answer["choices"][0]
+        _capture(capture, engine, prep, _response_summary(prep, len(choice["message"].get("tool_calls") or [])))
+        return JSONResponse(answer)
+    except ApiError as exc:
+        return _error(exc)
+    finally:
+        prep.cancel.set()
+        admission.leave(since)
+
+
 def create_app(engine: Engine, *, max_body_bytes: int = MAX_BODY_BYTES, max_queue: int = DEFAULT_MAX_QUEUE,
                capture: CaptureStore | None = None):
     """A FastAPI app serving ``engine`` (this module is imported only by the server process); at most ``max_queue``
@@ -289,16 +349,13 @@ def create_app(engine: Engine, *, max_body_bytes: int = MAX_BODY_BYTES, max_queu
     app = FastAPI(title="harnessfit built-in backend", docs_url=None, redoc_url=None, openapi_url=None)
     admission = Admission(max_queue)
 
-    def error(exc: ApiError) -> JSONResponse:
-        return JSONResponse(exc.body(), status_code=exc.status)
-
     @app.exception_handler(StarletteHTTPException)
     async def _http_error(_request: Request, exc: StarletteHTTPException) -> JSONResponse:
-        return error(ApiError(exc.status_code, f"{exc.detail}: {_request.method} {_request.url.path}"))
+        return _error(ApiError(exc.status_code, f"{exc.detail}: {_request.method} {_request.url.path}"))
 
     @app.exception_handler(Exception)
     async def _server_error(_request: Request, exc: Exception) -> JSONResponse:
-        return error(ApiError(500, f"internal error: {type(exc).__name__}: {exc}"[:500]))
+        return _error(ApiError(500, f"internal error: {type(exc).__name__}: {exc}"[:500]))
 
     @app.get("/health")
     async def health() -> JSONResponse:
@@ -307,52 +364,11 @@ def create_app(engine: Engine, *, max_body_bytes: int = MAX_BODY_BYTES, max_queu
 
     @app.get("/v1/models")
     async def models() -> dict[str, Any]:
-        card = {"id": engine.model_id, "object": "model", "created": 0, "owned_by": "harnessfit"}
-        if engine.context_window:
-            card["max_model_len"] = engine.context_window
-        if getattr(engine, "published", None):
-            card["harnessfit"] = engine.published  # the harness the model was trained for (None: a base model)
-        return {"object": "list", "data": [card]}
+        return _model_card(engine)
 
     @app.post("/v1/chat/completions")
     async def chat(request: Request) -> Response:
-        since = admission.enter()
-        if since is None:
-            wait = admission.retry_after()
-            full = ApiError(429, f"the server is busy: {admission.limit} requests are admitted already; retry in "
-                            f"{wait} s", code="rate_limit_exceeded")
-            return JSONResponse(full.body(), status_code=429, headers={"Retry-After": str(wait)})
-        try:
-            kind = _media_type(request.headers.get("content-type"))
-            if kind != "application/json":
-                raise ApiError(415, f"request body must be application/json (got {kind or 'no content type'!r})")
-            body = await _read_body(request, max_body_bytes)
-            parsed = parse_chat_request(body)
-            episode = episode_key(request.headers.get("authorization")) if capture is not None else None
-            prep = await run_in_threadpool(_Prepared, engine, parsed, episode)
-        except ApiError as exc:
-            admission.leave(since)
-            return error(exc)
-        except ClientDisconnect:  # the client left before its body was complete: one line, no traceback
-            admission.leave(since)
-            sys.stderr.write("serve: a client left before sending its whole request body; nothing was generated\n")
-            return Response(status_code=400)
-        except BaseException:
-            admission.leave(since)
-            raise
-        if parsed.stream:
-            return StreamingResponse(_released(_stream_async(engine, prep, capture), admission, since),
-                                     media_type="text/event-stream", headers={"Cache-Control": "no-cache"})
-        try:
-            body = await run_in_threadpool(_complete, engine, prep)
-            choice = body["choices"][0]
-            _capture(capture, engine, prep, _response_summary(prep, len(choice["message"].get("tool_calls") or [])))
-            return JSONResponse(body)
-        except ApiError as exc:
-            return error(exc)
-        finally:
-            prep.cancel.set()
-            admission.leave(since)
+        return await _chat(request, engine, admission, capture, max_body_bytes)
 
     app.add_middleware(_LoopbackOnly)
     return app
