@@ -135,8 +135,9 @@ class _Prepared:
         self.result = GenerationResult(prompt_tokens=len(self.prompt_ids))
         self.cancel = threading.Event()
         seed = request.seed
+        self.temperature = request.temperature if request.temperature is not None else engine.default_temperature
         self.deltas = engine.generate(
-            self.prompt_ids, max_new_tokens=self.budget, temperature=request.temperature, top_p=request.top_p,
+            self.prompt_ids, max_new_tokens=self.budget, temperature=self.temperature, top_p=request.top_p,
             seed=seed, result=self.result, cancel=self.cancel, request=request,
         )
         self.nonce = _request_nonce()
@@ -156,6 +157,7 @@ def _capture(store: CaptureStore | None, engine: Engine, prep: _Prepared, respon
                  response=response,
                  metadata={"model_id": engine.model_id, "completion_id": prep.completion_id,
                            "finish_reason": result.finish_reason, "complete": not prep.cancelled_by_client,
+                           "sampling": {"temperature": prep.temperature or 0.0, "top_p": prep.request.top_p or 1.0},
                            "stop_ids": engine.stop_ids, "published": getattr(engine, "published", None) or {}})
 
 

@@ -90,6 +90,7 @@ class Engine:
         self.context_window = int(getattr(model.config, "max_position_embeddings", 0) or 0) or None
         self._max_token_bytes: int | None = None
         self.capture_logprobs = False  # set by `serve --capture-dir`: results carry sampled ids and logprobs
+        self.default_temperature: float | None = None  # `serve --temperature`: for requests that name none (Pi)
 
     # -- rendering ---------------------------------------------------------------------------------------------
     @property
