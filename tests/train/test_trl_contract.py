@@ -19,9 +19,9 @@ import pytest
 pytest.importorskip("openenv.core.harness", reason="openenv==0.10.0 (make setup) is TRL's harness interface")
 harness_mod = pytest.importorskip("trl.experimental.async_grpo.openenv_harness")
 
-from harnessfit.errors import UserError  # noqa: E402
-from harnessfit.serve.capture import CaptureStore  # noqa: E402
-from harnessfit.train.trl_harness import episode_reward, pi_session_factory  # noqa: E402
+from harnessfit.errors import UserError
+from harnessfit.serve.capture import CaptureStore
+from harnessfit.train.trl_harness import episode_reward, pi_session_factory
 
 worker = pytest.importorskip("trl.experimental.async_grpo.async_rollout_worker")
 SUITE = Path(__file__).resolve().parents[2] / "examples" / "tasks" / "default"
@@ -108,6 +108,7 @@ def test_a_turn_sampled_off_policy_or_a_broken_capture_is_refused(tmp_path: Path
         '"loss_mask": [0, 1], "metadata": {"sampling": {"temperature": 1.0, "top_p": 1.0}}}\n')
     with pytest.raises(ValueError, match="positive"):  # OpenEnv's validator: a logprob above 0
         consume_like_trl(broken)
+    assert factory.create([{"role": "user", "content": tasks[1].prompt}], episode_id="by-prompt").task is tasks[1]
     with pytest.raises(UserError, match="unknown task"):
         factory.create("no-such-task")
 

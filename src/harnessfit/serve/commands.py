@@ -113,10 +113,9 @@ def _probe_command(app: typer.Typer) -> None:
         """Check an endpoint can feed RL training from what it sampled: token ids, processed logprobs (fatal), a
         tool call for a trivial prompt (warning). Exit 1 with one line naming what is missing and the fix."""
         from harnessfit.errors import UserError
-        from harnessfit.eval.run import resolve_model_id
-        from harnessfit.serve.probe_endpoint import probe_endpoint
+        from harnessfit.serve.probe_endpoint import probe_endpoint, served_model
 
-        report = probe_endpoint(base_url, model_id or resolve_model_id(base_url), timeout=timeout)
+        report = probe_endpoint(base_url, model_id or served_model(base_url, timeout), timeout=timeout)
         for check in report.checks:
             typer.echo(f"{'ok  ' if check.ok else ('FAIL' if check.fatal else 'warn')} {check.name}: {check.detail}")
         if report.problem is not None:

@@ -31,7 +31,7 @@ import httpx
 
 from harnessfit.errors import UserError
 
-__all__ = ["ProbeCheck", "ProbeReport", "probe_endpoint", "require_training_endpoint", "VLLM_FLAGS"]
+__all__ = ["VLLM_FLAGS", "ProbeCheck", "ProbeReport", "probe_endpoint", "require_training_endpoint", "served_model"]
 
 VLLM_FLAGS = "--return-tokens-as-token-ids --logprobs-mode processed_logprobs"
 _SENTINEL = 100.0  # above this a "logprob" is an engine's stand-in for -inf (vLLM writes -9999), not a value
@@ -171,6 +171,18 @@ def probe_endpoint(base_url: str, model_id: str, *, api_key: str | None = None, 
         if own:
             http.close()
     return report
+
+
+def served_model(base_url: str, timeout: float = 30.0) -> str:
+    """The first model id ``GET /models`` lists; a one-line ``UserError`` when there is none or no answer."""
+    try:
+        reply = httpx.get(base_url.rstrip("/") + "/models", timeout=timeout)
+        data = reply.json().get("data") if reply.status_code == 200 else None
+    except (httpx.HTTPError, ValueError, AttributeError) as exc:
+        raise UserError(f"cannot list the models of {base_url}: {exc} (give --model-id)") from None
+    if not data or not isinstance(data[0], dict) or not data[0].get("id"):
+        raise UserError(f"{base_url}/models lists no model (give --model-id)")
+    return str(data[0]["id"])
 
 
 def require_training_endpoint(base_url: str, model_id: str, **options: Any) -> ProbeReport:

@@ -76,8 +76,9 @@ def pi_session_factory(tasks: Sequence[Task], *, base_url: str, model_id: str, r
     """What TRL's ``HarnessRolloutWorker`` takes as ``harness_session_factory``: a callable that, given TRL's
     ``sampling=`` policy, returns an OpenEnv ``ResourceSessionFactory`` of Pi episodes.
 
-    ``tasks``: what a rollout's ``task`` argument may name — a task, its id, or a dict with a ``task_id``; an int
-    picks ``tasks[n % len(tasks)]``. Captured turns are read from ``capture_dir`` (the server's ``--capture-dir``)
+    ``tasks``: what a rollout's ``task`` argument may name — a task, its id or its prompt, a dict with a ``task_id``,
+    or chat messages whose last user message is one of these (TRL passes the dataset row's prompt); an int picks
+    ``tasks[n % len(tasks)]``. Captured turns are read from ``capture_dir`` (the server's ``--capture-dir``)
     or through ``trace_source(key)``."""
     if (capture_dir is None) == (trace_source is None):
         raise UserError("give the capture: capture_dir (harnessfit serve --capture-dir) or trace_source, not both")
@@ -85,13 +86,19 @@ def pi_session_factory(tasks: Sequence[Task], *, base_url: str, model_id: str, r
         raise UserError("pi_session_factory needs at least one task")
     read = trace_source or (lambda key: training_trace(Path(capture_dir), key))  # type: ignore[arg-type]
     by_id = {task.id: task for task in tasks}
+    by_prompt = {task.prompt: task for task in tasks}
     resource_session, session_factory, trace_model, verify_result = _classes()
 
     def pick(task: Any) -> Task:
         if isinstance(task, Task):
             return task
+        if isinstance(task, list):  # TRL's dataset prompt: chat messages; the last user message names the task
+            users = [m.get("content") for m in task if isinstance(m, dict) and m.get("role") == "user"]
+            task = users[-1] if users else None
         if isinstance(task, dict):
             task = task.get("task_id", task.get("id", task.get("prompt")))
+        if isinstance(task, str) and task in by_prompt:
+            return by_prompt[task]
         if isinstance(task, int):
             return list(tasks)[task % len(tasks)]
         if isinstance(task, str) and task in by_id:
