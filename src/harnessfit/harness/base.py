@@ -66,6 +66,7 @@ class EpisodeSetup:
     tools: Sequence[str] | None  # the tools to offer (None: the harness's default set)
     max_turns: int  # model turns before the agent is stopped (printing TURN_CAP_MARKER on stderr)
     context_window: int | None = None  # the served model's window, when known
+    api_key: str | None = None  # the API key to send (None: a placeholder; `serve --capture-dir` keys episodes by it)
 
 
 @dataclass(frozen=True)

@@ -36,7 +36,8 @@ from starlette.requests import ClientDisconnect
 from harnessfit.serve.admission import DEFAULT_MAX_QUEUE, Admission
 from harnessfit.serve.capture import CaptureStore, episode_key
 from harnessfit.serve.engine import Engine, GenerationResult
-from harnessfit.serve.protocol import ApiError, ChatRequest, parse_chat_request
+from harnessfit.serve.protocol import ApiError, ChatRequest, parse_chat_request, wire_request
+from harnessfit.serve.token_api import token_fields
 from harnessfit.models.toolcalls import ParsedToolCall, ToolCallStream
 
 __all__ = ["create_app", "MAX_BODY_BYTES", "LOOPBACK_HOSTS"]
@@ -134,8 +135,9 @@ class _Prepared:
         self.result = GenerationResult(prompt_tokens=len(self.prompt_ids))
         self.cancel = threading.Event()
         seed = request.seed
+        self.temperature = request.temperature if request.temperature is not None else engine.default_temperature
         self.deltas = engine.generate(
-            self.prompt_ids, max_new_tokens=self.budget, temperature=request.temperature, top_p=request.top_p,
+            self.prompt_ids, max_new_tokens=self.budget, temperature=self.temperature, top_p=request.top_p,
             seed=seed, result=self.result, cancel=self.cancel, request=request,
         )
         self.nonce = _request_nonce()
@@ -151,11 +153,11 @@ def _capture(store: CaptureStore | None, engine: Engine, prep: _Prepared, respon
     if store is None or prep.episode is None or result.sampled_ids is None or result.logprobs is None:
         return
     store.record(prep.episode, prompt_ids=prep.prompt_ids, sampled_ids=result.sampled_ids, logprobs=result.logprobs,
-                 request={"model": prep.request.model, "messages": len(prep.request.messages),
-                          "temperature": prep.request.temperature, "top_p": prep.request.top_p},
+                 request=wire_request(prep.request),
                  response=response,
                  metadata={"model_id": engine.model_id, "completion_id": prep.completion_id,
                            "finish_reason": result.finish_reason, "complete": not prep.cancelled_by_client,
+                           "sampling": {"temperature": prep.temperature or 0.0, "top_p": prep.request.top_p or 1.0},
                            "stop_ids": engine.stop_ids, "published": getattr(engine, "published", None) or {}})
 
 
@@ -171,18 +173,26 @@ def _complete(engine: Engine, prep: _Prepared) -> dict[str, Any]:
     message: dict[str, Any] = {"role": "assistant", "content": "".join(content) or None}
     if calls:
         message["tool_calls"] = [_wire_call(prep.nonce, i, c) for i, c in enumerate(calls)]
+    top, extra = token_fields(prep.request, engine.tokenizer, prep.prompt_ids, prep.result)  # vLLM's token API
     return {
         "id": prep.completion_id,
         "object": "chat.completion",
         "created": prep.created,
         "model": engine.model_id,
-        "choices": [{"index": 0, "message": message, "finish_reason": _finish(prep.result, len(calls))}],
+        "choices": [{"index": 0, "message": message, "finish_reason": _finish(prep.result, len(calls)), **extra}],
         "usage": _usage(prep.result),
+        **top,
     }
 
 
-def _response_summary(prep: _Prepared, n_calls: int) -> dict[str, Any]:
-    return {"text": prep.result.text, "finish_reason": _finish(prep.result, n_calls), "tool_calls": n_calls}
+def _response_summary(prep: _Prepared, calls: list[dict[str, Any]], content: str | None) -> dict[str, Any]:
+    """A captured turn's ``response``: the reply as the client got it, in the chat-completion shape OpenEnv's
+    ``TraceEntry`` names (``choices[0].message``), plus the decoded text of the sampled ids."""
+    message: dict[str, Any] = {"role": "assistant", "content": content or None}
+    if calls:
+        message["tool_calls"] = calls
+    return {"choices": [{"index": 0, "message": message, "finish_reason": _finish(prep.result, len(calls))}],
+            "text": prep.result.text, "finish_reason": _finish(prep.result, len(calls)), "tool_calls": len(calls)}
 
 
 def _sse(obj: Any) -> bytes:
@@ -203,14 +213,18 @@ def _stream(engine: Engine, prep: _Prepared, store: CaptureStore | None = None) 
 
     splitter = ToolCallStream()
     n_calls = 0
+    sent_calls: list[dict[str, Any]] = []
+    sent_text: list[str] = []
 
     def events(items: list[tuple[str, object]]) -> Iterator[bytes]:
         nonlocal n_calls
         for kind, value in items:
             if kind == "content":
+                sent_text.append(value)  # type: ignore[arg-type]
                 yield chunk({"content": value})
             else:
                 call = _wire_call(prep.nonce, n_calls, value)  # type: ignore[arg-type]
+                sent_calls.append(call)
                 yield chunk({"tool_calls": [{"index": n_calls, **call}]})
                 n_calls += 1
 
@@ -220,7 +234,7 @@ def _stream(engine: Engine, prep: _Prepared, store: CaptureStore | None = None) 
             yield from events(splitter.feed(delta))
         yield from events(splitter.finish())
         yield chunk({}, _finish(prep.result, n_calls))
-        _capture(store, engine, prep, _response_summary(prep, n_calls))
+        _capture(store, engine, prep, _response_summary(prep, sent_calls, "".join(sent_text)))
         opts = prep.request.stream_options
         if opts is not None and opts.include_usage:
             yield _sse(
@@ -330,7 +344,8 @@ async def _chat(request: Request, engine: Engine, admission: Admission, capture:
     try:
         answer = await run_in_threadpool(_complete, engine, prep)
         choice = answer["choices"][0]
-        _capture(capture, engine, prep, _response_summary(prep, len(choice["message"].get("tool_calls") or [])))
+        _capture(capture, engine, prep, _response_summary(prep, choice["message"].get("tool_calls") or [],
+                                                          choice["message"]["content"]))
         return JSONResponse(answer)
     except ApiError as exc:
         return _error(exc)

@@ -13,6 +13,7 @@ __all__ = ["register"]
 
 def register(app: typer.Typer) -> None:
     """Add this stage's commands to the main app."""
+    _probe_command(app)
 
     @app.command("serve")
     def serve(
@@ -51,6 +52,9 @@ def register(app: typer.Typer) -> None:
                                                 "every request (prompt ids, sampled ids, their processed logprobs, "
                                                 "loss mask) per episode (the client's API key) in DIR/<key>.jsonl, "
                                                 "TRL's harness TrainingTrace shape; built-in backend."),
+        temperature: float | None = typer.Option(None, "--temperature", min=0.0, max=2.0, help="Sampling temperature "
+                                                 "for requests that name none (Pi sends none; default greedy): RL "
+                                                 "rollouts sample at the training temperature; built-in backend."),
         ready_file: Path | None = typer.Option(None, "--ready-file", hidden=True),
     ) -> None:
         """Serve MODEL as an OpenAI-compatible endpoint on 127.0.0.1 (/v1/models, /v1/chat/completions)."""
@@ -66,6 +70,8 @@ def register(app: typer.Typer) -> None:
         if capture_dir is not None and (kind == "vllm" or best_of > 1):
             raise UserError("--capture-dir needs the built-in backend without --best-of (vLLM returns token ids and "
                             "logprobs itself: --return-tokens-as-token-ids --logprobs-mode processed_logprobs)")
+        if temperature is not None and kind == "vllm":
+            raise UserError("--temperature is the built-in backend's default; vLLM takes it from the request")
         if verifier not in ("card",):
             raise UserError(f"unknown --verifier {verifier!r}: use card")
         if kind == "vllm":
@@ -77,6 +83,7 @@ def register(app: typer.Typer) -> None:
         typer.echo(f"loading {model}{f' + {adapter}' if adapter else ''} …", err=True)
         engine = load_engine(model, adapter=adapter, tokenizer=tokenizer, max_tokens=max_tokens, model_id=model_id,
                              threads=threads)
+        engine.default_temperature = temperature
         if best_of > 1:
             from harnessfit.serve.bestof import BestOfEngine, CardVerifier
 
@@ -93,6 +100,26 @@ def register(app: typer.Typer) -> None:
 
         serve_engine(engine, port=port, ready_file=ready_file, on_ready=ready, max_queue=max_queue,
                      capture_dir=capture_dir)
+
+
+def _probe_command(app: typer.Typer) -> None:
+    @app.command("probe-endpoint")
+    def probe_endpoint_cmd(
+        base_url: str = typer.Argument(..., help="OpenAI-compatible endpoint root, e.g. http://127.0.0.1:8000/v1."),
+        model_id: str | None = typer.Option(None, "--model-id", help="Model id to probe (default: the first the "
+                                            "endpoint lists)."),
+        timeout: float = typer.Option(120.0, "--timeout", help="Seconds per probe request."),
+    ) -> None:
+        """Check an endpoint can feed RL training from what it sampled: token ids, processed logprobs (fatal), a
+        tool call for a trivial prompt (warning). Exit 1 with one line naming what is missing and the fix."""
+        from harnessfit.errors import UserError
+        from harnessfit.serve.probe_endpoint import probe_endpoint, served_model
+
+        report = probe_endpoint(base_url, model_id or served_model(base_url, timeout), timeout=timeout)
+        for check in report.checks:
+            typer.echo(f"{'ok  ' if check.ok else ('FAIL' if check.fatal else 'warn')} {check.name}: {check.detail}")
+        if report.problem is not None:
+            raise UserError(report.problem)
 
 
 def _config_harness(harness: str | None, model: str, adapter: Path | None) -> str:

@@ -41,6 +41,9 @@ class GenerationResult:
     # and its log-probability under the distribution it was sampled from (after temperature / top-p)
     sampled_ids: list[int] | None = None
     logprobs: list[float] | None = None
+    # filled when a request asks for ``top_logprobs`` (vLLM's token API): per sampled token, the most likely
+    # (id, log-probability) pairs of the same processed distribution, most likely first
+    top_logprobs: list[list[tuple[int, float]]] | None = None
 
 
 class _IdStreamer:
@@ -87,6 +90,7 @@ class Engine:
         self.context_window = int(getattr(model.config, "max_position_embeddings", 0) or 0) or None
         self._max_token_bytes: int | None = None
         self.capture_logprobs = False  # set by `serve --capture-dir`: results carry sampled ids and logprobs
+        self.default_temperature: float | None = None  # `serve --temperature`: for requests that name none (Pi)
 
     # -- rendering ---------------------------------------------------------------------------------------------
     @property
@@ -165,6 +169,9 @@ class Engine:
 
         cancel = cancel or threading.Event()
         seen_cancel: list[bool] = []
+        scores = self.capture_logprobs or (request is not None and request.wants_scores())
+        n_top = (request.top_logprobs or 0) if request is not None and request.logprobs else 0
+        top: list[list[tuple[int, float]]] = []
 
         class _Cancelled(StoppingCriteria):
             def __call__(self, input_ids, scores, **kwargs):  # noqa: ANN001
@@ -210,11 +217,12 @@ class Engine:
                                 generation_config=gen_config,
                                 streamer=_IdStreamer(q, self._progress),
                                 stopping_criteria=StoppingCriteriaList([_Cancelled()]),
-                                output_scores=self.capture_logprobs,
-                                return_dict_in_generate=self.capture_logprobs,
+                                output_scores=scores,
+                                return_dict_in_generate=scores,
                             )
-                            if self.capture_logprobs:
+                            if scores:
                                 captured.extend(_sampled_logprobs(out, len(prompt_ids)))
+                                top.extend(_top_logprobs(out, n_top))
                     finally:
                         with self._state:
                             self._busy_since = self._last_progress = None
@@ -260,9 +268,10 @@ class Engine:
             yield text[len(sent) :]
         result.text = text
         result.finish_reason = "stop" if stopped else "length"
-        if self.capture_logprobs:
+        if scores:
             result.sampled_ids = [tok for tok, _ in captured]
             result.logprobs = [lp for _, lp in captured]
+            result.top_logprobs = top[: len(captured)]
 
 
 def _sampled_logprobs(out: Any, prompt_len: int) -> list[tuple[int, float]]:
@@ -275,6 +284,21 @@ def _sampled_logprobs(out: Any, prompt_len: int) -> list[tuple[int, float]]:
     found = []
     for tok, scores in zip(sampled, out.scores, strict=False):
         found.append((int(tok), float(torch.log_softmax(scores[0].float(), dim=-1)[tok])))
+    return found
+
+
+def _top_logprobs(out: Any, n: int) -> list[list[tuple[int, float]]]:
+    """Per generated position, the ``n`` most likely (id, log-probability) pairs of the processed distribution the
+    token was drawn from (empty lists when ``n`` is 0)."""
+    import torch
+
+    found = []
+    for scores in out.scores:
+        if n <= 0:
+            found.append([])
+            continue
+        values, ids = torch.log_softmax(scores[0].float(), dim=-1).topk(n)
+        found.append([(int(i), float(v)) for i, v in zip(ids.tolist(), values.tolist(), strict=True)])
     return found
 
 

@@ -18,7 +18,8 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError,
 
 from harnessfit.models.messages import MessageError, to_template_messages
 
-__all__ = ["ApiError", "ChatRequest", "parse_chat_request", "template_messages", "template_tools", "MAX_DEPTH"]
+__all__ = ["ApiError", "ChatRequest", "parse_chat_request", "template_messages", "template_tools", "wire_request",
+           "MAX_DEPTH"]
 
 MAX_DEPTH = 64  # nesting of arrays/objects in a request body (tool schemas need far less)
 
@@ -91,6 +92,12 @@ class ChatRequest(_Open):
     top_p: float | None = Field(default=None, gt=0.0, le=1.0)
     seed: int | None = Field(default=None, ge=-(2**63), le=2**63 - 1)  # what torch.manual_seed takes (int64)
     n: int = Field(default=1, ge=1, le=1)
+    # vLLM's token API (non-streaming requests only; see ``serve.token_api``): the sampled tokens' processed
+    # logprobs (``logprobs``, ``top_logprobs`` alternatives each), the prompt and completion ids (``return_token_ids``)
+    logprobs: bool | None = None
+    top_logprobs: int | None = Field(default=None, ge=0, le=20)
+    return_token_ids: bool | None = None
+    return_tokens_as_token_ids: bool | None = None
     _raw_tools: list[dict[str, Any]] | None = PrivateAttr(default=None)
 
     @field_validator("tool_choice")
@@ -106,6 +113,17 @@ class ChatRequest(_Open):
             if msg.role == "tool" and not msg.tool_call_id:
                 raise ValueError(f"messages[{i}]: a tool message needs tool_call_id")
         return self
+
+    @model_validator(mode="after")
+    def _token_api_not_streamed(self) -> ChatRequest:
+        if self.stream and (self.logprobs or self.return_token_ids):
+            raise ValueError("logprobs and return_token_ids are returned only for non-streaming requests by the "
+                             "built-in backend (send stream: false)")
+        return self
+
+    def wants_scores(self) -> bool:
+        """Whether the response must carry token ids or logprobs (vLLM's token API)."""
+        return bool(self.logprobs or self.return_token_ids)
 
     def requested_max_tokens(self) -> int | None:
         return self.max_completion_tokens if self.max_completion_tokens is not None else self.max_tokens
@@ -186,3 +204,10 @@ def template_tools(request: ChatRequest) -> list[dict[str, Any]] | None:
     if request._raw_tools is not None:
         return request._raw_tools
     return [tool.model_dump(mode="python", exclude_none=True) for tool in request.tools]
+
+
+def wire_request(request: ChatRequest) -> dict[str, Any]:
+    """The chat body as the client sent it (messages in the wire shape, tools as sent, the sampling asked): what a
+    captured turn's ``request`` holds, as OpenEnv's ``TraceEntry`` describes it."""
+    return {"model": request.model, "messages": [_wire_message(m) for m in request.messages],
+            "tools": request._raw_tools, "temperature": request.temperature, "top_p": request.top_p}

@@ -338,6 +338,7 @@ def write_pi_agent_config(
     max_tokens: int = 4096,
     eval_settings: bool = True,
     reasoning: bool = False,
+    api_key: str = "dummy",
 ) -> None:
     """Write ``models.json`` (one ``local`` provider pointing at ``base_url``) and ``settings.json`` into ``agent_dir``.
 
@@ -350,7 +351,7 @@ def write_pi_agent_config(
             _PROVIDER: {
                 "baseUrl": base_url,
                 "api": "openai-completions",
-                "apiKey": "dummy",
+                "apiKey": api_key,
                 "compat": {
                     "supportsDeveloperRole": False,
                     "supportsStore": False,

@@ -53,7 +53,8 @@ def install_root(binary: Path, version: str) -> Path:
 def launch(version: str, setup: EpisodeSetup) -> Launch:
     """Pi's config under ``setup.home``, the turn-cap extension under ``setup.runner``, and the json-mode command."""
     write_pi_agent_config(setup.home / ".pi" / "agent", setup.base_url, setup.model_id, eval_settings=True,
-                          **({"context_window": setup.context_window} if setup.context_window else {}))
+                          **({"context_window": setup.context_window} if setup.context_window else {}),
+                          **({"api_key": setup.api_key} if setup.api_key else {}))
     (setup.runner / "turn_cap.js").write_text(turn_cap_extension(setup.max_turns), encoding="utf-8")
     cmd = pi_command(version, setup.model_id, setup.prompt, session_dir=setup.session_dir,
                      tools=setup.tools or DEFAULT_TOOLS, extra_args=["-e", f"{setup.runner_inside}/turn_cap.js"])
