@@ -22,7 +22,7 @@ from harnessfit.core import jsonio
 from harnessfit.core.records import SFTRecord
 from harnessfit.errors import UserError
 from harnessfit.tokens.chains import BREAK_EXPLANATIONS, ActionRender, BreakReason, Chain, chain_run, split_runs
-from harnessfit.tokens.render import Problem, RecordError, Violation, special_texts
+from harnessfit.tokens.render import MaskViolation, Problem, RecordError, special_texts
 
 __all__ = ["AuditReport", "SplitStats", "LayoutStats", "DEFAULT_CAPS", "KEEP_FRACTION", "EXPLANATIONS", "audit",
            "recommend_cap", "length_stats"]
@@ -247,7 +247,7 @@ def audit(dataset_dir: Path, model: str, out_dir: Path, *, caps: Sequence[int] |
     info = template_info(tokenizer)
 
     problems: dict[str, Tally] = {p.value: Tally() for p in Problem}
-    violations: dict[str, Tally] = {v.value: Tally() for v in Violation}
+    violations: dict[str, Tally] = {v.value: Tally() for v in MaskViolation}
     breaks: dict[str, Tally] = {b.value: Tally() for b in BreakReason}
     bad_rows: list[dict[str, Any]] = []
     rows: list[_Row] = []
