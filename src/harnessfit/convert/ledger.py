@@ -12,7 +12,7 @@ from typing import Any
 
 from harnessfit.core.conversation import Conversation
 from harnessfit.core.rejection import Reason, Rejection
-from harnessfit.convert.runner import EncodedUnit, UnitResult
+from harnessfit.convert.units import EncodedUnit, UnitResult
 
 __all__ = ["FileAccount", "Accounting", "write_ledger_summary", "AccountingError"]
 

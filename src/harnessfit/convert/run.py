@@ -30,7 +30,7 @@ import orjson
 from harnessfit.core.rejection import Rejection
 from harnessfit.convert.ledger import Accounting, AccountingError, write_ledger_summary
 from harnessfit.convert.policy import ConvertPolicy
-from harnessfit.convert.runner import EncodedUnit, iter_encoded_units, unit_size
+from harnessfit.convert.units import EncodedUnit, iter_encoded_units, unit_size
 from harnessfit.convert.wire import DEFAULT_POLICY
 from harnessfit.convert.yields import YieldReport, write_yield
 from harnessfit.formats.registry import iter_units

@@ -32,7 +32,7 @@ from harnessfit.convert.policy import ConvertPolicy
 from harnessfit.convert.wire import DEFAULT_POLICY
 from harnessfit.convert.yields import FileYield, YieldReport
 from harnessfit.core.rejection import Rejection
-from harnessfit.convert.runner import convert_unit, units_per_task
+from harnessfit.convert.units import convert_unit, units_per_task
 from harnessfit.dataset.prefixes import Prefix, PrefixRow, PrefixSpool
 from harnessfit.dataset.dedup import Deduper, Signature
 from harnessfit.dataset.redact import Redactor
