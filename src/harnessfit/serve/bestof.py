@@ -26,14 +26,14 @@ import orjson
 from harnessfit.errors import UserError
 from harnessfit.serve.engine import Engine, GenerationResult
 
-__all__ = ["VERIFIERS", "CardVerifier", "Check", "BestOfEngine", "summarise_log", "summary_markdown"]
+__all__ = ["VERIFIERS", "CardVerifier", "CandidateVerdict", "BestOfEngine", "summarise_log", "summary_markdown"]
 
 VERIFIERS = ("card",)
 _SCORE_COMPONENTS = ("format", "arguments_object", "schema_valid", "tool_active", "clean_end")
 
 
 @dataclass(frozen=True)
-class Check:
+class CandidateVerdict:
     """A candidate's verdict: ``passes`` (its calls are all accepted) and a reference-free score (0–1 mostly)."""
 
     passes: bool
@@ -51,7 +51,7 @@ class CardVerifier:
             card = load_card()
         self.card = card
 
-    def check(self, text: str, *, truncated: bool, active_tools: list[str]) -> Check:
+    def check(self, text: str, *, truncated: bool, active_tools: list[str]) -> CandidateVerdict:
         from harnessfit.train.rewards import RewardContext, components
         from harnessfit.train.rewards.verifiable import call_problems, parse_completion
 
@@ -62,7 +62,7 @@ class CardVerifier:
         scores = [known[name].fn(sample, ctx).value or 0.0 for name in _SCORE_COMPONENTS]
         ok = (not truncated and not sample.broken_blocks and not sample.loose_calls
               and all(not p for p in call_problems(self.card, sample)))
-        return Check(passes=ok, score=statistics.fmean(scores), calls=len(sample.calls))
+        return CandidateVerdict(passes=ok, score=statistics.fmean(scores), calls=len(sample.calls))
 
 
 @dataclass
@@ -105,7 +105,7 @@ class BestOfEngine:
                  request: Any = None) -> Iterator[str]:
         active = _active_tools(request)
         sampled_t = temperature if temperature and temperature > 0 else self.temperature
-        tried: list[tuple[Check, GenerationResult]] = []
+        tried: list[tuple[CandidateVerdict, GenerationResult]] = []
         chosen = None
         for k in range(self.n):
             cand = GenerationResult(prompt_tokens=result.prompt_tokens)
@@ -134,7 +134,7 @@ class BestOfEngine:
         if cand.text:
             yield cand.text
 
-    def _record(self, tried: list[tuple[Check, GenerationResult]], chosen: int) -> None:
+    def _record(self, tried: list[tuple[CandidateVerdict, GenerationResult]], chosen: int) -> None:
         s = self._stats
         with s._lock:
             s.requests += 1
