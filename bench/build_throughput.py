@@ -43,7 +43,7 @@ HERE = Path(__file__).resolve().parent
 _BASELINE = """
 import json, resource, sys, time
 from pathlib import Path
-from harnessfit.convert.runner import iter_convert
+from harnessfit.convert.units import iter_convert
 from harnessfit.harness.card import load_card
 card = load_card()
 r0 = resource.getrusage(resource.RUSAGE_SELF)  # imports and card loading are not part of the run

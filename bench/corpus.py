@@ -156,7 +156,7 @@ def check_variation(traces: Path, copies: int = 3, seed: int = 0) -> dict:
     from collections import Counter
 
     from harnessfit.core.conversation import Conversation
-    from harnessfit.convert.runner import iter_convert
+    from harnessfit.convert.units import iter_convert
     from harnessfit.dataset.dedup import exact_key, normalised_text
     from harnessfit.harness.card import load_card
 

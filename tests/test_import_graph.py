@@ -31,7 +31,7 @@ def _module_name(path: Path) -> str:
 
 
 def _package(module: str) -> str | None:
-    """``harnessfit.eval.runner`` -> ``eval``; a top-level module (``harnessfit.cli``) is its own node."""
+    """``harnessfit.eval.episode_runner`` -> ``eval``; a top-level module (``harnessfit.cli``) is its own node."""
     parts = module.split(".")
     return parts[1] if parts[0] == "harnessfit" and len(parts) > 1 else None
 

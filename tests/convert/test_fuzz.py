@@ -8,7 +8,7 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from harnessfit.convert.runner import convert_unit
+from harnessfit.convert.units import convert_unit
 from harnessfit.core import Conversation, Rejection
 from harnessfit.formats.registry import iter_units
 from harnessfit.harness.card import load_card

@@ -9,7 +9,7 @@ import pytest
 
 from harnessfit.convert import convert_trajectory, gates, to_conversation, validate_conversation
 from harnessfit.convert.draft import Draft
-from harnessfit.convert.gates import GATES, Finding, Gate, split_gates
+from harnessfit.convert.gates import GATES, GateFinding, Gate, split_gates
 from harnessfit.convert.builder import build_draft
 from harnessfit.core import Conversation, Provenance, Reason, Rejection, Step, ToolCall, Trajectory
 from harnessfit.harness.card import load_card
@@ -102,10 +102,10 @@ class GaveUp(Gate):
 
     name = "gave_up"
 
-    def findings(self, draft: Draft) -> Iterator[Finding]:
+    def findings(self, draft: Draft) -> Iterator[GateFinding]:
         for i, step in enumerate(draft.trajectory.steps):
             if step.role == "assistant" and "I give up" in (step.text or ""):
-                yield Finding(i, Reason.aborted_or_error_turn, "the agent gave up", "keep only finished runs")
+                yield GateFinding(i, Reason.aborted_or_error_turn, "the agent gave up", "keep only finished runs")
 
 
 def test_adding_a_gate_is_one_class_and_one_list_entry(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -119,7 +119,7 @@ def test_near_dedup_verdicts_on_real_traces_match_sha1_minhash(traces_dir):
     """On the real traces, every conversation is kept or dropped (and for which kept twin) exactly as with
     datasketch's SHA-1 shingle hashing, the definition used before the arithmetic hashes."""
     from harnessfit.core.conversation import Conversation
-    from harnessfit.convert.runner import iter_convert
+    from harnessfit.convert.units import iter_convert
     from harnessfit.harness.card import load_card
 
     convs = [c for c in iter_convert([traces_dir], load_card(), workers=1) if isinstance(c, Conversation)]

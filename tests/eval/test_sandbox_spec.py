@@ -14,7 +14,7 @@ def test_sandbox_spec_shows_only_what_it_binds(tmp_path):
     host loopback service, and leaves no process behind."""
     import socket
 
-    from harnessfit.eval.runner import run_contained
+    from harnessfit.eval.episode_runner import run_contained
     from harnessfit.eval.sandbox import SandboxSpec
 
     if sandbox_status() != "bwrap":
@@ -46,7 +46,7 @@ def test_every_tmpfs_is_sized_and_the_rlimits_are_set(tmp_path):
     """Fast (no Pi): /tmp, HOME and /dev/shm are tmpfs of the caps' sizes (a write past one ends with ENOSPC),
     /dev itself is read-only, and the file size, process and CPU limits are in force inside."""
     from harnessfit.eval.caps import Caps
-    from harnessfit.eval.runner import run_contained
+    from harnessfit.eval.episode_runner import run_contained
     from harnessfit.eval.sandbox import SandboxSpec
 
     if sandbox_status() != "bwrap":

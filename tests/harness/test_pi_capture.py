@@ -9,7 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from harnessfit.cli import app
-from harnessfit.harness.pi.capture import PROBES, Probe, run_probes
+from harnessfit.harness.pi.capture import PROBES, CaptureProbe, run_probes
 from harnessfit.harness.card import card_path, load_card
 from harnessfit.harness.pi import install_pi
 from harnessfit.harness.versions import NEWEST_PI_VERSION, PI_CARD_VERSIONS
@@ -42,20 +42,22 @@ def test_recapture_of_the_tools_profile_equals_committed_card(version: str, tmp_
 
 # beyond the capture's own probes: more valid calls and more ways to get a call wrong
 EXTRA = [
-    Probe("x_read_offset", "read", '{"path":"hello.txt","offset":2}', True),
-    Probe("x_write_subdir", "write", '{"path":"sub/new.md","content":"# t\\n"}', True),
-    Probe("x_bash_ls", "bash", '{"command":"ls"}', True),
-    Probe("x_edit_extra", "edit", '{"path":"note.txt","edits":[{"oldText":"alpha","newText":"a"}],"extra":true}', False),
-    Probe("x_bash_cmd", "bash", '{"cmd":"ls"}', False),
-    Probe("x_write_list", "write", '{"path":"x.txt","content":["a"]}', False),
-    Probe("x_ls_disabled", "ls", '{"path":"."}', False),
-    Probe("x_command_null", "bash", '{"command":null}', True),
-    Probe("x_limit_empty", "read", '{"path":"hello.txt","limit":""}', True),
-    Probe("x_limit_true", "read", '{"path":"hello.txt","limit":"TRUE"}', True),
-    Probe("x_limit_underscore", "read", '{"path":"hello.txt","limit":"1_0"}', False),
-    Probe("x_limit_list", "read", '{"path":"hello.txt","limit":[1]}', False),
-    Probe("x_limit_word", "read", '{"path":"hello.txt","limit":"ten"}', False),
-    Probe("x_edits_object", "edit", '{"path":"note.txt","edits":{"oldText":"a","newText":"b"}}', True),  # Pi wraps it in a list
+    CaptureProbe("x_read_offset", "read", '{"path":"hello.txt","offset":2}', True),
+    CaptureProbe("x_write_subdir", "write", '{"path":"sub/new.md","content":"# t\\n"}', True),
+    CaptureProbe("x_bash_ls", "bash", '{"command":"ls"}', True),
+    CaptureProbe("x_edit_extra", "edit",
+                 '{"path":"note.txt","edits":[{"oldText":"alpha","newText":"a"}],"extra":true}', False),
+    CaptureProbe("x_bash_cmd", "bash", '{"cmd":"ls"}', False),
+    CaptureProbe("x_write_list", "write", '{"path":"x.txt","content":["a"]}', False),
+    CaptureProbe("x_ls_disabled", "ls", '{"path":"."}', False),
+    CaptureProbe("x_command_null", "bash", '{"command":null}', True),
+    CaptureProbe("x_limit_empty", "read", '{"path":"hello.txt","limit":""}', True),
+    CaptureProbe("x_limit_true", "read", '{"path":"hello.txt","limit":"TRUE"}', True),
+    CaptureProbe("x_limit_underscore", "read", '{"path":"hello.txt","limit":"1_0"}', False),
+    CaptureProbe("x_limit_list", "read", '{"path":"hello.txt","limit":[1]}', False),
+    CaptureProbe("x_limit_word", "read", '{"path":"hello.txt","limit":"ten"}', False),
+    CaptureProbe("x_edits_object", "edit",
+                 '{"path":"note.txt","edits":{"oldText":"a","newText":"b"}}', True),  # Pi wraps it in a list
 ]
 
 

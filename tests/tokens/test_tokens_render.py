@@ -7,7 +7,7 @@ import pytest
 from harnessfit.core.records import SFTRecord
 from harnessfit.models import load_tokenizer
 from harnessfit.models.templates import chatml_tools_template
-from harnessfit.tokens import Problem, RecordError, Violation, render_many, render_record
+from harnessfit.tokens import MaskViolation, Problem, RecordError, render_many, render_record
 from _helpers.sft import SYSTEM, call, conversation_records, record
 
 
@@ -68,7 +68,7 @@ def test_planted_double_encoded_arguments(tok) -> None:
                              {"role": "assistant", "content": None,
                               "tool_calls": [call("c1", "read", '"{\\"path\\":\\"a.txt\\"}"')]}))
     r = render_record(tok, rec)
-    assert Violation.double_encoded_arguments in r.violations
+    assert MaskViolation.double_encoded_arguments in r.violations
     assert '"arguments": "{\\"path' in r.text
 
 
@@ -79,17 +79,17 @@ def test_planted_think_in_labels(tok) -> None:
         "{%- generation %}", "{%- generation %}{{- '\\n<think>\\nplan first\\n</think>' }}")
     rec = SFTRecord(**conversation_records(1)[0])
     r = render_record(_with_template(tok, thinking), rec)
-    assert Violation.think_in_labels in r.violations
-    assert Violation.think_in_labels not in render_record(_with_template(tok, thinking), rec,
-                                                          think_in_labels=True).violations
+    assert MaskViolation.think_in_labels in r.violations
+    assert MaskViolation.think_in_labels not in render_record(_with_template(tok, thinking), rec,
+                                                              think_in_labels=True).violations
     # an empty think pair (Qwen3's "no thinking" marker) carries no thought: allowed
     empty = chatml_tools_template().replace(
         "{%- generation %}", "{%- generation %}{{- '\\n<think>\\n\\n</think>' }}")
-    assert Violation.think_in_labels not in render_record(_with_template(tok, empty), rec).violations
+    assert MaskViolation.think_in_labels not in render_record(_with_template(tok, empty), rec).violations
     # a thought in the middle of the data's text is caught
     mid = dict(conversation_records(1)[0])
     mid["action"] = {"role": "assistant", "content": "Reading it. <think>the user is wrong</think> Done."}
-    assert Violation.think_in_labels in render_record(tok, SFTRecord(**mid)).violations
+    assert MaskViolation.think_in_labels in render_record(tok, SFTRecord(**mid)).violations
     # thinking in the data is dropped from labels unless asked for
     data = dict(conversation_records(1)[0])
     data["action"] = {**data["action"], "reasoning_content": "I should read f0."}
@@ -106,7 +106,7 @@ def test_planted_missing_end_of_turn(tok) -> None:
         "{{- '\\n' }}\n        {%- endif %}\n        {%- endgeneration %}")
     assert broken != chatml_tools_template()
     r = render_record(_with_template(tok, broken), SFTRecord(**conversation_records(1)[0]))
-    assert Violation.missing_end_of_turn in r.violations
+    assert MaskViolation.missing_end_of_turn in r.violations
 
 
 def test_planted_prompt_in_loss(tok) -> None:
@@ -114,7 +114,7 @@ def test_planted_prompt_in_loss(tok) -> None:
     no_gen_prompt = chatml_tools_template().replace("{{- '<|im_start|>assistant\\n' }}", "{{- '' }}")
     assert no_gen_prompt != chatml_tools_template()
     r = render_record(_with_template(tok, no_gen_prompt), SFTRecord(**conversation_records(1)[0]))
-    assert Violation.prompt_in_loss in r.violations
+    assert MaskViolation.prompt_in_loss in r.violations
     assert "<|im_start|>assistant" in _labels(tok, r)
 
 
@@ -123,7 +123,7 @@ def test_planted_prefix_instability(tok) -> None:
     unstable = chatml_tools_template().replace("{{- messages[0]['content'] }}",
                                                "{{- messages[0]['content'] + ' (' + messages|length|string + ')' }}")
     r = render_record(_with_template(tok, unstable), SFTRecord(**conversation_records(1)[0]))
-    assert Violation.prefix_unstable in r.violations and Violation.prompt_in_loss in r.violations
+    assert MaskViolation.prefix_unstable in r.violations and MaskViolation.prompt_in_loss in r.violations
 
 
 def test_template_error_is_a_problem(tok) -> None:

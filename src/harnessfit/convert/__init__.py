@@ -21,15 +21,10 @@ The nouns it produces (``Conversation``, ``Rejection``, ``Reason``) live in ``ha
 from __future__ import annotations
 
 from harnessfit.convert.gates import GATES, Gate
-from harnessfit.convert.ledger import (
-    Accounting,
-    AccountingError,
-    ConvertSummary,
-    FileAccount,
-    convert,
-    write_ledger_summary,
-)
-from harnessfit.convert.runner import (
+from harnessfit.convert.ledger import Accounting, AccountingError, FileAccount, write_ledger_summary
+from harnessfit.convert.policy import DEFAULT_UI_TOOLS, ConvertPolicy
+from harnessfit.convert.run import ConvertSummary, convert
+from harnessfit.convert.units import (
     EncodedUnit,
     UnitResult,
     encode_unit,
@@ -37,7 +32,6 @@ from harnessfit.convert.runner import (
     iter_encoded_units,
     iter_unit_results,
 )
-from harnessfit.convert.policy import DEFAULT_UI_TOOLS, ConvertPolicy
 from harnessfit.convert.validate import validate_conversation
 from harnessfit.convert.wire import Outcome, convert_trajectory, to_conversation
 from harnessfit.convert.yields import YieldReport, write_yield

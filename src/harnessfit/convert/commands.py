@@ -33,7 +33,7 @@ def _convert_cmd(
     from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn, TransferSpeedColumn
     from rich.table import Table
 
-    from harnessfit.convert.ledger import convert
+    from harnessfit.convert.run import convert
     from harnessfit.convert.policy import FIDELITY_TIERS, ConvertPolicy
     from harnessfit.core.rejection import Reason
     from harnessfit.errors import UserError

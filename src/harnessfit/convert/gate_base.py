@@ -1,4 +1,4 @@
-"""What a gate is: the ``Finding`` it lists, the ``Gate`` base class (and two shapes of it: a reader flag, several
+"""What a gate is: the ``GateFinding`` it lists, the ``Gate`` base class (and two shapes of it: a reader flag, several
 reasons with a precedence), and the ledger row a gate's findings make. The gates themselves, their order and what a
 ``cut`` means are in ``convert.gates``."""
 
@@ -12,11 +12,11 @@ from typing import ClassVar
 from harnessfit.convert.draft import Draft
 from harnessfit.core.rejection import Reason, Rejection, reject
 
-__all__ = ["Finding", "FlagGate", "Gate", "PrecedenceGate", "blocking_summary", "rejection_of"]
+__all__ = ["GateFinding", "FlagGate", "Gate", "PrecedenceGate", "blocking_summary", "rejection_of"]
 
 
 @dataclass(frozen=True, slots=True)
-class Finding:
+class GateFinding:
     """One problem a gate found: at trajectory step ``step`` (``None``: the trajectory as a whole), why, the source
     ``tool`` it is about (``None`` when it is about no call), and ``cut``: the first step it makes unusable
     (``None``: it limits no label; see the module docstring)."""
@@ -39,10 +39,10 @@ class Gate(ABC):
     before_build: ClassVar[bool] = False
 
     @abstractmethod
-    def findings(self, draft: Draft) -> Iterator[Finding]:
+    def findings(self, draft: Draft) -> Iterator[GateFinding]:
         """Every problem this gate sees, in the order the builder met them."""
 
-    def verdict(self, findings: Sequence[Finding]) -> Finding:
+    def verdict(self, findings: Sequence[GateFinding]) -> GateFinding:
         """The finding that names the ledger row (``findings`` is non-empty): by default the first."""
         return findings[0]
 
@@ -64,12 +64,12 @@ class FlagGate(Gate):
     def cut(self, draft: Draft) -> int | None:
         return 0
 
-    def findings(self, draft: Draft) -> Iterator[Finding]:
+    def findings(self, draft: Draft) -> Iterator[GateFinding]:
         if self.flag in draft.trajectory.flags:
-            yield Finding(None, self.reason, self.detail, self.hint, cut=self.cut(draft))
+            yield GateFinding(None, self.reason, self.detail, self.hint, cut=self.cut(draft))
 
 
-def _by_precedence(findings: Sequence[Finding], order: Sequence[Reason]) -> Finding:
+def _by_precedence(findings: Sequence[GateFinding], order: Sequence[Reason]) -> GateFinding:
     """The first finding of the reason that comes first in ``order`` (reasons not in it come last)."""
     rank = {r: i for i, r in enumerate(order)}
     return min(findings, key=lambda f: rank.get(f.reason, len(rank)))
@@ -80,11 +80,11 @@ class PrecedenceGate(Gate):
 
     precedence: ClassVar[tuple[Reason, ...]]
 
-    def verdict(self, findings: Sequence[Finding]) -> Finding:
+    def verdict(self, findings: Sequence[GateFinding]) -> GateFinding:
         return _by_precedence(findings, self.precedence)
 
 
-def blocking_summary(findings: Sequence[Finding]) -> str:
+def blocking_summary(findings: Sequence[GateFinding]) -> str:
     """Every blocking call with its count, by reason then tool, in first-seen order: ``"unsupported_tool: Glob ×3,
     Grep ×1; unmappable_result: Bash ×2"`` (findings about no call are left out)."""
     by_reason: dict[Reason, dict[str, int]] = {}
@@ -96,7 +96,7 @@ def blocking_summary(findings: Sequence[Finding]) -> str:
                      for r, tools in by_reason.items())
 
 
-def rejection_of(draft: Draft, gate: Gate, own: Sequence[Finding], every: Sequence[Finding], *,
+def rejection_of(draft: Draft, gate: Gate, own: Sequence[GateFinding], every: Sequence[GateFinding], *,
                  calls: int | None = None, labels: int | None = None) -> Rejection:
     """The ledger row ``gate`` makes from its findings ``own``: the verdict's reason and hint, its detail, and, when
     the trajectory has more than one blocking call, every one of them with its count (``every``)."""

@@ -9,7 +9,7 @@ Gates marked ``before_build`` look at the trajectory alone; they come first and 
 rejected side branch costs no mapping work.
 
 **Cuts: what an exact prefix is.** Every assistant turn before the first problem is an exact action in an exact
-context, so it is a training label even when the trajectory as a whole is rejected. ``Finding.cut`` is the index of
+context, so it is a training label even when the trajectory as a whole is rejected. ``GateFinding.cut`` is the index of
 the first trajectory step the problem makes unusable; the labels are the assistant turns at steps ``< min(cut)``:
 
 - a problem in a *call* (unsupported, unmappable arguments, invalid, a UI-only call that cannot be dropped, a call
@@ -37,11 +37,11 @@ from collections.abc import Iterator, Sequence
 from typing import ClassVar
 
 from harnessfit.convert.draft import Draft
-from harnessfit.convert.gate_base import Finding, FlagGate, Gate, PrecedenceGate, blocking_summary, rejection_of
+from harnessfit.convert.gate_base import FlagGate, Gate, GateFinding, PrecedenceGate, blocking_summary, rejection_of
 from harnessfit.core.rejection import Reason
 
 __all__ = [
-    "Finding",
+    "GateFinding",
     "Gate",
     "FlagGate",
     "LinesLost",
@@ -95,11 +95,12 @@ class Empty(Gate):
 
     name, before_build = "empty", True
 
-    def findings(self, draft: Draft) -> Iterator[Finding]:
+    def findings(self, draft: Draft) -> Iterator[GateFinding]:
         roles = {s.role for s in draft.trajectory.steps}
         for role in ("user", "assistant"):
             if role not in roles:
-                yield Finding(None, Reason.empty, f"no {role} message", "a conversation needs a prompt and an answer")
+                yield GateFinding(None, Reason.empty, f"no {role} message",
+                                  "a conversation needs a prompt and an answer")
                 return
 
 
@@ -119,11 +120,11 @@ class Subagent(FlagGate):
     detail = "a sub-agent run whose prompt is no request of a user or parent agent"
     hint = "keep only sub-agent runs that open with the prompt their parent wrote"
 
-    def findings(self, draft: Draft) -> Iterator[Finding]:
+    def findings(self, draft: Draft) -> Iterator[GateFinding]:
         if self.flag in draft.trajectory.flags:
             why = next((t.split(":", 1)[1] for t in draft.trajectory.provenance.transformations
                         if t.startswith("subagent:")), "")
-            yield Finding(None, self.reason, f"{self.detail}: {why}" if why else self.detail, self.hint, cut=0)
+            yield GateFinding(None, self.reason, f"{self.detail}: {why}" if why else self.detail, self.hint, cut=0)
 
 
 class ForeignTools(FlagGate):
@@ -134,12 +135,12 @@ class ForeignTools(FlagGate):
     detail = "the conversation offers tools Pi lacks, so every answer was written with them on offer"
     hint = "keep only conversations whose tool list is Pi's read/bash/edit/write (or that declare no tools)"
 
-    def findings(self, draft: Draft) -> Iterator[Finding]:
+    def findings(self, draft: Draft) -> Iterator[GateFinding]:
         if self.flag in draft.trajectory.flags:
             names = next((t.split(":", 1)[1] for t in draft.trajectory.provenance.transformations
                           if t.startswith("foreign_tools:")), "")
             detail = self.detail + (f" ({names.replace(',', ', ')})" if names else "")
-            yield Finding(None, self.reason, detail, self.hint, cut=0)
+            yield GateFinding(None, self.reason, detail, self.hint, cut=0)
 
 
 class MappingFailed(PrecedenceGate):
@@ -155,13 +156,13 @@ class MappingFailed(PrecedenceGate):
                   Reason.arguments_double_encoded, Reason.schema_violation, Reason.aborted_or_error_turn,
                   Reason.unmappable_result, Reason.image_content, Reason.subagent)
 
-    def findings(self, draft: Draft) -> Iterator[Finding]:
+    def findings(self, draft: Draft) -> Iterator[GateFinding]:
         notes = sorted([(n.step, 0, n) for n in draft.failed_calls] + [(n.step, 1, n) for n in draft.failed_results],
                        key=lambda t: (t[0], t[1]))
         for step, is_result, note in notes:
             f = note.failure
-            yield Finding(step, f.reason, f.detail, f.repair_hint, cut=step + 1 if is_result else step,
-                          tool=note.call.name)
+            yield GateFinding(step, f.reason, f.detail, f.repair_hint, cut=step + 1 if is_result else step,
+                              tool=note.call.name)
 
 
 class HarnessVersionMismatch(Gate):
@@ -174,13 +175,13 @@ class HarnessVersionMismatch(Gate):
 
     name = "harness_version_mismatch"
 
-    def findings(self, draft: Draft) -> Iterator[Finding]:
+    def findings(self, draft: Draft) -> Iterator[GateFinding]:
         for note in draft.version_mismatches:
-            yield Finding(note.step, Reason.harness_version_mismatch,
-                          f"{note.section} differ: {note.detail}; session recorded by {note.recorded}",
-                          "convert for the Pi that recorded the session (--harness pi@VERSION), or re-record the "
-                          "task with the target Pi (`harnessfit synth --harness`)",
-                          cut=note.step if note.section == "tools" else note.step + 1, tool=note.name)
+            yield GateFinding(note.step, Reason.harness_version_mismatch,
+                              f"{note.section} differ: {note.detail}; session recorded by {note.recorded}",
+                              "convert for the Pi that recorded the session (--harness pi@VERSION), or re-record the "
+                              "task with the target Pi (`harnessfit synth --harness`)",
+                              cut=note.step if note.section == "tools" else note.step + 1, tool=note.name)
 
 
 _VIOLATION_REASONS = {"unknown_tool": Reason.unsupported_tool,
@@ -193,7 +194,7 @@ class InvalidCall(PrecedenceGate):
     name = "invalid_call"
     precedence = (Reason.unsupported_tool, Reason.arguments_double_encoded, Reason.schema_violation)
 
-    def findings(self, draft: Draft) -> Iterator[Finding]:
+    def findings(self, draft: Draft) -> Iterator[GateFinding]:
         for note in draft.invalid_calls:
             v = note.violation
             reason = _VIOLATION_REASONS.get(v.code, Reason.schema_violation)
@@ -207,7 +208,7 @@ class InvalidCall(PrecedenceGate):
             else:
                 detail = f"{note.name}: {v.code}: {v.detail}"
                 hint = f"Pi refuses this {note.name} call ({v.code}): it is no label; keep the session up to it"
-            yield Finding(note.step, reason, detail, hint, cut=note.step, tool=tool)
+            yield GateFinding(note.step, reason, detail, hint, cut=note.step, tool=tool)
 
 
 class OrphanToolResult(Gate):
@@ -216,11 +217,11 @@ class OrphanToolResult(Gate):
     name = "orphan_tool_result"
     _WHERE = {"start": "before any call", "user": "follows a user message", "turn": "answers no call of its turn"}
 
-    def findings(self, draft: Draft) -> Iterator[Finding]:
+    def findings(self, draft: Draft) -> Iterator[GateFinding]:
         for note in draft.orphan_results:
-            yield Finding(note.step, Reason.orphan_tool_result,
-                          f"tool result {note.call_id!r} at step {note.step} {self._WHERE[note.after]}",
-                          "pair every tool result with the call it answers", cut=note.step)
+            yield GateFinding(note.step, Reason.orphan_tool_result,
+                              f"tool result {note.call_id!r} at step {note.step} {self._WHERE[note.after]}",
+                              "pair every tool result with the call it answers", cut=note.step)
 
 
 class TurnAfterAnswer(Gate):
@@ -231,7 +232,7 @@ class TurnAfterAnswer(Gate):
 
     name = "turn_after_answer"
 
-    def findings(self, draft: Draft) -> Iterator[Finding]:
+    def findings(self, draft: Draft) -> Iterator[GateFinding]:
         if draft.trajectory.source == "pi":
             return
         msgs, steps, source = draft.messages, draft.message_steps, draft.trajectory.steps
@@ -240,10 +241,11 @@ class TurnAfterAnswer(Gate):
             # an answer: the source turn made no call (a turn whose calls failed is another gate's finding)
             if m["role"] == "assistant" and prev["role"] == "assistant" and "tool_calls" not in prev \
                     and not source[steps[k - 1]].tool_calls:
-                yield Finding(steps[k], Reason.turn_after_answer,
-                              f"the assistant turn at step {steps[k]} follows an answer with no user message between",
-                              "Pi ends a run with an answer: keep the session up to the answer, or split it there",
-                              cut=steps[k])
+                yield GateFinding(steps[k], Reason.turn_after_answer,
+                                  f"the assistant turn at step {steps[k]} follows an answer with no user message "
+                                  "between",
+                                  "Pi ends a run with an answer: keep the session up to the answer, or split it there",
+                                  cut=steps[k])
 
 
 class MissingToolResult(Gate):
@@ -256,7 +258,7 @@ class MissingToolResult(Gate):
     name = "missing_tool_result"
     PI_REPLAYED: ClassVar[frozenset[str]] = frozenset({"pi"})
 
-    def findings(self, draft: Draft) -> Iterator[Finding]:
+    def findings(self, draft: Draft) -> Iterator[GateFinding]:
         traj = draft.trajectory
         if traj.source in self.PI_REPLAYED:
             return
@@ -264,10 +266,10 @@ class MissingToolResult(Gate):
             later = any(s.role == "assistant" and s.stop_reason not in ("aborted", "error")
                         for s in traj.steps[note.step + 1:])
             if later:
-                yield Finding(note.step, Reason.missing_tool_result, f"call {note.call.id!r} ({note.call.name}) has "
-                              "no result in the trace, and the agent's next turn was made after seeing one",
-                              "the call is kept as a label; re-export the trace with its tool results to keep the "
-                              "turns after it", cut=note.step + 1, tool=note.call.name)
+                yield GateFinding(note.step, Reason.missing_tool_result,
+                                  f"call {note.call.id!r} ({note.call.name}) has no result in the trace, and the agent's next turn was made after seeing one",
+                                  "the call is kept as a label; re-export the trace with its tool results to keep the "
+                                  "turns after it", cut=note.step + 1, tool=note.call.name)
 
 
 class UserRejectedTool(Gate):
@@ -277,15 +279,15 @@ class UserRejectedTool(Gate):
 
     name = "user_rejected_tool"
 
-    def findings(self, draft: Draft) -> Iterator[Finding]:
+    def findings(self, draft: Draft) -> Iterator[GateFinding]:
         hint = "Pi has no approval step: the calls before the refused one are kept"
         for note in draft.user_rejections:
-            yield Finding(note.step, Reason.user_rejected_call,
-                          f"the user refused {note.call.name} call {note.call.id!r} (its result at step "
-                          f"{note.result_step})", hint, cut=note.step, tool=note.call.name)
+            yield GateFinding(note.step, Reason.user_rejected_call,
+                              f"the user refused {note.call.name} call {note.call.id!r} (its result at step "
+                              f"{note.result_step})", hint, cut=note.step, tool=note.call.name)
         if not draft.user_rejections and "user_rejected_tool" in draft.trajectory.flags:
-            yield Finding(None, Reason.user_rejected_call, "the user refused a tool call (the step is unknown)", hint,
-                          cut=0)
+            yield GateFinding(None, Reason.user_rejected_call, "the user refused a tool call (the step is unknown)",
+                              hint, cut=0)
 
 
 class ImageContent(Gate):
@@ -293,15 +295,15 @@ class ImageContent(Gate):
 
     name = "image_content"
 
-    def findings(self, draft: Draft) -> Iterator[Finding]:
+    def findings(self, draft: Draft) -> Iterator[GateFinding]:
         for note in draft.images:
             if note.where == "user":
-                yield Finding(note.step, Reason.image_content, f"user message at step {note.step} holds {note.count} "
-                              "image(s)", "remove the images or convert for a vision-capable model", cut=note.step)
+                yield GateFinding(note.step, Reason.image_content,
+                                  f"user message at step {note.step} holds {note.count} image(s)", "remove the images or convert for a vision-capable model", cut=note.step)
             else:
-                yield Finding(note.step, Reason.image_content, f"tool result at step {note.step} holds {note.count} "
-                              "image(s)", "drop the image result or convert for a vision-capable model",
-                              cut=note.step)
+                yield GateFinding(note.step, Reason.image_content,
+                                  f"tool result at step {note.step} holds {note.count} image(s)", "drop the image result or convert for a vision-capable model",
+                                  cut=note.step)
 
 
 class NoFinalResponse(Gate):
@@ -310,13 +312,13 @@ class NoFinalResponse(Gate):
 
     name = "no_final_response"
 
-    def findings(self, draft: Draft) -> Iterator[Finding]:
+    def findings(self, draft: Draft) -> Iterator[GateFinding]:
         last = draft.messages[-1]
         if last["role"] != "assistant" or "tool_calls" in last or not last.get("content"):
             what = "a call with no answer after it" if last["role"] == "assistant" else f"a {last['role']} message"
-            yield Finding(None, Reason.no_final_response, f"the conversation ends with {what}, not an answer",
-                          "the actions are kept as labels; only a session that ends with the agent's answer is a "
-                          "conversation", cut=None)
+            yield GateFinding(None, Reason.no_final_response, f"the conversation ends with {what}, not an answer",
+                              "the actions are kept as labels; only a session that ends with the agent's answer is a "
+                              "conversation", cut=None)
 
 
 GATES: tuple[Gate, ...] = (
@@ -350,7 +352,7 @@ def split_gates(gates: Sequence[Gate]) -> tuple[Sequence[Gate], Sequence[Gate]]:
     return gates[:n], gates[n:]
 
 
-def all_findings(draft: Draft, gates: Sequence[Gate]) -> list[tuple[Gate, list[Finding]]]:
+def all_findings(draft: Draft, gates: Sequence[Gate]) -> list[tuple[Gate, list[GateFinding]]]:
     """Every gate of ``gates`` that found something, in order, with its findings."""
     out = []
     for gate in gates:

@@ -55,7 +55,7 @@ from typing import Any
 from harnessfit.convert import gates
 from harnessfit.convert.builder import DEFAULT_CWD, DEFAULT_DATE, DEFAULT_POLICY, build_draft
 from harnessfit.convert.draft import Draft
-from harnessfit.convert.gates import Finding, all_findings, rejection_of, split_gates
+from harnessfit.convert.gates import GateFinding, all_findings, rejection_of, split_gates
 from harnessfit.convert.policy import ConvertPolicy
 from harnessfit.convert.validate import card_wire_tools
 from harnessfit.convert.yields import CallFates, call_fates
@@ -109,7 +109,7 @@ def _prefix(draft: Draft, cut: int | None) -> tuple[list[dict[str, Any]], int, i
 def convert_trajectory(traj: Trajectory, card: HarnessCard, *, install_dir: str | None = None,
                        policy: ConvertPolicy = DEFAULT_POLICY) -> Outcome:
     """Convert one trajectory with ``card``: every gate runs; the first (in ``GATES`` order) that finds something
-    names the ledger row, and the first problem by position (the smallest ``Finding.cut``) ends the exact prefix.
+    names the ledger row, and the first problem by position (the smallest ``GateFinding.cut``) ends the exact prefix.
 
     ``install_dir`` is the harness folder the system prompt names; ``None`` = ``card.default_install_dir()`` (where
     ``harnessfit harness install`` puts Pi on this machine, so prompts equal what Pi sends here)."""
@@ -121,7 +121,7 @@ def convert_trajectory(traj: Trajectory, card: HarnessCard, *, install_dir: str 
         found_all = early + all_findings(draft, after_build)
     else:
         found_all = early
-    findings: list[Finding] = [f for _, found in found_all for f in found]
+    findings: list[GateFinding] = [f for _, found in found_all for f in found]
     cuts = [f.cut for f in findings if f.cut is not None]
     cut = min(cuts) if cuts else None
     fates = call_fates(traj, findings, cut, draft.dropped_calls if draft is not None else [],

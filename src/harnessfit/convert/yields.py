@@ -53,7 +53,7 @@ from harnessfit.core.rejection import Reason
 
 if TYPE_CHECKING:
     from harnessfit.convert.draft import CallDropped
-    from harnessfit.convert.gates import Finding
+    from harnessfit.convert.gates import GateFinding
     from harnessfit.core.trajectory import Trajectory
 
 __all__ = ["CallFates", "call_fates", "FileYield", "YieldReport", "render_yield", "write_yield", "LABEL",
@@ -93,15 +93,15 @@ class CallFates:
         return sum(1 for f in self.fates if f == LABEL)
 
 
-def _kind(f: Finding) -> Kind:
+def _kind(f: GateFinding) -> Kind:
     return (f.reason.value, f.tool)
 
 
-def call_fates(traj: Trajectory, findings: Sequence[Finding], cut: int | None,
+def call_fates(traj: Trajectory, findings: Sequence[GateFinding], cut: int | None,
                dropped: Sequence[CallDropped], recorded: str | None = None, altered: Sequence[int] = ()) -> CallFates:
-    """The fate of every source call of ``traj`` given the gates' ``findings`` (``cut``: the smallest ``Finding.cut``,
-    ``None`` when no finding limits the labels) and the calls the builder dropped; ``recorded``: a Pi session's
-    recording Pis (``CallFates.at_recorder`` is then filled); ``altered``: the steps of results on the wire rendered
+    """The fate of every source call of ``traj`` given the gates' ``findings`` (``cut``: the smallest
+    ``GateFinding.cut``, ``None`` when no finding limits the labels) and the calls the builder dropped; ``recorded``: a
+    Pi session's recording Pis (``CallFates.at_recorder`` is then filled); ``altered``: the steps of results on the wire rendered
     from altered output (a label after one is of tier ``content``)."""
     out = CallFates(side_branch="side_branch" in traj.flags, recorded=recorded)
     drops = {(d.step, d.index): d.policy for d in dropped} if dropped else None
@@ -177,7 +177,7 @@ def _content_labels(traj: Trajectory, first: int, fates: Sequence[str]) -> list[
     return out + [False] * (len(fates) - len(out))
 
 
-def _at_recorder(traj: Trajectory, cutting: Sequence[Finding], fates: Sequence[str]) -> list[bool]:
+def _at_recorder(traj: Trajectory, cutting: Sequence[GateFinding], fates: Sequence[str]) -> list[bool]:
     """Per call (in ``call_fates``' order): a label once the ``harness_version_mismatch`` findings are gone."""
     mismatch = Reason.harness_version_mismatch
     rest = min((f.cut for f in cutting if f.reason != mismatch), default=None)  # type: ignore[type-var]

@@ -32,7 +32,7 @@ from harnessfit.dataset.probe import measure_false_positive_rate, measure_plante
 from harnessfit.dataset.redact import Redactor, Scrubber
 from harnessfit.dataset.sink import MANIFEST_FORMAT, Sink
 from harnessfit.dataset.split import assign_splits, check_no_overlap
-from harnessfit.dataset.stages import Judge, Settings, records
+from harnessfit.dataset.stages import Collector, Settings, records
 from harnessfit.errors import UserError
 from harnessfit.harness.card import HarnessCard, load_harness
 from harnessfit.core.jsonio import sha256_file
@@ -176,58 +176,59 @@ def _run_build(config: BuildConfig, base_dir: Path, sink: Sink, *, out_dir: Path
         input_rows = input_rows_of(files, out_dir, sink.scrubber)
     settings = Settings(card=card, install_dir=install_dir, redaction=redaction, dedup=dedup,
                         policy=config.convert.policy(config.fidelity))
-    judge = Judge(Deduper(**dedup), clock, freeze_every=_FREEZE_EVERY if freeze else 0, fidelity=config.fidelity)
+    collector = Collector(Deduper(**dedup), clock, freeze_every=_FREEZE_EVERY if freeze else 0,
+                          fidelity=config.fidelity)
     with Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                   TimeElapsedColumn(), disable=not progress, transient=True) as bar:
         task = bar.add_task("read → convert → redact → dedup", total=None)
         groups = _unit_groups(inputs) if items is None else None
         for row in records(groups, items, settings, config.workers, clock):
-            judge.take(row)
+            collector.take(row)
             bar.advance(task)
-        judge.accounting.check()
+        collector.accounting.check()
         with clock("split"):
             ratios = config.split.ratios()
             # the exact prefixes' root requests too: a task never crosses splits, whether complete or not
             # a sub-agent's run goes with the session that spawned it (``split``: joined groups)
-            assignment = assign_splits([*(g for _, g, _, _ in judge.spool), *judge.prefixes.groups()], ratios,
-                                       config.split.seed, joined=judge.joined())
+            assignment = assign_splits([*(g for _, g, _, _ in collector.spool), *collector.prefixes.groups()], ratios,
+                                       config.split.seed, joined=collector.joined())
             split_groups = {s: {g for g, a in assignment.items() if a == s} for s in ratios}
             check_no_overlap(split_groups)
             overlap = sum(1 for g in assignment if sum(g in gs for gs in split_groups.values()) > 1)
         with clock("export"):
-            per_split, kept_by_source = write_exports(sink, judge.spool, assignment, split_groups,
-                                                      parquet=config.parquet, bar=bar, prefixes=judge.prefixes,
+            per_split, kept_by_source = write_exports(sink, collector.spool, assignment, split_groups,
+                                                      parquet=config.parquet, bar=bar, prefixes=collector.prefixes,
                                                       tiers=config.fidelity == "content")
     with clock("manifest"):
         splits = {"seed": config.split.seed, "ratios": ratios, "group_overlap": overlap, "per_split": per_split}
-        manifest = _finish(sink, config, judge, inputs, out_dir, input_rows, card_info, splits, kept_by_source,
+        manifest = _finish(sink, config, collector, inputs, out_dir, input_rows, card_info, splits, kept_by_source,
                            redaction, with_yield=items is None)
     seconds, cpu_seconds = clock.rounded()
     return BuildReport(manifest=manifest, seconds=seconds, cpu_seconds=cpu_seconds,
                        input_bytes=sum(r["bytes"] for r in input_rows))
 
 
-def _finish(sink: Sink, config: BuildConfig, judge: Judge, inputs: list[InputSpec], out_dir: Path,
+def _finish(sink: Sink, config: BuildConfig, collector: Collector, inputs: list[InputSpec], out_dir: Path,
             input_rows: list[dict[str, Any]], card_info: dict[str, Any], splits: dict[str, Any],
             kept_by_source: Counter[str], redaction: dict[str, Any] | None, *, with_yield: bool) -> dict[str, Any]:
     """Write the ledger, its summary, the per-call yield (``with_yield``: the build read the inputs itself), the
     dataset card and the manifest; return the manifest."""
-    acc = judge.accounting
+    acc = collector.accounting
     lf = sink.open("ledger.jsonl")
-    for rej in judge.ledger:
+    for rej in collector.ledger:
         lf.mark(rej.record_id)
         lf.write(orjson.dumps(rej.model_dump(mode="json")) + b"\n")
     lf.close()
     reasons = dict(sorted(acc.reasons().items()))
-    by_source = Counter(r.source for r in judge.ledger)
+    by_source = Counter(r.source for r in collector.ledger)
     summary = {"read": acc.read, "accepted": acc.accepted, "rejected": acc.rejected, "by_reason": reasons,
                "by_source": dict(sorted(by_source.items()))}
     _write_whole(sink, "ledger_summary.json", orjson.dumps(summary, option=orjson.OPT_INDENT_2) + b"\n")
     if with_yield:  # the conversion's per-call accounting, beside the ledger
-        yield_json, yield_md = render_yield(judge.yields)
+        yield_json, yield_md = render_yield(collector.yields)
         _write_whole(sink, "yield.json", yield_json)
         _write_whole(sink, "yield.md", yield_md.encode("utf-8"))
-    found, replaced = judge.found + judge.prefixes.found, judge.replaced + judge.prefixes.replaced
+    found, replaced = collector.found + collector.prefixes.found, collector.replaced + collector.prefixes.replaced
 
     probe_redactor = Redactor(**redaction) if redaction is not None else None
     fp = measure_false_positive_rate(probe_redactor) if probe_redactor is not None else None
@@ -248,12 +249,12 @@ def _finish(sink: Sink, config: BuildConfig, judge: Judge, inputs: list[InputSpe
         "inputs": input_rows,
         "counts": {
             "read": acc.read, "converted": acc.accepted + acc.dropped, "rejected_convert": acc.rejected - acc.dropped,
-            "redacted_conversations": judge.redacted, "duplicate_exact": reasons.get("duplicate_exact", 0),
+            "redacted_conversations": collector.redacted, "duplicate_exact": reasons.get("duplicate_exact", 0),
             "duplicate_near": reasons.get("duplicate_near", 0), "kept": acc.accepted,
             "rejected_by_reason": reasons, "kept_by_source": dict(sorted(kept_by_source.items())),
-            "prefixes": judge.prefixes.summary(splits["per_split"]),
+            "prefixes": collector.prefixes.summary(splits["per_split"]),
         },
-        "yield": _yield_summary(judge.yields) if with_yield else None,
+        "yield": _yield_summary(collector.yields) if with_yield else None,
         "splits": splits,
         "redaction": {"enabled": redaction is not None, "found": dict(sorted(found.items())),
                       "replaced": dict(sorted(replaced.items())),

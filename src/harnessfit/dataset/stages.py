@@ -1,5 +1,5 @@
 """The build's record stages: convert → sign → redact (per record, in worker processes when asked) → dedup (in
-order, in this process). The rest of the build (split, export, manifest) works on what ``Judge`` keeps.
+order, in this process). The rest of the build (split, export, manifest) works on what ``Collector`` keeps.
 
 - ``Redact.run`` — the per-record work: each conversation's exact key and MinHash *as read* (32 per compiled
   call), redaction, a new signature when redaction changed something, and its JSON line. A conversation whose
@@ -7,9 +7,9 @@ order, in this process). The rest of the build (split, export, manifest) works o
   verdict (``Deduper.check_signed``'s ``raw_key``), whatever redaction would make of it.
 - ``records`` — that work over the inputs, in this process or in workers (one pool, ``pipeline.ordered_map``,
   each worker converting and redacting whole units); rows come back in input order either way.
-- ``Judge`` — in order: accounting, the dedup verdict, the ledger, and the kept conversations' lines (the spool);
+- ``Collector`` — in order: accounting, the dedup verdict, the ledger, and the kept conversations' lines (the spool);
   beside the records, each unit's exact prefixes of rejected trajectories (``dataset.prefixes``: redacted here,
-  deduplicated and spooled by the judge) and its per-call accounting (``convert.yields.FileYield``).
+  deduplicated and spooled by the collector) and its per-call accounting (``convert.yields.FileYield``).
 
 Every stage's seconds go to one ``StageClock`` (workers send theirs with their rows).
 """
@@ -32,14 +32,14 @@ from harnessfit.convert.policy import ConvertPolicy
 from harnessfit.convert.wire import DEFAULT_POLICY
 from harnessfit.convert.yields import FileYield, YieldReport
 from harnessfit.core.rejection import Rejection
-from harnessfit.convert.runner import convert_unit, units_per_task
+from harnessfit.convert.units import convert_unit, units_per_task
 from harnessfit.dataset.prefixes import Prefix, PrefixRow, PrefixSpool
 from harnessfit.dataset.dedup import Deduper, Signature
 from harnessfit.dataset.redact import Redactor
 from harnessfit.pipeline import StageClock, ordered_map
 from harnessfit.formats.registry import Unit
 
-__all__ = ["Settings", "Converted", "Redact", "records", "Judge", "SIGN_BATCH"]
+__all__ = ["Settings", "Converted", "Redact", "records", "Collector", "SIGN_BATCH"]
 
 SIGN_BATCH = 32  # conversations signed per compiled call (a call has a fixed cost)
 
@@ -159,7 +159,7 @@ def records(groups: list[tuple[list[str] | None, list[Unit]]] | None, items: Ite
         yield from rows
 
 
-class Judge:
+class Collector:
     """The in-order stage: counts every record (``accounting``), asks ``deduper`` about each conversation, keeps
     the ledger rows and the kept conversations' lines (``spool``: id, group, line, source), and the redaction
     totals of the conversations that reached redaction; beside them the exact prefixes (``prefixes``) and the

@@ -19,10 +19,10 @@ def run_raw_and_probes(model: str, out: Path, *, adapter: str | None, tokenizer:
                        probes_dir: Path, raw_prompts: int | None, raw_max_tokens: int, probe_samples: int,
                        probe_max_tokens: int, judge: str | None = None) -> dict[str, Any]:
     """Run everything into ``out/raw/<suite>/{base,tuned}`` and ``out/probe/{base,tuned}``; returns the tables."""
+    from harnessfit.eval.episode_runner import Endpoint
     from harnessfit.eval.pairwise import run_pairwise
     from harnessfit.eval.probe import compare_probes, run_probe
     from harnessfit.eval.raw import compare_raw, load_raw_suite, run_raw
-    from harnessfit.eval.runner import Endpoint
     from harnessfit.serve import start_server
 
     suites = [load_raw_suite(s) for s in raw_suites]

@@ -6,9 +6,9 @@ Public surface for the demo and other stages:
 before/after tables (also ``harnessfit.report.compare``).
 """
 
+from harnessfit.eval.episode_runner import Endpoint
 from harnessfit.eval.results import EvalResults, load_results
 from harnessfit.eval.run import run_eval
-from harnessfit.eval.runner import Endpoint
 from harnessfit.eval.task import Task, load_suite, load_task
 
 __all__ = ["EvalResults", "Endpoint", "Task", "load_results", "load_suite", "load_task", "run_eval"]

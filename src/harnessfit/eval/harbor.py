@@ -325,7 +325,7 @@ class HarborTask:
 
     def verify(self, workspace: Path, ep_dir: Path, facts: EpisodeFacts, *, sandboxed: bool = True) -> None:
         """Run ``tests/test.sh`` on the workspace after the agent stopped; fill the checker facts and the reward."""
-        from harnessfit.eval.runner import checker_env, run_contained
+        from harnessfit.eval.episode_runner import checker_env, run_contained
 
         if not sandboxed:
             raise UserError("a Harbor task's verifier needs the sandbox (it names /tests and /logs/verifier)")

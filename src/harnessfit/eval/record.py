@@ -22,7 +22,7 @@ from harnessfit.eval.task import Task
 from harnessfit.harness.base import Harness, get_harness
 from harnessfit.harness.versions import parse_harness
 
-__all__ = ["ToolCall", "EpisodeRecord", "record_episode", "read_jsonl_tolerant", "load_card_or_none", "text_of"]
+__all__ = ["JudgedCall", "EpisodeRecord", "record_episode", "read_jsonl_tolerant", "load_card_or_none", "text_of"]
 
 
 def read_jsonl_tolerant(path: Path | None) -> list[dict[str, Any]]:
@@ -80,7 +80,7 @@ def _card_reasons(card: Any, name: str, arguments: Any) -> tuple[set[str], set[s
 
 
 @dataclass(frozen=True)
-class ToolCall:
+class JudgedCall:
     """One tool call of the agent, judged once: ``problems`` (empty: valid) are the card's error codes, double
     encoding and the harness's refusal; ``repaired`` the card's warnings (the harness repaired the call and ran it);
     ``failed``: the harness ran it and it failed (ENOENT, no match, an exit code) without refusing it."""
@@ -102,7 +102,7 @@ class EpisodeRecord:
     facts: EpisodeFacts
     task: Task
     messages: list[dict[str, Any]]
-    calls: list[ToolCall]
+    calls: list[JudgedCall]
     mismatch: str | None = None
     _values: dict[str, Any] = field(default_factory=dict, repr=False)
 
@@ -117,7 +117,7 @@ class EpisodeRecord:
         return self._values[name]
 
 
-def _judge_calls(messages: list[dict[str, Any]], card: Any, refusing_card: Any, harness: Harness) -> list[ToolCall]:
+def _judge_calls(messages: list[dict[str, Any]], card: Any, refusing_card: Any, harness: Harness) -> list[JudgedCall]:
     results = {m.get("toolCallId"): m for m in messages if m.get("role") == "toolResult"}
     calls = []
     for msg in messages:
@@ -139,8 +139,8 @@ def _judge_calls(messages: list[dict[str, Any]], card: Any, refusing_card: Any, 
                     why.add(refusal)
                 else:
                     failed = True
-            calls.append(ToolCall(name, args, frozenset(why), frozenset(repaired), double, failed,
-                                  answered=result is not None))
+            calls.append(JudgedCall(name, args, frozenset(why), frozenset(repaired), double, failed,
+                                    answered=result is not None))
     return calls
 
 

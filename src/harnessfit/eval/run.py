@@ -17,8 +17,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from harnessfit.errors import UserError
 from harnessfit.eval.episode import UNSCORING_FLAGS, Episode, EpisodeFacts
+from harnessfit.eval.episode_runner import NO_SANDBOX, Endpoint, run_episode
 from harnessfit.eval.results import EvalResults, aggregate
-from harnessfit.eval.runner import NO_SANDBOX, Endpoint, run_episode
 from harnessfit.eval.sandbox import require_sandbox
 from harnessfit.eval.scorers import load_card_or_none, score_episode
 from harnessfit.eval.scripted_models import Responder, responder_for

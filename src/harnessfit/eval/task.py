@@ -103,7 +103,7 @@ class Checker(_Strict):
     wrote — comes first on ``sys.path``, and a planted ``subprocess.py`` or ``json.py`` would stand in for the
     standard library. The rule holds for every Python the command names, wherever it stands (``timeout 20
     python3 …``, ``cd x && python3 …``); a Python started from a script the command runs is isolated by the
-    runner's environment (``PYTHONSAFEPATH``, see ``eval.runner.checker_env``). A checker that imports the code
+    runner's environment (``PYTHONSAFEPATH``, see ``eval.episode_runner.checker_env``). A checker that imports the code
     under test appends ``"."`` to ``sys.path`` itself.
     """
 

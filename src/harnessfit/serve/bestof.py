@@ -30,14 +30,14 @@ from harnessfit.rewards.verifiable import call_problems, parse_completion
 from harnessfit.serve.engine import Engine, GenerationResult
 from harnessfit.serve.protocol import template_tools
 
-__all__ = ["VERIFIERS", "CardVerifier", "Check", "BestOfEngine", "summarise_log", "summary_markdown"]
+__all__ = ["VERIFIERS", "CardVerifier", "CandidateVerdict", "BestOfEngine", "summarise_log", "summary_markdown"]
 
 VERIFIERS = ("card",)
 _SCORE_COMPONENTS = ("format", "arguments_object", "schema_valid", "tool_active", "clean_end")
 
 
 @dataclass(frozen=True)
-class Check:
+class CandidateVerdict:
     """A candidate's verdict: ``passes`` (its calls are all accepted) and a reference-free score (0–1 mostly)."""
 
     passes: bool
@@ -53,7 +53,7 @@ class CardVerifier:
             card = load_card()
         self.card = card
 
-    def check(self, text: str, *, truncated: bool, active_tools: list[str]) -> Check:
+    def check(self, text: str, *, truncated: bool, active_tools: list[str]) -> CandidateVerdict:
         tools = [{"type": "function", "function": {"name": n}} for n in active_tools]
         sample = parse_completion(text, [], truncated, tools=tools)
         ctx = RewardContext(card=self.card, format_error_reward=-1.0)
@@ -61,7 +61,7 @@ class CardVerifier:
         scores = [known[name].fn(sample, ctx).value or 0.0 for name in _SCORE_COMPONENTS]
         ok = (not truncated and not sample.broken_blocks and not sample.loose_calls
               and all(not p for p in call_problems(self.card, sample)))
-        return Check(passes=ok, score=statistics.fmean(scores), calls=len(sample.calls))
+        return CandidateVerdict(passes=ok, score=statistics.fmean(scores), calls=len(sample.calls))
 
 
 @dataclass
@@ -104,7 +104,7 @@ class BestOfEngine:
                  request: Any = None) -> Iterator[str]:
         active = _active_tools(request)
         sampled_t = temperature if temperature and temperature > 0 else self.temperature
-        tried: list[tuple[Check, GenerationResult]] = []
+        tried: list[tuple[CandidateVerdict, GenerationResult]] = []
         chosen = None
         for k in range(self.n):
             cand = GenerationResult(prompt_tokens=result.prompt_tokens)
@@ -133,7 +133,7 @@ class BestOfEngine:
         if cand.text:
             yield cand.text
 
-    def _record(self, tried: list[tuple[Check, GenerationResult]], chosen: int) -> None:
+    def _record(self, tried: list[tuple[CandidateVerdict, GenerationResult]], chosen: int) -> None:
         s = self._stats
         with s._lock:
             s.requests += 1

@@ -3,7 +3,7 @@
 A sound task: every reference step applies (an edit's ``oldText`` occurs exactly once, as Pi's edit tool requires),
 every ``expect`` is in the previous step's output, the expected change holds afterwards, and the hidden checker
 passes after the plan and fails on the untouched workspace. This is a generator's self-test on the host — the code
-is the generator's own — not an evaluation: episodes run through Pi in the sandbox (``eval/runner.py``).
+is the generator's own — not an evaluation: episodes run through Pi in the sandbox (``eval/episode_runner.py``).
 """
 
 from __future__ import annotations

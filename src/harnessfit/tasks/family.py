@@ -1,6 +1,6 @@
 """Task families: a family turns a seed into one distinct, checkable task in the project's task format.
 
-A family is one decorated function ``build(rng) -> Draft`` registered with its name, its split (``train`` or
+A family is one decorated function ``build(rng) -> TaskDraft`` registered with its name, its split (``train`` or
 ``heldout``: held-out families are never synthesised into training data) and its kind (edit / recover / create).
 The draft holds everything a task folder holds — the prompt (which names the validation command), the starting
 files, the hidden checker's files, the file predicates and the golden plan — and ``write_task`` turns it into
@@ -23,13 +23,13 @@ import yaml
 from harnessfit.errors import UserError
 from harnessfit.eval.task import Task, TaskKind, load_task
 
-__all__ = ["Draft", "Family", "FAMILIES", "family", "get_family", "families_in", "write_task", "pick", "Split"]
+__all__ = ["TaskDraft", "Family", "FAMILIES", "family", "get_family", "families_in", "write_task", "pick", "Split"]
 
 Split = Literal["train", "heldout"]
 
 
 @dataclass
-class Draft:
+class TaskDraft:
     """One task before it is written: what ``task.yaml`` says plus the files of ``workspace/`` and ``checker/``.
 
     ``reference`` steps are task.yaml's: ``{"tool": ..., "args": {...}}`` (with an optional ``expect``: text the
@@ -69,17 +69,17 @@ class Family:
     split: Split
     kind: TaskKind
     summary: str
-    build: Callable[[random.Random], Draft]
+    build: Callable[[random.Random], TaskDraft]
 
 
 FAMILIES: dict[str, Family] = {}
 
 
-def family(name: str, *, split: Split, kind: TaskKind, summary: str) -> Callable[[Callable[[random.Random], Draft]],
-                                                                             Callable[[random.Random], Draft]]:
+def family(name: str, *, split: Split, kind: TaskKind, summary: str) -> Callable[[Callable[[random.Random], TaskDraft]],
+                                                                             Callable[[random.Random], TaskDraft]]:
     """Register ``build`` as the family ``name``."""
 
-    def register(build: Callable[[random.Random], Draft]) -> Callable[[random.Random], Draft]:
+    def register(build: Callable[[random.Random], TaskDraft]) -> Callable[[random.Random], TaskDraft]:
         if name in FAMILIES:
             raise ValueError(f"task family {name!r} registered twice")
         FAMILIES[name] = Family(name, split, kind, summary, build)
@@ -123,7 +123,7 @@ def _str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
 _BlockDumper.add_representer(str, _str)
 
 
-def write_task(draft: Draft, out: Path) -> Task:
+def write_task(draft: TaskDraft, out: Path) -> Task:
     """Write ``draft`` as the task folder ``out`` and load it back (every task rule checked by the loader)."""
     out.mkdir(parents=True, exist_ok=False)
     (out / "task.yaml").write_text(yaml.dump(draft.spec(), Dumper=_BlockDumper, sort_keys=False, allow_unicode=True,

@@ -23,19 +23,19 @@ import orjson
 from harnessfit.errors import UserError
 from harnessfit.eval.task import SUITE_MANIFEST
 from harnessfit.tasks.check import TaskProblem, check_task
-from harnessfit.tasks.family import Draft, Family, write_task
+from harnessfit.tasks.family import Family, TaskDraft, write_task
 
 __all__ = ["generate_tasks", "per_kind_counts", "MAX_ATTEMPTS"]
 MAX_ATTEMPTS = 60
 
 
-def _identity(draft: Draft) -> str:
+def _identity(draft: TaskDraft) -> str:
     """Two instances are one task when they ask the same thing: the prompt names a task (the golden solver and the
     RL environment find a task by its prompt), so no two instances of a suite may share one."""
     return hashlib.sha256(draft.prompt.strip().encode()).hexdigest()
 
 
-def _draw(fam: Family, seed: int, k: int, seen: set[str]) -> Draft:
+def _draw(fam: Family, seed: int, k: int, seen: set[str]) -> TaskDraft:
     for attempt in range(MAX_ATTEMPTS):
         draft = fam.build(random.Random(f"{seed}:{fam.name}:{k}:{attempt}"))
         key = _identity(draft)

@@ -3,7 +3,7 @@ measure lengths against context caps, and write the tokenized training set that 
 
 from harnessfit.tokens.audit import DEFAULT_CAPS, AuditReport, audit, recommend_cap
 from harnessfit.tokens.output import TOKENIZED_SCHEMA, read_tokenized
-from harnessfit.tokens.render import Problem, RecordError, Rendered, Violation, render_many, render_record
+from harnessfit.tokens.render import MaskViolation, Problem, RecordError, Rendered, render_many, render_record
 
 __all__ = [
     "audit",
@@ -14,7 +14,7 @@ __all__ = [
     "render_many",
     "Rendered",
     "RecordError",
-    "Violation",
+    "MaskViolation",
     "Problem",
     "TOKENIZED_SCHEMA",
     "read_tokenized",

@@ -22,7 +22,7 @@ from harnessfit.core import jsonio
 from harnessfit.core.records import SFTRecord
 from harnessfit.errors import UserError
 from harnessfit.tokens.chains import BREAK_EXPLANATIONS, ActionRender, BreakReason, Chain, chain_run, split_runs
-from harnessfit.tokens.render import Problem, RecordError, Violation, special_texts
+from harnessfit.tokens.render import MaskViolation, Problem, RecordError, special_texts
 
 __all__ = ["AuditReport", "SplitStats", "LayoutStats", "DEFAULT_CAPS", "KEEP_FRACTION", "EXPLANATIONS", "audit",
            "recommend_cap", "length_stats"]
@@ -87,7 +87,9 @@ class CapRow(BaseModel):
     supervised_fraction: float
 
 
-class Finding(BaseModel):
+class Tally(BaseModel):
+    """How many records had one kind of problem, violation or break, and their ids."""
+
     count: int = 0
     ids: list[str] = Field(default_factory=list)
 
@@ -116,11 +118,11 @@ class AuditReport(BaseModel):
     recommendation_reason: str
     cap_applied: int | None
     excluded_over_cap: int
-    violations: dict[str, Finding]
-    problems: dict[str, Finding]
+    violations: dict[str, Tally]
+    problems: dict[str, Tally]
     layouts: dict[str, LayoutStats] = Field(default_factory=dict)
     layouts_total: LayoutStats = Field(default_factory=LayoutStats)
-    breaks: dict[str, Finding] = Field(default_factory=dict)
+    breaks: dict[str, Tally] = Field(default_factory=dict)
     runs: dict[str, int] = Field(default_factory=dict)
     tokenized: dict[str, int]
     explained: dict[str, str] = Field(default_factory=dict)
@@ -244,9 +246,9 @@ def audit(dataset_dir: Path, model: str, out_dir: Path, *, caps: Sequence[int] |
     biggest = max(cap_list + ([cap] if cap else []))
     info = template_info(tokenizer)
 
-    problems: dict[str, Finding] = {p.value: Finding() for p in Problem}
-    violations: dict[str, Finding] = {v.value: Finding() for v in Violation}
-    breaks: dict[str, Finding] = {b.value: Finding() for b in BreakReason}
+    problems: dict[str, Tally] = {p.value: Tally() for p in Problem}
+    violations: dict[str, Tally] = {v.value: Tally() for v in MaskViolation}
+    breaks: dict[str, Tally] = {b.value: Tally() for b in BreakReason}
     bad_rows: list[dict[str, Any]] = []
     rows: list[_Row] = []
     chains: list[Chain] = []
@@ -258,7 +260,7 @@ def audit(dataset_dir: Path, model: str, out_dir: Path, *, caps: Sequence[int] |
 
     break_rows: list[dict[str, Any]] = []
 
-    def note(table: dict[str, Finding], kind: str, rid: str, detail: str) -> None:
+    def note(table: dict[str, Tally], kind: str, rid: str, detail: str) -> None:
         table[kind].count += 1
         table[kind].ids.append(rid)
         (break_rows if table is breaks else bad_rows).append({"id": rid, "kind": kind, "detail": detail})

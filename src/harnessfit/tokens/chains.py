@@ -39,9 +39,9 @@ import numpy as np
 
 from harnessfit.core.records import SFTRecord
 from harnessfit.tokens.render import (
+    MaskViolation,
     RecordError,
     Rendered,
-    Violation,
     double_encoded_input,
     label_checks,
     prefix_tail_start,
@@ -85,7 +85,7 @@ class ActionRender:
     n_tokens: int
     start: int
     end: int
-    violations: list[Violation] = field(default_factory=list)
+    violations: list[MaskViolation] = field(default_factory=list)
 
     @property
     def n_supervised(self) -> int:

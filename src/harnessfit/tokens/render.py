@@ -3,7 +3,7 @@
 The mask is never found by searching strings: the context is rendered with ``add_generation_prompt=True`` (the
 prompt the model will see when serving), then context + action is rendered whole; the tokens after the shared
 prefix are the action, and those up to and including the last end-of-turn token are supervised. Then five checks
-run on the result, each named by a ``Violation`` kind, so that a record the template mangles is caught, counted and
+run on the result, each named by a ``MaskViolation`` kind, so that a record the template mangles is caught, counted and
 kept out of training instead of silently teaching the model the wrong thing.
 """
 
@@ -20,8 +20,8 @@ import orjson
 from harnessfit.core.records import SFTRecord
 from harnessfit.models.messages import MessageError, content_text, to_template_message
 
-__all__ = ["Violation", "Problem", "Rendered", "RecordError", "prepare_action", "prepare_messages", "prepare_record",
-           "render_prepared", "label_checks", "double_encoded_input", "render_record", "render_many", "special_texts",
+__all__ = ["MaskViolation", "Problem", "Rendered", "RecordError", "prepare_action", "prepare_messages",
+           "prepare_record", "render_prepared", "label_checks", "double_encoded_input", "render_record", "render_many", "special_texts",
            "prefix_tail_start"]
 
 _REASONING_KEYS = ("reasoning_content", "reasoning", "thinking")
@@ -32,7 +32,7 @@ _THINK_CONTENT = re.compile(r"<think>(?!\s*</think>)", re.DOTALL)
 _DOUBLE_ENCODED = re.compile(r'"arguments"\s*:\s*"')
 
 
-class Violation(StrEnum):
+class MaskViolation(StrEnum):
     """What a mask check can find. Each is counted and listed with record ids in the audit."""
 
     prompt_in_loss = "prompt_in_loss"
@@ -68,7 +68,7 @@ class Rendered:
     assistant_masks: list[int]
     text: str
     n_prompt: int
-    violations: list[Violation] = field(default_factory=list)
+    violations: list[MaskViolation] = field(default_factory=list)
 
     @property
     def n_tokens(self) -> int:
@@ -192,7 +192,7 @@ def _covered(c0: int, c1: int, spans) -> bool:
 
 
 def label_checks(ids: Sequence[int], n_tokens: int, start: int, in_prompt: bool, chars, text: str, gen_spans,
-                 eot: frozenset[int], think_in_labels: bool, bad_input_args: bool) -> tuple[int, list[Violation]]:
+                 eot: frozenset[int], think_in_labels: bool, bad_input_args: bool) -> tuple[int, list[MaskViolation]]:
     """The end of the supervised tokens and the label checks of one rendered action whose own tokens are
     ``ids[:n_tokens]`` (``ids`` may go on: a chain holds later actions), supervised from ``start``; ``chars(i)``
     gives token ``i``'s character span in ``text``. Returns ``(end, violations)`` except ``prefix_unstable``."""
@@ -201,18 +201,18 @@ def label_checks(ids: Sequence[int], n_tokens: int, start: int, in_prompt: bool,
         if int(ids[j]) in eot:
             end = j + 1
             break
-    found: list[Violation] = []
+    found: list[MaskViolation] = []
     c0 = chars(start)[0] if end > start else 0
     c1 = chars(end - 1)[1] if end > start else 0
     if in_prompt or (gen_spans is not None and end > start and not _covered(c0, c1, gen_spans)):
-        found.append(Violation.prompt_in_loss)
+        found.append(MaskViolation.prompt_in_loss)
     if end <= start or int(ids[end - 1]) not in eot:
-        found.append(Violation.missing_end_of_turn)
+        found.append(MaskViolation.missing_end_of_turn)
     label_text = text[c0:c1]
     if not think_in_labels and _THINK_CONTENT.search(label_text):
-        found.append(Violation.think_in_labels)
+        found.append(MaskViolation.think_in_labels)
     if bad_input_args or _DOUBLE_ENCODED.search(label_text):
-        found.append(Violation.double_encoded_arguments)
+        found.append(MaskViolation.double_encoded_arguments)
     return end, found
 
 
@@ -248,7 +248,7 @@ def _finish(record_id: str, full_text: str, prefix_text: str, enc, k: int, tail_
     end, found = label_checks(full_ids, len(full_ids), start, start < n_prefix, chars, full_text, gen_spans, eot,
                               think_in_labels, bad_input_args)
     if not stable:
-        found.insert(0, Violation.prefix_unstable)
+        found.insert(0, MaskViolation.prefix_unstable)
     mask = [0] * start + [1] * (end - start) + [0] * (len(full_ids) - end)
     return Rendered(id=record_id, input_ids=full_ids, assistant_masks=mask, text=full_text, n_prompt=start,
                     violations=found)
@@ -294,7 +294,7 @@ def render_many(tokenizer, records: Sequence[SFTRecord], *, think_in_labels: boo
         prefix_ids = prefix_all[k] if prefix_all is not None else None
         rendered = _finish(record.id, texts[k][1], texts[k][0], enc, k, tails[k], tail_starts[k], prefix_ids,
                            texts[k][2], eot_set, think_in_labels, double_encoded_input(record.action))
-        if Violation.prefix_unstable in rendered.violations and prefix_ids is None:
+        if MaskViolation.prefix_unstable in rendered.violations and prefix_ids is None:
             # re-run this one record with the full verifier so the report says exactly where they part
             one = tokenizer([texts[k][0]], add_special_tokens=False)["input_ids"][0]
             rendered = _finish(record.id, texts[k][1], texts[k][0], enc, k, None, tail_starts[k], one,

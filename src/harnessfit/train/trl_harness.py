@@ -7,7 +7,7 @@ episode_id=uuid)``, then ``session.wait_for_completion()``, ``session.fetch_trai
 fatal to the run), ``session.verify(messages)`` (``env_reward`` None = unscored, left out of the group, never 0) and
 ``session.close()``.
 
-Here a session is one Pi episode of a harnessfit task, run by the eval runner (``eval.runner.run_episode``: the
+Here a session is one Pi episode of a harnessfit task, run by the eval runner (``eval.episode_runner.run_episode``: the
 sandbox, the caps, the independent checker) against the endpoint, with the session's own API key. The endpoint
 files every turn it serves under that key: ``harnessfit serve --capture-dir DIR --temperature T`` (``serve.capture``),
 or any capture that maps a key to a ``TrainingTrace``-shaped dict (``trace_source``). The reward comes from the
@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from harnessfit.errors import UserError
-from harnessfit.eval.runner import Endpoint, run_episode
+from harnessfit.eval.episode_runner import Endpoint, run_episode
 from harnessfit.eval.task import Task
 from harnessfit.serve.capture import episode_key, training_trace
 

@@ -13,7 +13,7 @@
 
 from __future__ import annotations
 
-from harnessfit.dataset.redact.fast import Finding, Scanner
+from harnessfit.dataset.redact.fast import ScanHit, Scanner
 from harnessfit.dataset.redact.reference import findings as reference_findings
 from harnessfit.dataset.redact.redactor import RedactionResult, Redactor
 from harnessfit.dataset.redact.rule import PluginRule, Rule, nonempty, plausible
@@ -21,5 +21,5 @@ from harnessfit.dataset.redact.rules import RULES
 from harnessfit.dataset.redact.scrub import Scrubber
 from harnessfit.dataset.redact.substitute import iter_texts, redact_text_values
 
-__all__ = ["Redactor", "RedactionResult", "Scrubber", "RULES", "Rule", "PluginRule", "Scanner", "Finding", "reference_findings",
-           "plausible", "nonempty", "iter_texts", "redact_text_values"]
+__all__ = ["Redactor", "RedactionResult", "Scrubber", "RULES", "Rule", "PluginRule", "Scanner", "ScanHit",
+           "reference_findings", "plausible", "nonempty", "iter_texts", "redact_text_values"]

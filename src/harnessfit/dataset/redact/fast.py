@@ -30,9 +30,9 @@ import numpy as np
 from harnessfit.dataset.redact.patterns import FOLD_CHARS, Literal, folds_of
 from harnessfit.dataset.redact.rule import PluginRule, Rule
 
-__all__ = ["Scanner", "Finding"]
+__all__ = ["Scanner", "ScanHit"]
 
-Finding = tuple[str, str]  # (kind, value)
+ScanHit = tuple[str, str]  # (kind, value): one secret or personal datum the scanner found in a text
 
 # corpus guards with a compiled check: index into kernels.dot_colon_guards' answer (a test pins each against its
 # pattern); any other guard is searched with ``re``
@@ -71,17 +71,17 @@ class Scanner:
         self._single = [k for k in self.literals if len(k.text) == 1]
         self._guards = {i: (re.compile(rule.corpus_guard), _COMPILED_GUARDS.get(rule.corpus_guard))
                         for i, rule in enumerate(self.rules) if isinstance(rule, PluginRule) and rule.corpus_guard}
-        self._seen: OrderedDict[str, list[Finding]] = OrderedDict()
+        self._seen: OrderedDict[str, list[ScanHit]] = OrderedDict()
         self._seen_chars = 0
 
-    def findings(self, text: str) -> list[Finding]:
+    def findings(self, text: str) -> list[ScanHit]:
         """Everything one text holds, as (kind, value), in rule order then position."""
         return self.scan([text])[0] if text else []
 
-    def scan(self, texts: list[str]) -> list[list[Finding]]:
+    def scan(self, texts: list[str]) -> list[list[ScanHit]]:
         """For each of ``texts``, everything it holds (see ``findings``)."""
         p = _Pass(self, texts)
-        out: list[list[Finding]] = [[] for _ in texts]
+        out: list[list[ScanHit]] = [[] for _ in texts]
         present: dict[int, list[Literal]] = {}  # rule -> its literals that occur
         for key in p.occ:
             for i in self._guarding.get(key, ()):
@@ -107,10 +107,10 @@ class Scanner:
                     out[t].append((rule.kind, v))
         return out
 
-    def scan_cached(self, texts: list[str]) -> list[list[Finding]]:
+    def scan_cached(self, texts: list[str]) -> list[list[ScanHit]]:
         """``scan``, with the findings of long texts remembered across calls. The memory is bounded (oldest first
         out) and changes speed only, never a result."""
-        out: list[list[Finding] | None] = [self._seen.get(t) if len(t) >= _CACHE_MIN_CHARS else None for t in texts]
+        out: list[list[ScanHit] | None] = [self._seen.get(t) if len(t) >= _CACHE_MIN_CHARS else None for t in texts]
         todo = [i for i, r in enumerate(out) if r is None]
         if todo:
             for i, found in zip(todo, self.scan([texts[i] for i in todo])):

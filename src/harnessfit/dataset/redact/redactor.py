@@ -21,7 +21,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 
 from harnessfit.core.conversation import Conversation
-from harnessfit.dataset.redact.fast import Finding, Scanner
+from harnessfit.dataset.redact.fast import ScanHit, Scanner
 from harnessfit.dataset.redact.rule import PluginRule, Rule
 from harnessfit.dataset.redact.rules import RULES
 from harnessfit.dataset.redact.substitute import (Placeholders, assign_placeholders, iter_texts, make_substituter,
@@ -63,11 +63,11 @@ class Redactor:
         self._kept = sorted({k for k in keep or () if k}, key=lambda k: (-len(k), k))
         self._keep = re.compile("(" + "|".join(re.escape(k) for k in self._kept) + ")") if self._kept else None
 
-    def findings(self, text: str) -> list[Finding]:
+    def findings(self, text: str) -> list[ScanHit]:
         """Everything one text holds, as (kind, value): in rule order, then position."""
         return self._scanner.findings(text)
 
-    def find(self, text: str) -> Iterator[Finding]:
+    def find(self, text: str) -> Iterator[ScanHit]:
         """(kind, value) pairs found in one text, in order of rules then position (no user names)."""
         return iter([pair for pair in self.findings(text) if pair[0] not in self._user_kinds])
 

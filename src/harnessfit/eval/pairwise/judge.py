@@ -62,7 +62,7 @@ Reason briefly if you need to, then end with exactly one line: SCORE: n (n is 1,
 _VERDICT = re.compile(r"verdict\s*:\s*\**\s*(1|2|tie)\b", re.IGNORECASE)
 _SCORE = re.compile(r"score\s*:\s*\**\s*([0-9]+)\b", re.IGNORECASE)
 
-Verdict = Literal["1", "2", "tie"]
+PairVerdict = Literal["1", "2", "tie"]  # which answer of a pair the judge prefers
 
 
 def pairwise_messages(request: str, first: str, second: str) -> list[dict[str, str]]:
@@ -76,7 +76,7 @@ def rubric_messages(request: str, response: str) -> list[dict[str, str]]:
                                                                response=response)}]
 
 
-def parse_verdict(text: str) -> Verdict | None:
+def parse_verdict(text: str) -> PairVerdict | None:
     """``"1"``, ``"2"`` or ``"tie"`` from the last verdict line; None when there is none."""
     found = _VERDICT.findall(text or "")
     return found[-1].lower() if found else None  # type: ignore[return-value]

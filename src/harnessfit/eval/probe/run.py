@@ -24,8 +24,8 @@ from harnessfit.eval.probe.results import (
     compare_probes,
     load_probe_results,
 )
+from harnessfit.eval.episode_runner import Endpoint
 from harnessfit.eval.run import open_endpoint
-from harnessfit.eval.runner import Endpoint
 from harnessfit.harness.card import load_card
 from harnessfit.harness.versions import harness_spec, model_harness, parse_harness, recorded_harness, stage_harness
 

@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from harnessfit.eval.raw.findings import Check, Finding
+from harnessfit.eval.raw.findings import Check, Diagnostic
 
 __all__ = ["EXTRACTION_RULE_VERSION", "Block", "Extraction", "find_blocks", "extract"]
 
@@ -96,25 +96,25 @@ def extract(text: str, tags: Sequence[str]) -> Extraction:
     """Apply the extraction rule and the shape check for a checker accepting language ``tags``."""
     wanted = {t.lower() for t in tags}
     blocks = find_blocks(text)
-    findings: list[Finding] = []
+    findings: list[Diagnostic] = []
     if not blocks:
-        findings.append(Finding(code="no_code_block", message="the answer has no fenced code block"))
+        findings.append(Diagnostic(code="no_code_block", message="the answer has no fenced code block"))
         return Extraction(code=text.strip(), source="whole_answer", blocks=(), shape=Check.of(findings))
     chosen = next((b for b in blocks if b.tag in wanted), None)
     source: Literal["tagged_block", "first_block"] = "tagged_block" if chosen is not None else "first_block"
     chosen = chosen or blocks[0]
     if len(blocks) > 1:
-        findings.append(Finding(code="several_code_blocks", message=f"{len(blocks)} fenced code blocks, not one"))
+        findings.append(Diagnostic(code="several_code_blocks", message=f"{len(blocks)} fenced code blocks, not one"))
     if not chosen.closed:
-        findings.append(Finding(code="unterminated_block", message="the code block is never closed",
-                                line=chosen.start_line))
+        findings.append(Diagnostic(code="unterminated_block", message="the code block is never closed",
+                                   line=chosen.start_line))
     if chosen.tag and chosen.tag not in wanted:
-        findings.append(Finding(code="wrong_language_tag", line=chosen.start_line,
-                                message=f"tagged {chosen.tag!r}, expected one of {', '.join(sorted(wanted))}"))
+        findings.append(Diagnostic(code="wrong_language_tag", line=chosen.start_line,
+                                   message=f"tagged {chosen.tag!r}, expected one of {', '.join(sorted(wanted))}"))
     if not chosen.content.strip():
-        findings.append(Finding(code="empty_block", message="the code block is empty", line=chosen.start_line))
+        findings.append(Diagnostic(code="empty_block", message="the code block is empty", line=chosen.start_line))
     outside = _outside_text(text, blocks)
     if outside:
-        findings.append(Finding(code="text_outside_block",
-                                message=f"{len(outside)} characters of text outside the code block"))
+        findings.append(Diagnostic(code="text_outside_block",
+                                   message=f"{len(outside)} characters of text outside the code block"))
     return Extraction(code=chosen.content, source=source, blocks=tuple(blocks), shape=Check.of(findings))

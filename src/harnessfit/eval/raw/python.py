@@ -21,7 +21,7 @@ from typing import Any
 
 from harnessfit.errors import UserError
 from harnessfit.eval.raw.checkers import BaseChecker, CodeChecks
-from harnessfit.eval.raw.findings import Check, Finding
+from harnessfit.eval.raw.findings import Check, Diagnostic
 from harnessfit.eval.raw.toolchain import ruff_binary, ruff_version
 
 __all__ = ["PythonChecker", "RUFF_SELECT", "RUFF_IGNORE", "RUFF_TARGET", "RUFF_LINE_LENGTH"]
@@ -36,7 +36,7 @@ RUFF_LINE_LENGTH = 100
 
 def compile_check(path: Path, cfile: Path) -> tuple[Check, bool]:
     """``py_compile`` one file: (check, compiles)."""
-    findings: list[Finding] = []
+    findings: list[Diagnostic] = []
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
@@ -45,12 +45,12 @@ def compile_check(path: Path, cfile: Path) -> tuple[Check, bool]:
         except py_compile.PyCompileError as exc:
             compiles = False
             err = exc.exc_value
-            findings.append(Finding(code=exc.exc_type_name, message=getattr(err, "msg", None) or str(err),
-                                    source="py_compile", line=getattr(err, "lineno", None),
-                                    column=getattr(err, "offset", None)))
+            findings.append(Diagnostic(code=exc.exc_type_name, message=getattr(err, "msg", None) or str(err),
+                                       source="py_compile", line=getattr(err, "lineno", None),
+                                       column=getattr(err, "offset", None)))
     for w in caught:
-        findings.append(Finding(code=w.category.__name__, message=str(w.message), severity="warning",
-                                source="py_compile", line=w.lineno))
+        findings.append(Diagnostic(code=w.category.__name__, message=str(w.message), severity="warning",
+                                   source="py_compile", line=w.lineno))
     return Check.of(findings), compiles
 
 
@@ -86,11 +86,11 @@ class PythonChecker(BaseChecker):
             for path, code in zip(paths, codes, strict=True):
                 path.write_text(code + ("" if code.endswith("\n") else "\n"), encoding="utf-8")
             compiled = [compile_check(p, out / (p.stem + ".pyc")) for p in paths]
-            by_file: dict[str, list[Finding]] = {p.name: [] for p in paths}
+            by_file: dict[str, list[Diagnostic]] = {p.name: [] for p in paths}
             for d in self.ruff(src):
                 loc = d.get("location") or {}
                 code = d.get("code")
-                by_file.setdefault(Path(d.get("filename", "")).name, []).append(Finding(
+                by_file.setdefault(Path(d.get("filename", "")).name, []).append(Diagnostic(
                     code=code or "invalid-syntax", message=str(d.get("message", "")), source="ruff",
                     line=loc.get("row"), column=loc.get("column")))
         results: list[CodeChecks | str] = []

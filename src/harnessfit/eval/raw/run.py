@@ -16,13 +16,13 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from harnessfit.errors import UserError
 from harnessfit.eval.client import ChatError, api_key_from_env, chat
+from harnessfit.eval.episode_runner import Endpoint
 from harnessfit.eval.raw.checkers import CodeChecks, checker_for
 from harnessfit.eval.raw.extract import EXTRACTION_RULE_VERSION, extract
 from harnessfit.eval.raw.results import Completion, RawAnswer, RawResults, aggregate_raw
 from harnessfit.eval.raw.suite import RawPrompt, load_raw_suite
 from harnessfit.eval.raw.toolchain import ruff_binary, svelte_toolchain
 from harnessfit.eval.run import open_endpoint
-from harnessfit.eval.runner import Endpoint
 
 __all__ = ["run_raw", "check_answers", "default_temperature"]
 

@@ -19,7 +19,7 @@ from typing import Any
 
 from harnessfit.errors import UserError
 from harnessfit.eval.raw.checkers import BaseChecker, CodeChecks
-from harnessfit.eval.raw.findings import Check, Finding
+from harnessfit.eval.raw.findings import Check, Diagnostic
 from harnessfit.eval.raw.svelte_rules import POLICY_RULES, policy_findings
 from harnessfit.eval.raw.toolchain import SVELTE_MCP_VERSION, SVELTE_VERSION, svelte_toolchain
 
@@ -32,9 +32,9 @@ def _script() -> str:
     return (resources.files("harnessfit.eval.raw") / "svelte_check.mjs").read_text(encoding="utf-8")
 
 
-def _diag(d: dict[str, Any], severity: str) -> Finding:
-    return Finding(code=str(d.get("code") or "unknown"), message=str(d.get("message") or ""), severity=severity,
-                   source="svelte", line=d.get("line"), column=d.get("column"))
+def _diag(d: dict[str, Any], severity: str) -> Diagnostic:
+    return Diagnostic(code=str(d.get("code") or "unknown"), message=str(d.get("message") or ""), severity=severity,
+                      source="svelte", line=d.get("line"), column=d.get("column"))
 
 
 class SvelteChecker(BaseChecker):
@@ -93,12 +93,13 @@ class SvelteChecker(BaseChecker):
         parse = result["parse"]
         if parse["ast"] is None:
             err = parse["error"]
-            policy = [Finding(code="unparseable", source="svelte", line=err.get("line"), column=err.get("column"),
-                              message=f"the parser cannot read the component: {err.get('code')}: {err.get('message')}")]
+            policy = [Diagnostic(code="unparseable", source="svelte", line=err.get("line"), column=err.get("column"),
+                                 message=f"the parser cannot read the component: {err.get('code')}: "
+                                         f"{err.get('message')}")]
         else:
             policy = policy_findings(parse["ast"], code)
         fixer = result.get("autofixer") or {}
-        policy += [Finding(code="autofixer_issue", message=m, source="autofixer") for m in fixer.get("issues", [])]
-        policy += [Finding(code="autofixer_suggestion", message=m, severity="note", source="autofixer")
+        policy += [Diagnostic(code="autofixer_issue", message=m, source="autofixer") for m in fixer.get("issues", [])]
+        policy += [Diagnostic(code="autofixer_suggestion", message=m, severity="note", source="autofixer")
                    for m in fixer.get("suggestions", [])]
         return CodeChecks(compile=Check.of(compile_findings), policy=Check.of(policy), compiles=not comp["error"])

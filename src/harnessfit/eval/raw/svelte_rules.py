@@ -25,7 +25,7 @@ import bisect
 from collections.abc import Iterator
 from typing import Any
 
-from harnessfit.eval.raw.findings import Finding
+from harnessfit.eval.raw.findings import Diagnostic
 
 __all__ = ["POLICY_RULES", "policy_findings", "LineIndex"]
 
@@ -94,15 +94,15 @@ def _script_body(ast: dict[str, Any], key: str) -> list[dict[str, Any]]:
     return list((script.get("content") or {}).get("body") or [])
 
 
-def policy_findings(ast: dict[str, Any], code: str) -> list[Finding]:
+def policy_findings(ast: dict[str, Any], code: str) -> list[Diagnostic]:
     """Every policy finding of one parsed component, in source order of the rules above."""
     index = LineIndex(code)
-    found: list[Finding] = []
+    found: list[Diagnostic] = []
 
     def add(rule: str, node: dict[str, Any], detail: str = "") -> None:
         line, column = index.at(node.get("start"))
-        found.append(Finding(code=rule, message=POLICY_RULES[rule] + (f" ({detail})" if detail else ""),
-                             source="rules", line=line, column=column))
+        found.append(Diagnostic(code=rule, message=POLICY_RULES[rule] + (f" ({detail})" if detail else ""),
+                                source="rules", line=line, column=column))
 
     instance = _script_body(ast, "instance")
     for stmt in instance:

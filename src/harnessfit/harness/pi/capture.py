@@ -57,7 +57,7 @@ from harnessfit.harness.pi.cli import (
 from harnessfit.harness.versions import DEFAULT_PI_VERSION, PROFILES
 from harnessfit.harness.scripted import Reply, ScriptedEndpoint
 
-__all__ = ["CaptureError", "Probe", "PROBES", "ROUNDS", "CaptureLog", "capture_pi", "run_probes"]
+__all__ = ["CaptureError", "CaptureProbe", "PROBES", "ROUNDS", "CaptureLog", "capture_pi", "run_probes"]
 
 MODEL_ID = "capture"
 DEFAULT_TOOLS: tuple[str, ...] = ("read", "bash", "edit", "write")
@@ -69,7 +69,7 @@ class CaptureError(UserError):
 
 
 @dataclass(frozen=True)
-class Probe:
+class CaptureProbe:
     """One scripted tool call: ``label`` names it, ``arguments`` is the raw text sent, ``runs`` says whether Pi is
     expected to run the tool (True) or answer with a validation/lookup error (False)."""
 
@@ -83,52 +83,56 @@ def _j(obj: Any) -> str:
     return json.dumps(obj, separators=(",", ":"))
 
 
-PROBES: dict[str, Probe] = {
+PROBES: dict[str, CaptureProbe] = {
     p.label: p
     for p in [
-        Probe("read", "read", _j({"path": "hello.txt"}), True),
-        Probe("bash", "bash", _j({"command": "printf 'hi\\n'"}), True),
-        Probe("bash_no_output", "bash", _j({"command": "true"}), True),
-        Probe("bash_exit_code", "bash", _j({"command": "echo oops; exit 3"}), True),
-        Probe("bash_exit_silent", "bash", _j({"command": "exit 4"}), True),
-        Probe("bash_timeout", "bash", _j({"command": "sleep 5", "timeout": 1}), True),
-        Probe("read_truncated_lines", "read", _j({"path": "big.txt"}), True),
-        Probe("read_more_lines", "read", _j({"path": "big.txt", "offset": 3, "limit": 4}), True),
-        Probe("read_truncated_bytes", "read", _j({"path": "wide.txt"}), True),
-        Probe("offset_beyond_end", "read", _j({"path": "hello.txt", "offset": 99}), True),
-        Probe("edit", "edit", _j({"path": "note.txt", "edits": [{"oldText": "alpha", "newText": "beta"}]}), True),
-        Probe("write", "write", _j({"path": "new.txt", "content": "x\ny\n"}), True),
-        Probe("file_not_found", "read", _j({"path": "missing.txt"}), True),
-        Probe("edit_no_match", "edit", _j({"path": "note.txt", "edits": [{"oldText": "zzz", "newText": "q"}]}), True),
-        Probe("tool_not_found", "grep", _j({"pattern": "x"}), False),
-        Probe("claude_tool_name", "Read", _j({"file_path": "hello.txt"}), False),
-        Probe("double_encoded", "read", json.dumps(json.dumps({"path": "hello.txt"})), False),
-        Probe("claude_edit_names", "edit", _j({"file_path": "note.txt", "old_string": "beta", "new_string": "x"}), False),
-        Probe("not_object", "read", "[1,2]", False),
-        Probe("not_json", "read", "not json", False),
-        Probe("missing_required", "write", _j({"path": "a.txt"}), False),
-        Probe("wrong_type", "read", _j({"path": ["hello.txt"]}), False),
-        Probe("edit_empty", "edit", _j({"path": "note.txt", "edits": []}), False),
-        Probe("legacy_edit", "edit", _j({"path": "note.txt", "oldText": "beta", "newText": "delta"}), True),
-        Probe("coerced_number", "read", _j({"path": "hello.txt", "limit": "1"}), True),
-        Probe("coerced_string", "bash", _j({"command": True}), True),
-        Probe("truncated_json", "read", '{"path":"hello.txt"', True),
-        Probe("ignored_property", "bash", _j({"command": "true", "cwd": "/"}), True),
-        Probe("edits_json_string", "edit", _j({"path": "note.txt", "edits": _j([{"oldText": "delta", "newText": "eps"}])}), True),
+        CaptureProbe("read", "read", _j({"path": "hello.txt"}), True),
+        CaptureProbe("bash", "bash", _j({"command": "printf 'hi\\n'"}), True),
+        CaptureProbe("bash_no_output", "bash", _j({"command": "true"}), True),
+        CaptureProbe("bash_exit_code", "bash", _j({"command": "echo oops; exit 3"}), True),
+        CaptureProbe("bash_exit_silent", "bash", _j({"command": "exit 4"}), True),
+        CaptureProbe("bash_timeout", "bash", _j({"command": "sleep 5", "timeout": 1}), True),
+        CaptureProbe("read_truncated_lines", "read", _j({"path": "big.txt"}), True),
+        CaptureProbe("read_more_lines", "read", _j({"path": "big.txt", "offset": 3, "limit": 4}), True),
+        CaptureProbe("read_truncated_bytes", "read", _j({"path": "wide.txt"}), True),
+        CaptureProbe("offset_beyond_end", "read", _j({"path": "hello.txt", "offset": 99}), True),
+        CaptureProbe("edit", "edit",
+                     _j({"path": "note.txt", "edits": [{"oldText": "alpha", "newText": "beta"}]}), True),
+        CaptureProbe("write", "write", _j({"path": "new.txt", "content": "x\ny\n"}), True),
+        CaptureProbe("file_not_found", "read", _j({"path": "missing.txt"}), True),
+        CaptureProbe("edit_no_match", "edit",
+                     _j({"path": "note.txt", "edits": [{"oldText": "zzz", "newText": "q"}]}), True),
+        CaptureProbe("tool_not_found", "grep", _j({"pattern": "x"}), False),
+        CaptureProbe("claude_tool_name", "Read", _j({"file_path": "hello.txt"}), False),
+        CaptureProbe("double_encoded", "read", json.dumps(json.dumps({"path": "hello.txt"})), False),
+        CaptureProbe("claude_edit_names", "edit",
+                     _j({"file_path": "note.txt", "old_string": "beta", "new_string": "x"}), False),
+        CaptureProbe("not_object", "read", "[1,2]", False),
+        CaptureProbe("not_json", "read", "not json", False),
+        CaptureProbe("missing_required", "write", _j({"path": "a.txt"}), False),
+        CaptureProbe("wrong_type", "read", _j({"path": ["hello.txt"]}), False),
+        CaptureProbe("edit_empty", "edit", _j({"path": "note.txt", "edits": []}), False),
+        CaptureProbe("legacy_edit", "edit", _j({"path": "note.txt", "oldText": "beta", "newText": "delta"}), True),
+        CaptureProbe("coerced_number", "read", _j({"path": "hello.txt", "limit": "1"}), True),
+        CaptureProbe("coerced_string", "bash", _j({"command": True}), True),
+        CaptureProbe("truncated_json", "read", '{"path":"hello.txt"', True),
+        CaptureProbe("ignored_property", "bash", _j({"command": "true", "cwd": "/"}), True),
+        CaptureProbe("edits_json_string", "edit",
+                     _j({"path": "note.txt", "edits": _j([{"oldText": "delta", "newText": "eps"}])}), True),
     ]
 }
 
 # Pi's optional tools (the tools profile only): single-file searches, so the order of rg's parallel walk never shows.
 # No find probe: its text depends on the fd on the PATH (Debian bookworm's fd 8.6 has no --no-require-git, which
 # Pi's find passes), and no source call maps to find exactly (formats/claude_code/search.py says why).
-OPTIONAL_PROBES: dict[str, Probe] = {
+OPTIONAL_PROBES: dict[str, CaptureProbe] = {
     p.label: p
     for p in [
-        Probe("grep_match", "grep", _j({"pattern": "needle", "path": "g/a.txt"}), True),
-        Probe("grep_no_matches", "grep", _j({"pattern": "zzz", "path": "g"}), True),
-        Probe("grep_match_limit", "grep", _j({"pattern": "needle", "path": "g/many.txt", "limit": 2}), True),
-        Probe("ls", "ls", _j({"path": "g"}), True),
-        Probe("ls_empty", "ls", _j({"path": "g/empty"}), True),
+        CaptureProbe("grep_match", "grep", _j({"pattern": "needle", "path": "g/a.txt"}), True),
+        CaptureProbe("grep_no_matches", "grep", _j({"pattern": "zzz", "path": "g"}), True),
+        CaptureProbe("grep_match_limit", "grep", _j({"pattern": "needle", "path": "g/many.txt", "limit": 2}), True),
+        CaptureProbe("ls", "ls", _j({"path": "g"}), True),
+        CaptureProbe("ls_empty", "ls", _j({"path": "g/empty"}), True),
     ]
 }
 
@@ -158,11 +162,11 @@ def _fixtures(cwd: Path, optional: bool = False) -> None:
         (cwd / "g" / "README.md").write_text("# g\n")
 
 
-def _tool_not_found(tools: tuple[str, ...]) -> Probe:
+def _tool_not_found(tools: tuple[str, ...]) -> CaptureProbe:
     """The "tool not found" probe names a tool Pi has but does not run in this profile (grep, by default), else a
     tool Pi does not have."""
     name = next((t for t in ("grep", "glob") if t not in tools))
-    return Probe("tool_not_found", name, _j({"pattern": "x"}), False)
+    return CaptureProbe("tool_not_found", name, _j({"pattern": "x"}), False)
 
 
 @dataclass
@@ -180,7 +184,7 @@ class CaptureLog:
 def run_probes(
     version: str,
     root: Path,
-    rounds: list[list[Probe]],
+    rounds: list[list[CaptureProbe]],
     *,
     first_text: str | None = "Let me look.",
     first_reasoning: str | None = "The user wants the file.",

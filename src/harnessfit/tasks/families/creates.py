@@ -8,7 +8,7 @@ import random
 from harnessfit.eval.task import TaskKind
 from harnessfit.tasks.families._common import (NOUNS, bash, check_script, done, final, hf_check, read,
                                                validate_sentence, write)
-from harnessfit.tasks.family import Draft, family, pick
+from harnessfit.tasks.family import TaskDraft, family, pick
 
 # (name, parameter, what it does, body, cases as (argument literal, expected result literal))
 _MODULE_FUNCS = (
@@ -32,7 +32,7 @@ _MODULE_FUNCS = (
 )
 
 
-def _module_draft(rng: random.Random, funcs: tuple, split_word: str) -> Draft:
+def _module_draft(rng: random.Random, funcs: tuple, split_word: str) -> TaskDraft:
     noun = pick(rng, NOUNS)
     name, param, does, impl, cases = pick(rng, funcs)
     module = pick(rng, (f"{noun}_tools.py", f"{name}.py", f"{noun}_{split_word}.py"))
@@ -47,7 +47,7 @@ def _module_draft(rng: random.Random, funcs: tuple, split_word: str) -> Draft:
         f"Write a new module {module} defining {name}({param}), which {does}.",
         f"Add the file {module}: it must define {name}({param}) that {does}.",
     ))
-    return Draft(
+    return TaskDraft(
         kind=TaskKind.create, prompt=f"{prompt}\n{validate_sentence(rng, cmd)}", validation_command=cmd,
         expected_change=[{"path": module, "contains": f"def {name}"}],
         workspace={check: check_script(body, f"{name} works")},
@@ -59,7 +59,7 @@ def _module_draft(rng: random.Random, funcs: tuple, split_word: str) -> Draft:
 
 @family("create_module", split="train", kind=TaskKind.create,
         summary="create a module with one small function that the given check script tests")
-def create_module(rng: random.Random) -> Draft:
+def create_module(rng: random.Random) -> TaskDraft:
     return _module_draft(rng, _MODULE_FUNCS, "lib")
 
 
@@ -79,7 +79,7 @@ _SCRIPTS = (
 
 @family("cli_script", split="train", kind=TaskKind.create,
         summary="create a small command-line script that prints something computed from its arguments")
-def cli_script(rng: random.Random) -> Draft:
+def cli_script(rng: random.Random) -> TaskDraft:
     noun = pick(rng, NOUNS)
     does, impl, argv, out = pick(rng, _SCRIPTS)
     script = f"{noun}_cli.py"
@@ -94,7 +94,7 @@ def cli_script(rng: random.Random) -> Draft:
         f"Create a script {script} that prints {does}.",
         f"Write {script}: run as `python3 {script} ARGS…`, it prints {does}.",
     ))
-    return Draft(
+    return TaskDraft(
         kind=TaskKind.create, prompt=f"{prompt}\n{validate_sentence(rng, cmd)}", validation_command=cmd,
         expected_change=[{"path": script, "exists": True}],
         workspace={check: check_script(body, f"{script} prints the right thing")},
@@ -111,7 +111,7 @@ _FACTS = (("port", "port", (8080, 9000, 5432, 6379, 3000)), ("owner", "owner", (
 
 @family("answer_from_files", split="train", kind=TaskKind.create,
         summary="read a value from a settings file and write it into answer.txt")
-def answer_from_files(rng: random.Random) -> Draft:
+def answer_from_files(rng: random.Random) -> TaskDraft:
     noun = pick(rng, NOUNS)
     chosen = rng.sample(_FACTS, 3)
     values = {key: pick(rng, opts) for key, _, opts in chosen}
@@ -130,7 +130,7 @@ def answer_from_files(rng: random.Random) -> Draft:
         f"What {asked} does {conf} set? Write just the value into answer.txt.",
         f"Look up the {asked} in {conf} and put only that value in a new file answer.txt.",
     ))
-    return Draft(
+    return TaskDraft(
         kind=TaskKind.create, prompt=f"{prompt}\n{validate_sentence(rng, cmd)}", validation_command=cmd,
         expected_change=[{"path": "answer.txt", "exists": True}],
         workspace={conf: text, check: check_script(body, "answer.txt is right")},
@@ -158,5 +158,5 @@ _TEXT_FUNCS = (
 
 @family("create_text_function", split="heldout", kind=TaskKind.create,
         summary="create a module with one small text or list function (other functions than create_module's)")
-def create_text_function(rng: random.Random) -> Draft:
+def create_text_function(rng: random.Random) -> TaskDraft:
     return _module_draft(rng, _TEXT_FUNCS, "text")

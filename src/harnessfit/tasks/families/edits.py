@@ -8,12 +8,12 @@ import random
 from harnessfit.eval.task import TaskKind
 from harnessfit.tasks.families._common import (CONSTANT_NAMES, NOUNS, bash, check_script, done, edit, final,
                                                hf_check, read, validate_sentence)
-from harnessfit.tasks.family import Draft, family, pick
+from harnessfit.tasks.family import TaskDraft, family, pick
 
 
 @family("edit_constant", split="train", kind=TaskKind.edit,
         summary="change one numeric constant of a settings module, leaving the others as they are")
-def edit_constant(rng: random.Random) -> Draft:
+def edit_constant(rng: random.Random) -> TaskDraft:
     noun = pick(rng, NOUNS)
     names = rng.sample(CONSTANT_NAMES, 3)
     values = {n: rng.randint(2, 60) for n in names}
@@ -35,7 +35,7 @@ def edit_constant(rng: random.Random) -> Draft:
         f"{verb} {target} in {module} to {new} (it is {old} now). Do not touch the other settings.",
         f"Set {target} = {new} in {module}; the other constants must stay unchanged.",
     ))
-    return Draft(
+    return TaskDraft(
         kind=TaskKind.edit, prompt=f"{prompt}\n{validate_sentence(rng, cmd)}", validation_command=cmd,
         expected_change=[{"path": module, "contains": f"{target} = {new}\n"}],
         workspace={module: src, check: check_script(body, f"{noun} settings are right")},
@@ -51,7 +51,7 @@ _LABELS = (("Item", "Product"), ("Total", "Sum"), ("Hello", "Welcome"), ("Error"
 
 @family("edit_string", split="train", kind=TaskKind.edit,
         summary="change the words a function puts in front of its argument")
-def edit_string(rng: random.Random) -> Draft:
+def edit_string(rng: random.Random) -> TaskDraft:
     noun = pick(rng, NOUNS)
     old, new = pick(rng, _LABELS)
     sep = pick(rng, (": ", " - ", " = "))
@@ -69,7 +69,7 @@ def edit_string(rng: random.Random) -> Draft:
         f"{fn} in {module} should label values with \"{new}\" rather than \"{old}\". Change it.",
         f"Replace the label \"{old}\" with \"{new}\" in {fn} ({module}).",
     ))
-    return Draft(
+    return TaskDraft(
         kind=TaskKind.edit, prompt=f"{prompt}\n{validate_sentence(rng, cmd)}", validation_command=cmd,
         expected_change=[{"path": module, "contains": f"\"{new}{sep}\""}],
         workspace={module: src, check: check_script(body, f"{fn} works")},
@@ -86,7 +86,7 @@ _CONFIG_KEYS = (("debug", True, False), ("verbose", False, True), ("cache", True
 
 @family("config_json", split="train", kind=TaskKind.edit,
         summary="change one value in a JSON configuration file")
-def config_json(rng: random.Random) -> Draft:
+def config_json(rng: random.Random) -> TaskDraft:
     noun = pick(rng, NOUNS)
     chosen = rng.sample(_CONFIG_KEYS, 3)
     key, old, new = chosen[0]
@@ -104,7 +104,7 @@ def config_json(rng: random.Random) -> Draft:
         f"Change the \"{key}\" setting in {path} from {js_old} to {js_new}.",
         f"{path} should have \"{key}\": {js_new}. Update it and leave the rest alone.",
     ))
-    return Draft(
+    return TaskDraft(
         kind=TaskKind.edit, prompt=f"{prompt}\n{validate_sentence(rng, cmd)}", validation_command=cmd,
         expected_change=[{"path": path, "contains": f"\"{key}\": {js_new}"}],
         workspace={path: text, check: check_script(body, f"{path} is right")},
@@ -120,7 +120,7 @@ _NEW_VERBS = {"load": "read", "parse": "decode", "fetch": "get", "build": "make"
 
 @family("rename_across_files", split="train", kind=TaskKind.edit,
         summary="rename a function where it is defined and where another module imports and calls it")
-def rename_across_files(rng: random.Random) -> Draft:
+def rename_across_files(rng: random.Random) -> TaskDraft:
     noun = pick(rng, NOUNS)
     verb = pick(rng, _VERBS)
     old, new = f"{verb}_{noun}", f"{_NEW_VERBS[verb]}_{noun}"
@@ -143,7 +143,7 @@ def rename_across_files(rng: random.Random) -> Draft:
         f"{old} in {lib} should be called {new}. Rename it and update {app}, which imports it.",
         f"Rename {old} → {new} across {lib} and {app}.",
     ))
-    return Draft(
+    return TaskDraft(
         kind=TaskKind.edit, prompt=f"{prompt}\n{validate_sentence(rng, cmd)}", validation_command=cmd,
         expected_change=[{"path": lib, "contains": f"def {new}("}, {"path": app, "not_contains": old}],
         workspace={lib: lib_src, app: app_src, check: check_script(body, f"{old} is now {new}")},
@@ -157,7 +157,7 @@ def rename_across_files(rng: random.Random) -> Draft:
 
 @family("add_parameter", split="train", kind=TaskKind.edit,
         summary="add a parameter with a default to a function and pass it from its caller")
-def add_parameter(rng: random.Random) -> Draft:
+def add_parameter(rng: random.Random) -> TaskDraft:
     noun = pick(rng, NOUNS)
     fn = f"{noun}_line"
     lib, app = f"{noun}_text.py", f"{noun}_print.py"
@@ -178,7 +178,7 @@ def add_parameter(rng: random.Random) -> Draft:
         f"Add a parameter suffix=\"\" to {fn} ({lib}); the result must end with it. Then update show() in {app} "
         f"to call it with suffix={suffix!r}.",
     ))
-    return Draft(
+    return TaskDraft(
         kind=TaskKind.edit, prompt=f"{prompt}\n{validate_sentence(rng, cmd)}", validation_command=cmd,
         expected_change=[{"path": lib, "contains": "suffix"}, {"path": app, "contains": "suffix="}],
         workspace={lib: lib_src, app: app_src, check: check_script(body, f"{fn} takes a suffix")},
@@ -194,7 +194,7 @@ def add_parameter(rng: random.Random) -> Draft:
 
 @family("multi_file_refactor", split="train", kind=TaskKind.edit,
         summary="replace a number two modules hard-code with a constant imported from a shared module")
-def multi_file_refactor(rng: random.Random) -> Draft:
+def multi_file_refactor(rng: random.Random) -> TaskDraft:
     noun = pick(rng, NOUNS)
     const = pick(rng, ("RATE", "FACTOR", "LIMIT", "SCALE", "MARGIN"))
     value = pick(rng, ("0.2", "0.15", "1.5", "0.05", "2.5", "0.35"))
@@ -220,7 +220,7 @@ def multi_file_refactor(rng: random.Random) -> Draft:
         doc = src.split("\n", 1)[0] + "\n"
         steps += [read(name), edit(name, (doc, f"{doc}\nfrom constants import {const}\n"),
                                    (f"x * {value}", f"x * {const}"))]
-    return Draft(
+    return TaskDraft(
         kind=TaskKind.edit, prompt=f"{prompt}\n{validate_sentence(rng, cmd)}", validation_command=cmd,
         expected_change=[{"path": a, "contains": f"from constants import {const}"},
                          {"path": b, "contains": f"from constants import {const}"}],

@@ -9,7 +9,7 @@ import random
 from harnessfit.eval.task import TaskKind
 from harnessfit.tasks.families._common import (NOUNS, bash, check_script, done, edit, final, hf_check, read,
                                                recover_prompt, write)
-from harnessfit.tasks.family import Draft, family, pick
+from harnessfit.tasks.family import TaskDraft, family, pick
 
 # (buggy body, fixed body, what a call with n returns when buggy/fixed), n-parameterised
 _OFF_BY_ONE = (
@@ -25,7 +25,7 @@ _OFF_BY_ONE = (
 
 @family("fix_off_by_one", split="train", kind=TaskKind.recover,
         summary="a loop bound stops one short; the failing check shows the result, the fix moves the bound")
-def fix_off_by_one(rng: random.Random) -> Draft:
+def fix_off_by_one(rng: random.Random) -> TaskDraft:
     noun = pick(rng, NOUNS)
     bug, fix, got_fn, want_fn = pick(rng, _OFF_BY_ONE)
     fn = f"{noun}_{pick(rng, ('upto', 'series', 'values', 'steps'))}"
@@ -36,7 +36,7 @@ def fix_off_by_one(rng: random.Random) -> Draft:
     fail = f"FAIL: {fn}({n}) returned {got!r}, expected {want!r}"
     body = (f"from {module[:-3]} import {fn}\n\ngot = {fn}({n})\nif got != {want!r}:\n"
             f"    raise SystemExit(f\"FAIL: {fn}({n}) returned {{got!r}}, expected {want!r}\")\n")
-    return Draft(
+    return TaskDraft(
         kind=TaskKind.recover, prompt=recover_prompt(rng, cmd, f"the bug in {module}"), validation_command=cmd,
         expected_change=[{"path": module, "contains": fix}],
         workspace={module: f"def {fn}(n):\n    {bug}\n", check: check_script(body, f"{fn} includes n")},
@@ -59,7 +59,7 @@ _VALUE = {"a - b": lambda a, b: a - b, "a + b": lambda a, b: a + b, "a * b": lam
 
 @family("fix_failing_test", split="train", kind=TaskKind.recover,
         summary="a test file fails because a function uses the wrong operator; fix the function, not the test")
-def fix_failing_test(rng: random.Random) -> Draft:
+def fix_failing_test(rng: random.Random) -> TaskDraft:
     noun = pick(rng, NOUNS)
     stem, bug, fix = pick(rng, _WRONG_OPERATOR)
     right = _VALUE[fix]
@@ -72,7 +72,7 @@ def fix_failing_test(rng: random.Random) -> Draft:
     fail = f"FAIL: {fn}({a}, {b}) returned {wrong!r}, expected {want!r}"
     body = (f"from {module[:-3]} import {fn}\n\ngot = {fn}({a}, {b})\nif got != {want!r}:\n"
             f"    raise SystemExit(f\"FAIL: {fn}({a}, {b}) returned {{got!r}}, expected {want!r}\")\n")
-    return Draft(
+    return TaskDraft(
         kind=TaskKind.recover,
         prompt=recover_prompt(rng, cmd, f"{module} (the test is right; do not change {test})"),
         validation_command=cmd,
@@ -86,7 +86,7 @@ def fix_failing_test(rng: random.Random) -> Draft:
 
 @family("recover_missing_file", split="train", kind=TaskKind.recover,
         summary="the check fails because a data file is missing; its message says what to create")
-def recover_missing_file(rng: random.Random) -> Draft:
+def recover_missing_file(rng: random.Random) -> TaskDraft:
     noun = pick(rng, NOUNS)
     key = pick(rng, ("mode", "level", "name", "theme", "unit", "lang"))
     value = pick(rng, ("fast", "safe", "dark", "metric", "en", "debug", "blue", "small"))
@@ -99,7 +99,7 @@ def recover_missing_file(rng: random.Random) -> Draft:
     body = (f"import pathlib\n\nif not pathlib.Path({path!r}).is_file():\n    raise SystemExit({fail!r})\n"
             f"from {loader[:-3]} import load\n\nif load() != {value!r}:\n"
             f"    raise SystemExit(\"FAIL: load() returned \" + repr(load()) + \", expected {value!r}\")\n")
-    return Draft(
+    return TaskDraft(
         kind=TaskKind.recover, prompt=recover_prompt(rng, cmd, "what its message names"), validation_command=cmd,
         expected_change=[{"path": path, "exists": True}],
         workspace={loader: (f"import json\n\n\ndef load():\n    with open({path!r}, encoding=\"utf-8\") as fh:\n"
@@ -121,7 +121,7 @@ _COMPARISONS = (("score > limit", "score >= limit", lambda x, y: x >= y),
 
 @family("fix_comparison", split="heldout", kind=TaskKind.recover,
         summary="a boundary value is refused because a comparison is strict; the fix makes it inclusive")
-def fix_comparison(rng: random.Random) -> Draft:
+def fix_comparison(rng: random.Random) -> TaskDraft:
     noun = pick(rng, NOUNS)
     bug, fix, rule = pick(rng, _COMPARISONS)
     left, op, right = bug.split()
@@ -131,7 +131,7 @@ def fix_comparison(rng: random.Random) -> Draft:
     bound = rng.randint(5, 50)
     fail = f"FAIL: {fn}({bound}, {bound}) returned False, expected True"
     body = f"from {module[:-3]} import {fn}\n\nif {fn}({bound}, {bound}) is not True:\n    raise SystemExit({fail!r})\n"
-    return Draft(
+    return TaskDraft(
         kind=TaskKind.recover, prompt=recover_prompt(rng, cmd, f"the rule in {module} so the boundary value counts"),
         validation_command=cmd, expected_change=[{"path": module, "contains": fix}],
         workspace={module: f"def {fn}({left}, {right}):\n    return {bug}\n",

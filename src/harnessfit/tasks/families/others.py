@@ -8,7 +8,7 @@ import random
 from harnessfit.eval.task import TaskKind
 from harnessfit.tasks.families._common import NOUNS, bash, check_script, done, edit, final, hf_check, read
 from harnessfit.tasks.families._common import validate_sentence
-from harnessfit.tasks.family import Draft, family, pick
+from harnessfit.tasks.family import TaskDraft, family, pick
 
 _JS_CHANGES = (("rate", "0.1", "0.2"), ("limit", "10", "25"), ("label", "'draft'", "'final'"),
                ("unit", "'kg'", "'lb'"), ("step", "1", "5"), ("prefix", "'#'", "'>'"))
@@ -24,7 +24,7 @@ def _js_check(module: str, name: str, want: str, ok: str) -> str:
 
 @family("js_edit", split="train", kind=TaskKind.edit,
         summary="change one exported setting of a JavaScript module (Node), validated with node")
-def js_edit(rng: random.Random) -> Draft:
+def js_edit(rng: random.Random) -> TaskDraft:
     noun = pick(rng, NOUNS)
     chosen = rng.sample(_JS_CHANGES, 2)
     name, old, new = chosen[0]
@@ -40,7 +40,7 @@ def js_edit(rng: random.Random) -> Draft:
         f"Set the {name} exported by {module} to {new} (it is {old}); keep {other} as it is.",
         f"{module} should export {name} = {new}. Make that change.",
     ))
-    return Draft(
+    return TaskDraft(
         kind=TaskKind.edit, prompt=f"{prompt}\n{validate_sentence(rng, cmd)}", validation_command=cmd,
         expected_change=[{"path": module, "contains": f"const {name} = {new};"}],
         workspace={module: src, check: _js_check(module, name, new, ok)},
@@ -53,7 +53,7 @@ def js_edit(rng: random.Random) -> Draft:
 
 @family("edit_default_argument", split="heldout", kind=TaskKind.edit,
         summary="change the default value of one function parameter")
-def edit_default_argument(rng: random.Random) -> Draft:
+def edit_default_argument(rng: random.Random) -> TaskDraft:
     noun = pick(rng, NOUNS)
     param = pick(rng, ("timeout", "retries", "limit", "page_size", "depth"))
     old = rng.randint(2, 20)
@@ -68,7 +68,7 @@ def edit_default_argument(rng: random.Random) -> Draft:
         f"Change the default {param} of {fn} in {module} from {old} to {new}.",
         f"{fn} ({module}) should default to {param}={new} instead of {old}.",
     ))
-    return Draft(
+    return TaskDraft(
         kind=TaskKind.edit, prompt=f"{prompt}\n{validate_sentence(rng, cmd)}", validation_command=cmd,
         expected_change=[{"path": module, "contains": f"{param}={new})"}],
         workspace={module: src, check: check_script(body, f"{fn} defaults to {new}")},

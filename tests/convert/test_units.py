@@ -12,7 +12,7 @@ import pytest
 
 from harnessfit.convert import convert, iter_convert, iter_unit_results
 from harnessfit.convert.ledger import Accounting
-from harnessfit.convert.runner import EncodedUnit, encode_unit, iter_encoded_units
+from harnessfit.convert.units import EncodedUnit, encode_unit, iter_encoded_units
 from harnessfit.core import Conversation, Rejection
 from harnessfit.harness.card import load_card
 
@@ -133,7 +133,7 @@ def test_abandoned_iteration_stops_the_workers(traces_dir: Path, card):
 def test_the_collector_pause_restores_the_collector_as_it_was() -> None:
     import gc
 
-    from harnessfit.convert.runner import gc_paused
+    from harnessfit.convert.units import gc_paused
     assert gc.isenabled()
     with gc_paused():
         assert not gc.isenabled()
@@ -155,7 +155,7 @@ def test_the_fast_line_writer_gives_the_reference_lines(traces_dir) -> None:
     differently (a date, bytes, a str subclass, a non-string key, NaN), give ``line_reference``'s bytes."""
     import datetime
 
-    from harnessfit.convert.runner import _line, iter_unit_results, line_reference
+    from harnessfit.convert.units import _line, iter_unit_results, line_reference
     from harnessfit.core.conversation import Conversation
     from harnessfit.harness.card import load_card
 

@@ -1,4 +1,4 @@
-"""The convert run: walk inputs into units, read + convert each (optionally in worker processes), keep order.
+"""The convert run unit by unit: walk inputs into units, read + convert each (in worker processes or not), keep order.
 
 Determinism: units are sorted (``iter_units``); each unit is converted independently; results are yielded in unit
 order (``pipeline.ordered_map``, the one process pool of every stage), so the output bytes are the same for any
@@ -165,7 +165,7 @@ def _line(item: Conversation | Rejection) -> bytes:
     """``line_reference``, faster for a conversation: its messages and tools are plain JSON values, which orjson
     writes as they are instead of pydantic walking them first. Anything orjson would write differently from pydantic
     (a date, a subclass, bytes, a non-string key…) raises with these options, and then the reference writes the line
-    (``tests/convert/test_runner.py`` holds both equal)."""
+    (``tests/convert/test_units.py`` holds both equal)."""
     if type(item) is Conversation:
         try:
             return orjson.dumps({name: v.model_dump(mode="json") if isinstance(v := getattr(item, name), BaseModel)
