@@ -5,14 +5,13 @@ import orjson
 import pytest
 from typer.testing import CliRunner
 
+from _helpers.conversations import corpus, make_conv
 from harnessfit.cli import app
 from harnessfit.core.rejection import Reason, Rejection
 from harnessfit.dataset.build import build_dataset
 from harnessfit.dataset.config import BuildConfig, config_from_values, load_build_config
 from harnessfit.dataset.exports import decision_points, sft_records
 from harnessfit.errors import UserError
-
-from _helpers.conversations import corpus, make_conv
 
 
 def _items():

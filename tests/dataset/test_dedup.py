@@ -1,15 +1,22 @@
-import pytest
 import re
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harnessfit.core.rejection import Reason
-from harnessfit.dataset.dedup import (NEAR_CHARS, BandedIndex, Deduper, exact_key, lsh_params, minhash_values,
-                                      normalised_text, token_hashes)
-
 from _helpers.conversations import corpus, make_conv
+from harnessfit.core.rejection import Reason
+from harnessfit.dataset.dedup import (
+    NEAR_CHARS,
+    BandedIndex,
+    Deduper,
+    exact_key,
+    lsh_params,
+    minhash_values,
+    normalised_text,
+    token_hashes,
+)
 
 
 def _steps(extra: str = ""):
@@ -118,8 +125,8 @@ def test_minhash_estimates_jaccard_like_datasketch():
 def test_near_dedup_verdicts_on_real_traces_match_sha1_minhash(traces_dir):
     """On the real traces, every conversation is kept or dropped (and for which kept twin) exactly as with
     datasketch's SHA-1 shingle hashing, the definition used before the arithmetic hashes."""
-    from harnessfit.core.conversation import Conversation
     from harnessfit.convert.runner import iter_convert
+    from harnessfit.core.conversation import Conversation
     from harnessfit.harness.card import load_card
 
     convs = [c for c in iter_convert([traces_dir], load_card(), workers=1) if isinstance(c, Conversation)]

@@ -18,10 +18,10 @@ class _Recorder(BaseHTTPRequestHandler):
     status = 200
     body: bytes = b""
 
-    def log_message(self, *args) -> None:  # noqa: ANN002
+    def log_message(self, *args) -> None:
         return
 
-    def do_POST(self) -> None:  # noqa: N802
+    def do_POST(self) -> None:
         data = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         type(self).seen.append((self.headers.get("Authorization"), data))
         self.send_response(type(self).status)

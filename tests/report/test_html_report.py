@@ -21,8 +21,7 @@ from harnessfit.eval.episode import Episode, EpisodeFacts, EpisodeMetrics
 from harnessfit.eval.results import EvalResults, aggregate, write_results
 from harnessfit.report.build import build_report
 from harnessfit.report.figures import Curve, curve_keys, curve_svg
-from harnessfit.report.sections import (GRPO_CURVES, SECTIONS, SFT_CURVES, results_table_section,
-                                        training_section)
+from harnessfit.report.sections import GRPO_CURVES, SECTIONS, SFT_CURVES, results_table_section, training_section
 from harnessfit.report.view import serve_folder
 
 MARKUP = "<script>window.__pwned=1</script><b>bold?</b>"

@@ -57,7 +57,7 @@ class ScriptedModelFactory:
 
     def build(self, name: str, scripts: list[tuple[int, list[int]]], *, eos_ids: list[int]) -> Path:
         import torch
-        from transformers import GPT2Config, GPT2LMHeadModel, GenerationConfig
+        from transformers import GenerationConfig, GPT2Config, GPT2LMHeadModel
 
         out = self.root / name
         vocab = len(self.tokenizer)

@@ -9,13 +9,13 @@ import pyarrow.parquet as pq
 import pytest
 from typer.testing import CliRunner
 
+from _helpers.sft import SYSTEM, call, conversation_records, record, write_dataset
 from harnessfit.cli import app
+from harnessfit.core.jsonio import read_jsonl as orjson_lines
+from harnessfit.core.records import SFTRecord
 from harnessfit.errors import UserError
 from harnessfit.models import load_tokenizer, template_info
-from harnessfit.core.records import SFTRecord
-from harnessfit.core.jsonio import read_jsonl as orjson_lines
 from harnessfit.tokens import audit, read_tokenized, render_record
-from _helpers.sft import SYSTEM, call, conversation_records, record, write_dataset
 
 
 def _dataset(root: Path) -> Path:

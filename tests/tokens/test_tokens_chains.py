@@ -7,12 +7,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from _helpers.sft import SYSTEM, TOOLS, call, conversation_records
 from harnessfit.core.records import SFTRecord
 from harnessfit.models import load_tokenizer
 from harnessfit.models.templates import chatml_tools_template
 from harnessfit.tokens.chains import BreakReason, ChainBreak, chain_records, chain_run, split_runs
 from harnessfit.tokens.render import RecordError, render_record
-from _helpers.sft import SYSTEM, TOOLS, call, conversation_records
 
 
 @pytest.fixture(scope="module")

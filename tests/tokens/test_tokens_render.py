@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
+from _helpers.sft import SYSTEM, call, conversation_records, record
 from harnessfit.core.records import SFTRecord
 from harnessfit.models import load_tokenizer
 from harnessfit.models.templates import chatml_tools_template
 from harnessfit.tokens import Problem, RecordError, Violation, render_many, render_record
-from _helpers.sft import SYSTEM, call, conversation_records, record
 
 
 @pytest.fixture(scope="module")

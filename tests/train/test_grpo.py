@@ -10,11 +10,11 @@ import statistics
 from types import SimpleNamespace
 
 import pytest
+from grpo_fixtures import tiny_grpo_setup, tiny_recipe
 
 from harnessfit.serve.scripted import Reply, ScriptedEndpoint
 from harnessfit.train.config import load_grpo_config
 from harnessfit.train.grpo import train_grpo
-from grpo_fixtures import tiny_grpo_setup, tiny_recipe
 
 
 @pytest.fixture(scope="module")
@@ -140,11 +140,12 @@ def test_grpo_run_writes_adapter_metrics_completions_heldout_and_report(tmp_path
 
 
 def test_prompts_are_the_servers_prompts(tmp_path) -> None:
+    from transformers import AutoTokenizer
+
     from harnessfit.serve.engine import render_prompt
     from harnessfit.serve.protocol import parse_chat_request
     from harnessfit.train.grpo import HarnessfitGRPOTrainer
     from harnessfit.train.grpo_data import load_decision_points
-    from transformers import AutoTokenizer
 
     audit = tiny_grpo_setup(tmp_path, distinct_eot=False)
     tok = AutoTokenizer.from_pretrained(audit / "tokenizer")

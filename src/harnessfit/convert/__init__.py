@@ -29,6 +29,7 @@ from harnessfit.convert.ledger import (
     convert,
     write_ledger_summary,
 )
+from harnessfit.convert.policy import DEFAULT_UI_TOOLS, ConvertPolicy
 from harnessfit.convert.runner import (
     EncodedUnit,
     UnitResult,
@@ -37,7 +38,6 @@ from harnessfit.convert.runner import (
     iter_encoded_units,
     iter_unit_results,
 )
-from harnessfit.convert.policy import DEFAULT_UI_TOOLS, ConvertPolicy
 from harnessfit.convert.validate import validate_conversation
 from harnessfit.convert.wire import Outcome, convert_trajectory, to_conversation
 from harnessfit.convert.yields import YieldReport, write_yield

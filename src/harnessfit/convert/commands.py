@@ -52,7 +52,7 @@ def _convert_cmd(
         def on_units(n: int, size: int) -> None:
             progress.update(task, total=size)
 
-        def on_unit(res) -> None:  # noqa: ANN001
+        def on_unit(res) -> None:
             progress.update(task, advance=res.size, files=progress.tasks[0].fields["files"] + 1)
 
         summary = convert(inputs, out, card, workers=workers, formats=formats or None, on_units=on_units,
@@ -81,7 +81,7 @@ def _convert_cmd(
     _print_yield(out_console, summary)
 
 
-def _print_yield(out_console, summary) -> None:  # noqa: ANN001
+def _print_yield(out_console, summary) -> None:
     """The yield table, the recording Pis' lines, calls → labels (per fidelity tier at tier content) and the
     accounting identity."""
     from rich.table import Table

@@ -15,8 +15,14 @@ from typing import Any
 import orjson
 from pydantic import BaseModel
 
-from harnessfit.dataset.build import (MANIFEST_FORMAT, input_files, input_rows_of, redaction_settings, run_build,
-                                      side_scrubber)
+from harnessfit.dataset.build import (
+    MANIFEST_FORMAT,
+    input_files,
+    input_rows_of,
+    redaction_settings,
+    run_build,
+    side_scrubber,
+)
 from harnessfit.dataset.config import BuildConfig
 from harnessfit.dataset.sink import CompareSink
 from harnessfit.errors import UserError

@@ -50,6 +50,7 @@ from typing import Any
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from harnessfit.core.jsonio import sha256_bytes
 from harnessfit.errors import UserError
 from harnessfit.eval.caps import Caps
 from harnessfit.eval.episode import EpisodeFacts, VerifierOutput
@@ -57,7 +58,6 @@ from harnessfit.eval.harbor_verifier import parse_reward, read_reward_files, tai
 from harnessfit.eval.safefs import copy_into
 from harnessfit.eval.sandbox import SANDBOX_HOME, SANDBOX_PATH, SandboxSpec, sandbox_path
 from harnessfit.eval.task import Limits
-from harnessfit.core.jsonio import sha256_bytes
 
 __all__ = ["HARBOR_PREFIX", "HarborTask", "load_harbor_task", "load_harbor_suite", "parse_reward",
            "DEFAULT_HARBOR_TURNS"]

@@ -167,7 +167,7 @@ class Engine:
         seen_cancel: list[bool] = []
 
         class _Cancelled(StoppingCriteria):
-            def __call__(self, input_ids, scores, **kwargs):  # noqa: ANN001
+            def __call__(self, input_ids, scores, **kwargs):
                 hit = cancel.is_set()
                 if hit:
                     seen_cancel.append(True)

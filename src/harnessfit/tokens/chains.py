@@ -125,7 +125,7 @@ class Chain:
 
     @property
     def n_tokens(self) -> int:
-        return int(len(self.input_ids))
+        return len(self.input_ids)
 
     @property
     def n_supervised(self) -> int:
@@ -391,7 +391,7 @@ def _chain_run_fast(tokenizer, run: Run, think: bool, eot: frozenset[int], speci
                 why = BreakReason.render_rewritten
             else:
                 L = mem.act.length
-                if (L > up.act.length or up.act.start < L
+                if (up.act.length < L or up.act.start < L
                         or (up.head is not mem.head and not np.array_equal(up.head.ids[:L], mem.head.ids[:L]))):
                     why = BreakReason.token_seam
             if why is not None:

@@ -25,8 +25,8 @@ import pyarrow.parquet as pq
 from datasets import Dataset
 from pydantic import BaseModel
 
-from harnessfit.errors import UserError
 from harnessfit.core.jsonio import loads
+from harnessfit.errors import UserError
 
 __all__ = ["Layout", "SkipReason", "SkippedRecord", "TokenizedSplit", "find_eval_splits",
            "load_meta", "load_split", "sft_fidelity"]

@@ -162,7 +162,7 @@ class HealthGuard:
                                  args=(self.source, rules, str(self.samples_path), str(self.stop_path),
                                        self._stop, self._quit))
 
-    def start(self) -> "HealthGuard":
+    def start(self) -> HealthGuard:
         self.samples_path.parent.mkdir(parents=True, exist_ok=True)
         self.stop_path.unlink(missing_ok=True)
         self._proc.start()
@@ -183,7 +183,7 @@ class HealthGuard:
             self._proc.kill()
             self._proc.join()
 
-    def __enter__(self) -> "HealthGuard":
+    def __enter__(self) -> HealthGuard:
         return self.start()
 
     def __exit__(self, *exc) -> None:

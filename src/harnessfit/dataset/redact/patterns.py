@@ -272,9 +272,7 @@ def _neutral(sub: Any, flags: int, inside: bool) -> bool:
         elif op in (C.MAX_REPEAT, C.MIN_REPEAT, getattr(C, "POSSESSIVE_REPEAT", C.MAX_REPEAT)):
             if not _neutral(av[2], flags, inside):
                 return False
-        elif op is C.GROUPREF_EXISTS:
-            return False
-        elif inside and _may_match_newline(op, av, flags):
+        elif op is C.GROUPREF_EXISTS or (inside and _may_match_newline(op, av, flags)):
             return False
     return True
 

@@ -54,8 +54,8 @@ from harnessfit.harness.pi.cli import (
     run_pi,
     write_pi_agent_config,
 )
-from harnessfit.harness.versions import DEFAULT_PI_VERSION, PROFILES
 from harnessfit.harness.scripted import Reply, ScriptedEndpoint
+from harnessfit.harness.versions import DEFAULT_PI_VERSION, PROFILES
 
 __all__ = ["CaptureError", "Probe", "PROBES", "ROUNDS", "CaptureLog", "capture_pi", "run_probes"]
 
@@ -161,7 +161,7 @@ def _fixtures(cwd: Path, optional: bool = False) -> None:
 def _tool_not_found(tools: tuple[str, ...]) -> Probe:
     """The "tool not found" probe names a tool Pi has but does not run in this profile (grep, by default), else a
     tool Pi does not have."""
-    name = next((t for t in ("grep", "glob") if t not in tools))
+    name = next(t for t in ("grep", "glob") if t not in tools)
     return Probe("tool_not_found", name, _j({"pattern": "x"}), False)
 
 
