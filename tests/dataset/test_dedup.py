@@ -67,7 +67,7 @@ def test_token_hashes_follow_the_regex_tokeniser():
         hashes = token_hashes(text).tolist()
         assert len(hashes) == len(words)
         by_word: dict[str, int] = {}
-        for w, h in zip(words, hashes):
+        for w, h in zip(words, hashes, strict=True):
             assert by_word.setdefault(w, h) == h
         assert len(set(by_word.values())) == len(by_word)
 
@@ -199,7 +199,7 @@ def test_batched_signatures_equal_one_by_one():
     batch = Deduper().signatures(convs)
     one = [Deduper().signature(c) for c in convs]
     assert [s.key for s in batch] == [s.key for s in one] == [exact_key(normalised_text(c)) for c in convs]
-    assert all((a.minhash == b.minhash).all() for a, b in zip(batch, one))
+    assert all((a.minhash == b.minhash).all() for a, b in zip(batch, one, strict=True))
 
 
 def test_banded_index_finds_the_candidates_datasketch_finds():
@@ -213,7 +213,7 @@ def test_banded_index_finds_the_candidates_datasketch_finds():
         assert (ours.bands, ours.rows) == (theirs.b, theirs.r) == lsh_params(threshold, num_perm)
         base = rng.integers(0, 2**32, num_perm, dtype=np.uint64).astype(np.uint32)
         sigs = []
-        for i in range(60):
+        for _ in range(60):
             sig = base.copy()
             flip = rng.random(num_perm) < rng.choice([0.02, 0.1, 0.5, 1.0])
             sig[flip] = rng.integers(0, 2**32, int(flip.sum()), dtype=np.uint64).astype(np.uint32)

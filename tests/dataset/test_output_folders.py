@@ -51,7 +51,7 @@ def test_a_dataset_folder_holding_unlisted_files_is_refused(tmp_path, traces_dir
     src, out = _dataset(tmp_path, traces_dir)
     (out / "notes.txt").write_text("mine")
     before = _all_bytes(out)
-    with pytest.raises(UserError, match="notes.txt"):
+    with pytest.raises(UserError, match=r"notes\.txt"):
         build_dataset(config_from_values(inputs=[str(src)], parquet=False), tmp_path, out=out)
     assert _all_bytes(out) == before
 
@@ -100,7 +100,7 @@ main()
 
 
 def test_a_killed_build_leaves_the_previous_dataset_and_a_rerun_works(tmp_path, traces_dir):
-    src, out = _dataset(tmp_path, traces_dir)
+    _src, out = _dataset(tmp_path, traces_dir)
     before = _all_bytes(out)
     # a second input makes the new build differ, so a half-written folder could not pass for the old one
     more = _pi_head(traces_dir, tmp_path / "in" / "t.jsonl", cut=40)

@@ -32,7 +32,7 @@ def test_no_planted_secret_survives_in_any_output_file(tmp_path: Path) -> None:
     where: dict[str, list[str]] = {}
 
     def take(place: str) -> str:
-        kind, line, secret = next(lines)
+        kind, line, _secret = next(lines)
         where.setdefault(place, []).append(kind)
         return line
 

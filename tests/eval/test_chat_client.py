@@ -7,6 +7,7 @@ import json
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import ClassVar
 
 import pytest
 
@@ -14,7 +15,7 @@ from harnessfit.eval.client import ChatError, api_key_from_env, chat
 
 
 class _Recorder(BaseHTTPRequestHandler):
-    seen: list[tuple[str | None, dict]] = []
+    seen: ClassVar[list[tuple[str | None, dict]]] = []
     status = 200
     body: bytes = b""
 

@@ -47,7 +47,7 @@ def test_only_exact_versions(bad: str) -> None:
 def test_parse_harness_spec() -> None:
     assert parse_harness("pi@0.82.0") == ("pi", "0.82.0")
     assert parse_harness("pi") == ("pi", DEFAULT_PI_VERSION) == parse_harness(None)
-    with pytest.raises(UserError, match="unknown harness .claude."):
+    with pytest.raises(UserError, match=r"unknown harness .claude."):
         parse_harness("claude@1.0.0")
     with pytest.raises(UserError, match="exact Pi version"):
         parse_harness("pi@newest")

@@ -273,7 +273,7 @@ def test_view_serves_on_loopback_only(run: Path) -> None:
     finally:
         server.shutdown()
         server.server_close()
-    with pytest.raises(UserError, match="no index.html"):
+    with pytest.raises(UserError, match=r"no index\.html"):
         serve_folder(run, 0)
 
 

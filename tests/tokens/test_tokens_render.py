@@ -17,7 +17,7 @@ def tok():
 
 
 def _labels(tok, r) -> str:
-    return tok.decode([i for i, m in zip(r.input_ids, r.assistant_masks) if m], skip_special_tokens=False)
+    return tok.decode([i for i, m in zip(r.input_ids, r.assistant_masks, strict=True) if m], skip_special_tokens=False)
 
 
 def _with_template(tok, text: str):

@@ -188,7 +188,7 @@ def test_report_statistics_from_completions(tmp_path) -> None:
     scored = [r for r in rows if r["reward"] is not None]
     xs, ys = [r["step"] for r in scored], [r["reward"] for r in scored]
     mx, my = statistics.fmean(xs), statistics.fmean(ys)
-    slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sum((x - mx) ** 2 for x in xs)
+    slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / sum((x - mx) ** 2 for x in xs)
     assert stats["slope_per_step"] == pytest.approx(slope)
     assert stats["last"]["best_of_g"] == pytest.approx(statistics.fmean([0.62, 0.5]))  # group 0: 0.52, 0.62; group 1: 0.5, 0.5
     assert stats["last"]["zero_variance_groups"] == 0.5 and stats["first"]["overlong_share"] == 0.5

@@ -105,7 +105,7 @@ def _convert_unit(unit: Unit, card: Any, formats: Sequence[str] | None, install_
             res.format = record.source
             try:
                 outcome = convert_trajectory(record, card, install_dir=install_dir, policy=policy)
-            except Exception as exc:  # a converter bug on odd data must not stop the run
+            except Exception as exc:  # noqa: BLE001 - a converter bug on odd data must not stop the run
                 from harnessfit.core.rejection import Reason, reject
 
                 res.outputs.append(reject(record, Reason.parse_error, f"converter failed: {type(exc).__name__}: "

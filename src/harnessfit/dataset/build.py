@@ -71,7 +71,7 @@ def input_files(inputs: list[InputSpec]) -> list[Path]:
     for spec in inputs:
         for unit in iter_units([Path(spec.path)], spec.formats):
             if unit.path.is_dir():
-                for root, dirs, files in os.walk(unit.path):
+                for root, _dirs, files in os.walk(unit.path):
                     out.update(p for p in (Path(root) / f for f in files) if p.is_file())
             elif unit.path.is_file():
                 out.add(unit.path)

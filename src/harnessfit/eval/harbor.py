@@ -246,7 +246,7 @@ class HarborTask:
 
     kind = "harbor"
     validation_command: str | None = None  # Harbor tasks name none
-    reference: list = []  # no scripted reference steps; the oracle is solution/solve.sh
+    reference: list = []  # noqa: RUF012 - never mutated; no scripted reference steps, the oracle is solution/solve.sh
 
     def __init__(self, root: Path, config: _TaskToml, instruction: str) -> None:
         self.root = root.resolve()

@@ -276,7 +276,7 @@ def chain_run_plain(tokenizer, run: Run, *, think_in_labels: bool = False,
             batch.append(run.record(k))
             chars += size[run.n_messages[k]]
             k += 1
-        for rec, res in zip(batch, render_many(tokenizer, batch, think_in_labels=think_in_labels, eot=eot)):
+        for _rec, res in zip(batch, render_many(tokenizer, batch, think_in_labels=think_in_labels, eot=eot), strict=True):
             if isinstance(res, RecordError):
                 results.append(res)
                 continue
@@ -468,7 +468,7 @@ def chain_records(tokenizer, records: Sequence[SFTRecord], *, think_in_labels: b
         if brk is not None:
             breaks.append(brk)
         res = fn(tokenizer, run, think_in_labels=think_in_labels)
-        by_id.update(zip(run.ids, res.actions))
+        by_id.update(zip(run.ids, res.actions, strict=True))
         chains += res.chains
         breaks += res.breaks
     return by_id, chains, breaks

@@ -73,7 +73,7 @@ def run_probe(
     api_key = api_key_from_env(api_key_env)
     jobs = [(p, s) for p in probes.probes for s in range(samples)]
     done: list[ProbeSample] = []
-    with results.lifecycle(out_dir):
+    with results.lifecycle(out_dir):  # noqa: SIM117 - two stages: the run's lifecycle, the endpoint inside it
         with open_endpoint(endpoint_or_model, [], model_id=model_id, responder=responder, **serve_kwargs) as ep:
             results.model.update(name=ep.label, model_id=ep.model_id)
             with Progress(TextColumn("probe {task.description}"), BarColumn(), MofNCompleteColumn(),
