@@ -179,5 +179,5 @@ def test_sub_agent_runs_land_in_their_parents_split(tmp_path):
     for split in m["splits"]["per_split"]:
         for line in (out / "conversations" / f"{split}.jsonl").read_text().splitlines():
             split_of[json.loads(line)["id"]] = split
-    assert all(split_of[k.id] == split_of[p.id] for k, p in zip(kids, parents, strict=True))
+    assert all(split_of[k.id] == split_of[p.id] for k, p in zip(kids[:16], parents, strict=True))  # kid 16: no parent
     assert kids[16].id in split_of and m["splits"]["group_overlap"] == 0
