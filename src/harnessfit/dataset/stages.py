@@ -207,7 +207,7 @@ class Judge:
             self.ledger.append(dup)
             return
         self.spool.append((row.id, meta.root_request_id, row.body, meta.source))  # type: ignore[arg-type]
-        self.links.append((meta.root_request_id, *session_links(meta.transformations)))  # type: ignore[union-attr]
+        self.links.append((meta.root_request_id, *session_links(meta.transformations)))
 
     def joined(self) -> dict[str, str]:
         """For the grouped split: the group of each kept sub-agent run (``subagent_of:<session>``) → the group of

@@ -30,8 +30,8 @@ try:  # Python 3.11+
     import re._constants as C  # type: ignore[import-not-found]
     import re._parser as P  # type: ignore[import-not-found]
 except ImportError:  # pragma: no cover - older Pythons
-    import sre_constants as C  # type: ignore[no-redef]
-    import sre_parse as P  # type: ignore[no-redef]
+    import sre_constants as C
+    import sre_parse as P
 
 __all__ = ["Literal", "FOLD_CHARS", "folds_of", "necessary", "starts_with", "newline_neutral", "is_slice"]
 
