@@ -29,7 +29,6 @@ data that says so in its detail.
 from __future__ import annotations
 
 import re
-from typing import Any
 
 import orjson
 
@@ -67,7 +66,7 @@ def _json_output(text: str, tool: str) -> tuple[str, int | None] | Failure | Non
         return None
     if not isinstance(obj, dict) or not isinstance(obj.get("output"), str):
         return None
-    meta: dict[str, Any] = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+    meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
     code = meta.get("exit_code")
     if not isinstance(code, int) or isinstance(code, bool):
         keys = ", ".join(sorted(meta)) or "none"

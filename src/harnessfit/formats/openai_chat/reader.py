@@ -157,7 +157,7 @@ def _openai_steps(messages: list[Any], notes: list[str]) -> list[Step]:
             for j, tc in enumerate(m.get("tool_calls") or []):
                 if not isinstance(tc, dict):
                     continue
-                fn: dict[str, Any] = tc.get("function") if isinstance(tc.get("function"), dict) else {}
+                fn = tc.get("function") if isinstance(tc.get("function"), dict) else {}
                 calls.append(ToolCall(id=str(tc.get("id") or f"call_{i}_{j}"), name=str(fn.get("name") or ""),
                                       arguments=fn.get("arguments")))
             for j, value in enumerate(block_calls):

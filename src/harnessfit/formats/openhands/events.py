@@ -118,8 +118,8 @@ class Steps:
 
 
 def v0_event(ev: dict[str, Any], acc: Steps, call_of_event: dict[Any, str], *, first: bool = False) -> None:
-    args: dict[str, Any] = ev.get("args") if isinstance(ev.get("args"), dict) else {}
-    tcm: dict[str, Any] | None = ev.get("tool_call_metadata") if isinstance(ev.get("tool_call_metadata"), dict) else None
+    args = ev.get("args") if isinstance(ev.get("args"), dict) else {}
+    tcm = ev.get("tool_call_metadata") if isinstance(ev.get("tool_call_metadata"), dict) else None
     if "action" in ev:
         action = ev.get("action")
         if action == "condensation":
@@ -145,7 +145,7 @@ def v0_event(ev: dict[str, Any], acc: Steps, call_of_event: dict[Any, str], *, f
             call_id = str(tcm.get("tool_call_id") or f"oh_event_{ev.get('id')}")
             name = str(tcm.get("function_name") or action)
             raw: Any = None
-            resp: dict[str, Any] = tcm.get("model_response") if isinstance(tcm.get("model_response"), dict) else {}
+            resp = tcm.get("model_response") if isinstance(tcm.get("model_response"), dict) else {}
             response_id = resp.get("id") if isinstance(resp.get("id"), str) else None
             for choice in resp.get("choices") or []:
                 msg = choice.get("message") if isinstance(choice, dict) else None
@@ -181,8 +181,8 @@ def v0_event(ev: dict[str, Any], acc: Steps, call_of_event: dict[Any, str], *, f
         if not call_id:
             acc.count(f"observation_{kind}_without_action")
             call_id = f"oh_orphan_{ev.get('id')}"
-        extras: dict[str, Any] = ev.get("extras") if isinstance(ev.get("extras"), dict) else {}
-        meta: dict[str, Any] = extras.get("metadata") if isinstance(extras.get("metadata"), dict) else {}
+        extras = ev.get("extras") if isinstance(ev.get("extras"), dict) else {}
+        meta = extras.get("metadata") if isinstance(extras.get("metadata"), dict) else {}
         code = _int(meta.get("exit_code", extras.get("exit_code")))
         content = ev.get("content")
         missing = {"no_exit_code": f"extras.metadata.exit_code {_field_state(meta, 'exit_code')}, "
@@ -227,7 +227,7 @@ def v1_observation(obs: dict[str, Any]) -> tuple[str, bool, int | None, dict[str
     if text is None:
         meta["no_text"] = f"{_kind(obs.get('kind') or 'the observation')} has no {', '.join(_TEXT_KEYS)} or error text"
     is_error = obs["is_error"] if isinstance(obs.get("is_error"), bool) else bool(error)
-    md: dict[str, Any] = obs.get("metadata") if isinstance(obs.get("metadata"), dict) else {}
+    md = obs.get("metadata") if isinstance(obs.get("metadata"), dict) else {}
     code = _int(obs.get("exit_code"))
     if code is None and _int(md.get("exit_code")) is not None:
         code = _int(md.get("exit_code"))
@@ -246,7 +246,7 @@ def _v1_result(ev: dict[str, Any], acc: Steps, kind: str) -> None:
         text = str(ev.get("error") or ev.get("rejection_reason") or "")
         acc.result(call_id, text, is_error=True, exit_code=None, kind=kind)
         return
-    obs: dict[str, Any] = ev.get("observation") if isinstance(ev.get("observation"), dict) else {}
+    obs = ev.get("observation") if isinstance(ev.get("observation"), dict) else {}
     text, is_error, code, meta = v1_observation(obs)
     if "exit_code_from" in meta:
         acc.count("exit_code_from_metadata")
@@ -266,20 +266,20 @@ def v1_event(ev: dict[str, Any], acc: Steps) -> None:
         sp = ev.get("system_prompt")
         acc.text("system", sp.get("text", "") if isinstance(sp, dict) else str(sp or ""))
     elif kind == "MessageEvent":
-        msg: dict[str, Any] = ev.get("llm_message") if isinstance(ev.get("llm_message"), dict) else {}
+        msg = ev.get("llm_message") if isinstance(ev.get("llm_message"), dict) else {}
         role = msg.get("role")
         if role not in ("user", "assistant"):
             acc.count(f"message_role_{role}_skipped")
             return
         acc.text(role, _parts_text(msg.get("content")), _parts_images(msg.get("content")))
     elif kind == "ActionEvent":
-        tc: dict[str, Any] = ev.get("tool_call") if isinstance(ev.get("tool_call"), dict) else {}
+        tc = ev.get("tool_call") if isinstance(ev.get("tool_call"), dict) else {}
         fn = tc["function"] if isinstance(tc.get("function"), dict) else tc  # the older litellm tool-call layout
         call_id = str(ev.get("tool_call_id") or tc.get("id") or f"oh_event_{ev.get('id')}")
         name = str(ev.get("tool_name") or fn.get("name") or "")
         thought = _parts_text(ev.get("thought"))
         response_id = ev.get("llm_response_id") if isinstance(ev.get("llm_response_id"), str) else None
-        action: dict[str, Any] = ev.get("action") if isinstance(ev.get("action"), dict) else {}
+        action = ev.get("action") if isinstance(ev.get("action"), dict) else {}
         if name == "finish" or _kind(action.get("kind")) == "FinishAction":
             msg = action.get("message") if isinstance(action.get("message"), str) else ""
             acc.finish(response_id, call_id, thought, msg)

@@ -149,8 +149,8 @@ class OpenHandsReader(BaseTraceReader):
         cwd = None
         for k, ev in enumerate(events):
             v0_event(ev, acc, call_of_event, first=k == 0)
-            extras: dict[str, Any] = ev.get("extras") if isinstance(ev.get("extras"), dict) else {}
-            meta: dict[str, Any] = extras.get("metadata") if isinstance(extras.get("metadata"), dict) else {}
+            extras = ev.get("extras") if isinstance(ev.get("extras"), dict) else {}
+            meta = extras.get("metadata") if isinstance(extras.get("metadata"), dict) else {}
             if cwd is None and isinstance(meta.get("working_dir"), str):
                 cwd = meta["working_dir"]
         return self._finish(path, sha, acc, key=key, notes=notes, instruction=instruction, flags=flags, line=line,
@@ -304,7 +304,7 @@ class OpenHandsReader(BaseTraceReader):
             if date is None and isinstance(ev.get("timestamp"), str):
                 date = ev["timestamp"][:10]
             v1_event(ev, acc)
-        ws: dict[str, Any] = state.get("workspace") if isinstance(state, dict) and isinstance(state.get("workspace"), dict) else {}
+        ws = state.get("workspace") if isinstance(state, dict) and isinstance(state.get("workspace"), dict) else {}
         cwd = ws.get("working_dir") if isinstance(ws.get("working_dir"), str) else None
         if not any(s.role in ("user", "assistant") for s in acc.steps) and not acc.skipped:
             if not lost:

@@ -99,7 +99,7 @@ def system_text(msg: dict[str, Any]) -> str:
     """The text of a Pi 1.x ``system`` message as pi-ai's ``getSystemMessageText`` makes it: the content's text
     parts, then every non-null section, non-empty parts joined by a blank line (the prompt lives in ``sections``)."""
     parts = [b.get("text") or "" for b in _blocks(msg.get("content")) if b.get("type") == "text"]  # contentText
-    sections: dict[str, Any] = msg.get("sections") if isinstance(msg.get("sections"), dict) else {}
+    sections = msg.get("sections") if isinstance(msg.get("sections"), dict) else {}
     return "\n\n".join(p for p in ["\n".join(parts), *(v for v in sections.values() if isinstance(v, str))] if p)
 
 
@@ -107,7 +107,7 @@ def _system_step(msg: dict[str, Any]) -> Step:
     """A ``system`` message (Pi 1.x keeps the system prompt in the session: ``content`` plus named ``sections``, and
     ``toolsAdded``/``toolsRemoved`` declarations). Its text is ``system_text``; the converter replaces it with the
     card's prompt."""
-    sections: dict[str, Any] = msg.get("sections") if isinstance(msg.get("sections"), dict) else {}
+    sections = msg.get("sections") if isinstance(msg.get("sections"), dict) else {}
     text = system_text(msg)
     added = [t for t in msg.get("toolsAdded") or [] if isinstance(t, dict)]
     # the tools' parameters as Pi declared them: with the prompt, what tells which Pi wrote the session

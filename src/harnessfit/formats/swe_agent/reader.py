@@ -146,7 +146,7 @@ class SweAgentReader(BaseTraceReader):
                 record_id=rid,
             )
         steps, more, skipped = self._steps(history)
-        info: dict[str, Any] = doc.get("info") if isinstance(doc.get("info"), dict) else {}
+        info = doc.get("info") if isinstance(doc.get("info"), dict) else {}
         repo = None
         cfg = doc.get("replay_config")
         if isinstance(cfg, str):
@@ -155,8 +155,8 @@ class SweAgentReader(BaseTraceReader):
             except orjson.JSONDecodeError:
                 cfg = None
         if isinstance(cfg, dict):
-            env: dict[str, Any] = cfg.get("env") if isinstance(cfg.get("env"), dict) else {}
-            r: dict[str, Any] = env.get("repo") if isinstance(env.get("repo"), dict) else {}
+            env = cfg.get("env") if isinstance(cfg.get("env"), dict) else {}
+            r = env.get("repo") if isinstance(env.get("repo"), dict) else {}
             repo = r.get("github_url") or r.get("repo_name")
             if isinstance(env.get("deployment"), dict) and isinstance(env["deployment"].get("image"), str):
                 repo = repo if repo not in (None, "testbed") else env["deployment"]["image"]
@@ -212,7 +212,7 @@ class SweAgentReader(BaseTraceReader):
                 for tc in m.get("tool_calls") or []:
                     if not isinstance(tc, dict):
                         continue
-                    fn: dict[str, Any] = tc.get("function") if isinstance(tc.get("function"), dict) else {}
+                    fn = tc.get("function") if isinstance(tc.get("function"), dict) else {}
                     raw_id = str(tc.get("id") or f"swe_call_{len(steps)}")
                     n = seen.get(raw_id, 0) + 1
                     seen[raw_id] = n

@@ -140,7 +140,7 @@ def recorded_pi_versions(traj: Trajectory, versions: Sequence[str] = PI_CARD_VER
         return Recorded((), "unknown")
     how = "session layout"
     if system is not None:
-        tools: dict[str, Any] = system.meta.get("tool_parameters") if isinstance(system.meta.get("tool_parameters"), dict) else {}
+        tools = system.meta.get("tool_parameters") if isinstance(system.meta.get("tool_parameters"), dict) else {}
         exact = tuple(v for v in found if _matches(v, system.text or "", tools))
         if exact:
             found, how = exact, "system message"

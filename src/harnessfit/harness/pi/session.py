@@ -47,5 +47,5 @@ def system_text(msg: dict[str, Any]) -> str:
     blocks = [{"type": "text", "text": content}] if isinstance(content, str) else \
         [b for b in content if isinstance(b, dict)] if isinstance(content, list) else []
     parts = [b.get("text") or "" for b in blocks if b.get("type") == "text"]
-    sections: dict[str, Any] = msg.get("sections") if isinstance(msg.get("sections"), dict) else {}
+    sections = msg.get("sections") if isinstance(msg.get("sections"), dict) else {}
     return "\n\n".join(p for p in ["\n".join(parts), *(v for v in sections.values() if isinstance(v, str))] if p)

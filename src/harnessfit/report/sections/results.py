@@ -66,7 +66,7 @@ def results_table_section(patterns: str | Sequence[str], title: str, *, key: str
         files: dict = {}
         columns = []
         for p, data in docs:
-            model: dict[str, Any] = data.get("model") if isinstance(data.get("model"), dict) else {}
+            model = data.get("model") if isinstance(data.get("model"), dict) else {}
             columns.append({"label": model.get("name") or p.parent.name, "status": data.get("status"),
                             "error": data.get("error"), "suite": (data.get("suite") or {}).get("name")
                             if isinstance(data.get("suite"), dict) else None,

@@ -116,7 +116,7 @@ def training_section(folder: str, title: str, *, key: str | None = None, curves:
                  for name in (*report_names, result_name, metrics_name, guard_name, "recipe.json")}
         evals = [r for r in rows if any(k.startswith("eval_") for k in r)]
         steps = max((int(r.get("step") or 0) for r in rows), default=0)
-        data: dict[str, Any] | None = result.get("data") if isinstance(result.get("data"), dict) else None
+        data = result.get("data") if isinstance(result.get("data"), dict) else None
         body = render("sections/training.html.jinja", result=_result_rows(result), recipe=_recipe_rows(recipe),
                       data=data,
                       figures=figures, env=env, n_samples=n_samples, interval=interval, links=links,
