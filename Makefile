@@ -11,7 +11,13 @@ HARNESSFIT_DIR := $(or $(HARNESSFIT_HOME),$(HOME)/.cache/harnessfit)
 # vLLM 0.33.0 pins torch 2.14.0 and transformers < 5.21, so it gets a virtualenv of its own
 VLLM_VERSION := 0.33.0
 
-.PHONY: setup gpu demo test bench clean
+# Test tiers (README "Tests"): the fast tier is every test not marked slow or pi; `make test` runs all of them, and
+# `make test TIER=slow` only the slow/pi ones. `make check` (a developer command, not a set-up one) = lint + types +
+# the fast tier; CI runs `make check` and then `make test TIER=slow`, so no test runs twice inside the 30-min budget.
+TIER ?= all
+TIER_MARK := $(if $(filter slow,$(TIER)),-m "slow or pi",$(if $(filter fast,$(TIER)),-m "not slow and not pi",))
+
+.PHONY: setup gpu demo test check lint types bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -42,7 +48,17 @@ demo: setup
 	$(BIN)/harnessfit demo
 
 test: setup
-	$(BIN)/python -m pytest -q -n 2 --dist loadgroup
+	$(BIN)/python -m pytest -q -n 2 --dist loadgroup $(TIER_MARK)
+
+lint: $(STAMP)
+	$(BIN)/ruff check src tests
+	$(BIN)/ruff format --check src tests
+
+types: $(STAMP)
+	$(BIN)/mypy   # the files and per-module exceptions are in pyproject.toml [tool.mypy]
+
+check: lint types setup
+	$(MAKE) test TIER=fast
 
 bench: setup
 	$(BIN)/python bench/run_all.py $(BENCH_ARGS)   # make bench BENCH_ARGS=--full for the 500 MiB sizes

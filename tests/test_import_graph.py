@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ast
 from collections import defaultdict
+from itertools import pairwise
 from pathlib import Path
 
 SRC = Path(__file__).resolve().parents[1] / "src"
@@ -104,7 +105,7 @@ def test_no_cycle_between_packages() -> None:
     assert ("eval", "harness") in edges  # the walk sees the imports (a broken walk would find no cycle either)
     kept = set(edges) - set(ALLOWED_CYCLE_EDGES)
     cycle = find_cycle(kept)
-    where = {" -> ".join(pair): edges[pair][:3] for pair in zip(cycle, cycle[1:])} if cycle else {}
+    where = {" -> ".join(pair): edges[pair][:3] for pair in pairwise(cycle)} if cycle else {}
     assert cycle is None, f"package import cycle {' -> '.join(cycle or [])}: {where}"
 
 

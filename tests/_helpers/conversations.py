@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import orjson
+
 from harnessfit.core.conversation import Conversation, ConversationMeta
 from harnessfit.core.ids import content_id, root_request_id
 

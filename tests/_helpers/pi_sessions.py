@@ -26,7 +26,7 @@ class Session:
                        "cwd": cwd}
         self.entries: list[dict[str, Any]] = []
 
-    def add(self, message: dict[str, Any], parent: str | None | bool = True) -> str:
+    def add(self, message: dict[str, Any], parent: str | bool | None = True) -> str:
         eid = f"e{len(self.entries)}"
         if parent is True:
             parent = self.entries[-1]["id"] if self.entries else None
@@ -34,11 +34,11 @@ class Session:
                              "timestamp": "2026-11-30T10:00:01.000Z", "message": message})
         return eid
 
-    def user(self, text: str, parent: str | None | bool = True) -> str:
+    def user(self, text: str, parent: str | bool | None = True) -> str:
         return self.add({"role": "user", "content": [{"type": "text", "text": text}]}, parent)
 
     def call(self, call_id: str, name: str, arguments: Any, *, raw: str | None = None, text: str = "",
-             parent: str | None | bool = True) -> str:
+             parent: str | bool | None = True) -> str:
         """An assistant turn with one tool call; ``raw``: arguments Pi could not parse (stored as ``argumentsError``)."""
         block: dict[str, Any] = {"type": "toolCall", "id": call_id, "name": name, "arguments": arguments}
         if raw is not None:
@@ -47,11 +47,11 @@ class Session:
         content = ([{"type": "text", "text": text}] if text else []) + [block]
         return self.add({"role": "assistant", "content": content, "stopReason": "toolUse"}, parent)
 
-    def result(self, call_id: str, name: str, text: str, *, error: bool = False, parent: str | None | bool = True) -> str:
+    def result(self, call_id: str, name: str, text: str, *, error: bool = False, parent: str | bool | None = True) -> str:
         return self.add({"role": "toolResult", "toolCallId": call_id, "toolName": name, "isError": error,
                          "content": [{"type": "text", "text": text}]}, parent)
 
-    def answer(self, text: str, parent: str | None | bool = True) -> str:
+    def answer(self, text: str, parent: str | bool | None = True) -> str:
         return self.add({"role": "assistant", "content": [{"type": "text", "text": text}], "stopReason": "stop"},
                         parent)
 

@@ -105,11 +105,10 @@ def _oh_events(events: list[Any]) -> int:
     for e in events:
         if isinstance(e, list):  # an [action, observation] pair
             n += _oh_events(e[:1])
-        elif isinstance(e, dict):
-            if str(e.get("kind")).rsplit(".", 1)[-1] == "ActionEvent":  # early SDK builds: a dotted module path
-                n += 1
-            elif "action" in e and e.get("source", "agent") == "agent" and e["action"] not in _NOT_CALLS:
-                n += 1
+        elif isinstance(e, dict) and (
+                str(e.get("kind")).rsplit(".", 1)[-1] == "ActionEvent"  # early SDK builds: a dotted module path
+                or ("action" in e and e.get("source", "agent") == "agent" and e["action"] not in _NOT_CALLS)):
+            n += 1
     return n
 
 

@@ -34,7 +34,7 @@ def conversation_records(n_turns: int, *, split: str = "train", group: str = "g1
     out = []
     for i in range(n_turns):
         act = {"role": "assistant", "content": None if i % 2 else f"Step {i}: reading.",
-               "tool_calls": [call(f"{group}-{i}", "read", '{"path":"src/f%d.py"}' % i)]}
+               "tool_calls": [call(f"{group}-{i}", "read", f'{{"path":"src/f{i}.py"}}')]}
         out.append(record(f"{group}-{i:03d}", list(msgs), act, split=split, group=group))
         msgs += [act, {"role": "tool", "content": f"def f{i}():\n    return {i}\n", "tool_call_id": f"{group}-{i}"}]
     final = {"role": "assistant", "content": "Done: the bug is fixed."}

@@ -94,7 +94,7 @@ def write_chains(audit_dir: Path, model_dir: Path, *, n_train: int = 6, n_val: i
                 ids += [rng.randrange(3, vocab) for _ in range(rng.randrange(3, 12))]
             ids = ids[:lengths[-1]]
             mask = [0] * len(ids)
-            for s, e in zip(starts, ends):
+            for s, e in zip(starts, ends, strict=True):
                 mask[s:e] = [1] * (e - s)
             rows.append({"id": f"{split}-{i:04d}", "input_ids": ids, "assistant_masks": mask, "n_tokens": len(ids),
                          "n_supervised": sum(mask), "source": "synthetic", "group": f"g{i}",

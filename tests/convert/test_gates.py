@@ -7,14 +7,13 @@ from collections.abc import Iterator
 
 import pytest
 
+from _helpers.claude_steps import read_steps
 from harnessfit.convert import convert_trajectory, gates, to_conversation, validate_conversation
-from harnessfit.convert.draft import Draft
-from harnessfit.convert.gates import GATES, GateFinding, Gate, split_gates
 from harnessfit.convert.builder import build_draft
+from harnessfit.convert.draft import Draft
+from harnessfit.convert.gates import GATES, Gate, GateFinding, split_gates
 from harnessfit.core import Conversation, Provenance, Reason, Rejection, Step, ToolCall, Trajectory
 from harnessfit.harness.card import load_card
-
-from _helpers.claude_steps import read_steps
 
 CARD = load_card("pi", "0.73.1")
 

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from harnessfit.convert import to_conversation
-from harnessfit.convert.history import history_rules, short_hash
 from harnessfit.convert.builder import build_draft
+from harnessfit.convert.history import history_rules, short_hash
 from harnessfit.core import Conversation, Provenance, Reason, Rejection, Step, ToolCall, Trajectory
 from harnessfit.dataset.exports import ConversationExport, decision_points, sft_records
 from harnessfit.harness.card import load_card

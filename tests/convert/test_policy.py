@@ -4,11 +4,10 @@ end-of-episode call (SWE-agent's submit) goes only when it is the run's last act
 
 from __future__ import annotations
 
+from _helpers.claude_steps import read_steps
 from harnessfit.convert import ConvertPolicy, convert_trajectory
 from harnessfit.core import Conversation, Provenance, Reason, Rejection, Step, ToolCall, Trajectory
 from harnessfit.harness.card import load_card
-
-from _helpers.claude_steps import read_steps
 
 CARD = load_card("pi", "0.73.1")
 

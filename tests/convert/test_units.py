@@ -110,8 +110,8 @@ def _fail_on_second(units):  # module level: the worker process runs it
 def test_worker_error_reaches_the_caller_and_workers_stop(traces_dir: Path):
     import multiprocessing as mp
 
-    from harnessfit.pipeline import ordered_map
     from harnessfit.formats.registry import iter_units
+    from harnessfit.pipeline import ordered_map
 
     units = iter_units([traces_dir], None)
     with pytest.raises(ValueError, match="boom at"):

@@ -1,15 +1,22 @@
-import pytest
 import re
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harnessfit.core.rejection import Reason
-from harnessfit.dataset.dedup import (NEAR_CHARS, BandedIndex, Deduper, exact_key, lsh_params, minhash_values,
-                                      normalised_text, token_hashes)
-
 from _helpers.conversations import corpus, make_conv
+from harnessfit.core.rejection import Reason
+from harnessfit.dataset.dedup import (
+    NEAR_CHARS,
+    BandedIndex,
+    Deduper,
+    exact_key,
+    lsh_params,
+    minhash_values,
+    normalised_text,
+    token_hashes,
+)
 
 
 def _steps(extra: str = ""):
@@ -60,7 +67,7 @@ def test_token_hashes_follow_the_regex_tokeniser():
         hashes = token_hashes(text).tolist()
         assert len(hashes) == len(words)
         by_word: dict[str, int] = {}
-        for w, h in zip(words, hashes):
+        for w, h in zip(words, hashes, strict=True):
             assert by_word.setdefault(w, h) == h
         assert len(set(by_word.values())) == len(by_word)
 
@@ -118,8 +125,8 @@ def test_minhash_estimates_jaccard_like_datasketch():
 def test_near_dedup_verdicts_on_real_traces_match_sha1_minhash(traces_dir):
     """On the real traces, every conversation is kept or dropped (and for which kept twin) exactly as with
     datasketch's SHA-1 shingle hashing, the definition used before the arithmetic hashes."""
-    from harnessfit.core.conversation import Conversation
     from harnessfit.convert.units import iter_convert
+    from harnessfit.core.conversation import Conversation
     from harnessfit.harness.card import load_card
 
     convs = [c for c in iter_convert([traces_dir], load_card(), workers=1) if isinstance(c, Conversation)]
@@ -192,7 +199,7 @@ def test_batched_signatures_equal_one_by_one():
     batch = Deduper().signatures(convs)
     one = [Deduper().signature(c) for c in convs]
     assert [s.key for s in batch] == [s.key for s in one] == [exact_key(normalised_text(c)) for c in convs]
-    assert all((a.minhash == b.minhash).all() for a, b in zip(batch, one))
+    assert all((a.minhash == b.minhash).all() for a, b in zip(batch, one, strict=True))
 
 
 def test_banded_index_finds_the_candidates_datasketch_finds():
@@ -206,7 +213,7 @@ def test_banded_index_finds_the_candidates_datasketch_finds():
         assert (ours.bands, ours.rows) == (theirs.b, theirs.r) == lsh_params(threshold, num_perm)
         base = rng.integers(0, 2**32, num_perm, dtype=np.uint64).astype(np.uint32)
         sigs = []
-        for i in range(60):
+        for _ in range(60):
             sig = base.copy()
             flip = rng.random(num_perm) < rng.choice([0.02, 0.1, 0.5, 1.0])
             sig[flip] = rng.integers(0, 2**32, int(flip.sum()), dtype=np.uint64).astype(np.uint32)

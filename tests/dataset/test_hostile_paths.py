@@ -12,13 +12,12 @@ import sys
 from pathlib import Path
 
 import pytest
+from test_real_traces import _pi_head
 
 from harnessfit.convert import convert
 from harnessfit.dataset.build import build_dataset
 from harnessfit.dataset.config import config_from_values
 from harnessfit.harness.card import load_card
-
-from test_real_traces import _pi_head
 
 
 @pytest.fixture(scope="module")

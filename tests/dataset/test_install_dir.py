@@ -4,14 +4,14 @@ manifest and reused by ``verify``, and never rewritten by redaction."""
 import json
 from pathlib import Path
 
+from test_real_traces import _all_bytes, _pi_head
+
+from _helpers.conversations import make_conv
 from harnessfit.dataset.build import build_dataset
 from harnessfit.dataset.config import config_from_values
 from harnessfit.dataset.redact import Redactor
 from harnessfit.dataset.verify import verify_dataset
 from harnessfit.harness.card import load_card
-
-from _helpers.conversations import make_conv
-from test_real_traces import _all_bytes, _pi_head
 
 FIXED = "/opt/pi/node_modules/@mariozechner/pi-coding-agent"
 

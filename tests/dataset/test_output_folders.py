@@ -13,14 +13,13 @@ import sys
 from pathlib import Path
 
 import pytest
+from test_real_traces import _all_bytes, _pi_head
 
 from harnessfit.convert import convert
 from harnessfit.dataset.build import build_dataset
 from harnessfit.dataset.config import config_from_values
 from harnessfit.errors import UserError
 from harnessfit.harness.card import load_card
-
-from test_real_traces import _all_bytes, _pi_head
 
 
 @pytest.fixture(scope="module")
@@ -52,7 +51,7 @@ def test_a_dataset_folder_holding_unlisted_files_is_refused(tmp_path, traces_dir
     src, out = _dataset(tmp_path, traces_dir)
     (out / "notes.txt").write_text("mine")
     before = _all_bytes(out)
-    with pytest.raises(UserError, match="notes.txt"):
+    with pytest.raises(UserError, match=r"notes\.txt"):
         build_dataset(config_from_values(inputs=[str(src)], parquet=False), tmp_path, out=out)
     assert _all_bytes(out) == before
 
@@ -101,7 +100,7 @@ main()
 
 
 def test_a_killed_build_leaves_the_previous_dataset_and_a_rerun_works(tmp_path, traces_dir):
-    src, out = _dataset(tmp_path, traces_dir)
+    _src, out = _dataset(tmp_path, traces_dir)
     before = _all_bytes(out)
     # a second input makes the new build differ, so a half-written folder could not pass for the old one
     more = _pi_head(traces_dir, tmp_path / "in" / "t.jsonl", cut=40)

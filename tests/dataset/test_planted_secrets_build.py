@@ -9,13 +9,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from test_side_doors import every_output_text
 from typer.testing import CliRunner
 
+from _helpers.pi_sessions import Session
 from harnessfit.cli import app
 from harnessfit.dataset.probe import planted_secret_lines
-
-from _helpers.pi_sessions import Session
-from test_side_doors import every_output_text
 
 PIECE = 12
 
@@ -33,7 +32,7 @@ def test_no_planted_secret_survives_in_any_output_file(tmp_path: Path) -> None:
     where: dict[str, list[str]] = {}
 
     def take(place: str) -> str:
-        kind, line, secret = next(lines)
+        kind, line, _secret = next(lines)
         where.setdefault(place, []).append(kind)
         return line
 

@@ -5,14 +5,13 @@ import shutil
 from pathlib import Path
 
 import pytest
+from test_redact import _secret_of, planted_secrets
 from typer.testing import CliRunner
 
 from harnessfit.cli import app
 from harnessfit.dataset.build import build_dataset
 from harnessfit.dataset.config import config_from_values
 from harnessfit.dataset.verify import verify_dataset
-
-from test_redact import _secret_of, planted_secrets
 
 PI_LARGE = "pi/badlogic__pi-mono__large-session.jsonl"
 

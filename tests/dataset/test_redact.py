@@ -3,10 +3,9 @@ import string
 
 import orjson
 
+from _helpers.conversations import make_conv
 from harnessfit.dataset.probe import measure_false_positive_rate
 from harnessfit.dataset.redact import Redactor, iter_texts
-
-from _helpers.conversations import make_conv
 
 
 def _rs(rng, n, alpha=string.ascii_letters + string.digits):

@@ -40,10 +40,10 @@ def test_inline_base64_is_data_but_a_named_base64_secret_is_not():
 
 
 def test_the_build_prints_both_numbers_and_the_card_states_them(tmp_path, traces_dir):
+    from test_real_traces import _pi_head
     from typer.testing import CliRunner
 
     from harnessfit.cli import app
-    from test_real_traces import _pi_head
 
     src = _pi_head(traces_dir, tmp_path / "in" / "s.jsonl")
     res = CliRunner().invoke(app, ["build", "--inputs", str(src), "--out", str(tmp_path / "ds"), "--no-parquet"])

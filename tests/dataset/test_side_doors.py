@@ -10,11 +10,10 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
+from _helpers.pi_sessions import Session
 from harnessfit.dataset.build import build_dataset
 from harnessfit.dataset.config import config_from_values
 from harnessfit.dataset.verify import verify_dataset
-
-from _helpers.pi_sessions import Session
 
 _A = "q7Rw2Xk9Lm4Tz8Vb3Nc6Hy1Jd5Fs0Gp"  # a mixed-class filler, sliced to length
 USER = "carol"

@@ -1,6 +1,6 @@
-from harnessfit.dataset.split import assign_splits, check_no_overlap
-
 import pytest
+
+from harnessfit.dataset.split import assign_splits, check_no_overlap
 
 
 def test_groups_never_span_splits_and_assignment_is_order_free():

@@ -6,12 +6,11 @@ from __future__ import annotations
 import shutil
 
 import pytest
+from test_real_traces import _pi_head
 
 from harnessfit.dataset.build import build_dataset
 from harnessfit.dataset.config import config_from_values
 from harnessfit.dataset.verify import verify_dataset
-
-from test_real_traces import _pi_head
 
 
 @pytest.fixture()

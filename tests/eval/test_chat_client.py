@@ -7,6 +7,7 @@ import json
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import ClassVar
 
 import pytest
 
@@ -14,14 +15,14 @@ from harnessfit.eval.client import ChatError, api_key_from_env, chat
 
 
 class _Recorder(BaseHTTPRequestHandler):
-    seen: list[tuple[str | None, dict]] = []
+    seen: ClassVar[list[tuple[str | None, dict]]] = []
     status = 200
     body: bytes = b""
 
-    def log_message(self, *args) -> None:  # noqa: ANN002
+    def log_message(self, *args) -> None:
         return
 
-    def do_POST(self) -> None:  # noqa: N802
+    def do_POST(self) -> None:
         data = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         type(self).seen.append((self.headers.get("Authorization"), data))
         self.send_response(type(self).status)

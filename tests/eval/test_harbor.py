@@ -139,7 +139,7 @@ def test_harbor_suite_errors_are_one_line(tmp_path):
         load_harbor_suite(tmp_path / "nope")
     (tmp_path / "t").mkdir()
     (tmp_path / "t" / "task.toml").write_text("[verifier]\ntimeout_sec = 1\n")
-    with pytest.raises(UserError, match="instruction.md missing"):
+    with pytest.raises(UserError, match=r"instruction\.md missing"):
         load_harbor_suite(tmp_path)
     (tmp_path / "t" / "instruction.md").write_text("do it")
     (tmp_path / "t" / "tests").mkdir()

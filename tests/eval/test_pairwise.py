@@ -112,6 +112,7 @@ def test_position_biased_judge_is_caught_by_the_flip_rate(tmp_path: Path, raw_pa
     assert agg["rubric"] == {} and res.rubric == []
 
 
+@pytest.mark.slow  # 3 s in the fast tier
 def test_malformed_verdicts_are_unparseable_never_a_loss(tmp_path: Path, raw_pair) -> None:
     def sloppy(body: dict, index: int) -> Reply:
         content = body["messages"][-1]["content"]
@@ -129,6 +130,7 @@ def test_malformed_verdicts_are_unparseable_never_a_loss(tmp_path: Path, raw_pai
     assert agg["rubric"]["a"]["unparseable"] == 1  # A's parse-duration answer got the same unreadable score
 
 
+@pytest.mark.slow  # 6 s in the fast tier
 def test_cli_with_key_from_environment(tmp_path: Path, raw_pair, monkeypatch: pytest.MonkeyPatch) -> None:
     env = {**os.environ, "HFTEST_JUDGE_KEY": "sekret-value-123"}
     with ScriptedEndpoint(fair_judge, model_id="fair") as judge:

@@ -55,6 +55,7 @@ def planned(body: dict, index: int) -> Reply:
     return PLAN[pid]
 
 
+@pytest.mark.slow  # 3 s in the fast tier
 def test_planned_behaviours_give_every_figure(tmp_path: Path, probes_dir: Path) -> None:
     card = load_card()
     with ScriptedEndpoint(planned, model_id="planned") as ep:
@@ -87,6 +88,7 @@ def test_planned_behaviours_give_every_figure(tmp_path: Path, probes_dir: Path) 
     assert load_probe_results(tmp_path / "p").aggregates == agg
 
 
+@pytest.mark.slow  # 3 s in the fast tier
 def test_compare_puts_runs_side_by_side(tmp_path: Path, probes_dir: Path) -> None:
     def good(body: dict, index: int) -> Reply:
         return Reply(tool_calls=[("bash", '{"command":"ls"}')])

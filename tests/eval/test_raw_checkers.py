@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from harnessfit.errors import UserError
 from harnessfit.eval.raw import checker_for, extract
 from harnessfit.eval.raw.extract import Block, find_blocks
 from harnessfit.eval.raw.svelte_rules import POLICY_RULES
-from harnessfit.errors import UserError
 from harnessfit.eval.raw.toolchain import install_svelte, svelte_toolchain, svelte_toolchain_dir
 
 SV_TAGS = ("svelte", "html")

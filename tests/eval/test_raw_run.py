@@ -84,6 +84,7 @@ def test_model_output_in_markdown_is_escaped(tmp_path: Path, suite_dir: Path) ->
     assert "<script>" not in md and "\\<script\\>" in md
 
 
+@pytest.mark.slow  # 6 s in the fast tier
 def test_cli_against_a_running_endpoint(tmp_path: Path, suite_dir: Path) -> None:
     with ScriptedEndpoint(planned(suite_dir), model_id="planned") as ep:
         proc = subprocess.run([str(HARNESSFIT), "eval", "raw", "--endpoint", ep.base_url, "--suite", str(suite_dir),
@@ -95,6 +96,7 @@ def test_cli_against_a_running_endpoint(tmp_path: Path, suite_dir: Path) -> None
     assert data["model"] == {"name": "planned", "model_id": "planned"} and data["version"] == 1  # named, not by URL
 
 
+@pytest.mark.slow  # 4 s in the fast tier
 def test_user_errors(tmp_path: Path, suite_dir: Path) -> None:
     with pytest.raises(UserError, match="raw suite not found"):
         run_raw("x", tmp_path / "nope", tmp_path / "o", responder=planned(suite_dir))

@@ -14,8 +14,7 @@ from hypothesis import strategies as st
 from _helpers.raw_calls import count_calls
 from harnessfit.convert import convert_trajectory
 from harnessfit.core.rejection import Rejection
-from harnessfit.core.trajectory import Trajectory
-from harnessfit.core.trajectory import CONTEXT_NOT_REBUILT
+from harnessfit.core.trajectory import CONTEXT_NOT_REBUILT, Trajectory
 from harnessfit.formats.codex.reader import CodexReader
 from harnessfit.formats.registry import detect_format
 from harnessfit.harness.card import load_card

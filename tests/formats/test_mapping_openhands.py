@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from _helpers.openhands_v1 import BENCHMARKS, LAYOUTS, terminal_observation
 from harnessfit.convert import iter_convert
 from harnessfit.core.rejection import Reason, Rejection
 from harnessfit.core.trajectory import Step, ToolCall, Trajectory
@@ -19,8 +20,6 @@ from harnessfit.formats.openhands.mapping import OUTPUT_STRIPPED, OpenHandsMappi
 from harnessfit.formats.openhands.reader import OpenHandsReader
 from harnessfit.harness.card import load_card
 from harnessfit.harness.pi_results import pi_bash_result
-
-from _helpers.openhands_v1 import BENCHMARKS, LAYOUTS, terminal_observation
 
 CARD = load_card("pi", "0.73.1")
 

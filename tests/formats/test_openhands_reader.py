@@ -12,6 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from _helpers.openhands_v1 import BENCHMARKS, LAYOUTS, action_event, observation_event, terminal_observation
+from _helpers.raw_calls import count_calls
 from harnessfit.convert import convert
 from harnessfit.core.rejection import Reason, Rejection
 from harnessfit.core.trajectory import Trajectory
@@ -19,9 +21,6 @@ from harnessfit.formats.openhands.events import v1_observation
 from harnessfit.formats.openhands.reader import OpenHandsReader
 from harnessfit.formats.registry import detect_format
 from harnessfit.harness.card import load_card
-
-from _helpers.openhands_v1 import BENCHMARKS, LAYOUTS, action_event, observation_event, terminal_observation
-from _helpers.raw_calls import count_calls
 
 CARD = load_card("pi", "0.73.1")
 

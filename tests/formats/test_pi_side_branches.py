@@ -8,11 +8,11 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+from _helpers.pi_sessions import branchy_session
 from harnessfit.convert import convert
 from harnessfit.core import Reason, Rejection, Trajectory
 from harnessfit.formats.pi.reader import PiReader
 from harnessfit.harness.card import load_card
-from _helpers.pi_sessions import branchy_session
 
 
 def test_two_thousand_side_branches_read_in_seconds(tmp_path: Path) -> None:

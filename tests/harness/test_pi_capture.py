@@ -9,9 +9,9 @@ import pytest
 from typer.testing import CliRunner
 
 from harnessfit.cli import app
-from harnessfit.harness.pi.capture import PROBES, CaptureProbe, run_probes
 from harnessfit.harness.card import card_path, load_card
 from harnessfit.harness.pi import install_pi
+from harnessfit.harness.pi.capture import PROBES, CaptureProbe, run_probes
 from harnessfit.harness.versions import NEWEST_PI_VERSION, PI_CARD_VERSIONS
 
 pytestmark = [pytest.mark.pi, pytest.mark.slow]

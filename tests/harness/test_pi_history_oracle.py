@@ -35,8 +35,8 @@ from typing import Any
 import orjson
 import pytest
 
-from harnessfit.convert.canonical import canonical_arguments
 from harnessfit.convert.builder import build_draft
+from harnessfit.convert.canonical import canonical_arguments
 from harnessfit.core.trajectory import Trajectory
 from harnessfit.formats.pi.reader import PiReader
 from harnessfit.harness.card import HarnessCard, load_card

@@ -16,15 +16,15 @@ from pathlib import Path
 import orjson
 import pytest
 
+from harnessfit.convert.wire import to_conversation
 from harnessfit.core.conversation import Conversation
 from harnessfit.core.rejection import Reason, Rejection
-from harnessfit.convert.wire import to_conversation
-from harnessfit.synth import synth
+from harnessfit.core.trajectory import Trajectory
+from harnessfit.formats.pi.reader import PiReader
 from harnessfit.harness.card import load_card
 from harnessfit.harness.pi import install_pi, installed_package
 from harnessfit.harness.versions import NEWEST_PI_VERSION, PI_CARD_VERSIONS, harness_spec
-from harnessfit.formats.pi.reader import PiReader
-from harnessfit.core.trajectory import Trajectory
+from harnessfit.synth import synth
 
 pytestmark = [pytest.mark.pi, pytest.mark.slow]
 
@@ -197,11 +197,11 @@ def test_a_build_for_the_newest_from_old_sessions_rejects_exactly_the_differing_
     template that changed and cannot be written in the newest's words (``pi_texts.in_target_words``: a variable
     the newest needs is unknown). A changed template whose variables are all known is re-rendered, not rejected:
     0.73.1's write result names the byte count, the newest's does not."""
-    from harnessfit.harness.pi_texts import in_target_words
     from harnessfit.convert.builder import build_draft
     from harnessfit.dataset.build import build_dataset
     from harnessfit.dataset.config import config_from_values
     from harnessfit.harness.diff import card_diff
+    from harnessfit.harness.pi_texts import in_target_words
 
     old, new = load_card("pi", "0.73.1"), load_card("pi", NEWEST_PI_VERSION)
     diff = card_diff(old, new)

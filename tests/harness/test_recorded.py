@@ -13,6 +13,10 @@ from pathlib import Path
 
 import pytest
 
+from _helpers.pi_sessions import Call
+from _helpers.pi_sessions import keeps_system as _keeps_system
+from _helpers.pi_sessions import ordinary_calls as _ordinary_calls
+from _helpers.pi_sessions import write_session as _write_session
 from harnessfit.convert.wire import to_conversation
 from harnessfit.core.conversation import Conversation
 from harnessfit.core.rejection import Failure, Reason, Rejection
@@ -20,12 +24,10 @@ from harnessfit.formats.pi.reader import PiReader
 from harnessfit.formats.registry import detect_format, iter_units
 from harnessfit.harness.card import HarnessCard, load_card
 from harnessfit.harness.diff import card_diff
-from harnessfit.harness.pi.texts import in_target_words, text_violations
 from harnessfit.harness.pi.recorded import Recorded, recorded_pi_versions
+from harnessfit.harness.pi.texts import in_target_words, text_violations
 from harnessfit.harness.versions import PI_CARD_VERSIONS
 
-from _helpers.pi_sessions import Call, keeps_system as _keeps_system, ordinary_calls as _ordinary_calls
-from _helpers.pi_sessions import write_session as _write_session
 
 def _read(path: Path):
     (traj,) = list(PiReader().read(path))

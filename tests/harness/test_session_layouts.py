@@ -8,9 +8,9 @@ from pathlib import Path
 
 import orjson
 
-from harnessfit.harness.card import load_card
-from harnessfit.formats.pi.reader import PiReader
 from harnessfit.core.trajectory import Trajectory
+from harnessfit.formats.pi.reader import PiReader
+from harnessfit.harness.card import load_card
 
 
 def _write(path: Path, entries: list[dict]) -> Path:

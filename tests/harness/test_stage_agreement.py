@@ -12,6 +12,7 @@ import orjson
 import pytest
 from typer.testing import CliRunner
 
+from _helpers.pi_sessions import ordinary_calls, write_session
 from harnessfit.cli import app
 from harnessfit.dataset.build import build_dataset
 from harnessfit.dataset.config import config_from_values
@@ -25,8 +26,6 @@ from harnessfit.harness.versions import (
     stage_harness,
     trained_harness,
 )
-
-from _helpers.pi_sessions import ordinary_calls, write_session
 
 OLD, NEW = "pi@0.73.1", f"pi@{NEWEST_PI_VERSION}"
 RECIPE = Path(__file__).resolve().parents[2] / "examples" / "recipes" / "smollm2-cpu-demo.yaml"

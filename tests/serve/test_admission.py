@@ -73,7 +73,7 @@ def test_the_client_waits_retry_after_then_is_answered(capsys) -> None:
     seen: list[int] = []
 
     class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:  # noqa: N802 - the stdlib's name
+        def do_POST(self) -> None:
             self.rfile.read(int(self.headers["content-length"]))
             seen.append(1)
             if len(seen) == 1:

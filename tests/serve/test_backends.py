@@ -41,6 +41,7 @@ def test_build_vllm_command_pins_template_parser_lora_and_loopback(tmp_path: Pat
     assert "--enable-auto-tool-choice" in cmd and "--enable-lora" in cmd
 
 
+@pytest.mark.slow  # imports torch: 9 s in the fast tier
 def test_auto_backend_is_builtin_without_vllm_and_cuda() -> None:
     import importlib.util
 
@@ -98,6 +99,7 @@ def test_prepare_vllm_writes_training_template_and_every_stop_id(scripted_factor
     assert launch.context_window == 384  # the model's own context, what vLLM serves without --max-model-len
 
 
+@pytest.mark.slow  # loads the embedded model's config and tokenizer: 31 s
 def test_vllm_handle_gives_pi_the_model_context(tmp_path: Path) -> None:
     from harnessfit.serve import ServerHandle, write_harness_config
 
@@ -170,6 +172,7 @@ def test_cli_serve_writes_pi_config(scripted_hello, tmp_path: Path) -> None:
         proc.wait(timeout=30)
 
 
+@pytest.mark.slow  # prepares a vLLM launch of the embedded model: 137 s on a busy machine
 def test_vllm_program_comes_from_env_or_its_own_virtualenv(tmp_path: Path, monkeypatch) -> None:
     """vLLM pins its own torch/transformers, so `make setup GPU=1` installs it in $HARNESSFIT_HOME/vllm; the
     launcher runs that program (or $HARNESSFIT_VLLM), and a path that is not a file means no vLLM."""

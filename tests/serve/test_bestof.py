@@ -96,7 +96,7 @@ def test_a_text_reply_passes_but_is_no_tool_call(tokenizer, tmp_path) -> None:
 def test_without_a_passing_candidate_the_best_scoring_one_is_returned(tokenizer) -> None:
     planned = PlannedEngine(tokenizer, [(BROKEN, "stop"), (WRONG_TOOL, "stop"), (GOOD + " and more", "length")])
     engine = BestOfEngine(planned, 3, CardVerifier())
-    text, result = _run(engine, _request())
+    text, _result = _run(engine, _request())
     # broken block: format fails; cut off: clean_end fails; write is not an active tool: tool_active and schema fail
     scores = {t: CardVerifier().check(t, truncated=f == "length", active_tools=["read"]) for t, f in planned.plan}
     best = max(planned.plan, key=lambda p: scores[p[0]].score)

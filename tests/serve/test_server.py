@@ -55,10 +55,8 @@ def server(scripted_factory):
     scripts = []
     for key, text in texts.items():
         ids = f.encode(text)
-        if key == "stop":  # the second generation_config stop id, then text that must never be served
-            ids = ids + bang + f.encode(" world") + [im_end]
-        else:
-            ids = ids + [im_end]
+        # "stop": the second generation_config stop id, then text that must never be served
+        ids = ids + bang + f.encode(" world") + [im_end] if key == "stop" else ids + [im_end]
         scripts.append((f.prompt_len(PROMPTS[key]), ids))
     model_dir = f.build("scripted", scripts, eos_ids=[im_end, bang[0]])
     with start_server(str(model_dir), model_id=MODEL_ID, max_tokens=48, backend="builtin") as handle:

@@ -54,6 +54,6 @@ def test_synth_writes_pi_sessions(pi_installed, small_suite, tmp_path):
             assert isinstance(first, str) and isinstance(calls[1]["arguments"], dict)
             assert errors[0]["content"][0]["text"].startswith(("Validation failed for tool", "Invalid arguments for tool"))
             assert orjson.loads(first) == calls[1]["arguments"]
-    golden_create = [f for f in manifest["files"] if f["kind"] == "golden" and f["task"] == "create_hello_script"][0]
+    golden_create = next(f for f in manifest["files"] if f["kind"] == "golden" and f["task"] == "create_hello_script")
     msgs = [r for r in _lines(out / golden_create["path"]) if r["type"] == "message"]
     assert sum(1 for r in msgs if r["message"]["role"] == "assistant") == 3  # write, validate, answer: ends promptly

@@ -9,13 +9,13 @@ import pyarrow.parquet as pq
 import pytest
 from typer.testing import CliRunner
 
+from _helpers.sft import SYSTEM, call, conversation_records, record, write_dataset
 from harnessfit.cli import app
+from harnessfit.core.jsonio import read_jsonl as orjson_lines
+from harnessfit.core.records import SFTRecord
 from harnessfit.errors import UserError
 from harnessfit.models import load_tokenizer, template_info
-from harnessfit.core.records import SFTRecord
-from harnessfit.core.jsonio import read_jsonl as orjson_lines
 from harnessfit.tokens import audit, read_tokenized, render_record
-from _helpers.sft import SYSTEM, call, conversation_records, record, write_dataset
 
 
 def _dataset(root: Path) -> Path:
@@ -108,8 +108,8 @@ def test_tokenized_set_is_what_was_audited(audited) -> None:
     for row in rows:
         assert len(row["input_ids"]) == len(row["assistant_masks"]) == row["n_tokens"] == row["action_lengths"][-1]
         assert sum(row["assistant_masks"]) == row["n_supervised"] == sum(
-            e - s for s, e in zip(row["action_starts"], row["action_ends"]))
-        for aid, s, e, n in zip(row["action_ids"], row["action_starts"], row["action_ends"], row["action_lengths"]):
+            e - s for s, e in zip(row["action_starts"], row["action_ends"], strict=True))
+        for aid, s, e, n in zip(row["action_ids"], row["action_starts"], row["action_ends"], row["action_lengths"], strict=True):
             alone = render_record(tok, records[aid])
             assert alone.input_ids == row["input_ids"][:n]
             assert alone.assistant_masks == [0] * s + [1] * (e - s) + [0] * (n - e)

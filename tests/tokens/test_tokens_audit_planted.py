@@ -8,9 +8,9 @@ from pathlib import Path
 import orjson
 import pytest
 
+from _helpers.sft import conversation_records, write_dataset
 from harnessfit.models.templates import chatml_tools_template
 from harnessfit.tokens import audit, read_tokenized
-from _helpers.sft import conversation_records, write_dataset
 
 
 def _prompt_in_loss(t: str) -> str:  # no generation prompt: the assistant header lands in the supervised diff

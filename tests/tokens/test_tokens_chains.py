@@ -7,12 +7,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from _helpers.sft import SYSTEM, TOOLS, call, conversation_records
 from harnessfit.core.records import SFTRecord
 from harnessfit.models import load_tokenizer
 from harnessfit.models.templates import chatml_tools_template
 from harnessfit.tokens.chains import BreakReason, ChainBreak, chain_records, chain_run, split_runs
 from harnessfit.tokens.render import RecordError, render_record
-from _helpers.sft import SYSTEM, TOOLS, call, conversation_records
 
 
 @pytest.fixture(scope="module")
@@ -36,7 +36,7 @@ def _same(tok, records: list[SFTRecord]):
     plain = chain_records(tok, records, fast=False)
     assert {k: _key(v) for k, v in fast[0].items()} == {k: _key(v) for k, v in plain[0].items()}
     assert [c.actions for c in fast[1]] == [c.actions for c in plain[1]]
-    assert all(np.array_equal(a.input_ids, b.input_ids) for a, b in zip(fast[1], plain[1]))
+    assert all(np.array_equal(a.input_ids, b.input_ids) for a, b in zip(fast[1], plain[1], strict=True))
     assert fast[2] == plain[2]
     return fast
 
@@ -62,7 +62,7 @@ def _two_user_turns(group: str = "u") -> list[SFTRecord]:
 
 def test_one_chain_per_conversation_equals_its_records(tok) -> None:
     records = [SFTRecord(**r) for r in conversation_records(4, group="g1") + conversation_records(2, group="g2")]
-    by_id, chains, breaks = _same(tok, records)
+    _by_id, chains, breaks = _same(tok, records)
     assert [[a.id for a in c.actions] for c in chains] == [[r.id for r in records[:5]], [r.id for r in records[5:]]]
     assert breaks == []
     for chain in chains:
@@ -97,7 +97,7 @@ def test_rewritten_history_starts_a_new_run(tok) -> None:
                                                            {"role": "user", "content": "Summary of the work so far."}]})
     records = [records[0], records[1], compacted, records[3]]
     assert [len(run) for run, _ in split_runs(records)] == [2, 1, 1]
-    by_id, chains, breaks = _same(tok, records)
+    _by_id, chains, breaks = _same(tok, records)
     assert [[a.id for a in c.actions] for c in chains] == [["g1-000", "g1-001"], ["g1-002"], ["g1-003"]]
     assert breaks == [ChainBreak("g1-001", "g1-002", BreakReason.history_rewritten),
                       ChainBreak("g1-002", "g1-003", BreakReason.history_rewritten)]

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from harnessfit.cli import app
 from _helpers.sft import conversation_records, write_dataset
+from harnessfit.cli import app
 
 
 @pytest.mark.slow  # loads the embedded tokenizer (~15 s)

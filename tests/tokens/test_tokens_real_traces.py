@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from harnessfit.dataset.build import build_dataset
-from harnessfit.dataset.config import config_from_values
 from harnessfit.core import jsonio
 from harnessfit.core.records import SFTRecord
+from harnessfit.dataset.build import build_dataset
+from harnessfit.dataset.config import config_from_values
 from harnessfit.models import load_tokenizer
 from harnessfit.tokens import audit, read_tokenized
 from harnessfit.tokens.chains import chain_records

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
+from _helpers.sft import SYSTEM, call, conversation_records, record
 from harnessfit.core.records import SFTRecord
 from harnessfit.models import load_tokenizer
 from harnessfit.models.templates import chatml_tools_template
 from harnessfit.tokens import MaskViolation, Problem, RecordError, render_many, render_record
-from _helpers.sft import SYSTEM, call, conversation_records, record
 
 
 @pytest.fixture(scope="module")
@@ -17,7 +17,7 @@ def tok():
 
 
 def _labels(tok, r) -> str:
-    return tok.decode([i for i, m in zip(r.input_ids, r.assistant_masks) if m], skip_special_tokens=False)
+    return tok.decode([i for i, m in zip(r.input_ids, r.assistant_masks, strict=True) if m], skip_special_tokens=False)
 
 
 def _with_template(tok, text: str):

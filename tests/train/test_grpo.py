@@ -10,11 +10,11 @@ import statistics
 from types import SimpleNamespace
 
 import pytest
+from grpo_fixtures import tiny_grpo_setup, tiny_recipe
 
 from harnessfit.serve.scripted import Reply, ScriptedEndpoint
 from harnessfit.train.config import load_grpo_config
 from harnessfit.train.grpo import train_grpo
-from grpo_fixtures import tiny_grpo_setup, tiny_recipe
 
 
 @pytest.fixture(scope="module")
@@ -51,9 +51,9 @@ def test_end_of_turn_token_is_not_truncation(eot_audit, tmp_path) -> None:
     # masks every completion as truncated
     from harnessfit.harness.card import load_card
     from harnessfit.models import load_model
+    from harnessfit.rewards.combine import RewardSet
     from harnessfit.train.grpo import HarnessfitGRPOTrainer
     from harnessfit.train.grpo_data import load_decision_points
-    from harnessfit.rewards.combine import RewardSet
 
     plain = load_grpo_config(None, **tiny_recipe(eot_audit, max_steps=1, heldout=False, max_completion_length=4,
                                                  generation_kwargs=_only_eot(tok), rewards={"clean_end": 1.0}),
@@ -140,11 +140,12 @@ def test_grpo_run_writes_adapter_metrics_completions_heldout_and_report(tmp_path
 
 
 def test_prompts_are_the_servers_prompts(tmp_path) -> None:
+    from transformers import AutoTokenizer
+
     from harnessfit.serve.engine import render_prompt
     from harnessfit.serve.protocol import parse_chat_request
     from harnessfit.train.grpo import HarnessfitGRPOTrainer
     from harnessfit.train.grpo_data import load_decision_points
-    from transformers import AutoTokenizer
 
     audit = tiny_grpo_setup(tmp_path, distinct_eot=False)
     tok = AutoTokenizer.from_pretrained(audit / "tokenizer")
@@ -187,7 +188,7 @@ def test_report_statistics_from_completions(tmp_path) -> None:
     scored = [r for r in rows if r["reward"] is not None]
     xs, ys = [r["step"] for r in scored], [r["reward"] for r in scored]
     mx, my = statistics.fmean(xs), statistics.fmean(ys)
-    slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sum((x - mx) ** 2 for x in xs)
+    slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / sum((x - mx) ** 2 for x in xs)
     assert stats["slope_per_step"] == pytest.approx(slope)
     assert stats["last"]["best_of_g"] == pytest.approx(statistics.fmean([0.62, 0.5]))  # group 0: 0.52, 0.62; group 1: 0.5, 0.5
     assert stats["last"]["zero_variance_groups"] == 0.5 and stats["first"]["overlong_share"] == 0.5

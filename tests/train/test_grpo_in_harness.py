@@ -10,11 +10,11 @@ import shutil
 from pathlib import Path
 
 import pytest
+from grpo_fixtures import tiny_grpo_setup, tiny_recipe
 
 from harnessfit.demo.pipeline import examples_dir
 from harnessfit.train.config import load_grpo_config
 from harnessfit.train.grpo import train_grpo
-from grpo_fixtures import tiny_grpo_setup, tiny_recipe
 
 pytestmark = [pytest.mark.slow, pytest.mark.pi]
 

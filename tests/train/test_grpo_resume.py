@@ -14,7 +14,6 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from grpo_fixtures import tiny_grpo_setup, tiny_recipe
 
 BIN = Path(sys.executable).parent / "harnessfit"

@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
+from trl import SFTConfig
 
 from harnessfit.train.data import load_split
 from harnessfit.train.loss import ActionCollator, ActionWeightedSFTTrainer
-from trl import SFTConfig
 
 
 def _record_losses(model, split) -> list[list[float]]:

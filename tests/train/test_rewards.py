@@ -6,11 +6,11 @@ from __future__ import annotations
 import json
 
 import pytest
+from grpo_fixtures import card_tools
 
 from harnessfit.harness.card import load_card
 from harnessfit.rewards import REGISTRY, RewardContext, Score, combine, components, reward_weights
 from harnessfit.rewards.verifiable import parse_completion, toolrl_match
-from grpo_fixtures import card_tools
 
 CARD = load_card()
 TOOLS = card_tools(("read", "bash"))

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 import yaml
 
+from _helpers.tinyset import make_tiny_model
 from harnessfit.errors import UserError
 from harnessfit.train.sft import train_sft
-from _helpers.tinyset import make_tiny_model
 
 BIN = Path(sys.executable).parent / "harnessfit"
 

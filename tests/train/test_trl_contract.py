@@ -19,9 +19,9 @@ import pytest
 pytest.importorskip("openenv.core.harness", reason="openenv==0.10.0 (make setup) is TRL's harness interface")
 harness_mod = pytest.importorskip("trl.experimental.async_grpo.openenv_harness")
 
-from harnessfit.errors import UserError
-from harnessfit.serve.capture import CaptureStore
-from harnessfit.train.trl_harness import episode_reward, pi_session_factory
+from harnessfit.errors import UserError  # noqa: E402 - after the importorskip guards
+from harnessfit.serve.capture import CaptureStore  # noqa: E402 - after the importorskip guards
+from harnessfit.train.trl_harness import episode_reward, pi_session_factory  # noqa: E402 - after the importorskip guards
 
 worker = pytest.importorskip("trl.experimental.async_grpo.async_rollout_worker")
 SUITE = Path(__file__).resolve().parents[2] / "examples" / "tasks" / "default"
@@ -100,7 +100,7 @@ def test_a_turn_sampled_off_policy_or_a_broken_capture_is_refused(tmp_path: Path
     store = CaptureStore(tmp_path / "cap")
     hot = factory.create(tasks[0].id, episode_id="hot")
     _record(store, hot.key, [1], [2], temperature=0.0)
-    with pytest.raises(ValueError, match="sampled at temperature 0.0"):
+    with pytest.raises(ValueError, match=r"sampled at temperature 0\.0"):
         consume_like_trl(hot)
     broken = factory.create({"task_id": tasks[0].id}, episode_id="broken")
     (tmp_path / "cap" / "broken.jsonl").write_text(

@@ -201,7 +201,7 @@ def _assistant(b: _Context, turn: Turn) -> tuple[dict[str, Any] | None, list[tup
     refused = [r is not None and r.meta.get("user_rejected") is True for _, r in pairs]
     outcomes = [Drop(f"ui_only:{call.name}") if call.name in ui_tools else
                 mapping.map_call(call, None if no else r, ctx)
-                for call, (_, r), no in zip(step.tool_calls, pairs, refused)]
+                for call, (_, r), no in zip(step.tool_calls, pairs, refused, strict=True)]
     ui_calls = sum(1 for o in outcomes if type(o) is Drop and not o.ends_episode)
     calls: list[dict[str, Any]] = []
     tool_msgs: list[tuple[int, dict[str, Any]]] = []

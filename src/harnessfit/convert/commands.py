@@ -33,8 +33,8 @@ def _convert_cmd(
     from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn, TransferSpeedColumn
     from rich.table import Table
 
-    from harnessfit.convert.run import convert
     from harnessfit.convert.policy import FIDELITY_TIERS, ConvertPolicy
+    from harnessfit.convert.run import convert
     from harnessfit.core.rejection import Reason
     from harnessfit.errors import UserError
     from harnessfit.harness.card import load_harness
@@ -52,7 +52,7 @@ def _convert_cmd(
         def on_units(n: int, size: int) -> None:
             progress.update(task, total=size)
 
-        def on_unit(res) -> None:  # noqa: ANN001
+        def on_unit(res) -> None:
             progress.update(task, advance=res.size, files=progress.tasks[0].fields["files"] + 1)
 
         summary = convert(inputs, out, card, workers=workers, formats=formats or None, on_units=on_units,
@@ -81,7 +81,7 @@ def _convert_cmd(
     _print_yield(out_console, summary)
 
 
-def _print_yield(out_console, summary) -> None:  # noqa: ANN001
+def _print_yield(out_console, summary) -> None:
     """The yield table, the recording Pis' lines, calls → labels (per fidelity tier at tier content) and the
     accounting identity."""
     from rich.table import Table

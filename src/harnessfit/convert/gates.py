@@ -215,7 +215,7 @@ class OrphanToolResult(Gate):
     """Every tool message must answer a call of the assistant message right before it."""
 
     name = "orphan_tool_result"
-    _WHERE = {"start": "before any call", "user": "follows a user message", "turn": "answers no call of its turn"}
+    _WHERE: ClassVar[dict[str, str]] = {"start": "before any call", "user": "follows a user message", "turn": "answers no call of its turn"}
 
     def findings(self, draft: Draft) -> Iterator[GateFinding]:
         for note in draft.orphan_results:

@@ -10,9 +10,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harnessfit.convert.units import EncodedUnit, UnitResult
 from harnessfit.core.conversation import Conversation
 from harnessfit.core.rejection import Reason, Rejection
-from harnessfit.convert.units import EncodedUnit, UnitResult
 
 __all__ = ["FileAccount", "Accounting", "write_ledger_summary", "AccountingError"]
 

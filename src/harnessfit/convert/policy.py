@@ -32,8 +32,8 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from harnessfit.core.rejection import excerpt
 from harnessfit.core.jsonio import dumps_compact_str
+from harnessfit.core.rejection import excerpt
 from harnessfit.core.trajectory import Step, Trajectory
 
 __all__ = ["ConvertPolicy", "DEFAULT_FIDELITY", "DEFAULT_UI_TOOLS", "FIDELITY_TIERS", "ui_drop_problem", "LaterText"]

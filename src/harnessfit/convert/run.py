@@ -27,12 +27,12 @@ from typing import Any
 
 import orjson
 
-from harnessfit.core.rejection import Rejection
 from harnessfit.convert.ledger import Accounting, AccountingError, write_ledger_summary
 from harnessfit.convert.policy import ConvertPolicy
 from harnessfit.convert.units import EncodedUnit, iter_encoded_units, unit_size
 from harnessfit.convert.wire import DEFAULT_POLICY
 from harnessfit.convert.yields import YieldReport, write_yield
+from harnessfit.core.rejection import Rejection
 from harnessfit.formats.registry import iter_units
 from harnessfit.pipeline.output import StagedFolder
 

@@ -28,14 +28,14 @@ from typing import Any
 import orjson
 from pydantic import BaseModel
 
-from harnessfit.core.conversation import Conversation
-from harnessfit.core.rejection import Rejection, excerpt
 from harnessfit.convert.policy import ConvertPolicy
 from harnessfit.convert.wire import DEFAULT_POLICY, convert_trajectory
 from harnessfit.convert.yields import FileYield, YieldReport
-from harnessfit.pipeline.executor import ordered_map
-from harnessfit.formats.registry import Unit, iter_units, read_unit
+from harnessfit.core.conversation import Conversation
+from harnessfit.core.rejection import Rejection, excerpt
 from harnessfit.core.trajectory import Trajectory
+from harnessfit.formats.registry import Unit, iter_units, read_unit
+from harnessfit.pipeline.executor import ordered_map
 
 __all__ = ["UnitResult", "EncodedUnit", "convert_unit", "encode_unit", "iter_unit_results", "iter_encoded_units",
            "iter_convert", "unit_size", "units_per_task"]
@@ -105,7 +105,7 @@ def _convert_unit(unit: Unit, card: Any, formats: Sequence[str] | None, install_
             res.format = record.source
             try:
                 outcome = convert_trajectory(record, card, install_dir=install_dir, policy=policy)
-            except Exception as exc:  # a converter bug on odd data must not stop the run
+            except Exception as exc:  # noqa: BLE001 - a converter bug on odd data must not stop the run
                 from harnessfit.core.rejection import Reason, reject
 
                 res.outputs.append(reject(record, Reason.parse_error, f"converter failed: {type(exc).__name__}: "

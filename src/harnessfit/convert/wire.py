@@ -97,7 +97,7 @@ def _prefix(draft: Draft, cut: int | None) -> tuple[list[dict[str, Any]], int, i
     """The wire messages from steps before ``cut`` (``None``: all), without a trailing user message; how many
     assistant messages at or after ``draft.labels_from`` (labels) they hold; and the prefix's own ``labels_from``."""
     kept = list(enumerate(draft.messages)) if cut is None else \
-        [(n, m) for n, (m, s) in enumerate(zip(draft.messages, draft.message_steps)) if s < cut]
+        [(n, m) for n, (m, s) in enumerate(zip(draft.messages, draft.message_steps, strict=True)) if s < cut]
     end = len(kept)
     while end > 1 and kept[end - 1][1]["role"] == "user":
         end -= 1

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import re
 
 __all__ = ["content_id", "root_request_id", "normalise_prompt", "SESSION_NOTE", "SUBAGENT_OF_NOTE", "session_links"]
 

@@ -21,9 +21,10 @@ from typing import Any
 import orjson
 from pydantic import BaseModel
 
-from harnessfit.core.conversation import Conversation
-from harnessfit.core.rejection import Rejection
 from harnessfit.convert.yields import YieldReport, render_yield
+from harnessfit.core.conversation import Conversation
+from harnessfit.core.jsonio import sha256_file
+from harnessfit.core.rejection import Rejection
 from harnessfit.dataset.card import render_card
 from harnessfit.dataset.config import BuildConfig, InputSpec
 from harnessfit.dataset.dedup import Deduper
@@ -34,10 +35,9 @@ from harnessfit.dataset.sink import MANIFEST_FORMAT, Sink
 from harnessfit.dataset.split import assign_splits, check_no_overlap
 from harnessfit.dataset.stages import Collector, Settings, records
 from harnessfit.errors import UserError
-from harnessfit.harness.card import HarnessCard, load_harness
-from harnessfit.core.jsonio import sha256_file
-from harnessfit.pipeline import StageClock
 from harnessfit.formats.registry import Unit, iter_units
+from harnessfit.harness.card import HarnessCard, load_harness
+from harnessfit.pipeline import StageClock
 
 __all__ = ["BuildReport", "run_build", "build_dataset", "input_files", "input_sha256", "input_rows_of",
            "redaction_settings", "side_scrubber", "MANIFEST_FORMAT"]
@@ -71,7 +71,7 @@ def input_files(inputs: list[InputSpec]) -> list[Path]:
     for spec in inputs:
         for unit in iter_units([Path(spec.path)], spec.formats):
             if unit.path.is_dir():
-                for root, dirs, files in os.walk(unit.path):
+                for root, _dirs, files in os.walk(unit.path):
                     out.update(p for p in (Path(root) / f for f in files) if p.is_file())
             elif unit.path.is_file():
                 out.add(unit.path)

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
 __all__ = ["register"]
 
 
-def _summary(report, out_dir: Path) -> None:  # noqa: ANN001
+def _summary(report, out_dir: Path) -> None:
     from rich.console import Console
     from rich.markup import escape
     from rich.table import Table
@@ -71,17 +71,17 @@ def register(app: typer.Typer) -> None:
 
     @app.command()
     def build(
-        config: Annotated[Optional[Path], typer.Argument(help="TOML or YAML build config")] = None,
-        inputs: Annotated[Optional[list[Path]], typer.Option("--inputs", "-i", help="trace file or folder (repeatable)")] = None,
-        out: Annotated[Optional[Path], typer.Option("--out", "-o", help="output folder")] = None,
-        workers: Annotated[Optional[int], typer.Option(help="worker processes (output bytes never depend on it)")] = None,
-        seed: Annotated[Optional[int], typer.Option(help="split seed")] = None,
-        harness: Annotated[Optional[str], typer.Option(
+        config: Annotated[Path | None, typer.Argument(help="TOML or YAML build config")] = None,
+        inputs: Annotated[list[Path] | None, typer.Option("--inputs", "-i", help="trace file or folder (repeatable)")] = None,
+        out: Annotated[Path | None, typer.Option("--out", "-o", help="output folder")] = None,
+        workers: Annotated[int | None, typer.Option(help="worker processes (output bytes never depend on it)")] = None,
+        seed: Annotated[int | None, typer.Option(help="split seed")] = None,
+        harness: Annotated[str | None, typer.Option(
             help="target harness as pi@VERSION or pi@VERSION+tools (a committed card; default: the config's, else "
                  "the newest)")] = None,
         no_redact: Annotated[bool, typer.Option("--no-redact", help="skip redaction")] = False,
         no_parquet: Annotated[bool, typer.Option("--no-parquet", help="skip the Parquet copies")] = False,
-        install_dir: Annotated[Optional[str], typer.Option(
+        install_dir: Annotated[str | None, typer.Option(
             help="harness folder the system prompt names (default: where `harnessfit harness install` puts it "
                  "here); fix it for machine-independent data")] = None,
     ) -> None:

@@ -33,9 +33,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from harnessfit.core.conversation import context_fidelity
+from harnessfit.core.ids import content_id
 from harnessfit.core.records import DecisionPoint, SFTRecord
 from harnessfit.dataset.sink import OutFile
-from harnessfit.core.ids import content_id
 from harnessfit.models.messages import MessageError, to_template_message
 
 __all__ = ["sft_records", "decision_points", "ConversationExport", "ParquetOut", "PARQUET_SCHEMAS",

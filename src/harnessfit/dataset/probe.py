@@ -32,7 +32,7 @@ _WORDS = ["user", "account", "settings", "handler", "request", "response", "sess
 _ALNUM = string.ascii_letters + string.digits
 
 
-def _minified_js(rng: random.Random, rb, i: int) -> str:  # noqa: ANN001
+def _minified_js(rng: random.Random, rb, i: int) -> str:
     """One line of a bundler's output: short mangled names, string literals, numbers, hex colours, a hashed chunk
     name, sometimes an inline data URI."""
     v = lambda: rng.choice(string.ascii_letters) + rng.choice(["", rng.choice(_ALNUM)])  # noqa: E731
@@ -55,7 +55,7 @@ def _source_map(rng: random.Random) -> str:
     return f'{{"version":3,"sources":["../src/{rng.choice(_WORDS)}.ts"],"mappings":"{";".join(groups)}"}}'
 
 
-def _test_vector(rng: random.Random, rb) -> str:  # noqa: ANN001
+def _test_vector(rng: random.Random, rb) -> str:
     """An expected value in a test of an encoder or a hash: base64 of a phrase or of random bytes."""
     data = (" ".join(rng.choice(_WORDS) for _ in range(rng.randint(3, 8)))).encode() if rng.random() < 0.5 \
         else rb(rng.randint(16, 48))
@@ -64,7 +64,7 @@ def _test_vector(rng: random.Random, rb) -> str:  # noqa: ANN001
         f'    expect(encode({data!r})).toBe("{b64}");',
         f'    ({data!r}, "{b64}"),',
         f'assert to_base64(payload) == "{b64}"',
-        f'        XCTAssertEqual(digest.base64EncodedString(), "{base64.b64encode(hashlib.sha256(data).digest()).decode()}")',  # noqa: E501
+        f'        XCTAssertEqual(digest.base64EncodedString(), "{base64.b64encode(hashlib.sha256(data).digest()).decode()}")',
     ])
 
 

@@ -25,19 +25,19 @@ from typing import Any
 
 import orjson
 
-from harnessfit.core.conversation import Conversation, ConversationMeta
-from harnessfit.core.ids import session_links
 from harnessfit.convert.ledger import Accounting
 from harnessfit.convert.policy import ConvertPolicy
+from harnessfit.convert.units import convert_unit, units_per_task
 from harnessfit.convert.wire import DEFAULT_POLICY
 from harnessfit.convert.yields import FileYield, YieldReport
+from harnessfit.core.conversation import Conversation, ConversationMeta
+from harnessfit.core.ids import session_links
 from harnessfit.core.rejection import Rejection
-from harnessfit.convert.units import convert_unit, units_per_task
-from harnessfit.dataset.prefixes import Prefix, PrefixRow, PrefixSpool
 from harnessfit.dataset.dedup import Deduper, Signature
+from harnessfit.dataset.prefixes import Prefix, PrefixRow, PrefixSpool
 from harnessfit.dataset.redact import Redactor
-from harnessfit.pipeline import StageClock, ordered_map
 from harnessfit.formats.registry import Unit
+from harnessfit.pipeline import StageClock, ordered_map
 
 __all__ = ["Settings", "Converted", "Redact", "records", "Collector", "SIGN_BATCH"]
 

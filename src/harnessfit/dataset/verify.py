@@ -15,8 +15,14 @@ from typing import Any
 import orjson
 from pydantic import BaseModel
 
-from harnessfit.dataset.build import (MANIFEST_FORMAT, input_files, input_rows_of, redaction_settings, run_build,
-                                      side_scrubber)
+from harnessfit.dataset.build import (
+    MANIFEST_FORMAT,
+    input_files,
+    input_rows_of,
+    redaction_settings,
+    run_build,
+    side_scrubber,
+)
 from harnessfit.dataset.config import BuildConfig
 from harnessfit.dataset.sink import CompareSink
 from harnessfit.errors import UserError
@@ -62,7 +68,7 @@ def _check_inputs(folder: Path, manifest: dict[str, Any], config: BuildConfig) -
     scrubber = side_scrubber(redaction_settings(config, config.install_dir), [i.path for i in config.inputs])
     files = input_files(config.resolved_inputs(folder))
     now: dict[str, list[tuple[Path, str | None]]] = {}
-    for p, row in zip(files, input_rows_of(files, folder, scrubber)):
+    for p, row in zip(files, input_rows_of(files, folder, scrubber), strict=True):
         now.setdefault(row["path"], []).append((p, row["sha256"]))
     listed: dict[str, list[str | None]] = {}
     for row in manifest["inputs"]:

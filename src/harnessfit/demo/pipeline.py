@@ -111,9 +111,9 @@ def run_demo(plan: DemoPlan, console: Console | None = None) -> Path:
     from harnessfit.dataset.config import config_from_values
     from harnessfit.demo.raw_probes import run_raw_and_probes
     from harnessfit.eval import run_eval
-    from harnessfit.harness.pi.capture import capture_pi
     from harnessfit.harness.card import card_path
     from harnessfit.harness.pi import DEFAULT_PI_VERSION, install_pi
+    from harnessfit.harness.pi.capture import capture_pi
     from harnessfit.harness.versions import harness_spec
     from harnessfit.report import compare
     from harnessfit.report.build import build_report

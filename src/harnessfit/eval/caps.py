@@ -211,7 +211,7 @@ def prune_large_files(root: Path, keep_bytes: int = KEEP_FILE_BYTES) -> list[str
     """Remove regular files over ``keep_bytes`` under ``root`` (a copied-out workspace, checked already); returns
     ``"path (N bytes)"`` for each. Links are not followed."""
     removed: list[str] = []
-    for base, dirs, files in os.walk(root, followlinks=False):
+    for base, _dirs, files in os.walk(root, followlinks=False):
         for name in sorted(files):
             path = Path(base) / name
             st = path.lstat()

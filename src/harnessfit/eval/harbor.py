@@ -50,6 +50,7 @@ from typing import Any
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from harnessfit.core.jsonio import sha256_bytes
 from harnessfit.errors import UserError
 from harnessfit.eval.caps import Caps
 from harnessfit.eval.episode import EpisodeFacts, VerifierOutput
@@ -57,7 +58,6 @@ from harnessfit.eval.harbor_verifier import parse_reward, read_reward_files, tai
 from harnessfit.eval.safefs import copy_into
 from harnessfit.eval.sandbox import SANDBOX_HOME, SANDBOX_PATH, SandboxSpec, sandbox_path
 from harnessfit.eval.task import Limits
-from harnessfit.core.jsonio import sha256_bytes
 
 __all__ = ["HARBOR_PREFIX", "HarborTask", "load_harbor_task", "load_harbor_suite", "parse_reward",
            "DEFAULT_HARBOR_TURNS"]
@@ -246,7 +246,7 @@ class HarborTask:
 
     kind = "harbor"
     validation_command: str | None = None  # Harbor tasks name none
-    reference: list = []  # no scripted reference steps; the oracle is solution/solve.sh
+    reference: list = []  # noqa: RUF012 - never mutated; no scripted reference steps, the oracle is solution/solve.sh
 
     def __init__(self, root: Path, config: _TaskToml, instruction: str) -> None:
         self.root = root.resolve()

@@ -15,6 +15,7 @@ from typing import Any
 
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from harnessfit.core.jsonio import sha256_bytes
 from harnessfit.errors import UserError
 from harnessfit.eval.episode import UNSCORING_FLAGS, Episode, EpisodeFacts
 from harnessfit.eval.episode_runner import NO_SANDBOX, Endpoint, run_episode
@@ -25,7 +26,6 @@ from harnessfit.eval.scripted_models import Responder, responder_for
 from harnessfit.eval.task import Task, load_suite
 from harnessfit.harness.base import get_harness
 from harnessfit.harness.versions import harness_profile, model_harness, normalise_harness, parse_harness, stage_harness
-from harnessfit.core.jsonio import sha256_bytes
 
 __all__ = ["run_eval", "open_endpoint", "resolve_model_id", "endpoint_models", "endpoint_harness", "load_any_suite", "episode_line", "default_suite"]
 
@@ -191,28 +191,27 @@ def run_eval(
         from harnessfit.serve.admission import DEFAULT_MAX_QUEUE
 
         serve_kwargs.setdefault("max_queue", max(DEFAULT_MAX_QUEUE, workers))
-    with results.lifecycle(out_dir):
-        with open_endpoint(endpoint_or_model, tasks, model_id=model_id, responder=responder,
-                           **serve_kwargs) as endpoint:
-            results.model = {"name": endpoint.label, "model_id": endpoint.model_id, "endpoint": endpoint.base_url}
+    with results.lifecycle(out_dir), open_endpoint(endpoint_or_model, tasks, model_id=model_id, responder=responder,
+                       **serve_kwargs) as endpoint:
+        results.model = {"name": endpoint.label, "model_id": endpoint.model_id, "endpoint": endpoint.base_url}
 
-            def one(job: tuple[Task, int]) -> Episode:
-                task, seed = job
-                facts = run_episode(task, seed, endpoint, out_dir, harness=spec, sandbox=sandbox, tools=tools,
-                                    max_turns=max_turns, max_seconds=max_seconds, max_output_bytes=max_output_bytes,
-                                    expose_solution=oracle)
-                return _score(facts, task, out_dir, card, spec)
+        def one(job: tuple[Task, int]) -> Episode:
+            task, seed = job
+            facts = run_episode(task, seed, endpoint, out_dir, harness=spec, sandbox=sandbox, tools=tools,
+                                max_turns=max_turns, max_seconds=max_seconds, max_output_bytes=max_output_bytes,
+                                expose_solution=oracle)
+            return _score(facts, task, out_dir, card, spec)
 
-            episodes: list[Episode] = []
-            with Progress(TextColumn("eval {task.description}"), BarColumn(), MofNCompleteColumn(),
-                          TimeElapsedColumn(), disable=not progress, transient=True) as bar:
-                tid = bar.add_task(endpoint.label, total=len(jobs))
-                with ThreadPoolExecutor(max_workers=workers) as pool:
-                    for ep in pool.map(one, jobs):
-                        episodes.append(ep)
-                        bar.advance(tid)
-                        if on_episode is not None:
-                            on_episode(ep)
+        episodes: list[Episode] = []
+        with Progress(TextColumn("eval {task.description}"), BarColumn(), MofNCompleteColumn(),
+                      TimeElapsedColumn(), disable=not progress, transient=True) as bar:
+            tid = bar.add_task(endpoint.label, total=len(jobs))
+            with ThreadPoolExecutor(max_workers=workers) as pool:
+                for ep in pool.map(one, jobs):
+                    episodes.append(ep)
+                    bar.advance(tid)
+                    if on_episode is not None:
+                        on_episode(ep)
     results.episodes = sorted(episodes, key=lambda e: (e.facts.task_id, e.facts.seed))
     results.aggregates = aggregate(results.episodes, seeds)
     results.finish(out_dir)

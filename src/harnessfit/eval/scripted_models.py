@@ -20,9 +20,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from harnessfit.core.jsonio import dumps_compact_str
 from harnessfit.errors import UserError
 from harnessfit.eval.task import ReferenceStep, Task
-from harnessfit.core.jsonio import dumps_compact_str
 from harnessfit.harness.scripted import Reply
 
 __all__ = ["SCRIPTED_MODELS", "responder_for", "golden", "double_encode", "recovering", "runaway", "never_stop",

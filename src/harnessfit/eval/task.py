@@ -22,8 +22,8 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from harnessfit.errors import UserError
 from harnessfit.core.jsonio import sha256_bytes
+from harnessfit.errors import UserError
 from harnessfit.eval.safefs import read_regular, relative_parts
 
 __all__ = [

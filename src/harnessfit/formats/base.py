@@ -281,7 +281,7 @@ class BaseTraceReader(ABC):
             for record in self.read_file(path, sha):
                 count += 1
                 yield _relabel(record, label)
-        except Exception as exc:  # a reader bug on odd data: keep going, say so in the ledger
+        except Exception as exc:  # noqa: BLE001 - a reader bug on odd data: keep going, say so in the ledger
             yield _relabel(self.reject(
                 path, sha, Reason.parse_error,
                 f"reader {self.name} failed after {count} record(s): {type(exc).__name__}: {excerpt(str(exc), 200)}",

@@ -117,7 +117,7 @@ def detect_format(path: Path, formats: Sequence[str] | None = None) -> str | Non
             try:
                 if get_reader(name).detect(path):
                     return name
-            except Exception:  # a detector must not raise; treat it as "not mine"
+            except Exception:  # noqa: BLE001 - a detector must not raise; treat it as "not mine"
                 continue
     return None
 
@@ -161,9 +161,9 @@ def iter_units(inputs: Sequence[Path | str], formats: Sequence[str] | None = Non
             where = Path(os.path.abspath(p))
             key = p.resolve() if p.exists() else where  # a dangling link or a link loop: where it is
             try:
-                label = key.relative_to(base).as_posix()
+                label = key.relative_to(base).as_posix()  # noqa: B023 - `add` runs within its own iteration
             except ValueError:  # a link to outside the input's folder: named where the link is
-                label = where.relative_to(link_base).as_posix()
+                label = where.relative_to(link_base).as_posix()  # noqa: B023 - the same
             found.setdefault(str(key), (p, label))
 
         if root.is_file() or _claimed_folder(root, names):

@@ -64,8 +64,8 @@ import jsonschema
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
-from harnessfit.errors import UserError
 from harnessfit.core.jsonio import sha256_bytes
+from harnessfit.errors import UserError
 from harnessfit.harness.versions import DEFAULT_PI_VERSION
 from harnessfit.paths import harness_dir
 

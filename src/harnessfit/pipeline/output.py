@@ -170,7 +170,7 @@ class StagedFolder:
     def __enter__(self) -> StagedFolder:
         return self
 
-    def __exit__(self, exc_type, exc, tb) -> None:  # noqa: ANN001
+    def __exit__(self, exc_type, exc, tb) -> None:
         if exc_type is None:
             self.commit()
         else:

@@ -31,7 +31,7 @@ def _loopback_host(value: str | None) -> bool:
 
 
 class _QuietHandler(SimpleHTTPRequestHandler):
-    def log_message(self, format: str, *args) -> None:  # noqa: A002 - the base class's name
+    def log_message(self, format: str, *args) -> None:  # the base class's name
         pass
 
     def _refused(self) -> bool:
@@ -40,11 +40,11 @@ class _QuietHandler(SimpleHTTPRequestHandler):
         self.send_error(421, "this server answers only requests for 127.0.0.1 or localhost")
         return True
 
-    def do_GET(self) -> None:  # noqa: N802 - the base class's name
+    def do_GET(self) -> None:
         if not self._refused():
             super().do_GET()
 
-    def do_HEAD(self) -> None:  # noqa: N802 - the base class's name
+    def do_HEAD(self) -> None:
         if not self._refused():
             super().do_HEAD()
 

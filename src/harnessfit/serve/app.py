@@ -33,12 +33,12 @@ from fastapi.responses import JSONResponse, Response, StreamingResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import ClientDisconnect
 
+from harnessfit.models.toolcalls import ParsedToolCall, ToolCallStream
 from harnessfit.serve.admission import DEFAULT_MAX_QUEUE, Admission
 from harnessfit.serve.capture import CaptureStore, episode_key
 from harnessfit.serve.engine import Engine, GenerationResult
 from harnessfit.serve.protocol import ApiError, ChatRequest, parse_chat_request, wire_request
 from harnessfit.serve.token_api import token_fields
-from harnessfit.models.toolcalls import ParsedToolCall, ToolCallStream
 
 __all__ = ["create_app", "MAX_BODY_BYTES", "LOOPBACK_HOSTS"]
 

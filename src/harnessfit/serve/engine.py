@@ -174,7 +174,7 @@ class Engine:
         top: list[list[tuple[int, float]]] = []
 
         class _Cancelled(StoppingCriteria):
-            def __call__(self, input_ids, scores, **kwargs):  # noqa: ANN001
+            def __call__(self, input_ids, scores, **kwargs):
                 hit = cancel.is_set()
                 if hit:
                     seen_cancel.append(True)
@@ -292,7 +292,7 @@ def _top_logprobs(out: Any, n: int) -> list[list[tuple[int, float]]]:
     token was drawn from (empty lists when ``n`` is 0)."""
     import torch
 
-    found = []
+    found: list[list[tuple[int, float]]] = []
     for scores in out.scores:
         if n <= 0:
             found.append([])

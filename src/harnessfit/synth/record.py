@@ -21,11 +21,11 @@ from typing import Any
 
 import orjson
 
+from harnessfit.core.jsonio import read_jsonl, sha256_file
 from harnessfit.errors import UserError
 from harnessfit.eval.episode import UNSCORING_FLAGS, Episode
 from harnessfit.eval.run import run_eval
 from harnessfit.eval.task import Task, load_suite, suite_families
-from harnessfit.core.jsonio import read_jsonl, sha256_file
 from harnessfit.harness.pi import DEFAULT_PI_VERSION, installed_package
 from harnessfit.harness.versions import harness_spec
 

@@ -285,7 +285,7 @@ def audit(dataset_dir: Path, model: str, out_dir: Path, *, caps: Sequence[int] |
                             with_spans=with_spans)
             runs["runs"] += 1
             runs["by_definition"] += res.fallback
-            for rid, x in zip(run.ids, res.actions):
+            for rid, x in zip(run.ids, res.actions, strict=True):
                 if isinstance(x, RecordError):
                     note(problems, x.problem.value, rid, str(x))
                     continue

@@ -125,7 +125,7 @@ class Chain:
 
     @property
     def n_tokens(self) -> int:
-        return int(len(self.input_ids))
+        return len(self.input_ids)
 
     @property
     def n_supervised(self) -> int:
@@ -276,7 +276,7 @@ def chain_run_plain(tokenizer, run: Run, *, think_in_labels: bool = False,
             batch.append(run.record(k))
             chars += size[run.n_messages[k]]
             k += 1
-        for rec, res in zip(batch, render_many(tokenizer, batch, think_in_labels=think_in_labels, eot=eot)):
+        for _rec, res in zip(batch, render_many(tokenizer, batch, think_in_labels=think_in_labels, eot=eot), strict=True):
             if isinstance(res, RecordError):
                 results.append(res)
                 continue
@@ -391,7 +391,7 @@ def _chain_run_fast(tokenizer, run: Run, think: bool, eot: frozenset[int], speci
                 why = BreakReason.render_rewritten
             else:
                 L = mem.act.length
-                if (L > up.act.length or up.act.start < L
+                if (up.act.length < L or up.act.start < L
                         or (up.head is not mem.head and not np.array_equal(up.head.ids[:L], mem.head.ids[:L]))):
                     why = BreakReason.token_seam
             if why is not None:
@@ -468,7 +468,7 @@ def chain_records(tokenizer, records: Sequence[SFTRecord], *, think_in_labels: b
         if brk is not None:
             breaks.append(brk)
         res = fn(tokenizer, run, think_in_labels=think_in_labels)
-        by_id.update(zip(run.ids, res.actions))
+        by_id.update(zip(run.ids, res.actions, strict=True))
         chains += res.chains
         breaks += res.breaks
     return by_id, chains, breaks

@@ -288,7 +288,7 @@ def render_many(tokenizer, records: Sequence[SFTRecord], *, think_in_labels: boo
         tails: list[list[int] | None] = [None] * len(texts)
     else:
         prefix_all = None
-        tails = tokenizer([t[0][p:] for t, p in zip(texts, tail_starts)], add_special_tokens=False)["input_ids"]
+        tails = tokenizer([t[0][p:] for t, p in zip(texts, tail_starts, strict=True)], add_special_tokens=False)["input_ids"]
     for k, i in enumerate(ok):
         record = records[i]
         prefix_ids = prefix_all[k] if prefix_all is not None else None

@@ -25,8 +25,8 @@ import pyarrow.parquet as pq
 from datasets import Dataset
 from pydantic import BaseModel
 
-from harnessfit.errors import UserError
 from harnessfit.core.jsonio import loads
+from harnessfit.errors import UserError
 
 __all__ = ["Layout", "SkipReason", "SkippedRecord", "TokenizedSplit", "find_eval_splits",
            "load_meta", "load_split", "sft_fidelity"]
@@ -229,5 +229,5 @@ def load_split(audit_dir: Path, split: str, *, layout: Layout = "chains", max_re
     ds = Dataset.from_list(rows)
     return TokenizedSplit(name=split, layout=layout, dataset=ds, ids=kept_ids, action_ids=kept_actions,
                           lengths=[len(r["input_ids"]) for r in rows],
-                          n_supervised=sum(e - s for r in rows for s, e in zip(r["action_starts"], r["action_ends"])),
+                          n_supervised=sum(e - s for r in rows for s, e in zip(r["action_starts"], r["action_ends"], strict=True)),
                           skipped=skipped)

@@ -33,9 +33,9 @@ from rich.console import Console
 from rich.markup import escape
 from trl import GRPOTrainer
 
+from harnessfit.core.jsonio import write_jsonl
 from harnessfit.errors import UserError
 from harnessfit.harness.card import load_harness
-from harnessfit.core.jsonio import write_jsonl
 from harnessfit.train.config import HarnessfitGRPOConfig
 from harnessfit.train.grpo_data import DecisionPoints, dataset_dir_of, load_decision_points, load_heldout_points
 from harnessfit.train.guard import ReadingSource
@@ -323,8 +323,8 @@ def in_harness_eval(cfg: HarnessfitGRPOConfig, audited: Audited, adapter_dir: Pa
     adapter) and the GRPO adapter, and the before/after table (``eval agent`` + ``eval compare``'s public
     functions)."""
     from harnessfit.eval import run_eval
-    from harnessfit.harness.versions import normalise_harness
     from harnessfit.eval.compare import compare
+    from harnessfit.harness.versions import normalise_harness
 
     common: dict[str, Any] = {"seeds": 1, "workers": 1, "max_turns": cfg.eval_max_turns,
                               "max_seconds": cfg.eval_max_seconds, "progress": False,

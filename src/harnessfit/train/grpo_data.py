@@ -97,7 +97,6 @@ def load_decision_points(dataset_dir: Path, split: str, tokenizer, *, sources: l
     """Read and render one split's decision points in file order (see the module docstring); ``fidelity="byte"``
     keeps only points whose state is byte-exact (a point without the field is: its build was at tier byte)."""
     from harnessfit.core.records import record_fidelity
-
     from harnessfit.models.messages import MessageError
 
     path = dataset_dir / "decision_points" / f"{split}.jsonl"

@@ -67,7 +67,7 @@ class SystemReadings:
                 "gpu_mem_used_gib": mem.used / GIB,
                 "gpu_mem_total_gib": mem.total / GIB,
             }
-        except Exception:  # no driver / no GPU: GPU fields stay empty from now on
+        except Exception:  # noqa: BLE001 - no driver / no GPU: GPU fields stay empty from now on
             self._nvml = False
             return {}
 
@@ -130,7 +130,7 @@ def _guard_main(source: ReadingSource, rules: GuardRules, samples_path: str, sto
                 return  # the trainer was killed (e.g. kill -9): the guard goes with it
             try:
                 reading = source.read()
-            except Exception as exc:  # a broken sensor must not kill the guard; record and go on
+            except Exception as exc:  # noqa: BLE001 - a broken sensor must not kill the guard; record and go on
                 fh.write(orjson.dumps({"error": repr(exc)[:200]}) + b"\n")
                 fh.flush()
                 quit_event.wait(rules.interval_s)
@@ -162,7 +162,7 @@ class HealthGuard:
                                  args=(self.source, rules, str(self.samples_path), str(self.stop_path),
                                        self._stop, self._quit))
 
-    def start(self) -> "HealthGuard":
+    def start(self) -> HealthGuard:
         self.samples_path.parent.mkdir(parents=True, exist_ok=True)
         self.stop_path.unlink(missing_ok=True)
         self._proc.start()
@@ -183,7 +183,7 @@ class HealthGuard:
             self._proc.kill()
             self._proc.join()
 
-    def __enter__(self) -> "HealthGuard":
+    def __enter__(self) -> HealthGuard:
         return self.start()
 
     def __exit__(self, *exc) -> None:

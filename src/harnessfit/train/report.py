@@ -6,9 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from harnessfit.core.jsonio import read_jsonl
+from harnessfit.train.config import HarnessfitSFTConfig
 from harnessfit.train.fastpath import FastPath
 from harnessfit.train.guard import envelope
-from harnessfit.train.config import HarnessfitSFTConfig
 
 __all__ = ["write_report", "plot_curves"]
 

@@ -23,8 +23,8 @@ import torch
 from rich.console import Console
 from transformers import TrainerCallback
 
-from harnessfit.errors import UserError
 from harnessfit.core.jsonio import read_jsonl, write_jsonl
+from harnessfit.errors import UserError
 from harnessfit.train.guard import HealthGuard, ReadingSource
 from harnessfit.train.guard_rules import GuardRules
 

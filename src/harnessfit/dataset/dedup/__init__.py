@@ -9,8 +9,7 @@
 from __future__ import annotations
 
 from harnessfit.dataset.dedup.deduper import Deduper, Signature
-from harnessfit.dataset.dedup.definition import (NEAR_CHARS, exact_key, normalised_text, shingle_hashes,
-                                                 token_hashes)
+from harnessfit.dataset.dedup.definition import NEAR_CHARS, exact_key, normalised_text, shingle_hashes, token_hashes
 from harnessfit.dataset.dedup.lsh import BandedIndex, lsh_params
 from harnessfit.dataset.dedup.signing import BACKENDS, minhash_values
 

@@ -54,12 +54,12 @@ class BandedIndex:
 
     def query(self, values: np.ndarray) -> set[str]:
         out: set[str] = set()
-        for table, band in zip(self._tables, self._slices(values)):
+        for table, band in zip(self._tables, self._slices(values), strict=True):
             keys = table.get(band)
             if keys:
                 out.update(keys)
         return out
 
     def insert(self, key: str, values: np.ndarray) -> None:
-        for table, band in zip(self._tables, self._slices(values)):
+        for table, band in zip(self._tables, self._slices(values), strict=True):
             table.setdefault(band, []).append(key)

@@ -14,8 +14,8 @@
 from __future__ import annotations
 
 from harnessfit.dataset.redact.fast import ScanHit, Scanner
-from harnessfit.dataset.redact.reference import findings as reference_findings
 from harnessfit.dataset.redact.redactor import RedactionResult, Redactor
+from harnessfit.dataset.redact.reference import findings as reference_findings
 from harnessfit.dataset.redact.rule import PluginRule, Rule, nonempty, plausible
 from harnessfit.dataset.redact.rules import RULES
 from harnessfit.dataset.redact.scrub import Scrubber

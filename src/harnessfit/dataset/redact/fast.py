@@ -113,7 +113,7 @@ class Scanner:
         out: list[list[ScanHit] | None] = [self._seen.get(t) if len(t) >= _CACHE_MIN_CHARS else None for t in texts]
         todo = [i for i, r in enumerate(out) if r is None]
         if todo:
-            for i, found in zip(todo, self.scan([texts[i] for i in todo])):
+            for i, found in zip(todo, self.scan([texts[i] for i in todo]), strict=True):
                 out[i] = found
                 text = texts[i]
                 if len(text) >= _CACHE_MIN_CHARS:

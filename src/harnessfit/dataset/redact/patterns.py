@@ -30,8 +30,8 @@ try:  # Python 3.11+
     import re._constants as C  # type: ignore[import-not-found]
     import re._parser as P  # type: ignore[import-not-found]
 except ImportError:  # pragma: no cover - older Pythons
-    import sre_constants as C  # type: ignore[no-redef]
-    import sre_parse as P  # type: ignore[no-redef]
+    import sre_constants as C
+    import sre_parse as P
 
 __all__ = ["Literal", "FOLD_CHARS", "folds_of", "necessary", "starts_with", "newline_neutral", "is_slice"]
 
@@ -272,9 +272,7 @@ def _neutral(sub: Any, flags: int, inside: bool) -> bool:
         elif op in (C.MAX_REPEAT, C.MIN_REPEAT, getattr(C, "POSSESSIVE_REPEAT", C.MAX_REPEAT)):
             if not _neutral(av[2], flags, inside):
                 return False
-        elif op is C.GROUPREF_EXISTS:
-            return False
-        elif inside and _may_match_newline(op, av, flags):
+        elif op is C.GROUPREF_EXISTS or (inside and _may_match_newline(op, av, flags)):
             return False
     return True
 

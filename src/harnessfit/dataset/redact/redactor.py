@@ -24,8 +24,14 @@ from harnessfit.core.conversation import Conversation
 from harnessfit.dataset.redact.fast import ScanHit, Scanner
 from harnessfit.dataset.redact.rule import PluginRule, Rule
 from harnessfit.dataset.redact.rules import RULES
-from harnessfit.dataset.redact.substitute import (Placeholders, assign_placeholders, iter_texts, make_substituter,
-                                                  plain_needles, redact_message)
+from harnessfit.dataset.redact.substitute import (
+    Placeholders,
+    assign_placeholders,
+    iter_texts,
+    make_substituter,
+    plain_needles,
+    redact_message,
+)
 
 __all__ = ["Redactor", "RedactionResult"]
 

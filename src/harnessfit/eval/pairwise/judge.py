@@ -79,7 +79,7 @@ def rubric_messages(request: str, response: str) -> list[dict[str, str]]:
 def parse_verdict(text: str) -> PairVerdict | None:
     """``"1"``, ``"2"`` or ``"tie"`` from the last verdict line; None when there is none."""
     found = _VERDICT.findall(text or "")
-    return found[-1].lower() if found else None  # type: ignore[return-value]
+    return found[-1].lower() if found else None
 
 
 def parse_score(text: str) -> int | None:

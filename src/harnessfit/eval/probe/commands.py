@@ -34,7 +34,7 @@ def probe(
     kwargs = {"samples": samples, "temperature": temperature, "max_tokens": max_tokens, "model_id": model_id,
               "api_key_env": api_key_env, "pi_version": parse_harness(harness)[1] if harness else None}
     if compare is not None:
-        base, other, table = probe_with_compare(model, probes, out, compare=compare, adapter=adapter, **kwargs)
+        _base, _other, table = probe_with_compare(model, probes, out, compare=compare, adapter=adapter, **kwargs)
         typer.echo(table.read_text(encoding="utf-8"))
         return
     extra = {"adapter": adapter} if adapter is not None else {}

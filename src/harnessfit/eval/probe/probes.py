@@ -29,11 +29,11 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from harnessfit.core.jsonio import sha256_bytes
 from harnessfit.errors import UserError
 from harnessfit.eval.client import ChatReply
 from harnessfit.harness.base import get_harness
 from harnessfit.harness.card import HarnessCard
-from harnessfit.core.jsonio import sha256_bytes
 
 __all__ = ["Probe", "ProbeSet", "load_probes", "request_messages", "read_reply", "FLAGS"]
 

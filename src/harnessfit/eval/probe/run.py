@@ -16,6 +16,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from harnessfit.convert.validate import card_wire_tools
 from harnessfit.errors import UserError
 from harnessfit.eval.client import ChatError, api_key_from_env, chat
+from harnessfit.eval.episode_runner import Endpoint
 from harnessfit.eval.probe.probes import load_probes, read_reply, request_messages
 from harnessfit.eval.probe.results import (
     ProbeResults,
@@ -24,7 +25,6 @@ from harnessfit.eval.probe.results import (
     compare_probes,
     load_probe_results,
 )
-from harnessfit.eval.episode_runner import Endpoint
 from harnessfit.eval.run import open_endpoint
 from harnessfit.harness.card import load_card
 from harnessfit.harness.versions import harness_spec, model_harness, parse_harness, recorded_harness, stage_harness
@@ -73,7 +73,7 @@ def run_probe(
     api_key = api_key_from_env(api_key_env)
     jobs = [(p, s) for p in probes.probes for s in range(samples)]
     done: list[ProbeSample] = []
-    with results.lifecycle(out_dir):
+    with results.lifecycle(out_dir):  # noqa: SIM117 - two stages: the run's lifecycle, the endpoint inside it
         with open_endpoint(endpoint_or_model, [], model_id=model_id, responder=responder, **serve_kwargs) as ep:
             results.model.update(name=ep.label, model_id=ep.model_id)
             with Progress(TextColumn("probe {task.description}"), BarColumn(), MofNCompleteColumn(),

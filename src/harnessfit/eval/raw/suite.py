@@ -21,9 +21,9 @@ from pathlib import Path
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from harnessfit.core.jsonio import sha256_bytes
 from harnessfit.errors import UserError
 from harnessfit.eval.raw.checkers import LANGUAGES
-from harnessfit.core.jsonio import sha256_bytes
 
 __all__ = ["RawPrompt", "RawSuite", "load_raw_suite"]
 

@@ -32,7 +32,7 @@ import posixpath
 import re
 from collections.abc import Callable
 from dataclasses import replace
-from functools import lru_cache
+from functools import cache
 from typing import Any
 
 from harnessfit.core.rejection import Failure, Reason, excerpt
@@ -50,7 +50,7 @@ _NUMBERED = re.compile(r"(\d+):(.*)\Z", re.DOTALL)
 _PAGED = re.compile(r"\[Showing results with pagination|\[Omitted long line|\[\d+ (?:lines|characters) truncated\]")
 
 
-@lru_cache(maxsize=None)
+@cache
 def _tools_card(harness: str, version: str) -> HarnessCard | None:
     """The committed tools-profile card of a Pi version (``None`` when there is none)."""
     if not card_path(harness, version, "tools").is_file():

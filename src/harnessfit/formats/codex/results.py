@@ -159,7 +159,7 @@ def refused(result: Step | None) -> Failure | None:
                    "Pi has no approval step: the calls before the refused one are kept")
 
 
-def bash_result(result: Step | None, card: HarnessCard, tool: str) -> str | None | Failure:
+def bash_result(result: Step | None, card: HarnessCard, tool: str) -> str | Failure | None:
     """Pi's bash text for a Codex command's result step (``None``: no result step), or why it cannot be rebuilt."""
     if result is None:
         return None

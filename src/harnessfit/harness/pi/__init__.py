@@ -12,5 +12,5 @@
 Only ``cli`` is imported here (light: no jsonschema), so the source formats' renderers stay cheap to import.
 """
 
-from harnessfit.harness.pi.cli import *  # noqa: F401,F403
+from harnessfit.harness.pi.cli import *  # noqa: F403
 from harnessfit.harness.pi.cli import __all__  # noqa: F401

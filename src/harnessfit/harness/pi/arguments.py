@@ -141,7 +141,7 @@ def _complete_partial_json(text: str) -> str | None:
             in_str = True
         elif ch in "{[":
             stack.append("}" if ch == "{" else "]")
-        elif ch in "}]":
+        elif ch in "}]":  # noqa: SIM102 - the pop is this branch's work, not part of its test
             if not stack or stack.pop() != ch:
                 return None
     out = s

@@ -54,8 +54,8 @@ from harnessfit.harness.pi.cli import (
     run_pi,
     write_pi_agent_config,
 )
-from harnessfit.harness.versions import DEFAULT_PI_VERSION, PROFILES
 from harnessfit.harness.scripted import Reply, ScriptedEndpoint
+from harnessfit.harness.versions import DEFAULT_PI_VERSION, PROFILES
 
 __all__ = ["CaptureError", "CaptureProbe", "PROBES", "ROUNDS", "CaptureLog", "capture_pi", "run_probes"]
 
@@ -165,7 +165,7 @@ def _fixtures(cwd: Path, optional: bool = False) -> None:
 def _tool_not_found(tools: tuple[str, ...]) -> CaptureProbe:
     """The "tool not found" probe names a tool Pi has but does not run in this profile (grep, by default), else a
     tool Pi does not have."""
-    name = next((t for t in ("grep", "glob") if t not in tools))
+    name = next(t for t in ("grep", "glob") if t not in tools)
     return CaptureProbe("tool_not_found", name, _j({"pattern": "x"}), False)
 
 
@@ -437,7 +437,7 @@ def _learn_results(log: CaptureLog) -> tuple[dict[str, str], dict[str, str], lis
                   and not problem_lines(res[lb]) and _ran(res[lb]) is False]
     if len(raw_labels) >= 2:
         heads = {lb: res[lb][: -len(PROBES[lb].arguments)] for lb in raw_labels}
-        prefix = os.path.commonprefix(list(heads.values()))
+        prefix = os.path.commonprefix(list(heads.values()))  # noqa: RUF071 - texts, compared by character
         split = {lb: h[len(prefix):].rsplit("\n\n", 1) for lb, h in heads.items()}
         seps = {"\n\n" + parts[1] for parts in split.values() if len(parts) == 2}
         if len(seps) != 1 or any(len(parts) != 2 for parts in split.values()):
@@ -583,9 +583,9 @@ def capture_pi(version: str = DEFAULT_PI_VERSION, *, profile: str | None = None,
         m = re.search(r"Current date: (\d{4}-\d{2}-\d{2})", plain)
         date = m.group(1) if m else next((d for d in days if d in plain), None)
         # the context section is what the context run's prompt has between the common prefix and suffix
-        pre = os.path.commonprefix([plain, with_ctx])
+        pre = os.path.commonprefix([plain, with_ctx])  # noqa: RUF071 - texts, compared by character
         pre = pre[: pre.rfind("\n") + 1]  # the section starts on a line of its own (1.x: "<project_context>" vs "<cwd>")
-        suf = os.path.commonprefix([plain[::-1], with_ctx[::-1]])[::-1]
+        suf = os.path.commonprefix([plain[::-1], with_ctx[::-1]])[::-1]  # noqa: RUF071 - texts, compared by character
         if len(pre) + len(suf) > len(plain):
             suf = suf[len(pre) + len(suf) - len(plain) :]
         section = with_ctx[len(pre) : len(with_ctx) - len(suf)]

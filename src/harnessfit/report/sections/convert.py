@@ -8,8 +8,8 @@ from pathlib import Path
 
 import orjson
 
-from harnessfit.report.site import Section, render
 from harnessfit.report.sections._files import copy_in
+from harnessfit.report.site import Section, render
 
 __all__ = ["section"]
 

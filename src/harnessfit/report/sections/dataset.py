@@ -8,8 +8,8 @@ from typing import Any
 
 import orjson
 
-from harnessfit.report.site import Section, markdown_html, render
 from harnessfit.report.sections._files import copy_in
+from harnessfit.report.site import Section, markdown_html, render
 
 __all__ = ["section", "ledger_examples"]
 

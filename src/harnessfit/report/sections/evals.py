@@ -18,13 +18,13 @@ from typing import Any
 from pydantic import ValidationError
 
 from harnessfit.errors import UserError
+from harnessfit.eval.compare import column_labels, compare_rows
 from harnessfit.eval.episode import FAILURES, Episode
 from harnessfit.eval.results import RATE_METRICS, EvalResults, harness_title, load_results
 from harnessfit.harness.base import DEFAULT_HARNESS, get_harness
 from harnessfit.report.figures import intervals_svg
-from harnessfit.report.site import MARKER, Page, Section, render
 from harnessfit.report.sections._files import copy_in
-from harnessfit.eval.compare import column_labels, compare_rows
+from harnessfit.report.site import MARKER, Page, Section, render
 
 __all__ = ["AgentRun", "find_agent_runs", "episode_page_path", "section"]
 

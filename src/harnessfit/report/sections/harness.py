@@ -7,8 +7,8 @@ from typing import Any
 
 import orjson
 
-from harnessfit.report.site import Section, render
 from harnessfit.report.sections._files import copy_in
+from harnessfit.report.site import Section, render
 
 __all__ = ["section"]
 

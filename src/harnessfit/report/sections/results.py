@@ -16,8 +16,8 @@ from typing import Any
 
 import orjson
 
-from harnessfit.report.site import Section, fmt_num, fmt_rate, render
 from harnessfit.report.sections._files import copy_in
+from harnessfit.report.site import Section, fmt_num, fmt_rate, render
 
 __all__ = ["results_table_section", "is_rate", "flatten_aggregates"]
 

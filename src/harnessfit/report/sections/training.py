@@ -16,8 +16,8 @@ from typing import Any
 import orjson
 
 from harnessfit.report.figures import Curve, curve_svg
-from harnessfit.report.site import Section, render
 from harnessfit.report.sections._files import copy_in
+from harnessfit.report.site import Section, render
 
 __all__ = ["SFT_CURVES", "GRPO_CURVES", "training_section", "read_rows", "resource_envelope"]
 

@@ -6,8 +6,17 @@ from __future__ import annotations
 import random
 
 from harnessfit.eval.task import TaskKind
-from harnessfit.tasks.families._common import (NOUNS, bash, check_script, done, final, hf_check, read,
-                                               validate_sentence, write)
+from harnessfit.tasks.families._common import (
+    NOUNS,
+    bash,
+    check_script,
+    done,
+    final,
+    hf_check,
+    read,
+    validate_sentence,
+    write,
+)
 from harnessfit.tasks.family import TaskDraft, family, pick
 
 # (name, parameter, what it does, body, cases as (argument literal, expected result literal))

@@ -6,8 +6,18 @@ import json
 import random
 
 from harnessfit.eval.task import TaskKind
-from harnessfit.tasks.families._common import (CONSTANT_NAMES, NOUNS, bash, check_script, done, edit, final,
-                                               hf_check, read, validate_sentence)
+from harnessfit.tasks.families._common import (
+    CONSTANT_NAMES,
+    NOUNS,
+    bash,
+    check_script,
+    done,
+    edit,
+    final,
+    hf_check,
+    read,
+    validate_sentence,
+)
 from harnessfit.tasks.family import TaskDraft, family, pick
 
 

@@ -7,8 +7,18 @@ import json
 import random
 
 from harnessfit.eval.task import TaskKind
-from harnessfit.tasks.families._common import (NOUNS, bash, check_script, done, edit, final, hf_check, read,
-                                               recover_prompt, write)
+from harnessfit.tasks.families._common import (
+    NOUNS,
+    bash,
+    check_script,
+    done,
+    edit,
+    final,
+    hf_check,
+    read,
+    recover_prompt,
+    write,
+)
 from harnessfit.tasks.family import TaskDraft, family, pick
 
 # (buggy body, fixed body, what a call with n returns when buggy/fixed), n-parameterised

@@ -6,8 +6,17 @@ from __future__ import annotations
 import random
 
 from harnessfit.eval.task import TaskKind
-from harnessfit.tasks.families._common import NOUNS, bash, check_script, done, edit, final, hf_check, read
-from harnessfit.tasks.families._common import validate_sentence
+from harnessfit.tasks.families._common import (
+    NOUNS,
+    bash,
+    check_script,
+    done,
+    edit,
+    final,
+    hf_check,
+    read,
+    validate_sentence,
+)
 from harnessfit.tasks.family import TaskDraft, family, pick
 
 _JS_CHANGES = (("rate", "0.1", "0.2"), ("limit", "10", "25"), ("label", "'draft'", "'final'"),

@@ -38,12 +38,12 @@ def run_tool(name, args):
             Path(args["path"]).write_text(args["content"])
             return f"wrote {len(args['content'])} characters to {args['path']}", False
         return f"no tool {name}", True
-    except Exception as exc:  # a failing tool is the model's problem: it gets the error text
+    except Exception as exc:  # noqa: BLE001 - a failing tool is the model's problem: it gets the error text
         return f"{type(exc).__name__}: {exc}", True
 
 
 def main(base_url, model, session_dir, max_turns, prompt):
-    log = open(Path(session_dir) / "session.log", "a", encoding="utf-8")
+    log = open(Path(session_dir) / "session.log", "a", encoding="utf-8")  # noqa: SIM115 - open for the whole run
 
     def record(entry):
         line = json.dumps(entry)

@@ -14,6 +14,7 @@ import math
 import re
 import string
 from collections import Counter
+from itertools import pairwise
 
 import numpy as np
 
@@ -61,7 +62,7 @@ def _accept(token: str, text: str, start: int) -> bool:
         return False
     # random strings switch character class (lower/upper/digit/other) often; camelCase identifiers rarely
     cls = [0 if ch.islower() else 1 if ch.isupper() else 2 if ch.isdigit() else 3 for ch in body]
-    if sum(a != b for a, b in zip(cls, cls[1:])) < _SWITCH_SHARE * len(body):
+    if sum(a != b for a, b in pairwise(cls)) < _SWITCH_SHARE * len(body):
         return False
     if _HASH_PREFIX.search(text[max(0, start - 24):start]):
         return False

@@ -32,7 +32,7 @@ def _basic_credentials(value: str, text: str, start: int) -> bool:
         pair = base64.b64decode(value + "=" * (-len(value) % 4), validate=True).decode("utf-8")
     except (binascii.Error, ValueError):  # ValueError: a non-ASCII letter the case-insensitive class let in
         return False
-    user, sep, password = pair.partition(":")
+    _user, sep, password = pair.partition(":")
     return bool(sep and password) and pair.isprintable()
 
 
