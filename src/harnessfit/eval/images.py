@@ -27,10 +27,11 @@ from pathlib import Path
 from harnessfit.errors import UserError
 from harnessfit.paths import file_lock, home
 
-__all__ = ["BASE_IMAGE", "Engine", "detect_engine", "ensure_base_image", "base_image_tar", "stand_in",
+__all__ = ["BASE_IMAGE", "PYTHON_IMAGE", "Engine", "ensure_python_image", "detect_engine", "ensure_base_image", "base_image_tar", "stand_in",
            "image_exists"]
 
 BASE_IMAGE = "localhost/harnessfit-bookworm-py:1"
+PYTHON_IMAGE = "localhost/harnessfit-bookworm-py:1-pip"  # BASE_IMAGE + pip, laid out as python:3.11-slim is
 BASE_PYTHON = (3, 11)  # Debian bookworm's python3
 _LOW_ULIMITS = ["--ulimit", "nofile=1024:1024", "--ulimit", "nproc=1024:1024"]
 _STAND_IN = re.compile(r"(?:docker\.io/)?(?:library/)?(?:python:3(?:\.11)?(?:[.\d]*)(?:-[\w.-]+)?"
@@ -156,6 +157,30 @@ def ensure_base_image(exe: str, tar: Path | None = None) -> str:
     return BASE_IMAGE
 
 
+# the layer that makes the Debian image answer as python:3.11-slim does: ``python`` and ``pip`` on PATH, and pip
+# allowed to install (Debian marks its Python EXTERNALLY-MANAGED; the python image's does not); from the apt mirror
+_PYTHON_LAYER = f"""FROM {BASE_IMAGE}
+RUN apt-get update && apt-get install -y --no-install-recommends python3-pip python3-venv \\
+ && rm -f /usr/lib/python3*/EXTERNALLY-MANAGED && ln -s /usr/bin/python3 /usr/local/bin/python \\
+ && ln -s /usr/bin/pip3 /usr/local/bin/pip && rm -rf /var/lib/apt/lists/*
+"""
+
+
+def ensure_python_image(engine: Engine) -> str:
+    """``PYTHON_IMAGE``: the base image plus Debian's pip (one build, then kept in the engine's store)."""
+    ensure_base_image(engine.exe)
+    if image_exists(engine.exe, PYTHON_IMAGE):
+        return PYTHON_IMAGE
+    with file_lock(home() / "images" / ".lock"):
+        if not image_exists(engine.exe, PYTHON_IMAGE):
+            proc = subprocess.run(engine.cmd("build", *engine.build_flags, "-t", PYTHON_IMAGE, "-f", "-", "."),
+                                  input=_PYTHON_LAYER, capture_output=True, text=True, cwd=home() / "images",
+                                  timeout=1800)
+            if proc.returncode != 0:
+                raise UserError(f"could not add pip to the base image: {_last_line(proc)}")
+    return PYTHON_IMAGE
+
+
 def main(argv: list[str] | None = None) -> int:
     """``python -m harnessfit.eval.images [TAR]``: make (or import) the base image once (``make harbor-image``)."""
     import sys
@@ -168,6 +193,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         image = ensure_base_image(exe, Path(args[0]) if args else None)
         engine = detect_engine()
+        image = ensure_python_image(engine)
     except UserError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
