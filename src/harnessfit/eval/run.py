@@ -8,6 +8,7 @@ duration of the run. ``workers`` episodes run at once (a thread each, driving on
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -18,6 +19,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from harnessfit.errors import UserError
 from harnessfit.eval.episode import UNSCORING_FLAGS, Episode, EpisodeFacts
 from harnessfit.eval.results import EvalResults, aggregate
+from harnessfit.eval.backends.container import run_container_episode
 from harnessfit.eval.runner import NO_SANDBOX, Endpoint, run_episode
 from harnessfit.eval.sandbox import require_sandbox
 from harnessfit.eval.scorers import load_card_or_none, score_episode
@@ -143,6 +145,7 @@ def run_eval(
     task_ids: Sequence[str] | None = None,
     progress: bool = True,
     on_episode: Callable[[Episode], None] | None = None,
+    env: str = "host",
     **serve_kwargs: Any,
 ) -> EvalResults:
     """Run the suite ``seeds`` times against the model; writes ``out_dir/results.{json,md}`` and episode folders.
@@ -156,6 +159,9 @@ def run_eval(
     it with that card profile's tools and scores against that card). A model harnessfit trained (an adapter, a
     merged model) runs in the harness it was trained for by default, and another is refused
     (``harness.versions.stage_harness``); any other model runs in the default harness.
+
+    ``env`` (Harbor suites): ``host`` (bubblewrap stands in for the task's image), ``podman`` or ``docker`` (the
+    container backend, ``eval/backends/container.py``), or ``auto`` (podman, then docker, else the host).
     """
     if seeds < 1 or workers < 1:
         raise UserError("--seeds and --workers must be at least 1")
@@ -170,9 +176,11 @@ def run_eval(
     agent, version, profile = get_harness(spec), parse_harness(spec)[1], harness_profile(spec)
     agent.binary(version)  # a clear error now rather than one error per episode
     status = require_sandbox() if sandbox else NO_SANDBOX  # fail closed: never unsandboxed unless asked
+    engine = _container_engine(env) if fmt == "harbor" else None
     oracle = str(endpoint_or_model) == "scripted:oracle"  # Harbor's oracle sees solution/ at /solution
     config = {"seeds": seeds, "workers": workers, "max_turns": max_turns, "max_seconds": max_seconds,
-              "max_output_bytes": max_output_bytes, "sandbox_requested": sandbox}
+              "max_output_bytes": max_output_bytes, "sandbox_requested": sandbox,
+              **({"env": engine.name if engine is not None else "host"} if fmt == "harbor" else {})}
     tools: tuple[str, ...] | None = None
     if profile is not None:  # the same tools as the data built with this profile's card
         profile_card = agent.card(version, profile)
@@ -198,9 +206,10 @@ def run_eval(
 
             def one(job: tuple[Task, int]) -> Episode:
                 task, seed = job
-                facts = run_episode(task, seed, endpoint, out_dir, harness=spec, sandbox=sandbox, tools=tools,
-                                    max_turns=max_turns, max_seconds=max_seconds, max_output_bytes=max_output_bytes,
-                                    expose_solution=oracle)
+                run = run_episode if engine is None else functools.partial(run_container_episode, engine=engine)
+                facts = run(task, seed, endpoint, out_dir, harness=spec, tools=tools,
+                            max_turns=max_turns, max_seconds=max_seconds, max_output_bytes=max_output_bytes,
+                            expose_solution=oracle, **({} if engine is not None else {"sandbox": sandbox}))
                 return _score(facts, task, out_dir, card, spec)
 
             episodes: list[Episode] = []
@@ -217,6 +226,22 @@ def run_eval(
     results.aggregates = aggregate(results.episodes, seeds)
     results.finish(out_dir)
     return results
+
+
+def _container_engine(env: str) -> Any:
+    """The container engine a Harbor suite runs on (None: the host backend); ``auto`` falls back to the host."""
+    if env == "host":
+        return None
+    if env not in ("auto", "podman", "docker"):
+        raise UserError(f"--env must be host, podman, docker or auto (got {env!r})")
+    from harnessfit.eval.images import detect_engine
+
+    try:
+        return detect_engine(None if env == "auto" else env)
+    except UserError:
+        if env == "auto":
+            return None
+        raise
 
 
 def default_suite() -> Path:
