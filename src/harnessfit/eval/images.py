@@ -34,7 +34,7 @@ BASE_IMAGE = "localhost/harnessfit-bookworm-py:1"
 PYTHON_IMAGE = "localhost/harnessfit-bookworm-py:1-pip"  # BASE_IMAGE + pip, laid out as python:3.11-slim is
 BASE_PYTHON = (3, 11)  # Debian bookworm's python3
 _LOW_ULIMITS = ["--ulimit", "nofile=1024:1024", "--ulimit", "nproc=1024:1024"]
-_STAND_IN = re.compile(r"(?:docker\.io/)?(?:library/)?(?:python:3(?:\.11)?(?:[.\d]*)(?:-[\w.-]+)?"
+_STAND_IN = re.compile(r"(?:docker\.io/)?(?:library/)?(?:python:3(?:\.11(?:\.\d+)*)?(?:-[\w.-]+)?"
                        r"|debian:(?:bookworm|12)(?:[\w.-]*))")
 
 
