@@ -17,7 +17,7 @@ VLLM_VERSION := 0.33.0
 TIER ?= all
 TIER_MARK := $(if $(filter slow,$(TIER)),-m "slow or pi",$(if $(filter fast,$(TIER)),-m "not slow and not pi",))
 
-.PHONY: setup gpu demo test check lint types bench clean
+.PHONY: setup gpu demo test check lint types bench clean harbor-image
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -33,6 +33,7 @@ $(STAMP): pyproject.toml
 setup: $(STAMP) $(if $(strip $(GPU)),gpu)
 	$(BIN)/harnessfit harness install pi $(if $(strip $(PI_VERSION)),--version $(PI_VERSION))
 	$(BIN)/harnessfit eval toolchain   # the raw checkers' pinned svelte compiler + autofixer (ruff comes from pip)
+	$(BIN)/python -m harnessfit.eval.wheels   # pinned verifier tools (pytest, pytest-json-ctrf) Harbor tests install offline
 	@{ command -v rg >/dev/null && { command -v fd >/dev/null || command -v fdfind >/dev/null; }; } || { [ "$$(id -u)" = 0 ] && (apt-get update -qq && apt-get install -y -qq ripgrep fd-find >/dev/null) || echo "note: ripgrep/fd not installed; Pi's grep/find (the tools profile, pi@V+tools) cannot run"; }   # Pi looks for rg and fd/fdfind on the PATH and, offline, downloads neither
 	@command -v chromium >/dev/null || { [ "$$(id -u)" = 0 ] && (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) || echo "note: chromium not installed; the browser test of the HTML report skips (and fails under CI)"; }
 
@@ -43,6 +44,11 @@ gpu: $(STAMP)
 	$(BIN)/python -c "import sys, torch; sys.exit(0 if torch.cuda.is_available() else 'torch ' + torch.__version__ + ' sees no CUDA GPU: install a CUDA build of torch==2.13.0 into .venv (docs/gpu.md)')"
 	$(BIN)/pip install -q bitsandbytes==0.50.2 liger-kernel==0.8.5
 	[ -x $(HARNESSFIT_DIR)/vllm/bin/vllm ] || { $(PYTHON) -m venv $(HARNESSFIT_DIR)/vllm && $(HARNESSFIT_DIR)/vllm/bin/pip install -q vllm==$(VLLM_VERSION); }
+
+# The container backend's base image for Harbor tasks, made once from Debian packages (mmdebstrap, a few minutes)
+# and imported into podman/docker; `make harbor-image HARBOR_TAR=/path/bookworm-py.tar` imports a tar made before.
+harbor-image: $(STAMP)
+	$(BIN)/python -m harnessfit.eval.images $(HARBOR_TAR)
 
 demo: setup
 	$(BIN)/harnessfit demo

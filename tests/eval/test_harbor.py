@@ -157,7 +157,7 @@ def test_oracle_scores_full_marks_through_pi(pi_installed, harbor_suite, tmp_pat
     _needs_bwrap()
     out = tmp_path / "oracle"
     res = CliRunner().invoke(app, ["eval", "agent", "--model", "scripted:oracle", "--suite", f"harbor:{harbor_suite}",
-                                   "--out", str(out)])
+                                   "--out", str(out), "--env", "host"])  # auto would pick podman where it works
     assert res.exit_code == 0, res.output
     results = load_results(out)
     assert results.suite["format"] == "harbor"

@@ -43,6 +43,9 @@ def agent(
                                 "one sample vs N on the same requests."),
     harness: str = typer.Option(None, "--harness", help=_HARNESS_HELP + " Default: the one a harnessfit-trained "
                                 "model (--adapter, a merged model) was trained for, else the newest committed card."),
+    env: str = typer.Option("auto", "--env", help="Harbor suites: where a task runs: podman or docker (its image, "
+                            "Pi inside), host (bubblewrap stands in for the image), auto (podman, then docker, else "
+                            "host)."),
 ) -> None:
     """Run every task x seed through the real harness CLI (Pi) against one model; write results JSON + Markdown."""
     from harnessfit.errors import UserError
@@ -64,7 +67,7 @@ def agent(
     results = run_eval(model or endpoint, suite or default_suite(), out, seeds=seeds, workers=workers, max_turns=max_turns,
                        max_seconds=max_seconds, max_output_bytes=max_output_bytes, sandbox=not no_sandbox,
                        model_id=model_id, task_ids=task or None,
-                       harness=harness,
+                       harness=harness, env=env,
                        on_episode=lambda ep: typer.echo(episode_line(ep), err=True), **extra)
     agg = results.aggregates
     loop = agg["rates"]["complete_loop"]

@@ -53,8 +53,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from harnessfit.core.jsonio import sha256_bytes
 from harnessfit.errors import UserError
 from harnessfit.eval.caps import Caps
-from harnessfit.eval.episode import EpisodeFacts, VerifierOutput
-from harnessfit.eval.harbor_verifier import parse_reward, read_reward_files, tail, tree_digest
+from harnessfit.eval.episode import EpisodeFacts
+from harnessfit.eval.harbor_verifier import parse_reward, record_verifier, tree_digest
 from harnessfit.eval.safefs import copy_into
 from harnessfit.eval.sandbox import SANDBOX_HOME, SANDBOX_PATH, SandboxSpec, sandbox_path
 from harnessfit.eval.task import Limits
@@ -349,18 +349,7 @@ class HarborTask:
             stdout_file=ep_dir / "checker.txt", stderr_file=ep_dir / "checker.stderr.txt",
         )
         facts.sandbox_policy = {**(facts.sandbox_policy or {}), "checker": spec.describe()}
-        reward, rewards, problem = parse_reward(logs)
-        facts.reward, facts.rewards = reward, rewards
-        if killed is not None:
-            facts.checker_exit_code = -1
-            problem = f"verifier stopped ({killed}) after {self.config.verifier.timeout_sec:g} s"
-        else:
-            facts.checker_exit_code = 0 if reward is not None and reward >= 1.0 else 1
-        stdout, stderr = tail(ep_dir / "checker.txt"), tail(ep_dir / "checker.stderr.txt")
-        facts.verifier = VerifierOutput(exit_code=code if killed is None else None, stdout=stdout, stderr=stderr,
-                                        reward_files=read_reward_files(logs), problem=problem)
-        note = f"\n[harnessfit] test.sh exit code {code}; reward {reward}" + (f" ({problem})" if problem else "")
-        facts.checker_output = (stdout + stderr + note)[-2000:]
+        record_verifier(facts, ep_dir, logs, code, killed, self.config.verifier.timeout_sec)
 
 
 def load_harbor_task(task_dir: Path) -> HarborTask:

@@ -29,7 +29,7 @@ from pathlib import Path
 
 from harnessfit.eval.safefs import read_regular
 
-__all__ = ["REWARD_FILES", "parse_reward", "read_reward_files", "tail", "tree_digest"]
+__all__ = ["REWARD_FILES", "parse_reward", "record_verifier", "read_reward_files", "tail", "tree_digest"]
 
 REWARD_FILES = ("reward.json", "reward.txt")  # in Harbor's order of precedence
 SHOWN = 4000  # characters of each reward file and output tail kept in the results
@@ -138,3 +138,23 @@ def tree_digest(root: Path) -> str:
         for d in dirs:
             h.update(b"D" + (rel_base / d).as_posix().encode() + b"\n")
     return h.hexdigest()
+
+
+def record_verifier(facts, ep_dir: Path, logs: Path, code: int | None, killed: str | None, timeout: float) -> None:
+    """Fill an episode's checker facts from what ``tests/test.sh`` left: the reward (``parse_reward`` on ``logs``),
+    every named reward, the verifier's output tails (``ep_dir/checker.txt``, ``checker.stderr.txt``) and reward
+    files. The checker counts as passed only at full reward (1.0); a verifier the runner stopped has none."""
+    from harnessfit.eval.episode import VerifierOutput
+
+    reward, rewards, problem = parse_reward(logs)
+    facts.reward, facts.rewards = reward, rewards
+    if killed is not None:
+        facts.checker_exit_code = -1
+        problem = f"verifier stopped ({killed}) after {timeout:g} s"
+    else:
+        facts.checker_exit_code = 0 if reward is not None and reward >= 1.0 else 1
+    stdout, stderr = tail(ep_dir / "checker.txt"), tail(ep_dir / "checker.stderr.txt")
+    facts.verifier = VerifierOutput(exit_code=code if killed is None else None, stdout=stdout, stderr=stderr,
+                                    reward_files=read_reward_files(logs), problem=problem)
+    note = f"\n[harnessfit] test.sh exit code {code}; reward {reward}" + (f" ({problem})" if problem else "")
+    facts.checker_output = (stdout + stderr + note)[-2000:]

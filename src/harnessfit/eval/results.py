@@ -208,6 +208,9 @@ def _policy_line(results: EvalResults) -> str:
                    if e.facts.sandbox_policy and "agent" in e.facts.sandbox_policy), None)
     if policy is None:
         return ""
+    if "backend" in policy:  # the container backend (eval/backends/container.py)
+        return (f" — Harbor tasks ran in {policy['backend']} containers of their image; network {policy['network']} "
+                "(per episode: `sandbox_policy`)")
     return (f" — namespaces {', '.join(policy['unshared'])} unshared; writable only the workspace and "
             f"{harness_title(results)}'s session folder, HOME and /tmp on tmpfs; network {policy['network']} "
             "(per episode: `sandbox_policy`)")

@@ -17,6 +17,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from harnessfit.core.jsonio import sha256_bytes
 from harnessfit.errors import UserError
+from harnessfit.eval.backends.container import run_container_episode
 from harnessfit.eval.episode import UNSCORING_FLAGS, Episode, EpisodeFacts
 from harnessfit.eval.episode_runner import NO_SANDBOX, Endpoint, run_episode
 from harnessfit.eval.results import EvalResults, aggregate
@@ -143,6 +144,7 @@ def run_eval(
     task_ids: Sequence[str] | None = None,
     progress: bool = True,
     on_episode: Callable[[Episode], None] | None = None,
+    env: str = "host",
     **serve_kwargs: Any,
 ) -> EvalResults:
     """Run the suite ``seeds`` times against the model; writes ``out_dir/results.{json,md}`` and episode folders.
@@ -156,6 +158,9 @@ def run_eval(
     it with that card profile's tools and scores against that card). A model harnessfit trained (an adapter, a
     merged model) runs in the harness it was trained for by default, and another is refused
     (``harness.versions.stage_harness``); any other model runs in the default harness.
+
+    ``env`` (Harbor suites): ``host`` (bubblewrap stands in for the task's image), ``podman`` or ``docker`` (the
+    container backend, ``eval/backends/container.py``), or ``auto`` (podman, then docker, else the host).
     """
     if seeds < 1 or workers < 1:
         raise UserError("--seeds and --workers must be at least 1")
@@ -170,9 +175,11 @@ def run_eval(
     agent, version, profile = get_harness(spec), parse_harness(spec)[1], harness_profile(spec)
     agent.binary(version)  # a clear error now rather than one error per episode
     status = require_sandbox() if sandbox else NO_SANDBOX  # fail closed: never unsandboxed unless asked
+    engine = _container_engine(env) if fmt == "harbor" else None
     oracle = str(endpoint_or_model) == "scripted:oracle"  # Harbor's oracle sees solution/ at /solution
     config = {"seeds": seeds, "workers": workers, "max_turns": max_turns, "max_seconds": max_seconds,
-              "max_output_bytes": max_output_bytes, "sandbox_requested": sandbox}
+              "max_output_bytes": max_output_bytes, "sandbox_requested": sandbox,
+              **({"env": engine.name if engine is not None else "host"} if fmt == "harbor" else {})}
     tools: tuple[str, ...] | None = None
     if profile is not None:  # the same tools as the data built with this profile's card
         profile_card = agent.card(version, profile)
@@ -197,9 +204,14 @@ def run_eval(
 
         def one(job: tuple[Task, int]) -> Episode:
             task, seed = job
-            facts = run_episode(task, seed, endpoint, out_dir, harness=spec, sandbox=sandbox, tools=tools,
-                                max_turns=max_turns, max_seconds=max_seconds, max_output_bytes=max_output_bytes,
-                                expose_solution=oracle)
+            if engine is None:
+                facts = run_episode(task, seed, endpoint, out_dir, harness=spec, sandbox=sandbox, tools=tools,
+                                    max_turns=max_turns, max_seconds=max_seconds, max_output_bytes=max_output_bytes,
+                                    expose_solution=oracle)
+            else:
+                facts = run_container_episode(task, seed, endpoint, out_dir, harness=spec, tools=tools,
+                                              max_turns=max_turns, max_seconds=max_seconds,
+                                              max_output_bytes=max_output_bytes, expose_solution=oracle, engine=engine)
             return _score(facts, task, out_dir, card, spec)
 
         episodes: list[Episode] = []
@@ -216,6 +228,22 @@ def run_eval(
     results.aggregates = aggregate(results.episodes, seeds)
     results.finish(out_dir)
     return results
+
+
+def _container_engine(env: str) -> Any:
+    """The container engine a Harbor suite runs on (None: the host backend); ``auto`` falls back to the host."""
+    if env == "host":
+        return None
+    if env not in ("auto", "podman", "docker"):
+        raise UserError(f"--env must be host, podman, docker or auto (got {env!r})")
+    from harnessfit.eval.images import detect_engine
+
+    try:
+        return detect_engine(None if env == "auto" else env)
+    except UserError:
+        if env == "auto":
+            return None
+        raise
 
 
 def default_suite() -> Path:

@@ -13,6 +13,7 @@ user message (the task prompt) and the step from the number of assistant turns a
 - ``never-stop``: calls a harmless tool forever, never answers.
 - ``oracle``: a Harbor task's ``solution/solve.sh`` (``bash /solution/solve.sh`` through Pi's bash tool; the
   runner binds ``solution/`` at ``/solution`` for this model only), then an answer; on other tasks, ``golden``.
+- ``nop``: answers at once without a tool call (Harbor's ``nop`` agent): the untouched workspace's score.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from harnessfit.eval.task import ReferenceStep, Task
 from harnessfit.harness.scripted import Reply
 
 __all__ = ["SCRIPTED_MODELS", "responder_for", "golden", "double_encode", "recovering", "runaway", "never_stop",
-           "escape", "oracle", "Responder"]
+           "escape", "oracle", "nop", "Responder"]
 
 Responder = Callable[[dict, int], Reply]
 
@@ -170,6 +171,13 @@ def oracle(tasks: Sequence[Task]) -> Responder:
     return respond
 
 
+def nop(tasks: Sequence[Task]) -> Responder:
+    def respond(body: dict, index: int) -> Reply:
+        return Reply(text="nop: no change made.")
+
+    return respond
+
+
 SCRIPTED_MODELS: dict[str, Callable[[Sequence[Task]], Responder]] = {
     "golden": golden,
     "double-encode": double_encode,
@@ -177,6 +185,7 @@ SCRIPTED_MODELS: dict[str, Callable[[Sequence[Task]], Responder]] = {
     "runaway": runaway,
     "never-stop": never_stop,
     "oracle": oracle,
+    "nop": nop,
 }
 
 

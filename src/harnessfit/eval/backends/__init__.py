@@ -1,0 +1,1 @@
+"""Where a Harbor task runs besides the host sandbox: the container backend (``container``, ``container_image``)."""

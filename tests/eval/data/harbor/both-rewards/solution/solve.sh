@@ -1,0 +1,2 @@
+#!/bin/bash
+python3 -c "print(sum(int(x) for x in open('/app/numbers.txt')))" > /app/total.txt

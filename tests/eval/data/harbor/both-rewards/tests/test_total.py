@@ -1,0 +1,6 @@
+import os
+from pathlib import Path
+
+
+def test_total():
+    assert Path("/app/total.txt").read_text().strip() == os.environ["EXPECTED_TOTAL"]
