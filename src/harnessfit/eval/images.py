@@ -27,7 +27,7 @@ from pathlib import Path
 from harnessfit.errors import UserError
 from harnessfit.paths import file_lock, home
 
-__all__ = ["BASE_IMAGE", "PYTHON_IMAGE", "Engine", "ensure_python_image", "detect_engine", "ensure_base_image", "base_image_tar", "stand_in",
+__all__ = ["BASE_IMAGE", "PYTHON_IMAGE", "ContainerEngine", "ensure_python_image", "detect_engine", "ensure_base_image", "base_image_tar", "stand_in",
            "image_exists"]
 
 BASE_IMAGE = "localhost/harnessfit-bookworm-py:1"
@@ -39,7 +39,7 @@ _STAND_IN = re.compile(r"(?:docker\.io/)?(?:library/)?(?:python:3(?:\.11(?:\.\d+
 
 
 @dataclass(frozen=True)
-class Engine:
+class ContainerEngine:
     """A container engine that was seen to start a container, and the flags it needed for that."""
 
     name: str  # "podman" or "docker"
@@ -109,7 +109,7 @@ def _probe(name: str, exe: str, image: str) -> tuple[tuple[str, ...] | None, str
 
 
 @functools.lru_cache(maxsize=4)
-def detect_engine(asked: str | None = None, image: str = BASE_IMAGE) -> Engine:
+def detect_engine(asked: str | None = None, image: str = BASE_IMAGE) -> ContainerEngine:
     """The container engine to use (``asked``: ``podman`` or ``docker``; None: podman, then docker)."""
     if asked not in (None, "podman", "docker"):
         raise UserError(f"unknown container engine {asked!r} (podman or docker)")
@@ -121,7 +121,7 @@ def detect_engine(asked: str | None = None, image: str = BASE_IMAGE) -> Engine:
             continue
         flags, why = _probe(name, exe, image)
         if flags is not None:
-            return Engine(name, exe, flags)
+            return ContainerEngine(name, exe, flags)
         problems.append(why)
     raise UserError("no container engine can run a container here: " + "; ".join(problems))
 
@@ -166,7 +166,7 @@ RUN apt-get update && apt-get install -y --no-install-recommends python3-pip pyt
 """
 
 
-def ensure_python_image(engine: Engine) -> str:
+def ensure_python_image(engine: ContainerEngine) -> str:
     """``PYTHON_IMAGE``: the base image plus Debian's pip (one build, then kept in the engine's store)."""
     ensure_base_image(engine.exe)
     if image_exists(engine.exe, PYTHON_IMAGE):

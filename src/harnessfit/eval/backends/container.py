@@ -31,7 +31,7 @@ from harnessfit.eval.backends.container_image import TaskImage, prepare_image
 from harnessfit.eval.episode import EpisodeFacts
 from harnessfit.eval.episode_runner import Endpoint, episode_dirname, run_contained
 from harnessfit.eval.harbor_verifier import tree_digest
-from harnessfit.eval.images import Engine
+from harnessfit.eval.images import ContainerEngine
 from harnessfit.eval.sandbox import EndpointForwarder, write_launcher
 from harnessfit.eval.wheels import VERIFIER_TOOLS, WHEELS_INSIDE, fetch_wheels, offline_pip_env, pip_requirements
 from harnessfit.harness.base import TURN_CAP_MARKER, EpisodeSetup, get_harness
@@ -43,12 +43,12 @@ HOME_INSIDE, RUNNER_INSIDE, ENDPOINT_INSIDE, NODE_INSIDE = "/hf/home", "/hf/runn
 _PATH = "/hf/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 
-def _engine(engine: Engine, *args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+def _engine(engine: ContainerEngine, *args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
     return subprocess.run(engine.cmd(*args), capture_output=True, text=True, stdin=subprocess.DEVNULL,
                           timeout=timeout)
 
 
-def _copy_out(engine: Engine, name: str, folder: str, dest: Path) -> None:
+def _copy_out(engine: ContainerEngine, name: str, folder: str, dest: Path) -> None:
     dest.mkdir(parents=True, exist_ok=True)
     proc = _engine(engine, "cp", f"{name}:{folder.rstrip('/')}/.", str(dest))
     if proc.returncode != 0:
@@ -61,7 +61,7 @@ def _network(task) -> tuple[list[str], str]:
     return ["--network", "none"], "none but the model endpoint (forwarded over a unix socket)"
 
 
-def run_container_episode(task, seed: int, endpoint: Endpoint, run_dir: Path, *, engine: Engine,
+def run_container_episode(task, seed: int, endpoint: Endpoint, run_dir: Path, *, engine: ContainerEngine,
                           harness: str | None = None, tools: Any = None, max_turns: int | None = None,
                           max_seconds: float | None = None, max_output_bytes: int | None = None,
                           expose_solution: bool = False) -> EpisodeFacts:
@@ -93,7 +93,7 @@ def run_container_episode(task, seed: int, endpoint: Endpoint, run_dir: Path, *,
 
 
 def _agent(task, prepared: TaskImage, endpoint: Endpoint, ep_dir: Path, run_dir: Path, facts: EpisodeFacts, *,
-           engine: Engine, harness: str | None, tools: Any, turns: int, max_seconds: float, max_bytes: int,
+           engine: ContainerEngine, harness: str | None, tools: Any, turns: int, max_seconds: float, max_bytes: int,
            expose_solution: bool) -> None:
     sessions, runner, seed_dir = ep_dir / "sessions", ep_dir / "runner", ep_dir / "runner" / "home"
     for d in (sessions, seed_dir, runner / "etc"):
@@ -156,7 +156,7 @@ def _host_env() -> dict[str, str]:
                                                          "CONTAINERS_CONF", "DOCKER_HOST")}
 
 
-def _verify(task, prepared: TaskImage, ep_dir: Path, facts: EpisodeFacts, engine: Engine) -> None:
+def _verify(task, prepared: TaskImage, ep_dir: Path, facts: EpisodeFacts, engine: ContainerEngine) -> None:
     """``tests/test.sh`` in a fresh container of the image, the agent's working folder bound in (Harbor's order)."""
     from harnessfit.eval.harbor_verifier import record_verifier
     from harnessfit.eval.safefs import copy_into

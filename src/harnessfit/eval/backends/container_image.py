@@ -19,7 +19,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from harnessfit.eval.images import PYTHON_IMAGE, Engine, ensure_python_image, image_exists, stand_in
+from harnessfit.eval.images import PYTHON_IMAGE, ContainerEngine, ensure_python_image, image_exists, stand_in
 from harnessfit.eval.wheels import WHEELS_INSIDE, fetch_wheels, offline_pip_env, pip_requirements
 
 __all__ = ["TaskImage", "prepare_image", "dockerfile_lines"]
@@ -83,13 +83,13 @@ def _rewrite(text: str) -> tuple[str, str, list[str]] | str:
     return "\n".join(out) + "\n", base, reqs
 
 
-def _workdir(engine: Engine, image: str) -> str:
+def _workdir(engine: ContainerEngine, image: str) -> str:
     proc = subprocess.run(engine.cmd("image", "inspect", "--format", "{{.Config.WorkingDir}}", image),
                           capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=60)
     return proc.stdout.strip() or "/"
 
 
-def prepare_image(task, engine: Engine) -> TaskImage | str:
+def prepare_image(task, engine: ContainerEngine) -> TaskImage | str:
     """The task's image, built when needed; a string says why the task cannot run on this backend."""
     named = task.config.environment.docker_image
     if named:
