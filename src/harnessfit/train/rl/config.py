@@ -78,6 +78,8 @@ class HarnessfitRLConfig(GRPOConfig):
                 raise ValueError(f"{name} must be at least 1")
         if self.sft_adapter and not (Path(self.sft_adapter) / "adapter_config.json").is_file():
             raise ValueError(f"sft_adapter {self.sft_adapter} is not an adapter folder (no adapter_config.json)")
+        if self.use_cpu:  # fp32: bf16 autocast on a CPU moves the recomputed logprobs ~0.05 from the captured ones
+            self.bf16, self.fp16 = False, False
         self.report_to = "none"  # train rl writes its metrics and TensorBoard itself (OUT/metrics.jsonl, OUT/tb)
         self.per_device_train_batch_size = self.num_generations  # TRL's check: whole groups per generation batch
         super().__post_init__()
