@@ -23,6 +23,8 @@ __all__ = ["HarnessfitRLConfig"]
 class HarnessfitRLConfig(GRPOConfig):
     """TRL's ``GRPOConfig`` + the RL-in-the-harness fields; defaults sized for a CPU and the embedded model."""
 
+    command = "rl"  # `harnessfit train rl` (a class attribute, not a field)
+
     suite: str | None = field(default=None, metadata={
         "help": "Training task suite (`harnessfit tasks generate --split train ...`); also --suite DIR."})
     model: str = field(default="smollm2-135m", metadata={"help": "Base model spec (alias, folder, HF id)."})
