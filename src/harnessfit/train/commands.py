@@ -107,12 +107,18 @@ def register(app: typer.Typer) -> None:
         sampled token; exits 3 when the health guard stopped the run."""
         from rich.console import Console
 
-        from harnessfit.train.config import parse_cli
+        from harnessfit.train.config import load_config, parse_cli
         from harnessfit.train.rl.config import HarnessfitRLConfig
         from harnessfit.train.rl.loop import train_rl
 
-        cfg = parse_cli(HarnessfitRLConfig, recipe, ctx.args, summary=ctx.command.help,
-                        output_dir=str(out / "checkpoints"), suite=str(suite) if suite else None)
+        args = list(ctx.args)
+        if recipe is not None and str(recipe).startswith("-"):  # no recipe: every field from flags
+            recipe, args = None, [str(recipe), *args]
+        kwargs = {"output_dir": str(out / "checkpoints"), "suite": str(suite) if suite else None}
+        if recipe is None and "--help" not in args and "-h" not in args:
+            cfg = load_config(HarnessfitRLConfig, None, args, **kwargs)
+        else:
+            cfg = parse_cli(HarnessfitRLConfig, recipe, args, summary=ctx.command.help, **kwargs)
         res = train_rl(cfg, out, resume=resume)
         if res.status == "stopped":
             Console(stderr=True).print(f"stopped by the health guard: {res.stop_reason}", markup=False)

@@ -67,6 +67,7 @@ class PolicyServer:
         from harnessfit.serve.capture import CaptureStore
         from harnessfit.serve.server import HOST, bind
 
+        self.engine = engine
         self.store = CaptureStore(capture_dir)
         app = EpisodeKeys(create_app(engine, capture=self.store, max_queue=max_queue))
         self._sock = bind(0)
@@ -88,6 +89,9 @@ class PolicyServer:
         self._server.should_exit = True
         self._thread.join(timeout=30)
         self._sock.close()
+        deadline = time.monotonic() + 60  # a generation whose client left stops at its next token: wait for it
+        while self.engine.health()["generating_seconds"] is not None and time.monotonic() < deadline:
+            time.sleep(0.1)
 
 
 @dataclass

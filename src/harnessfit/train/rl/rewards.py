@@ -83,6 +83,8 @@ def episode_reward(facts: Any, metrics: Any, turn_values: dict[str, float | None
         "runaway": -1.0 if (metrics.runaway or metrics.timed_out) else 0.0, **turn_values}
     num = den = penalty = 0.0
     for name in names:
+        if name in TURN_COMPONENTS and name not in values:
+            continue  # no rewarded turn: nothing to average
         value = values.get(name)
         if value is None:
             return EpisodeReward(None, {n: values.get(n) for n in names}, f"{name} is unscorable")
@@ -96,11 +98,12 @@ def episode_reward(facts: Any, metrics: Any, turn_values: dict[str, float | None
 def turn_scores(reward_set: Any, turns: list[Any], tools: list[dict[str, Any]], names: list[str]
                 ) -> dict[str, float | None]:
     """Mean over the rewarded turns of each per-turn component (``RewardSet``'s parse and the registry's
-    functions on the captured ids); None for every name when no turn was rewarded."""
+    functions on the captured ids); empty when no turn was rewarded (``episode_reward`` then leaves the per-turn
+    components out of the mean — an absent turn is not an unscorable one)."""
     kept = [t for t in turns if t.rewarded]
     wanted = [n for n in names if n in TURN_COMPONENTS]
     if not kept or not wanted:
-        return {n: None for n in wanted}
+        return {}  # no turn to judge (the agent was stopped before the model answered): left out, not None
     samples = [reward_set.sample(t.completion, reference={}, tools=tools, dp_id=t.node_id) for t in kept]
     scored = reward_set.score(samples)
     out: dict[str, float | None] = {}

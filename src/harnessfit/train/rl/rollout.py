@@ -96,7 +96,9 @@ def _one(step: int, task: Any, g: int, base: str, capture_dir: Path, run_dir: Pa
     try:
         ro.turns = turns_of(training_trace(capture_dir, key))
         ro.segments = link_segments(ro.turns)
-    except (UserError, ValueError) as exc:  # no turn captured, or a broken capture: nothing to train on
+    except UserError:  # no turn captured: the agent was stopped before the model answered; nothing to train on
+        pass
+    except ValueError as exc:  # a broken capture is never trained on, and unscores the episode
         ro.capture_error = str(exc)
     values = turn_scores(s.reward_set, ro.turns, s.tools, list(s.weights))
     ro.reward = episode_reward(facts, metrics, values, s.weights)
