@@ -93,6 +93,39 @@ def register(app: typer.Typer) -> None:
             con.print(line, markup=False)
         _print_outputs(con, res)
 
+    @train_app.command("rl", context_settings=_PASS_THROUGH)
+    def rl(
+        ctx: typer.Context,
+        recipe: Path = typer.Argument(None, help="Recipe file (YAML or TOML). Then any HarnessfitRLConfig field as "
+                                      "--field value (--help lists them)."),
+        suite: Path = typer.Option(None, "--suite", help="Training task suite folder (overrides suite: in RECIPE)."),
+        out: Path = typer.Option(Path("out/rl"), "--out", help="Run folder (metrics, episodes, state, adapter, "
+                                 "rl_report.md)."),
+        resume: bool = typer.Option(False, "--resume", help="Continue after the last saved step in --out."),
+    ) -> None:
+        """Multi-turn RL with the real Pi as the environment: G episodes per task, TRL's GRPO loss over every
+        sampled token; exits 3 when the health guard stopped the run."""
+        from rich.console import Console
+
+        from harnessfit.train.config import load_config, parse_cli
+        from harnessfit.train.rl.config import HarnessfitRLConfig
+        from harnessfit.train.rl.loop import train_rl
+
+        args = list(ctx.args)
+        if recipe is not None and str(recipe).startswith("-"):  # no recipe: every field from flags
+            recipe, args = None, [str(recipe), *args]
+        kwargs = {"output_dir": str(out / "checkpoints"), "suite": str(suite) if suite else None}
+        if recipe is None and "--help" not in args and "-h" not in args:
+            cfg = load_config(HarnessfitRLConfig, None, args, **kwargs)
+        else:
+            cfg = parse_cli(HarnessfitRLConfig, recipe, args, summary=ctx.command.help, **kwargs)
+        res = train_rl(cfg, out, resume=resume)
+        if res.status == "stopped":
+            Console(stderr=True).print(f"stopped by the health guard: {res.stop_reason}", markup=False)
+            raise typer.Exit(3)
+        Console().print(f"trained {res.steps} RL steps; report: {res.report}; adapter: {res.adapter_dir}",
+                        markup=False)
+
     @export_app.command("merge")
     def merge(
         adapter: Path = typer.Argument(..., help="Adapter folder written by `harnessfit train sft|grpo` (OUT/adapter)."),

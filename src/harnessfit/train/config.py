@@ -448,6 +448,8 @@ def _closest(key: str, known: set[str], base: set[str]) -> str | None:
 
 
 def _kind(cls: type) -> str:
+    if getattr(cls, "command", None):  # train rl's config extends GRPOConfig too
+        return str(cls.command)
     return "grpo" if issubclass(cls, GRPOConfig) else "sft"
 
 

@@ -1,0 +1,219 @@
+"""``train_rl``: steps of (G real Pi episodes per task → episode rewards → group advantages → one TRL-loss update).
+
+Run folder::
+
+    OUT/metrics.jsonl      one row per step: reward and complete-loop rate, unscored and zero-variance groups,
+                           TRL's loss metrics (loss, clip ratios, entropy, kl), sampled tokens, seconds
+    OUT/episodes.jsonl     one row per episode: every reward component (None with why), advantage, turns,
+                           segments, sampled tokens, and its folder under rollouts/
+    OUT/rollouts/step-NNNN/episodes/<task>/seed-<g>/   the eval's episode folders (events, session, checker)
+    OUT/capture/<key>.jsonl                            the engine's capture of each episode (outside the sandbox)
+    OUT/tb/                TensorBoard scalars        OUT/state/   resume state (``train.rl.state``)
+    OUT/adapter/           the trained adapter        OUT/rl_report.md   the report section (``train.rl.report``)
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+import torch
+from rich.console import Console
+from rich.markup import escape
+
+from harnessfit.errors import UserError
+from harnessfit.train.rl.rewards import TURN_COMPONENTS, group_advantages
+from harnessfit.train.rl.rollout import Rollout, RolloutSettings, run_rollouts
+from harnessfit.train.rl.state import refuse_or_resume, save_state
+
+__all__ = ["RLResult", "train_rl", "pick_tasks"]
+
+
+@dataclass
+class RLResult:
+    out_dir: Path
+    steps: int
+    status: str  # completed | stopped
+    adapter_dir: Path | None
+    report: Path
+    stop_reason: str | None = None
+
+
+def pick_tasks(tasks: list[Any], step: int, per_step: int, seed: int) -> list[Any]:
+    """The step's tasks: a fixed shuffle of the suite (by ``seed``), taken in turn — the same on a resumed run."""
+    order = list(tasks)
+    random.Random(seed).shuffle(order)
+    start = ((step - 1) * per_step) % len(order)
+    return [order[(start + i) % len(order)] for i in range(min(per_step, len(order)))]
+
+
+def _append(path: Path, row: dict[str, Any]) -> None:
+    with path.open("ab") as fh:
+        fh.write(orjson.dumps(row, default=str) + b"\n")
+
+
+def _settings(cfg: Any, policy: Any, sandbox: bool) -> RolloutSettings:
+    from harnessfit.eval.scorers import load_card_or_none
+    from harnessfit.harness.card import load_harness
+    from harnessfit.harness.versions import model_harness
+    from harnessfit.train.rewards.combine import RewardSet
+
+    spec = model_harness(cfg.harness, cfg.model, cfg.sft_adapter, stage="train rl")
+    card = load_harness(spec)
+    names = [n for n in cfg.rewards if n in TURN_COMPONENTS]
+    reward_set = RewardSet({n: 1.0 for n in names} or {"format": 1.0}, tokenizer=policy.tokenizer,
+                           stop_ids=policy.stop_ids, card=card)
+    return RolloutSettings(harness=spec, card=load_card_or_none(harness=spec), weights=dict(cfg.rewards),
+                           reward_set=reward_set, tools=[{"function": {"name": n}} for n in card.default_tools],
+                           max_turns=cfg.episode_max_turns, max_seconds=cfg.episode_max_seconds,
+                           workers=cfg.workers, sandbox=sandbox, context_window=policy.engine.context_window)
+
+
+def _step_row(step: int, rollouts: list[Rollout], update: dict[str, Any], seconds: float) -> dict[str, Any]:
+    scored = [r for r in rollouts if r.reward.reward is not None]
+    groups: dict[str, list[Rollout]] = {}
+    for r in rollouts:
+        groups.setdefault(r.task_id, []).append(r)
+    zero = sum(1 for g in groups.values() if all(r.advantage in (None, 0.0) for r in g))
+    loops = [bool(r.metrics.complete_loop) for r in rollouts if r.metrics is not None and r.reward.reward is not None]
+    return {"step": step, "episodes": len(rollouts), "scored": len(scored), "unscored": len(rollouts) - len(scored),
+            "reward_mean": sum(r.reward.reward for r in scored) / len(scored) if scored else None,  # type: ignore[misc]
+            "complete_loop_rate": sum(loops) / len(loops) if loops else None, "groups": len(groups),
+            "zero_variance_groups": zero, "tasks": sorted(groups), "seconds": round(seconds, 1), **update}
+
+
+def _advantages(rollouts: list[Rollout], scale: str) -> None:
+    groups: dict[str, list[Rollout]] = {}
+    for r in rollouts:
+        groups.setdefault(r.task_id, []).append(r)
+    for group in groups.values():
+        for r, adv in zip(group, group_advantages([r.reward.reward for r in group], scale), strict=True):
+            r.advantage = adv
+
+
+def _tb(out_dir: Path) -> Any:
+    from torch.utils.tensorboard import SummaryWriter
+
+    return SummaryWriter(log_dir=str(out_dir / "tb"))
+
+
+def train_rl(cfg: Any, out_dir: Path, *, resume: bool = False, reading_source: Any = None,
+             sandbox: bool = True, progress: bool = True) -> RLResult:
+    """Run ``cfg.max_steps`` steps on ``cfg.suite`` (see the module docstring); ``reading_source`` replaces the
+    health guard's sensors (tests)."""
+    from harnessfit.eval.sandbox import require_sandbox
+    from harnessfit.eval.task import load_suite
+    from harnessfit.train.guard import HealthGuard
+    from harnessfit.train.rl.policy import PolicyServer, load_policy
+    from harnessfit.train.rl.report import write_rl_report
+    from harnessfit.train.rl.update import Updater
+
+    console = Console(stderr=True)
+    if not cfg.suite:
+        raise UserError("give the training suite: `harnessfit train rl RECIPE --suite DIR` (or suite: in the recipe)")
+    tasks = load_suite(Path(cfg.suite))
+    if not tasks:
+        raise UserError(f"no tasks in {cfg.suite}")
+    if sandbox:
+        require_sandbox()
+    if cfg.threads:
+        torch.set_num_threads(cfg.threads)
+    out_dir = Path(out_dir).resolve()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    found = refuse_or_resume(out_dir, resume)
+    policy = load_policy(cfg, found[1] if found else None)
+    settings = _settings(cfg, policy, sandbox)
+    updater = Updater(cfg, policy.model, policy.tokenizer)
+    first = 1
+    if found is not None:
+        first = found[0] + 1
+        updater.optimizer.load_state_dict(found[2]["optimizer"])
+        torch.set_rng_state(found[2]["torch_rng"])
+        random.setstate(found[2]["python_rng"])
+        console.print(f"[dim]rl:[/] resuming after step {found[0]}")
+    else:
+        torch.manual_seed(cfg.seed)
+    (out_dir / "recipe.json").write_bytes(orjson.dumps({**getattr(cfg, "recipe_record", {}), "resolved": cfg.to_dict(),
+                                                        "harness": settings.harness}, default=str))
+    console.print(f"[dim]rl:[/] {len(tasks)} tasks, {cfg.tasks_per_step} a step x {cfg.num_generations} episodes, "
+                  f"{escape(settings.harness)}, policy {escape(policy.adapter_source or 'fresh LoRA on ' + cfg.model)}")
+    guard = HealthGuard(cfg.guard_rules, out_dir, reading_source).start() if cfg.guard_rules.enabled else None
+    writer, stop = _tb(out_dir), None
+    step = first - 1
+    try:
+        with PolicyServer(policy.engine, out_dir / "capture", max_queue=max(4, cfg.workers)) as server:
+            for step in range(first, cfg.max_steps + 1):
+                _one_step(cfg, step, tasks, server.base, out_dir, settings, updater, writer, console, progress)
+                save_state(out_dir, step, policy.model, updater.optimizer)
+                if guard is not None and guard.should_stop():
+                    reason = guard.reason()
+                    stop = reason.reason if reason is not None else "health guard"
+                    break
+    finally:
+        writer.close()
+        if guard is not None:
+            guard.close()
+    adapter_dir = _save_adapter(cfg, policy, settings, out_dir, step) if stop is None else None
+    report = write_rl_report(out_dir, status="stopped" if stop else "completed", stop_reason=stop)
+    return RLResult(out_dir, step, "stopped" if stop else "completed", adapter_dir, report, stop)
+
+
+def _one_step(cfg: Any, step: int, tasks: list[Any], base: str, out_dir: Path, settings: RolloutSettings,
+              updater: Any, writer: Any, console: Console, progress: bool) -> None:
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from harnessfit.eval.run import episode_line
+
+    t0 = time.monotonic()
+    chosen = pick_tasks(tasks, step, cfg.tasks_per_step, cfg.seed)
+    run_dir = out_dir / "rollouts" / f"step-{step:04d}"
+    with Progress(TextColumn(f"rl step {step} episodes"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  console=console, disable=not (progress and console.is_terminal), transient=True) as bar:
+        tid = bar.add_task("episodes", total=len(chosen) * cfg.num_generations)
+
+        def done(ro: Rollout) -> None:
+            bar.advance(tid)
+            from harnessfit.eval.episode import Episode
+
+            line = episode_line(Episode(facts=ro.facts, metrics=ro.metrics), label=f"rl step {step}")
+            reward = "unscored" if ro.reward.reward is None else f"{ro.reward.reward:.3f}"
+            console.print(f"{line}, reward {reward}", markup=False, highlight=False)
+
+        rollouts = run_rollouts(step, chosen, cfg.num_generations, base, out_dir / "capture", run_dir, settings, done)
+    _advantages(rollouts, cfg.scale_rewards)
+    for ro in rollouts:
+        row = ro.row()
+        row["episode_dir"] = str((run_dir / row["episode_dir"]).relative_to(out_dir))
+        _append(out_dir / "episodes.jsonl", row)
+    batch = [(seg, ro.advantage) for ro in rollouts if ro.advantage is not None for seg in ro.segments]
+    update = updater.step(batch)
+    row = _step_row(step, rollouts, update, time.monotonic() - t0)
+    _append(out_dir / "metrics.jsonl", row)
+    for key, value in row.items():
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and value == value:
+            writer.add_scalar(f"rl/{key}", value, step)
+    writer.flush()
+    console.print(f"rl step {step}: reward {row['reward_mean']}, complete loops {row['complete_loop_rate']}, "
+                  f"{row['unscored']} unscored, {row['zero_variance_groups']}/{row['groups']} zero-variance groups, "
+                  f"loss {update.get('loss')}", markup=False, highlight=False)
+    if row["groups"] and row["zero_variance_groups"] == row["groups"]:
+        console.print(f"[yellow]rl step {step}: every group has zero variance: no update signal[/]")
+
+
+def _save_adapter(cfg: Any, policy: Any, settings: RolloutSettings, out_dir: Path, step: int) -> Path:
+    import shutil
+
+    from harnessfit.train.run import ADAPTER_META
+
+    adapter_dir = out_dir / "adapter"
+    shutil.rmtree(adapter_dir, ignore_errors=True)
+    policy.model.save_pretrained(str(adapter_dir), selected_adapters=["default"])
+    policy.tokenizer.save_pretrained(str(adapter_dir))
+    meta = {"harness": settings.harness, "base_model": cfg.model, "sft_adapter": cfg.sft_adapter,
+            "stop_token_ids": policy.stop_ids, "global_step": step, "trainer": "rl", "suite": cfg.suite}
+    (adapter_dir / ADAPTER_META).write_bytes(orjson.dumps(meta, option=orjson.OPT_INDENT_2, default=str))
+    return adapter_dir
