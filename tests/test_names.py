@@ -14,7 +14,7 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "harnessfit"
 SAME_NOUN = {
     "ToolCall": "one tool call in two schemas: as the source recorded it (core.trajectory) and as the OpenAI wire "
                 "carries it (serve.protocol)",
-    "Score": "a value or the reason there is none: a reward component's (train.rewards) and a registered eval "
+    "Score": "a value or the reason there is none: a reward component's (rewards) and a registered eval "
              "metric's (eval.episode)",
     "Responder": "a scripted model's plan of replies: the serving side's (harness.scripted, a list or a function) "
                  "and the eval's scripted models (eval.scripted_models, the function form)",

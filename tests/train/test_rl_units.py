@@ -10,7 +10,7 @@ import orjson
 import pytest
 
 from harnessfit.errors import UserError
-from harnessfit.train.rl.episodes import Turn, link_segments, turns_of
+from harnessfit.train.rl.episodes import link_segments, turns_of
 from harnessfit.train.rl.report import write_rl_report
 from harnessfit.train.rl.rewards import check_weights, episode_reward, group_advantages
 
@@ -32,8 +32,8 @@ def test_turns_extending_the_prompt_share_a_segment_and_the_mask_covers_exactly_
     first = segs[0]
     assert first.ids == [1, 2, 3, 10, 11, 50, 51, 12] and first.prompt_len == 3
     assert first.mask == [0, 0, 0, 1, 1, 0, 0, 1]
-    assert [i for i, m in zip(first.ids, first.mask) if m] == [10, 11, 12]  # exactly the sampled ids
-    assert [lp for lp, m in zip(first.old_logps, first.mask) if m] == [-0.1, -0.2, -0.1]
+    assert [i for i, m in zip(first.ids, first.mask, strict=True) if m] == [10, 11, 12]  # exactly the sampled ids
+    assert [lp for lp, m in zip(first.old_logps, first.mask, strict=True) if m] == [-0.1, -0.2, -0.1]
     assert segs[1].mask == [0, 0, 1, 1] and sum(s.sampled for s in segs) == 5
 
 

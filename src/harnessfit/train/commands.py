@@ -96,7 +96,7 @@ def register(app: typer.Typer) -> None:
     @train_app.command("rl", context_settings=_PASS_THROUGH)
     def rl(
         ctx: typer.Context,
-        recipe: Path = typer.Argument(None, help="Recipe file (YAML or TOML). Then any HarnessfitRLConfig field as "
+        recipe: Path | None = typer.Argument(None, help="Recipe file (YAML or TOML). Then any HarnessfitRLConfig field as "
                                       "--field value (--help lists them)."),
         suite: Path = typer.Option(None, "--suite", help="Training task suite folder (overrides suite: in RECIPE)."),
         out: Path = typer.Option(Path("out/rl"), "--out", help="Run folder (metrics, episodes, state, adapter, "

@@ -60,7 +60,7 @@ def _settings(cfg: Any, policy: Any, sandbox: bool) -> RolloutSettings:
     from harnessfit.eval.scorers import load_card_or_none
     from harnessfit.harness.card import load_harness
     from harnessfit.harness.versions import model_harness
-    from harnessfit.train.rewards.combine import RewardSet
+    from harnessfit.rewards.combine import RewardSet
 
     spec = model_harness(cfg.harness, cfg.model, cfg.sft_adapter, stage="train rl")
     card = load_harness(spec)

@@ -4,14 +4,14 @@ One episode's reward is built from named components, each a number or ``None``:
 
 - ``checker_passed`` (score): the task's independent checker passed (1) or not (0);
 - ``complete_loop`` (score): checker passed and the agent finished with a response (the eval's headline metric);
-- the per-turn verifiable components of ``harnessfit.train.rewards`` (``format``, ``arguments_object``,
+- the per-turn verifiable components of ``harnessfit.rewards`` (``format``, ``arguments_object``,
   ``schema_valid``, ``tool_active``, ``clean_end``; score): each rewarded turn's completion decoded from its
   captured ids and scored by the registry's own function, averaged over the episode's rewarded turns;
 - ``turn_cap`` and ``runaway`` (penalties): -1 when the episode ran into the turn cap, or was killed for its output
   or the wall clock (0 otherwise).
 
 reward = weighted mean of the score components + sum of the weighted penalties — the same rule as the single-turn
-rewards (``harnessfit.train.rewards``). An episode the environment could not score (the sandbox or the harness
+rewards (``harnessfit.rewards``). An episode the environment could not score (the sandbox or the harness
 failed, the checker never ran, an integrity flag that unscores it) has reward ``None``: it leaves its group and gets
 no advantage — it is never a 0. Every component is logged per episode, with why it is None.
 """
@@ -109,7 +109,7 @@ def turn_scores(reward_set: Any, turns: list[Any], tools: list[dict[str, Any]], 
     out: dict[str, float | None] = {}
     for name in wanted:
         vals = [s.scores[name].value for s in scored]
-        out[name] = None if any(v is None for v in vals) else sum(vals) / len(vals)  # type: ignore[arg-type]
+        out[name] = None if any(v is None for v in vals) else sum(vals) / len(vals)
     return out
 
 

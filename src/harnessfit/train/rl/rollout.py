@@ -1,6 +1,6 @@
 """One step's rollouts: G real Pi episodes per task against the policy, several at once, each with its own key.
 
-An episode is the eval's own: ``eval.runner.run_episode`` (the sandbox, the caps, the independent checker) and
+An episode is the eval's own: ``eval.episode_runner.run_episode`` (the sandbox, the caps, the independent checker) and
 ``eval.scorers.score_episode`` (the same metrics ``eval agent`` reports). Its turns come from the engine's capture
 (``serve.capture.training_trace``), linked by token prefix (``train.rl.episodes``); its reward from the metrics and
 the per-turn components (``train.rl.rewards``). The run folder keeps every episode (``rollouts/step-NNNN/episodes/
@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from harnessfit.errors import UserError
-from harnessfit.eval.runner import Endpoint, run_episode
+from harnessfit.eval.episode_runner import Endpoint, run_episode
 from harnessfit.eval.scorers import score_episode
 from harnessfit.serve.capture import episode_key, training_trace
 from harnessfit.train.rl.episodes import Segment, Turn, link_segments, turns_of
@@ -33,7 +33,7 @@ class RolloutSettings:
     harness: str
     card: Any
     weights: dict[str, float]
-    reward_set: Any  # train.rewards.combine.RewardSet over the per-turn components
+    reward_set: Any  # rewards.combine.RewardSet over the per-turn components
     tools: list[dict[str, Any]]
     max_turns: int
     max_seconds: float
