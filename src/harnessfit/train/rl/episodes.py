@@ -16,11 +16,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Turn", "Segment", "turns_of", "link_segments", "abandoned"]
+__all__ = ["CapturedTurn", "Segment", "turns_of", "link_segments", "abandoned"]
 
 
 @dataclass(frozen=True)
-class Turn:
+class CapturedTurn:
     """One captured request: ``prompt`` + ``completion`` ids, a logprob per completion id, and whether it counts."""
 
     node_id: str
@@ -55,8 +55,8 @@ def abandoned(turn: dict[str, Any], following: dict[str, Any] | None) -> bool:
     return following is not None and following["prompt_token_ids"] == turn["prompt_token_ids"]
 
 
-def turns_of(trace: dict[str, Any]) -> list[Turn]:
-    """The ``Turn``s of a ``TrainingTrace``-shaped dict (``serve.capture.training_trace``), in serving order. A turn
+def turns_of(trace: dict[str, Any]) -> list[CapturedTurn]:
+    """The ``CapturedTurn``s of a ``TrainingTrace``-shaped dict (``serve.capture.training_trace``), in serving order. A turn
     whose logprobs do not match its sampled ids is a broken capture: ValueError (never trained on)."""
     raw = list(trace.get("turns") or [])
     out = []
@@ -65,27 +65,27 @@ def turns_of(trace: dict[str, Any]) -> list[Turn]:
         if len(ids) != len(logps):
             raise ValueError(f"broken capture at {t.get('node_id')}: {len(ids)} sampled ids, {len(logps)} logprobs")
         meta = t.get("metadata") or {}
-        out.append(Turn(str(t.get("node_id", i)), list(t["prompt_token_ids"]), ids, logps,
+        out.append(CapturedTurn(str(t.get("node_id", i)), list(t["prompt_token_ids"]), ids, logps,
                         rewarded=not abandoned(t, raw[i + 1] if i + 1 < len(raw) else None),
                         text=str((t.get("response") or {}).get("text", "")), finish_reason=meta.get("finish_reason")))
     return out
 
 
-def _start(turn: Turn) -> Segment:
+def _start(turn: CapturedTurn) -> Segment:
     seg = Segment(ids=list(turn.prompt), mask=[0] * len(turn.prompt), old_logps=[0.0] * len(turn.prompt),
                   prompt_len=len(turn.prompt))
     _append(seg, turn, [])
     return seg
 
 
-def _append(seg: Segment, turn: Turn, context: list[int]) -> None:
+def _append(seg: Segment, turn: CapturedTurn, context: list[int]) -> None:
     seg.ids += context + turn.completion
     seg.mask += [0] * len(context) + [1 if turn.rewarded else 0] * len(turn.completion)
     seg.old_logps += [0.0] * len(context) + (turn.logps if turn.rewarded else [0.0] * len(turn.completion))
     seg.turns.append(turn.node_id)
 
 
-def link_segments(turns: list[Turn]) -> list[Segment]:
+def link_segments(turns: list[CapturedTurn]) -> list[Segment]:
     """Turns linked by exact token prefix (see the module docstring); each turn is in exactly one segment."""
     segments: list[Segment] = []
     for turn in turns:

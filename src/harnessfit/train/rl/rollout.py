@@ -19,7 +19,7 @@ from harnessfit.errors import UserError
 from harnessfit.eval.episode_runner import Endpoint, run_episode
 from harnessfit.eval.scorers import score_episode
 from harnessfit.serve.capture import episode_key, training_trace
-from harnessfit.train.rl.episodes import Segment, Turn, link_segments, turns_of
+from harnessfit.train.rl.episodes import Segment, CapturedTurn, link_segments, turns_of
 from harnessfit.train.rl.policy import episode_url
 from harnessfit.train.rl.rewards import EpisodeReward, episode_reward, turn_scores
 
@@ -53,7 +53,7 @@ class Rollout:
     episode_dir: str
     facts: Any
     metrics: Any
-    turns: list[Turn] = field(default_factory=list)
+    turns: list[CapturedTurn] = field(default_factory=list)
     segments: list[Segment] = field(default_factory=list)
     reward: EpisodeReward = field(default_factory=lambda: EpisodeReward(None, {}, "not run"))
     advantage: float | None = None
