@@ -35,7 +35,7 @@ class HarnessfitRLConfig(GRPOConfig):
         "help": "Target harness as pi@VERSION; default: the one the adapter was trained for, else the default."})
     tasks_per_step: int = field(default=2, metadata={"help": "Tasks per step (each run num_generations times)."})
     workers: int = field(default=2, metadata={"help": "Episodes run at once."})
-    episode_max_turns: int = field(default=4, metadata={"help": "CapturedTurn cap of each episode."})
+    episode_max_turns: int = field(default=4, metadata={"help": "Turn cap of each episode."})
     episode_max_seconds: float = field(default=300.0, metadata={"help": "Wall-clock cap of each episode."})
     rewards: dict | str | None = field(default=None, metadata={
         "help": "Episode reward weights, name: weight (checker_passed, complete_loop, format, arguments_object, "

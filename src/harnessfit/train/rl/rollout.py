@@ -19,7 +19,7 @@ from harnessfit.errors import UserError
 from harnessfit.eval.episode_runner import Endpoint, run_episode
 from harnessfit.eval.scorers import score_episode
 from harnessfit.serve.capture import episode_key, training_trace
-from harnessfit.train.rl.episodes import Segment, CapturedTurn, link_segments, turns_of
+from harnessfit.train.rl.episodes import CapturedTurn, Segment, link_segments, turns_of
 from harnessfit.train.rl.policy import episode_url
 from harnessfit.train.rl.rewards import EpisodeReward, episode_reward, turn_scores
 
