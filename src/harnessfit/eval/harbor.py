@@ -52,6 +52,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from harnessfit.errors import UserError
 from harnessfit.eval.caps import Caps
+from harnessfit.eval.contained import checker_env, run_contained
 from harnessfit.eval.episode import EpisodeFacts, VerifierOutput
 from harnessfit.eval.harbor_verifier import parse_reward, read_reward_files, tail, tree_digest
 from harnessfit.eval.safefs import copy_into
@@ -325,8 +326,6 @@ class HarborTask:
 
     def verify(self, workspace: Path, ep_dir: Path, facts: EpisodeFacts, *, sandboxed: bool = True) -> None:
         """Run ``tests/test.sh`` on the workspace after the agent stopped; fill the checker facts and the reward."""
-        from harnessfit.eval.runner import checker_env, run_contained
-
         if not sandboxed:
             raise UserError("a Harbor task's verifier needs the sandbox (it names /tests and /logs/verifier)")
         facts.expected_change = tree_digest(workspace) != self._seed_digest()
