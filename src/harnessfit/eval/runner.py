@@ -30,11 +30,12 @@ import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from harnessfit.eval.caps import Caps, CapWatch, check_seed_fits, collect, prune_large_files
 from harnessfit.eval.contained import host_path_without, checker_env, run_contained
 from harnessfit.eval.episode import EpisodeFacts
+from harnessfit.eval.harbor import HarborTask
 from harnessfit.eval.safefs import copy_into
 from harnessfit.eval.sandbox import (
     RUNNER_DIR,
@@ -48,9 +49,6 @@ from harnessfit.eval.sandbox import (
 from harnessfit.eval.task import Task
 from harnessfit.harness.base import TURN_CAP_MARKER, EpisodeSetup, Harness, Launch, get_harness
 from harnessfit.harness.versions import parse_harness
-
-if TYPE_CHECKING:  # harbor imports this module (run_contained, checker_env)
-    from harnessfit.eval.harbor import HarborTask
 
 __all__ = ["Endpoint", "run_episode", "run_contained", "checker_env", "TURN_CAP_MARKER", "episode_dirname",
            "NO_SANDBOX"]
@@ -222,8 +220,6 @@ def run_episode(
     ``expose_solution`` (Harbor oracle runs) binds the task's ``solution/`` read-only at ``/solution``.
     ``harness``: the spec of the harness that runs the agent (``pi@VERSION``; default: the default harness).
     """
-    from harnessfit.eval.harbor import HarborTask
-
     rel = episode_dirname(task.id, seed)
     turns = max_turns or task.limits.max_turns
     status = sandbox_status() if sandbox else NO_SANDBOX
