@@ -37,7 +37,6 @@ through Pi's bash tool with ``solution/`` bound read-only at ``/solution``, as H
 from __future__ import annotations
 
 import dataclasses
-import functools
 import re
 import shutil
 import tempfile
@@ -105,7 +104,6 @@ def strip_canary(text: str) -> str:
     return "\n".join(lines[i:])
 
 
-@functools.lru_cache(maxsize=1)
 class HarborTask:
     """One Harbor task folder, read and checked; ``environment_issue`` says why it needs a container (or None)."""
 

@@ -5,6 +5,7 @@ values; any other instruction that changes files makes the task need a container
 from __future__ import annotations
 
 import dataclasses
+import functools
 import re
 import shlex
 import shutil
@@ -20,6 +21,7 @@ __all__ = ["read_dockerfile", "base_image"]
 _NO_FILE_CHANGE = {"CMD", "ENTRYPOINT", "EXPOSE", "LABEL", "ARG", "MAINTAINER", "STOPSIGNAL", "SHELL", "HEALTHCHECK"}
 
 
+@functools.lru_cache(maxsize=1)
 def _host_python() -> tuple[int, int] | None:
     exe = shutil.which("python3", path=SANDBOX_PATH)
     if exe is None:
