@@ -93,3 +93,22 @@ def test_copy_out_follows_nothing_and_keeps_to_its_budget(tmp_path):
     assert os.readlink(dest / "link") == "/etc/passwd"
     assert not (dest / "pipe").exists() and not (dest / "sparse").exists()
     assert sorted(x.split(" ")[0] for x in left) == ["pipe", "sparse"], left
+
+
+def test_sandbox_programs_are_package_files_that_ship():
+    """The forwarder, launcher and supervisor are real files in eval/sandbox_programs/ (so they can be linted), each
+    matched by a package-data glob of pyproject.toml (so an installed wheel has them), and what the sandbox runs."""
+    import tomllib
+
+    from harnessfit.eval import sandbox
+
+    root = Path(__file__).resolve().parents[2]
+    package = root / "src" / "harnessfit"
+    globs = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]["harnessfit"]
+    shipped = {p for pattern in globs for p in package.glob(pattern)}
+    programs = sorted(sandbox.PROGRAMS.iterdir())
+    assert {p.name for p in programs} >= {"forward_outside.cjs", "launch.mjs", "supervisor.py"}
+    assert [p for p in programs if p.is_file() and p not in shipped] == []
+    supervised = sandbox.supervised(["true"])
+    assert supervised[-1] == "true" and "PR_SET_CHILD_SUBREAPER" in supervised[-2]
+    compile(supervised[-2], "supervisor.py", "exec")  # the program the supervisor runs is valid Python

@@ -48,57 +48,16 @@ def agent(
                             "host)."),
 ) -> None:
     """Run every task x seed through the real harness CLI (Pi) against one model; write results JSON + Markdown."""
-    from harnessfit.errors import UserError
-    from harnessfit.eval.results import harness_label
-    from harnessfit.eval.run import default_suite, episode_line, run_eval
+    from harnessfit.eval.agent import agent_eval, summary_lines
+    from harnessfit.eval.run import episode_line
 
-    if (model is None) == (endpoint is None):
-        raise UserError("give exactly one of --model SPEC or --endpoint URL")
-    extra: dict = {"adapter": adapter} if adapter is not None else {}
-    if max_tokens is not None:
-        extra["max_tokens"] = max_tokens
-    if best_of > 1:
-        if model is None or model.startswith("scripted:"):
-            raise UserError("--best-of serves --model itself: give --model SPEC (not --endpoint or a scripted model)")
-        log = out / "bestof.jsonl"
-        out.mkdir(parents=True, exist_ok=True)
-        log.unlink(missing_ok=True)
-        extra.update(best_of=best_of, best_of_log=log.resolve())
-    results = run_eval(model or endpoint, suite or default_suite(), out, seeds=seeds, workers=workers, max_turns=max_turns,
-                       max_seconds=max_seconds, max_output_bytes=max_output_bytes, sandbox=not no_sandbox,
-                       model_id=model_id, task_ids=task or None,
-                       harness=harness, env=env,
-                       on_episode=lambda ep: typer.echo(episode_line(ep), err=True), **extra)
-    agg = results.aggregates
-    loop = agg["rates"]["complete_loop"]
-    typer.echo(f"{results.model['name']} in {harness_label(results)}: complete loop {loop['successes']}/{loop['n']} "
-               f"(unscored {agg['unscored']}); sandbox {results.sandbox}")
-    if agg.get("failures"):
-        typer.echo("failures: " + ", ".join(f"{k} {v}" for k, v in agg["failures"].items()))
-    if best_of > 1 and (out / "bestof.jsonl").is_file() and (out / "bestof.jsonl").stat().st_size:
-        import orjson
-
-        from harnessfit.eval.results import write_results
-        from harnessfit.serve.bestof import summarise_log, summary_markdown
-
-        summary = summarise_log(out / "bestof.jsonl")
-        (out / "bestof.json").write_bytes(orjson.dumps(summary, option=orjson.OPT_INDENT_2))
-        results.aggregates["best_of"] = summary  # results.json and results.md carry it too
-        write_results(results, out)
-        with (out / "results.md").open("a", encoding="utf-8") as fh:
-            fh.write(summary_markdown(summary))
-        pct = lambda x: "–" if x is None else f"{100 * x:.1f} %"  # noqa: E731
-        typer.echo(f"valid-call rate over {summary['requests']} model requests: one sample "
-                   f"{pct(summary['valid_first_sample'])}, best of {best_of} {pct(summary['valid_best_of_n'])} "
-                   f"(replies with a valid tool call: {pct(summary['tool_call_first_sample'])} → "
-                   f"{pct(summary['tool_call_best_of_n'])}; {summary['candidates_per_request']:.2f} candidates per "
-                   f"request); {out / 'bestof.json'}")
-    if agg.get("unscored_by_status"):
-        typer.echo("unscored: " + ", ".join(f"{k} {v}" for k, v in agg["unscored_by_status"].items()))
-    if agg.get("integrity_flags"):
-        typer.echo("checker and expected change disagree: "
-                   + ", ".join(f"{k} {v}" for k, v in agg["integrity_flags"].items()))
-    typer.echo(f"wrote {out / 'results.json'} and {out / 'results.md'}")
+    results, best = agent_eval(model, endpoint, suite=suite, out=out, seeds=seeds, workers=workers,
+                               max_turns=max_turns, max_seconds=max_seconds, max_output_bytes=max_output_bytes,
+                               task_ids=task or None, sandbox=not no_sandbox, model_id=model_id, adapter=adapter,
+                               max_tokens=max_tokens, best_of=best_of, harness=harness, env=env,
+                               on_episode=lambda ep: typer.echo(episode_line(ep), err=True))
+    for line in summary_lines(results, out, best_of, best):
+        typer.echo(line)
 
 
 @eval_app.command("compare")

@@ -37,26 +37,24 @@ through Pi's bash tool with ``solution/`` bound read-only at ``/solution``, as H
 from __future__ import annotations
 
 import dataclasses
-import functools
 import re
-import shlex
 import shutil
-import subprocess
 import tempfile
 import tomllib
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from harnessfit.core.jsonio import sha256_bytes
 from harnessfit.errors import UserError
 from harnessfit.eval.caps import Caps
+from harnessfit.eval.contained import checker_env, run_contained
 from harnessfit.eval.episode import EpisodeFacts
+from harnessfit.eval.harbor_dockerfile import base_image, read_dockerfile
 from harnessfit.eval.harbor_verifier import parse_reward, record_verifier, tree_digest
 from harnessfit.eval.safefs import copy_into
-from harnessfit.eval.sandbox import SANDBOX_HOME, SANDBOX_PATH, SandboxSpec, sandbox_path
+from harnessfit.eval.sandbox import SANDBOX_HOME, SandboxSpec, sandbox_path
 from harnessfit.eval.task import Limits
 
 __all__ = ["HARBOR_PREFIX", "HarborTask", "load_harbor_task", "load_harbor_suite", "parse_reward",
@@ -65,7 +63,6 @@ __all__ = ["HARBOR_PREFIX", "HarborTask", "load_harbor_task", "load_harbor_suite
 HARBOR_PREFIX = "harbor:"
 DEFAULT_HARBOR_TURNS = 30  # Harbor has no turn cap; tasks are longer than the default suite's
 _CANARY = re.compile(r"^(<!--.*canary.*-->|#.*canary.*)$", re.IGNORECASE)
-_NO_FILE_CHANGE = {"CMD", "ENTRYPOINT", "EXPOSE", "LABEL", "ARG", "MAINTAINER", "STOPSIGNAL", "SHELL", "HEALTHCHECK"}
 
 
 class _Open(BaseModel):
@@ -107,140 +104,6 @@ def strip_canary(text: str) -> str:
     return "\n".join(lines[i:])
 
 
-@functools.lru_cache(maxsize=1)
-def _host_python() -> tuple[int, int] | None:
-    exe = shutil.which("python3", path=SANDBOX_PATH)
-    if exe is None:
-        return None
-    try:
-        out = subprocess.run([exe, "-c", "import sys; print(*sys.version_info[:2])"], capture_output=True,
-                             text=True, timeout=30).stdout.split()
-        return int(out[0]), int(out[1])
-    except (OSError, subprocess.TimeoutExpired, ValueError, IndexError):
-        return None
-
-
-def _stand_in(image: str) -> str | None:
-    """Why the host cannot stand in for base image ``image``, or None when it can (a matching host Python)."""
-    m = re.fullmatch(r"(?:docker\.io/)?(?:library/)?python:(3)(?:\.(\d+))?(?:[.\d]*)(?:-[\w.-]+)?", image)
-    host = _host_python()
-    if m is None:
-        return f"needs the container image {image}"
-    if host is None:
-        return f"needs {image}: no python3 on this host"
-    if m.group(2) is not None and int(m.group(2)) != host[1]:
-        return f"needs {image}: this host's Python is {host[0]}.{host[1]}"
-    return None
-
-
-def _dockerfile_lines(text: str) -> list[str]:
-    out: list[str] = []
-    current = ""
-    for raw in text.splitlines():
-        line = raw.strip()
-        if not current and (not line or line.startswith("#")):
-            continue
-        if line.endswith("\\"):
-            current += line[:-1] + " "
-            continue
-        out.append(current + line)
-        current = ""
-    if current.strip():
-        out.append(current)
-    return out
-
-
-def _base_image(env_dir: Path) -> str | None:
-    """The image of the Dockerfile's first ``FROM`` (its flags, such as ``--platform``, skipped), or None."""
-    path = env_dir / "Dockerfile"
-    if not path.is_file():
-        return None
-    for line in _dockerfile_lines(path.read_text(encoding="utf-8", errors="replace")):
-        word, _, rest = line.partition(" ")
-        if word.upper() == "FROM":
-            return next((w for w in rest.split() if not w.startswith("--")), None)
-    return None
-
-
-def _inside(workdir: str, dest: str) -> str:
-    path = PurePosixPath(dest if dest.startswith("/") else f"{workdir}/{dest}")
-    parts: list[str] = []
-    for part in path.parts[1:]:
-        if part == "..":
-            if parts:
-                parts.pop()
-        elif part not in (".", ""):
-            parts.append(part)
-    return "/" + "/".join(parts)
-
-
-def _under(path: str, root: str) -> bool:
-    return path == root or path.startswith(root.rstrip("/") + "/")
-
-
-def _read_dockerfile(env_dir: Path) -> tuple[str, str, list[tuple[str, str]], dict[str, str], str | None]:
-    """(mounted folder, working folder, [(source in the build context, destination inside)], ENV values, problem).
-
-    The mounted folder is the first ``WORKDIR`` (``/app`` without one): every ``COPY`` and any later ``WORKDIR``
-    must stay inside it, since only that folder is the agent's workspace.
-    """
-    mount, workdir, copies, env = None, "/app", [], {}
-    text = (env_dir / "Dockerfile").read_text(encoding="utf-8", errors="replace")
-    froms = 0
-
-    def result(problem: str | None) -> tuple[str, str, list[tuple[str, str]], dict[str, str], str | None]:
-        return mount or workdir, workdir, copies, env, problem
-
-    for line in _dockerfile_lines(text):
-        word, _, rest = line.partition(" ")
-        op, rest = word.upper(), rest.strip()
-        if op == "FROM":
-            froms += 1
-            image = rest.split()[0] if rest.split() else ""
-            if froms > 1 or " as " in f" {rest.lower()} ":
-                return result("needs a multi-stage container build")
-            problem = _stand_in(image)
-            if problem:
-                return result(problem)
-        elif op == "WORKDIR":
-            workdir = _inside(workdir, rest)
-            mount = mount or workdir
-            if not _under(workdir, mount):
-                return result(f"needs a container build (WORKDIR {workdir} outside {mount})")
-        elif op == "ENV":
-            try:
-                tokens = shlex.split(rest)
-            except ValueError:
-                return result(f"cannot read the Dockerfile's ENV {rest!r}")
-            if tokens and "=" not in tokens[0]:
-                env[tokens[0]] = " ".join(tokens[1:])
-            else:
-                env.update(t.split("=", 1) for t in tokens if "=" in t)
-        elif op == "COPY":
-            try:
-                args = orjson.loads(rest) if rest.startswith("[") else shlex.split(rest)
-            except (ValueError, orjson.JSONDecodeError):
-                return result(f"cannot read the Dockerfile's COPY {rest!r}")
-            if any(str(a).startswith("--") for a in args) or len(args) < 2:
-                return result(f"needs a container build (COPY {rest})")
-            mount = mount or workdir
-            dest = _inside(workdir, str(args[-1]))
-            if not _under(dest, mount):
-                return result(f"needs a container build (COPY to {dest}, outside {mount})")
-            for src in args[:-1]:
-                rel = PurePosixPath(str(src))
-                if rel.is_absolute() or ".." in rel.parts or not (env_dir / rel).exists():
-                    return result(f"needs a container build (COPY source {src!r})")
-                into_dir = str(args[-1]).endswith("/") or len(args) > 2 or (env_dir / rel).is_dir()
-                target = dest if (env_dir / rel).is_dir() else (f"{dest}/{rel.name}" if into_dir else dest)
-                copies.append((rel.as_posix(), target))
-        elif op not in _NO_FILE_CHANGE:
-            return result(f"needs a container build (Dockerfile {op} {rest[:80]})")
-    if froms == 0:
-        return result("the Dockerfile has no FROM")
-    return result(None)
-
-
 class HarborTask:
     """One Harbor task folder, read and checked; ``environment_issue`` says why it needs a container (or None)."""
 
@@ -257,7 +120,7 @@ class HarborTask:
         self.limits = Limits(max_turns=DEFAULT_HARBOR_TURNS, max_seconds=agent_seconds)
         self.mount, self.workdir, self.copies, self.env = "/app", "/app", [], {}
         # the image the task's environment names: what a container backend runs, or the host stands in for
-        self.image = config.environment.docker_image or _base_image(self.environment_dir)
+        self.image = config.environment.docker_image or base_image(self.environment_dir)
         self.environment_issue = self._environment_issue()
 
     # -- environment -------------------------------------------------------------------------------------------
@@ -278,7 +141,7 @@ class HarborTask:
             if any("${" in v for v in values.values()):
                 return f"needs host variables ([{section}] env templates)"
         if (self.environment_dir / "Dockerfile").is_file():
-            self.mount, self.workdir, self.copies, self.env, problem = _read_dockerfile(self.environment_dir)
+            self.mount, self.workdir, self.copies, self.env, problem = read_dockerfile(self.environment_dir)
             if problem:
                 return problem
         self.env.update(env.env)
@@ -325,8 +188,6 @@ class HarborTask:
 
     def verify(self, workspace: Path, ep_dir: Path, facts: EpisodeFacts, *, sandboxed: bool = True) -> None:
         """Run ``tests/test.sh`` on the workspace after the agent stopped; fill the checker facts and the reward."""
-        from harnessfit.eval.episode_runner import checker_env, run_contained
-
         if not sandboxed:
             raise UserError("a Harbor task's verifier needs the sandbox (it names /tests and /logs/verifier)")
         facts.expected_change = tree_digest(workspace) != self._seed_digest()

@@ -8,6 +8,7 @@ duration of the run. ``workers`` episodes run at once (a thread each, driving on
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -20,6 +21,7 @@ from harnessfit.errors import UserError
 from harnessfit.eval.backends.container import run_container_episode
 from harnessfit.eval.episode import UNSCORING_FLAGS, Episode, EpisodeFacts
 from harnessfit.eval.episode_runner import NO_SANDBOX, Endpoint, run_episode
+from harnessfit.eval.images import ContainerEngine, detect_engine
 from harnessfit.eval.results import EvalResults, aggregate
 from harnessfit.eval.sandbox import require_sandbox
 from harnessfit.eval.scorers import load_card_or_none, score_episode
@@ -127,6 +129,80 @@ def _suite_info(suite_dir: Path, tasks: Sequence[Task], fmt: str) -> dict[str, A
             "sha256": digest}
 
 
+def _load_tasks(suite: Path | str, task_ids: Sequence[str] | None) -> tuple[Path, list[Any], str]:
+    """``load_any_suite``, keeping the tasks named in ``task_ids`` (all when none are named; an unknown id is a
+    UserError)."""
+    suite_dir, tasks, fmt = load_any_suite(suite)
+    if not task_ids:
+        return suite_dir, tasks, fmt
+    unknown = sorted(set(task_ids) - {t.id for t in tasks})
+    if unknown:
+        raise UserError(f"unknown task id(s) {', '.join(unknown)} in {suite_dir}")
+    return suite_dir, [t for t in tasks if t.id in set(task_ids)], fmt
+
+
+def _profile_tools(agent: Any, version: str, profile: str | None) -> tuple[str, ...] | None:
+    """The tools the harness runs with under ``profile`` (its card's default tools), None without a profile."""
+    if profile is None:
+        return None
+    profile_card = agent.card(version, profile)
+    if profile_card is None:
+        raise UserError(f"no {profile!r} card for {agent.name} {version}")
+    return tuple(profile_card.default_tools)
+
+
+def _run_jobs(one: Callable[[tuple[Task, int]], Episode], jobs: list[tuple[Task, int]], label: str, *,
+              workers: int, progress: bool, on_episode: Callable[[Episode], None] | None) -> list[Episode]:
+    """``one`` over every (task, seed) job, ``workers`` at once, in job order, with a progress bar."""
+    episodes: list[Episode] = []
+    with Progress(TextColumn("eval {task.description}"), BarColumn(), MofNCompleteColumn(),
+                  TimeElapsedColumn(), disable=not progress, transient=True) as bar:
+        tid = bar.add_task(label, total=len(jobs))
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            for ep in pool.map(one, jobs):
+                episodes.append(ep)
+                bar.advance(tid)
+                if on_episode is not None:
+                    on_episode(ep)
+    return episodes
+
+
+def _eval_config(*, seeds: int, workers: int, max_turns: int | None, max_seconds: float | None,
+                 max_output_bytes: int | None, sandbox: bool, spec: str,
+                 tools: tuple[str, ...] | None, env: str | None = None) -> dict[str, Any]:
+    """The results' ``config``: the run's settings (for Harbor suites, where tasks ran: ``env``), and the harness
+    and its tools when a profile chose them."""
+    config: dict[str, Any] = {"seeds": seeds, "workers": workers, "max_turns": max_turns, "max_seconds": max_seconds,
+                              "max_output_bytes": max_output_bytes, "sandbox_requested": sandbox}
+    if env is not None:
+        config["env"] = env
+    if tools is not None:  # the same tools as the data built with this profile's card
+        config["harness"] = spec
+        config["tools"] = list(tools)
+    return config
+
+
+def _admit_every_worker(endpoint_or_model: Endpoint | str, workers: int, serve_kwargs: dict[str, Any]) -> None:
+    """A server this eval starts admits every worker at once: the harness does not retry a 429 under the eval's
+    settings (Pi's)."""
+    if isinstance(endpoint_or_model, str) and not endpoint_or_model.startswith(("http://", "https://", "scripted:")):
+        from harnessfit.serve.admission import DEFAULT_MAX_QUEUE
+
+        serve_kwargs.setdefault("max_queue", max(DEFAULT_MAX_QUEUE, workers))
+
+
+def _episode(job: tuple[Task, int], *, endpoint: Endpoint, out_dir: Path, card: Any, spec: str,
+             engine: ContainerEngine | None, sandbox: bool, **run_kwargs: Any) -> Episode:
+    """Run and score one (task, seed) job: in the task's container when a container ``engine`` runs Harbor tasks,
+    else sandboxed on the host."""
+    task, seed = job
+    if engine is None:
+        facts = run_episode(task, seed, endpoint, out_dir, harness=spec, sandbox=sandbox, **run_kwargs)
+    else:
+        facts = run_container_episode(task, seed, endpoint, out_dir, harness=spec, engine=engine, **run_kwargs)
+    return _score(facts, task, out_dir, card, spec)
+
+
 def run_eval(
     endpoint_or_model: Endpoint | str,
     suite_dir: Path | str,
@@ -147,97 +223,55 @@ def run_eval(
     env: str = "host",
     **serve_kwargs: Any,
 ) -> EvalResults:
-    """Run the suite ``seeds`` times against the model; writes ``out_dir/results.{json,md}`` and episode folders.
+    """Run the suite ``seeds`` times against the model; writes ``out_dir/results.{json,md}`` (``status: started``
+    first, then ``success`` or ``error`` with the reason) and episode folders.
 
-    ``suite_dir`` is a harnessfit suite folder or ``harbor:DIR`` (Harbor task folders, see ``eval/harbor.py``).
-    With ``sandbox=True`` (the default) a missing or broken bubblewrap is a UserError before anything runs.
-
-    The results file is written with ``status: started`` first, then ``success`` (or ``error`` with the reason).
-
-    ``harness``: the harness to run, as ``name@VERSION[+PROFILE]`` (``pi@1.6.0``; a profile such as ``+tools`` runs
-    it with that card profile's tools and scores against that card). A model harnessfit trained (an adapter, a
-    merged model) runs in the harness it was trained for by default, and another is refused
-    (``harness.versions.stage_harness``); any other model runs in the default harness.
-
-    ``env`` (Harbor suites): ``host`` (bubblewrap stands in for the task's image), ``podman`` or ``docker`` (the
-    container backend, ``eval/backends/container.py``), or ``auto`` (podman, then docker, else the host).
+    ``suite_dir``: a harnessfit suite folder or ``harbor:DIR`` (``eval/harbor.py``; ``env`` says where its tasks run:
+    ``_container_engine``). ``sandbox=True`` (the default): a missing or broken bubblewrap is a UserError first.
+    ``harness``: ``name@VERSION[+PROFILE]`` (``pi@1.6.0``; a profile runs that card profile's tools and scores
+    against that card). A model harnessfit trained runs in the harness it was trained for by default, and another
+    is refused (``harness.versions.stage_harness``); any other model runs in the default harness.
     """
     if seeds < 1 or workers < 1:
         raise UserError("--seeds and --workers must be at least 1")
     out_dir = Path(out_dir)
-    suite_dir, tasks, fmt = load_any_suite(suite_dir)
-    if task_ids:
-        unknown = sorted(set(task_ids) - {t.id for t in tasks})
-        if unknown:
-            raise UserError(f"unknown task id(s) {', '.join(unknown)} in {suite_dir}")
-        tasks = [t for t in tasks if t.id in set(task_ids)]
+    suite_dir, tasks, fmt = _load_tasks(suite_dir, task_ids)
     spec = _eval_harness(harness, endpoint_or_model, serve_kwargs.get("adapter"), model_id)
     agent, version, profile = get_harness(spec), parse_harness(spec)[1], harness_profile(spec)
     agent.binary(version)  # a clear error now rather than one error per episode
     status = require_sandbox() if sandbox else NO_SANDBOX  # fail closed: never unsandboxed unless asked
     engine = _container_engine(env) if fmt == "harbor" else None
-    oracle = str(endpoint_or_model) == "scripted:oracle"  # Harbor's oracle sees solution/ at /solution
-    config = {"seeds": seeds, "workers": workers, "max_turns": max_turns, "max_seconds": max_seconds,
-              "max_output_bytes": max_output_bytes, "sandbox_requested": sandbox,
-              **({"env": engine.name if engine is not None else "host"} if fmt == "harbor" else {})}
-    tools: tuple[str, ...] | None = None
-    if profile is not None:  # the same tools as the data built with this profile's card
-        profile_card = agent.card(version, profile)
-        if profile_card is None:
-            raise UserError(f"no {profile!r} card for {agent.name} {version}")
-        tools = tuple(profile_card.default_tools)
-        config["harness"] = spec
-        config["tools"] = list(tools)
+    tools = _profile_tools(agent, version, profile)
+    config = _eval_config(seeds=seeds, workers=workers, max_turns=max_turns, max_seconds=max_seconds,
+                          max_output_bytes=max_output_bytes, sandbox=sandbox, spec=spec, tools=tools,
+                          env=(engine.name if engine is not None else "host") if fmt == "harbor" else None)
     results = EvalResults(model={"name": str(endpoint_or_model)}, suite=_suite_info(suite_dir, tasks, fmt),
                           config=config, sandbox=status, pi_version=version, harness=spec)
     card = load_card_or_none(version, profile, harness=spec)  # scored against the card of the version that ran
-    jobs = [(t, s) for t in tasks for s in range(seeds)]
-    if isinstance(endpoint_or_model, str) and not endpoint_or_model.startswith(("http://", "https://", "scripted:")):
-        # the harness does not retry a 429 under the eval's settings (Pi's), so the server this eval starts admits
-        # every worker
-        from harnessfit.serve.admission import DEFAULT_MAX_QUEUE
-
-        serve_kwargs.setdefault("max_queue", max(DEFAULT_MAX_QUEUE, workers))
+    _admit_every_worker(endpoint_or_model, workers, serve_kwargs)
     with results.lifecycle(out_dir), open_endpoint(endpoint_or_model, tasks, model_id=model_id, responder=responder,
-                       **serve_kwargs) as endpoint:
+                                                   **serve_kwargs) as endpoint:
         results.model = {"name": endpoint.label, "model_id": endpoint.model_id, "endpoint": endpoint.base_url}
-
-        def one(job: tuple[Task, int]) -> Episode:
-            task, seed = job
-            if engine is None:
-                facts = run_episode(task, seed, endpoint, out_dir, harness=spec, sandbox=sandbox, tools=tools,
-                                    max_turns=max_turns, max_seconds=max_seconds, max_output_bytes=max_output_bytes,
-                                    expose_solution=oracle)
-            else:
-                facts = run_container_episode(task, seed, endpoint, out_dir, harness=spec, tools=tools,
-                                              max_turns=max_turns, max_seconds=max_seconds,
-                                              max_output_bytes=max_output_bytes, expose_solution=oracle, engine=engine)
-            return _score(facts, task, out_dir, card, spec)
-
-        episodes: list[Episode] = []
-        with Progress(TextColumn("eval {task.description}"), BarColumn(), MofNCompleteColumn(),
-                      TimeElapsedColumn(), disable=not progress, transient=True) as bar:
-            tid = bar.add_task(endpoint.label, total=len(jobs))
-            with ThreadPoolExecutor(max_workers=workers) as pool:
-                for ep in pool.map(one, jobs):
-                    episodes.append(ep)
-                    bar.advance(tid)
-                    if on_episode is not None:
-                        on_episode(ep)
+        one = functools.partial(
+            _episode, endpoint=endpoint, out_dir=out_dir, card=card, spec=spec, sandbox=sandbox, tools=tools,
+            max_turns=max_turns, max_seconds=max_seconds, max_output_bytes=max_output_bytes,
+            expose_solution=str(endpoint_or_model) == "scripted:oracle", engine=engine)  # the oracle sees /solution
+        episodes = _run_jobs(one, [(t, s) for t in tasks for s in range(seeds)], endpoint.label,
+                             workers=workers, progress=progress, on_episode=on_episode)
     results.episodes = sorted(episodes, key=lambda e: (e.facts.task_id, e.facts.seed))
     results.aggregates = aggregate(results.episodes, seeds)
     results.finish(out_dir)
     return results
 
 
-def _container_engine(env: str) -> Any:
-    """The container engine a Harbor suite runs on (None: the host backend); ``auto`` falls back to the host."""
+def _container_engine(env: str) -> ContainerEngine | None:
+    """The container engine a Harbor suite runs on for ``env``: ``host`` (None: bubblewrap stands in for the task's
+    image), ``podman`` or ``docker`` (``eval/backends/container.py``), ``auto`` (podman, then docker, else the
+    host)."""
     if env == "host":
         return None
     if env not in ("auto", "podman", "docker"):
         raise UserError(f"--env must be host, podman, docker or auto (got {env!r})")
-    from harnessfit.eval.images import detect_engine
-
     try:
         return detect_engine(None if env == "auto" else env)
     except UserError:

@@ -14,11 +14,11 @@ An agent under evaluation runs arbitrary bash as the user running the eval. Insi
 - new user, IPC, PID, network, UTS (and cgroup, where possible) namespaces: no host process, no loopback service
   and no abstract unix socket of the host is reachable.
 
-The model endpoint is the one way out: a forwarder inside the sandbox (``_LAUNCHER``, run by Node, which Pi needs
-anyway) listens on the endpoint's own address inside the new network namespace and passes each connection over a
-unix socket bound into the sandbox to a forwarder outside (``EndpointForwarder``, also Node), which connects to
-the real endpoint. A hostname endpoint is mapped to 127.0.0.1 in the synthetic ``/etc/hosts``, so TLS to a hosted API
-passes through end to end. ``SandboxSpec.describe()`` is what the results record as exactly what was allowed.
+The model endpoint is the one way out: a forwarder inside the sandbox (``sandbox_programs/launch.mjs``, run by
+Node, which Pi needs anyway) listens on the endpoint's own address inside the new network namespace and passes each
+connection over a unix socket bound into the sandbox to a forwarder outside (``EndpointForwarder``, also Node), which
+connects to the real endpoint. A hostname endpoint is mapped to 127.0.0.1 in the synthetic ``/etc/hosts``, so TLS to a
+hosted API passes through end to end. ``SandboxSpec.describe()`` is what the results record as exactly what was allowed.
 
 The sandbox fails closed: ``require_sandbox`` raises when bubblewrap is missing or cannot create the namespaces;
 only an explicit ``--no-sandbox`` runs the agent without it (and the results say so).
@@ -245,31 +245,9 @@ class SandboxSpec:
         }
 
 
-# The runner's half of the endpoint forward, run by Node outside the sandbox (libuv pipes keep back-pressure and
-# cost the runner's Python process nothing): listen on a unix socket, pipe each connection to host:port; print
-# "ready" once listening; exit when the runner closes stdin (or dies).
-_OUTSIDE_JS = r"""
-const net = require("node:net");
-const [sock, host, port] = process.argv.slice(1);
-const server = net.createServer((inside) => {
-  const outside = net.connect(Number(port), host);
-  const close = () => { inside.destroy(); outside.destroy(); };
-  inside.on("error", close);
-  outside.on("error", close);
-  inside.pipe(outside);
-  outside.pipe(inside);
-});
-server.on("error", (err) => { console.error(`forwarder: ${err.message}`); process.exit(70); });
-server.listen(sock, () => console.log("ready"));
-process.stdin.on("end", () => process.exit(0));
-process.stdin.on("error", () => process.exit(0));
-process.stdin.resume();
-"""
-
-
 class EndpointForwarder:
     """The runner's half of the endpoint forward: a unix socket whose every connection is piped to ``host:port``
-    (by a small Node process, ``_OUTSIDE_JS``).
+    (by a small Node process, ``sandbox_programs/forward_outside.cjs``).
 
     The socket lives in a fresh short-named folder (unix socket paths are limited to 108 bytes); bind that folder
     read-only into the sandbox (connecting to a socket needs no write access to its file system).
@@ -287,7 +265,8 @@ class EndpointForwarder:
         if node is None:
             shutil.rmtree(self.folder, ignore_errors=True)
             raise UserError("node not found on PATH: the eval sandbox's endpoint forward runs on Node (as Pi does)")
-        self._proc = subprocess.Popen([node, "-e", _OUTSIDE_JS, str(self.socket_path), self.host, str(self.port)],
+        forward = program_text("forward_outside.cjs")
+        self._proc = subprocess.Popen([node, "-e", forward, str(self.socket_path), self.host, str(self.port)],
                                       stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         line = self._proc.stdout.readline() if self._proc.stdout is not None else b""
         if line.strip() != b"ready":
@@ -332,134 +311,30 @@ class EndpointForwarder:
         self.close()
 
 
-# Run by Node inside the sandbox: wait for the runner's "go" on stdin (it holds the sandbox's sized tmpfs folders
-# first, see eval/caps.py), copy the HOME seed into the fresh tmpfs HOME and the workspace seed into the workspace
-# tmpfs, listen on the endpoint's address in the sandbox's own network namespace and pipe each connection to the
-# unix socket bound in, then run the agent (stdin closed, in ``cwd``) and exit with its status (the PID namespace
-# ends with this process, taking every child the agent left with it).
-LAUNCHER_JS = r"""// written by harnessfit eval: the sandbox's side of the model endpoint forward, then the agent
-import fs from "node:fs";
-import net from "node:net";
-import os from "node:os";
-import { spawn } from "node:child_process";
+# The sandbox's programs are real files in ``sandbox_programs/`` (package data), read when used:
+# ``forward_outside.cjs`` (the runner's half of the endpoint forward, run by Node outside the sandbox),
+# ``launch.mjs`` (run by Node inside the sandbox: wait for the runner's "go" on stdin (it holds the sandbox's sized
+# tmpfs folders first, see eval/caps.py), copy the HOME seed into the fresh tmpfs HOME and the workspace seed into the
+# workspace tmpfs, listen on the endpoint's address in the sandbox's own network namespace and pipe each connection
+# to the unix socket bound in, then run the agent (stdin closed, in ``cwd``) and exit with its status; the PID
+# namespace ends with this process, taking every child the agent left with it) and ``supervisor.py`` (the subreaper
+# around an unsandboxed command).
+PROGRAMS = Path(__file__).resolve().parent / "sandbox_programs"
 
-const [sock, host, port, seed, home, wsSeed, ws, cwd, ...cmd] = process.argv.slice(2);
-const buf = Buffer.alloc(64);
-let got = "";
-while (!got.includes("\n")) {
-  let n = 0;
-  try { n = fs.readSync(0, buf); } catch (err) { if (err.code === "EAGAIN") continue; throw err; }
-  if (n === 0) { console.error("harnessfit sandbox: the runner never said go"); process.exit(70); }
-  got += buf.toString("utf8", 0, n);
-}
-try {
-  if (seed !== "-") fs.cpSync(seed, home, { recursive: true });
-  if (wsSeed !== "-") fs.cpSync(wsSeed, ws, { recursive: true });
-} catch (err) {
-  console.error(`harnessfit sandbox: cannot seed HOME or the workspace: ${err.message}`);
-  process.exit(71);
-}
-const server = net.createServer((inside) => {
-  const outside = net.connect(sock);
-  const close = () => { inside.destroy(); outside.destroy(); };
-  inside.on("error", close);
-  outside.on("error", close);
-  inside.pipe(outside);
-  outside.pipe(inside);
-});
-server.on("error", (err) => {
-  console.error(`harnessfit sandbox: cannot listen on ${host}:${port}: ${err.message}`);
-  process.exit(70);
-});
-server.listen(Number(port), host, () => {
-  const child = spawn(cmd[0], cmd.slice(1), { stdio: ["ignore", "inherit", "inherit"], cwd });
-  child.on("error", (err) => {
-    console.error(`harnessfit sandbox: cannot start ${cmd[0]}: ${err.message}`);
-    process.exit(127);
-  });
-  child.on("exit", (code, signal) => process.exit(code ?? 128 + (os.constants.signals[signal] ?? 0)));
-  for (const s of ["SIGTERM", "SIGINT", "SIGHUP"]) process.on(s, () => child.kill(s));
-});
-"""
 
-# Run by the runner's own Python (``-I``) around an unsandboxed command: a child subreaper (prctl
-# PR_SET_CHILD_SUBREAPER) inherits every process the command orphans — a ``setsid nohup`` child included, which
-# leaves the process group — and kills them all when the command exits or when it gets SIGTERM.
-SUPERVISOR_PY = r"""
-import ctypes, os, signal, sys, time
-
-ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
-cmd = sys.argv[1:]
-main = os.fork()
-if main == 0:
-    try:
-        os.execvp(cmd[0], cmd)
-    except OSError as exc:
-        os.write(2, f"cannot start {cmd[0]}: {exc}\n".encode())
-    os._exit(127)
-
-def descendants():
-    children = {}
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/stat", "rb") as fh:
-                fields = fh.read().rsplit(b")", 1)[1].split()
-        except (OSError, IndexError):
-            continue
-        children.setdefault(int(fields[1]), []).append((int(name), fields[0]))
-    found, todo = [], [os.getpid()]
-    while todo:
-        for pid, state in children.get(todo.pop(), []):
-            found.append((pid, state))
-            todo.append(pid)
-    return found
-
-def reap():
-    while True:
-        try:
-            pid, _ = os.waitpid(-1, os.WNOHANG)
-        except ChildProcessError:
-            return
-        if pid == 0:
-            return
-
-def sweep():
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
-        procs = descendants()
-        if not procs:
-            return
-        for pid, state in procs:
-            if state != b"Z":
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except OSError:
-                    pass
-        time.sleep(0.01)
-        reap()
-
-def stop(signo, frame):
-    sweep()
-    os._exit(128 + signo)
-
-signal.signal(signal.SIGTERM, stop)
-signal.signal(signal.SIGINT, stop)
-_, status = os.waitpid(main, 0)
-code = os.waitstatus_to_exitcode(status)
-sweep()
-sys.exit(code if code >= 0 else 128 - code)
-"""
+def program_text(name: str) -> str:
+    """The text of one of the sandbox's programs in ``sandbox_programs/``."""
+    return (PROGRAMS / name).read_text(encoding="utf-8")
 
 
 def supervised(cmd: Sequence[str]) -> list[str]:
-    """``cmd`` under the subreaper supervisor: no process it starts outlives it (see ``SUPERVISOR_PY``)."""
-    return [sys.executable, "-I", "-c", SUPERVISOR_PY, *cmd]
+    """``cmd`` under the subreaper supervisor: no process it starts outlives it (see
+    ``sandbox_programs/supervisor.py``)."""
+    return [sys.executable, "-I", "-c", program_text("supervisor.py"), *cmd]
 
 
 def write_launcher(folder: Path) -> Path:
     """Write the in-sandbox launcher into ``folder`` (the runner's read-only folder); returns its host path."""
     path = folder / "launch.mjs"
-    path.write_text(LAUNCHER_JS, encoding="utf-8")
+    path.write_text(program_text("launch.mjs"), encoding="utf-8")
     return path

@@ -18,7 +18,7 @@ import queue
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -165,23 +165,23 @@ class Engine:
         read its tools.
         """
         import torch
-        from transformers import GenerationConfig, StoppingCriteria, StoppingCriteriaList
 
-        cancel = cancel or threading.Event()
-        seen_cancel: list[bool] = []
-        scores = self.capture_logprobs or (request is not None and request.wants_scores())
-        n_top = (request.top_logprobs or 0) if request is not None and request.logprobs else 0
-        top: list[list[tuple[int, float]]] = []
+        job = _Job(cancel or threading.Event())
+        job.scores = self.capture_logprobs or (request is not None and request.wants_scores())
+        job.n_top = (request.top_logprobs or 0) if request is not None and request.logprobs else 0
+        gen_config = self._generation_config(max_new_tokens, temperature, top_p)
+        device = next(self.model.parameters()).device
+        input_ids = torch.tensor([prompt_ids], dtype=torch.long, device=device)
+        worker = threading.Thread(target=self._run_generation, args=(job, input_ids, gen_config, seed, len(prompt_ids)),
+                                  name="harnessfit-generate", daemon=True)
+        worker.start()
+        yield from self._stream(job, worker, result)
 
-        class _Cancelled(StoppingCriteria):
-            def __call__(self, input_ids, scores, **kwargs):
-                hit = cancel.is_set()
-                if hit:
-                    seen_cancel.append(True)
-                return torch.full((input_ids.shape[0],), hit, dtype=torch.bool)
+    def _generation_config(self, max_new_tokens: int, temperature: float | None, top_p: float | None) -> Any:
+        from transformers import GenerationConfig
 
         sample = bool(temperature and temperature > 0)
-        gen_config = GenerationConfig(
+        return GenerationConfig(
             max_new_tokens=max_new_tokens,
             do_sample=sample,
             temperature=temperature if sample else None,
@@ -190,56 +190,57 @@ class Engine:
             eos_token_id=self.stop_ids,
             pad_token_id=self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else self.stop_ids[0],
         )
-        q: queue.Queue = queue.Queue()
-        errors: list[BaseException] = []
-        captured: list[tuple[int, float]] = []
-        device = next(self.model.parameters()).device
-        input_ids = torch.tensor([prompt_ids], dtype=torch.long, device=device)
 
-        def run() -> None:
-            with self._state:
-                self._waiting += 1
-            try:
-                with self._lock:  # the only holder of the engine lock: this worker, for one generate() call
+    def _run_generation(self, job: _Job, input_ids: Any, gen_config: Any, seed: int | None, prompt_len: int) -> None:
+        """The worker thread: wait for the engine lock, run ``model.generate`` with the token ids streamed into
+        ``job.q``, and end the stream (None) whatever happens; an error is kept for the consumer to raise."""
+        import torch
+        from transformers import StoppingCriteriaList
+
+        with self._state:
+            self._waiting += 1
+        try:
+            with self._lock:  # the only holder of the engine lock: this worker, for one generate() call
+                with self._state:
+                    self._waiting -= 1
+                    self._busy_since = self._last_progress = time.monotonic()
+                try:
+                    if job.cancel.is_set():
+                        job.seen_cancel.append(True)
+                        return
+                    if seed is not None:
+                        torch.manual_seed(seed)
+                    with torch.inference_mode():
+                        out = self.model.generate(
+                            input_ids=input_ids,
+                            attention_mask=torch.ones_like(input_ids),
+                            generation_config=gen_config,
+                            streamer=_IdStreamer(job.q, self._progress),
+                            stopping_criteria=StoppingCriteriaList([_cancelled_criterion(job)]),
+                            output_scores=job.scores,
+                            return_dict_in_generate=job.scores,
+                        )
+                        if job.scores:
+                            job.captured.extend(_sampled_logprobs(out, prompt_len))
+                            job.top.extend(_top_logprobs(out, job.n_top))
+                finally:
                     with self._state:
-                        self._waiting -= 1
-                        self._busy_since = self._last_progress = time.monotonic()
-                    try:
-                        if cancel.is_set():
-                            seen_cancel.append(True)
-                            return
-                        if seed is not None:
-                            torch.manual_seed(seed)
-                        with torch.inference_mode():
-                            out = self.model.generate(
-                                input_ids=input_ids,
-                                attention_mask=torch.ones_like(input_ids),
-                                generation_config=gen_config,
-                                streamer=_IdStreamer(q, self._progress),
-                                stopping_criteria=StoppingCriteriaList([_Cancelled()]),
-                                output_scores=scores,
-                                return_dict_in_generate=scores,
-                            )
-                            if scores:
-                                captured.extend(_sampled_logprobs(out, len(prompt_ids)))
-                                top.extend(_top_logprobs(out, n_top))
-                    finally:
-                        with self._state:
-                            self._busy_since = self._last_progress = None
-                            self.cancelled += 1 if seen_cancel else 0
-            except BaseException as exc:  # noqa: BLE001 - re-raised in the consumer
-                errors.append(exc)
-            finally:
-                q.put(None)
+                        self._busy_since = self._last_progress = None
+                        self.cancelled += 1 if job.seen_cancel else 0
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the consumer
+            job.errors.append(exc)
+        finally:
+            job.q.put(None)
 
-        worker = threading.Thread(target=run, name="harnessfit-generate", daemon=True)
-        worker.start()
+    def _stream(self, job: _Job, worker: threading.Thread, result: GenerationResult) -> Iterator[str]:
+        """The consumer: decode the worker's token ids into text deltas (stop ids dropped, a split character held
+        back), then fill ``result``; closing it early cancels the generation."""
         ids: list[int] = []
         sent = ""
         stopped = False
         try:
             while True:
-                tok = q.get()
+                tok = job.q.get()
                 if tok is None:
                     break
                 if tok in self.stop_ids:
@@ -258,20 +259,49 @@ class Engine:
                     result.text = sent
                     yield delta
         finally:
-            cancel.set()  # closed early (or done): the worker stops at its next token and frees the engine
+            job.cancel.set()  # closed early (or done): the worker stops at its next token and frees the engine
         worker.join()
-        if errors:
-            raise errors[0]
+        if job.errors:
+            raise job.errors[0]
         text = self.tokenizer.decode(ids, skip_special_tokens=False)
         if text.startswith(sent) and len(text) > len(sent):
             result.text = text
             yield text[len(sent) :]
         result.text = text
         result.finish_reason = "stop" if stopped else "length"
-        if scores:
-            result.sampled_ids = [tok for tok, _ in captured]
-            result.logprobs = [lp for _, lp in captured]
-            result.top_logprobs = top[: len(captured)]
+        if job.scores:
+            result.sampled_ids = [tok for tok, _ in job.captured]
+            result.logprobs = [lp for _, lp in job.captured]
+            result.top_logprobs = job.top[: len(job.captured)]
+
+
+@dataclass
+class _Job:
+    """One ``generate`` call's state shared by its worker thread and its consumer."""
+
+    cancel: threading.Event
+    q: queue.Queue = field(default_factory=queue.Queue)
+    errors: list[BaseException] = field(default_factory=list)
+    captured: list[tuple[int, float]] = field(default_factory=list)  # (sampled id, log-probability)
+    scores: bool = False  # keep the processed scores: capture on, or the request asks for logprobs / token ids
+    n_top: int = 0  # top_logprobs the request asks for
+    top: list[list[tuple[int, float]]] = field(default_factory=list)  # per sampled token, the most likely pairs
+    seen_cancel: list[bool] = field(default_factory=list)  # the cancel was seen while generating
+
+
+def _cancelled_criterion(job: _Job) -> Any:
+    """A transformers stopping criterion that ends the generation once ``job.cancel`` is set (and notes it)."""
+    import torch
+    from transformers import StoppingCriteria
+
+    class _Cancelled(StoppingCriteria):
+        def __call__(self, input_ids, scores, **kwargs):
+            hit = job.cancel.is_set()
+            if hit:
+                job.seen_cancel.append(True)
+            return torch.full((input_ids.shape[0],), hit, dtype=torch.bool)
+
+    return _Cancelled()
 
 
 def _sampled_logprobs(out: Any, prompt_len: int) -> list[tuple[int, float]]:

@@ -139,6 +139,41 @@ def _fail(handle: ServerHandle, why: str) -> UserError:
     return UserError(f"{handle.backend} server for {handle.model_id} {why}" + (f"; log tail:\n{tail}" if tail else ""))
 
 
+def _builtin_command(model: str, ready: Path, *, adapter: Path | None, tokenizer: Path | None, port: int,
+                     max_tokens: int, model_id: str | None, threads: int, best_of: int, best_of_log: Path | None,
+                     max_queue: int | None) -> list[str]:
+    """The ``harnessfit serve`` command line of the built-in backend, writing ``ready`` once it serves."""
+    cmd = [sys.executable, "-m", "harnessfit.cli", "serve", str(model), "--backend", "builtin", "--port", str(port),
+           "--max-tokens", str(max_tokens), "--threads", str(threads), "--ready-file", str(ready)]
+    if adapter is not None:
+        cmd += ["--adapter", str(adapter)]
+    if tokenizer is not None:
+        cmd += ["--tokenizer", str(tokenizer)]
+    if model_id is not None:
+        cmd += ["--model-id", model_id]
+    if best_of > 1:
+        cmd += ["--best-of", str(best_of), "--verifier", "card"]
+        if best_of_log is not None:
+            cmd += ["--best-of-log", str(best_of_log)]
+    if max_queue is not None:
+        cmd += ["--max-queue", str(max_queue)]
+    return cmd
+
+
+def _await_ready_file(handle: ServerHandle, ready: Path, deadline: float) -> None:
+    """Wait for the built-in server's ready file; take its address, model id and context window into ``handle``."""
+    proc = handle.process
+    while not ready.exists():
+        if proc.poll() is not None:
+            raise _fail(handle, f"exited with code {proc.returncode} before becoming ready")
+        if time.monotonic() > deadline:
+            raise _fail(handle, "did not become ready in time")
+        time.sleep(0.2)
+    info = orjson.loads(ready.read_bytes())
+    handle.base_url, handle.model_id = info["base_url"], info["model_id"]
+    handle.context_window = info.get("context_window")
+
+
 def start_server(
     model: str, *, adapter: Path | None = None, tokenizer: Path | None = None, port: int = 0, max_tokens: int = 512,
     backend: str = "auto", model_id: str | None = None, timeout: float | None = None, log_path: Path | None = None,
@@ -161,20 +196,9 @@ def start_server(
     run_env = {**os.environ, **(env or {})}
     if kind == "builtin":
         ready = tmpdir / "ready.json"
-        cmd = [sys.executable, "-m", "harnessfit.cli", "serve", str(model), "--backend", "builtin", "--port", str(port),
-               "--max-tokens", str(max_tokens), "--threads", str(threads), "--ready-file", str(ready)]
-        if adapter is not None:
-            cmd += ["--adapter", str(adapter)]
-        if tokenizer is not None:
-            cmd += ["--tokenizer", str(tokenizer)]
-        if model_id is not None:
-            cmd += ["--model-id", model_id]
-        if best_of > 1:
-            cmd += ["--best-of", str(best_of), "--verifier", "card"]
-            if best_of_log is not None:
-                cmd += ["--best-of-log", str(best_of_log)]
-        if max_queue is not None:
-            cmd += ["--max-queue", str(max_queue)]
+        cmd = _builtin_command(model, ready, adapter=adapter, tokenizer=tokenizer, port=port, max_tokens=max_tokens,
+                               model_id=model_id, threads=threads, best_of=best_of, best_of_log=best_of_log,
+                               max_queue=max_queue)
         run_env.setdefault("OMP_NUM_THREADS", str(threads))
     else:
         from harnessfit.serve.vllm import prepare_vllm
@@ -190,15 +214,7 @@ def start_server(
     if kind == "builtin":
         handle = ServerHandle("", model_id or str(model), proc, kind, log, max_tokens, None, tmpdir)
         _LIVE.add(handle)
-        while not ready.exists():
-            if proc.poll() is not None:
-                raise _fail(handle, f"exited with code {proc.returncode} before becoming ready")
-            if time.monotonic() > deadline:
-                raise _fail(handle, "did not become ready in time")
-            time.sleep(0.2)
-        info = orjson.loads(ready.read_bytes())
-        handle.base_url, handle.model_id = info["base_url"], info["model_id"]
-        handle.context_window = info.get("context_window")
+        _await_ready_file(handle, ready, deadline)
     else:
         handle = ServerHandle(f"http://127.0.0.1:{real_port}/v1", launch.model_id, proc, kind, log, max_tokens,
                               launch.context_window, tmpdir)

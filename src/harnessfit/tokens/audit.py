@@ -12,7 +12,8 @@ gives the same bytes.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +22,16 @@ from pydantic import BaseModel, Field, ValidationError
 from harnessfit.core import jsonio
 from harnessfit.core.records import SFTRecord
 from harnessfit.errors import UserError
-from harnessfit.tokens.chains import BREAK_EXPLANATIONS, ActionRender, BreakReason, Chain, chain_run, split_runs
+from harnessfit.tokens.chains import (
+    BREAK_EXPLANATIONS,
+    ActionRender,
+    BreakReason,
+    Chain,
+    Run,
+    RunResult,
+    chain_run,
+    split_runs,
+)
 from harnessfit.tokens.render import MaskViolation, Problem, RecordError, special_texts
 
 __all__ = ["AuditReport", "SplitStats", "LayoutStats", "DEFAULT_CAPS", "KEEP_FRACTION", "EXPLANATIONS", "audit",
@@ -220,18 +230,111 @@ def _dataset_harness(dataset_dir: Path, requested: str | None) -> str:
                          redo="rebuild the dataset (`harnessfit build`)")
 
 
-def audit(dataset_dir: Path, model: str, out_dir: Path, *, caps: Sequence[int] | None = None,
-          think_in_labels: bool = False, workers: int = 1, template: str = "auto",
-          cap: int | None = None, progress: bool = True, harness: str | None = None) -> AuditReport:
-    """Audit ``dataset_dir`` (a ``harnessfit build`` output) with ``model``; write the report and tokenized set to
-    ``out_dir``. ``cap`` overrides the recommended cap applied to the tokenized set. ``workers`` is accepted for
-    API stability. Each chain is tokenized once (``chains.chain_run``); the per-action counts and checks are the
-    ones a per-action render gives. ``harness`` (``pi@VERSION``) must be the one the dataset was built for
-    (default: that one); it is recorded for training."""
+@dataclass
+class _AuditState:
+    """What the audit gathers while it renders: the tallies (each with its rows for ``violations.jsonl`` and
+    ``breaks.jsonl``), the per-action counts, the chains cut to the largest cap, and the lines read."""
+
+    biggest: int  # the largest cap: longer clean actions are ``too_long``, chains are cut there
+    problems: dict[str, Tally] = field(default_factory=lambda: {p.value: Tally() for p in Problem})
+    violations: dict[str, Tally] = field(default_factory=lambda: {v.value: Tally() for v in MaskViolation})
+    breaks: dict[str, Tally] = field(default_factory=lambda: {b.value: Tally() for b in BreakReason})
+    bad_rows: list[dict[str, Any]] = field(default_factory=list)
+    break_rows: list[dict[str, Any]] = field(default_factory=list)
+    rows: list[_Row] = field(default_factory=list)
+    chains: list[Chain] = field(default_factory=list)
+    runs: dict[str, int] = field(default_factory=lambda: {"runs": 0, "by_definition": 0})
+    read: int = 0
+
+    def note(self, table: dict[str, Tally], kind: str, rid: str, detail: str) -> None:
+        table[kind].count += 1
+        table[kind].ids.append(rid)
+        rows = self.break_rows if table is self.breaks else self.bad_rows
+        rows.append({"id": rid, "kind": kind, "detail": detail})
+
+    def records(self, dataset_dir: Path, advance: Callable[[], None]) -> Iterator[SFTRecord]:
+        """The dataset's valid records (each under its file's split); a line that is none is noted as a problem."""
+        for split, rec, fallback, _ in _read_records(dataset_dir):
+            self.read += 1
+            advance()
+            if isinstance(rec, RecordError):
+                self.note(self.problems, rec.problem.value, fallback, str(rec))
+                continue
+            rec.split = split  # the file's split is the one the tokenized set is written under
+            yield rec
+
+    def add_run(self, run: Run, res: RunResult) -> None:
+        """Count one rendered run (``chains.chain_run``'s result): its actions' findings and rows, its chains."""
+        self.runs["runs"] += 1
+        self.runs["by_definition"] += res.fallback
+        for rid, x in zip(run.ids, res.actions, strict=True):
+            if isinstance(x, RecordError):
+                self.note(self.problems, x.problem.value, rid, str(x))
+                continue
+            for v in x.violations:
+                self.note(self.violations, v.value, rid, f"{v.value} in {run.split}")
+            if not x.violations and x.n_tokens > self.biggest:
+                self.note(self.problems, Problem.too_long.value, rid,
+                          f"{x.n_tokens} tokens > every cap (largest {self.biggest})")
+            self.rows.append(_Row(run.split, x))
+        for b in res.breaks:
+            self.note(self.breaks, b.reason.value, b.before, f"after {b.after}")
+        for ch in res.chains:  # token arrays are kept only up to the largest cap, so memory stays bounded
+            cut = ch.cut(self.biggest)
+            if cut is not None:
+                self.chains.append(Chain(cut.split, cut.conversation_id, cut.source, cut.group,
+                                         cut.input_ids.copy(), cut.actions))
+
+
+def _render_all(state: _AuditState, dataset_dir: Path, tokenizer: Any, *, think_in_labels: bool, progress: bool) -> None:
+    """Render and tokenize every run of the dataset's records once, as chains, into ``state``."""
     from rich.progress import Progress
 
-    from harnessfit.models import load_tokenizer, native_context_length, resolve_model, stop_token_ids, template_info
+    from harnessfit.models import stop_token_ids
     from harnessfit.models.templates import has_generation_markers
+
+    eot = set(stop_token_ids(tokenizer))
+    specials = special_texts(tokenizer)
+    with_spans = has_generation_markers(tokenizer.chat_template)
+    with Progress(disable=not progress, transient=True) as bar:
+        task = bar.add_task("rendering + tokenizing + masking (chains)", total=_count_lines(dataset_dir))
+        for run, brk in split_runs(state.records(dataset_dir, lambda: bar.advance(task))):
+            if brk is not None:
+                state.note(state.breaks, brk.reason.value, brk.before, f"after {brk.after}")
+            state.add_run(run, chain_run(tokenizer, run, think_in_labels=think_in_labels, eot=eot, specials=specials,
+                                         with_spans=with_spans))
+
+
+def _split_stats(rows: list[_Row]) -> tuple[dict[str, SplitStats], SplitStats]:
+    splits: dict[str, SplitStats] = {}
+    total = SplitStats()
+    for r in rows:
+        for st in (splits.setdefault(r.split, SplitStats()), total):
+            st.records += 1
+            st.prompt_tokens += r.n_tokens - r.n_supervised
+            st.supervised_tokens += r.n_supervised
+            st.total_tokens += r.n_tokens
+    return dict(sorted(splits.items())), total
+
+
+def _layouts(rows: list[_Row], kept_chains: list[Chain]) -> tuple[dict[str, LayoutStats], LayoutStats]:
+    layouts: dict[str, LayoutStats] = {name: LayoutStats() for name in sorted({r.split for r in rows})}
+    layouts_total = LayoutStats()
+    for ch in kept_chains:
+        for st in (layouts.setdefault(ch.split, LayoutStats()), layouts_total):
+            st.add(ch)
+    return dict(sorted(layouts.items())), layouts_total
+
+
+def audit(dataset_dir: Path, model: str, out_dir: Path, *, caps: Sequence[int] | None = None,
+          think_in_labels: bool = False, template: str = "auto",
+          cap: int | None = None, progress: bool = True, harness: str | None = None) -> AuditReport:
+    """Audit ``dataset_dir`` (a ``harnessfit build`` output) with ``model``; write the report and tokenized set to
+    ``out_dir``. ``cap`` overrides the recommended cap applied to the tokenized set. Each chain is tokenized once
+    (``chains.chain_run``), in this process (there is no worker count: the runs are rendered in order); the
+    per-action counts and checks are the ones a per-action render gives. ``harness`` (``pi@VERSION``) must be the
+    one the dataset was built for (default: that one); it is recorded for training."""
+    from harnessfit.models import load_tokenizer, native_context_length, resolve_model, template_info
     from harnessfit.tokens.output import write_outputs
 
     dataset_dir = Path(dataset_dir)
@@ -243,101 +346,36 @@ def audit(dataset_dir: Path, model: str, out_dir: Path, *, caps: Sequence[int] |
     tokenizer = load_tokenizer(model, template=template)
     native = native_context_length(model)
     cap_list = sorted(set(caps or DEFAULT_CAPS) | ({native} if native else set()))
-    biggest = max(cap_list + ([cap] if cap else []))
     info = template_info(tokenizer)
+    state = _AuditState(biggest=max(cap_list + ([cap] if cap else [])))
+    _render_all(state, dataset_dir, tokenizer, think_in_labels=think_in_labels, progress=progress)
 
-    problems: dict[str, Tally] = {p.value: Tally() for p in Problem}
-    violations: dict[str, Tally] = {v.value: Tally() for v in MaskViolation}
-    breaks: dict[str, Tally] = {b.value: Tally() for b in BreakReason}
-    bad_rows: list[dict[str, Any]] = []
-    rows: list[_Row] = []
-    chains: list[Chain] = []
-    runs = {"runs": 0, "by_definition": 0}
-    read = 0
-    eot = set(stop_token_ids(tokenizer))
-    specials = special_texts(tokenizer)
-    with_spans = has_generation_markers(tokenizer.chat_template)
-
-    break_rows: list[dict[str, Any]] = []
-
-    def note(table: dict[str, Tally], kind: str, rid: str, detail: str) -> None:
-        table[kind].count += 1
-        table[kind].ids.append(rid)
-        (break_rows if table is breaks else bad_rows).append({"id": rid, "kind": kind, "detail": detail})
-
-    def records(bar, task) -> Iterator[SFTRecord]:
-        nonlocal read
-        for split, rec, fallback, _ in _read_records(dataset_dir):
-            read += 1
-            bar.advance(task)
-            if isinstance(rec, RecordError):
-                note(problems, rec.problem.value, fallback, str(rec))
-                continue
-            rec.split = split  # the file's split is the one the tokenized set is written under
-            yield rec
-
-    with Progress(disable=not progress, transient=True) as bar:
-        task = bar.add_task("rendering + tokenizing + masking (chains)", total=_count_lines(dataset_dir))
-        for run, brk in split_runs(records(bar, task)):
-            if brk is not None:
-                note(breaks, brk.reason.value, brk.before, f"after {brk.after}")
-            res = chain_run(tokenizer, run, think_in_labels=think_in_labels, eot=eot, specials=specials,
-                            with_spans=with_spans)
-            runs["runs"] += 1
-            runs["by_definition"] += res.fallback
-            for rid, x in zip(run.ids, res.actions, strict=True):
-                if isinstance(x, RecordError):
-                    note(problems, x.problem.value, rid, str(x))
-                    continue
-                for v in x.violations:
-                    note(violations, v.value, rid, f"{v.value} in {run.split}")
-                if not x.violations and x.n_tokens > biggest:
-                    note(problems, Problem.too_long.value, rid, f"{x.n_tokens} tokens > every cap (largest {biggest})")
-                rows.append(_Row(run.split, x))
-            for b in res.breaks:
-                note(breaks, b.reason.value, b.before, f"after {b.after}")
-            for ch in res.chains:  # token arrays are kept only up to the largest cap, so memory stays bounded
-                cut = ch.cut(biggest)
-                if cut is not None:
-                    chains.append(Chain(cut.split, cut.conversation_id, cut.source, cut.group,
-                                        cut.input_ids.copy(), cut.actions))
-
+    rows = state.rows
     clean = [r for r in rows if r.clean]
     cap_rows = _cap_rows([(r.n_tokens, r.n_supervised) for r in clean], cap_list, native)
     recommended, reason = recommend_cap(cap_rows, native)
     applied = cap if cap is not None else recommended
     kept = [r for r in clean if applied is None or r.n_tokens <= applied]
-    kept_chains = [c for c in (ch.cut(applied) for ch in chains) if c is not None]
-    layouts: dict[str, LayoutStats] = {name: LayoutStats() for name in sorted({r.split for r in rows})}
-    layouts_total = LayoutStats()
-    for ch in kept_chains:
-        for st in (layouts.setdefault(ch.split, LayoutStats()), layouts_total):
-            st.add(ch)
-
-    splits: dict[str, SplitStats] = {}
-    total = SplitStats()
-    for r in rows:
-        for st in (splits.setdefault(r.split, SplitStats()), total):
-            st.records += 1
-            st.prompt_tokens += r.n_tokens - r.n_supervised
-            st.supervised_tokens += r.n_supervised
-            st.total_tokens += r.n_tokens
+    kept_chains = [c for c in (ch.cut(applied) for ch in state.chains) if c is not None]
+    layouts, layouts_total = _layouts(rows, kept_chains)
+    splits, total = _split_stats(rows)
+    problems, violations, breaks = state.problems, state.violations, state.breaks
     for table in (problems, violations, breaks):
         for f in table.values():
             f.ids = sorted(f.ids)[:_MAX_IDS]
     report = AuditReport(
         dataset=str(dataset_dir), harness=target, model=model,
         template={"name": info.name, "sha256": info.sha256},
-        think_in_labels=think_in_labels, records_read=read, records_rendered=len(rows),
-        records_clean=len(clean), splits=dict(sorted(splits.items())), total=total,
+        think_in_labels=think_in_labels, records_read=state.read, records_rendered=len(rows),
+        records_clean=len(clean), splits=splits, total=total,
         lengths=length_stats([r.n_tokens for r in rows]), native_context=native, caps=cap_rows,
         recommended_cap=recommended, recommendation_reason=reason, cap_applied=applied,
         excluded_over_cap=len(clean) - len(kept), violations=violations, problems=problems,
-        layouts=dict(sorted(layouts.items())), layouts_total=layouts_total, breaks=breaks, runs=runs,
+        layouts=layouts, layouts_total=layouts_total, breaks=breaks, runs=state.runs,
         tokenized={},
         explained={k: EXPLANATIONS[k] for k, f in sorted({**violations, **problems, **breaks}.items()) if f.count},
     )
-    write_outputs(out_dir, report, kept_chains, sorted(bad_rows, key=lambda r: (r["kind"], r["id"])), tokenizer,
+    write_outputs(out_dir, report, kept_chains, sorted(state.bad_rows, key=lambda r: (r["kind"], r["id"])), tokenizer,
                   info, model=model, resolved=resolve_model(model), lengths=[r.n_tokens for r in clean],
-                  break_rows=sorted(break_rows, key=lambda r: (r["kind"], r["id"])))
+                  break_rows=sorted(state.break_rows, key=lambda r: (r["kind"], r["id"])))
     return report

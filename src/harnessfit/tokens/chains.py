@@ -353,38 +353,46 @@ def chain_run(tokenizer, run: Run, *, think_in_labels: bool = False, eot: set[in
         return res
 
 
-def _chain_run_fast(tokenizer, run: Run, think: bool, eot: frozenset[int], specials: list[str],
-                    with_spans: bool) -> RunResult:
-    n = len(run)
-    results: list[ActionRender | RecordError | None] = [None] * n
-    # the context messages in template form, converted once; the first that fails fails every record holding it
+def _template_context(run: Run) -> tuple[list[dict[str, Any]], tuple[int, RecordError] | None]:
+    """The run's context messages in template form, converted once; the first that fails (its index and error)
+    fails every record holding it."""
     conv: list[dict[str, Any]] = []
-    bad: tuple[int, RecordError] | None = None
     for i, m in enumerate(run.messages):
         try:
             conv.append(prepare_messages([m])[0])
         except RecordError as err:
-            bad = (i, RecordError(err.problem, str(err).replace("messages[0]", f"messages[{i}]", 1)))
-            break
+            return conv, (i, RecordError(err.problem, str(err).replace("messages[0]", f"messages[{i}]", 1)))
+    return conv, None
 
-    chains: list[Chain] = []  # built downward, reversed at the end
-    breaks: list[ChainBreak] = []
-    members: list[_Member] = []  # the current chain, top first
+
+@dataclass
+class _FastChains:
+    """The fast path's state while it walks a run from its last action down: the per-action results, the chains
+    and breaks (built downward), the current chain's members (top first), the current head and its group."""
+
+    tokenizer: Any
+    run: Run
+    think: bool
+    eot: frozenset[int]
+    results: list[ActionRender | RecordError | None]
+    chains: list[Chain] = field(default_factory=list)
+    breaks: list[ChainBreak] = field(default_factory=list)
+    members: list[_Member] = field(default_factory=list)
     head: _Head | None = None
-    group: list[_Pending] = []
+    group: list[_Pending] = field(default_factory=list)
 
-    def close_chain() -> None:
-        if members:
-            top = members[0]
-            acts = [m.act for m in reversed(members)]
-            chains.append(Chain(run.split, run.conversation_id, run.source, run.group,
-                                top.head.ids[:top.act.length].copy(), acts))
-            members.clear()
+    def close_chain(self) -> None:
+        if self.members:
+            top = self.members[0]
+            acts = [m.act for m in reversed(self.members)]
+            self.chains.append(Chain(self.run.split, self.run.conversation_id, self.run.source, self.run.group,
+                                     top.head.ids[:top.act.length].copy(), acts))
+            self.members.clear()
 
-    def link(mem: _Member) -> None:
+    def link(self, mem: _Member) -> None:
         """Add a trainable action below the current chain's lowest member, or break there."""
-        if members:
-            up = members[-1]
+        if self.members:
+            up = self.members[-1]
             why = None
             if mem.n_chars > up.n_chars or (up.head is not mem.head
                                             and up.head.text[:mem.n_chars] != mem.head.text[:mem.n_chars]):
@@ -395,15 +403,17 @@ def _chain_run_fast(tokenizer, run: Run, think: bool, eot: frozenset[int], speci
                         or (up.head is not mem.head and not np.array_equal(up.head.ids[:L], mem.head.ids[:L]))):
                     why = BreakReason.token_seam
             if why is not None:
-                close_chain()
-                breaks.append(ChainBreak(mem.act.id, up.act.id, why))
-        members.append(mem)
+                self.close_chain()
+                self.breaks.append(ChainBreak(mem.act.id, up.act.id, why))
+        self.members.append(mem)
 
-    def finish_group() -> None:
-        if not group:
+    def finish_group(self) -> None:
+        """Check the group's tails against its head's tokens (in one batch), then mask-check and link each action."""
+        group, head, run = self.group, self.head, self.run
+        if not group or head is None:
             return
-        tails = tokenizer([p.tail_p for p in group] + [p.tail_f for p in group],
-                          add_special_tokens=False)["input_ids"]
+        tails = self.tokenizer([p.tail_p for p in group] + [p.tail_f for p in group],
+                               add_special_tokens=False)["input_ids"]
         m = len(group)
         enc, ids = head.enc, head.ids
         for j, p in enumerate(group):
@@ -416,44 +426,52 @@ def _chain_run_fast(tokenizer, run: Run, think: bool, eot: frozenset[int], speci
             if (length > len(ids) or not np.array_equal(ids[first_p:n_prefix], tp)
                     or not np.array_equal(ids[first_f:length], tf)):
                 raise _Fallback
-
-            def chars(i: int, _enc=enc) -> tuple[int, int]:
-                return _enc.token_to_chars(i)
-
-            end, found = label_checks(ids, length, n_prefix, False, chars, head.text, p.spans, eot, think,
-                                      p.bad_args)
-            results[p.k] = ActionRender(run.ids[p.k], length, n_prefix, end, found)
+            end, found = label_checks(ids, length, n_prefix, False, enc.token_to_chars, head.text, p.spans,
+                                      self.eot, self.think, p.bad_args)
+            self.results[p.k] = ActionRender(run.ids[p.k], length, n_prefix, end, found)
             if not found:
-                link(_Member(head, p.n_chars, ChainAction(run.ids[p.k], n_prefix, end, length)))
+                self.link(_Member(head, p.n_chars, ChainAction(run.ids[p.k], n_prefix, end, length)))
         group.clear()
 
-    for k in range(n - 1, -1, -1):
-        nk = run.n_messages[k]
-        if bad is not None and nk > bad[0]:
-            results[k] = bad[1]
-            continue
+    def add(self, k: int, conv: list[dict[str, Any]], specials: list[str], with_spans: bool) -> None:
+        """Render action ``k`` on its context ``conv``: it joins the current head's group, or starts a new head."""
+        run = self.run
         try:
-            action = prepare_action(run.actions[k], think_in_labels=think)
-            prefix, full, spans = render_prepared(tokenizer, conv[:nk], action, run.tools, with_spans)
+            action = prepare_action(run.actions[k], think_in_labels=self.think)
+            prefix, full, spans = render_prepared(self.tokenizer, conv, action, run.tools, with_spans)
         except RecordError as err:
-            results[k] = err
-            continue
+            self.results[k] = err
+            return
         if not full.startswith(prefix):
             raise _Fallback
+        head = self.head
         if head is None or len(full) > len(head.text) or not head.text.startswith(full):
-            finish_group()
-            enc = tokenizer([full], add_special_tokens=False)
-            head = _Head(full, np.asarray(enc["input_ids"][0], dtype=np.int32), enc.encodings[0])
+            self.finish_group()
+            enc = self.tokenizer([full], add_special_tokens=False)
+            self.head = _Head(full, np.asarray(enc["input_ids"][0], dtype=np.int32), enc.encodings[0])
         tp, tf = prefix_tail_start(prefix, specials), prefix_tail_start(full, specials)
         if tp < 0 or tf < 0:
             raise _Fallback
-        group.append(_Pending(k, tp, prefix[tp:], tf, full[tf:], len(full), spans,
-                              double_encoded_input(run.actions[k])))
-    finish_group()
-    close_chain()
-    chains.reverse()
-    breaks.reverse()
-    return RunResult(results, chains, breaks)  # type: ignore[arg-type]
+        self.group.append(_Pending(k, tp, prefix[tp:], tf, full[tf:], len(full), spans,
+                                   double_encoded_input(run.actions[k])))
+
+
+def _chain_run_fast(tokenizer, run: Run, think: bool, eot: frozenset[int], specials: list[str],
+                    with_spans: bool) -> RunResult:
+    n = len(run)
+    conv, bad = _template_context(run)
+    state = _FastChains(tokenizer, run, think, eot, results=[None] * n)
+    for k in range(n - 1, -1, -1):
+        nk = run.n_messages[k]
+        if bad is not None and nk > bad[0]:
+            state.results[k] = bad[1]
+            continue
+        state.add(k, conv[:nk], specials, with_spans)
+    state.finish_group()
+    state.close_chain()
+    state.chains.reverse()
+    state.breaks.reverse()
+    return RunResult(state.results, state.chains, state.breaks)  # type: ignore[arg-type]
 
 
 def chain_records(tokenizer, records: Sequence[SFTRecord], *, think_in_labels: bool = False, fast: bool = True,

@@ -17,7 +17,7 @@ from harnessfit.convert.validate import card_wire_tools
 from harnessfit.errors import UserError
 from harnessfit.eval.client import ChatError, api_key_from_env, chat
 from harnessfit.eval.episode_runner import Endpoint
-from harnessfit.eval.probe.probes import load_probes, read_reply, request_messages
+from harnessfit.eval.probe.probes import Probe, ProbeSet, load_probes, read_reply, request_messages
 from harnessfit.eval.probe.results import (
     ProbeResults,
     ProbeSample,
@@ -26,10 +26,24 @@ from harnessfit.eval.probe.results import (
     load_probe_results,
 )
 from harnessfit.eval.run import open_endpoint
-from harnessfit.harness.card import load_card
+from harnessfit.harness.card import HarnessCard, load_card
 from harnessfit.harness.versions import harness_spec, model_harness, parse_harness, recorded_harness, stage_harness
 
 __all__ = ["run_probe", "probe_with_compare"]
+
+
+def _ask(ep: Endpoint, card: HarnessCard, probes: ProbeSet, probe: Probe, sample: int, *, tools: Any,
+         max_tokens: int, temperature: float, api_key: str | None) -> ProbeSample:
+    """Ask one probe once (request seed ``sample``) and read the reply; an endpoint failure is an error sample."""
+    try:
+        reply = chat(ep.base_url, ep.model_id, request_messages(card, probes, probe), tools=tools,
+                     max_tokens=max_tokens, temperature=temperature, seed=sample, api_key=api_key)
+    except ChatError as exc:
+        return ProbeSample(probe_id=probe.id, sample=sample, status="error", error=f"endpoint: {exc}")
+    read = read_reply(card, probe, reply)
+    return ProbeSample(probe_id=probe.id, sample=sample, content=reply.content, reasoning=reply.reasoning,
+                       finish_reason=reply.finish_reason, completion_tokens=reply.completion_tokens,
+                       wall_seconds=reply.wall_seconds, **read)
 
 
 def run_probe(
@@ -80,19 +94,8 @@ def run_probe(
                           TimeElapsedColumn(), disable=not progress, transient=True) as bar:
                 tid = bar.add_task(ep.label, total=len(jobs))
                 for probe, sample in jobs:
-                    try:
-                        reply = chat(ep.base_url, ep.model_id, request_messages(card, probes, probe),
-                                     tools=tools, max_tokens=max_tokens, temperature=temperature, seed=sample,
-                                     api_key=api_key)
-                    except ChatError as exc:
-                        done.append(ProbeSample(probe_id=probe.id, sample=sample, status="error",
-                                                error=f"endpoint: {exc}"))
-                    else:
-                        read = read_reply(card, probe, reply)
-                        done.append(ProbeSample(probe_id=probe.id, sample=sample, content=reply.content,
-                                                reasoning=reply.reasoning, finish_reason=reply.finish_reason,
-                                                completion_tokens=reply.completion_tokens,
-                                                wall_seconds=reply.wall_seconds, **read))
+                    done.append(_ask(ep, card, probes, probe, sample, tools=tools, max_tokens=max_tokens,
+                                     temperature=temperature, api_key=api_key))
                     bar.advance(tid)
     results.samples = done
     results.aggregates = aggregate_probes(done, {p.id: p.needs_tool for p in probes.probes},

@@ -60,6 +60,16 @@ def check_answers(answers: list[RawAnswer], language: str) -> dict[str, Any]:
     return checker.describe()
 
 
+def _only_prompts(prompts: list[RawPrompt], prompt_ids: list[str] | None, suite_dir: Path) -> list[RawPrompt]:
+    """The suite's prompts named in ``prompt_ids`` (all when none are named); an unknown id is a UserError."""
+    if not prompt_ids:
+        return prompts
+    unknown = sorted(set(prompt_ids) - {p.id for p in prompts})
+    if unknown:
+        raise UserError(f"unknown prompt id(s) {', '.join(unknown)} in {suite_dir}")
+    return [p for p in prompts if p.id in set(prompt_ids)]
+
+
 def run_raw(
     endpoint_or_model: Endpoint | str,
     suite_dir: Path,
@@ -82,12 +92,7 @@ def run_raw(
     if isinstance(endpoint_or_model, str) and endpoint_or_model.startswith("scripted:") and responder is None:
         raise UserError("scripted models play agent tasks, not raw prompts: pass a model spec or --endpoint URL")
     suite = load_raw_suite(Path(suite_dir))
-    prompts = suite.prompts
-    if prompt_ids:
-        unknown = sorted(set(prompt_ids) - {p.id for p in prompts})
-        if unknown:
-            raise UserError(f"unknown prompt id(s) {', '.join(unknown)} in {suite_dir}")
-        prompts = [p for p in prompts if p.id in set(prompt_ids)]
+    prompts = _only_prompts(suite.prompts, prompt_ids, suite_dir)
     # the checkers' toolchains first: a missing one is a clear error before any model is served
     if suite.language == "svelte":
         svelte_toolchain()

@@ -96,17 +96,14 @@ PROBES: dict[str, CaptureProbe] = {
         CaptureProbe("read_more_lines", "read", _j({"path": "big.txt", "offset": 3, "limit": 4}), True),
         CaptureProbe("read_truncated_bytes", "read", _j({"path": "wide.txt"}), True),
         CaptureProbe("offset_beyond_end", "read", _j({"path": "hello.txt", "offset": 99}), True),
-        CaptureProbe("edit", "edit",
-                     _j({"path": "note.txt", "edits": [{"oldText": "alpha", "newText": "beta"}]}), True),
+        CaptureProbe("edit", "edit", _j({"path": "note.txt", "edits": [{"oldText": "alpha", "newText": "beta"}]}), True),
         CaptureProbe("write", "write", _j({"path": "new.txt", "content": "x\ny\n"}), True),
         CaptureProbe("file_not_found", "read", _j({"path": "missing.txt"}), True),
-        CaptureProbe("edit_no_match", "edit",
-                     _j({"path": "note.txt", "edits": [{"oldText": "zzz", "newText": "q"}]}), True),
+        CaptureProbe("edit_no_match", "edit", _j({"path": "note.txt", "edits": [{"oldText": "zzz", "newText": "q"}]}), True),
         CaptureProbe("tool_not_found", "grep", _j({"pattern": "x"}), False),
         CaptureProbe("claude_tool_name", "Read", _j({"file_path": "hello.txt"}), False),
         CaptureProbe("double_encoded", "read", json.dumps(json.dumps({"path": "hello.txt"})), False),
-        CaptureProbe("claude_edit_names", "edit",
-                     _j({"file_path": "note.txt", "old_string": "beta", "new_string": "x"}), False),
+        CaptureProbe("claude_edit_names", "edit", _j({"file_path": "note.txt", "old_string": "beta", "new_string": "x"}), False),
         CaptureProbe("not_object", "read", "[1,2]", False),
         CaptureProbe("not_json", "read", "not json", False),
         CaptureProbe("missing_required", "write", _j({"path": "a.txt"}), False),
@@ -117,8 +114,7 @@ PROBES: dict[str, CaptureProbe] = {
         CaptureProbe("coerced_string", "bash", _j({"command": True}), True),
         CaptureProbe("truncated_json", "read", '{"path":"hello.txt"', True),
         CaptureProbe("ignored_property", "bash", _j({"command": "true", "cwd": "/"}), True),
-        CaptureProbe("edits_json_string", "edit",
-                     _j({"path": "note.txt", "edits": _j([{"oldText": "delta", "newText": "eps"}])}), True),
+        CaptureProbe("edits_json_string", "edit", _j({"path": "note.txt", "edits": _j([{"oldText": "delta", "newText": "eps"}])}), True),
     ]
 }
 
@@ -352,26 +348,32 @@ def _orphan_run(version: str, root: Path, tools: tuple[str, ...] = DEFAULT_TOOLS
     raise CaptureError("the continued session has no tool result for the orphaned call")
 
 
-def _learn_results(log: CaptureLog) -> tuple[dict[str, str], dict[str, str], list[tuple[str, dict[str, Any]]]]:
-    """Result and error templates from the probes' texts, with the values each check must reproduce."""
-    res = log.results
-    hello = "hello\nworld\n"
-    big_lines = [f"line {i}" for i in range(1, 2101)] + [""]
-    results: dict[str, str] = {}
-    errors: dict[str, str] = {}
-    checks: list[tuple[str, dict[str, Any]]] = []
+@dataclass
+class _Learned:
+    """The result and error templates learned so far, with the values each self-check must reproduce."""
 
-    def learn(into: dict[str, str], key: str, label: str, values: dict[str, Any], prefix: str | None = None,
+    res: dict[str, str]  # the probes' result texts, by label
+    results: dict[str, str] = field(default_factory=dict)
+    errors: dict[str, str] = field(default_factory=dict)
+    checks: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+
+    def learn(self, into: dict[str, str], key: str, label: str, values: dict[str, Any], prefix: str | None = None,
               literal: bool = False) -> None:
-        text = res[label]
+        text = self.res[label]
         if literal:
             into[key] = _esc(text)
         else:
             pairs = [(str(v), k) for k, v in values.items() if k != prefix]
             pre = (str(values[prefix]), prefix) if prefix else None
             into[key] = _templ(text, pairs, pre)
-        checks.append((label, {"key": key, **values}))
+        self.checks.append((label, {"key": key, **values}))
 
+
+def _learn_tool_texts(out: _Learned, log: CaptureLog) -> None:
+    """The results and errors of the tools' own runs (read, bash, edit, write; grep and ls in the tools profile)."""
+    res, results, errors, learn = out.res, out.results, out.errors, out.learn
+    hello = "hello\nworld\n"
+    big_lines = [f"line {i}" for i in range(1, 2101)] + [""]
     learn(results, "read", "read", {"content": hello}, prefix="content")
     learn(results, "read_more_lines", "read_more_lines",
           {"content": "\n".join(big_lines[2:6]), "remaining": 2101 - 6, "next_offset": 7}, prefix="content")
@@ -386,14 +388,14 @@ def _learn_results(log: CaptureLog) -> tuple[dict[str, str], dict[str, str], lis
     learn(results, "bash", "bash", {"output": "hi\n"}, prefix="output")
     learn(results, "bash_no_output", "bash_no_output", {}, literal=True)
     learn(results, "bash_exit_code", "bash_exit_code", {"output": "oops\n", "code": 3}, prefix="output")
-    checks.append(("bash_exit_silent", {"key": "bash_exit_code", "output": res["bash_no_output"], "code": 4}))
+    out.checks.append(("bash_exit_silent", {"key": "bash_exit_code", "output": res["bash_no_output"], "code": 4}))
     learn(results, "bash_timeout", "bash_timeout", {"seconds": 1})
     learn(results, "edit", "edit", {"count": 1, "path": "note.txt"})
     learn(results, "write", "write", {"bytes": 4, "path": "new.txt"})
     learn(errors, "file_not_found", "file_not_found", {"abs_path": str(log.cwd / "missing.txt")})
     learn(errors, "offset_beyond_end", "offset_beyond_end", {"offset": 99, "total": 3})
     learn(errors, "tool_not_found", "tool_not_found", {"name": log.wire_calls["tool_not_found"]["function"]["name"]})
-    checks.append(("claude_tool_name", {"key": "tool_not_found", "name": "Read"}))
+    out.checks.append(("claude_tool_name", {"key": "tool_not_found", "name": "Read"}))
     learn(errors, "edit_no_match", "edit_no_match", {"path": "note.txt"})
     learn(errors, "edit_empty", "edit_empty", {}, literal=True)
     if "grep_match" in res:  # the tools profile: Pi's grep and ls (find's fd output order is its own walk's)
@@ -404,54 +406,72 @@ def _learn_results(log: CaptureLog) -> tuple[dict[str, str], dict[str, str], lis
               prefix="output")
         learn(results, "ls_empty", "ls_empty", {}, literal=True)
 
-    # schema validation failures: a header line, problem lines ("  - path: message"), then the received arguments
-    # as parsed (pretty JSON); learned from the first probe that got one (all of them up to 0.82; 1.x answers
-    # arguments that are not a JSON object with the "invalid arguments" text below instead)
-    def problem_lines(body: str) -> list[list[str]]:
-        return [ln[4:].split(": ", 1) for ln in body.split("\n") if ln.startswith("  - ")]
 
-    def parsed_args(label: str) -> Any:
-        return json.loads(log.wire_calls[label]["function"]["arguments"])
+def _problem_lines(body: str) -> list[list[str]]:
+    return [ln[4:].split(": ", 1) for ln in body.split("\n") if ln.startswith("  - ")]
 
-    schema_labels = [lb for lb in _VALIDATION_LABELS if problem_lines(res[lb])
-                     and res[lb].endswith(pi_pretty_json(parsed_args(lb)))]
+
+def _parsed_args(log: CaptureLog, label: str) -> Any:
+    return json.loads(log.wire_calls[label]["function"]["arguments"])
+
+
+def _learn_validation(out: _Learned, log: CaptureLog) -> list[str]:
+    """Schema validation failures: a header line, problem lines ("  - path: message"), then the received arguments
+    as parsed (pretty JSON); learned from the first probe that got one (all of them up to 0.82; 1.x answers
+    arguments that are not a JSON object with the "invalid arguments" text instead). Returns the probes that got
+    one."""
+    res = out.res
+    schema_labels = [lb for lb in _VALIDATION_LABELS if _problem_lines(res[lb])
+                     and res[lb].endswith(pi_pretty_json(_parsed_args(log, lb)))]
     if not schema_labels:
         raise CaptureError(f"no probe got a schema validation text: {res['wrong_type'][:200]!r}")
     label = schema_labels[0]
     text, name = res[label], PROBES[label].name
-    head = text[: -len(pi_pretty_json(parsed_args(label)))]
+    head = text[: -len(pi_pretty_json(_parsed_args(log, label)))]
     lines = head.split("\n")
     problem_idx = [i for i, ln in enumerate(lines) if ln.startswith("  - ")]
     first, last = problem_idx[0], problem_idx[-1]
     header = "\n".join(lines[:first]) + "\n"
     trailer = "\n" + "\n".join(lines[last + 1 :])
-    errors["validation_failed"] = _templ(header, [(name, "name")]) + "{problems}" + _esc(trailer) + "{arguments}"
-    errors["validation_problem"] = _esc("  - ") + "{path}" + _esc(": ") + "{message}"
+    out.errors["validation_failed"] = _templ(header, [(name, "name")]) + "{problems}" + _esc(trailer) + "{arguments}"
+    out.errors["validation_problem"] = _esc("  - ") + "{path}" + _esc(": ") + "{message}"
     for lb in schema_labels:
-        checks.append((lb, {"key": "validation", "name": PROBES[lb].name, "problems": problem_lines(res[lb]),
-                            "arguments": parsed_args(lb)}))
+        out.checks.append((lb, {"key": "validation", "name": PROBES[lb].name, "problems": _problem_lines(res[lb]),
+                                "arguments": _parsed_args(log, lb)}))
+    return schema_labels
 
-    # arguments Pi could not parse into an object (1.x): "<header>{reason}<separator>{raw text as sent}"
+
+def _learn_unparsed(out: _Learned, schema_labels: list[str]) -> None:
+    """Arguments Pi could not parse into an object (1.x): "<header>{reason}<separator>{raw text as sent}"."""
+    res = out.res
     raw_labels = [lb for lb in ("double_encoded", "not_object", "not_json", "truncated_json")
                   if lb not in schema_labels and res[lb].endswith(PROBES[lb].arguments)
-                  and not problem_lines(res[lb]) and _ran(res[lb]) is False]
-    if len(raw_labels) >= 2:
-        heads = {lb: res[lb][: -len(PROBES[lb].arguments)] for lb in raw_labels}
-        prefix = os.path.commonprefix(list(heads.values()))  # noqa: RUF071 - texts, compared by character
-        split = {lb: h[len(prefix):].rsplit("\n\n", 1) for lb, h in heads.items()}
-        seps = {"\n\n" + parts[1] for parts in split.values() if len(parts) == 2}
-        if len(seps) != 1 or any(len(parts) != 2 for parts in split.values()):
-            raise CaptureError(f"unparsed-arguments texts do not share one layout: {list(heads.values())!r}")
-        names = {PROBES[lb].name for lb in raw_labels}
-        if len(names) != 1:
-            raise CaptureError("unparsed-arguments probes must name one tool")
-        errors["invalid_arguments"] = _templ(prefix, [(names.pop(), "name")]) + "{reason}" + _esc(seps.pop()) + "{raw}"
-        if "double_encoded" in raw_labels:
-            errors["arguments_not_object"] = _esc(split["double_encoded"][0])
-        for lb in raw_labels:
-            checks.append((lb, {"key": "invalid_arguments", "name": PROBES[lb].name, "reason": split[lb][0],
+                  and not _problem_lines(res[lb]) and _ran(res[lb]) is False]
+    if len(raw_labels) < 2:
+        return
+    heads = {lb: res[lb][: -len(PROBES[lb].arguments)] for lb in raw_labels}
+    prefix = os.path.commonprefix(list(heads.values()))  # noqa: RUF071 - texts, compared by character
+    split = {lb: h[len(prefix):].rsplit("\n\n", 1) for lb, h in heads.items()}
+    seps = {"\n\n" + parts[1] for parts in split.values() if len(parts) == 2}
+    if len(seps) != 1 or any(len(parts) != 2 for parts in split.values()):
+        raise CaptureError(f"unparsed-arguments texts do not share one layout: {list(heads.values())!r}")
+    names = {PROBES[lb].name for lb in raw_labels}
+    if len(names) != 1:
+        raise CaptureError("unparsed-arguments probes must name one tool")
+    out.errors["invalid_arguments"] = _templ(prefix, [(names.pop(), "name")]) + "{reason}" + _esc(seps.pop()) + "{raw}"
+    if "double_encoded" in raw_labels:
+        out.errors["arguments_not_object"] = _esc(split["double_encoded"][0])
+    for lb in raw_labels:
+        out.checks.append((lb, {"key": "invalid_arguments", "name": PROBES[lb].name, "reason": split[lb][0],
                                 "raw": PROBES[lb].arguments}))
-    return results, errors, checks
+
+
+def _learn_results(log: CaptureLog) -> tuple[dict[str, str], dict[str, str], list[tuple[str, dict[str, Any]]]]:
+    """Result and error templates from the probes' texts, with the values each check must reproduce."""
+    out = _Learned(log.results)
+    _learn_tool_texts(out, log)
+    _learn_unparsed(out, _learn_validation(out, log))
+    return out.results, out.errors, out.checks
 
 
 _VALIDATION_LABELS = ("double_encoded", "wrong_type", "missing_required", "claude_edit_names", "not_object", "not_json")
@@ -545,11 +565,8 @@ def _engines_node(version: str) -> str | None:
     return str(node) if node else None
 
 
-def capture_pi(version: str = DEFAULT_PI_VERSION, *, profile: str | None = None,
-               progress: Callable[[str], None] | None = None) -> HarnessCard:
-    """Drive the installed Pi ``version`` and build its HarnessCard (needs ``harnessfit harness install pi``);
-    ``profile`` (``versions.PROFILES``) captures the card of Pi run with that profile's tools."""
-    pi_binary(version)
+def _capture_plan(profile: str | None) -> tuple[tuple[str, ...], list[list[CaptureProbe]]]:
+    """The tools and the probe rounds of a capture with ``profile``."""
     if profile is not None and profile not in PROFILES:
         raise UserError(f"unknown harness profile {profile!r} (known: {', '.join(PROFILES)})")
     tools = PROFILES[profile] if profile else DEFAULT_TOOLS
@@ -561,7 +578,116 @@ def capture_pi(version: str = DEFAULT_PI_VERSION, *, profile: str | None = None,
             raise UserError(f"the tools profile needs {' and '.join(missing)} on the PATH (Debian: apt-get install "
                             "ripgrep fd-find; `make setup` does it when run as root)")
         rounds.append(list(OPTIONAL_PROBES.values()))
-        probes.update(OPTIONAL_PROBES)
+    return tools, rounds
+
+
+def _context_template(plain: str, with_ctx: str, ctx_files: list[tuple[str, str]]) -> tuple[ContextTemplate, str, str]:
+    """The context section's template, and the prompt text before and after the section."""
+    # the context section is what the context run's prompt has between the common prefix and suffix
+    pre = os.path.commonprefix([plain, with_ctx])  # noqa: RUF071 - texts, compared by character
+    pre = pre[: pre.rfind("\n") + 1]  # the section starts on a line of its own (1.x: "<project_context>" vs "<cwd>")
+    suf = os.path.commonprefix([plain[::-1], with_ctx[::-1]])[::-1]  # noqa: RUF071 - texts, compared by character
+    if len(pre) + len(suf) > len(plain):
+        suf = suf[len(pre) + len(suf) - len(plain) :]
+    section = with_ctx[len(pre) : len(with_ctx) - len(suf)]
+    (p1, c1), (p2, c2) = ctx_files
+    i1, j1 = section.index(p1), section.index(c1)
+    i2, j2 = section.index(p2), section.index(c2)
+    context = ContextTemplate(
+        header=section[:i1],
+        file="{path}" + section[i1 + len(p1) : j1] + "{content}",
+        separator=section[j1 + len(c1) : i2],
+        footer=section[j2 + len(c2) :],
+    )
+    if section[i2 + len(p2) : j2] != section[i1 + len(p1) : j1]:
+        raise CaptureError("context files are not rendered the same way each")
+    return context, pre, suf
+
+
+def _prompt_template(plain: str, with_ctx: str, ctx_files: list[tuple[str, str]], days: list[str],
+                     install_dir: str, cwd: Path) -> tuple[PromptTemplate, str | None]:
+    """The system-prompt template learned from the prompts without and with context files, and the date in it."""
+    # the date is a variable only where Pi puts one in the prompt (0.82.0 dropped its "Current date:" line)
+    m = re.search(r"Current date: (\d{4}-\d{2}-\d{2})", plain)
+    date = m.group(1) if m else next((d for d in days if d in plain), None)
+    context, pre, suf = _context_template(plain, with_ctx, ctx_files)
+    values = {"install_dir": install_dir, "date": date or "", "cwd": str(cwd)}
+    parts = _split_vars(pre, values) + [{"var": "context"}] + _split_vars(suf, values)
+    variables = []
+    for part in parts:
+        if "var" in part and part["var"] not in variables:
+            variables.append(part["var"])
+    return PromptTemplate(parts=_merge_texts(parts), context=context, variables=variables), date
+
+
+def _self_check(card: HarnessCard, log: CaptureLog, checks: list[tuple[str, dict[str, Any]]], *, plain: str,
+                ctx_req: dict[str, Any], ctx_files: list[tuple[str, str]], date: str, install_dir: str) -> None:
+    """The card must reproduce what Pi sent: both system prompts, the tools, and every probe's result text."""
+    cwd, with_ctx = log.cwd, ctx_req["messages"][0]["content"]
+    if card.render_system_prompt(str(cwd), date, install_dir=install_dir) != plain:
+        raise CaptureError("the learned system-prompt template does not reproduce Pi's prompt (no context)")
+    if card.render_system_prompt(str(cwd), date, ctx_files, install_dir=install_dir) != with_ctx:
+        raise CaptureError("the learned system-prompt template does not reproduce Pi's prompt (context files)")
+    if ctx_req["tools"] != log.requests[0]["tools"]:
+        raise CaptureError("Pi sent different tools with context files on")
+    for label, spec in checks:
+        spec = dict(spec)
+        key = spec.pop("key")
+        if key == "validation":
+            got = card.validation_failed_text(spec["name"], [tuple(p) for p in spec["problems"]], spec["arguments"])
+        else:
+            got = card.format_result(key, **spec)
+        if got != log.results[label]:
+            raise CaptureError(f"template {key!r} does not reproduce probe {label!r}: {got[:200]!r} != "
+                               f"{log.results[label][:200]!r}")
+
+
+def _build_card(version: str, profile: str | None, log: CaptureLog, template: PromptTemplate,
+                text_only: dict[str, Any], results: dict[str, str], errors: dict[str, str], session_files: list[Path],
+                rounds: list[list[CaptureProbe]]) -> HarnessCard:
+    first = log.requests[0]
+    request = {
+        "keys": list(first),
+        "params": {k: v for k, v in first.items() if k not in ("model", "messages", "tools")},
+    }
+    return HarnessCard(
+        harness="pi",
+        version=version,
+        profile=profile,
+        package=installed_package(version),
+        engines_node=_engines_node(version),
+        cli=_cli_section(version, log),
+        request=request,
+        system_prompt=template,
+        tools=first["tools"],
+        default_tools=[t["function"]["name"] for t in first["tools"]],
+        serialisation={
+            **_serialisation(log),
+            "assistant_text_only_keys": list(text_only),
+            "assistant_text_only_content": "string" if text_only.get("content") == "Hello." else "other",
+        },
+        results=results,
+        errors=errors,
+        session=_session_format(session_files),
+        examples=[
+            {
+                "label": p.label,
+                "name": p.name,
+                "arguments": p.arguments,
+                "ran": _ran(log.results[p.label]),
+                "result": _normalise_example(log.results[p.label], log.cwd),
+            }
+            for p in (probe for round_ in rounds for probe in round_)
+        ],
+    )
+
+
+def capture_pi(version: str = DEFAULT_PI_VERSION, *, profile: str | None = None,
+               progress: Callable[[str], None] | None = None) -> HarnessCard:
+    """Drive the installed Pi ``version`` and build its HarnessCard (needs ``harnessfit harness install pi``);
+    ``profile`` (``versions.PROFILES``) captures the card of Pi run with that profile's tools."""
+    pi_binary(version)
+    tools, rounds = _capture_plan(profile)
     install_dir = str(pi_package_dir(version))
     say = progress or (lambda _msg: None)
     with tempfile.TemporaryDirectory(prefix="harnessfit-capture-") as tmp:
@@ -576,91 +702,15 @@ def capture_pi(version: str = DEFAULT_PI_VERSION, *, profile: str | None = None,
         days.append(time.strftime("%Y-%m-%d"))
         no_result = _orphan_run(version, root, tools)
 
-        first = log.requests[0]
-        plain = first["messages"][0]["content"]
-        with_ctx = ctx_req["messages"][0]["content"]
-        # the date is a variable only where Pi puts one in the prompt (0.82.0 dropped its "Current date:" line)
-        m = re.search(r"Current date: (\d{4}-\d{2}-\d{2})", plain)
-        date = m.group(1) if m else next((d for d in days if d in plain), None)
-        # the context section is what the context run's prompt has between the common prefix and suffix
-        pre = os.path.commonprefix([plain, with_ctx])  # noqa: RUF071 - texts, compared by character
-        pre = pre[: pre.rfind("\n") + 1]  # the section starts on a line of its own (1.x: "<project_context>" vs "<cwd>")
-        suf = os.path.commonprefix([plain[::-1], with_ctx[::-1]])[::-1]  # noqa: RUF071 - texts, compared by character
-        if len(pre) + len(suf) > len(plain):
-            suf = suf[len(pre) + len(suf) - len(plain) :]
-        section = with_ctx[len(pre) : len(with_ctx) - len(suf)]
-        (p1, c1), (p2, c2) = ctx_files
-        i1, j1 = section.index(p1), section.index(c1)
-        i2, j2 = section.index(p2), section.index(c2)
-        context = ContextTemplate(
-            header=section[:i1],
-            file="{path}" + section[i1 + len(p1) : j1] + "{content}",
-            separator=section[j1 + len(c1) : i2],
-            footer=section[j2 + len(c2) :],
-        )
-        if section[i2 + len(p2) : j2] != section[i1 + len(p1) : j1]:
-            raise CaptureError("context files are not rendered the same way each")
-        values = {"install_dir": install_dir, "date": date or "", "cwd": str(cwd)}
-        parts = _split_vars(pre, values) + [{"var": "context"}] + _split_vars(suf, values)
-        variables = []
-        for part in parts:
-            if "var" in part and part["var"] not in variables:
-                variables.append(part["var"])
-        template = PromptTemplate(parts=_merge_texts(parts), context=context, variables=variables)
-
+        plain = log.requests[0]["messages"][0]["content"]
+        template, date = _prompt_template(plain, ctx_req["messages"][0]["content"], ctx_files, days, install_dir, cwd)
         results, errors, checks = _learn_results(log)
         errors["no_result"] = _esc(no_result)
-        request = {
-            "keys": list(first),
-            "params": {k: v for k, v in first.items() if k not in ("model", "messages", "tools")},
-        }
-        card = HarnessCard(
-            harness="pi",
-            version=version,
-            profile=profile,
-            package=installed_package(version),
-            engines_node=_engines_node(version),
-            cli=_cli_section(version, log),
-            request=request,
-            system_prompt=template,
-            tools=first["tools"],
-            default_tools=[t["function"]["name"] for t in first["tools"]],
-            serialisation={
-                **_serialisation(log),
-                "assistant_text_only_keys": list(text_only),
-                "assistant_text_only_content": "string" if text_only.get("content") == "Hello." else "other",
-            },
-            results=results,
-            errors=errors,
-            session=_session_format(log.session_files + sorted((root / "sessions-context").glob("*.jsonl"))),
-            examples=[
-                {
-                    "label": p.label,
-                    "name": p.name,
-                    "arguments": p.arguments,
-                    "ran": _ran(log.results[p.label]),
-                    "result": _normalise_example(log.results[p.label], cwd),
-                }
-                for p in (probe for round_ in rounds for probe in round_)
-            ],
-        )
-        # self-checks: the card reproduces what Pi sent
-        date = date or days[0]  # any date renders the same prompt when there is no date variable
-        if card.render_system_prompt(str(cwd), date, install_dir=install_dir) != plain:
-            raise CaptureError("the learned system-prompt template does not reproduce Pi's prompt (no context)")
-        if card.render_system_prompt(str(cwd), date, ctx_files, install_dir=install_dir) != with_ctx:
-            raise CaptureError("the learned system-prompt template does not reproduce Pi's prompt (context files)")
-        if ctx_req["tools"] != first["tools"]:
-            raise CaptureError("Pi sent different tools with context files on")
-        for label, spec in checks:
-            spec = dict(spec)
-            key = spec.pop("key")
-            if key == "validation":
-                got = card.validation_failed_text(spec["name"], [tuple(p) for p in spec["problems"]], spec["arguments"])
-            else:
-                got = card.format_result(key, **spec)
-            if got != log.results[label]:
-                raise CaptureError(f"template {key!r} does not reproduce probe {label!r}: {got[:200]!r} != {log.results[label][:200]!r}")
+        card = _build_card(version, profile, log, template, text_only, results, errors,
+                           log.session_files + sorted((root / "sessions-context").glob("*.jsonl")), rounds)
+        # any date renders the same prompt when there is no date variable
+        _self_check(card, log, checks, plain=plain, ctx_req=ctx_req, ctx_files=ctx_files, date=date or days[0],
+                    install_dir=install_dir)
         return card
 
 
