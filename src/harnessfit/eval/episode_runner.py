@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harnessfit.eval.backends.host import StageEnv
 from harnessfit.eval.caps import Caps, CapWatch, check_seed_fits, collect, prune_large_files
 from harnessfit.eval.episode import EpisodeFacts
 from harnessfit.eval.safefs import copy_into
@@ -320,13 +321,15 @@ def run_episode(
         spec: SandboxSpec | None = None
         if sandbox:
             forwarder = EndpointForwarder(endpoint.base_url)
-            env["PATH"], env["TMPDIR"] = sandbox_path(), "/tmp"
+            stage = task.agent_stage(ep_dir) if harbor else StageEnv()  # the Dockerfile's RUN steps, on the host
+            env.update(stage.env)
+            env["PATH"], env["TMPDIR"] = stage.path(sandbox_path()), "/tmp"
             env.pop("NODE_OPTIONS", None)  # may name host files the sandbox does not have
-            read_only: list[Any] = [*launch.read_only, (forwarder.folder, f"{RUNNER_DIR}/endpoint")]
+            read_only: list[Any] = [*launch.read_only, (forwarder.folder, f"{RUNNER_DIR}/endpoint"), *stage.read_only]
             if expose_solution and harbor:
                 read_only.append((task.solution_dir, "/solution"))
             out_bytes = max_output_bytes or task.limits.max_output_bytes
-            spec = SandboxSpec(read_only=read_only, runner_dir=runner, hosts=[h for h in [forwarder.hostname] if h],
+            spec = SandboxSpec(read_only=read_only, read_write=list(stage.read_write), runner_dir=runner, hosts=[h for h in [forwarder.hostname] if h],
                                forward=(forwarder.listen_host, forwarder.port, forwarder.socket_path,
                                         f"{forwarder.host}:{forwarder.port}"), caps=caps,
                                captured=[(mount, caps.workspace_bytes), (str(sessions), max(2 * out_bytes, 16 << 20))])

@@ -52,12 +52,14 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from harnessfit.core.jsonio import sha256_bytes
 from harnessfit.errors import UserError
+from harnessfit.eval.backends.host import HostSetup, StageEnv, read_run_step, stage_env
 from harnessfit.eval.caps import Caps
 from harnessfit.eval.episode import EpisodeFacts
 from harnessfit.eval.harbor_verifier import parse_reward, record_verifier, tree_digest
 from harnessfit.eval.safefs import copy_into
 from harnessfit.eval.sandbox import SANDBOX_HOME, SANDBOX_PATH, SandboxSpec, sandbox_path
 from harnessfit.eval.task import Limits
+from harnessfit.eval.wheels import pip_requirements
 
 __all__ = ["HARBOR_PREFIX", "HarborTask", "load_harbor_task", "load_harbor_suite", "parse_reward",
            "DEFAULT_HARBOR_TURNS"]
@@ -178,11 +180,13 @@ def _under(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip("/") + "/")
 
 
-def _read_dockerfile(env_dir: Path) -> tuple[str, str, list[tuple[str, str]], dict[str, str], str | None]:
+def _read_dockerfile(env_dir: Path, setup: HostSetup) -> tuple[str, str, list[tuple[str, str]], dict[str, str],
+                                                              str | None]:
     """(mounted folder, working folder, [(source in the build context, destination inside)], ENV values, problem).
 
     The mounted folder is the first ``WORKDIR`` (``/app`` without one): every ``COPY`` and any later ``WORKDIR``
-    must stay inside it, since only that folder is the agent's workspace.
+    must stay inside it, since only that folder is the agent's workspace. ``RUN`` steps are folded into
+    ``setup`` (``backends.host``: host packages checked, pip requirements, folders made) or name the problem.
     """
     mount, workdir, copies, env = None, "/app", [], {}
     text = (env_dir / "Dockerfile").read_text(encoding="utf-8", errors="replace")
@@ -234,6 +238,10 @@ def _read_dockerfile(env_dir: Path) -> tuple[str, str, list[tuple[str, str]], di
                 into_dir = str(args[-1]).endswith("/") or len(args) > 2 or (env_dir / rel).is_dir()
                 target = dest if (env_dir / rel).is_dir() else (f"{dest}/{rel.name}" if into_dir else dest)
                 copies.append((rel.as_posix(), target))
+        elif op == "RUN":
+            problem = read_run_step(rest, workdir, setup)
+            if problem:
+                return result(f"needs a container build (RUN {rest[:60]}: {problem})")
         elif op not in _NO_FILE_CHANGE:
             return result(f"needs a container build (Dockerfile {op} {rest[:80]})")
     if froms == 0:
@@ -256,6 +264,7 @@ class HarborTask:
         agent_seconds = config.agent.timeout_sec or 600.0
         self.limits = Limits(max_turns=DEFAULT_HARBOR_TURNS, max_seconds=agent_seconds)
         self.mount, self.workdir, self.copies, self.env = "/app", "/app", [], {}
+        self.setup = HostSetup()  # what the Dockerfile's RUN steps ask of the host backend
         # the image the task's environment names: what a container backend runs, or the host stands in for
         self.image = config.environment.docker_image or _base_image(self.environment_dir)
         self.environment_issue = self._environment_issue()
@@ -278,7 +287,7 @@ class HarborTask:
             if any("${" in v for v in values.values()):
                 return f"needs host variables ([{section}] env templates)"
         if (self.environment_dir / "Dockerfile").is_file():
-            self.mount, self.workdir, self.copies, self.env, problem = _read_dockerfile(self.environment_dir)
+            self.mount, self.workdir, self.copies, self.env, problem = _read_dockerfile(self.environment_dir, self.setup)
             if problem:
                 return problem
         self.env.update(env.env)
@@ -315,8 +324,14 @@ class HarborTask:
             else:
                 target.parent.mkdir(parents=True, exist_ok=True)
                 shutil.copyfile(source, target)
+        for folder in self.setup.seed_dirs(self.mount):  # RUN mkdir inside the workspace
+            (workspace / PurePosixPath(folder).relative_to(self.mount)).mkdir(parents=True, exist_ok=True)
         if self.workdir != self.mount:  # Docker creates the WORKDIR; so does the seed
             (workspace / PurePosixPath(self.workdir).relative_to(self.mount)).mkdir(parents=True, exist_ok=True)
+
+    def agent_stage(self, ep_dir: Path) -> StageEnv:
+        """The agent's environment beyond the workspace: what the Dockerfile's RUN steps ask (``backends.host``)."""
+        return stage_env(self.setup, self.mount, ep_dir, "agent")
 
     def _seed_digest(self) -> str:
         with tempfile.TemporaryDirectory(prefix="hf-harbor-seed-") as tmp:
@@ -339,9 +354,12 @@ class HarborTask:
             folder.mkdir(parents=True)
         copy_into(self.tests_dir, tests)
         caps = dataclasses.replace(Caps.from_limits(self.limits), cpu_seconds=2 * self.config.verifier.timeout_sec)
-        spec = SandboxSpec(read_write=[(workspace, self.mount), (tests, "/tests"), (logs, "/logs/verifier")],
-                           caps=caps)
-        env = {**checker_env(SANDBOX_HOME, sandbox_path()), **self.env, **self.config.verifier.env}
+        test_sh = (self.tests_dir / "test.sh").read_text(encoding="utf-8", errors="replace")
+        stage = stage_env(self.setup, self.mount, ep_dir, "verifier", pip_requirements(test_sh)[0])
+        spec = SandboxSpec(read_write=[(workspace, self.mount), (tests, "/tests"), (logs, "/logs/verifier"),
+                                       *stage.read_write], read_only=stage.read_only, caps=caps)
+        env = {**checker_env(SANDBOX_HOME, stage.path(sandbox_path())), **stage.env, **self.env,
+               **self.config.verifier.env}
         (ep_dir / "runner" / "etc").mkdir(parents=True, exist_ok=True)
         code, killed, _, _ = run_contained(
             ["bash", "/tests/test.sh"], spec=spec, cwd=workspace, cwd_inside=self.workdir, env=env,
