@@ -33,6 +33,9 @@ def test_pip_requirements_are_read_from_run_steps():
     assert pip_requirements("apt-get update && apt-get install -y curl") == ([], None)
     reqs, problem = pip_requirements("pip install -r requirements.txt")
     assert reqs == [] and "cannot be read ahead" in problem
+    # a test.sh's continuation lines and redirections (sokoban-from-image's verifier) are shell, not requirements
+    script = "pip install --quiet \\\n    pytest==8.2.2 Pillow==10.3.0 2>/dev/null || \\\npip install -q pytest==8.2.2 > log\n"
+    assert pip_requirements(script) == (["pytest==8.2.2", "Pillow==10.3.0", "pytest==8.2.2"], None)
 
 
 def test_dockerfile_rewrite_answers_from_with_the_offline_image():

@@ -37,7 +37,8 @@ def pip_requirements(command: str) -> tuple[list[str], str | None]:
     """The requirements every ``pip install`` of a shell command names, and a problem when one cannot be read
     (a requirements file, an editable or local path, a shell expression)."""
     reqs: list[str] = []
-    for part in re.split(r"&&|\|\||;|\|", command):
+    command = command.replace("\\\n", " ")  # continuation lines are one command
+    for part in re.split(r"&&|\|\||;|\||\n", command):
         try:
             words = shlex.split(part)
         except ValueError:
@@ -49,7 +50,11 @@ def pip_requirements(command: str) -> tuple[list[str], str | None]:
             rest = words[i + 3:] if words[i].startswith("python") else words[i + 1:]
             if not rest or rest[0] != "install":
                 break
+            redirect = False
             for word in rest[1:]:
+                if redirect or re.fullmatch(r"\d*[<>]{1,2}&?\S*", word):  # 2>/dev/null, > log: shell, not pip's
+                    redirect = bool(re.fullmatch(r"\d*[<>]{1,2}&?", word))  # the target is the next word
+                    continue
                 if word in ("-r", "--requirement", "-e", "--editable", "-c", "--constraint"):
                     return reqs, f"pip install {word} (a file of the image) cannot be read ahead"
                 if word.startswith("-"):
