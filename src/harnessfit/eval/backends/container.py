@@ -15,8 +15,10 @@ The verifier follows Harbor's order (harbor-framework/harbor, ``src/harbor/verif
 in the working folder with ``[verifier].env`` and ``[verifier] timeout_sec``, and the reward is read as Harbor
 reads it (``harbor_verifier``). Unlike Harbor, the verifier runs in a fresh container of the same image with the
 agent's working folder bound in — not in the agent's own container — so nothing the agent left outside its
-working folder (a planted ``python3`` or ``pytest`` on PATH, a site-packages hook) is what it is scored from; pip
-in the verifier installs from the pinned wheel cache only (``wheels``), never from the network.
+working folder in system paths (a planted ``python3`` or ``pytest`` on PATH, a site-packages hook) is what it is
+scored from; what it changed elsewhere (``/output``, ``/tmp``) is carried into the verifier's container before it
+starts (``carry``, which says what is and is not carried, and why). pip in the verifier installs from the pinned
+wheel cache only (``wheels``), never from the network.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from harnessfit.eval.backends.carry import carry_in, carry_out
 from harnessfit.eval.backends.container_image import TaskImage, prepare_image
 from harnessfit.eval.episode import EpisodeFacts
 from harnessfit.eval.episode_runner import Endpoint, episode_dirname, run_contained
@@ -132,10 +135,13 @@ def _agent(task, prepared: TaskImage, endpoint: Endpoint, ep_dir: Path, run_dir:
                 stderr_file=ep_dir / "stderr.txt", skip_lines=launch.skip_lines)
             _engine(engine, "stop", "-t", "2", name)
             _copy_out(engine, name, prepared.workdir, ep_dir / "workspace")
+            carried = carry_out(engine, name, [prepared.workdir, *[m.split(":")[1] for m in mounts]],
+                                ep_dir / "outside")
         finally:
             _engine(engine, "rm", "-f", name)
     facts.sandbox_policy = {"agent": {"backend": engine.name, "image": prepared.image, "network": policy,
-                                      "read_only": [m.split(":")[1] for m in mounts if m.endswith(":ro")]}}
+                                      "read_only": [m.split(":")[1] for m in mounts if m.endswith(":ro")],
+                                      "to the verifier": carried}}
     stderr = (ep_dir / "stderr.txt").read_text(encoding="utf-8", errors="replace")
     facts.pi_exit_code, facts.killed, facts.output_bytes = code, killed, used
     facts.wall_seconds, facts.turn_cap_hit = round(wall, 3), TURN_CAP_MARKER in stderr
@@ -172,18 +178,23 @@ def _verify(task, prepared: TaskImage, ep_dir: Path, facts: EpisodeFacts, engine
     timeout = task.config.verifier.timeout_sec
     env = {**offline_pip_env(), **task.env, **task.config.environment.env, **task.config.verifier.env}
     name = f"hf-harbor-verify-{uuid.uuid4().hex[:12]}"
-    cmd = [engine.exe, "run", "--rm", "--name", name, *engine.run_flags, "--network", "none", "-w", prepared.workdir,
-           "-v", f"{ep_dir / 'workspace'}:{prepared.workdir}", "-v", f"{tests}:/tests", "-v", f"{logs}:/logs/verifier",
-           "-v", f"{wheels}:{WHEELS_INSIDE}:ro", *[a for k, v in env.items() for a in ("-e", f"{k}={v}")],
-           prepared.image, "bash", "/tests/test.sh"]
+    create = ["create", "--name", name, *engine.run_flags, "--network", "none", "-w", prepared.workdir,
+              "-v", f"{ep_dir / 'workspace'}:{prepared.workdir}", "-v", f"{tests}:/tests",
+              "-v", f"{logs}:/logs/verifier", "-v", f"{wheels}:{WHEELS_INSIDE}:ro",
+              *[a for k, v in env.items() for a in ("-e", f"{k}={v}")], prepared.image, "bash", "/tests/test.sh"]
     try:
-        code, killed, _, _ = run_contained(cmd, spec=None, cwd=ep_dir, env=_host_env(), etc_dir=ep_dir / "runner" /
-                                           "etc", max_seconds=timeout, max_bytes=1 << 20,
-                                           stdout_file=ep_dir / "checker.txt",
+        proc = _engine(engine, *create)
+        if proc.returncode != 0:
+            raise RuntimeError(f"{engine.name} create (verifier) failed: {proc.stderr.strip()[-300:]}")
+        carry_in(engine, name, ep_dir / "outside")  # what the agent left outside its working folder (carry)
+        code, killed, _, _ = run_contained([engine.exe, "start", "-a", name], spec=None, cwd=ep_dir,
+                                           env=_host_env(), etc_dir=ep_dir / "runner" / "etc", max_seconds=timeout,
+                                           max_bytes=1 << 20, stdout_file=ep_dir / "checker.txt",
                                            stderr_file=ep_dir / "checker.stderr.txt")
     finally:
         _engine(engine, "rm", "-f", name)
+    carried = (facts.sandbox_policy or {}).get("agent", {}).get("to the verifier", {}).get("carried", [])
     facts.sandbox_policy = {**(facts.sandbox_policy or {}),
                             "checker": {"backend": engine.name, "image": prepared.image, "network": "none",
-                                        "fresh container": True}}
+                                        "fresh container": True, "carried in": carried}}
     record_verifier(facts, ep_dir, logs, code, killed, timeout)
