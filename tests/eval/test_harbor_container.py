@@ -97,3 +97,20 @@ def test_oracle_and_nop_in_podman_scored_from_reward_json(pi_installed, podman, 
         rewards[model] = f.reward
     assert rewards == {"scripted:oracle": 1.0, "scripted:nop": 0.0}
     assert results.config["env"] == "podman"
+
+
+@pytest.mark.slow
+@pytest.mark.pi
+def test_outputs_outside_the_working_folder_reach_the_verifier(pi_installed, podman, tmp_path):
+    """The oracle writes /output/count.txt (outside /app): the verifier's fresh container gets it carried in."""
+    rewards = {}
+    for model in ("scripted:oracle", "scripted:nop"):
+        results = run_eval(model, f"harbor:{DATA / 'outside-output'}", tmp_path / model.split(":")[1],
+                           env="podman", progress=False)
+        (ep,) = results.episodes
+        assert ep.facts.status == "success", ep.facts.error
+        rewards[model] = ep.facts.reward
+        carried = ep.facts.sandbox_policy["agent"]["to the verifier"]["carried"]
+        assert ("/output" in carried) == (model == "scripted:oracle")  # the image's empty /output is no change
+        assert ep.facts.sandbox_policy["checker"]["carried in"] == carried
+    assert rewards == {"scripted:oracle": 1.0, "scripted:nop": 0.0}
