@@ -130,8 +130,10 @@ def _build(task: HarborTask, dest: Path, scratch: Path) -> str | None:
     ok, out = _sandboxed(solve, solved, scratch, task.limits.max_seconds)
     created = sorted(p.relative_to(solved).as_posix() for p in solved.rglob("*")
                      if p.is_file() and not (seed / p.relative_to(solved)).exists())
+    if not ok:
+        return f"its solution fails on the host: {out.strip()[-160:] or 'no output'}"
     if not created:
-        return f"its solution creates no file in the working folder ({out.strip()[-120:] or 'no output'})"
+        return "its solution creates no new file (the task format expects files; a changed file it cannot say)"
     results = {}
     for name, ws in (("solved", solved), ("untouched", scratch / "untouched")):
         if name == "untouched":
