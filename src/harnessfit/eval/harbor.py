@@ -11,10 +11,11 @@ A Harbor task (the format of harbor-framework/harbor and Terminal-Bench 2) is a 
 This machine runs no containers, so a task runs here only when its environment is one the bubblewrap sandbox can
 stand in for: a Dockerfile made of ``FROM`` a Python image this host's own Python matches (``python:3…`` for any
 Python 3, ``python:3.N…`` for exactly 3.N), ``WORKDIR``, ``COPY`` of the build context into the working folder,
-``ENV``, and instructions that change no file (``CMD``, ``ENTRYPOINT``, ``EXPOSE``, ``LABEL``, ``ARG``). Anything
-else — a ``docker_image``, a compose file, ``RUN``, ``ADD``, ``USER``, a ``COPY`` outside the working folder,
-GPUs, MCP servers, a health check — makes the task ``needs_container``: it is reported with the reason, never
-run, and kept out of every rate (never passed).
+``ENV``, instructions that change no file (``CMD``, ``ENTRYPOINT``, ``EXPOSE``, ``LABEL``, ``ARG``), and ``RUN``
+steps the host satisfies (``backends.host``: ``apt-get install`` of packages installed here, ``pip install`` into
+an episode virtualenv from the wheel cache, ``mkdir``). Anything else — a ``docker_image``, a compose file, another
+``RUN`` step, ``ADD``, ``USER``, a ``COPY`` outside the working folder, GPUs, MCP servers, a health check — makes
+the task ``needs_container``: it is reported with the reason, never run, and kept out of every rate (never passed).
 
 One episode: the workspace is seeded from the ``COPY`` instructions and bound at the first ``WORKDIR`` (default
 ``/app``; every ``COPY`` and later ``WORKDIR`` must stay inside it) in the agent's sandbox, the last ``WORKDIR``
@@ -52,7 +53,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from harnessfit.core.jsonio import sha256_bytes
 from harnessfit.errors import UserError
-from harnessfit.eval.backends.host import HostSetup, StageEnv, read_run_step, stage_env
+from harnessfit.eval.backends.container_image import dockerfile_lines
+from harnessfit.eval.backends.host import HostSetup, StageEnv, normalize, read_run_step, stage_env
 from harnessfit.eval.caps import Caps
 from harnessfit.eval.episode import EpisodeFacts
 from harnessfit.eval.harbor_verifier import parse_reward, record_verifier, tree_digest
@@ -135,45 +137,16 @@ def _stand_in(image: str) -> str | None:
     return None
 
 
-def _dockerfile_lines(text: str) -> list[str]:
-    out: list[str] = []
-    current = ""
-    for raw in text.splitlines():
-        line = raw.strip()
-        if not current and (not line or line.startswith("#")):
-            continue
-        if line.endswith("\\"):
-            current += line[:-1] + " "
-            continue
-        out.append(current + line)
-        current = ""
-    if current.strip():
-        out.append(current)
-    return out
-
-
 def _base_image(env_dir: Path) -> str | None:
     """The image of the Dockerfile's first ``FROM`` (its flags, such as ``--platform``, skipped), or None."""
     path = env_dir / "Dockerfile"
     if not path.is_file():
         return None
-    for line in _dockerfile_lines(path.read_text(encoding="utf-8", errors="replace")):
+    for line in dockerfile_lines(path.read_text(encoding="utf-8", errors="replace")):
         word, _, rest = line.partition(" ")
         if word.upper() == "FROM":
             return next((w for w in rest.split() if not w.startswith("--")), None)
     return None
-
-
-def _inside(workdir: str, dest: str) -> str:
-    path = PurePosixPath(dest if dest.startswith("/") else f"{workdir}/{dest}")
-    parts: list[str] = []
-    for part in path.parts[1:]:
-        if part == "..":
-            if parts:
-                parts.pop()
-        elif part not in (".", ""):
-            parts.append(part)
-    return "/" + "/".join(parts)
 
 
 def _under(path: str, root: str) -> bool:
@@ -195,7 +168,7 @@ def _read_dockerfile(env_dir: Path, setup: HostSetup) -> tuple[str, str, list[tu
     def result(problem: str | None) -> tuple[str, str, list[tuple[str, str]], dict[str, str], str | None]:
         return mount or workdir, workdir, copies, env, problem
 
-    for line in _dockerfile_lines(text):
+    for line in dockerfile_lines(text):
         word, _, rest = line.partition(" ")
         op, rest = word.upper(), rest.strip()
         if op == "FROM":
@@ -207,7 +180,7 @@ def _read_dockerfile(env_dir: Path, setup: HostSetup) -> tuple[str, str, list[tu
             if problem:
                 return result(problem)
         elif op == "WORKDIR":
-            workdir = _inside(workdir, rest)
+            workdir = normalize(workdir, rest)
             mount = mount or workdir
             if not _under(workdir, mount):
                 return result(f"needs a container build (WORKDIR {workdir} outside {mount})")
@@ -228,7 +201,7 @@ def _read_dockerfile(env_dir: Path, setup: HostSetup) -> tuple[str, str, list[tu
             if any(str(a).startswith("--") for a in args) or len(args) < 2:
                 return result(f"needs a container build (COPY {rest})")
             mount = mount or workdir
-            dest = _inside(workdir, str(args[-1]))
+            dest = normalize(workdir, str(args[-1]))
             if not _under(dest, mount):
                 return result(f"needs a container build (COPY to {dest}, outside {mount})")
             for src in args[:-1]:
