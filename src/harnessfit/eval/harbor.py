@@ -330,7 +330,7 @@ class HarborTask:
         test_sh = (self.tests_dir / "test.sh").read_text(encoding="utf-8", errors="replace")
         stage = stage_env(self.setup, self.mount, ep_dir, "verifier", pip_requirements(test_sh)[0])
         spec = SandboxSpec(read_write=[(workspace, self.mount), (tests, "/tests"), (logs, "/logs/verifier"),
-                                       *stage.read_write], read_only=stage.read_only, caps=caps)
+                                       *stage.read_write], read_only=list(stage.read_only), caps=caps)
         env = {**checker_env(SANDBOX_HOME, stage.path(sandbox_path())), **stage.env, **self.env,
                **self.config.verifier.env}
         (ep_dir / "runner" / "etc").mkdir(parents=True, exist_ok=True)

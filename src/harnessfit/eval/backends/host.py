@@ -215,7 +215,7 @@ class StageEnv:
         return f"{self.venv}/bin:{base}" if self.venv is not None else base
 
 
-def stage_env(setup: HostSetup, mount: str, ep_dir: Path, stage: str, verifier_reqs: list[str] = ()) -> StageEnv:
+def stage_env(setup: HostSetup, mount: str, ep_dir: Path, stage: str, verifier_reqs: tuple[str, ...] | list[str] = ()) -> StageEnv:
     """The agent's (``stage="agent"``) or the verifier's environment: the folders ``mkdir`` made outside the
     workspace (``ep_dir/outside/…``: fresh for the agent, as the agent left them for the verifier), the wheel cache
     read-only, and a virtualenv of the stage's own when anything is to be pip-installed (the verifier's made
