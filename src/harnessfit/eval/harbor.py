@@ -57,10 +57,11 @@ from harnessfit.eval.backends.container_image import dockerfile_lines
 from harnessfit.eval.backends.host import HostSetup, StageEnv, normalize, read_run_step, stage_env
 from harnessfit.eval.caps import Caps
 from harnessfit.eval.episode import EpisodeFacts
-from harnessfit.eval.harbor_verifier import parse_reward, record_verifier, tree_digest
+from harnessfit.eval.harbor_verifier import parse_reward, record_not_run, record_verifier, tree_digest
 from harnessfit.eval.safefs import copy_into
 from harnessfit.eval.sandbox import SANDBOX_HOME, SANDBOX_PATH, SandboxSpec, sandbox_path
 from harnessfit.eval.task import Limits
+from harnessfit.eval.verifier_tools import read_test_sh
 from harnessfit.eval.wheels import pip_requirements
 
 __all__ = ["HARBOR_PREFIX", "HarborTask", "load_harbor_task", "load_harbor_suite", "parse_reward",
@@ -328,7 +329,11 @@ class HarborTask:
         copy_into(self.tests_dir, tests)
         caps = dataclasses.replace(Caps.from_limits(self.limits), cpu_seconds=2 * self.config.verifier.timeout_sec)
         test_sh = (self.tests_dir / "test.sh").read_text(encoding="utf-8", errors="replace")
-        stage = stage_env(self.setup, self.mount, ep_dir, "verifier", pip_requirements(test_sh)[0])
+        plan = read_test_sh(test_sh, _host_python())  # uv and downloads, answered offline (verifier_tools)
+        if plan.problem:
+            record_not_run(facts, plan.problem)
+            return
+        stage = stage_env(self.setup, self.mount, ep_dir, "verifier", pip_requirements(test_sh)[0], plan.version)
         spec = SandboxSpec(read_write=[(workspace, self.mount), (tests, "/tests"), (logs, "/logs/verifier"),
                                        *stage.read_write], read_only=list(stage.read_only), caps=caps)
         env = {**checker_env(SANDBOX_HOME, stage.path(sandbox_path())), **stage.env, **self.env,
@@ -339,7 +344,7 @@ class HarborTask:
             etc_dir=ep_dir / "runner" / "etc", max_seconds=self.config.verifier.timeout_sec, max_bytes=1 << 20,
             stdout_file=ep_dir / "checker.txt", stderr_file=ep_dir / "checker.stderr.txt",
         )
-        facts.sandbox_policy = {**(facts.sandbox_policy or {}), "checker": spec.describe()}
+        facts.sandbox_policy = {**(facts.sandbox_policy or {}), "checker": {**spec.describe(), **plan.describe()}}
         record_verifier(facts, ep_dir, logs, code, killed, self.config.verifier.timeout_sec)
 
 

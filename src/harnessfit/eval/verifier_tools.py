@@ -74,6 +74,13 @@ class UvPlan:
     installer: str | None = None
     problem: str | None = None
 
+    def describe(self) -> dict[str, str]:
+        """For the verifier's sandbox policy in the results: which uv it had and what that stood in for."""
+        if self.version is None:
+            return {}
+        said = f"uv {self.version} from the pinned wheel cache at $HOME/{INSTALLER_BIN}, offline"
+        return {"uv": said + (f" (stands in for {self.installer})" if self.installer else "")}
+
 
 def _logical_lines(text: str) -> list[str]:
     """The script's lines, continuation lines joined, whole-line comments dropped."""

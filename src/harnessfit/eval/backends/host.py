@@ -31,7 +31,8 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-from harnessfit.eval.sandbox import SANDBOX_PATH
+from harnessfit.eval.sandbox import SANDBOX_HOME, SANDBOX_PATH
+from harnessfit.eval.verifier_tools import INSTALLER_BIN, uv_bin, uv_env
 from harnessfit.eval.wheels import WHEELS_INSIDE, fetch_wheels, offline_pip_env, pip_requirements
 
 __all__ = ["HostSetup", "read_run_step", "make_venv", "SYSTEM_PATHS", "RUNNER_PATHS", "normalize"]
@@ -210,17 +211,22 @@ class StageEnv:
     read_only: list[tuple[Path, str]] = field(default_factory=list)
     env: dict[str, str] = field(default_factory=dict)
     venv: Path | None = None
+    uv: str | None = None  # the uv version at ``$HOME/.local/bin`` (``verifier_tools``), or None
 
     def path(self, base: str) -> str:
-        return f"{self.venv}/bin:{base}" if self.venv is not None else base
+        first = [f"{self.venv}/bin"] if self.venv is not None else []
+        first += [f"{SANDBOX_HOME}/{INSTALLER_BIN}"] if self.uv is not None else []
+        return ":".join([*first, base])
 
 
-def stage_env(setup: HostSetup, mount: str, ep_dir: Path, stage: str, verifier_reqs: tuple[str, ...] | list[str] = ()) -> StageEnv:
+def stage_env(setup: HostSetup, mount: str, ep_dir: Path, stage: str, verifier_reqs: tuple[str, ...] | list[str] = (),
+              uv: str | None = None) -> StageEnv:
     """The agent's (``stage="agent"``) or the verifier's environment: the folders ``mkdir`` made outside the
     workspace (``ep_dir/outside/…``: fresh for the agent, as the agent left them for the verifier), the wheel cache
-    read-only, and a virtualenv of the stage's own when anything is to be pip-installed (the verifier's made
-    fresh, with the Dockerfile's and ``test.sh``'s requirements)."""
-    out = StageEnv()
+    read-only, a virtualenv of the stage's own when anything is to be pip-installed (the verifier's made fresh,
+    with the Dockerfile's and ``test.sh``'s requirements), and uv ``uv`` where astral's installer puts it
+    (``$HOME/.local/bin``, read-only, on PATH) with uv kept offline on the wheel cache (``verifier_tools``)."""
+    out = StageEnv(uv=uv)
     for folder in setup.extra_dirs(mount):
         host = ep_dir / "outside" / folder.lstrip("/")
         if stage == "agent" and host.exists():
@@ -232,5 +238,10 @@ def stage_env(setup: HostSetup, mount: str, ep_dir: Path, stage: str, verifier_r
         out.venv = ep_dir / "env" / f"{stage}-venv"
         out.env = make_venv(out.venv, list(dict.fromkeys(reqs)))
         out.read_write.append((out.venv, str(out.venv)))
+    if uv is not None:
+        out.read_only.append((uv_bin(uv), f"{SANDBOX_HOME}/{INSTALLER_BIN}"))
+        python = str(out.venv / "bin" / "python") if out.venv is not None else host_python()
+        out.env.update(uv_env(WHEELS_INSIDE, python))
+    if reqs or uv is not None:
         out.read_only.append((fetch_wheels([]), WHEELS_INSIDE))
     return out
