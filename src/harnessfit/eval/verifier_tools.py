@@ -101,10 +101,11 @@ def read_test_sh(text: str, python: tuple[int, int] | None) -> UvPlan:
             if found is None:
                 return UvPlan(problem=f"test.sh fetches {url} at verify time; harnessfit verifies offline")
             installer, version = url, found.group("a") or found.group("b") or UV_DEFAULT
-    if version is None and any(_USES_UV.search(line) for line in lines):
+    code = [re.sub(r"\s#.*", "", line) for line in lines]  # trailing comments too (a URL's #fragment aside)
+    if version is None and any(_USES_UV.search(line) for line in code):
         version = UV_DEFAULT
     if version is not None and python is not None:
-        for line in lines:
+        for line in code:
             for major, minor in _UV_PYTHON.findall(line):
                 if (int(major), int(minor)) != python:
                     return UvPlan(version, installer, problem=(
