@@ -24,7 +24,9 @@ being the agent's working folder; the real Pi runs on ``instruction.md``. The ve
 the agent; ``src/harbor/trial/trial.py``): a fresh copy of ``tests/`` is bound at ``/tests`` and a fresh, empty
 ``/logs/verifier`` (no reward file left from before; the agent never saw either folder, so it cannot plant one),
 and ``bash /tests/test.sh`` runs in a sandbox of its own with the checker's isolation (``runner.checker_env``),
-the ``ENV`` and ``[environment].env`` values overlaid by ``[verifier].env`` (Harbor passes that to ``exec``), and
+the ``ENV`` and ``[environment].env`` values overlaid by ``[verifier].env`` (Harbor passes that to ``exec``), uv
+offline from the wheel cache when ``test.sh`` installs or runs it (``verifier_tools``, which names what it cannot
+download), and
 ``task.toml``'s ``[verifier] timeout_sec`` (Harbor's default 600 s; ``[agent] timeout_sec`` bounds the agent, 600 s
 when unset where Harbor sets none). The reward is read as Harbor reads it (``harbor_verifier``: ``reward.json``
 before ``reward.txt``, every key kept, its ``"reward"`` entry else its only entry the scalar; finite numbers only).
