@@ -94,7 +94,7 @@ def _container_suite(root: Path, harbor_suite: Path) -> Path:
     suite = root / "containers"
     cases = {
         "image": ('[environment]\ndocker_image = "ghcr.io/example/app:1"\n', None),
-        "run-step": ("", "FROM python:3-slim\nWORKDIR /app\nRUN pip install numpy\n"),
+        "run-step": ("", "FROM python:3-slim\nWORKDIR /app\nRUN curl -fsSL https://example.com/i.sh | sh\n"),
         "other-base": ("", "FROM ubuntu:24.04\nWORKDIR /app\n"),
         "copy-outside": ("", "FROM python:3-slim\nWORKDIR /app\nCOPY wordfreq.py /usr/local/bin/\n"),
         "gpu": ("[environment]\ngpus = 1\n", None),
@@ -117,7 +117,8 @@ def test_tasks_needing_a_container_are_reported_and_not_run(pi_installed, harbor
         "gpu": "needs 1 GPU(s) in its container",
         "image": "needs the container image ghcr.io/example/app:1",
         "other-base": "needs the container image ubuntu:24.04",
-        "run-step": "needs a container build (Dockerfile RUN pip install numpy)",
+        "run-step": ("needs a container build (RUN curl -fsSL https://example.com/i.sh | sh: a pipe, redirection or "
+                     "substitution cannot be done on the host)"),
     }
     out = tmp_path / "out"
     results = run_eval("scripted:oracle", f"harbor:{suite}", out, progress=False)

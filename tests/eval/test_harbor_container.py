@@ -33,6 +33,9 @@ def test_pip_requirements_are_read_from_run_steps():
     assert pip_requirements("apt-get update && apt-get install -y curl") == ([], None)
     reqs, problem = pip_requirements("pip install -r requirements.txt")
     assert reqs == [] and "cannot be read ahead" in problem
+    # a test.sh's continuation lines and redirections (sokoban-from-image's verifier) are shell, not requirements
+    script = "pip install --quiet \\\n    pytest==8.2.2 Pillow==10.3.0 2>/dev/null || \\\npip install -q pytest==8.2.2 > log\n"
+    assert pip_requirements(script) == (["pytest==8.2.2", "Pillow==10.3.0", "pytest==8.2.2"], None)
 
 
 def test_dockerfile_rewrite_answers_from_with_the_offline_image():
@@ -80,7 +83,7 @@ def podman():
 @pytest.mark.pi
 def test_oracle_and_nop_in_podman_scored_from_reward_json(pi_installed, podman, tmp_path):
     task = load_harbor_task(DATA / "both-rewards")
-    assert task.environment_issue is not None  # the host cannot run its RUN step; the container can
+    assert task.environment_issue is None  # its RUN pip install: the host (an episode virtualenv) and the container
     rewards = {}
     for model in ("scripted:oracle", "scripted:nop"):
         results = run_eval(model, f"harbor:{DATA / 'both-rewards'}", tmp_path / model.split(":")[1],
@@ -94,3 +97,20 @@ def test_oracle_and_nop_in_podman_scored_from_reward_json(pi_installed, podman, 
         rewards[model] = f.reward
     assert rewards == {"scripted:oracle": 1.0, "scripted:nop": 0.0}
     assert results.config["env"] == "podman"
+
+
+@pytest.mark.slow
+@pytest.mark.pi
+def test_outputs_outside_the_working_folder_reach_the_verifier(pi_installed, podman, tmp_path):
+    """The oracle writes /output/count.txt (outside /app): the verifier's fresh container gets it carried in."""
+    rewards = {}
+    for model in ("scripted:oracle", "scripted:nop"):
+        results = run_eval(model, f"harbor:{DATA / 'outside-output'}", tmp_path / model.split(":")[1],
+                           env="podman", progress=False)
+        (ep,) = results.episodes
+        assert ep.facts.status == "success", ep.facts.error
+        rewards[model] = ep.facts.reward
+        carried = ep.facts.sandbox_policy["agent"]["to the verifier"]["carried"]
+        assert ("/output" in carried) == (model == "scripted:oracle")  # the image's empty /output is no change
+        assert ep.facts.sandbox_policy["checker"]["carried in"] == carried
+    assert rewards == {"scripted:oracle": 1.0, "scripted:nop": 0.0}

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harnessfit.eval.backends.host import StageEnv
 from harnessfit.eval.caps import Caps, CapWatch, check_seed_fits, collect, prune_large_files
 from harnessfit.eval.contained import checker_env, host_path_without, run_contained
 from harnessfit.eval.episode import EpisodeFacts
@@ -123,17 +124,20 @@ def _make_folders(task: Task, harbor: HarborTask | None, ep_dir: Path, caps: Cap
 
 
 def _sandboxed(cmd: list[str], folders: _Folders, launch: Launch, env: dict[str, str],
-               forwarder: EndpointForwarder, caps: Caps, *, out_bytes: int,
-               solution: Path | None) -> tuple[list[str], SandboxSpec, CapWatch]:
+               forwarder: EndpointForwarder, caps: Caps, *, out_bytes: int, solution: Path | None,
+               stage: StageEnv) -> tuple[list[str], SandboxSpec, CapWatch]:
     """The launcher command running ``cmd``, the sandbox and the cap watch of a sandboxed agent (``env`` gets the
-    sandbox's PATH); ``solution`` is bound read-only at ``/solution`` when given."""
-    env["PATH"], env["TMPDIR"] = sandbox_path(), "/tmp"
+    sandbox's PATH and ``stage``'s environment: a Harbor task's RUN steps done on the host); ``solution`` is bound
+    read-only at ``/solution`` when given."""
+    env.update(stage.env)
+    env["PATH"], env["TMPDIR"] = stage.path(sandbox_path()), "/tmp"
     env.pop("NODE_OPTIONS", None)  # may name host files the sandbox does not have
-    read_only: list[Any] = [*launch.read_only, (forwarder.folder, f"{RUNNER_DIR}/endpoint")]
+    read_only: list[Any] = [*launch.read_only, (forwarder.folder, f"{RUNNER_DIR}/endpoint"), *stage.read_only]
     if solution is not None:
         read_only.append((solution, "/solution"))
     mount, sessions = folders.mount, folders.sessions
-    spec = SandboxSpec(read_only=read_only, runner_dir=folders.runner, hosts=[h for h in [forwarder.hostname] if h],
+    spec = SandboxSpec(read_only=read_only, read_write=list(stage.read_write), runner_dir=folders.runner,
+                       hosts=[h for h in [forwarder.hostname] if h],
                        forward=(forwarder.listen_host, forwarder.port, forwarder.socket_path,
                                 f"{forwarder.host}:{forwarder.port}"), caps=caps,
                        captured=[(mount, caps.workspace_bytes), (str(sessions), max(2 * out_bytes, 16 << 20))])
@@ -180,8 +184,9 @@ def _run_agent(task: Task, folders: _Folders, launch: Launch, endpoint: Endpoint
     with contextlib.ExitStack() as stack:
         if sandbox:
             forwarder = stack.enter_context(EndpointForwarder(endpoint.base_url))
+            stage = task.agent_stage(folders.ep_dir) if isinstance(task, HarborTask) else StageEnv()
             cmd, spec, watch = _sandboxed(cmd, folders, launch, env, forwarder, caps, solution=solution,
-                                          out_bytes=max_output_bytes or task.limits.max_output_bytes)
+                                          out_bytes=max_output_bytes or task.limits.max_output_bytes, stage=stage)
             inside_ws = folders.mount  # bwrap starts in the (still empty) workspace tmpfs; the launcher seeds it
         else:
             (folders.ep_dir / "home" / "tmp").mkdir(parents=True)

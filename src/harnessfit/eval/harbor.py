@@ -11,10 +11,11 @@ A Harbor task (the format of harbor-framework/harbor and Terminal-Bench 2) is a 
 This machine runs no containers, so a task runs here only when its environment is one the bubblewrap sandbox can
 stand in for: a Dockerfile made of ``FROM`` a Python image this host's own Python matches (``python:3…`` for any
 Python 3, ``python:3.N…`` for exactly 3.N), ``WORKDIR``, ``COPY`` of the build context into the working folder,
-``ENV``, and instructions that change no file (``CMD``, ``ENTRYPOINT``, ``EXPOSE``, ``LABEL``, ``ARG``). Anything
-else — a ``docker_image``, a compose file, ``RUN``, ``ADD``, ``USER``, a ``COPY`` outside the working folder,
-GPUs, MCP servers, a health check — makes the task ``needs_container``: it is reported with the reason, never
-run, and kept out of every rate (never passed).
+``ENV``, instructions that change no file (``CMD``, ``ENTRYPOINT``, ``EXPOSE``, ``LABEL``, ``ARG``), and ``RUN``
+steps the host satisfies (``backends.host``: ``apt-get install`` of packages installed here, ``pip install`` into
+an episode virtualenv from the wheel cache, ``mkdir``). Anything else — a ``docker_image``, a compose file, another
+``RUN`` step, ``ADD``, ``USER``, a ``COPY`` outside the working folder, GPUs, MCP servers, a health check — makes
+the task ``needs_container``: it is reported with the reason, never run, and kept out of every rate (never passed).
 
 One episode: the workspace is seeded from the ``COPY`` instructions and bound at the first ``WORKDIR`` (default
 ``/app``; every ``COPY`` and later ``WORKDIR`` must stay inside it) in the agent's sandbox, the last ``WORKDIR``
@@ -23,7 +24,9 @@ being the agent's working folder; the real Pi runs on ``instruction.md``. The ve
 the agent; ``src/harbor/trial/trial.py``): a fresh copy of ``tests/`` is bound at ``/tests`` and a fresh, empty
 ``/logs/verifier`` (no reward file left from before; the agent never saw either folder, so it cannot plant one),
 and ``bash /tests/test.sh`` runs in a sandbox of its own with the checker's isolation (``runner.checker_env``),
-the ``ENV`` and ``[environment].env`` values overlaid by ``[verifier].env`` (Harbor passes that to ``exec``), and
+the ``ENV`` and ``[environment].env`` values overlaid by ``[verifier].env`` (Harbor passes that to ``exec``), uv
+offline from the wheel cache when ``test.sh`` installs or runs it (``verifier_tools``, which names what it cannot
+download), and
 ``task.toml``'s ``[verifier] timeout_sec`` (Harbor's default 600 s; ``[agent] timeout_sec`` bounds the agent, 600 s
 when unset where Harbor sets none). The reward is read as Harbor reads it (``harbor_verifier``: ``reward.json``
 before ``reward.txt``, every key kept, its ``"reward"`` entry else its only entry the scalar; finite numbers only).
@@ -48,14 +51,17 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from harnessfit.core.jsonio import sha256_bytes
 from harnessfit.errors import UserError
+from harnessfit.eval.backends.host import HostSetup, StageEnv, stage_env
 from harnessfit.eval.caps import Caps
 from harnessfit.eval.contained import checker_env, run_contained
 from harnessfit.eval.episode import EpisodeFacts
-from harnessfit.eval.harbor_dockerfile import base_image, read_dockerfile
-from harnessfit.eval.harbor_verifier import parse_reward, record_verifier, tree_digest
+from harnessfit.eval.harbor_dockerfile import base_image, host_python, read_dockerfile
+from harnessfit.eval.harbor_verifier import parse_reward, record_not_run, record_verifier, tree_digest
 from harnessfit.eval.safefs import copy_into
 from harnessfit.eval.sandbox import SANDBOX_HOME, SandboxSpec, sandbox_path
 from harnessfit.eval.task import Limits
+from harnessfit.eval.verifier_tools import read_test_sh
+from harnessfit.eval.wheels import pip_requirements
 
 __all__ = ["HARBOR_PREFIX", "HarborTask", "load_harbor_task", "load_harbor_suite", "parse_reward",
            "DEFAULT_HARBOR_TURNS"]
@@ -119,6 +125,7 @@ class HarborTask:
         agent_seconds = config.agent.timeout_sec or 600.0
         self.limits = Limits(max_turns=DEFAULT_HARBOR_TURNS, max_seconds=agent_seconds)
         self.mount, self.workdir, self.copies, self.env = "/app", "/app", [], {}
+        self.setup = HostSetup()  # what the Dockerfile's RUN steps ask of the host backend
         # the image the task's environment names: what a container backend runs, or the host stands in for
         self.image = config.environment.docker_image or base_image(self.environment_dir)
         self.environment_issue = self._environment_issue()
@@ -141,7 +148,8 @@ class HarborTask:
             if any("${" in v for v in values.values()):
                 return f"needs host variables ([{section}] env templates)"
         if (self.environment_dir / "Dockerfile").is_file():
-            self.mount, self.workdir, self.copies, self.env, problem = read_dockerfile(self.environment_dir)
+            read = read_dockerfile(self.environment_dir, self.setup)
+            self.mount, self.workdir, self.copies, self.env, problem = read
             if problem:
                 return problem
         self.env.update(env.env)
@@ -178,8 +186,14 @@ class HarborTask:
             else:
                 target.parent.mkdir(parents=True, exist_ok=True)
                 shutil.copyfile(source, target)
+        for folder in self.setup.seed_dirs(self.mount):  # RUN mkdir inside the workspace
+            (workspace / PurePosixPath(folder).relative_to(self.mount)).mkdir(parents=True, exist_ok=True)
         if self.workdir != self.mount:  # Docker creates the WORKDIR; so does the seed
             (workspace / PurePosixPath(self.workdir).relative_to(self.mount)).mkdir(parents=True, exist_ok=True)
+
+    def agent_stage(self, ep_dir: Path) -> StageEnv:
+        """The agent's environment beyond the workspace: what the Dockerfile's RUN steps ask (``backends.host``)."""
+        return stage_env(self.setup, self.mount, ep_dir, "agent")
 
     def _seed_digest(self) -> str:
         with tempfile.TemporaryDirectory(prefix="hf-harbor-seed-") as tmp:
@@ -200,16 +214,23 @@ class HarborTask:
             folder.mkdir(parents=True)
         copy_into(self.tests_dir, tests)
         caps = dataclasses.replace(Caps.from_limits(self.limits), cpu_seconds=2 * self.config.verifier.timeout_sec)
-        spec = SandboxSpec(read_write=[(workspace, self.mount), (tests, "/tests"), (logs, "/logs/verifier")],
-                           caps=caps)
-        env = {**checker_env(SANDBOX_HOME, sandbox_path()), **self.env, **self.config.verifier.env}
+        test_sh = (self.tests_dir / "test.sh").read_text(encoding="utf-8", errors="replace")
+        plan = read_test_sh(test_sh, host_python())  # uv and downloads, answered offline (verifier_tools)
+        if plan.problem:
+            record_not_run(facts, plan.problem)
+            return
+        stage = stage_env(self.setup, self.mount, ep_dir, "verifier", pip_requirements(test_sh)[0], plan.version)
+        spec = SandboxSpec(read_write=[(workspace, self.mount), (tests, "/tests"), (logs, "/logs/verifier"),
+                                       *stage.read_write], read_only=list(stage.read_only), caps=caps)
+        env = {**checker_env(SANDBOX_HOME, stage.path(sandbox_path())), **stage.env, **self.env,
+               **self.config.verifier.env}
         (ep_dir / "runner" / "etc").mkdir(parents=True, exist_ok=True)
         code, killed, _, _ = run_contained(
             ["bash", "/tests/test.sh"], spec=spec, cwd=workspace, cwd_inside=self.workdir, env=env,
             etc_dir=ep_dir / "runner" / "etc", max_seconds=self.config.verifier.timeout_sec, max_bytes=1 << 20,
             stdout_file=ep_dir / "checker.txt", stderr_file=ep_dir / "checker.stderr.txt",
         )
-        facts.sandbox_policy = {**(facts.sandbox_policy or {}), "checker": spec.describe()}
+        facts.sandbox_policy = {**(facts.sandbox_policy or {}), "checker": {**spec.describe(), **plan.describe()}}
         record_verifier(facts, ep_dir, logs, code, killed, self.config.verifier.timeout_sec)
 
 

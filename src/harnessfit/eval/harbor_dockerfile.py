@@ -1,6 +1,7 @@
 """A Harbor task's Dockerfile, read for what the host sandbox can stand in for: the base image (a Python image this
 host's Python matches), the mounted workspace folder and working folder, the files ``COPY`` puts there, the ``ENV``
-values; any other instruction that changes files makes the task need a container build (the reason is recorded)."""
+values, and the ``RUN`` steps the host satisfies (``backends.host``); any other instruction that changes files makes
+the task need a container build (the reason is recorded)."""
 
 from __future__ import annotations
 
@@ -14,15 +15,18 @@ from pathlib import Path, PurePosixPath
 
 import orjson
 
+from harnessfit.eval.backends.container_image import dockerfile_lines
+from harnessfit.eval.backends.host import HostSetup, normalize, read_run_step
 from harnessfit.eval.sandbox import SANDBOX_PATH
 
-__all__ = ["read_dockerfile", "base_image"]
+__all__ = ["read_dockerfile", "base_image", "host_python"]
 
 _NO_FILE_CHANGE = {"CMD", "ENTRYPOINT", "EXPOSE", "LABEL", "ARG", "MAINTAINER", "STOPSIGNAL", "SHELL", "HEALTHCHECK"}
 
 
 @functools.lru_cache(maxsize=1)
-def _host_python() -> tuple[int, int] | None:
+def host_python() -> tuple[int, int] | None:
+    """(major, minor) of the host's ``python3`` on the sandbox's PATH, or None."""
     exe = shutil.which("python3", path=SANDBOX_PATH)
     if exe is None:
         return None
@@ -37,7 +41,7 @@ def _host_python() -> tuple[int, int] | None:
 def _stand_in(image: str) -> str | None:
     """Why the host cannot stand in for base image ``image``, or None when it can (a matching host Python)."""
     m = re.fullmatch(r"(?:docker\.io/)?(?:library/)?python:(3)(?:\.(\d+))?(?:[.\d]*)(?:-[\w.-]+)?", image)
-    host = _host_python()
+    host = host_python()
     if m is None:
         return f"needs the container image {image}"
     if host is None:
@@ -47,45 +51,16 @@ def _stand_in(image: str) -> str | None:
     return None
 
 
-def _dockerfile_lines(text: str) -> list[str]:
-    out: list[str] = []
-    current = ""
-    for raw in text.splitlines():
-        line = raw.strip()
-        if not current and (not line or line.startswith("#")):
-            continue
-        if line.endswith("\\"):
-            current += line[:-1] + " "
-            continue
-        out.append(current + line)
-        current = ""
-    if current.strip():
-        out.append(current)
-    return out
-
-
 def base_image(env_dir: Path) -> str | None:
     """The image of the Dockerfile's first ``FROM`` (its flags, such as ``--platform``, skipped), or None."""
     path = env_dir / "Dockerfile"
     if not path.is_file():
         return None
-    for line in _dockerfile_lines(path.read_text(encoding="utf-8", errors="replace")):
+    for line in dockerfile_lines(path.read_text(encoding="utf-8", errors="replace")):
         word, _, rest = line.partition(" ")
         if word.upper() == "FROM":
             return next((w for w in rest.split() if not w.startswith("--")), None)
     return None
-
-
-def _inside(workdir: str, dest: str) -> str:
-    path = PurePosixPath(dest if dest.startswith("/") else f"{workdir}/{dest}")
-    parts: list[str] = []
-    for part in path.parts[1:]:
-        if part == "..":
-            if parts:
-                parts.pop()
-        elif part not in (".", ""):
-            parts.append(part)
-    return "/" + "/".join(parts)
 
 
 def _under(path: str, root: str) -> bool:
@@ -95,10 +70,12 @@ def _under(path: str, root: str) -> bool:
 @dataclasses.dataclass
 class _DockerfileRead:
     """What the Dockerfile's lines so far give: the mounted folder (the first ``WORKDIR``), the working folder, the
-    copies (source in the build context, destination inside), the ENV values, and the ``FROM`` lines seen. Each
-    instruction's method returns the problem that makes the task need a container build, or None."""
+    copies (source in the build context, destination inside), the ENV values, the ``FROM`` lines seen, and what the
+    ``RUN`` steps ask of the host (``setup``). Each instruction's method returns the problem that makes the task
+    need a container build, or None."""
 
     env_dir: Path
+    setup: HostSetup
     mount: str | None = None
     workdir: str = "/app"
     copies: list[tuple[str, str]] = dataclasses.field(default_factory=list)
@@ -116,7 +93,7 @@ class _DockerfileRead:
         return _stand_in(image)
 
     def workdir_(self, rest: str) -> str | None:
-        self.workdir = _inside(self.workdir, rest)
+        self.workdir = normalize(self.workdir, rest)
         self.mount = self.mount or self.workdir
         if not _under(self.workdir, self.mount):
             return f"needs a container build (WORKDIR {self.workdir} outside {self.mount})"
@@ -141,7 +118,7 @@ class _DockerfileRead:
         if any(str(a).startswith("--") for a in args) or len(args) < 2:
             return f"needs a container build (COPY {rest})"
         mount = self.mount = self.mount or self.workdir
-        dest = _inside(self.workdir, str(args[-1]))
+        dest = normalize(self.workdir, str(args[-1]))
         if not _under(dest, mount):
             return f"needs a container build (COPY to {dest}, outside {mount})"
         env_dir = self.env_dir
@@ -154,17 +131,23 @@ class _DockerfileRead:
             self.copies.append((rel.as_posix(), target))
         return None
 
+    def run(self, rest: str) -> str | None:
+        problem = read_run_step(rest, self.workdir, self.setup)
+        return f"needs a container build (RUN {rest[:60]}: {problem})" if problem else None
 
-def read_dockerfile(env_dir: Path) -> tuple[str, str, list[tuple[str, str]], dict[str, str], str | None]:
+
+def read_dockerfile(env_dir: Path, setup: HostSetup) -> tuple[str, str, list[tuple[str, str]], dict[str, str],
+                                                             str | None]:
     """(mounted folder, working folder, [(source in the build context, destination inside)], ENV values, problem).
 
     The mounted folder is the first ``WORKDIR`` (``/app`` without one): every ``COPY`` and any later ``WORKDIR``
-    must stay inside it, since only that folder is the agent's workspace.
+    must stay inside it, since only that folder is the agent's workspace. ``RUN`` steps are folded into ``setup``
+    (``backends.host``: host packages checked, pip requirements, folders made) or name the problem.
     """
-    read = _DockerfileRead(env_dir)
-    steps = {"FROM": read.from_, "WORKDIR": read.workdir_, "ENV": read.env_, "COPY": read.copy}
+    read = _DockerfileRead(env_dir, setup)
+    steps = {"FROM": read.from_, "WORKDIR": read.workdir_, "ENV": read.env_, "COPY": read.copy, "RUN": read.run}
     text = (env_dir / "Dockerfile").read_text(encoding="utf-8", errors="replace")
-    for line in _dockerfile_lines(text):
+    for line in dockerfile_lines(text):
         word, _, rest = line.partition(" ")
         op, rest = word.upper(), rest.strip()
         if op in steps:

@@ -158,3 +158,13 @@ def record_verifier(facts, ep_dir: Path, logs: Path, code: int | None, killed: s
                                     reward_files=read_reward_files(logs), problem=problem)
     note = f"\n[harnessfit] test.sh exit code {code}; reward {reward}" + (f" ({problem})" if problem else "")
     facts.checker_output = (stdout + stderr + note)[-2000:]
+
+
+def record_not_run(facts, problem: str) -> None:
+    """The verifier was not run (``test.sh`` needs what an offline verifier cannot give): no reward, the checker
+    failed, ``problem`` the one-line reason."""
+    from harnessfit.eval.episode import VerifierOutput
+
+    facts.reward, facts.rewards, facts.checker_exit_code = None, None, 1
+    facts.verifier = VerifierOutput(exit_code=None, problem=problem)
+    facts.checker_output = f"[harnessfit] test.sh not run: {problem}"

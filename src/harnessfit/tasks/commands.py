@@ -56,5 +56,26 @@ def generate_cmd(
                f"{'; every golden plan checked' if check else ''}")
 
 
+@tasks_app.command("import")
+def import_cmd(
+    fmt: str = typer.Argument(..., metavar="FORMAT", help="The source format: harbor."),
+    source: Path = typer.Argument(..., metavar="DIR", help="A Harbor task folder, or a folder of them."),
+    out: Path = typer.Option(..., "--out", help="Suite folder to write (one task folder per converted task)."),
+    force: bool = typer.Option(False, "--force", help="Replace a non-empty --out."),
+) -> None:
+    """Convert Harbor tasks into task folders (checked in the sandbox); the rest listed with the reason."""
+    from harnessfit.errors import UserError
+    from harnessfit.tasks.harbor_import import import_harbor
+
+    if fmt != "harbor":
+        raise UserError(f"unknown task format {fmt!r} (harbor)")
+    written, skipped = import_harbor(source, out, force=force)
+    for task_id in written:
+        typer.echo(f"converted\t{task_id}")
+    for task_id, reason in skipped:
+        typer.echo(f"skipped\t{task_id}\t{reason}")
+    typer.echo(f"wrote {len(written)} of {len(written) + len(skipped)} Harbor tasks to {out}")
+
+
 def register(app: typer.Typer) -> None:
     app.add_typer(tasks_app, name="tasks")

@@ -15,8 +15,11 @@ The verifier follows Harbor's order (harbor-framework/harbor, ``src/harbor/verif
 in the working folder with ``[verifier].env`` and ``[verifier] timeout_sec``, and the reward is read as Harbor
 reads it (``harbor_verifier``). Unlike Harbor, the verifier runs in a fresh container of the same image with the
 agent's working folder bound in — not in the agent's own container — so nothing the agent left outside its
-working folder (a planted ``python3`` or ``pytest`` on PATH, a site-packages hook) is what it is scored from; pip
-in the verifier installs from the pinned wheel cache only (``wheels``), never from the network.
+working folder in system paths (a planted ``python3`` or ``pytest`` on PATH, a site-packages hook) is what it is
+scored from; what it changed elsewhere (``/output``, ``/tmp``) is carried into the verifier's container before it
+starts (``carry``, which says what is and is not carried, and why). pip in the verifier installs from the pinned
+wheel cache only (``wheels``), never from the network; uv, when ``test.sh`` installs or names it, is the pinned
+one at ``/root/.local/bin``, kept offline (``verifier_tools``).
 """
 
 from __future__ import annotations
@@ -27,12 +30,14 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from harnessfit.eval.backends.container_image import TaskImage, prepare_image
+from harnessfit.eval.backends.carry import carry_in, carry_out
+from harnessfit.eval.backends.container_image import TaskImage, image_path, prepare_image
 from harnessfit.eval.episode import EpisodeFacts
 from harnessfit.eval.episode_runner import Endpoint, episode_dirname, run_contained
 from harnessfit.eval.harbor_verifier import tree_digest
-from harnessfit.eval.images import ContainerEngine
+from harnessfit.eval.images import BASE_PYTHON, ContainerEngine
 from harnessfit.eval.sandbox import EndpointForwarder, write_launcher
+from harnessfit.eval.verifier_tools import INSTALLER_BIN, read_test_sh, uv_bin, uv_env
 from harnessfit.eval.wheels import VERIFIER_TOOLS, WHEELS_INSIDE, fetch_wheels, offline_pip_env, pip_requirements
 from harnessfit.harness.base import TURN_CAP_MARKER, EpisodeSetup, get_harness
 from harnessfit.harness.versions import parse_harness
@@ -40,6 +45,7 @@ from harnessfit.harness.versions import parse_harness
 __all__ = ["run_container_episode"]
 
 HOME_INSIDE, RUNNER_INSIDE, ENDPOINT_INSIDE, NODE_INSIDE = "/hf/home", "/hf/runner", "/hf/endpoint", "/hf/bin/node"
+UV_INSIDE = f"/root/{INSTALLER_BIN}"  # the verifier runs as the image's user: root in Harbor's images
 _PATH = "/hf/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 
@@ -132,10 +138,13 @@ def _agent(task, prepared: TaskImage, endpoint: Endpoint, ep_dir: Path, run_dir:
                 stderr_file=ep_dir / "stderr.txt", skip_lines=launch.skip_lines)
             _engine(engine, "stop", "-t", "2", name)
             _copy_out(engine, name, prepared.workdir, ep_dir / "workspace")
+            carried = carry_out(engine, name, [prepared.workdir, *[m.split(":")[1] for m in mounts]],
+                                ep_dir / "outside")
         finally:
             _engine(engine, "rm", "-f", name)
     facts.sandbox_policy = {"agent": {"backend": engine.name, "image": prepared.image, "network": policy,
-                                      "read_only": [m.split(":")[1] for m in mounts if m.endswith(":ro")]}}
+                                      "read_only": [m.split(":")[1] for m in mounts if m.endswith(":ro")],
+                                      "to the verifier": carried}}
     stderr = (ep_dir / "stderr.txt").read_text(encoding="utf-8", errors="replace")
     facts.pi_exit_code, facts.killed, facts.output_bytes = code, killed, used
     facts.wall_seconds, facts.turn_cap_hit = round(wall, 3), TURN_CAP_MARKER in stderr
@@ -158,7 +167,7 @@ def _host_env() -> dict[str, str]:
 
 def _verify(task, prepared: TaskImage, ep_dir: Path, facts: EpisodeFacts, engine: ContainerEngine) -> None:
     """``tests/test.sh`` in a fresh container of the image, the agent's working folder bound in (Harbor's order)."""
-    from harnessfit.eval.harbor_verifier import record_verifier
+    from harnessfit.eval.harbor_verifier import record_not_run, record_verifier
     from harnessfit.eval.safefs import copy_into
 
     tests, logs = ep_dir / "tests", ep_dir / "verifier"
@@ -167,23 +176,37 @@ def _verify(task, prepared: TaskImage, ep_dir: Path, facts: EpisodeFacts, engine
             shutil.rmtree(folder)
         folder.mkdir(parents=True)
     copy_into(task.tests_dir, tests)
-    reqs, _ = pip_requirements((task.tests_dir / "test.sh").read_text(encoding="utf-8", errors="replace"))
-    wheels = fetch_wheels([*VERIFIER_TOOLS, *reqs])  # before the verifier starts: it never reaches a registry
+    test_sh = (task.tests_dir / "test.sh").read_text(encoding="utf-8", errors="replace")
+    plan = read_test_sh(test_sh, BASE_PYTHON if prepared.note else None)  # the stand-in image's Python is known
+    if plan.problem:
+        record_not_run(facts, plan.problem)
+        return
+    wheels = fetch_wheels([*VERIFIER_TOOLS, *pip_requirements(test_sh)[0]])  # before the verifier starts
     timeout = task.config.verifier.timeout_sec
     env = {**offline_pip_env(), **task.env, **task.config.environment.env, **task.config.verifier.env}
+    uv_mount: list[str] = []
+    if plan.version is not None:  # where astral's installer puts uv for root, on PATH, offline (verifier_tools)
+        uv_mount = ["-v", f"{uv_bin(plan.version)}:{UV_INSIDE}:ro"]
+        env = {**uv_env(WHEELS_INSIDE, "python3"), "PATH": f"{UV_INSIDE}:{image_path(engine, prepared.image)}",
+               **env}
     name = f"hf-harbor-verify-{uuid.uuid4().hex[:12]}"
-    cmd = [engine.exe, "run", "--rm", "--name", name, *engine.run_flags, "--network", "none", "-w", prepared.workdir,
-           "-v", f"{ep_dir / 'workspace'}:{prepared.workdir}", "-v", f"{tests}:/tests", "-v", f"{logs}:/logs/verifier",
-           "-v", f"{wheels}:{WHEELS_INSIDE}:ro", *[a for k, v in env.items() for a in ("-e", f"{k}={v}")],
-           prepared.image, "bash", "/tests/test.sh"]
+    create = ["create", "--name", name, *engine.run_flags, "--network", "none", "-w", prepared.workdir,
+              "-v", f"{ep_dir / 'workspace'}:{prepared.workdir}", "-v", f"{tests}:/tests",
+              "-v", f"{logs}:/logs/verifier", "-v", f"{wheels}:{WHEELS_INSIDE}:ro", *uv_mount,
+              *[a for k, v in env.items() for a in ("-e", f"{k}={v}")], prepared.image, "bash", "/tests/test.sh"]
     try:
-        code, killed, _, _ = run_contained(cmd, spec=None, cwd=ep_dir, env=_host_env(), etc_dir=ep_dir / "runner" /
-                                           "etc", max_seconds=timeout, max_bytes=1 << 20,
-                                           stdout_file=ep_dir / "checker.txt",
+        proc = _engine(engine, *create)
+        if proc.returncode != 0:
+            raise RuntimeError(f"{engine.name} create (verifier) failed: {proc.stderr.strip()[-300:]}")
+        carry_in(engine, name, ep_dir / "outside")  # what the agent left outside its working folder (carry)
+        code, killed, _, _ = run_contained([engine.exe, "start", "-a", name], spec=None, cwd=ep_dir,
+                                           env=_host_env(), etc_dir=ep_dir / "runner" / "etc", max_seconds=timeout,
+                                           max_bytes=1 << 20, stdout_file=ep_dir / "checker.txt",
                                            stderr_file=ep_dir / "checker.stderr.txt")
     finally:
         _engine(engine, "rm", "-f", name)
+    carried = (facts.sandbox_policy or {}).get("agent", {}).get("to the verifier", {}).get("carried", [])
     facts.sandbox_policy = {**(facts.sandbox_policy or {}),
                             "checker": {"backend": engine.name, "image": prepared.image, "network": "none",
-                                        "fresh container": True}}
+                                        "fresh container": True, "carried in": carried, **plan.describe()}}
     record_verifier(facts, ep_dir, logs, code, killed, timeout)

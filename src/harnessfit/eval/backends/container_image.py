@@ -12,6 +12,7 @@ build's network allows. Built images are tagged by the task folder's fingerprint
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import subprocess
@@ -22,7 +23,7 @@ from pathlib import Path
 from harnessfit.eval.images import PYTHON_IMAGE, ContainerEngine, ensure_python_image, image_exists, stand_in
 from harnessfit.eval.wheels import WHEELS_INSIDE, fetch_wheels, offline_pip_env, pip_requirements
 
-__all__ = ["TaskImage", "prepare_image", "dockerfile_lines"]
+__all__ = ["TaskImage", "prepare_image", "dockerfile_lines", "image_path"]
 
 
 @dataclass(frozen=True)
@@ -81,6 +82,18 @@ def _rewrite(text: str) -> tuple[str, str, list[str]] | str:
     if base is None:
         return "the Dockerfile has no FROM"
     return "\n".join(out) + "\n", base, reqs
+
+
+def image_path(engine: ContainerEngine, image: str) -> str:
+    """The PATH the image sets (Docker's default when it sets none)."""
+    proc = subprocess.run(engine.cmd("image", "inspect", "--format", "{{json .Config.Env}}", image),
+                          capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=60)
+    try:
+        env = json.loads(proc.stdout or "null") or []
+    except json.JSONDecodeError:
+        env = []
+    found = [e[5:] for e in env if isinstance(e, str) and e.startswith("PATH=")]
+    return found[0] if found else "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 
 def _workdir(engine: ContainerEngine, image: str) -> str:

@@ -1,0 +1,3 @@
+#!/bin/bash
+mkdir -p /logs/verifier
+python3 /tests/check_count.py
