@@ -188,7 +188,7 @@ def run_eval(
     if isinstance(endpoint_or_model, str) and not endpoint_or_model.startswith(("http://", "https://", "scripted:")):
         # the harness does not retry a 429 under the eval's settings (Pi's), so the server this eval starts admits
         # every worker
-        from harnessfit.serve.admission import DEFAULT_MAX_QUEUE
+        from harnessfit.endpoint.admission import DEFAULT_MAX_QUEUE
 
         serve_kwargs.setdefault("max_queue", max(DEFAULT_MAX_QUEUE, workers))
     with results.lifecycle(out_dir):
