@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from harnessfit.serve.scripted import Reply, ScriptedEndpoint
+from harnessfit.harness.scripted import Reply, ScriptedEndpoint
 from harnessfit.rewards import JudgeSettings
 from harnessfit.rewards.judge import RUBRIC, JudgeClient, parse_verdict
 from harnessfit.rewards.verifiable import parse_completion
