@@ -7,8 +7,8 @@ its ``EndpointOptions`` ask for; ``BackgroundServer`` runs such an app on 127.0.
 
 from harnessfit.endpoint.admission import DEFAULT_MAX_QUEUE, Admission
 from harnessfit.endpoint.app import LOOPBACK_HOSTS, create_endpoint_app
-from harnessfit.endpoint.background import HOST, BackgroundServer, bind
 from harnessfit.endpoint.backend import MAX_BODY_BYTES, ChatBackend, EndpointOptions, PreparedChat
+from harnessfit.endpoint.background import HOST, BackgroundServer, bind
 from harnessfit.endpoint.errors import ApiError
 
 __all__ = [

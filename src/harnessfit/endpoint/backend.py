@@ -49,7 +49,10 @@ class EndpointOptions:
 class PreparedChat(Protocol):
     """One validated chat request, ready to answer: ``stream`` says which of ``complete`` / ``events`` is used."""
 
-    stream: bool
+    @property
+    def stream(self) -> bool:
+        """Whether the client asked for SSE."""
+        ...
 
     def complete(self) -> dict[str, Any]:
         """The whole answer as one JSON body (may raise ``ApiError``)."""

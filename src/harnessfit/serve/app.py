@@ -28,13 +28,19 @@ import orjson
 from fastapi import FastAPI
 from fastapi.responses import JSONResponse
 
-from harnessfit.endpoint import (DEFAULT_MAX_QUEUE, LOOPBACK_HOSTS, MAX_BODY_BYTES, ApiError, EndpointOptions,
-                                 create_endpoint_app)
+from harnessfit.endpoint import (
+    DEFAULT_MAX_QUEUE,
+    LOOPBACK_HOSTS,
+    MAX_BODY_BYTES,
+    ApiError,
+    EndpointOptions,
+    create_endpoint_app,
+)
+from harnessfit.models.toolcalls import ParsedToolCall, ToolCallStream
 from harnessfit.serve.capture import CaptureStore, episode_key
 from harnessfit.serve.engine import Engine, GenerationResult
 from harnessfit.serve.protocol import ChatRequest, parse_chat_request, wire_request
 from harnessfit.serve.token_api import token_fields
-from harnessfit.models.toolcalls import ParsedToolCall, ToolCallStream
 
 __all__ = ["create_app", "EngineBackend", "MAX_BODY_BYTES", "LOOPBACK_HOSTS"]
 
