@@ -94,8 +94,8 @@ def test_the_tools_profile_runs_pi_with_its_optional_tools(pi_installed, small_s
     import json
 
     from harnessfit.harness.card import load_card
+    from harnessfit.harness.scripted import Reply
     from harnessfit.harness.versions import DEFAULT_PI_VERSION
-    from harnessfit.serve.scripted import Reply
 
     offered: list[list[str]] = []
 

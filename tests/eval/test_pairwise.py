@@ -17,7 +17,7 @@ from harnessfit.eval.pairwise import load_pairwise_results, run_pairwise
 from harnessfit.eval.pairwise.judge import RUBRIC_TEXT, parse_score, parse_verdict
 from harnessfit.eval.raw import load_raw_suite, run_raw
 from harnessfit.eval.stats import mean_interval, rate
-from harnessfit.serve.scripted import Reply, ScriptedEndpoint
+from harnessfit.harness.scripted import Reply, ScriptedEndpoint
 
 HARNESSFIT = Path(sys.executable).parent / "harnessfit"
 PROMPTS = ["slugify", "merge-intervals", "parse-duration", "top-words", "chunked"]

@@ -17,7 +17,7 @@ from harnessfit.errors import UserError
 from harnessfit.eval.probe import compare_probes, load_probe_results, load_probes, probe_with_compare, run_probe
 from harnessfit.eval.stats import rate
 from harnessfit.harness.card import load_card
-from harnessfit.serve.scripted import Reply, ScriptedEndpoint
+from harnessfit.harness.scripted import Reply, ScriptedEndpoint
 
 HARNESSFIT = Path(sys.executable).parent / "harnessfit"
 

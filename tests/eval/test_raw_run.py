@@ -13,7 +13,7 @@ import pytest
 from harnessfit.errors import UserError
 from harnessfit.eval.raw import load_raw_results, load_raw_suite, run_raw
 from harnessfit.eval.stats import rate
-from harnessfit.serve.scripted import Reply, ScriptedEndpoint
+from harnessfit.harness.scripted import Reply, ScriptedEndpoint
 
 HARNESSFIT = Path(sys.executable).parent / "harnessfit"
 

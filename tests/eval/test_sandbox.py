@@ -52,7 +52,7 @@ def test_escape_succeeds_without_sandbox(pi_installed, small_suite, tmp_path):
 
 def _sleeper_responder(marker: str):
     from harnessfit.core.jsonio import dumps_compact_str
-    from harnessfit.serve.scripted import Reply
+    from harnessfit.harness.scripted import Reply
 
     def respond(body: dict, index: int) -> Reply:
         if not any(m.get("role") == "assistant" for m in body.get("messages") or []):

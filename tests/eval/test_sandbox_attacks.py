@@ -24,7 +24,7 @@ from harnessfit.core.jsonio import dumps_compact_str
 from harnessfit.eval.run import run_eval
 from harnessfit.eval.sandbox import sandbox_status
 from harnessfit.eval.task import load_suite
-from harnessfit.serve.scripted import Reply
+from harnessfit.harness.scripted import Reply
 
 pytestmark = [pytest.mark.pi, pytest.mark.slow]
 

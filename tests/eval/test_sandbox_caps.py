@@ -16,7 +16,7 @@ import yaml
 from harnessfit.core.jsonio import dumps_compact_str
 from harnessfit.eval.run import run_eval
 from harnessfit.eval.sandbox import sandbox_status
-from harnessfit.serve.scripted import Reply
+from harnessfit.harness.scripted import Reply
 
 pytestmark = [pytest.mark.pi, pytest.mark.slow]
 

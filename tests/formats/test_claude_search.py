@@ -154,7 +154,7 @@ def test_rebuilt_grep_text_is_what_pi_prints(tmp_path: Path) -> None:
     """The record is what rg prints for a one-file search (``rg -n``, as Claude Code runs it); the real Pi with the
     tools profile runs the mapped call, and its result must equal the text harnessfit rebuilt."""
     from harnessfit.harness.pi import install_pi, pi_command, pi_env, run_pi, write_pi_agent_config
-    from harnessfit.serve.scripted import Reply, ScriptedEndpoint
+    from harnessfit.harness.scripted import Reply, ScriptedEndpoint
 
     assert shutil.which("rg"), "ripgrep is missing: `make setup` installs it"
     install_pi(TOOLS.version)

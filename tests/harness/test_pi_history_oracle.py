@@ -41,8 +41,8 @@ from harnessfit.core.trajectory import Trajectory
 from harnessfit.formats.pi.reader import PiReader
 from harnessfit.harness.card import HarnessCard, load_card
 from harnessfit.harness.pi import install_pi, pi_binary, pi_command, pi_env, run_flags, run_pi, write_pi_agent_config
+from harnessfit.harness.scripted import Reply, ScriptedEndpoint
 from harnessfit.harness.versions import PI_CARD_VERSIONS
-from harnessfit.serve.scripted import Reply, ScriptedEndpoint
 
 pytestmark = [pytest.mark.pi, pytest.mark.slow]
 

@@ -28,9 +28,9 @@ from harnessfit.harness.pi.cli import (
     run_pi,
     write_pi_agent_config,
 )
+from harnessfit.harness.scripted import Reply, ScriptedEndpoint
 from harnessfit.harness.versions import NEWEST_PI_VERSION, PRIVATE_NODE_VERSION, private_node_package
 from harnessfit.paths import harness_dir
-from harnessfit.serve.scripted import Reply, ScriptedEndpoint
 
 HARNESSFIT = Path(sys.executable).parent / "harnessfit"
 

@@ -113,7 +113,7 @@ def test_a_session_converts_to_exactly_what_pi_sent(version: str, tmp_path: Path
     back and converted against its card, and the conversation equals the last request Pi sent (plus the final
     answer) — for every session layout the committed versions write."""
     from harnessfit.harness.pi import pi_command, pi_env, run_pi, write_pi_agent_config
-    from harnessfit.serve.scripted import Reply, ScriptedEndpoint
+    from harnessfit.harness.scripted import Reply, ScriptedEndpoint
 
     install_pi(version)
     card = load_card("pi", version)

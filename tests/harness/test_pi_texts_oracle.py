@@ -12,8 +12,8 @@ import pytest
 from harnessfit.harness.card import load_card
 from harnessfit.harness.pi import install_pi, pi_command, pi_env, run_pi, write_pi_agent_config
 from harnessfit.harness.pi.texts import WORDINGS, in_target_words
+from harnessfit.harness.scripted import Reply, ScriptedEndpoint
 from harnessfit.harness.versions import DEFAULT_PI_VERSION
-from harnessfit.serve.scripted import Reply, ScriptedEndpoint
 
 pytestmark = [pytest.mark.pi, pytest.mark.slow]
 

@@ -188,7 +188,7 @@ def test_probing_a_model_trained_for_another_pi_refuses_another(tmp_path: Path) 
 def test_a_probe_compare_asks_both_sides_under_one_pi(tmp_path: Path, repo_root: Path) -> None:
     from harnessfit.convert.validate import card_wire_tools
     from harnessfit.eval.probe import probe_with_compare, run_probe
-    from harnessfit.serve.scripted import Reply, ScriptedEndpoint
+    from harnessfit.harness.scripted import Reply, ScriptedEndpoint
 
     probes = repo_root / "examples" / "probes" / "default"
     with ScriptedEndpoint(lambda body, i: Reply(text="ok"), model_id="m") as ep:

@@ -45,7 +45,7 @@ def _need_browser():
 
 def _hostile(tasks):
     from harnessfit.core.jsonio import dumps_compact_str
-    from harnessfit.serve.scripted import Reply
+    from harnessfit.harness.scripted import Reply
 
     def respond(body: dict, index: int) -> Reply:
         if sum(1 for m in body.get("messages") or [] if m.get("role") == "assistant") == 0:

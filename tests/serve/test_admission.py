@@ -10,7 +10,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from harnessfit.serve.admission import Admission
+from harnessfit.endpoint.admission import Admission
 from harnessfit.serve.launcher import start_server
 
 

@@ -7,7 +7,7 @@ import json
 import httpx
 import pytest
 
-from harnessfit.serve.scripted import Reply, ScriptedEndpoint
+from harnessfit.harness.scripted import Reply, ScriptedEndpoint
 
 
 def _sse(ep: ScriptedEndpoint, body: dict) -> tuple[list[dict], bool]:

@@ -12,7 +12,7 @@ from types import SimpleNamespace
 import pytest
 from grpo_fixtures import tiny_grpo_setup, tiny_recipe
 
-from harnessfit.serve.scripted import Reply, ScriptedEndpoint
+from harnessfit.harness.scripted import Reply, ScriptedEndpoint
 from harnessfit.train.config import load_grpo_config
 from harnessfit.train.grpo import train_grpo
 

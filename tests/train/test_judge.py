@@ -10,10 +10,10 @@ import time
 import pytest
 from grpo_fixtures import card_tools
 
+from harnessfit.harness.scripted import Reply, ScriptedEndpoint
 from harnessfit.rewards import JudgeSettings
 from harnessfit.rewards.judge import RUBRIC, JudgeClient, parse_verdict
 from harnessfit.rewards.verifiable import parse_completion
-from harnessfit.serve.scripted import Reply, ScriptedEndpoint
 
 REF = {"role": "assistant", "content": None,
        "tool_calls": [{"type": "function", "function": {"name": "read", "arguments": {"path": "a.txt"}}}]}

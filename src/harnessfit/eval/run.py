@@ -17,6 +17,7 @@ from typing import Any
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from harnessfit.core.jsonio import sha256_bytes
+from harnessfit.endpoint.admission import DEFAULT_MAX_QUEUE
 from harnessfit.errors import UserError
 from harnessfit.eval.backends.container import run_container_episode
 from harnessfit.eval.episode import UNSCORING_FLAGS, Episode, EpisodeFacts
@@ -186,8 +187,6 @@ def _admit_every_worker(endpoint_or_model: Endpoint | str, workers: int, serve_k
     """A server this eval starts admits every worker at once: the harness does not retry a 429 under the eval's
     settings (Pi's)."""
     if isinstance(endpoint_or_model, str) and not endpoint_or_model.startswith(("http://", "https://", "scripted:")):
-        from harnessfit.serve.admission import DEFAULT_MAX_QUEUE
-
         serve_kwargs.setdefault("max_queue", max(DEFAULT_MAX_QUEUE, workers))
 
 

@@ -5,22 +5,27 @@ Used where a known model behaviour is needed with the real harness on the other 
 so callers can read exactly what the harness sent. Serves ``GET /v1/models`` and ``POST /v1/chat/completions``
 (OpenAI SSE streaming when ``stream`` is true, one JSON body otherwise) on 127.0.0.1 in a background thread.
 
-It lives in ``harness`` because capturing the card drives the real harness with it (``harness.pi.capture``), and
-``harness`` sits below ``serve``; ``harnessfit.serve.scripted`` names the same classes.
+It is a backend of the one endpoint server (``harnessfit.endpoint``), as the built-in engine is; its
+``EndpointOptions`` keep the wire the committed harness cards were captured against (any JSON body accepted whatever
+its content type, no queue or body limit, paths with or without ``/v1``, orjson bodies, the stdlib server's error
+shape), byte for byte (``tests/endpoint/test_scripted_wire.py``). It lives in ``harness`` because capturing the card
+drives the real harness with it (``harness.pi.capture``), and ``harness`` sits below ``serve``.
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import orjson
+from fastapi.responses import JSONResponse
 
-__all__ = ["Reply", "ScriptedEndpoint"]
+from harnessfit.endpoint import ApiError, BackgroundServer, EndpointOptions, create_endpoint_app
+
+__all__ = ["Reply", "ScriptedBackend", "ScriptedEndpoint", "SCRIPTED_OPTIONS"]
 
 _ARG_PIECE = 24  # tool-call arguments are streamed in pieces of this many characters (concatenation is verbatim)
 
@@ -51,8 +56,80 @@ class Reply:
 Responder = Sequence[Reply] | Callable[[dict, int], Reply]
 
 
-class _ScriptError(Exception):
-    pass
+class _OrjsonResponse(JSONResponse):
+    """JSON bodies as orjson writes them (the scripted endpoint's bytes since its first version)."""
+
+    def render(self, content: Any) -> bytes:
+        return orjson.dumps(content)
+
+
+def _paths(*paths: str) -> tuple[str, ...]:
+    return tuple(p + tail for p in paths for tail in ("", "/"))
+
+
+SCRIPTED_OPTIONS = EndpointOptions(
+    model_paths=_paths("/v1/models", "/models"),
+    chat_paths=_paths("/v1/chat/completions", "/chat/completions"),
+    loopback_only=False,
+    json_only=False,
+    max_body_bytes=None,
+    max_queue=None,
+    json_response=_OrjsonResponse,
+    sse_headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache", "Connection": "close"},
+)
+
+
+class ScriptedBackend:
+    """The scripted model as a ``ChatBackend``: each chat request gets the responder's next reply."""
+
+    options = SCRIPTED_OPTIONS
+
+    def __init__(self, responder: Responder, model_id: str) -> None:
+        self.responder = responder
+        self.model_id = model_id
+        self.requests: list[dict[str, Any]] = []
+        self.stopping = threading.Event()  # set when the server stops: endless replies end
+        self._lock = threading.Lock()
+
+    def models(self) -> dict[str, Any]:
+        return {"object": "list", "data": [{"id": self.model_id, "object": "model", "owned_by": "harnessfit"}]}
+
+    def error_body(self, error: ApiError) -> dict[str, Any]:
+        return {"error": {"message": error.message, "type": "server_error", "code": error.status}}
+
+    def unrouted(self, method: str, path: str, query: str, status: int, detail: str) -> ApiError:
+        return ApiError(404, f"no route {path}" + (f"?{query}" if query else ""))
+
+    def prepare(self, body: bytes, headers: Mapping[str, str]) -> _ScriptedChat:
+        try:
+            request = orjson.loads(body) if body else {}
+        except orjson.JSONDecodeError:
+            raise ApiError(400, "request body is not JSON") from None
+        if not isinstance(request, dict):
+            raise ApiError(400, "request body is not a JSON object")
+        index, reply = self._next(request)
+        if reply.error is not None:
+            raise ApiError(reply.status, reply.error)
+        return _ScriptedChat(request, index, reply, request.get("model") or self.model_id, self.stopping)
+
+    def _next(self, body: dict[str, Any]) -> tuple[int, Reply]:
+        with self._lock:
+            index = len(self.requests)
+            self.requests.append(body)
+        responder = self.responder
+        if callable(responder):
+            try:
+                reply = responder(body, index)
+            except Exception as exc:  # a broken responder is reported to the client, not swallowed
+                raise ApiError(500, f"scripted responder failed on request {index + 1}: {exc!r}") from exc
+        else:
+            if index >= len(responder):
+                raise ApiError(500, f"scripted endpoint ran out of replies: script has {len(responder)}, "
+                                    f"this is request {index + 1}")
+            reply = responder[index]
+        if not isinstance(reply, Reply):
+            raise ApiError(500, f"scripted responder returned {type(reply).__name__}, not Reply")
+        return index, reply
 
 
 class ScriptedEndpoint:
@@ -65,73 +142,42 @@ class ScriptedEndpoint:
         host: str = "127.0.0.1",
         port: int = 0,
     ) -> None:
-        self._responder = responder
-        self.model_id = model_id
+        self.backend = ScriptedBackend(responder, model_id)
         self._host = host
         self._port = port
-        self._lock = threading.Lock()
-        self._stopping = threading.Event()
-        self.requests: list[dict[str, Any]] = []
-        self._server: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
+        self._server: BackgroundServer | None = None
         self.base_url = ""
 
-    # -- lifecycle -------------------------------------------------------------------------------------------
+    @property
+    def model_id(self) -> str:
+        return self.backend.model_id
+
+    @property
+    def requests(self) -> list[dict[str, Any]]:
+        return self.backend.requests
+
     def start(self) -> ScriptedEndpoint:
         if self._server is not None:
             return self
-        endpoint = self
-
-        class Handler(_Handler):
-            owner = endpoint
-
-        self._stopping.clear()
-        server = ThreadingHTTPServer((self._host, self._port), Handler)
-        server.daemon_threads = True
+        self.backend.stopping.clear()
+        server = BackgroundServer(create_endpoint_app(self.backend, title="harnessfit scripted model"),
+                                  host=self._host, port=self._port, name="scripted-endpoint")
+        port = server.start()
         self._server = server
-        host, port = server.server_address[:2]
-        self.base_url = f"http://{host}:{port}/v1"
-        self._thread = threading.Thread(target=server.serve_forever, name="scripted-endpoint", daemon=True)
-        self._thread.start()
+        self.base_url = f"http://{self._host}:{port}/v1"
         return self
 
     def stop(self) -> None:
-        self._stopping.set()
+        self.backend.stopping.set()
         if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
+            self._server.stop()
             self._server = None
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-            self._thread = None
 
     def __enter__(self) -> ScriptedEndpoint:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
-
-    # -- script ----------------------------------------------------------------------------------------------
-    def _next(self, body: dict[str, Any]) -> tuple[int, Reply]:
-        with self._lock:
-            index = len(self.requests)
-            self.requests.append(body)
-        responder = self._responder
-        if callable(responder):
-            try:
-                reply = responder(body, index)
-            except Exception as exc:  # a broken responder is reported to the client, not swallowed
-                raise _ScriptError(f"scripted responder failed on request {index + 1}: {exc!r}") from exc
-        else:
-            if index >= len(responder):
-                raise _ScriptError(
-                    f"scripted endpoint ran out of replies: script has {len(responder)}, "
-                    f"this is request {index + 1}"
-                )
-            reply = responder[index]
-        if not isinstance(reply, Reply):
-            raise _ScriptError(f"scripted responder returned {type(reply).__name__}, not Reply")
-        return index, reply
 
 
 def _usage(body: dict[str, Any], reply: Reply) -> dict[str, int]:
@@ -150,60 +196,25 @@ def _tool_call_id(body: dict[str, Any], k: int) -> str:
     return f"call_{turn:03d}_{k}"
 
 
-class _Handler(BaseHTTPRequestHandler):
-    owner: ScriptedEndpoint
-    protocol_version = "HTTP/1.1"
+@dataclass
+class _ScriptedChat:
+    """One planned reply to one request, as one JSON body or as SSE events."""
 
-    def log_message(self, format: str, *args: Any) -> None:  # silence stderr logging
+    body: dict[str, Any]
+    index: int
+    reply: Reply
+    model: str
+    stopping: threading.Event
+
+    @property
+    def stream(self) -> bool:
+        return bool(self.body.get("stream"))
+
+    def close(self) -> None:
         return
 
-    # -- helpers ---------------------------------------------------------------------------------------------
-    def _json(self, status: int, obj: Any) -> None:
-        data = orjson.dumps(obj)
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def _error(self, status: int, message: str) -> None:
-        self._json(status, {"error": {"message": message, "type": "server_error", "code": status}})
-
-    # -- routes ----------------------------------------------------------------------------------------------
-    def do_GET(self) -> None:
-        if self.path.rstrip("/") in ("/v1/models", "/models"):
-            self._json(200, {"object": "list", "data": [{"id": self.owner.model_id, "object": "model", "owned_by": "harnessfit"}]})
-        else:
-            self._error(404, f"no route {self.path}")
-
-    def do_POST(self) -> None:
-        length = int(self.headers.get("Content-Length") or 0)
-        raw = self.rfile.read(length) if length else b""
-        if self.path.rstrip("/") not in ("/v1/chat/completions", "/chat/completions"):
-            self._error(404, f"no route {self.path}")
-            return
-        try:
-            body = orjson.loads(raw) if raw else {}
-        except orjson.JSONDecodeError:
-            self._error(400, "request body is not JSON")
-            return
-        if not isinstance(body, dict):
-            self._error(400, "request body is not a JSON object")
-            return
-        try:
-            index, reply = self.owner._next(body)
-        except _ScriptError as exc:
-            self._error(500, str(exc))
-            return
-        if reply.error is not None:
-            self._error(reply.status, reply.error)
-            return
-        if body.get("stream"):
-            self._stream(body, index, reply)
-        else:
-            self._complete(body, index, reply)
-
-    def _complete(self, body: dict[str, Any], index: int, reply: Reply) -> None:
+    def complete(self) -> dict[str, Any]:
+        body, reply = self.body, self.reply
         message: dict[str, Any] = {"role": "assistant", "content": reply.text}
         finish = reply.finish()
         if reply.endless:
@@ -216,61 +227,45 @@ class _Handler(BaseHTTPRequestHandler):
                 {"id": _tool_call_id(body, k), "type": "function", "function": {"name": n, "arguments": a}}
                 for k, (n, a) in enumerate(reply.tool_calls)
             ]
-        self._json(
-            200,
-            {
-                "id": f"chatcmpl-scripted-{index + 1}",
-                "object": "chat.completion",
-                "created": 0,
-                "model": body.get("model") or self.owner.model_id,
-                "choices": [{"index": 0, "message": message, "finish_reason": finish}],
-                "usage": _usage(body, reply),
-            },
-        )
+        return {
+            "id": f"chatcmpl-scripted-{self.index + 1}",
+            "object": "chat.completion",
+            "created": 0,
+            "model": self.model,
+            "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+            "usage": _usage(body, reply),
+        }
 
-    def _stream(self, body: dict[str, Any], index: int, reply: Reply) -> None:
-        self.send_response(200)
-        self.send_header("Content-Type", "text/event-stream")
-        self.send_header("Cache-Control", "no-cache")
-        self.send_header("Connection", "close")
-        self.end_headers()
-        self.close_connection = True
-        model = body.get("model") or self.owner.model_id
-        cid = f"chatcmpl-scripted-{index + 1}"
+    def _chunk(self, delta: dict[str, Any] | None, finish: str | None = None, usage: dict | None = None) -> bytes:
+        obj: dict[str, Any] = {"id": f"chatcmpl-scripted-{self.index + 1}", "object": "chat.completion.chunk",
+                               "created": 0, "model": self.model}
+        obj["choices"] = [] if delta is None else [{"index": 0, "delta": delta, "finish_reason": finish}]
+        if usage is not None:
+            obj["usage"] = usage
+        return b"data: " + orjson.dumps(obj) + b"\n\n"
 
-        def chunk(delta: dict[str, Any] | None, finish: str | None = None, usage: dict | None = None) -> bytes:
-            obj: dict[str, Any] = {"id": cid, "object": "chat.completion.chunk", "created": 0, "model": model}
-            obj["choices"] = [] if delta is None else [{"index": 0, "delta": delta, "finish_reason": finish}]
-            if usage is not None:
-                obj["usage"] = usage
-            return b"data: " + orjson.dumps(obj) + b"\n\n"
-
-        try:
-            self.wfile.write(chunk({"role": "assistant", "content": ""}))
-            if reply.reasoning:
-                self.wfile.write(chunk({"reasoning_content": reply.reasoning}))
-            if reply.text:
-                for piece in _pieces(reply.text, 32):
-                    self.wfile.write(chunk({"content": piece}))
-            if reply.endless:
-                stopping = self.owner._stopping
-                while not stopping.is_set():
-                    self.wfile.write(chunk({"content": "and on "}))
-                    self.wfile.flush()
-                    time.sleep(0.001)
-                return
-            for k, (name, arguments) in enumerate(reply.tool_calls):
-                head = {"index": k, "id": _tool_call_id(body, k), "type": "function", "function": {"name": name, "arguments": ""}}
-                self.wfile.write(chunk({"tool_calls": [head]}))
-                for piece in _pieces(arguments, _ARG_PIECE):
-                    self.wfile.write(chunk({"tool_calls": [{"index": k, "function": {"arguments": piece}}]}))
-            self.wfile.write(chunk({}, reply.finish()))
-            if (body.get("stream_options") or {}).get("include_usage"):
-                self.wfile.write(chunk(None, usage=_usage(body, reply)))
-            self.wfile.write(b"data: [DONE]\n\n")
-            self.wfile.flush()
-        except (BrokenPipeError, ConnectionResetError, ConnectionAbortedError):
-            return  # the client went away (expected for endless replies)
+    def events(self) -> Iterator[bytes]:
+        body, reply, chunk = self.body, self.reply, self._chunk
+        yield chunk({"role": "assistant", "content": ""})
+        if reply.reasoning:
+            yield chunk({"reasoning_content": reply.reasoning})
+        if reply.text:
+            for piece in _pieces(reply.text, 32):
+                yield chunk({"content": piece})
+        if reply.endless:  # until the client leaves (the server cancels this stream) or the endpoint stops
+            while not self.stopping.is_set():
+                yield chunk({"content": "and on "})
+                time.sleep(0.001)
+            return
+        for k, (name, arguments) in enumerate(reply.tool_calls):
+            head = {"index": k, "id": _tool_call_id(body, k), "type": "function", "function": {"name": name, "arguments": ""}}
+            yield chunk({"tool_calls": [head]})
+            for piece in _pieces(arguments, _ARG_PIECE):
+                yield chunk({"tool_calls": [{"index": k, "function": {"arguments": piece}}]})
+        yield chunk({}, reply.finish())
+        if (body.get("stream_options") or {}).get("include_usage"):
+            yield chunk(None, usage=_usage(body, reply))
+        yield b"data: [DONE]\n\n"
 
 
 def _pieces(text: str, size: int) -> list[str]:

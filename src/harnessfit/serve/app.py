@@ -1,5 +1,5 @@
-"""The OpenAI-compatible HTTP surface of the built-in backend (FastAPI): ``/v1/models``, ``/v1/chat/completions``
-(streaming SSE and plain JSON), ``/health``.
+"""The built-in backend as a backend of the one endpoint server (``harnessfit.endpoint``): ``/v1/models``,
+``/v1/chat/completions`` (streaming SSE and plain JSON), plus ``/health``.
 
 Why these shapes: Pi's ``openai-completions`` provider is the client. It streams, asks for a usage chunk
 (``stream_options.include_usage``), sends ``max_completion_tokens`` and reads ``delta.tool_calls``. A tool call is
@@ -7,10 +7,9 @@ emitted as one complete delta (id, name, full arguments) when its ``</tool_call>
 client cannot see half a call. Every refusal is a 4xx with an OpenAI-style ``{"error": {"message": …}}`` body
 (an unexpected failure a 500 with the same shape, never plain text).
 
-A web page must not be able to drive this local server: every request needs a loopback ``Host`` (a DNS-rebinding
-page sends its own name) and, when it has an ``Origin``, a loopback one (a cross-origin ``fetch``); a chat request
-must be ``application/json`` (a "simple" cross-origin POST cannot set that type without a preflight) and at most
-``max_body_bytes`` long. When the client of a stream disconnects, its generation is cancelled; ``/health``
+A web page must not be able to drive this local server: its ``EndpointOptions`` ask the server for a loopback
+``Host`` and ``Origin``, an ``application/json`` chat body of at most ``max_body_bytes`` and a bounded queue
+(``endpoint.app`` says why). When the client of a stream disconnects, its generation is cancelled; ``/health``
 answers 503 while the engine is stuck (``Engine.health``).
 """
 
@@ -19,69 +18,31 @@ from __future__ import annotations
 import hashlib
 import itertools
 import secrets
-import sys
 import threading
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator, Mapping
+from dataclasses import replace
 from typing import Any
-from urllib.parse import urlsplit
 
 import orjson
-from fastapi import FastAPI, Request
-from fastapi.concurrency import run_in_threadpool
-from fastapi.responses import JSONResponse, Response, StreamingResponse
-from starlette.exceptions import HTTPException as StarletteHTTPException
-from starlette.requests import ClientDisconnect
+from fastapi import FastAPI
+from fastapi.responses import JSONResponse
 
+from harnessfit.endpoint import (
+    DEFAULT_MAX_QUEUE,
+    LOOPBACK_HOSTS,
+    MAX_BODY_BYTES,
+    ApiError,
+    EndpointOptions,
+    create_endpoint_app,
+)
 from harnessfit.models.toolcalls import ParsedToolCall, ToolCallStream
-from harnessfit.serve.admission import DEFAULT_MAX_QUEUE, Admission
 from harnessfit.serve.capture import CaptureStore, episode_key
 from harnessfit.serve.engine import Engine, GenerationResult
-from harnessfit.serve.protocol import ApiError, ChatRequest, parse_chat_request, wire_request
+from harnessfit.serve.protocol import ChatRequest, parse_chat_request, wire_request
 from harnessfit.serve.token_api import token_fields
 
-__all__ = ["create_app", "MAX_BODY_BYTES", "LOOPBACK_HOSTS"]
-
-MAX_BODY_BYTES = 8 * 1024 * 1024
-LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
-
-
-def _host_name(value: str) -> str:
-    """The host part of a ``Host`` header value (``[::1]:8000`` → ``::1``), lower-cased."""
-    value = value.strip().lower()
-    if value.startswith("["):
-        return value[1:].split("]", 1)[0]
-    return value.rsplit(":", 1)[0] if value.count(":") == 1 else value
-
-
-def _refusal(headers: dict[str, str]) -> str | None:
-    """Why a request's Host/Origin show it may come from a web page, or None."""
-    host = headers.get("host")
-    if host is None or _host_name(host) not in LOOPBACK_HOSTS:
-        return f"Host {host!r} is not allowed: this local server answers only requests addressed to 127.0.0.1"
-    origin = headers.get("origin")
-    if origin is not None:
-        parts = urlsplit(origin)
-        if parts.scheme not in ("http", "https") or (parts.hostname or "") not in LOOPBACK_HOSTS:
-            return f"Origin {origin!r} is not allowed: cross-origin requests to this local server are refused"
-    return None
-
-
-class _LoopbackOnly:
-    """ASGI middleware: refuse (403, OpenAI-style) any request whose Host or Origin is not loopback."""
-
-    def __init__(self, app: Any) -> None:
-        self.app = app
-
-    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
-        if scope["type"] == "http":
-            headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
-            why = _refusal(headers)
-            if why is not None:
-                response = JSONResponse(ApiError(403, why, code="forbidden_host").body(), status_code=403)
-                await response(scope, receive, send)
-                return
-        await self.app(scope, receive, send)
+__all__ = ["create_app", "EngineBackend", "MAX_BODY_BYTES", "LOOPBACK_HOSTS"]
 
 
 # ids of completions and tool calls: unique per request (a per-process random part and a counter), so two identical
@@ -123,7 +84,8 @@ def _finish(result: GenerationResult, n_calls: int) -> str:
 class _Prepared:
     """A validated request, rendered and budgeted: everything that can fail with a 4xx has happened."""
 
-    def __init__(self, engine: Engine, request: ChatRequest, episode: str | None = None) -> None:
+    def __init__(self, engine: Engine, request: ChatRequest, episode: str | None = None,
+                 store: CaptureStore | None = None) -> None:
         if request.model != engine.model_id:
             raise ApiError(
                 404, f"model {request.model!r} is not served here; this server serves {engine.model_id!r}",
@@ -145,6 +107,27 @@ class _Prepared:
         self.created = int(time.time())
         self.episode = episode  # the capture key (``serve.capture``); None when the server does not capture
         self.cancelled_by_client = False
+        self.engine = engine
+        self.store = store
+
+    @property
+    def stream(self) -> bool:
+        return self.request.stream
+
+    def complete(self) -> dict[str, Any]:
+        """The whole answer, recorded when the server captures."""
+        answer = _complete(self.engine, self)
+        message = answer["choices"][0]["message"]
+        _capture(self.store, self.engine, self, _response_summary(self, message.get("tool_calls") or [],
+                                                                  message["content"]))
+        return answer
+
+    def events(self) -> Iterator[bytes]:
+        return _stream(self.engine, self, self.store)
+
+    def close(self) -> None:
+        """Cancel the generation: the engine is freed at its next token."""
+        self.cancel.set()
 
 
 def _capture(store: CaptureStore | None, engine: Engine, prep: _Prepared, response: dict[str, Any]) -> None:
@@ -254,49 +237,6 @@ def _stream(engine: Engine, prep: _Prepared, store: CaptureStore | None = None) 
     yield b"data: [DONE]\n\n"
 
 
-async def _stream_async(engine: Engine, prep: _Prepared, store: CaptureStore | None) -> AsyncIterator[bytes]:
-    """``_stream`` pulled chunk by chunk in a worker thread. When the client disconnects, Starlette cancels this
-    generator; ``finally`` then cancels the generation, which frees the engine at its next token."""
-    chunks = _stream(engine, prep, store)
-    try:
-        while True:
-            chunk = await run_in_threadpool(next, chunks, None)
-            if chunk is None:
-                return
-            yield chunk
-    finally:
-        prep.cancel.set()
-
-
-def _media_type(value: str | None) -> str:
-    return (value or "").split(";", 1)[0].strip().lower()
-
-
-async def _read_body(request: Request, limit: int) -> bytes:
-    declared = request.headers.get("content-length")
-    if declared is not None and declared.isdigit() and int(declared) > limit:
-        raise ApiError(413, f"request body of {int(declared)} bytes is over this server's limit of {limit} bytes")
-    body = bytearray()
-    async for piece in request.stream():
-        body += piece
-        if len(body) > limit:
-            raise ApiError(413, f"request body is over this server's limit of {limit} bytes")
-    return bytes(body)
-
-
-async def _released(chunks: AsyncIterator[bytes], admission: Admission, since: float) -> AsyncIterator[bytes]:
-    """The stream, leaving the admission queue when it ends (finished, failed or the client went away)."""
-    try:
-        async for chunk in chunks:
-            yield chunk
-    finally:
-        admission.leave(since)
-
-
-def _error(exc: ApiError) -> JSONResponse:
-    return JSONResponse(exc.body(), status_code=exc.status)
-
-
 def _model_card(engine: Engine) -> dict[str, Any]:
     card = {"id": engine.model_id, "object": "model", "created": 0, "owned_by": "harnessfit"}
     if engine.context_window:
@@ -306,84 +246,47 @@ def _model_card(engine: Engine) -> dict[str, Any]:
     return {"object": "list", "data": [card]}
 
 
-def _busy(admission: Admission) -> JSONResponse:
-    wait = admission.retry_after()
-    full = ApiError(429, f"the server is busy: {admission.limit} requests are admitted already; retry in "
-                    f"{wait} s", code="rate_limit_exceeded")
-    return JSONResponse(full.body(), status_code=429, headers={"Retry-After": str(wait)})
+class EngineBackend:
+    """The built-in engine as a ``ChatBackend`` of the endpoint server; with ``capture`` every answered request's
+    sampled tokens are recorded per episode (``serve.capture``)."""
 
+    def __init__(self, engine: Engine, options: EndpointOptions, capture: CaptureStore | None = None) -> None:
+        self.engine = engine
+        self.options = options
+        self.capture = capture
 
-async def _chat(request: Request, engine: Engine, admission: Admission, capture: CaptureStore | None,
-                max_body_bytes: int) -> Response:
-    """``POST /v1/chat/completions``: admit, validate and prepare (every 4xx before any generation), then stream
-    or answer in one body; the admission slot is left however the request ends."""
-    since = admission.enter()
-    if since is None:
-        return _busy(admission)
-    try:
-        kind = _media_type(request.headers.get("content-type"))
-        if kind != "application/json":
-            raise ApiError(415, f"request body must be application/json (got {kind or 'no content type'!r})")
-        body = await _read_body(request, max_body_bytes)
+    def models(self) -> dict[str, Any]:
+        return _model_card(self.engine)
+
+    def prepare(self, body: bytes, headers: Mapping[str, str]) -> _Prepared:
         parsed = parse_chat_request(body)
-        episode = episode_key(request.headers.get("authorization")) if capture is not None else None
-        prep = await run_in_threadpool(_Prepared, engine, parsed, episode)
-    except ApiError as exc:
-        admission.leave(since)
-        return _error(exc)
-    except ClientDisconnect:  # the client left before its body was complete: one line, no traceback
-        admission.leave(since)
-        sys.stderr.write("serve: a client left before sending its whole request body; nothing was generated\n")
-        return Response(status_code=400)
-    except BaseException:
-        admission.leave(since)
-        raise
-    if parsed.stream:
-        return StreamingResponse(_released(_stream_async(engine, prep, capture), admission, since),
-                                 media_type="text/event-stream", headers={"Cache-Control": "no-cache"})
-    try:
-        answer = await run_in_threadpool(_complete, engine, prep)
-        choice = answer["choices"][0]
-        _capture(capture, engine, prep, _response_summary(prep, choice["message"].get("tool_calls") or [],
-                                                          choice["message"]["content"]))
-        return JSONResponse(answer)
-    except ApiError as exc:
-        return _error(exc)
-    finally:
-        prep.cancel.set()
-        admission.leave(since)
+        episode = episode_key(headers.get("authorization")) if self.capture is not None else None
+        return _Prepared(self.engine, parsed, episode, self.capture)
+
+    def error_body(self, error: ApiError) -> dict[str, Any]:
+        return error.body()
+
+    def unrouted(self, method: str, path: str, query: str, status: int, detail: str) -> ApiError:
+        return ApiError(status, f"{detail}: {method} {path}")
+
+
+ENGINE_OPTIONS = EndpointOptions(max_queue=DEFAULT_MAX_QUEUE)
 
 
 def create_app(engine: Engine, *, max_body_bytes: int = MAX_BODY_BYTES, max_queue: int = DEFAULT_MAX_QUEUE,
-               capture: CaptureStore | None = None):
+               capture: CaptureStore | None = None) -> FastAPI:
     """A FastAPI app serving ``engine`` (this module is imported only by the server process); at most ``max_queue``
-    chat requests are admitted at once (``serve.admission``), the others get 429 with ``Retry-After``. With
+    chat requests are admitted at once (``endpoint.admission``), the others get 429 with ``Retry-After``. With
     ``capture`` every answered request's sampled tokens are recorded per episode (``serve.capture``)."""
     if capture is not None:
         engine.capture_logprobs = True
-    app = FastAPI(title="harnessfit built-in backend", docs_url=None, redoc_url=None, openapi_url=None)
-    admission = Admission(max_queue)
-
-    @app.exception_handler(StarletteHTTPException)
-    async def _http_error(_request: Request, exc: StarletteHTTPException) -> JSONResponse:
-        return _error(ApiError(exc.status_code, f"{exc.detail}: {_request.method} {_request.url.path}"))
-
-    @app.exception_handler(Exception)
-    async def _server_error(_request: Request, exc: Exception) -> JSONResponse:
-        return _error(ApiError(500, f"internal error: {type(exc).__name__}: {exc}"[:500]))
+    options = replace(ENGINE_OPTIONS, max_body_bytes=max_body_bytes, max_queue=max_queue)
+    app = create_endpoint_app(EngineBackend(engine, options, capture), title="harnessfit built-in backend")
+    admission = app.state.admission
 
     @app.get("/health")
     async def health() -> JSONResponse:
         state = {**engine.health(), "queue": admission.state()}
         return JSONResponse(state, status_code=200 if state["status"] == "ok" else 503)
 
-    @app.get("/v1/models")
-    async def models() -> dict[str, Any]:
-        return _model_card(engine)
-
-    @app.post("/v1/chat/completions")
-    async def chat(request: Request) -> Response:
-        return await _chat(request, engine, admission, capture, max_body_bytes)
-
-    app.add_middleware(_LoopbackOnly)
     return app

@@ -16,27 +16,13 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
 
+from harnessfit.endpoint.errors import ApiError
 from harnessfit.models.messages import MessageError, to_template_messages
 
 __all__ = ["ApiError", "ChatRequest", "parse_chat_request", "template_messages", "template_tools", "wire_request",
            "MAX_DEPTH"]
 
 MAX_DEPTH = 64  # nesting of arrays/objects in a request body (tool schemas need far less)
-
-
-class ApiError(Exception):
-    """A request the server refuses: HTTP status + one clear message (sent as an OpenAI-style error body)."""
-
-    def __init__(self, status: int, message: str, *, param: str | None = None, code: str | None = None) -> None:
-        super().__init__(message)
-        self.status = status
-        self.message = message
-        self.param = param
-        self.code = code
-
-    def body(self) -> dict[str, Any]:
-        kind = "invalid_request_error" if self.status < 500 else "server_error"
-        return {"error": {"message": self.message, "type": kind, "param": self.param, "code": self.code}}
 
 
 class _Open(BaseModel):

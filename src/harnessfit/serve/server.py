@@ -7,33 +7,16 @@ and when the model finished loading; the ready file (written after loading and b
 from __future__ import annotations
 
 import os
-import socket
 from pathlib import Path
 
 import orjson
 
-from harnessfit.errors import UserError
+from harnessfit.endpoint.background import HOST, bind
 from harnessfit.serve.app import create_app
 from harnessfit.serve.capture import CaptureStore
 from harnessfit.serve.engine import Engine
 
-__all__ = ["HOST", "bind", "serve_engine"]
-
-HOST = "127.0.0.1"
-
-
-def bind(port: int) -> socket.socket:
-    """A listening socket on 127.0.0.1 (only loopback, always)."""
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    try:
-        sock.bind((HOST, port))
-    except OSError as exc:
-        sock.close()
-        raise UserError(f"cannot listen on {HOST}:{port}: {exc.strerror}") from exc
-    sock.listen(64)
-    sock.set_inheritable(True)
-    return sock
+__all__ = ["serve_engine"]
 
 
 def _announce(ready_file: Path, info: dict) -> None:
@@ -45,7 +28,7 @@ def _announce(ready_file: Path, info: dict) -> None:
 def serve_engine(engine: Engine, *, port: int = 0, ready_file: Path | None = None, on_ready=None,
                  max_queue: int | None = None, capture_dir: Path | None = None) -> None:
     """Serve until SIGINT/SIGTERM. ``on_ready(base_url)`` is called once the socket listens; ``max_queue`` bounds
-    the chat requests admitted at once (``serve.admission``; default ``DEFAULT_MAX_QUEUE``); ``capture_dir``
+    the chat requests admitted at once (``endpoint.admission``; default ``DEFAULT_MAX_QUEUE``); ``capture_dir``
     records every answered request's sampled tokens per episode (``serve.capture``)."""
     import uvicorn
 

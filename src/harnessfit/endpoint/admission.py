@@ -1,4 +1,5 @@
-"""Admission control for the built-in backend: a bounded number of chat requests in the server at once.
+"""Admission control for the endpoint server: a bounded number of chat requests in it at once (the built-in
+backend asks for it; ``EndpointOptions.max_queue``).
 
 The engine generates one request at a time and queues the rest; without a bound, 32 concurrent requests all
 wait, the last is answered minutes later, and a client with a 60 s timeout fails while ``/health`` says ok. Past
