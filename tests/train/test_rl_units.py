@@ -184,11 +184,11 @@ def test_budget_and_held_out_suite_settings_are_checked(tmp_path: Path) -> None:
                       output_dir=str(tmp_path))
     assert cfg.max_seconds == 1800 and cfg.eval_seeds == 3
     assert eval_suite_path(cfg.eval_suite) == default_suite() and eval_suite_path(None) is None
-    with pytest.raises(UserError, match="max_seconds=0.0: the time budget must be positive"):
+    with pytest.raises(UserError, match=r"max_seconds=0\.0: the time budget must be positive"):
         load_config(HarnessfitRLConfig, None, ["--max_seconds", "0"], output_dir=str(tmp_path))
     with pytest.raises(UserError, match="eval_seeds must be at least 1"):
         load_config(HarnessfitRLConfig, None, ["--eval_seeds", "0"], output_dir=str(tmp_path))
-    with pytest.raises(UserError, match="eval_suite .*nope: no such folder"):
+    with pytest.raises(UserError, match=r"eval_suite .*nope: no such folder"):
         eval_suite_path(str(tmp_path / "nope"))
 
 

@@ -13,6 +13,7 @@ independent checker outside the sandbox, as in any eval. Their requests are capt
 from __future__ import annotations
 
 import shutil
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -74,6 +75,7 @@ class HeldoutEvals:
 
     def __init__(self, cfg: Any, suite: Path | None, out_dir: Path, settings: Any, console: Any) -> None:
         self.cfg, self.suite, self.out_dir, self.settings, self.console = cfg, suite, out_dir, settings, console
+        self.seconds: dict[str, float] = {}  # eval_<phase> → wall seconds
         if suite is not None:  # an after-eval of an earlier invocation is not this run's
             shutil.rmtree(out_dir / "eval_after", ignore_errors=True)
 
@@ -100,12 +102,14 @@ class HeldoutEvals:
         from harnessfit.eval.run import episode_line
 
         assert self.suite is not None
+        t0 = time.monotonic()
         self.console.print(f"rl: held-out eval {phase}: {self.suite}, {self.cfg.eval_seeds} episode(s) per task",
                            markup=False, highlight=False)
         path = eval_policy(self.cfg, self.suite, base, self.out_dir, phase, harness=self.settings.harness,
                            sandbox=self.settings.sandbox, context_window=self.settings.context_window, label=label,
                            on_episode=lambda ep: self.console.print(episode_line(ep, label=f"eval {phase}"),
                                                                     markup=False, highlight=False))
+        self.seconds[f"eval_{phase}"] = time.monotonic() - t0
         rate = load_results(path).aggregates.get("rates", {}).get("complete_loop", {})
         self.console.print(f"rl: held-out {phase}: complete loops {rate.get('successes')}/{rate.get('n')}",
                            markup=False, highlight=False)

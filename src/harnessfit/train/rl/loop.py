@@ -10,6 +10,9 @@ Run folder::
     OUT/capture/<key>.jsonl                            the engine's capture of each episode (outside the sandbox)
     OUT/tb/                TensorBoard scalars        OUT/state/   resume state (``train.rl.state``)
     OUT/adapter/           the trained adapter        OUT/rl_report.md   the report section (``train.rl.report``)
+    OUT/eval_before/, OUT/eval_after/   the held-out evals (``eval_suite``; ``train.rl.heldout``)
+    OUT/run.json           how the invocation ended (max_steps, the ``max_seconds`` budget, the health guard) and
+                           its wall seconds (eval_before, steps, eval_after, total)
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ class RLResult:
     report: Path
     stop_reason: str | None = None
     ended: str = ""  # why no further step ran: max_steps reached, the time budget spent, the health guard
+    seconds: dict[str, float] | None = None  # wall seconds: eval_before, steps, eval_after, total (OUT/run.json)
 
 
 def pick_tasks(tasks: list[Any], step: int, per_step: int, seed: int) -> list[Any]:
@@ -146,7 +150,7 @@ def train_rl(cfg: Any, out_dir: Path, *, resume: bool = False, reading_source: A
     from harnessfit.train.rl.policy import PolicyServer
     from harnessfit.train.rl.report import write_rl_report
 
-    console = Console(stderr=True)
+    console, t0 = Console(stderr=True), time.monotonic()
     tasks, held_suite = _load_suites(cfg, sandbox)
     out_dir = Path(out_dir).resolve()
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -168,8 +172,10 @@ def train_rl(cfg: Any, out_dir: Path, *, resume: bool = False, reading_source: A
     try:
         with PolicyServer(policy.engine, out_dir / "capture", max_queue=max(4, cfg.workers)) as server:
             missing.update(held.before(server.base, policy.adapter_source, resumed=found is not None))
+            t_steps = time.monotonic()
             end = run_steps(first, cfg.max_steps, do_step, max_seconds=cfg.max_seconds,
                             should_stop=lambda: _guard_stop(guard))
+            seconds = {"steps": time.monotonic() - t_steps}
             console.print(f"[dim]rl:[/] {escape(end.ended)}")
             if end.stop is None:
                 adapter_dir = _save_adapter(cfg, policy, settings, out_dir, end.step)
@@ -181,8 +187,12 @@ def train_rl(cfg: Any, out_dir: Path, *, resume: bool = False, reading_source: A
         if guard is not None:
             guard.close()
     status = "stopped" if end.stop else "completed"
+    seconds = {k: round(v, 1) for k, v in {**held.seconds, **seconds, "total": time.monotonic() - t0}.items()}
+    (out_dir / "run.json").write_bytes(orjson.dumps({"status": status, "steps": end.step, "ended": end.ended,
+                                                     "stop_reason": end.stop, "seconds": seconds,
+                                                     "missing_evals": missing}, option=orjson.OPT_INDENT_2))
     report = write_rl_report(out_dir, status=status, stop_reason=end.stop, ended=end.ended, missing_evals=missing)
-    return RLResult(out_dir, end.step, status, adapter_dir, report, end.stop, end.ended)
+    return RLResult(out_dir, end.step, status, adapter_dir, report, end.stop, end.ended, seconds)
 
 
 def _load_suites(cfg: Any, sandbox: bool) -> tuple[list[Any], Path | None]:
