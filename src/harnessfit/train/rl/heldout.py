@@ -104,12 +104,12 @@ class HeldoutEvals:
         assert self.suite is not None
         t0 = time.monotonic()
         self.console.print(f"rl: held-out eval {phase}: {self.suite}, {self.cfg.eval_seeds} episode(s) per task",
-                           markup=False, highlight=False)
+                           markup=False, highlight=False, soft_wrap=True)
         path = eval_policy(self.cfg, self.suite, base, self.out_dir, phase, harness=self.settings.harness,
                            sandbox=self.settings.sandbox, context_window=self.settings.context_window, label=label,
                            on_episode=lambda ep: self.console.print(episode_line(ep, label=f"eval {phase}"),
-                                                                    markup=False, highlight=False))
+                                                                    markup=False, highlight=False, soft_wrap=True))
         self.seconds[f"eval_{phase}"] = time.monotonic() - t0
         rate = load_results(path).aggregates.get("rates", {}).get("complete_loop", {})
         self.console.print(f"rl: held-out {phase}: complete loops {rate.get('successes')}/{rate.get('n')}",
-                           markup=False, highlight=False)
+                           markup=False, highlight=False, soft_wrap=True)

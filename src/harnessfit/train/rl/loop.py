@@ -253,7 +253,7 @@ def _one_step(cfg: Any, step: int, tasks: list[Any], base: str, out_dir: Path, s
 
             line = episode_line(Episode(facts=ro.facts, metrics=ro.metrics), label=f"rl step {step}")
             reward = "unscored" if ro.reward.reward is None else f"{ro.reward.reward:.3f}"
-            console.print(f"{line}, reward {reward}", markup=False, highlight=False)
+            console.print(f"{line}, reward {reward}", markup=False, highlight=False, soft_wrap=True)
 
         rollouts = run_rollouts(step, chosen, cfg.num_generations, base, out_dir / "capture", run_dir, settings, done)
     _advantages(rollouts, cfg.scale_rewards)
@@ -271,7 +271,7 @@ def _one_step(cfg: Any, step: int, tasks: list[Any], base: str, out_dir: Path, s
     writer.flush()
     console.print(f"rl step {step}: reward {row['reward_mean']}, complete loops {row['complete_loop_rate']}, "
                   f"{row['unscored']} unscored, {row['zero_variance_groups']}/{row['groups']} zero-variance groups, "
-                  f"loss {update.get('loss')}", markup=False, highlight=False)
+                  f"loss {update.get('loss')}", markup=False, highlight=False, soft_wrap=True)
     if row["groups"] and row["zero_variance_groups"] == row["groups"]:
         console.print(f"[yellow]rl step {step}: every group has zero variance: no update signal[/]")
 
