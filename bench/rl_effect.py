@@ -8,7 +8,8 @@ task, never trained on) before the first step and after the last. Prints one JSO
 ``bench/results/rl_effect-<date>.json``: per step the mean episode reward and the complete-loop rate with its 95%
 Wilson interval on the training tasks; the held-out before/after rates with intervals (named as in the eval
 results: ``complete_loop``, ``checker_passed`` …, plus ``valid_tool_calls``); wall seconds; the settings.
-Budget: ``--minutes`` plus the two evals, on 2 quiet cores.
+Budget: ``--minutes`` (the first step always runs to its end) plus the two evals (27 episodes each with the
+defaults), on 2 quiet cores.
 
     .venv/bin/python bench/rl_effect.py --sft-adapter out/demo/train/adapter --out /tmp/rl-effect
 """
@@ -74,7 +75,8 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=1, help="seed of the generated tasks and of the run")
     ap.add_argument("--eval-suite", default="default", help="held-out suite (default: examples/tasks/default)")
     ap.add_argument("--eval-seeds", type=int, default=3, help="episodes per held-out task, before and after")
-    ap.add_argument("--recipe", type=Path, default=None, help="a train rl recipe for the other fields")
+    ap.add_argument("--recipe", type=Path, default=None, help="a train rl recipe for the other fields (suite, "
+                    "sft_adapter, max_seconds, max_steps, the eval fields and seed are the bench's)")
     ap.add_argument("--out", type=Path, required=True, help="run folder (tasks/, rl/)")
     ap.add_argument("--results", type=Path, default=RESULTS, help="where rl_effect-<date>.json is written")
     a = ap.parse_args()
