@@ -150,3 +150,66 @@ def test_report_links_each_step_to_its_episodes_and_escapes_them(tmp_path: Path)
     text = write_rl_report(tmp_path).read_text()
     assert "| 1 | 0.250 | 0.500 | 1 / 2 |" in text and "(<rollouts/step-0001/a>)" in text
     assert "<b>" not in text and "<x>" not in text and "t2 g1 (unscored)" in text
+
+
+def test_no_step_starts_once_the_time_budget_is_spent_and_the_run_says_why() -> None:
+    from harnessfit.train.rl.loop import run_steps
+
+    now = [0.0]
+    ran: list[int] = []
+
+    def step(n: int) -> None:  # each step takes 40 s of the fake clock
+        ran.append(n)
+        now[0] += 40.0
+
+    end = run_steps(1, 10, step, max_seconds=100, should_stop=lambda: None, clock=lambda: now[0])
+    assert ran == [1, 2, 3]  # 80 s < 100 s: step 3 starts and runs to its end; at 120 s none starts
+    assert end.step == 3 and end.stop is None and end.ended == "time budget of 100 s spent after step 3 (120 s)"
+    ran.clear()
+    end = run_steps(4, 5, step, max_seconds=None, should_stop=lambda: None, clock=lambda: now[0])
+    assert ran == [4, 5] and end.step == 5 and end.ended == "max_steps 5 reached"
+    ran.clear()
+    end = run_steps(1, 10, step, max_seconds=1e9, should_stop=lambda: "host memory low" if ran else None,
+                    clock=lambda: now[0])
+    assert ran == [1] and end.stop == "host memory low" and "health guard after step 1" in end.ended
+
+
+def test_budget_and_held_out_suite_settings_are_checked(tmp_path: Path) -> None:
+    from harnessfit.eval.run import default_suite
+    from harnessfit.train.config import load_config
+    from harnessfit.train.rl.config import HarnessfitRLConfig
+    from harnessfit.train.rl.heldout import eval_suite_path
+
+    cfg = load_config(HarnessfitRLConfig, None, ["--max_seconds", "1800", "--eval_suite", "default"],
+                      output_dir=str(tmp_path))
+    assert cfg.max_seconds == 1800 and cfg.eval_seeds == 3
+    assert eval_suite_path(cfg.eval_suite) == default_suite() and eval_suite_path(None) is None
+    with pytest.raises(UserError, match=r"max_seconds=0\.0: the time budget must be positive"):
+        load_config(HarnessfitRLConfig, None, ["--max_seconds", "0"], output_dir=str(tmp_path))
+    with pytest.raises(UserError, match="eval_seeds must be at least 1"):
+        load_config(HarnessfitRLConfig, None, ["--eval_seeds", "0"], output_dir=str(tmp_path))
+    with pytest.raises(UserError, match=r"eval_suite .*nope: no such folder"):
+        eval_suite_path(str(tmp_path / "nope"))
+
+
+def test_report_has_the_held_out_before_after_table_with_intervals(tmp_path: Path) -> None:
+    import shutil
+
+    data = Path(__file__).resolve().parents[1] / "eval" / "data" / "results_before"
+    shutil.copytree(data / "eval-never-stop", tmp_path / "eval_before")
+    text = write_rl_report(tmp_path, ended="max_steps 2 reached",
+                           missing_evals={"after": "the health guard stopped the run"}).read_text()
+    assert "Ended: max\\_steps 2 reached." in text and "## Held-out suite before / after" in text
+    assert "| metric | before |" in text and "- no after eval: the health guard stopped the run" in text
+    shutil.copytree(data / "eval-golden", tmp_path / "eval_after")
+    text = write_rl_report(tmp_path).read_text()
+    assert "| metric | before | after |" in text and "no after eval" not in text
+    rows = {line.split(" | ")[0].strip("| "): line for line in text.splitlines() if line.startswith("| ")}
+    assert rows["Complete loop (checker passed + expected change + final response)"].endswith(
+        "| 0% [0–66] (0/2) | 100% [51–100] (4/4) |")
+    for label in ("Independent checker passed", "Valid tool calls", "Finished with a response", "Turn cap hit",
+                  "Scored / unscored episodes"):
+        assert label in rows
+    assert "different task suites" in text  # the two fixtures ran different suites: said, not hidden
+    (tmp_path / "none").mkdir()
+    assert "Held-out" not in write_rl_report(tmp_path / "none").read_text()  # no eval asked for: no section

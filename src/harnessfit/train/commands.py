@@ -123,8 +123,8 @@ def register(app: typer.Typer) -> None:
         if res.status == "stopped":
             Console(stderr=True).print(f"stopped by the health guard: {res.stop_reason}", markup=False)
             raise typer.Exit(3)
-        Console().print(f"trained {res.steps} RL steps; report: {res.report}; adapter: {res.adapter_dir}",
-                        markup=False)
+        Console().print(f"trained {res.steps} RL steps ({res.ended}); report: {res.report}; adapter: "
+                        f"{res.adapter_dir}", markup=False)
 
     @export_app.command("merge")
     def merge(

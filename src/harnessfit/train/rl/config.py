@@ -37,6 +37,15 @@ class HarnessfitRLConfig(GRPOConfig):
     workers: int = field(default=2, metadata={"help": "Episodes run at once."})
     episode_max_turns: int = field(default=4, metadata={"help": "Turn cap of each episode."})
     episode_max_seconds: float = field(default=300.0, metadata={"help": "Wall-clock cap of each episode."})
+    max_seconds: float | None = field(default=None, metadata={
+        "help": "Wall-clock budget of the steps in seconds (counted from the first step of this invocation; the "
+        "held-out eval before and after is not in it): no new step starts once it is spent, a started step runs to "
+        "its end; unset = max_steps alone."})
+    eval_suite: str | None = field(default=None, metadata={
+        "help": "Held-out suite evaluated before the first step and after the last (OUT/eval_before, OUT/eval_after, "
+        "a before/after table in rl_report.md): a task folder, or `default` (examples/tasks/default, the demo's "
+        "held-out suite); unset = no held-out eval."})
+    eval_seeds: int = field(default=3, metadata={"help": "Episodes per held-out task in each eval."})
     rewards: dict | str | None = field(default=None, metadata={
         "help": "Episode reward weights, name: weight (checker_passed, complete_loop, format, arguments_object, "
         "schema_valid, tool_active, clean_end, turn_cap, runaway); unset = train.rl.rewards.DEFAULT_RL_WEIGHTS."})
@@ -75,7 +84,9 @@ class HarnessfitRLConfig(GRPOConfig):
                              "task needs at least 2 episodes a step; set num_generations: 2 or more")
         if self.temperature <= 0:
             raise ValueError(f"temperature={self.temperature}: greedy episodes are all the same; set temperature > 0")
-        for name in ("tasks_per_step", "workers", "episode_max_turns", "max_steps"):
+        if self.max_seconds is not None and self.max_seconds <= 0:
+            raise ValueError(f"max_seconds={self.max_seconds}: the time budget must be positive (unset = no budget)")
+        for name in ("tasks_per_step", "workers", "episode_max_turns", "max_steps", "eval_seeds"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1")
         if self.sft_adapter and not (Path(self.sft_adapter) / "adapter_config.json").is_file():

@@ -5,16 +5,13 @@ next step's episodes are served by the updated weights — on-policy with no cop
 config's temperature when Pi asks for none (Pi sends no temperature; a greedy group would be all the same), with no
 top-k and no top-p, so the captured processed logprobs are ``log_softmax(logits / T)`` — what the loss recomputes.
 
-One API key per episode: Pi's ``models.json`` names one key for the provider, and the eval runner writes the same
-one for every episode. So each episode gets its own base URL instead, ``http://127.0.0.1:PORT/rl/<key>/v1``; the
-``EpisodeKeys`` layer in front of the app strips ``/rl/<key>`` and sets ``Authorization: Bearer <key>``, which is
-what the capture files turns under (``serve.capture.episode_key``). The runner's forwarder is a byte pipe to
-host:port, so the path reaches the server unchanged. The capture folder lives outside every sandbox.
+One API key per episode: the episode's ``Endpoint(api_key=<key>)`` is written into that episode's Pi ``models.json``
+(``eval.episode_runner``), Pi sends it as ``Authorization: Bearer <key>``, and the capture files the episode's turns
+under it (``serve.capture.episode_key``). The capture folder lives outside every sandbox.
 """
 
 from __future__ import annotations
 
-import re
 import threading
 import time
 from dataclasses import dataclass
@@ -24,9 +21,7 @@ from typing import Any
 from harnessfit.errors import UserError
 from harnessfit.serve.engine import Engine
 
-__all__ = ["PolicyEngine", "EpisodeKeys", "PolicyServer", "Policy", "load_policy", "episode_url"]
-
-_PREFIX = re.compile(r"^/rl/([A-Za-z0-9._-]{1,128})(/.*)$")
+__all__ = ["PolicyEngine", "PolicyServer", "Policy", "load_policy"]
 
 
 class PolicyEngine(Engine):
@@ -36,25 +31,6 @@ class PolicyEngine(Engine):
 
     def generate(self, prompt_ids: list[int], *, temperature: float | None = None, **kwargs: Any):
         return super().generate(prompt_ids, temperature=temperature or self.temperature, **kwargs)
-
-
-class EpisodeKeys:
-    """ASGI layer: ``/rl/<key>/…`` → ``/…`` with ``Authorization: Bearer <key>`` (see the module docstring)."""
-
-    def __init__(self, app: Any) -> None:
-        self.app = app
-
-    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
-        if scope.get("type") == "http" and (m := _PREFIX.match(scope.get("path", ""))):
-            headers = [(k, v) for k, v in scope.get("headers", []) if k.lower() != b"authorization"]
-            headers.append((b"authorization", b"Bearer " + m.group(1).encode()))
-            scope = {**scope, "path": m.group(2), "raw_path": m.group(2).encode(), "headers": headers}
-        await self.app(scope, receive, send)
-
-
-def episode_url(base: str, key: str) -> str:
-    """The base URL Pi gets for the episode ``key`` (``base`` is ``http://127.0.0.1:PORT``)."""
-    return f"{base}/rl/{key}/v1"
 
 
 class PolicyServer:
@@ -69,7 +45,7 @@ class PolicyServer:
 
         self.engine = engine
         self.store = CaptureStore(capture_dir)
-        app = EpisodeKeys(create_app(engine, capture=self.store, max_queue=max_queue))
+        app = create_app(engine, capture=self.store, max_queue=max_queue)
         self._sock = bind(0)
         self.base = f"http://{HOST}:{self._sock.getsockname()[1]}"
         self._server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False))

@@ -20,7 +20,6 @@ from harnessfit.eval.episode_runner import Endpoint, run_episode
 from harnessfit.eval.scorers import score_episode
 from harnessfit.serve.capture import episode_key, training_trace
 from harnessfit.train.rl.episodes import CapturedTurn, Segment, link_segments, turns_of
-from harnessfit.train.rl.policy import episode_url
 from harnessfit.train.rl.rewards import EpisodeReward, episode_reward, turn_scores
 
 __all__ = ["Rollout", "RolloutSettings", "run_rollouts", "episode_name"]
@@ -88,7 +87,7 @@ def _score(facts: Any, task: Any, run_dir: Path, s: RolloutSettings) -> Any:
 
 def _one(step: int, task: Any, g: int, base: str, capture_dir: Path, run_dir: Path, s: RolloutSettings) -> Rollout:
     key = episode_name(step, task.id, g)
-    endpoint = Endpoint(episode_url(base, key), "policy", "policy", s.context_window)
+    endpoint = Endpoint(f"{base}/v1", "policy", "policy", s.context_window, api_key=key)
     facts = run_episode(task, g, endpoint, run_dir, harness=s.harness, sandbox=s.sandbox, max_turns=s.max_turns,
                         max_seconds=s.max_seconds)
     metrics = _score(facts, task, run_dir, s)
