@@ -53,12 +53,16 @@ def _small_input(traces_dir: Path) -> str:
 def test_build_from_a_config_file(kind: str, tmp_path: Path, traces_dir: Path) -> None:
     src, out = _small_input(traces_dir), tmp_path / "ds"
     if kind == "toml":
-        text = (f'inputs = [{{ path = {json.dumps(src)}, formats = ["pi"] }}]\nparquet = false\n'
-                f'install_dir = "/opt/pi"\nout = {json.dumps(str(out))}\n[split]\ntrain = 1.0\nvalidation = 0.0\n'
-                "test = 0.0\n")
+        text = (
+            f'inputs = [{{ path = {json.dumps(src)}, formats = ["pi"] }}]\nparquet = false\n'
+            f'install_dir = "/opt/pi"\nout = {json.dumps(str(out))}\n[split]\ntrain = 1.0\nvalidation = 0.0\n'
+            "test = 0.0\n"
+        )
     else:
-        text = (f"inputs:\n  - path: {json.dumps(src)}\n    formats: [pi]\nparquet: false\ninstall_dir: /opt/pi\n"
-                f"out: {json.dumps(str(out))}\nsplit:\n  train: 1.0\n  validation: 0.0\n  test: 0.0\n")
+        text = (
+            f"inputs:\n  - path: {json.dumps(src)}\n    formats: [pi]\nparquet: false\ninstall_dir: /opt/pi\n"
+            f"out: {json.dumps(str(out))}\nsplit:\n  train: 1.0\n  validation: 0.0\n  test: 0.0\n"
+        )
     config = tmp_path / f"build.{kind}"
     config.write_text(text)
     result = CliRunner().invoke(app, ["build", str(config)])

@@ -76,7 +76,7 @@ def find_cycle(edges: set[tuple[str, str]]) -> list[str] | None:
         path.append(node)
         for nxt in sorted(graph[node]):
             if state.get(nxt) == 1:
-                return path[path.index(nxt):] + [nxt]
+                return path[path.index(nxt) :] + [nxt]
             if nxt not in state and (found := visit(nxt)):
                 return found
         path.pop()
@@ -96,7 +96,8 @@ def test_find_cycle_finds_one() -> None:
 
 def test_the_relative_imports_are_resolved() -> None:
     assert _imported(ast.parse("from ..core import x").body[0], "harnessfit.eval.raw.run", False) == [
-        "harnessfit.eval.core"]
+        "harnessfit.eval.core"
+    ]
     assert _imported(ast.parse("from . import y").body[0], "harnessfit.eval", True) == ["harnessfit.eval"]
 
 
@@ -148,14 +149,22 @@ def unexplained_function_imports(packages: tuple[str, ...]) -> list[str]:
         for node in _function_imports(ast.parse(text)):
             targets = _imported(node, module, path.name == "__init__.py")
             if any(t == "harnessfit" or t.startswith("harnessfit.") for t in targets) and not _has_reason(
-                    lines, node.lineno):
+                lines, node.lineno
+            ):
                 found.append(f"{path.relative_to(SRC)}:{node.lineno}")
     return found
 
 
 def test_the_reason_check_reads_comments() -> None:
-    lines = ["def f():", "    # combine needs this module's names first", "    from a import b", "    from c import d",
-             "def g():", "    x = 1", "    from e import f"]
+    lines = [
+        "def f():",
+        "    # combine needs this module's names first",
+        "    from a import b",
+        "    from c import d",
+        "def g():",
+        "    x = 1",
+        "    from e import f",
+    ]
     assert _has_reason(lines, 3) and _has_reason(lines, 4)
     assert not _has_reason(lines, 7)
 

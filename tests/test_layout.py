@@ -66,7 +66,12 @@ def test_core_and_formats_import_no_stage() -> None:
     for pkg in ("core", "formats"):
         for p in sorted((SRC / pkg).rglob("*.py")):
             for node in ast.walk(ast.parse(p.read_text())):
-                names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
-                    [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+                names = (
+                    [a.name for a in node.names]
+                    if isinstance(node, ast.Import)
+                    else [node.module or ""]
+                    if isinstance(node, ast.ImportFrom)
+                    else []
+                )
                 found += [f"{p.relative_to(SRC)}: {n}" for n in names if n.startswith(stages)]
     assert not found, found

@@ -13,11 +13,11 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "harnessfit"
 
 SAME_NOUN = {
     "ToolCall": "one tool call in two schemas: as the source recorded it (core.trajectory) and as the OpenAI wire "
-                "carries it (serve.protocol)",
+    "carries it (serve.protocol)",
     "Score": "a value or the reason there is none: a reward component's (rewards) and a registered eval "
-             "metric's (eval.episode)",
+    "metric's (eval.episode)",
     "Responder": "a scripted model's plan of replies: the serving side's (harness.scripted, a list or a function) "
-                 "and the eval's scripted models (eval.scripted_models, the function form)",
+    "and the eval's scripted models (eval.scripted_models, the function form)",
 }
 """Names defined twice on purpose: the same noun with the same meaning in two layers, each with its reason."""
 
@@ -30,8 +30,12 @@ def _nouns(tree: ast.Module) -> list[str]:
     for node in tree.body:
         if isinstance(node, ast.ClassDef):
             found.append(node.name)
-        elif (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
-              and isinstance(node.value, ast.Subscript | ast.BinOp)):
+        elif (
+            isinstance(node, ast.Assign)
+            and len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Name)
+            and isinstance(node.value, ast.Subscript | ast.BinOp)
+        ):
             found.append(node.targets[0].id)
     return [n for n in found if _CAMEL.fullmatch(n)]
 
@@ -47,6 +51,7 @@ def test_each_public_noun_is_defined_once() -> None:
 
 
 def test_no_run_beside_runner() -> None:
-    both = [str(d.relative_to(SRC)) for d in sorted({p.parent for p in SRC.rglob("run.py")})
-            if (d / "runner.py").exists()]
+    both = [
+        str(d.relative_to(SRC)) for d in sorted({p.parent for p in SRC.rglob("run.py")}) if (d / "runner.py").exists()
+    ]
     assert not both, f"run.py beside runner.py in {both}: name the files for their entry points"

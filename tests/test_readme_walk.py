@@ -31,10 +31,34 @@ def test_the_readme_commands_print_progress_and_where_they_wrote(tmp_path: Path)
     steps = [  # (command, what its progress shows, the output path it names)
         (["convert", str(TRACES), "--out", "out/convert"], "MB/s", "out/convert"),
         (["build", "--inputs", str(TRACES), "--out", "out/dataset"], "read → convert → redact → dedup", "out/dataset"),
-        (["audit", "out/dataset", "--model", "smollm2-135m", "--out", "out/audit"], "rendering + tokenizing", "out/audit"),
-        (["train", "sft", str(REPO / "examples" / "recipes" / "smollm2-cpu-demo.yaml"), "--audit-dir", "out/audit",
-          "--out", "out/train", "--max_steps", "1", "--max_train_records", "2", "--eval_strategy", "no",
-          "--eval_on_start", "false", "--sources", "pi"], "Training", "out/train/adapter"),
+        (
+            ["audit", "out/dataset", "--model", "smollm2-135m", "--out", "out/audit"],
+            "rendering + tokenizing",
+            "out/audit",
+        ),
+        (
+            [
+                "train",
+                "sft",
+                str(REPO / "examples" / "recipes" / "smollm2-cpu-demo.yaml"),
+                "--audit-dir",
+                "out/audit",
+                "--out",
+                "out/train",
+                "--max_steps",
+                "1",
+                "--max_train_records",
+                "2",
+                "--eval_strategy",
+                "no",
+                "--eval_on_start",
+                "false",
+                "--sources",
+                "pi",
+            ],
+            "Training",
+            "out/train/adapter",
+        ),
     ]
     for args, progress, path in steps:
         text = _run(tmp_path, *args)
@@ -42,8 +66,10 @@ def test_the_readme_commands_print_progress_and_where_they_wrote(tmp_path: Path)
         assert path in text, (args[0], text[-2000:])
         assert (tmp_path / path).exists()
     # the report of that run: the README's layout as one folder, and the stage folders given one by one
-    for args, index in ((["report", "out"], "out/report/index.html"),
-                        (["report", "out/dataset", "out/audit", "out/train", "--out", "rep"], "rep/index.html")):
+    for args, index in (
+        (["report", "out"], "out/report/index.html"),
+        (["report", "out/dataset", "out/audit", "out/train", "--out", "rep"], "rep/index.html"),
+    ):
         text = _run(tmp_path, *args)
         assert index in text, text[-2000:]
         page = (tmp_path / index).read_text(encoding="utf-8")

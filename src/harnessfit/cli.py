@@ -47,8 +47,19 @@ def _register_all() -> None:
     from harnessfit.tokens import commands as tokens_cmds
     from harnessfit.train import commands as train_cmds
 
-    for mod in (harness_cmds, convert_cmds, dataset_cmds, tokens_cmds, train_cmds, serve_cmds, tasks_cmds,
-                eval_cmds, synth_cmds, report_cmds, demo_cmds):
+    for mod in (
+        harness_cmds,
+        convert_cmds,
+        dataset_cmds,
+        tokens_cmds,
+        train_cmds,
+        serve_cmds,
+        tasks_cmds,
+        eval_cmds,
+        synth_cmds,
+        report_cmds,
+        demo_cmds,
+    ):
         mod.register(app)
 
 
@@ -63,8 +74,9 @@ def main() -> None:
         sys.exit(exc.exit_code)
     except OSError as exc:  # an unwritable --out, a vanished input: the user's to fix, so one line
         where = f": {exc.filename}" if getattr(exc, "filename", None) else ""
-        Console(stderr=True).print(f"[bold red]error:[/] {escape(f'{exc.strerror or exc}{where}')}", highlight=False,
-                                   soft_wrap=True)
+        Console(stderr=True).print(
+            f"[bold red]error:[/] {escape(f'{exc.strerror or exc}{where}')}", highlight=False, soft_wrap=True
+        )
         sys.exit(2)
     except KeyboardInterrupt:
         sys.exit(130)

@@ -12,8 +12,10 @@ def read_record(path: str, content: str) -> dict:
     """The ``toolUseResult`` Claude Code writes for a Read of the whole file ``path``: its ``content`` is Pi's read
     text."""
     n = len(content.split("\n"))
-    return {"type": "text", "file": {"filePath": path, "content": content, "numLines": n, "startLine": 1,
-                                     "totalLines": n}}
+    return {
+        "type": "text",
+        "file": {"filePath": path, "content": content, "numLines": n, "startLine": 1, "totalLines": n},
+    }
 
 
 def read_steps(cid: str, path: str, content: str, text: str | None = None) -> list[Step]:
@@ -21,5 +23,7 @@ def read_steps(cid: str, path: str, content: str, text: str | None = None) -> li
     plus its ``read_record``."""
     numbered = "\n".join(f"{n:>6}\u2192{line}" for n, line in enumerate(content.split("\n"), 1))
     record = read_record(path, content)
-    return [Step(role="assistant", text=text, tool_calls=[ToolCall(id=cid, name="Read", arguments={"file_path": path})]),
-            Step(role="tool", tool_call_id=cid, text=numbered, meta={"toolUseResult": record})]
+    return [
+        Step(role="assistant", text=text, tool_calls=[ToolCall(id=cid, name="Read", arguments={"file_path": path})]),
+        Step(role="tool", tool_call_id=cid, text=numbered, meta={"toolUseResult": record}),
+    ]

@@ -22,23 +22,43 @@ class Session:
     """Entries appended in order; each names its parent (default: the previous entry), so trees are easy to write."""
 
     def __init__(self, cwd: str = "/work/app") -> None:
-        self.header = {"type": "session", "version": 3, "id": "s-test", "timestamp": "2026-11-30T10:00:00.000Z",
-                       "cwd": cwd}
+        self.header = {
+            "type": "session",
+            "version": 3,
+            "id": "s-test",
+            "timestamp": "2026-11-30T10:00:00.000Z",
+            "cwd": cwd,
+        }
         self.entries: list[dict[str, Any]] = []
 
     def add(self, message: dict[str, Any], parent: str | bool | None = True) -> str:
         eid = f"e{len(self.entries)}"
         if parent is True:
             parent = self.entries[-1]["id"] if self.entries else None
-        self.entries.append({"type": "message", "id": eid, "parentId": parent,
-                             "timestamp": "2026-11-30T10:00:01.000Z", "message": message})
+        self.entries.append(
+            {
+                "type": "message",
+                "id": eid,
+                "parentId": parent,
+                "timestamp": "2026-11-30T10:00:01.000Z",
+                "message": message,
+            }
+        )
         return eid
 
     def user(self, text: str, parent: str | bool | None = True) -> str:
         return self.add({"role": "user", "content": [{"type": "text", "text": text}]}, parent)
 
-    def call(self, call_id: str, name: str, arguments: Any, *, raw: str | None = None, text: str = "",
-             parent: str | bool | None = True) -> str:
+    def call(
+        self,
+        call_id: str,
+        name: str,
+        arguments: Any,
+        *,
+        raw: str | None = None,
+        text: str = "",
+        parent: str | bool | None = True,
+    ) -> str:
         """An assistant turn with one tool call; ``raw``: arguments Pi could not parse (stored as ``argumentsError``)."""
         block: dict[str, Any] = {"type": "toolCall", "id": call_id, "name": name, "arguments": arguments}
         if raw is not None:
@@ -47,13 +67,24 @@ class Session:
         content = ([{"type": "text", "text": text}] if text else []) + [block]
         return self.add({"role": "assistant", "content": content, "stopReason": "toolUse"}, parent)
 
-    def result(self, call_id: str, name: str, text: str, *, error: bool = False, parent: str | bool | None = True) -> str:
-        return self.add({"role": "toolResult", "toolCallId": call_id, "toolName": name, "isError": error,
-                         "content": [{"type": "text", "text": text}]}, parent)
+    def result(
+        self, call_id: str, name: str, text: str, *, error: bool = False, parent: str | bool | None = True
+    ) -> str:
+        return self.add(
+            {
+                "role": "toolResult",
+                "toolCallId": call_id,
+                "toolName": name,
+                "isError": error,
+                "content": [{"type": "text", "text": text}],
+            },
+            parent,
+        )
 
     def answer(self, text: str, parent: str | bool | None = True) -> str:
-        return self.add({"role": "assistant", "content": [{"type": "text", "text": text}], "stopReason": "stop"},
-                        parent)
+        return self.add(
+            {"role": "assistant", "content": [{"type": "text", "text": text}], "stopReason": "stop"}, parent
+        )
 
     def write(self, path: Path) -> Path:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -86,25 +117,65 @@ def write_session(path: Path, version: str, calls: list[Call], *, prompt_suffix:
     """A session in the layout Pi ``version`` writes (its card's ``session`` section): a 1.x one opens with the
     ``system`` message holding the prompt and the tools' parameters."""
     card = load_card("pi", version)
-    lines: list[dict[str, Any]] = [{"type": "session", "version": card.session["version"], "id": "s1",
-                                    "timestamp": f"{DATE}T10:00:00.000Z", "cwd": CWD}]
+    lines: list[dict[str, Any]] = [
+        {
+            "type": "session",
+            "version": card.session["version"],
+            "id": "s1",
+            "timestamp": f"{DATE}T10:00:00.000Z",
+            "cwd": CWD,
+        }
+    ]
 
     def add(message: dict[str, Any]) -> None:
         n = len(lines)
-        lines.append({"type": "message", "id": f"e{n}", "parentId": f"e{n - 1}" if n > 1 else None,
-                      "timestamp": f"{DATE}T10:00:{n:02d}.000Z", "message": message})
+        lines.append(
+            {
+                "type": "message",
+                "id": f"e{n}",
+                "parentId": f"e{n - 1}" if n > 1 else None,
+                "timestamp": f"{DATE}T10:00:{n:02d}.000Z",
+                "message": message,
+            }
+        )
 
     if keeps_system(card):
-        tools = [{"name": t["function"]["name"], "description": t["function"]["description"],
-                  "parameters": t["function"]["parameters"]} for t in card.tools]
-        add({"role": "system", "content": [{"type": "text", "text": card.render_system_prompt(CWD, DATE) + prompt_suffix}],
-             "toolsAdded": tools, "timestamp": 0})
+        tools = [
+            {
+                "name": t["function"]["name"],
+                "description": t["function"]["description"],
+                "parameters": t["function"]["parameters"],
+            }
+            for t in card.tools
+        ]
+        add(
+            {
+                "role": "system",
+                "content": [{"type": "text", "text": card.render_system_prompt(CWD, DATE) + prompt_suffix}],
+                "toolsAdded": tools,
+                "timestamp": 0,
+            }
+        )
     add({"role": "user", "content": [{"type": "text", "text": "Fix the config."}], "timestamp": 1})
     for i, (name, arguments, result) in enumerate(calls):
-        add({"role": "assistant", "content": [{"type": "toolCall", "id": f"call_{i}", "name": name,
-                                               "arguments": arguments}], "stopReason": "toolUse", "timestamp": 2})
-        add({"role": "toolResult", "toolCallId": f"call_{i}", "toolName": name,
-             "content": [{"type": "text", "text": result}], "isError": False, "timestamp": 3})
+        add(
+            {
+                "role": "assistant",
+                "content": [{"type": "toolCall", "id": f"call_{i}", "name": name, "arguments": arguments}],
+                "stopReason": "toolUse",
+                "timestamp": 2,
+            }
+        )
+        add(
+            {
+                "role": "toolResult",
+                "toolCallId": f"call_{i}",
+                "toolName": name,
+                "content": [{"type": "text", "text": result}],
+                "isError": False,
+                "timestamp": 3,
+            }
+        )
     add({"role": "assistant", "content": [{"type": "text", "text": "Done."}], "stopReason": "stop", "timestamp": 4})
     path.write_bytes(b"".join(orjson.dumps(x) + b"\n" for x in lines))
     return path
@@ -116,9 +187,10 @@ def ordinary_calls(version: str) -> list[Call]:
     return [
         ("read", {"path": "a.txt"}, card.format_result("read", content="one\ntwo\n")),
         ("bash", {"command": "ls; exit 2"}, card.format_result("bash_exit_code", output="a.txt", code=2)),
-        ("edit", {"path": "a.txt", "edits": [{"oldText": "one", "newText": "1"}]},
-         card.format_result("edit", count=1, path="a.txt")),
+        (
+            "edit",
+            {"path": "a.txt", "edits": [{"oldText": "one", "newText": "1"}]},
+            card.format_result("edit", count=1, path="a.txt"),
+        ),
         ("write", {"path": "b.txt", "content": "hi\n"}, card.format_result("write", bytes=3, path="b.txt")),
     ]
-
-

@@ -81,15 +81,30 @@ def _claude(path: Path) -> int:
 
 
 def _codex(path: Path) -> int:
-    kinds = {"function_call", "custom_tool_call", "local_shell_call", "tool_search_call", "web_search_call",
-             "image_generation_call"}
-    return sum(1 for env in decode_all(_text(path)) if isinstance(env, dict) and env.get("type") == "response_item"
-               and isinstance(env.get("payload"), dict) and env["payload"].get("type") in kinds)
+    kinds = {
+        "function_call",
+        "custom_tool_call",
+        "local_shell_call",
+        "tool_search_call",
+        "web_search_call",
+        "image_generation_call",
+    }
+    return sum(
+        1
+        for env in decode_all(_text(path))
+        if isinstance(env, dict)
+        and env.get("type") == "response_item"
+        and isinstance(env.get("payload"), dict)
+        and env["payload"].get("type") in kinds
+    )
 
 
 def _swe_history(history: Any) -> int:
-    return sum(len([c for c in m.get("tool_calls") or [] if isinstance(c, dict)])
-               for m in history or [] if isinstance(m, dict) and m.get("role") == "assistant")
+    return sum(
+        len([c for c in m.get("tool_calls") or [] if isinstance(c, dict)])
+        for m in history or []
+        if isinstance(m, dict) and m.get("role") == "assistant"
+    )
 
 
 def _swe(path: Path) -> int:
@@ -106,8 +121,9 @@ def _oh_events(events: list[Any]) -> int:
         if isinstance(e, list):  # an [action, observation] pair
             n += _oh_events(e[:1])
         elif isinstance(e, dict) and (
-                str(e.get("kind")).rsplit(".", 1)[-1] == "ActionEvent"  # early SDK builds: a dotted module path
-                or ("action" in e and e.get("source", "agent") == "agent" and e["action"] not in _NOT_CALLS)):
+            str(e.get("kind")).rsplit(".", 1)[-1] == "ActionEvent"  # early SDK builds: a dotted module path
+            or ("action" in e and e.get("source", "agent") == "agent" and e["action"] not in _NOT_CALLS)
+        ):
             n += 1
     return n
 
@@ -163,8 +179,14 @@ def _openai_chat(path: Path) -> int:
     return sum(_one_chat(v) for v in values)
 
 
-_COUNTERS = {"pi": _pi, "claude_code": _claude, "codex": _codex, "swe_agent": _swe, "openhands": _openhands,
-             "openai_chat": _openai_chat}
+_COUNTERS = {
+    "pi": _pi,
+    "claude_code": _claude,
+    "codex": _codex,
+    "swe_agent": _swe,
+    "openhands": _openhands,
+    "openai_chat": _openai_chat,
+}
 
 
 def count_calls(fmt: str, path: Path) -> int:

@@ -111,15 +111,21 @@ PINNED_LEDGER = {
     "traces/pi/badlogic__pi-mono__large-session.jsonl": (1, {}),
     "traces/pi/kvsankar__agent-history__session-01.jsonl": (1, {}),
     "traces/swe_agent/SWE-agent__SWE-agent__marshmallow-code__marshmallow-1867__function_calling_replace.traj": (
-        0, {"unsupported_tool": 1}),
+        0,
+        {"unsupported_tool": 1},
+    ),
 }
 
 
 BYTE_ONLY = {  # the files whose outcome differs at fidelity tier byte: OpenHands strips, Claude Code trims output
     "traces/claude_code/iampkuhz__feipi-session-browser__8a283a61-e3f0-4e8f-ba06-6711e2fcf2ed.jsonl": (
-        0, {"unmappable_result": 1}),
+        0,
+        {"unmappable_result": 1},
+    ),
     "traces/openhands/OpenHands__software-agent-sdk__v1_conversation_cd94562403b9487ebdd4018e3f531dfd": (
-        0, {"unmappable_result": 1}),
+        0,
+        {"unmappable_result": 1},
+    ),
 }
 
 
@@ -127,7 +133,9 @@ def test_pinned_ledger_at_tier_byte(traces_dir: Path, card, tmp_path: Path):
     convert([traces_dir], tmp_path, card, workers=1, policy=ConvertPolicy(fidelity="byte"))
     acc = {f["file"]: f for f in json.loads((tmp_path / "accounting.json").read_text())["files"]}
     assert {name: (f["accepted"], f["reasons"]) for name, f in acc.items()} == {**PINNED_LEDGER, **BYTE_ONLY}
-    assert b'"altered"' not in (tmp_path / "conversations.jsonl").read_bytes() + (tmp_path / "prefixes.jsonl").read_bytes()
+    assert (
+        b'"altered"' not in (tmp_path / "conversations.jsonl").read_bytes() + (tmp_path / "prefixes.jsonl").read_bytes()
+    )
     assert "labels_by_fidelity" not in (tmp_path / "yield.json").read_text()
 
 
@@ -170,12 +178,34 @@ def test_iter_convert_matches_written_files(traces_dir: Path, card, converted):
 
 
 def test_cli_convert(traces_dir: Path, tmp_path: Path):
-    result = CliRunner().invoke(app, ["convert", str(traces_dir / "pi"), str(traces_dir / "claude_code"),
-                                      "--out", str(tmp_path / "o"), "--harness", "pi@0.73.1"])
+    result = CliRunner().invoke(
+        app,
+        [
+            "convert",
+            str(traces_dir / "pi"),
+            str(traces_dir / "claude_code"),
+            "--out",
+            str(tmp_path / "o"),
+            "--harness",
+            "pi@0.73.1",
+        ],
+    )
     assert result.exit_code == 0, result.output
     assert "read 5 = accepted 3 + rejected 2" in result.output  # at tier content (the default)
-    result = CliRunner().invoke(app, ["convert", str(traces_dir / "pi"), str(traces_dir / "claude_code"),
-                                      "--out", str(tmp_path / "b"), "--harness", "pi@0.73.1", "--fidelity", "byte"])
+    result = CliRunner().invoke(
+        app,
+        [
+            "convert",
+            str(traces_dir / "pi"),
+            str(traces_dir / "claude_code"),
+            "--out",
+            str(tmp_path / "b"),
+            "--harness",
+            "pi@0.73.1",
+            "--fidelity",
+            "byte",
+        ],
+    )
     assert result.exit_code == 0 and "read 5 = accepted 2 + rejected 3" in result.output, result.output
     assert orjson.loads((tmp_path / "o" / "accounting.json").read_bytes())["harness"] == "pi@0.73.1"
     # the default target is the newest card: the old Pi session's write results are put in its words
@@ -184,7 +214,8 @@ def test_cli_convert(traces_dir: Path, tmp_path: Path):
     texts = (tmp_path / "n" / "conversations.jsonl").read_text()
     assert "pi.text_rerendered:write" in texts and "Successfully wrote to " in texts and " bytes to " not in texts
     assert orjson.loads((tmp_path / "n" / "accounting.json").read_bytes())["harness"] == f"pi@{NEWEST_PI_VERSION}"
-    result = CliRunner().invoke(app, ["convert", str(traces_dir / "pi"), "--out", str(tmp_path / "p"),
-                                      "--format", "claude_code"])
+    result = CliRunner().invoke(
+        app, ["convert", str(traces_dir / "pi"), "--out", str(tmp_path / "p"), "--format", "claude_code"]
+    )
     assert result.exit_code == 0, result.output
     assert "unknown_format" in result.output

@@ -53,8 +53,12 @@ def mutation(draw):
     return name, bytes(data)
 
 
-@settings(max_examples=300, deadline=None, derandomize=True,
-          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@settings(
+    max_examples=300,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 @given(mutation())
 def test_mutated_traces_never_crash_and_identity_holds(tmp_path_factory, case):
     name, data = case
@@ -70,5 +74,6 @@ def test_mutated_traces_never_crash_and_identity_holds(tmp_path_factory, case):
         if isinstance(out, Rejection):
             assert out.reason and out.detail and out.repair_hint
     # no reader/converter crash leaked as a generic failure row
-    assert not any(isinstance(o, Rejection) and ("failed after" in o.detail or "converter failed" in o.detail)
-                   for o in res.outputs), [o.detail for o in res.outputs if isinstance(o, Rejection)]
+    assert not any(
+        isinstance(o, Rejection) and ("failed after" in o.detail or "converter failed" in o.detail) for o in res.outputs
+    ), [o.detail for o in res.outputs if isinstance(o, Rejection)]

@@ -19,21 +19,42 @@ CARD = load_card("pi", "0.73.1")
 
 
 def _traj(steps: list[Step], source: str = "claude_code", flags: tuple[str, ...] = ()) -> Trajectory:
-    return Trajectory(id="t1", source=source, steps=steps, cwd="/w", date="2026-01-02", root_request_id="r",
-                      flags=list(flags), provenance=Provenance(format=source, file="f.jsonl", sha256="0" * 64))
+    return Trajectory(
+        id="t1",
+        source=source,
+        steps=steps,
+        cwd="/w",
+        date="2026-01-02",
+        root_request_id="r",
+        flags=list(flags),
+        provenance=Provenance(format=source, file="f.jsonl", sha256="0" * 64),
+    )
 
 
 def _todo(cid: str, text: str | None) -> list[Step]:
     """An assistant turn whose only call is TodoWrite (dropped: it changes nothing), and its result."""
-    return [Step(role="assistant", text=text, tool_calls=[ToolCall(id=cid, name="TodoWrite", arguments={"todos": []})]),
-            Step(role="tool", tool_call_id=cid, text="Todos have been modified successfully.")]
+    return [
+        Step(role="assistant", text=text, tool_calls=[ToolCall(id=cid, name="TodoWrite", arguments={"todos": []})]),
+        Step(role="tool", tool_call_id=cid, text="Todos have been modified successfully."),
+    ]
 
 
 def test_the_order_is_the_contract() -> None:
     assert [g.name for g in GATES] == [
-        "lines_lost", "truncated_file", "empty", "side_branch", "subagent", "foreign_tools", "mapping_failed",
-        "harness_version_mismatch", "invalid_call",
-        "orphan_tool_result", "turn_after_answer", "missing_tool_result", "user_rejected_tool", "image_content",
+        "lines_lost",
+        "truncated_file",
+        "empty",
+        "side_branch",
+        "subagent",
+        "foreign_tools",
+        "mapping_failed",
+        "harness_version_mismatch",
+        "invalid_call",
+        "orphan_tool_result",
+        "turn_after_answer",
+        "missing_tool_result",
+        "user_rejected_tool",
+        "image_content",
         "no_final_response",
     ]
     before, after = split_gates(GATES)
@@ -44,12 +65,19 @@ def test_the_order_is_the_contract() -> None:
 
 def test_ui_only_turns_are_dropped_whole_and_nothing_is_merged() -> None:
     """A turn whose only content is a UI-only call goes with its result; the turns around it stay as they were."""
-    steps = [Step(role="user", text="Plan it, then do it."), *_todo("a", None), *_todo("b", None),
-             *read_steps("c", "ls.txt", "x.py", text="C."), Step(role="assistant", text="Done.")]
+    steps = [
+        Step(role="user", text="Plan it, then do it."),
+        *_todo("a", None),
+        *_todo("b", None),
+        *read_steps("c", "ls.txt", "x.py", text="C."),
+        Step(role="assistant", text="Done."),
+    ]
     conv = to_conversation(_traj(steps), CARD)
     assert isinstance(conv, Conversation), conv
     assert [(m["role"], m.get("content")) for m in conv.messages[1:]] == [
-        ("user", [{"type": "text", "text": "Plan it, then do it."}]), ("assistant", "C."), ("tool", "x.py"),
+        ("user", [{"type": "text", "text": "Plan it, then do it."}]),
+        ("assistant", "C."),
+        ("tool", "x.py"),
         ("assistant", "Done."),
     ]
     assert "drop:ui_only:TodoWrite" in conv.meta.transformations
@@ -58,8 +86,13 @@ def test_ui_only_turns_are_dropped_whole_and_nothing_is_merged() -> None:
 
 
 def test_a_ui_call_beside_text_blocks_and_the_actions_before_it_are_labels() -> None:
-    steps = [Step(role="user", text="Go."), *read_steps("b", "pwd.txt", "/w"), *_todo("a", "Planning."),  # 1-2, 3-4
-             *read_steps("c", "ls.txt", "x.py"), Step(role="assistant", text="In /w.")]
+    steps = [
+        Step(role="user", text="Go."),
+        *read_steps("b", "pwd.txt", "/w"),
+        *_todo("a", "Planning."),  # 1-2, 3-4
+        *read_steps("c", "ls.txt", "x.py"),
+        Step(role="assistant", text="In /w."),
+    ]
     out = convert_trajectory(_traj(steps), CARD)
     assert isinstance(out.record, Rejection) and out.record.reason == Reason.ui_only_call
     assert "also holds text" in out.record.detail
@@ -73,8 +106,12 @@ def test_a_ui_call_beside_text_blocks_and_the_actions_before_it_are_labels() -> 
 
 def test_a_turn_right_after_an_answer_is_no_label() -> None:
     """Pi starts a run only with a user message: an answer followed at once by another turn is not a Pi context."""
-    steps = [Step(role="user", text="Go."), Step(role="assistant", text="Sure, later."),  # 1: an answer
-             *read_steps("c", "ls.txt", "x.py"), Step(role="assistant", text="Done.")]  # 2: a turn right after it
+    steps = [
+        Step(role="user", text="Go."),
+        Step(role="assistant", text="Sure, later."),  # 1: an answer
+        *read_steps("c", "ls.txt", "x.py"),
+        Step(role="assistant", text="Done."),
+    ]  # 2: a turn right after it
     out = convert_trajectory(_traj(steps), CARD)
     assert isinstance(out.record, Rejection) and out.record.reason == Reason.turn_after_answer
     assert out.calls.fates == ["turn_after_answer"]
@@ -82,11 +119,13 @@ def test_a_turn_right_after_an_answer_is_no_label() -> None:
 
 
 def test_findings_name_their_step_and_the_first_gate_decides() -> None:
-    steps = [Step(role="user", text="Look."),  # 0
-             Step(role="assistant", tool_calls=[ToolCall(id="w", name="WebFetch", arguments={"url": "u"})]),  # 1
-             Step(role="tool", tool_call_id="w", text="page"),  # 2
-             Step(role="tool", tool_call_id="zz", text="stray"),  # 3: answers no call of its turn
-             Step(role="assistant", text="Read it.")]
+    steps = [
+        Step(role="user", text="Look."),  # 0
+        Step(role="assistant", tool_calls=[ToolCall(id="w", name="WebFetch", arguments={"url": "u"})]),  # 1
+        Step(role="tool", tool_call_id="w", text="page"),  # 2
+        Step(role="tool", tool_call_id="zz", text="stray"),  # 3: answers no call of its turn
+        Step(role="assistant", text="Read it."),
+    ]
     traj = _traj(steps)
     rej = to_conversation(traj, CARD)
     assert isinstance(rej, Rejection) and rej.reason == Reason.unsupported_tool  # mapping_failed before orphans
@@ -108,8 +147,11 @@ class GaveUp(Gate):
 
 
 def test_adding_a_gate_is_one_class_and_one_list_entry(monkeypatch: pytest.MonkeyPatch) -> None:
-    steps = [Step(role="user", text="Fix it."), *read_steps("b", "make.log", "error"),
-             Step(role="assistant", text="I give up.")]
+    steps = [
+        Step(role="user", text="Fix it."),
+        *read_steps("b", "make.log", "error"),
+        Step(role="assistant", text="I give up."),
+    ]
     assert isinstance(to_conversation(_traj(steps), CARD), Conversation)
     monkeypatch.setattr(gates, "GATES", (*GATES[:-1], GaveUp(), GATES[-1]))  # the one entry
     rej = to_conversation(_traj(steps), CARD)
@@ -120,8 +162,11 @@ def test_adding_a_gate_is_one_class_and_one_list_entry(monkeypatch: pytest.Monke
 
 def test_a_mapping_failure_of_any_reason_rejects() -> None:
     """The mapping_failed gate takes every reason a mapping gives, including ``subagent`` (Codex spawn_agent)."""
-    steps = [Step(role="user", text="Split the work."),
-             Step(role="assistant", tool_calls=[ToolCall(id="s", name="spawn_agent", arguments='{"task": "x"}')]),
-             Step(role="tool", tool_call_id="s", text="agent 7 started"), Step(role="assistant", text="Started.")]
+    steps = [
+        Step(role="user", text="Split the work."),
+        Step(role="assistant", tool_calls=[ToolCall(id="s", name="spawn_agent", arguments='{"task": "x"}')]),
+        Step(role="tool", tool_call_id="s", text="agent 7 started"),
+        Step(role="assistant", text="Started."),
+    ]
     rej = to_conversation(_traj(steps, source="codex"), CARD)
     assert isinstance(rej, Rejection) and rej.reason == Reason.subagent and "spawn_agent" in rej.detail

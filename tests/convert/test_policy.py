@@ -13,13 +13,22 @@ CARD = load_card("pi", "0.73.1")
 
 
 def _traj(steps: list[Step], source: str = "claude_code") -> Trajectory:
-    return Trajectory(id="t", source=source, steps=steps, cwd="/w", date="2026-01-02", root_request_id="r",
-                      provenance=Provenance(format=source, file="f.jsonl", sha256="0" * 64))
+    return Trajectory(
+        id="t",
+        source=source,
+        steps=steps,
+        cwd="/w",
+        date="2026-01-02",
+        root_request_id="r",
+        provenance=Provenance(format=source, file="f.jsonl", sha256="0" * 64),
+    )
 
 
 def _todo(ack: str, is_error: bool = False) -> list[Step]:
-    return [Step(role="assistant", tool_calls=[ToolCall(id="t1", name="TodoWrite", arguments={"todos": []})]),
-            Step(role="tool", tool_call_id="t1", text=ack, is_error=is_error)]
+    return [
+        Step(role="assistant", tool_calls=[ToolCall(id="t1", name="TodoWrite", arguments={"todos": []})]),
+        Step(role="tool", tool_call_id="t1", text=ack, is_error=is_error),
+    ]
 
 
 def _read_then_answer(text: str = "Done.") -> list[Step]:
@@ -28,20 +37,31 @@ def _read_then_answer(text: str = "Done.") -> list[Step]:
 
 
 def test_a_plain_acknowledgement_alone_in_its_turn_is_dropped() -> None:
-    out = convert_trajectory(_traj([Step(role="user", text="go"), *_todo("Todos have been modified successfully."),
-                                    *_read_then_answer()]), CARD)
+    out = convert_trajectory(
+        _traj([Step(role="user", text="go"), *_todo("Todos have been modified successfully."), *_read_then_answer()]),
+        CARD,
+    )
     assert isinstance(out.record, Conversation)
     assert out.calls.fates == ["drop:ui_only:TodoWrite", "label"]
     assert "drop:ui_only:TodoWrite" in out.record.meta.transformations
 
 
 def test_a_result_quoted_later_or_an_error_blocks_the_drop() -> None:
-    quoted = convert_trajectory(_traj([Step(role="user", text="go"), *_todo("Your list id is LIST-0042-ALPHA-BETA"),
-                                       *_read_then_answer("Saved under LIST-0042-ALPHA-BETA, done.")]), CARD)
+    quoted = convert_trajectory(
+        _traj(
+            [
+                Step(role="user", text="go"),
+                *_todo("Your list id is LIST-0042-ALPHA-BETA"),
+                *_read_then_answer("Saved under LIST-0042-ALPHA-BETA, done."),
+            ]
+        ),
+        CARD,
+    )
     assert isinstance(quoted.record, Rejection) and quoted.record.reason == Reason.ui_only_call
     assert "quotes its result" in quoted.record.detail
-    failed = convert_trajectory(_traj([Step(role="user", text="go"), *_todo("InputValidationError", is_error=True),
-                                       *_read_then_answer()]), CARD)
+    failed = convert_trajectory(
+        _traj([Step(role="user", text="go"), *_todo("InputValidationError", is_error=True), *_read_then_answer()]), CARD
+    )
     assert isinstance(failed.record, Rejection) and "error or a refusal" in failed.record.detail
 
 
@@ -55,14 +75,21 @@ def test_the_list_and_the_switch_come_from_the_policy() -> None:
 
 
 def _swe(steps_after_submit: list[Step]) -> Trajectory:
-    create = ToolCall(id="c", name="str_replace_editor",
-                      arguments='{"command": "create", "path": "/r/a.py", "file_text": "x = 1\\n"}')
+    create = ToolCall(
+        id="c", name="str_replace_editor", arguments='{"command": "create", "path": "/r/a.py", "file_text": "x = 1\\n"}'
+    )
     submit = ToolCall(id="s", name="submit", arguments="{}")
-    return _traj([Step(role="user", text="fix it"), Step(role="assistant", text="Create it.", tool_calls=[create]),
-                  Step(role="tool", tool_call_id="c", text="File created successfully at: /r/a.py"),
-                  Step(role="assistant", text="The fix is in.", tool_calls=[submit]),
-                  Step(role="tool", tool_call_id="s", text="diff --git a/a.py b/a.py"), *steps_after_submit],
-                 source="swe_agent")
+    return _traj(
+        [
+            Step(role="user", text="fix it"),
+            Step(role="assistant", text="Create it.", tool_calls=[create]),
+            Step(role="tool", tool_call_id="c", text="File created successfully at: /r/a.py"),
+            Step(role="assistant", text="The fix is in.", tool_calls=[submit]),
+            Step(role="tool", tool_call_id="s", text="diff --git a/a.py b/a.py"),
+            *steps_after_submit,
+        ],
+        source="swe_agent",
+    )
 
 
 def test_submit_ends_the_episode_only_as_the_last_action() -> None:
@@ -70,7 +97,8 @@ def test_submit_ends_the_episode_only_as_the_last_action() -> None:
     assert isinstance(last.record, Conversation), last.record
     assert last.record.messages[-1] == {"role": "assistant", "content": "The fix is in."}
     assert last.calls.fates == ["label", "drop:swe_agent.submit:end-of-episode"]
-    review = convert_trajectory(_swe([Step(role="user", text="Please review and submit again."),
-                                      Step(role="assistant", text="Done.")]), CARD)
+    review = convert_trajectory(
+        _swe([Step(role="user", text="Please review and submit again."), Step(role="assistant", text="Done.")]), CARD
+    )
     assert isinstance(review.record, Rejection) and review.record.reason == Reason.ui_only_call
     assert "not the run's last action" in review.record.detail and review.record.labels == 1

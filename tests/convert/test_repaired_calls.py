@@ -21,8 +21,15 @@ def _convert(name: str, arguments: str, result: str) -> Conversation:
         Step(role="tool", tool_call_id="c1", text=result),
         Step(role="assistant", text="Done."),
     ]
-    traj = Trajectory(id="t", source="openai_chat", steps=steps, cwd="/w", date="2026-01-01", root_request_id="r",
-                      provenance={"format": "openai_chat", "file": "f", "sha256": "0"})
+    traj = Trajectory(
+        id="t",
+        source="openai_chat",
+        steps=steps,
+        cwd="/w",
+        date="2026-01-01",
+        root_request_id="r",
+        provenance={"format": "openai_chat", "file": "f", "sha256": "0"},
+    )
     conv = to_conversation(traj, CARD)
     assert isinstance(conv, Conversation), conv
     assert validate_conversation(conv, CARD) == []
@@ -43,13 +50,19 @@ def test_string_number_and_ignored_property_become_canonical() -> None:
 
 
 def test_legacy_edit_and_edits_as_json_string_become_edits_list() -> None:
-    legacy = _convert("edit", json.dumps({"path": "a.py", "oldText": "x = 1", "newText": "x = 2"}),
-                      "Successfully replaced 1 block(s) in a.py.")
+    legacy = _convert(
+        "edit",
+        json.dumps({"path": "a.py", "oldText": "x = 1", "newText": "x = 2"}),
+        "Successfully replaced 1 block(s) in a.py.",
+    )
     assert _call(legacy) == ("edit", '{"path":"a.py","edits":[{"oldText":"x = 1","newText":"x = 2"}]}')
     assert "repaired:legacy_edit_arguments" in legacy.meta.transformations
 
-    as_string = _convert("edit", json.dumps({"edits": json.dumps([{"newText": "b", "oldText": "a"}]), "path": "a.py"}),
-                         "Successfully replaced 1 block(s) in a.py.")
+    as_string = _convert(
+        "edit",
+        json.dumps({"edits": json.dumps([{"newText": "b", "oldText": "a"}]), "path": "a.py"}),
+        "Successfully replaced 1 block(s) in a.py.",
+    )
     assert _call(as_string) == ("edit", '{"path":"a.py","edits":[{"oldText":"a","newText":"b"}]}')
     assert "repaired:edits_json_string" in as_string.meta.transformations
 

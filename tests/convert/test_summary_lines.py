@@ -32,8 +32,9 @@ def test_convert_names_the_recording_pis_and_the_labels_each_target_gives(traces
     assert f"  pi@{NEWEST_PI_VERSION} (this run): {labels}" in lines
     # at tier content (the default) the line splits the labels per fidelity tier (a Pi session has no altered result)
     assert f"tool calls → labels: {calls} → {labels} (fidelity byte {labels}, content 0)" in lines
-    old = CliRunner().invoke(app, ["convert", str(traces_dir / "pi"), "--out", str(tmp_path / "old"),
-                                   "--harness", f"pi@{FAMILY[0]}"])
+    old = CliRunner().invoke(
+        app, ["convert", str(traces_dir / "pi"), "--out", str(tmp_path / "old"), "--harness", f"pi@{FAMILY[0]}"]
+    )
     assert old.exit_code == 0, old.output
     _, at_recorder = _pi_labels(tmp_path / "old")
     # the old session's texts are re-rendered in the newest Pi's words (harness.pi_texts): nothing is lost to them

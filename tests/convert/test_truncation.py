@@ -21,19 +21,32 @@ CARD = load_card("pi", "0.73.1")
 
 
 def _traj(source: str, steps: list[Step] | None = None) -> Trajectory:
-    return Trajectory(id="t", source=source, steps=steps or [], cwd="/w", date="2026-01-01", root_request_id="r",
-                      provenance={"format": source, "file": "f", "sha256": "0"})
+    return Trajectory(
+        id="t",
+        source=source,
+        steps=steps or [],
+        cwd="/w",
+        date="2026-01-01",
+        root_request_id="r",
+        provenance={"format": source, "file": "f", "sha256": "0"},
+    )
 
 
 def _claude(name: str, args: dict, result: Step) -> object:
-    return ClaudeCodeMapping().map_call(ToolCall(id="x", name=name, arguments=args), result,
-                                        MapContext(CARD, _traj("claude_code"), "/w"))
+    return ClaudeCodeMapping().map_call(
+        ToolCall(id="x", name=name, arguments=args), result, MapContext(CARD, _traj("claude_code"), "/w")
+    )
 
 
 def _read_result(content: str, start: int, num: int, total: int) -> Step:
-    return Step(role="tool", tool_call_id="x", text="(numbered view)",
-                meta={"toolUseResult": {"file": {"content": content, "startLine": start, "numLines": num,
-                                                 "totalLines": total}}})
+    return Step(
+        role="tool",
+        tool_call_id="x",
+        text="(numbered view)",
+        meta={
+            "toolUseResult": {"file": {"content": content, "startLine": start, "numLines": num, "totalLines": total}}
+        },
+    )
 
 
 def _rejected_for_result(out: object, words: str, tier: str = "byte") -> None:
@@ -102,15 +115,18 @@ def test_claude_bash_output_claude_truncated_is_rejected() -> None:
     _rejected_for_result(out, "Claude Code truncated")
 
 
-@pytest.mark.parametrize(("text", "is_error", "says"), [
-    ("\n".join(f"row {i}" for i in range(2500)), False, "edges Claude Code trimmed"),  # over Pi's limits too
-    ("a.py", False, "4 characters of output whose edges Claude Code trimmed"),
-    ("Exit code 1\nboom", True, "4 characters of output whose edges Claude Code trimmed"),
-    ("(Bash completed with no output)", False, "no output recorded (exit code 0)"),
-    ("", False, "no output recorded (exit code 0)"),
-    ("Error: Exit code 2", True, "no output recorded (exit code 2)"),
-    ("permission denied", True, "an error without an exit code"),
-])
+@pytest.mark.parametrize(
+    ("text", "is_error", "says"),
+    [
+        ("\n".join(f"row {i}" for i in range(2500)), False, "edges Claude Code trimmed"),  # over Pi's limits too
+        ("a.py", False, "4 characters of output whose edges Claude Code trimmed"),
+        ("Exit code 1\nboom", True, "4 characters of output whose edges Claude Code trimmed"),
+        ("(Bash completed with no output)", False, "no output recorded (exit code 0)"),
+        ("", False, "no output recorded (exit code 0)"),
+        ("Error: Exit code 2", True, "no output recorded (exit code 2)"),
+        ("permission denied", True, "an error without an exit code"),
+    ],
+)
 def test_claude_bash_result_is_never_pis_text(text: str, is_error: bool, says: str) -> None:
     """Claude Code trims a command's output (leading blank lines, trailing whitespace), so Pi's text is never known:
     the call is a label, its result is not, and the detail says what the data shows."""
@@ -118,15 +134,19 @@ def test_claude_bash_result_is_never_pis_text(text: str, is_error: bool, says: s
     _rejected_for_result(out, says)
 
 
-@pytest.mark.parametrize(("text", "is_error", "pi_text"), [
-    ("a.py", False, "a.py"),
-    ("Exit code 1\nboom", True, "boom\n\nCommand exited with code 1"),
-    ("(Bash completed with no output)", False, "(no output)"),
-    ("", False, "(no output)"),
-    ("Error: Exit code 2", True, "(no output)\n\nCommand exited with code 2"),
-])
-def test_claude_bash_result_at_tier_content_is_pis_text_from_the_recorded_output(text: str, is_error: bool,
-                                                                                 pi_text: str) -> None:
+@pytest.mark.parametrize(
+    ("text", "is_error", "pi_text"),
+    [
+        ("a.py", False, "a.py"),
+        ("Exit code 1\nboom", True, "boom\n\nCommand exited with code 1"),
+        ("(Bash completed with no output)", False, "(no output)"),
+        ("", False, "(no output)"),
+        ("Error: Exit code 2", True, "(no output)\n\nCommand exited with code 2"),
+    ],
+)
+def test_claude_bash_result_at_tier_content_is_pis_text_from_the_recorded_output(
+    text: str, is_error: bool, pi_text: str
+) -> None:
     """At tier content, Pi's bash text is rendered from what Claude Code recorded, and the alterations Claude Code
     makes to every output are named."""
     out = _claude("Bash", {"command": "make"}, Step(role="tool", tool_call_id="x", text=text, is_error=is_error))
@@ -135,13 +155,17 @@ def test_claude_bash_result_at_tier_content_is_pis_text_from_the_recorded_output
     assert out.result.alterations == ("claude_code.bash_edges_trimmed", "claude_code.bash_stderr_apart")
 
 
-@pytest.mark.parametrize(("text", "is_error", "says"), [
-    ("\n".join(f"row {i}" for i in range(2500)), False, "over Pi's limits"),
-    ("head\n\n... [812 lines truncated] ...\n\ntail", False, "Claude Code truncated"),
-    ("permission denied", True, "an error without an exit code"),
-])
-def test_claude_bash_result_whose_content_is_unknown_stays_unmappable_at_tier_content(text: str, is_error: bool,
-                                                                                      says: str) -> None:
+@pytest.mark.parametrize(
+    ("text", "is_error", "says"),
+    [
+        ("\n".join(f"row {i}" for i in range(2500)), False, "over Pi's limits"),
+        ("head\n\n... [812 lines truncated] ...\n\ntail", False, "Claude Code truncated"),
+        ("permission denied", True, "an error without an exit code"),
+    ],
+)
+def test_claude_bash_result_whose_content_is_unknown_stays_unmappable_at_tier_content(
+    text: str, is_error: bool, says: str
+) -> None:
     out = _claude("Bash", {"command": "make"}, Step(role="tool", tool_call_id="x", text=text, is_error=is_error))
     _rejected_for_result(out, says, tier="content")
 
@@ -149,9 +173,11 @@ def test_claude_bash_result_whose_content_is_unknown_stays_unmappable_at_tier_co
 # -- other sources ----------------------------------------------------------------------------------------------------
 def test_openhands_large_output_is_rejected() -> None:
     text = "\n".join(str(i) for i in range(3000)) + "\n[The command completed with exit code 0.]"
-    out = OpenHandsMapping().map_call(ToolCall(id="x", name="execute_bash", arguments={"command": "seq 3000"}),
-                                      Step(role="tool", tool_call_id="x", text=text),
-                                      MapContext(CARD, _traj("openhands"), "/w"))
+    out = OpenHandsMapping().map_call(
+        ToolCall(id="x", name="execute_bash", arguments={"command": "seq 3000"}),
+        Step(role="tool", tool_call_id="x", text=text),
+        MapContext(CARD, _traj("openhands"), "/w"),
+    )
     _rejected_for_result(out, "final newline")
     _rejected_for_result(out, "over Pi's limits", tier="content")
 
@@ -166,8 +192,12 @@ def test_whole_trajectory_with_an_unmappable_result_is_rejected_with_the_reason(
     ]
     out = convert_trajectory(_traj("claude_code", steps), CARD, policy=ConvertPolicy(fidelity=tier))
     assert isinstance(out.record, Rejection) and out.record.reason == Reason.unmappable_result
-    assert out.record.detail.startswith({"byte": "Bash result: 13892 characters of output whose edges Claude Code "
-                                                 "trimmed", "content": "Bash result: output 3000 lines"}[tier])
+    assert out.record.detail.startswith(
+        {
+            "byte": "Bash result: 13892 characters of output whose edges Claude Code trimmed",
+            "content": "Bash result: output 3000 lines",
+        }[tier]
+    )
     # the call is an exact label; its result is not part of the prefix
     assert out.prefix is not None and out.prefix.meta.prefix.labels == 1
     assert [m["role"] for m in out.prefix.messages] == ["system", "user", "assistant"]
@@ -182,5 +212,6 @@ def test_openai_chat_result_over_pi_limits_is_rejected() -> None:
     big = Step(role="tool", tool_call_id="x", text="\n".join(str(i) for i in range(3000)))
     _rejected_for_result(OpenAIChatMapping().map_call(call, big, ctx), "over Pi's limits")
     small = Step(role="tool", tool_call_id="x", text="1\n2")
-    assert OpenAIChatMapping().map_call(call, small, ctx) == PiCall("bash", {"command": "seq 3000"}, "1\n2",
-                                                                    ("openai_chat.pi_named_call",))
+    assert OpenAIChatMapping().map_call(call, small, ctx) == PiCall(
+        "bash", {"command": "seq 3000"}, "1\n2", ("openai_chat.pi_named_call",)
+    )

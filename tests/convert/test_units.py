@@ -54,8 +54,9 @@ def test_encoded_units_identical_for_any_workers_and_chunks(traces_dir: Path, ca
     one = list(iter_encoded_units([traces_dir], card, workers=1, install_dir=INSTALL_DIR))
     many = list(iter_encoded_units([traces_dir], card, workers=workers, install_dir=INSTALL_DIR, chunksize=chunksize))
     assert [u.index for u in many] == [u.index for u in one] == sorted(u.index for u in one)
-    assert [(u.label, u.format, u.size, u.read, u.accepted, u.reasons) for u in many] == \
-        [(u.label, u.format, u.size, u.read, u.accepted, u.reasons) for u in one]
+    assert [(u.label, u.format, u.size, u.read, u.accepted, u.reasons) for u in many] == [
+        (u.label, u.format, u.size, u.read, u.accepted, u.reasons) for u in one
+    ]
     assert _blobs(many) == _blobs(one)
     for u in many:
         assert u.read == u.accepted + u.rejected
@@ -134,6 +135,7 @@ def test_the_collector_pause_restores_the_collector_as_it_was() -> None:
     import gc
 
     from harnessfit.convert.units import gc_paused
+
     assert gc.isenabled()
     with gc_paused():
         assert not gc.isenabled()
@@ -170,7 +172,16 @@ def test_the_fast_line_writer_gives_the_reference_lines(traces_dir) -> None:
         pass
 
     meta = {"source": "x", "file": "f", "sha256": "s", "root_request_id": "r", "card": "c", "cwd": "/", "date": "d"}
-    for odd in [datetime.datetime(2024, 1, 2, 3, 4, 5), datetime.date(2024, 1, 2), b"raw", Tag("t"), {1: "a"},
-                float("nan"), float("inf"), (1, 2), "plain"]:
+    for odd in [
+        datetime.datetime(2024, 1, 2, 3, 4, 5),
+        datetime.date(2024, 1, 2),
+        b"raw",
+        Tag("t"),
+        {1: "a"},
+        float("nan"),
+        float("inf"),
+        (1, 2),
+        "plain",
+    ]:
         conv = Conversation(id="a", messages=[{"role": "user", "content": [odd]}], tools=[{"k": odd}], meta=meta)
         assert _line(conv) == line_reference(conv), repr(odd)

@@ -75,8 +75,11 @@ def test_pi_sessions_with_compactions_count_every_call_once(traces_dir: Path, tm
         for line in (tmp_path / name).read_bytes().splitlines():
             conv = json.loads(line)
             assert validate_conversation(conv, CARD) == [], conv["meta"]["file"]
-            labels += sum(len(m.get("tool_calls") or []) for m in conv["messages"][conv["meta"]["labels_from"]:]
-                          if m["role"] == "assistant")
+            labels += sum(
+                len(m.get("tool_calls") or [])
+                for m in conv["messages"][conv["meta"]["labels_from"] :]
+                if m["role"] == "assistant"
+            )
     assert labels == doc["total"]["labels"] > 0
 
 
@@ -101,9 +104,13 @@ def test_every_label_validates_and_labels_match_the_wire(converted: Path, traces
     doc = json.loads((converted / "yield.json").read_text())
     # a label is a call on the wire, or a call the reader folded into the final answer (OpenHands' finish): those of
     # an accepted trajectory are labels (a rejected one's final answer comes after its cut)
-    folded = sum(len(s.meta.get("folded_calls", [])) for u in iter_units([traces_dir], ["openhands"])
-                 for t in read_unit(u, ["openhands"]) if isinstance(t, Trajectory)
-                 and (t.provenance.file, t.provenance.line_start) in accepted for s in t.steps)
+    folded = sum(
+        len(s.meta.get("folded_calls", []))
+        for u in iter_units([traces_dir], ["openhands"])
+        for t in read_unit(u, ["openhands"])
+        if isinstance(t, Trajectory) and (t.provenance.file, t.provenance.line_start) in accepted
+        for s in t.steps
+    )
     assert folded and wire_calls + folded == doc["total"]["labels"]
     assert prefixes > 0
     ledger = [json.loads(line) for line in (converted / "ledger.jsonl").read_bytes().splitlines()]

@@ -39,12 +39,26 @@ def test_read_jsonl_raises_or_skips(tmp_path: Path) -> None:
 
 
 def test_one_rejection_builder_for_every_subject() -> None:
-    traj = Trajectory(id="t", source="pi", steps=[], root_request_id="r",
-                      provenance=Provenance(format="pi", file="pi/a.jsonl", sha256="s", line_start=2, line_end=9))
+    traj = Trajectory(
+        id="t",
+        source="pi",
+        steps=[],
+        root_request_id="r",
+        provenance=Provenance(format="pi", file="pi/a.jsonl", sha256="s", line_start=2, line_end=9),
+    )
     r = reject(traj, Reason.empty, "d", "h")
     assert (r.record_id, r.source, r.file, r.line_start, r.line_end, r.kept_id) == ("t", "pi", "pi/a.jsonl", 2, 9, None)
-    meta = ConversationMeta(source="codex", file="c.jsonl", sha256="s", line_start=1, line_end=3, root_request_id="r",
-                            card="pi-0.73.1", cwd="/w", date="2026-01-01")
+    meta = ConversationMeta(
+        source="codex",
+        file="c.jsonl",
+        sha256="s",
+        line_start=1,
+        line_end=3,
+        root_request_id="r",
+        card="pi-0.73.1",
+        cwd="/w",
+        date="2026-01-01",
+    )
     conv = Conversation(id="c1", messages=[], tools=[], meta=meta)
     r = reject(conv, Reason.duplicate_exact, "same", "none", kept_id="c0")
     assert (r.record_id, r.source, r.file, r.line_end, r.kept_id) == ("c1", "codex", "c.jsonl", 3, "c0")
@@ -89,7 +103,13 @@ def test_a_broken_line_costs_only_itself_and_records_say_where_they_start() -> N
     text = b'{\n  "a": 1\n}\n{"b": 2,\n{"c": 3}\n[1,\n  2]\n{"d": "unterminated\n{"e": 5}\n'
     items = list(iter_jsonl(io.BytesIO(text), bad_lines="report"))
     assert [(i.lineno, i.value if isinstance(i, JsonLine) else i.kind) for i in items] == [
-        (1, {"a": 1}), (4, "invalid_json"), (5, {"c": 3}), (6, [1, 2]), (8, "invalid_json"), (9, {"e": 5})]
+        (1, {"a": 1}),
+        (4, "invalid_json"),
+        (5, {"c": 3}),
+        (6, [1, 2]),
+        (8, "invalid_json"),
+        (9, {"e": 5}),
+    ]
     # a file that ends inside a pretty-printed record: one truncated record, not a row per inner line
     cut = b'{"a": 1}\n{\n  "b": {\n    "c": 1\n'
     items = list(iter_jsonl(io.BytesIO(cut), bad_lines="report"))
@@ -104,8 +124,9 @@ def test_the_record_limit_bounds_every_layout() -> None:
         kinds = [getattr(i, "kind", None) for i in items]
         assert kinds[0] == "too_long", (text, items)
         assert "limit 60" in items[0].detail
-    items = list(iter_jsonl(io.BytesIO(json_bytes(big, indent=2) + b'\n{"ok": 1}\n'), max_line_bytes=60,
-                            bad_lines="report"))
+    items = list(
+        iter_jsonl(io.BytesIO(json_bytes(big, indent=2) + b'\n{"ok": 1}\n'), max_line_bytes=60, bad_lines="report")
+    )
     assert items[-1] == JsonLine(4, {"ok": 1}) and "lines 1-3" in items[0].detail
     with pytest.raises(ValueError, match="limit 60"):
         list(iter_jsonl(io.BytesIO(json_bytes(big, indent=2)), max_line_bytes=60))
@@ -133,8 +154,14 @@ def test_normalise_prompt_collapses_exactly_the_regex_whitespace() -> None:
     import sys
 
     from harnessfit.core.ids import normalise_prompt
+
     spaces = [c for c in map(chr, range(sys.maxunicode + 1)) if re.fullmatch(r"\s", c)]
     assert spaces == [c for c in map(chr, range(sys.maxunicode + 1)) if c.isspace()]
-    for text in ["", "  A  b\t\nC ", "x\u00a0y\u2028z\u3000", "".join(spaces) + "Q" + "".join(spaces),
-                 "".join(map(chr, range(0x3100)))]:
+    for text in [
+        "",
+        "  A  b\t\nC ",
+        "x\u00a0y\u2028z\u3000",
+        "".join(spaces) + "Q" + "".join(spaces),
+        "".join(map(chr, range(0x3100))),
+    ]:
         assert normalise_prompt(text) == re.sub(r"\s+", " ", text).strip().lower()

@@ -16,12 +16,23 @@ from harnessfit.errors import UserError
 
 def _items():
     convs = corpus(12)
-    twin = make_conv(convs[0].messages[1]["content"][0]["text"],
-                     [("read", {"path": "m0.py"}, "def f0():\n    return 0 * 0 + 0\n" * 3),
-                      ("bash", {"command": "pytest -q tests/test_m0.py --seed 0"}, "0 passed in 0.0s")],
-                     answer="Fixed m0 variant 0: changed the return value to 0.", salt="twin")
-    rej = Rejection(record_id="bad1", source="pi", file="pi/x.jsonl", reason=Reason.unsupported_tool,
-                    detail="tool 'browse' has no Pi equivalent", repair_hint="drop the tool")
+    twin = make_conv(
+        convs[0].messages[1]["content"][0]["text"],
+        [
+            ("read", {"path": "m0.py"}, "def f0():\n    return 0 * 0 + 0\n" * 3),
+            ("bash", {"command": "pytest -q tests/test_m0.py --seed 0"}, "0 passed in 0.0s"),
+        ],
+        answer="Fixed m0 variant 0: changed the return value to 0.",
+        salt="twin",
+    )
+    rej = Rejection(
+        record_id="bad1",
+        source="pi",
+        file="pi/x.jsonl",
+        reason=Reason.unsupported_tool,
+        detail="tool 'browse' has no Pi equivalent",
+        repair_hint="drop the tool",
+    )
     return [*convs[:6], rej, twin, *convs[6:]]
 
 
@@ -55,7 +66,7 @@ def test_build_from_conversations_writes_every_export(tmp_path):
     sft_lines = (out / "sft" / f"{split0}.jsonl").read_bytes().splitlines()
     # (a build at tier content, the default, ends each record with its fidelity and alterations)
     want = [orjson.dumps(r.model_dump(mode="json")) for r in sft_records(conv, split0, tiers=True)]
-    assert sft_lines[:len(want)] == want and len(want) == 3
+    assert sft_lines[: len(want)] == want and len(want) == 3
     assert json.loads(want[0])["fidelity"] == "byte" and json.loads(want[0])["alterations"] == []
     dp_lines = (out / "decision_points" / f"{split0}.jsonl").read_bytes().splitlines()
     want_dp = [orjson.dumps(d.model_dump(mode="json")) for d in decision_points(conv, split0, tiers=True)]
@@ -168,8 +179,16 @@ def test_sub_agent_runs_land_in_their_parents_split(tmp_path):
     parents = corpus(16)
     for i, p in enumerate(parents):
         p.meta.transformations.append(f"session:codex:S{i}")
-    kids = [make_conv(f"Sub-task {i}: look at m{i}.py", [("read", {"path": f"m{i}.py"}, f"x = {i}\n")],
-                      answer=f"m{i}.py sets x to {i}.", salt=f"kid{i}", source="codex") for i in range(17)]
+    kids = [
+        make_conv(
+            f"Sub-task {i}: look at m{i}.py",
+            [("read", {"path": f"m{i}.py"}, f"x = {i}\n")],
+            answer=f"m{i}.py sets x to {i}.",
+            salt=f"kid{i}",
+            source="codex",
+        )
+        for i in range(17)
+    ]
     for i, k in enumerate(kids):
         k.meta.transformations.append(f"subagent_of:codex:S{i}")  # S16: no such parent
     out = tmp_path / "out"

@@ -21,14 +21,20 @@ from harnessfit.dataset.dedup import (
 
 def _steps(extra: str = ""):
     body = "\n".join(f"line {i}: value = compute({i}, factor=3)" for i in range(60))
-    return [("read", {"path": "src/app.py"}, body + extra),
-            ("bash", {"command": "python -m pytest -q"}, "12 passed in 0.41s")]
+    return [
+        ("read", {"path": "src/app.py"}, body + extra),
+        ("bash", {"command": "python -m pytest -q"}, "12 passed in 0.41s"),
+    ]
 
 
 def test_near_duplicate_pair_collapses_to_one():
     a = make_conv("Add input validation to app.py", _steps(), answer="Validation added; all tests pass.")
-    b = make_conv("Add input validation to app.py", _steps("\nline 61: value = compute(61, factor=3)"),
-                  answer="Validation added; all tests pass!", salt="x")
+    b = make_conv(
+        "Add input validation to app.py",
+        _steps("\nline 61: value = compute(61, factor=3)"),
+        answer="Validation added; all tests pass!",
+        salt="x",
+    )
     other = corpus(4)
     d = Deduper(threshold=0.8)
     verdicts = [d.check(c) for c in [a, *other, b]]
@@ -53,9 +59,19 @@ def test_distinct_conversations_survive():
     assert all(d.check(c) is None for c in convs)
 
 
-_TEXTS = ["", "one", "a b c d", "a b c d e", "x = f(y) ; x = f(y) ; x = f(y)", "  lead and trail  ",
-          "__init__ a_b .. x__y", "déjà vu — naïve café 東京 ütf-8 ✓ ½ ² " * 40, "lone \ud800 surrogate and more words here",
-          "z " * 9000, "tab\tnew\nline\u00a0nbsp\u2003em"]
+_TEXTS = [
+    "",
+    "one",
+    "a b c d",
+    "a b c d e",
+    "x = f(y) ; x = f(y) ; x = f(y)",
+    "  lead and trail  ",
+    "__init__ a_b .. x__y",
+    "déjà vu — naïve café 東京 ütf-8 ✓ ½ ² " * 40,
+    "lone \ud800 surrogate and more words here",
+    "z " * 9000,
+    "tab\tnew\nline\u00a0nbsp\u2003em",
+]
 _WORD = re.compile(r"\w+|[^\w\s]")  # the tokeniser, as the definition states it
 
 
@@ -80,18 +96,28 @@ def test_minhash_is_deterministic_across_processes():
     import subprocess
     import sys
 
-    code = ("from harnessfit.dataset.dedup import minhash_values; import sys; "
-            "print(minhash_values(sys.argv[1], num_perm=32, shingle_size=5, seed=3, backend='numpy').tolist())")
+    code = (
+        "from harnessfit.dataset.dedup import minhash_values; import sys; "
+        "print(minhash_values(sys.argv[1], num_perm=32, shingle_size=5, seed=3, backend='numpy').tolist())"
+    )
     text = _TEXTS[7] + " x = f(y) " * 50
-    outs = {subprocess.run([sys.executable, "-c", code, text], capture_output=True, text=True, check=True,
-                           env={**os.environ, "PYTHONHASHSEED": s}).stdout for s in ("1", "2")}
+    outs = {
+        subprocess.run(
+            [sys.executable, "-c", code, text],
+            capture_output=True,
+            text=True,
+            check=True,
+            env={**os.environ, "PYTHONHASHSEED": s},
+        ).stdout
+        for s in ("1", "2")
+    }
     assert len(outs) == 1
     assert outs == {str(minhash_values(text, num_perm=32, shingle_size=5, seed=3).tolist()) + "\n"}
 
 
 def _shingle_set(text: str) -> set[str]:
     words = _WORD.findall(text)
-    return {" ".join(words)} if len(words) < 5 else {" ".join(words[i:i + 5]) for i in range(len(words) - 4)}
+    return {" ".join(words)} if len(words) < 5 else {" ".join(words[i : i + 5]) for i in range(len(words) - 4)}
 
 
 def _sha1_signature(text: str, num_perm: int, seed: int) -> np.ndarray:
@@ -116,8 +142,10 @@ def test_minhash_estimates_jaccard_like_datasketch():
         a, b = " ".join(base), " ".join(other)
         sa, sb = _shingle_set(a), _shingle_set(b)
         exact = len(sa & sb) / len(sa | sb)
-        ours = (minhash_values(a, num_perm=256, shingle_size=5, seed=1)
-                == minhash_values(b, num_perm=256, shingle_size=5, seed=1)).mean()
+        ours = (
+            minhash_values(a, num_perm=256, shingle_size=5, seed=1)
+            == minhash_values(b, num_perm=256, shingle_size=5, seed=1)
+        ).mean()
         theirs = (_sha1_signature(a, 256, 1) == _sha1_signature(b, 256, 1)).mean()
         assert abs(ours - exact) < 0.1 and abs(theirs - exact) < 0.1, (keep, exact, ours, theirs)
 
@@ -136,30 +164,49 @@ def test_near_dedup_verdicts_on_real_traces_match_sha1_minhash(traces_dir):
     for c in convs:
         text = normalised_text(c)
         a = ours.check(c)
-        b = theirs.check_signed(c.id, c.meta, (exact_key(text), _sha1_signature(text[:NEAR_CHARS], theirs.num_perm,
-                                                                                  theirs.seed)))
+        b = theirs.check_signed(
+            c.id, c.meta, (exact_key(text), _sha1_signature(text[:NEAR_CHARS], theirs.num_perm, theirs.seed))
+        )
         verdicts.append(((a.reason, a.kept_id) if a else None, (b.reason, b.kept_id) if b else None))
     assert [v[0] for v in verdicts] == [v[1] for v in verdicts]
     assert any(v[0] for v in verdicts)
 
 
-_ODD = ["\u03a3\u039f\u03a6\u0399\u0391 \u03a3", "\u0130stanbul \u0130I", "\u212a\u017f stra\u00dfe \u1e9e", "\ufb01le \u0149",
-        "a\u3000b\u2028c\x1cd\x1fe\x85f", "x\ud800y \udfff z", "\U0001f600 \U0001d400\U0001d401 emoji", "\u00c9COLE \u00c0 \u00c7a"]
+_ODD = [
+    "\u03a3\u039f\u03a6\u0399\u0391 \u03a3",
+    "\u0130stanbul \u0130I",
+    "\u212a\u017f stra\u00dfe \u1e9e",
+    "\ufb01le \u0149",
+    "a\u3000b\u2028c\x1cd\x1fe\x85f",
+    "x\ud800y \udfff z",
+    "\U0001f600 \U0001d400\U0001d401 emoji",
+    "\u00c9COLE \u00c0 \u00c7a",
+]
 
 
 def test_compiled_minhash_equals_the_numpy_definition():
     for text in _TEXTS + _ODD:
         for k in (1, 3, 5):
-            assert (minhash_values(text, num_perm=64, shingle_size=k, seed=2, backend="numba")
-                    == minhash_values(text, num_perm=64, shingle_size=k, seed=2, backend="numpy")).all()
+            assert (
+                minhash_values(text, num_perm=64, shingle_size=k, seed=2, backend="numba")
+                == minhash_values(text, num_perm=64, shingle_size=k, seed=2, backend="numpy")
+            ).all()
 
     @settings(max_examples=300, deadline=None)
-    @given(st.text(alphabet=st.sampled_from(list("ab_ .,(\n\t") + ["\u00e9", "\u6771", "\u00a0", "\u0130", "\u03a3",
-                                                                      "\ud800", "Z", "9"]), max_size=80),
-           st.integers(1, 6))
+    @given(
+        st.text(
+            alphabet=st.sampled_from(
+                list("ab_ .,(\n\t") + ["\u00e9", "\u6771", "\u00a0", "\u0130", "\u03a3", "\ud800", "Z", "9"]
+            ),
+            max_size=80,
+        ),
+        st.integers(1, 6),
+    )
     def agree(text: str, k: int) -> None:
-        assert (minhash_values(text, num_perm=32, shingle_size=k, seed=1, backend="numba")
-                == minhash_values(text, num_perm=32, shingle_size=k, seed=1, backend="numpy")).all()
+        assert (
+            minhash_values(text, num_perm=32, shingle_size=k, seed=1, backend="numba")
+            == minhash_values(text, num_perm=32, shingle_size=k, seed=1, backend="numpy")
+        ).all()
 
     agree()
 
@@ -182,8 +229,14 @@ def test_compiled_signature_equals_the_definition_for_conversations():
     check(next(c for c in corpus(3)))
 
     @settings(max_examples=120, deadline=None)
-    @given(st.text(alphabet=st.sampled_from(list("aB_ .,(\n\t\r") + ["\u00c9", "\u6771", "\u2003", "\u0130", "\u03a3",
-                                                                        "\u212a", "\x1c"]), max_size=60))
+    @given(
+        st.text(
+            alphabet=st.sampled_from(
+                list("aB_ .,(\n\t\r") + ["\u00c9", "\u6771", "\u2003", "\u0130", "\u03a3", "\u212a", "\x1c"]
+            ),
+            max_size=60,
+        )
+    )
     def agree(s: str) -> None:
         check(make_conv(s or "x", [("bash", {"command": s}, s)], answer=s))
 
@@ -193,8 +246,12 @@ def test_compiled_signature_equals_the_definition_for_conversations():
 def test_batched_signatures_equal_one_by_one():
     """One kernel call for many conversations gives each the signature it gets alone, also when a conversation in
     the middle holds code points not seen before or ones whose lower case needs the whole string (İ, Σ)."""
-    convs = [make_conv(f"Task {i}: {odd}", _steps(odd), answer=odd.upper())
-             for i, odd in enumerate(t for t in _ODD + _TEXTS + ["\u0b85\u0b86 new block", "\u10a0 GEORGIAN"] if "\ud800" not in t)]
+    convs = [
+        make_conv(f"Task {i}: {odd}", _steps(odd), answer=odd.upper())
+        for i, odd in enumerate(
+            t for t in _ODD + _TEXTS + ["\u0b85\u0b86 new block", "\u10a0 GEORGIAN"] if "\ud800" not in t
+        )
+    ]
     convs += list(corpus(4))
     batch = Deduper().signatures(convs)
     one = [Deduper().signature(c) for c in convs]
@@ -232,8 +289,12 @@ def test_a_twin_as_read_gets_the_verdict_of_its_first_twin():
     gets its first twin's verdict (kept -> an exact duplicate of it; itself a near duplicate -> of the same kept
     one), whatever its own redacted signature says."""
     a = make_conv("Add input validation to app.py", _steps(), answer="Validation added; all tests pass.")
-    b = make_conv("Add input validation to app.py", _steps("\nline 61: value = compute(61, factor=3)"),
-                  answer="Validation added; all tests pass!", salt="x")
+    b = make_conv(
+        "Add input validation to app.py",
+        _steps("\nline 61: value = compute(61, factor=3)"),
+        answer="Validation added; all tests pass!",
+        salt="x",
+    )
     d = Deduper(threshold=0.8)
     sa, sb = d.signature(a), d.signature(b)
     assert d.check_signed(a.id, a.meta, sa, raw_key="raw-a") is None

@@ -52,10 +52,20 @@ def test_the_parquet_export_trains_in_trl_with_arguments_as_written(export: Path
             lengths[i] = len(tok(text)["input_ids"])
     assert len(with_calls) >= 2
     shortest = sorted(with_calls, key=lengths.__getitem__)[:2]
-    args = SFTConfig(output_dir=str(tmp_path / "run"), max_steps=1, per_device_train_batch_size=1, max_length=None,
-                     use_cpu=True, bf16=False, report_to="none", save_strategy="no", seed=0)
-    trainer = SFTTrainer(model=load_model("embedded"), args=args, train_dataset=ds.select(shortest),
-                         processing_class=tok)
+    args = SFTConfig(
+        output_dir=str(tmp_path / "run"),
+        max_steps=1,
+        per_device_train_batch_size=1,
+        max_length=None,
+        use_cpu=True,
+        bf16=False,
+        report_to="none",
+        save_strategy="no",
+        seed=0,
+    )
+    trainer = SFTTrainer(
+        model=load_model("embedded"), args=args, train_dataset=ds.select(shortest), processing_class=tok
+    )
     first = trainer.train_dataset[0]
     supervised = sum(1 for x in first["labels"] if x != -100)
     assert 0 < supervised < len(first["input_ids"])  # prompt-completion: the loss covers the action only
@@ -79,8 +89,9 @@ def test_the_dataset_cards_trl_recipe_runs_as_written(export: Path, tmp_path: Pa
         return datasets.load_dataset(*a, **k).select(range(2))
 
     def one_step(**k):
-        return trl.SFTConfig(**{**k, "output_dir": str(tmp_path / "out"), "max_steps": 1, "report_to": "none",
-                                "save_strategy": "no"})
+        return trl.SFTConfig(
+            **{**k, "output_dir": str(tmp_path / "out"), "max_steps": 1, "report_to": "none", "save_strategy": "no"}
+        )
 
     monkeypatch.chdir(export)
     scope = {"MODEL": load_model("embedded"), "TOKENIZER": load_tokenizer("embedded")}

@@ -62,8 +62,10 @@ def test_a_symlinked_trace_whose_target_is_outside_the_input_folder_is_read(tmp_
 def test_a_symlink_loop_as_the_input_is_one_line(tmp_path, capsys):
     loop = tmp_path / "loop"
     loop.symlink_to(loop)
-    for cmd in (["build", "--inputs", str(loop), "--out", str(tmp_path / "ds")],
-                ["convert", str(loop), "--out", str(tmp_path / "conv")]):
+    for cmd in (
+        ["build", "--inputs", str(loop), "--out", str(tmp_path / "ds")],
+        ["convert", str(loop), "--out", str(tmp_path / "conv")],
+    ):
         code, _, err = _main(cmd, capsys)
         assert code == 2 and "symbolic link" in err and "Traceback" not in err, err
         assert len([line for line in err.splitlines() if line.startswith("error:")]) == 1, err
@@ -110,8 +112,10 @@ def _unprivileged() -> list[str]:
     if os.geteuid() != 0:
         return []
     if shutil.which("setpriv") is None:
-        pytest.skip("running as root without setpriv: a mode-000 file stays readable, so 'permission denied' "
-                    "cannot be produced here")
+        pytest.skip(
+            "running as root without setpriv: a mode-000 file stays readable, so 'permission denied' "
+            "cannot be produced here"
+        )
     return ["setpriv", "--bounding-set=-dac_override,-dac_read_search", "--"]
 
 
@@ -125,9 +129,10 @@ def test_a_file_nobody_may_read_gets_a_permission_denied_row_in_convert_and_buil
     if probe.returncode == 0:
         pytest.skip("this process can read a mode-000 file even without DAC capabilities")
     cli = [*prefix, sys.executable, "-c", "from harnessfit.cli import main; main()"]
-    for cmd, out in ((["convert", str(tmp_path / "in"), "--out", str(tmp_path / "conv")], tmp_path / "conv"),
-                     (["build", "--inputs", str(tmp_path / "in"), "--out", str(tmp_path / "ds"), "--no-parquet"],
-                      tmp_path / "ds")):
+    for cmd, out in (
+        (["convert", str(tmp_path / "in"), "--out", str(tmp_path / "conv")], tmp_path / "conv"),
+        (["build", "--inputs", str(tmp_path / "in"), "--out", str(tmp_path / "ds"), "--no-parquet"], tmp_path / "ds"),
+    ):
         proc = subprocess.run([*cli, *cmd], capture_output=True, text=True, timeout=300)
         assert proc.returncode == 0, proc.stderr[-3000:]
         rows = [r for r in _ledger(out) if r["file"] == "in/locked.jsonl"]
@@ -145,6 +150,7 @@ def test_markup_in_trace_file_names_inside_the_input_folder(tmp_path, traces_dir
     assert code == 0 and "Traceback" not in err, err
     labels = {r["file"] for r in _ledger(tmp_path / "c[/]")}
     assert "in/[@click=x]bad.jsonl" in labels
-    code, stdout, err = _main(["build", "--inputs", str(tmp_path / "in"), "--out", str(tmp_path / "d[/]"),
-                               "--no-parquet"], capsys)
+    code, stdout, err = _main(
+        ["build", "--inputs", str(tmp_path / "in"), "--out", str(tmp_path / "d[/]"), "--no-parquet"], capsys
+    )
     assert code == 0 and "d[/]" in stdout.replace("\n", ""), err

@@ -61,8 +61,12 @@ def test_default_install_dir_is_recorded_and_verify_reuses_it(tmp_path, traces_d
 def test_home_path_install_dir_is_not_redacted_but_the_cwd_is(tmp_path):
     install = "/home/alice/.cache/harnessfit/harness/pi/0.73.1/node_modules/@mariozechner/pi-coding-agent"
     card = load_card("pi", "0.73.1")
-    conv = make_conv("fix the bug in /home/alice/proj/app.py",
-                     [("read", {"path": "/home/alice/proj/app.py"}, "x = 1\n")], answer="done", salt="alice")
+    conv = make_conv(
+        "fix the bug in /home/alice/proj/app.py",
+        [("read", {"path": "/home/alice/proj/app.py"}, "x = 1\n")],
+        answer="done",
+        salt="alice",
+    )
     prompt = card.render_system_prompt("/home/alice/proj", "2026-01-01", install_dir=install)
     data = conv.model_dump()
     data["messages"][0]["content"] = prompt
@@ -99,9 +103,13 @@ def test_the_harness_profile_is_chosen_in_the_config_and_recorded(tmp_path, trac
 
     src = _pi_head(traces_dir, tmp_path / "in" / "pi.jsonl")
     out = tmp_path / "out"
-    build_dataset(config_from_values(inputs=[str(src)], install_dir=FIXED, parquet=False, harness="pi@0.73.1",
-                                    harness_profile="tools"),
-                  tmp_path, out=out)
+    build_dataset(
+        config_from_values(
+            inputs=[str(src)], install_dir=FIXED, parquet=False, harness="pi@0.73.1", harness_profile="tools"
+        ),
+        tmp_path,
+        out=out,
+    )
     m = json.loads((out / "manifest.json").read_bytes())
     card = load_card("pi", "0.73.1", "tools")
     assert m["harness_card"]["id"] == card.id and m["harness_card"]["tools"] == card.default_tools

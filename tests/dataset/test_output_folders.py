@@ -104,8 +104,12 @@ def test_a_killed_build_leaves_the_previous_dataset_and_a_rerun_works(tmp_path, 
     before = _all_bytes(out)
     # a second input makes the new build differ, so a half-written folder could not pass for the old one
     more = _pi_head(traces_dir, tmp_path / "in" / "t.jsonl", cut=40)
-    proc = subprocess.run([sys.executable, "-c", _KILL_MID_EXPORT, str(tmp_path / "in"), str(out)],
-                          capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-c", _KILL_MID_EXPORT, str(tmp_path / "in"), str(out)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == -9, proc.stderr[-2000:]
     assert _all_bytes(out) == before
     build_dataset(config_from_values(inputs=[str(tmp_path / "in")], parquet=False), tmp_path, out=out)

@@ -6,8 +6,17 @@ from harnessfit.dataset.sink import DiskSink
 
 def _rows(n: int, width: int) -> list[dict]:
     text = '{"role":"user","content":"%s"}'
-    return [{"id": f"c{i:03d}", "messages": [text % ("m" * (width * (1 + i % 3)))], "tools": [], "meta": "{}",
-             "source": "pi", "group": f"g{i % 4}"} for i in range(n)]
+    return [
+        {
+            "id": f"c{i:03d}",
+            "messages": [text % ("m" * (width * (1 + i % 3)))],
+            "tools": [],
+            "meta": "{}",
+            "source": "pi",
+            "group": f"g{i % 4}",
+        }
+        for i in range(n)
+    ]
 
 
 def test_row_groups_close_on_size_and_keep_every_row(tmp_path):

@@ -22,7 +22,7 @@ PIECE = 12
 def _pieces(secret: str) -> list[str]:
     if len(secret) <= PIECE:
         return [secret]
-    return [p for p in (secret[i:i + PIECE] for i in range(len(secret) - PIECE + 1)) if "\n" not in p]
+    return [p for p in (secret[i : i + PIECE] for i in range(len(secret) - PIECE + 1)) if "\n" not in p]
 
 
 def test_no_planted_secret_survives_in_any_output_file(tmp_path: Path) -> None:
@@ -71,8 +71,20 @@ def test_no_planted_secret_survives_in_any_output_file(tmp_path: Path) -> None:
 
     out = tmp_path / "ds"
     # the session's result texts are Pi 0.73.1's (write: "Successfully wrote N bytes to …"), so it is built for that Pi
-    res = CliRunner().invoke(app, ["build", "--inputs", str(tmp_path / "in"), "--out", str(out),
-                                   "--install-dir", "/opt/pi", "--harness", "pi@0.73.1"])
+    res = CliRunner().invoke(
+        app,
+        [
+            "build",
+            "--inputs",
+            str(tmp_path / "in"),
+            "--out",
+            str(out),
+            "--install-dir",
+            "/opt/pi",
+            "--harness",
+            "pi@0.73.1",
+        ],
+    )
     assert res.exit_code == 0, res.output
     m = json.loads((out / "manifest.json").read_text())
     assert m["counts"]["kept"] == 1 and m["counts"]["rejected_convert"] == 1, m["counts"]
@@ -83,6 +95,13 @@ def test_no_planted_secret_survives_in_any_output_file(tmp_path: Path) -> None:
     convs = "".join(t for rel, t in texts.items() if rel.startswith("conversations/"))
     assert convs.count("REDACTED_") >= 40 and "REDACTED_" in texts["ledger.jsonl"]
     raw = {p.relative_to(out).as_posix(): p.read_bytes() for p in out.rglob("*") if p.is_file()}
-    leaks = sorted({(rel, s[:16]) for s in secrets for piece in _pieces(s)
-                    for rel in raw if piece in texts.get(rel, "") or piece.encode() in raw[rel]})
+    leaks = sorted(
+        {
+            (rel, s[:16])
+            for s in secrets
+            for piece in _pieces(s)
+            for rel in raw
+            if piece in texts.get(rel, "") or piece.encode() in raw[rel]
+        }
+    )
     assert not leaks, leaks[:10]

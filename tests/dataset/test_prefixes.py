@@ -25,8 +25,9 @@ def _lines(path: Path) -> list[dict]:
 @pytest.fixture(scope="module")
 def built(traces_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("prefix_build") / "ds"
-    cfg = config_from_values(inputs=[str(traces_dir / "claude_code"), str(traces_dir / "swe_agent")],
-                             install_dir="/opt/pi", parquet=False)
+    cfg = config_from_values(
+        inputs=[str(traces_dir / "claude_code"), str(traces_dir / "swe_agent")], install_dir="/opt/pi", parquet=False
+    )
     build_dataset(cfg, out.parent, out=out)
     return out
 
@@ -45,8 +46,11 @@ def test_prefix_actions_are_sft_records_and_decision_points_but_not_conversation
                 continue
             seen_prefix_records += 1
             # the label with its context is an exact Pi prefix: it validates against the card
-            prefix = {"messages": [*rec["messages"], rec["action"]], "tools": rec["tools"],
-                      "meta": {"prefix": {"labels": 1}}}
+            prefix = {
+                "messages": [*rec["messages"], rec["action"]],
+                "tools": rec["tools"],
+                "meta": {"prefix": {"labels": 1}},
+            }
             assert validate_conversation(prefix, CARD) == [], rec["id"]
         for dp in _lines(built / "decision_points" / f"{split}.jsonl"):
             assert split_of_group[dp["group"]] == split
@@ -68,14 +72,41 @@ def test_the_card_and_yield_report_calls_to_labels_per_format(built: Path) -> No
 
 def test_ui_only_drop_policy_is_configured_in_the_build(tmp_path: Path) -> None:
     rows = [
-        {"type": "user", "sessionId": "s", "uuid": "u1", "cwd": "/w", "timestamp": "2026-01-01T00:00:00Z",
-         "message": {"role": "user", "content": "tidy up"}},
-        {"type": "assistant", "sessionId": "s", "uuid": "u2", "message": {"id": "m1", "role": "assistant", "content": [
-            {"type": "tool_use", "id": "t1", "name": "TodoWrite", "input": {"todos": []}}]}},
-        {"type": "user", "sessionId": "s", "uuid": "u3", "message": {"role": "user", "content": [
-            {"type": "tool_result", "tool_use_id": "t1", "content": "Todos have been modified successfully."}]}},
-        {"type": "assistant", "sessionId": "s", "uuid": "u4", "message": {"id": "m2", "role": "assistant", "content": [
-            {"type": "text", "text": "Nothing to tidy."}]}},
+        {
+            "type": "user",
+            "sessionId": "s",
+            "uuid": "u1",
+            "cwd": "/w",
+            "timestamp": "2026-01-01T00:00:00Z",
+            "message": {"role": "user", "content": "tidy up"},
+        },
+        {
+            "type": "assistant",
+            "sessionId": "s",
+            "uuid": "u2",
+            "message": {
+                "id": "m1",
+                "role": "assistant",
+                "content": [{"type": "tool_use", "id": "t1", "name": "TodoWrite", "input": {"todos": []}}],
+            },
+        },
+        {
+            "type": "user",
+            "sessionId": "s",
+            "uuid": "u3",
+            "message": {
+                "role": "user",
+                "content": [
+                    {"type": "tool_result", "tool_use_id": "t1", "content": "Todos have been modified successfully."}
+                ],
+            },
+        },
+        {
+            "type": "assistant",
+            "sessionId": "s",
+            "uuid": "u4",
+            "message": {"id": "m2", "role": "assistant", "content": [{"type": "text", "text": "Nothing to tidy."}]},
+        },
     ]
     src = tmp_path / "in" / "s.jsonl"
     src.parent.mkdir()
@@ -83,8 +114,11 @@ def test_ui_only_drop_policy_is_configured_in_the_build(tmp_path: Path) -> None:
     on = build_dataset(config_from_values(inputs=[str(src)], parquet=False), tmp_path, out=tmp_path / "on")
     assert on.manifest["counts"]["kept"] == 1
     assert on.manifest["yield"]["total"]["dropped"] == {"ui_only:TodoWrite": 1}
-    off = build_dataset(config_from_values(inputs=[str(src)], parquet=False, convert={"drop_ui_tools": False}),
-                        tmp_path, out=tmp_path / "off")
+    off = build_dataset(
+        config_from_values(inputs=[str(src)], parquet=False, convert={"drop_ui_tools": False}),
+        tmp_path,
+        out=tmp_path / "off",
+    )
     assert off.manifest["counts"]["kept"] == 0
     assert off.manifest["yield"]["total"]["lost"] == {"ui_only_call": 1}
     assert off.manifest["config"]["convert"] == {"drop_ui_tools": False, "ui_tools": {}}

@@ -37,11 +37,15 @@ def test_planted_secrets_in_a_real_trace_are_all_gone(tmp_path, traces_dir):
         msg = e.get("message") if e.get("type") == "message" else None
         # secrets go where the environment's or the user's text is: an edit or write result is Pi's own sentence,
         # and one with text appended is a text no Pi writes (unknown_pi_text), never kept
-        if msg and msg["role"] in ("user", "toolResult") and isinstance(msg.get("content"), list) and \
-                msg.get("toolName") not in ("edit", "write"):
+        if (
+            msg
+            and msg["role"] in ("user", "toolResult")
+            and isinstance(msg.get("content"), list)
+            and msg.get("toolName") not in ("edit", "write")
+        ):
             for block in msg["content"]:
                 if block.get("type") == "text" and k < len(secrets):
-                    take = secrets[k:k + 5] if msg["role"] == "toolResult" else secrets[k:k + 2]
+                    take = secrets[k : k + 5] if msg["role"] == "toolResult" else secrets[k : k + 2]
                     block["text"] += "\n" + "\n".join(t for _, t in take)
                     k += len(take)
         out_lines.append(json.dumps(e, ensure_ascii=False))
@@ -67,7 +71,11 @@ def test_planted_secrets_in_a_real_trace_are_all_gone(tmp_path, traces_dir):
 
 
 def test_worker_count_does_not_change_bytes(tmp_path, traces_dir):
-    inputs = [str(traces_dir / "openai_chat"), str(traces_dir / "claude_code"), str(_pi_head(traces_dir, tmp_path / "in" / "pi.jsonl"))]
+    inputs = [
+        str(traces_dir / "openai_chat"),
+        str(traces_dir / "claude_code"),
+        str(_pi_head(traces_dir, tmp_path / "in" / "pi.jsonl")),
+    ]
     for w, name in ((1, "a"), (2, "b")):
         (tmp_path / name).mkdir()
         build_dataset(config_from_values(inputs=inputs, workers=w), tmp_path, out=tmp_path / name / "out")
@@ -82,12 +90,25 @@ def test_build_on_shared_traces_then_verify_then_tamper(tmp_path, traces_dir):
     out = tmp_path / "ds"
     r = CliRunner().invoke(app, ["build", "--inputs", str(traces_dir), "--out", str(out)])
     assert r.exit_code == 0, r.output
-    for rel in ("manifest.json", "README.md", "ledger.jsonl", "conversations/train.jsonl", "sft/train.jsonl",
-                "decision_points/validation.jsonl", "parquet/conversations/train.parquet"):
+    for rel in (
+        "manifest.json",
+        "README.md",
+        "ledger.jsonl",
+        "conversations/train.jsonl",
+        "sft/train.jsonl",
+        "decision_points/validation.jsonl",
+        "parquet/conversations/train.parquet",
+    ):
         assert (out / rel).is_file(), rel
     m = json.loads((out / "manifest.json").read_text())
     assert m["splits"]["group_overlap"] == 0 and m["counts"]["kept"] > 0
-    assert m["counts"]["kept"] + m["counts"]["rejected_convert"] + m["counts"]["duplicate_exact"] + m["counts"]["duplicate_near"] == m["counts"]["read"]
+    assert (
+        m["counts"]["kept"]
+        + m["counts"]["rejected_convert"]
+        + m["counts"]["duplicate_exact"]
+        + m["counts"]["duplicate_near"]
+        == m["counts"]["read"]
+    )
     r = CliRunner().invoke(app, ["verify", str(out)])
     assert r.exit_code == 0 and r.output.strip().startswith("OK"), r.output
     # change one byte inside the 3rd record of validation conversations
@@ -95,7 +116,7 @@ def test_build_on_shared_traces_then_verify_then_tamper(tmp_path, traces_dir):
     lines = target.read_bytes().splitlines(keepends=True)
     rec_id = json.loads(lines[2])["id"]
     i = lines[2].index(b'"content":"') + len(b'"content":"')
-    lines[2] = lines[2][:i] + (b"X" if lines[2][i:i + 1] != b"X" else b"Y") + lines[2][i + 1:]
+    lines[2] = lines[2][:i] + (b"X" if lines[2][i : i + 1] != b"X" else b"Y") + lines[2][i + 1 :]
     target.write_bytes(b"".join(lines))
     res = verify_dataset(out)
     assert not res.ok and res.file == "conversations/validation.jsonl" and res.record_id == rec_id and res.position == 3

@@ -30,8 +30,16 @@ def planted_secrets(seed: int = 5) -> list[tuple[str, str]]:
             ("stripe", "stripe sk_live_" + _rs(rng, 24)),
             ("hf", "HF_TOKEN=hf_" + _rs(rng, 34)),
             ("jwt", "Authorization: Bearer eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiI" + _rs(rng, 12) + "In0." + _rs(rng, 43)),
-            ("email", f"contact {_rs(rng, 6, string.ascii_lowercase)}.{_rs(rng, 5, string.ascii_lowercase)}@corp-mail.io"),
-            ("private_key", "-----BEGIN OPENSSH PRIVATE KEY-----\n" + "\n".join(_rs(rng, 70) for _ in range(4)) + "\n-----END OPENSSH PRIVATE KEY-----"),
+            (
+                "email",
+                f"contact {_rs(rng, 6, string.ascii_lowercase)}.{_rs(rng, 5, string.ascii_lowercase)}@corp-mail.io",
+            ),
+            (
+                "private_key",
+                "-----BEGIN OPENSSH PRIVATE KEY-----\n"
+                + "\n".join(_rs(rng, 70) for _ in range(4))
+                + "\n-----END OPENSSH PRIVATE KEY-----",
+            ),
             ("password", 'DB_PASSWORD="' + _rs(rng, 14) + '!"'),
         ]
     return out
@@ -122,14 +130,28 @@ def test_escaped_arguments_are_still_redacted():
     import json
 
     key = "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA7bq1example0000000000000000\n-----END RSA PRIVATE KEY-----"
-    escaped = ['{"path":"\\/ho\\u006de\\/zed\\/app\\/a.py"}', '{"path":"/home/\\u007aed/app/b.py"}',
-               '{"command":"echo zed.k@corp-mail.io"}', '{"path":"/home/zed/c.py"}', '{"path":"/srv/other/d.py"}']
+    escaped = [
+        '{"path":"\\/ho\\u006de\\/zed\\/app\\/a.py"}',
+        '{"path":"/home/\\u007aed/app/b.py"}',
+        '{"command":"echo zed.k@corp-mail.io"}',
+        '{"path":"/home/zed/c.py"}',
+        '{"path":"/srv/other/d.py"}',
+    ]
     for result, extra in (("", []), (key, [json.dumps({"content": key})])):
-        conv = make_conv("Deploy", [("bash", {"command": "ls"}, f"cwd is /home/zed/app; mail zed.k@corp-mail.io\n{result}")])
+        conv = make_conv(
+            "Deploy", [("bash", {"command": "ls"}, f"cwd is /home/zed/app; mail zed.k@corp-mail.io\n{result}")]
+        )
         msgs = conv.model_dump()["messages"]
         for n, args in enumerate(escaped + extra):
-            msgs.append({"role": "assistant", "content": None, "tool_calls": [
-                {"id": f"e{n}", "type": "function", "function": {"name": "read", "arguments": args}}]})
+            msgs.append(
+                {
+                    "role": "assistant",
+                    "content": None,
+                    "tool_calls": [
+                        {"id": f"e{n}", "type": "function", "function": {"name": "read", "arguments": args}}
+                    ],
+                }
+            )
             msgs.append({"role": "tool", "content": "ok", "tool_call_id": f"e{n}"})
         res = Redactor().redact(conv.model_copy(update={"messages": msgs}))
         texts = iter_texts(res.conversation)

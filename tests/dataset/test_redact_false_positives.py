@@ -17,8 +17,19 @@ def test_the_probe_is_large_and_holds_real_code_shapes():
     lines = probe_lines()
     shapes = {s for s, _ in lines}
     assert len(lines) >= 1200 and len(shapes) >= 25
-    assert {"npm_integrity", "pnpm_lock", "go_sum", "uuid", "guid", "base64_test_vector", "base64_inline",
-            "minified_js", "data_uri", "certificate", "source_map"} <= shapes
+    assert {
+        "npm_integrity",
+        "pnpm_lock",
+        "go_sum",
+        "uuid",
+        "guid",
+        "base64_test_vector",
+        "base64_inline",
+        "minified_js",
+        "data_uri",
+        "certificate",
+        "source_map",
+    } <= shapes
 
 
 @pytest.mark.parametrize("seed", [7, 1, 2])
@@ -33,7 +44,7 @@ def test_false_positives_under_one_percent_and_no_planted_secret_lost(seed):
 
 def test_inline_base64_is_data_but_a_named_base64_secret_is_not():
     r = Redactor()
-    payload = "payload = b64decode(\"XCWwi+oGwodM+qTdF7LYQoRd6CpbxTmIiseAVKI5nM/J\")"
+    payload = 'payload = b64decode("XCWwi+oGwodM+qTdF7LYQoRd6CpbxTmIiseAVKI5nM/J")'
     assert r.findings(payload) == []
     named = "client_secret: XCWwi+oGwodM+qTdF7LYQoRd6CpbxTmIiseAVKI5nM/J"
     assert r.findings(named)
@@ -56,5 +67,6 @@ def test_the_build_prints_both_numbers_and_the_card_states_them(tmp_path, traces
     assert f"planted secrets of the kinds the rules were written for removed {rc['caught']}/{rc['planted']}" in out
     card = (tmp_path / "ds" / "README.md").read_text()
     assert "held-apart set: bench/redaction_recall.py" in out and "held-apart set of other scanners" in " ".join(
-        card.split())
+        card.split()
+    )
     assert f"**{rc['caught']} / {rc['planted']}** removed" in card and f"{fp['rate'] * 100:.2f}%" in card

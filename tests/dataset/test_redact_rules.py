@@ -16,10 +16,49 @@ from hypothesis import strategies as st
 from harnessfit.dataset.redact import RULES, PluginRule, Redactor, Rule, Scanner, reference_findings
 from harnessfit.dataset.redact.patterns import FOLD_CHARS
 
-_NOISE = ["a", "Z", "9", "@", ".", ":", " ", "\n", "\t", "/", "\\", "=", "==", "-", "_", "+", "%", '"', "'", '="',
-          "é", "東", "\ud800", "✓", *FOLD_CHARS, "/home/", "/Users/", "C:\\", "D:\\\\", "Users", "alice", "x" * 30,
-          "git@github.com", "bob@corp-mail.io", "name@2x.png", "Q2xhdWRlQ29kZVRlc3RUb2tlbjEyMzQ1Njc4OTA", "Ab1+", "Zq8-",
-          "sha256:", "export ", "1234567890"]
+_NOISE = [
+    "a",
+    "Z",
+    "9",
+    "@",
+    ".",
+    ":",
+    " ",
+    "\n",
+    "\t",
+    "/",
+    "\\",
+    "=",
+    "==",
+    "-",
+    "_",
+    "+",
+    "%",
+    '"',
+    "'",
+    '="',
+    "é",
+    "東",
+    "\ud800",
+    "✓",
+    *FOLD_CHARS,
+    "/home/",
+    "/Users/",
+    "C:\\",
+    "D:\\\\",
+    "Users",
+    "alice",
+    "x" * 30,
+    "git@github.com",
+    "bob@corp-mail.io",
+    "name@2x.png",
+    "Q2xhdWRlQ29kZVRlc3RUb2tlbjEyMzQ1Njc4OTA",
+    "Ab1+",
+    "Zq8-",
+    "sha256:",
+    "export ",
+    "1234567890",
+]
 _FOLD = str.maketrans({"k": "\u212a", "s": "\u017f", "i": "\u0131", "I": "\u0130"})
 
 
@@ -65,8 +104,12 @@ def test_fast_engine_equals_the_reference_on_texts_made_from_the_rules():
 
 
 def test_a_rule_added_in_a_test_is_covered_by_the_differential_test():
-    acme = Rule("acme_key", re.compile(r"(?<![A-Za-z0-9])acme_(?:live|dev)_[A-Za-z0-9]{20}(?![A-Za-z0-9])"),
-                literals=("acme_live_", "acme_dev_"), examples=("ACME=acme_live_" + "Zq8x" * 5,))
+    acme = Rule(
+        "acme_key",
+        re.compile(r"(?<![A-Za-z0-9])acme_(?:live|dev)_[A-Za-z0-9]{20}(?![A-Za-z0-9])"),
+        literals=("acme_live_", "acme_dev_"),
+        examples=("ACME=acme_live_" + "Zq8x" * 5,),
+    )
     assert acme.anchored and acme.joinable  # its literals start every match: the fast engine anchors on them
     seen = _check_engines_agree([*RULES, acme], 60)
     assert "acme_key" in seen
@@ -74,14 +117,17 @@ def test_a_rule_added_in_a_test_is_covered_by_the_differential_test():
     assert ("acme_key", "acme_dev_" + "a1B2" * 5) in red.findings("key acme_dev_" + "a1B2" * 5)
 
 
-@pytest.mark.parametrize("pattern,literals", [
-    (r"ab?c", ("abc",)),  # "ac" matches without it
-    (r"(?:foo|bar)_[0-9]{4}", ("foo_",)),  # the bar branch lacks it
-    (r"[Kk]ey=[0-9]{8}", ("key",)),  # case-sensitive pattern, "Key=..." lacks it
-    (r"(?i)token=[0-9]{8}", ("TOKEN",)),  # fine as a case-insensitive literal ...
-    (r"x(?:abc)*y", ("abc",)),  # a repeat that may run zero times
-    (r"tok[\s\S]en", ("token",)),  # a class the analysis cannot pin
-])
+@pytest.mark.parametrize(
+    "pattern,literals",
+    [
+        (r"ab?c", ("abc",)),  # "ac" matches without it
+        (r"(?:foo|bar)_[0-9]{4}", ("foo_",)),  # the bar branch lacks it
+        (r"[Kk]ey=[0-9]{8}", ("key",)),  # case-sensitive pattern, "Key=..." lacks it
+        (r"(?i)token=[0-9]{8}", ("TOKEN",)),  # fine as a case-insensitive literal ...
+        (r"x(?:abc)*y", ("abc",)),  # a repeat that may run zero times
+        (r"tok[\s\S]en", ("token",)),  # a class the analysis cannot pin
+    ],
+)
 def test_a_literal_that_is_not_a_necessary_condition_is_refused(pattern, literals):
     if pattern.startswith("(?i)"):  # ... so this one is accepted
         assert Rule("t", re.compile(pattern), literals=literals).keys[0].ignore_case
@@ -99,8 +145,12 @@ def test_rule_checks_its_examples_and_literal_shapes():
     assert not Rule("t", re.compile(r"\Aab[0-9]{8}"), literals=("ab",)).joinable
     assert not Rule("t", re.compile(r"ab[0-9]{8}(?=\s)"), literals=("ab",)).joinable
     with pytest.raises(ValueError, match="corpus guard"):
-        PluginRule("ds_telegram_bot_token", "telegram_token:TelegramBotTokenDetector", literals=(":",),
-                   corpus_guard=r":[0-9A-Za-z]{35}").load()
+        PluginRule(
+            "ds_telegram_bot_token",
+            "telegram_token:TelegramBotTokenDetector",
+            literals=(":",),
+            corpus_guard=r":[0-9A-Za-z]{35}",
+        ).load()
     with pytest.raises(ValueError, match="can hold none"):
         PluginRule("ds_twilio_api_key", "twilio:TwilioKeyDetector", literals=("AC",)).load()
 
@@ -115,8 +165,13 @@ def test_literal_offsets_equal_substring_search():
     says "present" for exactly the literals a plain substring search finds, with and without non-ASCII text."""
     scanner = Scanner(RULES)
     filler = "plain code line x = compute(1, 2) # naïve café 東京 \ud800 ✓\n" * 80
-    texts = [filler, filler.encode("ascii", "ignore").decode(), filler + "".join(r.examples[0] for r in RULES if r.examples),
-             "AKIA ghp_ eyJ sq0 SG. -us1 A3T xox://" + filler, "Bearer SECRET Token KEY" + filler]
+    texts = [
+        filler,
+        filler.encode("ascii", "ignore").decode(),
+        filler + "".join(r.examples[0] for r in RULES if r.examples),
+        "AKIA ghp_ eyJ sq0 SG. -us1 A3T xox://" + filler,
+        "Bearer SECRET Token KEY" + filler,
+    ]
     for text in texts:
         occ, folded = scanner.occurrences(text)
         assert not folded
@@ -130,8 +185,12 @@ def test_literal_offsets_equal_substring_search():
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.lists(st.sampled_from([":", ".", "a", "Z", "9", "_", "-", " ", "é", "東", "x" * 6, "y" * 27, "Q" * 35, "\n"]),
-                max_size=30).map("".join))
+@given(
+    st.lists(
+        st.sampled_from([":", ".", "a", "Z", "9", "_", "-", " ", "é", "東", "x" * 6, "y" * 27, "Q" * 35, "\n"]),
+        max_size=30,
+    ).map("".join)
+)
 def test_compiled_corpus_guards_agree_with_the_rules_guards(text):
     """The compiled check gives Telegram's guard exactly and never says no where Discord's guard matches."""
     import numpy as np
@@ -152,7 +211,10 @@ def test_hand_written_edge_cases_agree():
         'AUTH_KEY = "zzzzzzzz9" private_key:"-----x-----" credentials="c1c2c3c4c5"',
         'api_\u212aey="kelvin-folds-to-k1" caf\u00e9 token="t0k3nvalue"',
         "export DB_PASSWORD=Sup3rS3cret!\n  GITHUB_TOKEN=ghx1234567890\nAPI_KEY=$NOPE\nAPIKEY=plainvalue9",
-        "Authorization: bearer", "a1B2c3D4e5F6g7H8i9J0k1L2 and more", "mail me at", "bob@corp-mail.io",
+        "Authorization: bearer",
+        "a1B2c3D4e5F6g7H8i9J0k1L2 and more",
+        "mail me at",
+        "bob@corp-mail.io",
         "nothing to see: tokens tokenizer accessor authority privately",
     ]
     scanner = Scanner(RULES)

@@ -37,7 +37,7 @@ def every_output_text(out: Path) -> dict[str, str]:
                     decoded.append(json.dumps(json.loads(c), ensure_ascii=False))
                 except ValueError:
                     decoded.append(c)
-            texts[rel] = "\n".join(cells + decoded + [_strings(json.loads(d)) for d in decoded if d[:1] in "[{\""])
+            texts[rel] = "\n".join(cells + decoded + [_strings(json.loads(d)) for d in decoded if d[:1] in '[{"'])
             continue
         raw = p.read_text(encoding="utf-8")
         parts = [raw]
@@ -75,8 +75,8 @@ def _strings(value) -> str:
 
 def _chunks(secret: str, prefix: str = "", n: int = 12) -> list[str]:
     """Every n-character piece of a secret after its fixed prefix: a cut-off secret leaks one of them."""
-    body = secret[len(prefix):]
-    return [body[i:i + n] for i in range(0, len(body) - n + 1)]
+    body = secret[len(prefix) :]
+    return [body[i : i + n] for i in range(0, len(body) - n + 1)]
 
 
 def test_ledger_manifest_card_and_paths_are_redacted_too(tmp_path):
@@ -107,16 +107,24 @@ def test_ledger_manifest_card_and_paths_are_redacted_too(tmp_path):
     assert m["counts"]["kept"] == 1 and m["counts"]["rejected_convert"] == 1, m["counts"]
     texts = every_output_text(out)
     assert "ledger.jsonl" in texts and "parquet/sft/train.parquet" in texts
-    leaks = [(rel, piece) for rel, text in texts.items()
-             for piece in [*_chunks(github, "ghp_"), *_chunks(openai, "sk-proj-")] if piece in text]
+    leaks = [
+        (rel, piece)
+        for rel, text in texts.items()
+        for piece in [*_chunks(github, "ghp_"), *_chunks(openai, "sk-proj-")]
+        if piece in text
+    ]
     assert not leaks, leaks[:5]
     # the user name is gone from every file, except inside the install folder, which is kept verbatim
     named = [rel for rel, text in texts.items() if USER in text.replace(INSTALL, "")]
-    assert not named, [(rel, texts[rel][max(0, texts[rel].replace(INSTALL, "").find(USER) - 60):][:120]) for rel in named]
+    assert not named, [
+        (rel, texts[rel][max(0, texts[rel].replace(INSTALL, "").find(USER) - 60) :][:120]) for rel in named
+    ]
     conv = json.loads((out / "conversations" / "train.jsonl").read_text().splitlines()[0])
     assert conv["meta"]["file"] == "sessions/--home-user1-proj--/2026-11-30_good.jsonl"
-    assert all(r["path"].endswith(("--home-user1-proj--/2026-11-30_bad.jsonl", "--home-user1-proj--/2026-11-30_good.jsonl"))
-               for r in m["inputs"])
+    assert all(
+        r["path"].endswith(("--home-user1-proj--/2026-11-30_bad.jsonl", "--home-user1-proj--/2026-11-30_good.jsonl"))
+        for r in m["inputs"]
+    )
     # the card says what was kept verbatim and why
     card = (out / "README.md").read_text()
     assert "Kept verbatim" in card and INSTALL in card and "--install-dir" in card

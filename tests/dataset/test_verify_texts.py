@@ -10,12 +10,26 @@ from harnessfit.dataset.verify import _check_texts
 
 
 def _record(result: str) -> dict:
-    return {"id": "r1", "messages": [
-        {"role": "system", "content": "s"}, {"role": "user", "content": [{"type": "text", "text": "go"}]},
-        {"role": "assistant", "content": None, "tool_calls": [
-            {"id": "c1", "type": "function", "function": {"name": "write", "arguments": '{"path":"a","content":"x"}'}}]},
-        {"role": "tool", "content": result, "tool_call_id": "c1"},
-        {"role": "assistant", "content": "done"}]}
+    return {
+        "id": "r1",
+        "messages": [
+            {"role": "system", "content": "s"},
+            {"role": "user", "content": [{"type": "text", "text": "go"}]},
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": "c1",
+                        "type": "function",
+                        "function": {"name": "write", "arguments": '{"path":"a","content":"x"}'},
+                    }
+                ],
+            },
+            {"role": "tool", "content": result, "tool_call_id": "c1"},
+            {"role": "assistant", "content": "done"},
+        ],
+    }
 
 
 def test_a_context_with_an_older_pis_text_fails_verify(tmp_path: Path) -> None:

@@ -25,8 +25,9 @@ def _suite(dst: Path, src: Path, names: list[str]) -> Path:
 
 def test_demo_runs_every_stage_and_writes_the_report(tmp_path: Path) -> None:
     ex = examples_dir()
-    train_suite = _suite(tmp_path / "train-suite", ex / "tasks" / "train",
-                         ["edit_page_size", "create_is_even", "recover_off_by_one"])
+    train_suite = _suite(
+        tmp_path / "train-suite", ex / "tasks" / "train", ["edit_page_size", "create_is_even", "recover_off_by_one"]
+    )
     eval_suite = _suite(tmp_path / "eval-suite", ex / "tasks" / "default", ["create_hello_script"])
     recipe = yaml.safe_load((ex / "recipes" / "smollm2-cpu-demo.yaml").read_text())
     recipe.update(max_steps=1, eval_steps=1, save_steps=1, max_eval_records=1, max_train_records=2)
@@ -34,25 +35,46 @@ def test_demo_runs_every_stage_and_writes_the_report(tmp_path: Path) -> None:
     recipe_path.write_text(yaml.safe_dump(recipe))
 
     generate_tasks([get_family("edit_default_argument")], tmp_path / "heldout", n=1, seed=0)
-    plan = DemoPlan(out=tmp_path / "demo", traces=None, train_suite=train_suite, eval_suite=eval_suite,
-                    heldout_suite=tmp_path / "heldout",
-                    recipe=recipe_path, eval_max_turns=2, eval_max_seconds=60, serve_max_tokens=24,
-                    raw_prompts=1, raw_max_tokens=16, probe_samples=1, probe_max_tokens=16)
+    plan = DemoPlan(
+        out=tmp_path / "demo",
+        traces=None,
+        train_suite=train_suite,
+        eval_suite=eval_suite,
+        heldout_suite=tmp_path / "heldout",
+        recipe=recipe_path,
+        eval_max_turns=2,
+        eval_max_seconds=60,
+        serve_max_tokens=24,
+        raw_prompts=1,
+        raw_max_tokens=16,
+        probe_samples=1,
+        probe_max_tokens=16,
+    )
     report = run_demo(plan)
 
     text = report.read_text()
     out = tmp_path / "demo"
     # every stage left its artifacts
-    for rel in (f"harness/pi-{DEFAULT_PI_VERSION}.json", "dataset/manifest.json", "audit/audit.json", "train/adapter",
-                "eval/base/results.json", "eval/tuned/results.json", "eval/before_after.md",
-                "raw/svelte-components/compare.md", "raw/python-functions/compare.md", "probe/compare.md"):
+    for rel in (
+        f"harness/pi-{DEFAULT_PI_VERSION}.json",
+        "dataset/manifest.json",
+        "audit/audit.json",
+        "train/adapter",
+        "eval/base/results.json",
+        "eval/tuned/results.json",
+        "eval/before_after.md",
+        "raw/svelte-components/compare.md",
+        "raw/python-functions/compare.md",
+        "probe/compare.md",
+    ):
         assert (out / rel).exists(), rel
     assert "equals the committed card: **True**" in text
     # both models were also evaluated on the held-out family, and the report shows the metric split for both suites
     for name in ("base-heldout", "tuned-heldout"):
         res = orjson.loads((out / "eval" / name / "results.json").read_bytes())
         assert res["status"] == "success" and [e["facts"]["task_id"] for e in res["episodes"]] == [
-            "edit_default_argument-0-0000"]
+            "edit_default_argument-0-0000"
+        ]
     assert "Before / after on held-out task families" in text
     assert text.count("Final validation clean") == 2 and text.count("Turn cap hit") == 2
     assert "before / after" in text.lower()

@@ -24,8 +24,11 @@ def test_loopback_content_type_and_body_limit_are_options() -> None:
         plain = strict.post("/v1/chat/completions", content=b'{"messages": []}', headers={"content-type": "text/plain"})
         big = strict.post("/v1/chat/completions", json={"messages": [{"role": "user", "content": "x" * 100}]})
         fine = strict.post("/v1/chat/completions", json={"messages": []})
-    assert web.status_code == 403 and web.json()["error"] == {"message": web.json()["error"]["message"],
-                                                              "type": "server_error", "code": 403}
+    assert web.status_code == 403 and web.json()["error"] == {
+        "message": web.json()["error"]["message"],
+        "type": "server_error",
+        "code": 403,
+    }
     assert "evil.example" in web.json()["error"]["message"]
     assert plain.status_code == 415 and "application/json" in plain.json()["error"]["message"]
     assert big.status_code == 413 and "64 bytes" in big.json()["error"]["message"]
@@ -34,8 +37,14 @@ def test_loopback_content_type_and_body_limit_are_options() -> None:
 
     lax, backend = _client()
     with lax:
-        assert lax.post("/v1/chat/completions", content=b'{"messages": []}', headers={"host": "evil.example",
-                        "content-type": "text/plain"}).status_code == 200
+        assert (
+            lax.post(
+                "/v1/chat/completions",
+                content=b'{"messages": []}',
+                headers={"host": "evil.example", "content-type": "text/plain"},
+            ).status_code
+            == 200
+        )
     assert backend.requests == [{"messages": []}]
 
 

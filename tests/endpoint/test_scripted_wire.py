@@ -26,7 +26,11 @@ ENDLESS_BYTES = 4000  # the first bytes of the endless stream that are compared
 SCRIPT = [
     Reply(text="Hello there."),
     Reply(tool_calls=[("read", '{"path":"a.txt"}')], reasoning="hmm"),
-    Reply(text="Let me check the file for you — it is ünïcode.", reasoning="think", tool_calls=[("edit", LONG_ARGS), ("bash", "{}")]),
+    Reply(
+        text="Let me check the file for you — it is ünïcode.",
+        reasoning="think",
+        tool_calls=[("edit", LONG_ARGS), ("bash", "{}")],
+    ),
     Reply(text="cut", finish_reason="length"),
     Reply(error="overloaded", status=503),
     Reply(text="plain text body"),
@@ -42,15 +46,33 @@ _TURN2 = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "o
 EXCHANGES: list[tuple[str, str, str | None, bytes | None, int | None]] = [
     ("GET", "/v1/models", None, None, None),
     ("GET", "/models/", None, None, None),
-    ("POST", _CHAT, "application/json", orjson.dumps({"model": "m-x", "messages": [{"role": "user", "content": "hi"}]}), None),
+    (
+        "POST",
+        _CHAT,
+        "application/json",
+        orjson.dumps({"model": "m-x", "messages": [{"role": "user", "content": "hi"}]}),
+        None,
+    ),
     ("POST", _CHAT, "application/json", orjson.dumps({"model": "m-x", "messages": _TURN2, "n": 1}), None),
-    ("POST", _CHAT, "application/json", orjson.dumps({"messages": _TURN2, "stream": True, "stream_options": {"include_usage": True}}), None),
+    (
+        "POST",
+        _CHAT,
+        "application/json",
+        orjson.dumps({"messages": _TURN2, "stream": True, "stream_options": {"include_usage": True}}),
+        None,
+    ),
     ("POST", _CHAT, "application/json", orjson.dumps({"model": "other", "messages": [], "stream": True}), None),
     ("POST", _CHAT, "application/json", orjson.dumps({"messages": [], "stream": True}), None),
     ("POST", _CHAT, "text/plain", orjson.dumps({"messages": [{"role": "user", "content": "ü"}]}), None),
     ("POST", _CHAT, "application/json", orjson.dumps({"messages": []}), None),
     ("POST", "/chat/completions/", None, orjson.dumps({"messages": []}), None),
-    ("POST", _CHAT, "application/json", orjson.dumps({"messages": [], "stream": True, "stream_options": {"include_usage": True}}), None),
+    (
+        "POST",
+        _CHAT,
+        "application/json",
+        orjson.dumps({"messages": [], "stream": True, "stream_options": {"include_usage": True}}),
+        None,
+    ),
     ("POST", _CHAT, "application/json", orjson.dumps({"messages": [], "stream": True}), ENDLESS_BYTES),
     ("POST", _CHAT, "application/json", orjson.dumps({"messages": []}), None),  # the script has run out
     ("POST", _CHAT, "application/json", b"{oops", None),
@@ -62,8 +84,9 @@ EXCHANGES: list[tuple[str, str, str | None, bytes | None, int | None]] = [
 ]
 
 
-def _exchange(client: httpx.Client, base: str, method: str, path: str, kind: str | None, body: bytes | None,
-              limit: int | None) -> dict:
+def _exchange(
+    client: httpx.Client, base: str, method: str, path: str, kind: str | None, body: bytes | None, limit: int | None
+) -> dict:
     headers = {"content-type": kind} if kind else {}
     with client.stream(method, base + path, content=body, headers=headers) as resp:
         data = b""
@@ -72,13 +95,19 @@ def _exchange(client: httpx.Client, base: str, method: str, path: str, kind: str
             if limit is not None and len(data) >= limit:
                 data = data[:limit]
                 break
-    return {"request": f"{method} {path}", "status": resp.status_code, "content_type": resp.headers.get("content-type"),
-            "body": base64.b64encode(data).decode()}
+    return {
+        "request": f"{method} {path}",
+        "status": resp.status_code,
+        "content_type": resp.headers.get("content-type"),
+        "body": base64.b64encode(data).decode(),
+    }
 
 
 def _endless_plain(ep: ScriptedEndpoint, client: httpx.Client) -> dict:
     """A second endpoint run: an endless reply asked without streaming is one long body."""
-    return _exchange(client, ep.base_url.removesuffix("/v1"), "POST", _CHAT, "application/json", b'{"messages": []}', None)
+    return _exchange(
+        client, ep.base_url.removesuffix("/v1"), "POST", _CHAT, "application/json", b'{"messages": []}', None
+    )
 
 
 def record() -> dict:

@@ -57,8 +57,13 @@ def test_a_registered_metric_reaches_results_and_markdown(toy_metrics, tmp_path:
         assert scores["toy_broken"] == {"value": None, "unscored": "scorer failed: RuntimeError: toy bug"}
         assert episode["metrics"]["complete_loop"] is True  # the built-in metrics are untouched
     agg = data["aggregates"]
-    assert agg["rates"]["toy_used_bash"] == {"successes": 4, "n": 4, "rate": 1.0,
-                                             "ci95_low": pytest.approx(0.51, abs=0.01), "ci95_high": 1.0}
+    assert agg["rates"]["toy_used_bash"] == {
+        "successes": 4,
+        "n": 4,
+        "rate": 1.0,
+        "ci95_low": pytest.approx(0.51, abs=0.01),
+        "ci95_high": 1.0,
+    }
     assert agg["means"]["toy_calls_per_turn"] == 0.75
     assert agg["metrics_unscored"] == {"toy_broken": 4}
     md = (tmp_path / "results.md").read_text(encoding="utf-8")

@@ -21,7 +21,8 @@ def test_golden_solver_scores_all_tasks(pi_installed, default_suite, tmp_path):
     agg = results.aggregates
     assert agg["scored"] == len(results.episodes) >= 9
     assert agg["rates"]["complete_loop"]["successes"] == agg["scored"], [
-        (e.facts.task_id, e.metrics and e.metrics.failure, e.facts.error) for e in results.episodes]
+        (e.facts.task_id, e.metrics and e.metrics.failure, e.facts.error) for e in results.episodes
+    ]
     assert agg["rates"]["validation_used"]["rate"] == 1.0
     assert agg["rates"]["expected_change"]["rate"] == 1.0
     assert agg["tool_calls"]["invalid"] == 0
@@ -49,7 +50,8 @@ def test_double_encoding_model_is_named(pi_installed, small_suite, tmp_path):
         assert m.invalid_by_reason["arguments_double_encoded"] == m.tool_calls_total
         # Pi's own error text: "Validation failed …" up to 0.x, "Invalid arguments for tool …" from 1.x
         pi_refusals = m.invalid_by_reason.get("pi_validation_failed", 0) + m.invalid_by_reason.get(
-            "pi_invalid_arguments", 0)
+            "pi_invalid_arguments", 0
+        )
         assert pi_refusals == m.tool_calls_total, m.invalid_by_reason
         assert not m.expected_change
     assert results.aggregates["failures"] == {"double_encoded_arguments": 2}
@@ -68,9 +70,23 @@ def test_never_stopping_model_hits_turn_cap(pi_installed, small_suite, tmp_path)
 
 def test_runaway_model_via_cli(pi_installed, small_suite, tmp_path):
     out = tmp_path / "ra"
-    res = CliRunner().invoke(app, ["eval", "agent", "--model", "scripted:runaway", "--suite", str(small_suite),
-                                   "--task", "create_hello_script", "--out", str(out),
-                                   "--max-output-bytes", str(2 * 1024 * 1024)])
+    res = CliRunner().invoke(
+        app,
+        [
+            "eval",
+            "agent",
+            "--model",
+            "scripted:runaway",
+            "--suite",
+            str(small_suite),
+            "--task",
+            "create_hello_script",
+            "--out",
+            str(out),
+            "--max-output-bytes",
+            str(2 * 1024 * 1024),
+        ],
+    )
     assert res.exit_code == 0, res.output
     assert "runaway 1" in res.output
     results = load_results(out / "results.json")
@@ -81,8 +97,9 @@ def test_runaway_model_via_cli(pi_installed, small_suite, tmp_path):
 
 
 def test_cli_rejects_unknown_scripted_model(tmp_path, small_suite):
-    res = CliRunner().invoke(app, ["eval", "agent", "--model", "scripted:nope", "--suite", str(small_suite),
-                                   "--out", str(tmp_path / "x")])
+    res = CliRunner().invoke(
+        app, ["eval", "agent", "--model", "scripted:nope", "--suite", str(small_suite), "--out", str(tmp_path / "x")]
+    )
     assert res.exit_code != 0
     assert "unknown scripted model" in str(res.exception)
 
@@ -106,10 +123,19 @@ def test_the_tools_profile_runs_pi_with_its_optional_tools(pi_installed, small_s
         return Reply(text="Searched.")
 
     card = load_card("pi", DEFAULT_PI_VERSION, "tools")
-    results = run_eval("scripted:golden", small_suite, tmp_path / "tools", responder=responder, progress=False,
-                       harness=f"pi@{DEFAULT_PI_VERSION}+tools", task_ids=[_first_task(small_suite)])
+    results = run_eval(
+        "scripted:golden",
+        small_suite,
+        tmp_path / "tools",
+        responder=responder,
+        progress=False,
+        harness=f"pi@{DEFAULT_PI_VERSION}+tools",
+        task_ids=[_first_task(small_suite)],
+    )
     assert offered and all(names == card.default_tools for names in offered), offered
-    assert results.config["harness"] == f"pi@{DEFAULT_PI_VERSION}+tools" and results.config["tools"] == card.default_tools
+    assert (
+        results.config["harness"] == f"pi@{DEFAULT_PI_VERSION}+tools" and results.config["tools"] == card.default_tools
+    )
     assert results.aggregates["tool_calls"]["invalid"] == 0, results.aggregates["tool_calls"]
 
 
@@ -121,9 +147,23 @@ def test_golden_solver_under_the_tools_profile_via_cli(pi_installed, small_suite
     from harnessfit.harness.versions import DEFAULT_PI_VERSION
 
     out = tmp_path / "cli-tools"
-    res = CliRunner().invoke(app, ["eval", "agent", "--model", "scripted:golden", "--suite", str(small_suite),
-                                   "--task", "create_hello_script", "--out", str(out),
-                                   "--harness", f"pi@{DEFAULT_PI_VERSION}+tools"])
+    res = CliRunner().invoke(
+        app,
+        [
+            "eval",
+            "agent",
+            "--model",
+            "scripted:golden",
+            "--suite",
+            str(small_suite),
+            "--task",
+            "create_hello_script",
+            "--out",
+            str(out),
+            "--harness",
+            f"pi@{DEFAULT_PI_VERSION}+tools",
+        ],
+    )
     assert res.exit_code == 0, res.output
     results = load_results(out / "results.json")
     card = load_card("pi", DEFAULT_PI_VERSION, "tools")

@@ -38,9 +38,23 @@ def server() -> Iterator[str]:
     thread = threading.Thread(target=srv.serve_forever, daemon=True)
     thread.start()
     _Recorder.seen, _Recorder.status = [], 200
-    _Recorder.body = json.dumps({"choices": [{"message": {"content": "hi", "reasoning_content": "hmm", "tool_calls": [
-        {"id": "c", "type": "function", "function": {"name": "bash", "arguments": "{}"}}]}, "finish_reason": "stop"}],
-        "usage": {"prompt_tokens": 3, "completion_tokens": 1}}).encode()
+    _Recorder.body = json.dumps(
+        {
+            "choices": [
+                {
+                    "message": {
+                        "content": "hi",
+                        "reasoning_content": "hmm",
+                        "tool_calls": [
+                            {"id": "c", "type": "function", "function": {"name": "bash", "arguments": "{}"}}
+                        ],
+                    },
+                    "finish_reason": "stop",
+                }
+            ],
+            "usage": {"prompt_tokens": 3, "completion_tokens": 1},
+        }
+    ).encode()
     yield f"http://127.0.0.1:{srv.server_address[1]}/v1"
     srv.shutdown()
     srv.server_close()
@@ -48,8 +62,9 @@ def server() -> Iterator[str]:
 
 def test_key_only_when_named_and_reply_fields(server: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HFTEST_KEY", "k-123")
-    reply = chat(server, "m", [{"role": "user", "content": "x"}], max_tokens=5, seed=3,
-                 api_key=api_key_from_env("HFTEST_KEY"))
+    reply = chat(
+        server, "m", [{"role": "user", "content": "x"}], max_tokens=5, seed=3, api_key=api_key_from_env("HFTEST_KEY")
+    )
     chat(server, "m", [{"role": "user", "content": "x"}], max_tokens=5)
     (auth1, body1), (auth2, body2) = _Recorder.seen
     assert auth1 == "Bearer k-123" and auth2 is None

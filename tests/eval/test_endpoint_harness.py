@@ -41,17 +41,39 @@ def test_eval_on_an_endpoint_runs_the_pi_its_model_was_trained_for(tmp_path: Pat
         assert entry["harnessfit"]["harness"] == OLD and entry["harnessfit"]["card_sha256"]
         assert endpoint_harness(server.base_url) == OLD
         exe = str(Path(sys.executable).parent / "harnessfit")
-        refused = subprocess.run([exe, "eval", "agent", "--endpoint", server.base_url, "--harness", NEW,
-                                  "--out", str(tmp_path / "e1")], capture_output=True, text=True, timeout=120,
-                                 env={**os.environ, "COLUMNS": "400"})
+        refused = subprocess.run(
+            [exe, "eval", "agent", "--endpoint", server.base_url, "--harness", NEW, "--out", str(tmp_path / "e1")],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env={**os.environ, "COLUMNS": "400"},
+        )
         lines = [ln for ln in refused.stderr.splitlines() if ln.strip()]
         assert refused.returncode == 2 and len(lines) == 1, refused.stderr
         assert f"the model served at {server.base_url} is for {OLD}, but eval agent targets {NEW}" in lines[0]
         assert not (tmp_path / "e1" / "results.json").exists()
         # without --harness the endpoint's own is taken: it runs under 0.73.1 or stops because that Pi is missing
-        chosen = subprocess.run([exe, "eval", "agent", "--endpoint", server.base_url, "--task", "edit_constant",
-                                 "--max-turns", "1", "--max-seconds", "60", "--out", str(tmp_path / "e2")],
-                                capture_output=True, text=True, timeout=300, env={**os.environ, "COLUMNS": "400"})
+        chosen = subprocess.run(
+            [
+                exe,
+                "eval",
+                "agent",
+                "--endpoint",
+                server.base_url,
+                "--task",
+                "edit_constant",
+                "--max-turns",
+                "1",
+                "--max-seconds",
+                "60",
+                "--out",
+                str(tmp_path / "e2"),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            env={**os.environ, "COLUMNS": "400"},
+        )
         from harnessfit.eval.run import served_label
 
         assert served_label(entry, entry["id"]) == "merged"  # tables name the model, not the URL

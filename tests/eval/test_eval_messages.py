@@ -21,19 +21,44 @@ def test_default_suite_is_found_from_another_working_folder(tmp_path: Path, monk
 
 
 def _metrics(**kw) -> EpisodeMetrics:
-    base = dict(complete_loop=False, expected_change=False, validation_used=False, finished_with_response=False,
-                checker_passed=False, tool_calls_total=3, tool_calls_valid=2, tool_calls_invalid=1,
-                double_encoded_arguments=0, runaway=False, timed_out=False, turn_cap_hit=True, endpoint_error=False,
-                turns=6, tokens_input=10, tokens_output=5, tokens_total=15, wall_seconds=41.6, stop_reason=None,
-                failure="turn_cap")
+    base = dict(
+        complete_loop=False,
+        expected_change=False,
+        validation_used=False,
+        finished_with_response=False,
+        checker_passed=False,
+        tool_calls_total=3,
+        tool_calls_valid=2,
+        tool_calls_invalid=1,
+        double_encoded_arguments=0,
+        runaway=False,
+        timed_out=False,
+        turn_cap_hit=True,
+        endpoint_error=False,
+        turns=6,
+        tokens_input=10,
+        tokens_output=5,
+        tokens_total=15,
+        wall_seconds=41.6,
+        stop_reason=None,
+        failure="turn_cap",
+    )
     return EpisodeMetrics(**{**base, **kw})
 
 
 def test_episode_line_names_task_outcome_turns_and_seconds() -> None:
-    facts = EpisodeFacts(task_id="edit_constant", seed=1, sandbox="bwrap", max_turns=6, wall_seconds=41.6,
-                         events_file="e", stderr_file="s")
+    facts = EpisodeFacts(
+        task_id="edit_constant",
+        seed=1,
+        sandbox="bwrap",
+        max_turns=6,
+        wall_seconds=41.6,
+        events_file="e",
+        stderr_file="s",
+    )
     assert episode_line(Episode(facts=facts, metrics=_metrics())) == (
-        "eval: edit_constant seed 1: failed (turn_cap), 6 turn(s), 2/3 valid calls, 42 s")
+        "eval: edit_constant seed 1: failed (turn_cap), 6 turn(s), 2/3 valid calls, 42 s"
+    )
     won = Episode(facts=facts, metrics=_metrics(complete_loop=True, failure=None))
     assert "complete loop" in episode_line(won, "synth") and episode_line(won, "synth").startswith("synth: ")
     flagged = Episode(facts=facts, metrics=_metrics(integrity_flag="session_file_differs_from_events"))

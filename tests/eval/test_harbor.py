@@ -73,7 +73,8 @@ def test_a_planted_reward_is_not_believed(harbor_suite, tmp_path):
     shutil.copytree(harbor_suite / "word-frequency", task_dir)
     # a verifier that writes a reward only on success, so a planted reward would be the only one
     (task_dir / "tests" / "test.sh").write_text(
-        "#!/bin/bash\npython3 -I /tests/test_wordfreq.py && echo 1 > /logs/verifier/reward.txt\n")
+        "#!/bin/bash\npython3 -I /tests/test_wordfreq.py && echo 1 > /logs/verifier/reward.txt\n"
+    )
     task = load_harbor_task(task_dir)
     ep, ws = _episode_dirs(tmp_path, task)
     (ep / "verifier").mkdir()
@@ -117,17 +118,23 @@ def test_tasks_needing_a_container_are_reported_and_not_run(pi_installed, harbor
         "gpu": "needs 1 GPU(s) in its container",
         "image": "needs the container image ghcr.io/example/app:1",
         "other-base": "needs the container image ubuntu:24.04",
-        "run-step": ("needs a container build (RUN curl -fsSL https://example.com/i.sh | sh: a pipe, redirection or "
-                     "substitution cannot be done on the host)"),
+        "run-step": (
+            "needs a container build (RUN curl -fsSL https://example.com/i.sh | sh: a pipe, redirection or "
+            "substitution cannot be done on the host)"
+        ),
     }
     out = tmp_path / "out"
     results = run_eval("scripted:oracle", f"harbor:{suite}", out, progress=False)
     assert {e.facts.status for e in results.episodes} == {"needs_container"}
     # each names the image it needs and no backend (nothing ran it); results.json keeps both
     images = {e.facts.task_id: (e.facts.image, e.facts.backend) for e in load_results(out).episodes}
-    assert images == {"copy-outside": ("python:3-slim", None), "gpu": ("python:3-slim", None),
-                      "image": ("ghcr.io/example/app:1", None), "other-base": ("ubuntu:24.04", None),
-                      "run-step": ("python:3-slim", None)}
+    assert images == {
+        "copy-outside": ("python:3-slim", None),
+        "gpu": ("python:3-slim", None),
+        "image": ("ghcr.io/example/app:1", None),
+        "other-base": ("ubuntu:24.04", None),
+        "run-step": ("python:3-slim", None),
+    }
     agg = results.aggregates
     assert agg["scored"] == 0 and agg["unscored_by_status"] == {"needs_container": 5}
     assert agg["rates"]["complete_loop"]["n"] == 0  # never passed, never failed: out of the rates
@@ -157,8 +164,21 @@ def test_oracle_scores_full_marks_through_pi(pi_installed, harbor_suite, tmp_pat
     verifier (copied in afterwards) awards 1.0, and the loop completes."""
     _needs_bwrap()
     out = tmp_path / "oracle"
-    res = CliRunner().invoke(app, ["eval", "agent", "--model", "scripted:oracle", "--suite", f"harbor:{harbor_suite}",
-                                   "--out", str(out), "--env", "host"])  # auto would pick podman where it works
+    res = CliRunner().invoke(
+        app,
+        [
+            "eval",
+            "agent",
+            "--model",
+            "scripted:oracle",
+            "--suite",
+            f"harbor:{harbor_suite}",
+            "--out",
+            str(out),
+            "--env",
+            "host",
+        ],
+    )  # auto would pick podman where it works
     assert res.exit_code == 0, res.output
     results = load_results(out)
     assert results.suite["format"] == "harbor"
@@ -181,8 +201,9 @@ def test_dockerfile_layout_is_followed(harbor_suite, tmp_path):
     task_dir = tmp_path / "nested"
     shutil.copytree(harbor_suite / "word-frequency", task_dir)
     (task_dir / "environment" / "Dockerfile").write_text(
-        "# a comment\nFROM python:3-slim\nWORKDIR /srv\nENV MODE=fast\nCOPY [\"sample.txt\", \"data/in.txt\"]\n"
-        "COPY . .\nWORKDIR pkg\nCMD [\"python3\"]\n")
+        '# a comment\nFROM python:3-slim\nWORKDIR /srv\nENV MODE=fast\nCOPY ["sample.txt", "data/in.txt"]\n'
+        'COPY . .\nWORKDIR pkg\nCMD ["python3"]\n'
+    )
     task = load_harbor_task(task_dir)
     assert task.environment_issue is None
     assert (task.mount, task.workdir, task.env) == ("/srv", "/srv/pkg", {"MODE": "fast"})

@@ -28,7 +28,9 @@ def test_stand_in_only_for_debian_bookworm_python_311():
 
 def test_pip_requirements_are_read_from_run_steps():
     assert pip_requirements("pip install --no-cache-dir Pillow==10.3.0 numpy==1.26.4 && rm -rf /x") == (
-        ["Pillow==10.3.0", "numpy==1.26.4"], None)
+        ["Pillow==10.3.0", "numpy==1.26.4"],
+        None,
+    )
     assert pip_requirements("python3 -m pip install -q pytest==8.2.2 || true")[0] == ["pytest==8.2.2"]
     assert pip_requirements("apt-get update && apt-get install -y curl") == ([], None)
     reqs, problem = pip_requirements("pip install -r requirements.txt")
@@ -86,8 +88,9 @@ def test_oracle_and_nop_in_podman_scored_from_reward_json(pi_installed, podman, 
     assert task.environment_issue is None  # its RUN pip install: the host (an episode virtualenv) and the container
     rewards = {}
     for model in ("scripted:oracle", "scripted:nop"):
-        results = run_eval(model, f"harbor:{DATA / 'both-rewards'}", tmp_path / model.split(":")[1],
-                           env="podman", progress=False)
+        results = run_eval(
+            model, f"harbor:{DATA / 'both-rewards'}", tmp_path / model.split(":")[1], env="podman", progress=False
+        )
         (ep,) = results.episodes
         f = ep.facts
         assert f.status == "success", f.error
@@ -105,8 +108,9 @@ def test_outputs_outside_the_working_folder_reach_the_verifier(pi_installed, pod
     """The oracle writes /output/count.txt (outside /app): the verifier's fresh container gets it carried in."""
     rewards = {}
     for model in ("scripted:oracle", "scripted:nop"):
-        results = run_eval(model, f"harbor:{DATA / 'outside-output'}", tmp_path / model.split(":")[1],
-                           env="podman", progress=False)
+        results = run_eval(
+            model, f"harbor:{DATA / 'outside-output'}", tmp_path / model.split(":")[1], env="podman", progress=False
+        )
         (ep,) = results.episodes
         assert ep.facts.status == "success", ep.facts.error
         rewards[model] = ep.facts.reward

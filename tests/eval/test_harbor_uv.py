@@ -35,21 +35,26 @@ def test_the_astral_installer_is_stood_in_for_by_the_uv_it_names():
     assert read_test_sh("# curl https://example.com/x | sh\ncurl -s http://localhost:8000/health\n", PY).problem is None
 
 
-@pytest.mark.parametrize("script", [
-    "curl -fsSL https://example.com/install.sh | sh",
-    "wget -qO- https://example.com/install.sh | bash -s -- --yes",
-    'sh -c "$(curl -fsSL https://example.com/install.sh)"',
-    "curl -o /tmp/data.json https://example.com/install.sh && python3 /tests/check.py",
-])
+@pytest.mark.parametrize(
+    "script",
+    [
+        "curl -fsSL https://example.com/install.sh | sh",
+        "wget -qO- https://example.com/install.sh | bash -s -- --yes",
+        'sh -c "$(curl -fsSL https://example.com/install.sh)"',
+        "curl -o /tmp/data.json https://example.com/install.sh && python3 /tests/check.py",
+    ],
+)
 def test_any_other_download_is_named_and_not_run(script):
     assert read_test_sh(script, PY).problem == (
-        "test.sh fetches https://example.com/install.sh at verify time; harnessfit verifies offline")
+        "test.sh fetches https://example.com/install.sh at verify time; harnessfit verifies offline"
+    )
 
 
 def test_a_python_uv_cannot_have_offline_is_named():
     plan = read_test_sh(TEMPLATE.replace("-p 3.11", "-p 3.13"), PY)
-    assert plan.problem == ("test.sh asks uv for Python 3.13; the verifier's environment has Python 3.11 and uv "
-                            "downloads no Python offline")
+    assert plan.problem == (
+        "test.sh asks uv for Python 3.13; the verifier's environment has Python 3.11 and uv downloads no Python offline"
+    )
     assert read_test_sh("uv run --python=3.12 pytest", PY).problem.startswith("test.sh asks uv for Python 3.12")
     assert read_test_sh(TEMPLATE.replace("-p 3.11", "-p 3.13"), None).problem is None  # an image's Python unknown
 
@@ -61,8 +66,9 @@ def test_uv_is_unpacked_as_the_installer_leaves_it():
     out = subprocess.run([str(folder / "uv"), "--version"], capture_output=True, text=True, check=True).stdout
     assert out.startswith(f"uv {UV_DEFAULT} ")
     env = {"HOME": "/nonexistent-home", "PATH": "/usr/bin:/bin"}
-    path = subprocess.run(["sh", "-c", f". {folder}/env; . {folder}/env; echo $PATH"], env=env, capture_output=True,
-                          text=True, check=True).stdout.strip()
+    path = subprocess.run(
+        ["sh", "-c", f". {folder}/env; . {folder}/env; echo $PATH"], env=env, capture_output=True, text=True, check=True
+    ).stdout.strip()
     assert path == "/nonexistent-home/.local/bin:/usr/bin:/bin"  # put first, once
 
 
@@ -93,11 +99,15 @@ def test_the_host_verifier_runs_uvx_pytest_offline(tmp_path):
     assert solved.sandbox_policy["checker"]["uv"].startswith("uv 0.9.5 from the pinned wheel cache")
     task_dir = tmp_path / "task-fetches"
     shutil.copytree(DATA / "uv-pytest", task_dir)
-    (task_dir / "tests" / "test.sh").write_text(TEMPLATE.replace("https://astral.sh/uv/0.9.5/install.sh",
-                                                                 "https://example.com/tool.sh"))
+    (task_dir / "tests" / "test.sh").write_text(
+        TEMPLATE.replace("https://astral.sh/uv/0.9.5/install.sh", "https://example.com/tool.sh")
+    )
     fetches = _verify(load_harbor_task(task_dir), tmp_path, "fetches", True)
     assert fetches.reward is None and fetches.checker_exit_code == 1
-    assert fetches.verifier.problem == "test.sh fetches https://example.com/tool.sh at verify time; harnessfit verifies offline"
+    assert (
+        fetches.verifier.problem
+        == "test.sh fetches https://example.com/tool.sh at verify time; harnessfit verifies offline"
+    )
     assert not (tmp_path / "fetches" / "checker.txt").exists()  # never run
 
 
@@ -125,8 +135,7 @@ def test_oracle_and_nop_with_uvx_pytest_in_podman(pi_installed, tmp_path):
         pytest.skip(f"no working podman here: {exc}")
     rewards = {}
     for model in ("scripted:oracle", "scripted:nop"):
-        results = run_eval(model, f"harbor:{DATA / 'uv-pytest'}", tmp_path / model[9:], env="podman",
-                           progress=False)
+        results = run_eval(model, f"harbor:{DATA / 'uv-pytest'}", tmp_path / model[9:], env="podman", progress=False)
         (ep,) = results.episodes
         assert ep.facts.status == "success", ep.facts.error
         assert ep.facts.backend == "podman"

@@ -57,11 +57,18 @@ def test_multi_key_reward_json_is_kept_whole(tmp_path):
     assert value is None and rewards == {"a": 1.0, "b": 0.0} and "none named 'reward'" in problem
 
 
-@pytest.mark.parametrize("files", [
-    {"reward_txt": "nan\n"}, {"reward_txt": "inf"}, {"reward_txt": "-Infinity\n"},
-    {"reward_json": '{"reward": NaN}'}, {"reward_json": '{"reward": Infinity}'}, {"reward_json": '{"reward": 1e999}'},
-    {"reward_json": '{"reward": 1, "style": -Infinity}'},
-])
+@pytest.mark.parametrize(
+    "files",
+    [
+        {"reward_txt": "nan\n"},
+        {"reward_txt": "inf"},
+        {"reward_txt": "-Infinity\n"},
+        {"reward_json": '{"reward": NaN}'},
+        {"reward_json": '{"reward": Infinity}'},
+        {"reward_json": '{"reward": 1e999}'},
+        {"reward_json": '{"reward": 1, "style": -Infinity}'},
+    ],
+)
 def test_non_finite_rewards_are_refused_with_the_reason(tmp_path, files):
     _write(tmp_path, **files)
     value, _, problem = parse_reward(tmp_path)
@@ -86,19 +93,24 @@ def _task_writing(tmp_path: Path, word_frequency: Path, script: str):
     return load_harbor_task(task_dir)
 
 
-@pytest.mark.parametrize(("txt", "json", "reward", "passed"), [
-    ("1", '{"reward": 0.0, "tests_passed": 2}', 0.0, False),
-    ("0", '{"reward": 1.0, "tests_passed": 3}', 1.0, True),
-])
-def test_verifier_writing_both_files_is_scored_as_harbor_scores_it(tmp_path, word_frequency, txt, json, reward,
-                                                                   passed):
+@pytest.mark.parametrize(
+    ("txt", "json", "reward", "passed"),
+    [
+        ("1", '{"reward": 0.0, "tests_passed": 2}', 0.0, False),
+        ("0", '{"reward": 1.0, "tests_passed": 3}', 1.0, True),
+    ],
+)
+def test_verifier_writing_both_files_is_scored_as_harbor_scores_it(tmp_path, word_frequency, txt, json, reward, passed):
     """A test.sh that writes reward.txt and reward.json with different values: the reward is reward.json's, every
     key is kept, and the episode records both files and what test.sh printed."""
     if sandbox_status() != "bwrap":
         pytest.skip(f"bubblewrap cannot run here: {sandbox_status()}")
-    task = _task_writing(tmp_path, word_frequency,
-                         f"echo \"checking <b>$VERIFY_MODE</b>\"\necho 'to stderr' >&2\n"
-                         f"echo {txt} > /logs/verifier/reward.txt\necho '{json}' > /logs/verifier/reward.json\n")
+    task = _task_writing(
+        tmp_path,
+        word_frequency,
+        f"echo \"checking <b>$VERIFY_MODE</b>\"\necho 'to stderr' >&2\n"
+        f"echo {txt} > /logs/verifier/reward.txt\necho '{json}' > /logs/verifier/reward.json\n",
+    )
     assert task.config.verifier.env == {"VERIFY_MODE": "strict"}
     ep = tmp_path / "ep"
     ws = ep / "workspace"

@@ -9,8 +9,9 @@ import pytest
 from harnessfit.eval.stats import mean_interval, t_quantile_975
 
 
-@pytest.mark.parametrize(("df", "t"), [(1, 12.706), (9, 2.262), (30, 2.042), (40, 2.021), (60, 2.000),
-                                       (120, 1.980), (10_000, 1.960)])
+@pytest.mark.parametrize(
+    ("df", "t"), [(1, 12.706), (9, 2.262), (30, 2.042), (40, 2.021), (60, 2.000), (120, 1.980), (10_000, 1.960)]
+)
 def test_t_quantile_matches_the_tables(df: int, t: float) -> None:
     assert t_quantile_975(df) == pytest.approx(t, abs=1.5e-3)
 

@@ -41,6 +41,7 @@ def raw_pair(tmp_path_factory, repo_root: Path) -> tuple[Path, Path]:
     root = tmp_path_factory.mktemp("pairwise")
     paths = []
     for k, side in enumerate("ab"):
+
         def respond(body: dict, index: int, k: int = k, side: str = side) -> Reply:
             pid = by_text[body["messages"][-1]["content"]]
             quality = QUALITY[pid][k]
@@ -75,8 +76,12 @@ def test_fair_judge_reproduces_planted_outcomes(tmp_path: Path, raw_pair) -> Non
         bodies = judge.requests
     agg = res.aggregates
     assert res.status == "success" and res.kind == "pairwise"
-    assert {p.prompt_id: p.outcome for p in res.pairs} == {"slugify": "a", "merge-intervals": "tie",
-                                                           "parse-duration": "b", "top-words": "a"}
+    assert {p.prompt_id: p.outcome for p in res.pairs} == {
+        "slugify": "a",
+        "merge-intervals": "tie",
+        "parse-duration": "b",
+        "top-words": "a",
+    }
     assert res.missing == [{"prompt_id": "chunked", "seed": 0, "side": "b"}] and agg["missing"] == 1
     assert agg["outcomes"] == {"a": 2, "b": 1, "tie": 1, "order_sensitive": 0, "unparseable": 0, "judge_error": 0}
     assert agg["a_win_rate"] == rate(2, 4).as_dict() and agg["flip_rate"] == rate(0, 4).as_dict()
@@ -87,8 +92,12 @@ def test_fair_judge_reproduces_planted_outcomes(tmp_path: Path, raw_pair) -> Non
     # each pair judged twice: once A first, once B first
     assert len(bodies) == 4 * 2 + 5 + 4
     # rubric: A [5, 5, 2, 5, 5], B [2, 5, 5, 2] (B has no completion for chunked)
-    assert agg["rubric"]["a"] == {**mean_interval([5, 5, 2, 5, 5], 1, 5), "unparseable": 0, "judge_error": 0,
-                                  "distribution": {"1": 0, "2": 1, "3": 0, "4": 0, "5": 4}}
+    assert agg["rubric"]["a"] == {
+        **mean_interval([5, 5, 2, 5, 5], 1, 5),
+        "unparseable": 0,
+        "judge_error": 0,
+        "distribution": {"1": 0, "2": 1, "3": 0, "4": 0, "5": 4},
+    }
     assert agg["rubric"]["b"]["mean"] == 3.5 and agg["rubric"]["b"]["n"] == 4
     assert res.questions["rubric_text"] == RUBRIC_TEXT and len(res.questions["rubric_sha256"]) == 64
     again = load_pairwise_results(tmp_path / "fair")
@@ -134,17 +143,35 @@ def test_malformed_verdicts_are_unparseable_never_a_loss(tmp_path: Path, raw_pai
 def test_cli_with_key_from_environment(tmp_path: Path, raw_pair, monkeypatch: pytest.MonkeyPatch) -> None:
     env = {**os.environ, "HFTEST_JUDGE_KEY": "sekret-value-123"}
     with ScriptedEndpoint(fair_judge, model_id="fair") as judge:
-        proc = subprocess.run([str(HARNESSFIT), "eval", "pairwise", str(raw_pair[0]), str(raw_pair[1].parent),
-                               "--judge", judge.base_url, "--judge-key-env", "HFTEST_JUDGE_KEY", "--no-rubric",
-                               "--out", str(tmp_path / "cli")], capture_output=True, text=True, env=env, timeout=120)
+        proc = subprocess.run(
+            [
+                str(HARNESSFIT),
+                "eval",
+                "pairwise",
+                str(raw_pair[0]),
+                str(raw_pair[1].parent),
+                "--judge",
+                judge.base_url,
+                "--judge-key-env",
+                "HFTEST_JUDGE_KEY",
+                "--no-rubric",
+                "--out",
+                str(tmp_path / "cli"),
+            ],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=120,
+        )
     assert proc.returncode == 0, proc.stderr
     assert "A 2 / B 1 / tie 1 stable; order-sensitive 0 (flip rate 0/4)" in proc.stdout
     data = (tmp_path / "cli" / "results.json").read_text()
     assert "sekret-value-123" not in data and '"api_key_env": "HFTEST_JUDGE_KEY"' in data
     monkeypatch.delenv("HFTEST_JUDGE_KEY", raising=False)
     with pytest.raises(UserError, match="HFTEST_JUDGE_KEY: that environment variable is not set"):
-        run_pairwise(*raw_pair, "http://127.0.0.1:9/v1", tmp_path / "x", api_key_env="HFTEST_JUDGE_KEY",
-                     judge_model="m")
+        run_pairwise(
+            *raw_pair, "http://127.0.0.1:9/v1", tmp_path / "x", api_key_env="HFTEST_JUDGE_KEY", judge_model="m"
+        )
 
 
 def test_results_of_different_suites_are_refused(tmp_path: Path, raw_pair) -> None:
@@ -156,19 +183,28 @@ def test_results_of_different_suites_are_refused(tmp_path: Path, raw_pair) -> No
     other["kind"] = "pairwise"
     (tmp_path / "wrong-kind.json").write_bytes(orjson.dumps(other))
     with pytest.raises(UserError, match="not a harnessfit raw results file"):
-        run_pairwise(raw_pair[0], tmp_path / "wrong-kind.json", "http://127.0.0.1:9/v1", tmp_path / "x",
-                     judge_model="m")
+        run_pairwise(
+            raw_pair[0], tmp_path / "wrong-kind.json", "http://127.0.0.1:9/v1", tmp_path / "x", judge_model="m"
+        )
 
 
-@pytest.mark.parametrize(("text", "verdict"), [
-    ("VERDICT: 1", "1"), ("verdict: **2**", "2"), ("Verdict: tie", "tie"), ("VERDICT: 1\n...\nVERDICT: 2", "2"),
-    ("I pick response 1", None), ("", None),
-])
+@pytest.mark.parametrize(
+    ("text", "verdict"),
+    [
+        ("VERDICT: 1", "1"),
+        ("verdict: **2**", "2"),
+        ("Verdict: tie", "tie"),
+        ("VERDICT: 1\n...\nVERDICT: 2", "2"),
+        ("I pick response 1", None),
+        ("", None),
+    ],
+)
 def test_parse_verdict(text: str, verdict: str | None) -> None:
     assert parse_verdict(text) == verdict
 
 
-@pytest.mark.parametrize(("text", "score"), [("SCORE: 4", 4), ("score: **5**", 5), ("SCORE: 7", None),
-                                             ("SCORE: 0", None), ("four", None)])
+@pytest.mark.parametrize(
+    ("text", "score"), [("SCORE: 4", 4), ("score: **5**", 5), ("SCORE: 7", None), ("SCORE: 0", None), ("four", None)]
+)
 def test_parse_score(text: str, score: int | None) -> None:
     assert parse_score(text) == score

@@ -44,8 +44,11 @@ def which_probe(body: dict) -> str:
     if last["role"] == "tool":
         return "fix-after-read"
     text = last["content"][0]["text"]
-    return next(p.id for p in load_probes(Path(__file__).resolve().parents[2] / "examples/probes/default").probes
-                if p.user == text)
+    return next(
+        p.id
+        for p in load_probes(Path(__file__).resolve().parents[2] / "examples/probes/default").probes
+        if p.user == text
+    )
 
 
 def planned(body: dict, index: int) -> Reply:
@@ -63,8 +66,10 @@ def test_planned_behaviours_give_every_figure(tmp_path: Path, probes_dir: Path) 
         bodies = ep.requests
     # the request is what Pi sends: its system prompt for the probe set's cwd/date, its active tools, text parts
     probes = load_probes(probes_dir)
-    assert all(b["messages"][0] == {"role": "system", "content": card.render_system_prompt(probes.cwd, probes.date)}
-               for b in bodies)
+    assert all(
+        b["messages"][0] == {"role": "system", "content": card.render_system_prompt(probes.cwd, probes.date)}
+        for b in bodies
+    )
     assert all(b["tools"] == card_wire_tools(card) for b in bodies)
     assert sorted({b["seed"] for b in bodies}) == [0, 1]
     agg = res.aggregates
@@ -95,8 +100,22 @@ def test_compare_puts_runs_side_by_side(tmp_path: Path, probes_dir: Path) -> Non
 
     with ScriptedEndpoint(planned, model_id="base") as a, ScriptedEndpoint(good, model_id="tuned") as b:
         run_probe(b.base_url, probes_dir, tmp_path / "tuned", samples=1, progress=False)
-        proc = subprocess.run([str(HARNESSFIT), "probe", a.base_url, "--samples", "1", "--out", str(tmp_path / "cmp"),
-                               "--compare", str(tmp_path / "tuned")], capture_output=True, text=True, timeout=120)
+        proc = subprocess.run(
+            [
+                str(HARNESSFIT),
+                "probe",
+                a.base_url,
+                "--samples",
+                "1",
+                "--out",
+                str(tmp_path / "cmp"),
+                "--compare",
+                str(tmp_path / "tuned"),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
     assert proc.returncode == 0, proc.stderr
     table = (tmp_path / "cmp" / "compare.md").read_text()
     row = next(line for line in table.splitlines() if line.startswith("| Turns with a tool call"))
@@ -106,8 +125,15 @@ def test_compare_puts_runs_side_by_side(tmp_path: Path, probes_dir: Path) -> Non
     with pytest.raises(UserError, match="at least two"):
         compare_probes([tmp_path / "tuned"], tmp_path / "x.md")
     with pytest.raises(UserError, match="neither a LoRA adapter folder"):
-        probe_with_compare("http://127.0.0.1:9/v1", probes_dir, tmp_path / "y", compare=tmp_path / "nothing",
-                           model_id="m", samples=1, progress=False)
+        probe_with_compare(
+            "http://127.0.0.1:9/v1",
+            probes_dir,
+            tmp_path / "y",
+            compare=tmp_path / "nothing",
+            model_id="m",
+            samples=1,
+            progress=False,
+        )
 
 
 def test_bad_probe_sets_are_one_clear_line(tmp_path: Path) -> None:
@@ -132,8 +158,9 @@ def test_embedded_model_beside_an_adapter_of_it(tmp_path: Path, probes_dir: Path
     full = load_probes(probes_dir)
     keep = [p.model_dump(mode="json", exclude_defaults=True) for p in full.probes if p.id in ("list-files", "greeting")]
     (subset / "probes.yaml").write_text(json.dumps({"name": "subset", "probes": keep}))
-    base, tuned, table = probe_with_compare("smollm2-135m", subset, tmp_path / "out", compare=adapter, samples=1,
-                                            max_tokens=16, progress=False, threads=1)
+    base, tuned, table = probe_with_compare(
+        "smollm2-135m", subset, tmp_path / "out", compare=adapter, samples=1, max_tokens=16, progress=False, threads=1
+    )
     for res in (base, tuned):
         assert res.status == "success" and res.aggregates["scored"] == 2, res.samples
         assert all(s.finish_reason in ("stop", "length", "tool_calls") for s in res.samples)

@@ -82,18 +82,18 @@ PLANTED_POLICY = {
     "legacy_export_let": "<script>\n  export let name = 'x';\n</script>\n<p>{name}</p>",
     "legacy_reactive_statement": "<script>\n  let n = $state(1);\n  $: console.log(n);\n</script>\n<p>{n}</p>",
     "legacy_event_directive": "<script>\n  let n = $state(0);\n</script>\n<button on:click={() => n++}>{n}</button>",
-    "legacy_slot": "<div class=\"card\"><slot /></div>",
+    "legacy_slot": '<div class="card"><slot /></div>',
     "legacy_event_dispatcher": "<script>\n  import { createEventDispatcher } from 'svelte';\n"
-                               "  const dispatch = createEventDispatcher();\n</script>\n"
-                               "<button onclick={() => dispatch('go')}>go</button>",
+    "  const dispatch = createEventDispatcher();\n</script>\n"
+    "<button onclick={() => dispatch('go')}>go</button>",
     "legacy_lifecycle": "<script>\n  import { afterUpdate } from 'svelte';\n  afterUpdate(() => console.log('x'));\n"
-                        "</script>\n<p>x</p>",
+    "</script>\n<p>x</p>",
     "legacy_store": "<script>\n  import { writable } from 'svelte/store';\n  const n = writable(0);\n</script>\n"
-                    "<p>{$n}</p>",
+    "<p>{$n}</p>",
     "legacy_dollar_props": "<p class={$$props.class}>x</p>",
     "legacy_svelte_component": "<script>\n  let { Inner } = $props();\n</script>\n<svelte:component this={Inner} />",
     "legacy_svelte_self": "<script>\n  let { depth = 0 } = $props();\n</script>\n"
-                          "{#if depth < 2}<svelte:self depth={depth + 1} />{/if}",
+    "{#if depth < 2}<svelte:self depth={depth + 1} />{/if}",
     "state_without_rune": "<script>\n  let n = 0;\n</script>\n<button onclick={() => n++}>{n}</button>",
 }
 
@@ -101,10 +101,13 @@ PLANTED_POLICY = {
 @pytest.fixture(scope="module")
 def svelte_results() -> dict[str, object]:
     install_svelte()
-    answers = {"clean": CLEAN_SVELTE, **PLANTED_POLICY,
-               "compile_error": "<script>\n  let a = $state(0);\n</script>\n<div>{a</div>",
-               "compile_warning": "<script>\n  let src = $state('a.png');\n</script>\n<img {src}>",
-               "autofixer_issue": "<script>\n  let count = $state(0);\n</script>\n<p>{$count}</p>"}
+    answers = {
+        "clean": CLEAN_SVELTE,
+        **PLANTED_POLICY,
+        "compile_error": "<script>\n  let a = $state(0);\n</script>\n<div>{a</div>",
+        "compile_warning": "<script>\n  let src = $state('a.png');\n</script>\n<img {src}>",
+        "autofixer_issue": "<script>\n  let count = $state(0);\n</script>\n<p>{$count}</p>",
+    }
     results = checker_for("svelte").check(list(answers.values()))
     return dict(zip(answers, results, strict=True))
 
@@ -164,8 +167,11 @@ PLANTED_PY = {
     "compiler_warning": ("def f() -> bool:\n    return 1 is 1\n", ["SyntaxWarning"], ["F632"]),
     "unused_import": ("import os\n\n\ndef f() -> int:\n    return 1\n", [], ["F401"]),
     "missing_hints": ("def f(x):\n    return x\n", [], ["ANN001", "ANN201"]),
-    "old_typing": ("from typing import List\n\n\ndef f(x: List[int]) -> List[int]:\n    return x\n", [],
-                   ["UP035", "UP006"]),
+    "old_typing": (
+        "from typing import List\n\n\ndef f(x: List[int]) -> List[int]:\n    return x\n",
+        [],
+        ["UP035", "UP006"],
+    ),
 }
 
 

@@ -87,9 +87,26 @@ def test_model_output_in_markdown_is_escaped(tmp_path: Path, suite_dir: Path) ->
 @pytest.mark.slow  # 6 s in the fast tier
 def test_cli_against_a_running_endpoint(tmp_path: Path, suite_dir: Path) -> None:
     with ScriptedEndpoint(planned(suite_dir), model_id="planned") as ep:
-        proc = subprocess.run([str(HARNESSFIT), "eval", "raw", "--endpoint", ep.base_url, "--suite", str(suite_dir),
-                               "--prompt", "slugify", "--prompt", "merge-intervals", "--out", str(tmp_path / "cli")],
-                              capture_output=True, text=True, timeout=120)
+        proc = subprocess.run(
+            [
+                str(HARNESSFIT),
+                "eval",
+                "raw",
+                "--endpoint",
+                ep.base_url,
+                "--suite",
+                str(suite_dir),
+                "--prompt",
+                "slugify",
+                "--prompt",
+                "merge-intervals",
+                "--out",
+                str(tmp_path / "cli"),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
     assert proc.returncode == 0, proc.stderr
     assert "fully clean 1/2" in proc.stdout
     data = orjson.loads((tmp_path / "cli" / "results.json").read_bytes())
@@ -111,8 +128,9 @@ def test_user_errors(tmp_path: Path, suite_dir: Path) -> None:
     (bad / "suite.yaml").write_text("language: cobol\nprompts: [{id: a, prompt: b}]\n")
     with pytest.raises(UserError, match="language must be one of"):
         load_raw_suite(bad)
-    proc = subprocess.run([str(HARNESSFIT), "eval", "raw", "--suite", str(suite_dir)], capture_output=True,
-                          text=True, timeout=60)
+    proc = subprocess.run(
+        [str(HARNESSFIT), "eval", "raw", "--suite", str(suite_dir)], capture_output=True, text=True, timeout=60
+    )
     assert proc.returncode == 2 and "exactly one of --model" in proc.stderr and "Traceback" not in proc.stderr
 
 
@@ -121,8 +139,9 @@ def test_embedded_model_answers_both_suites(tmp_path: Path, repo_root: Path) -> 
     for name in ("svelte-components", "python-functions"):
         suite = repo_root / "examples" / "raw" / name
         first = load_raw_suite(suite).prompts[0].id
-        res = run_raw("smollm2-135m", suite, tmp_path / name, max_tokens=24, prompt_ids=[first], progress=False,
-                      threads=1)
+        res = run_raw(
+            "smollm2-135m", suite, tmp_path / name, max_tokens=24, prompt_ids=[first], progress=False, threads=1
+        )
         assert res.status == "success" and res.aggregates["scored"] == 1, res.answers
         answer = res.answers[0]
         assert answer.completion.completion_tokens and answer.completion.completion_tokens <= 24

@@ -25,8 +25,11 @@ from harnessfit.eval.scorers import load_card_or_none, score_episode
 from harnessfit.eval.task import load_task
 
 DATA = Path(__file__).parent / "data" / "results_before"
-FAMILIES = {"probe": (load_probe_results, write_probe_results), "raw": (load_raw_results, write_raw_results),
-            "pairwise": (load_pairwise_results, write_pairwise_results)}
+FAMILIES = {
+    "probe": (load_probe_results, write_probe_results),
+    "raw": (load_raw_results, write_raw_results),
+    "pairwise": (load_pairwise_results, write_pairwise_results),
+}
 
 
 # metrics added after the fixtures were written (issue 32): checked for their own values, left out of the comparison
@@ -71,21 +74,46 @@ def test_eval_results_rescored_byte_for_byte(run: str, tmp_path: Path, default_s
     assert _without_added(aggregate(results.episodes, results.config["seeds"])) == results.aggregates
     write_results(results, tmp_path)
     assert _without_added(orjson.loads((tmp_path / "results.json").read_bytes())) == orjson.loads(
-        (before / "results.json").read_bytes())
-    md = [line for line in (tmp_path / "results.md").read_text().splitlines()
-          if not any(label in line for label in ADDED.values())]
+        (before / "results.json").read_bytes()
+    )
+    md = [
+        line
+        for line in (tmp_path / "results.md").read_text().splitlines()
+        if not any(label in line for label in ADDED.values())
+    ]
     assert md == (before / "results.md").read_text().splitlines()
 
 
 def test_the_verdicts_and_rates_keep_their_order() -> None:
     """The failure order (first that applies wins) and the rate rows are the ones results files were written with."""
-    assert FAILURES == ("cap_disk", "cap_fsize", "cap_pids", "cap_cpu", "cap_memory", "runaway", "timeout",
-                        "endpoint_error", "turn_cap", "double_encoded_arguments", "invalid_tool_calls",
-                        "no_final_response", "checker_failed", "expected_change_missing")
+    assert FAILURES == (
+        "cap_disk",
+        "cap_fsize",
+        "cap_pids",
+        "cap_cpu",
+        "cap_memory",
+        "runaway",
+        "timeout",
+        "endpoint_error",
+        "turn_cap",
+        "double_encoded_arguments",
+        "invalid_tool_calls",
+        "no_final_response",
+        "checker_failed",
+        "expected_change_missing",
+    )
     assert [(field, good) for _, field, good in RATE_METRICS] == [
-        ("complete_loop", True), ("expected_change", True), ("validation_used", True),
-        ("final_validation_clean", True), ("finished_with_response", True), ("checker_passed", True), ("runaway", False), ("turn_cap_hit", False),
-        ("timed_out", False), ("endpoint_error", False)]
+        ("complete_loop", True),
+        ("expected_change", True),
+        ("validation_used", True),
+        ("final_validation_clean", True),
+        ("finished_with_response", True),
+        ("checker_passed", True),
+        ("runaway", False),
+        ("turn_cap_hit", False),
+        ("timed_out", False),
+        ("endpoint_error", False),
+    ]
 
 
 LOADERS = {**{f: load for f, (load, _) in FAMILIES.items()}, "eval-golden": load_results}

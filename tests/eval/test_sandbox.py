@@ -19,8 +19,15 @@ pytestmark = [pytest.mark.pi]
 
 def _run(suite, out, *targets, sandbox: bool):
     tasks = load_suite(suite)
-    return run_eval("scripted:escape", suite, out, responder=escape(*map(str, targets))(tasks),
-                    task_ids=["create_hello_script"], sandbox=sandbox, progress=False)
+    return run_eval(
+        "scripted:escape",
+        suite,
+        out,
+        responder=escape(*map(str, targets))(tasks),
+        task_ids=["create_hello_script"],
+        sandbox=sandbox,
+        progress=False,
+    )
 
 
 def test_escape_blocked_by_sandbox(pi_installed, small_suite, tmp_path):
@@ -80,8 +87,15 @@ def test_no_sandbox_kills_the_agents_whole_session_tree(pi_installed, small_suit
     outlive the episode; the results say the sandbox was disabled."""
     marker = f"3118.{uuid.uuid4().int % 10**6:06d}"
     try:
-        results = run_eval("scripted:sleeper", small_suite, tmp_path / "open", responder=_sleeper_responder(marker),
-                           task_ids=["create_hello_script"], sandbox=False, progress=False)
+        results = run_eval(
+            "scripted:sleeper",
+            small_suite,
+            tmp_path / "open",
+            responder=_sleeper_responder(marker),
+            task_ids=["create_hello_script"],
+            sandbox=False,
+            progress=False,
+        )
         (ep,) = results.episodes
         assert ep.facts.status == "success", ep.facts.error
         assert results.sandbox.startswith("none: disabled") and ep.facts.sandbox.startswith("none: disabled")
@@ -115,9 +129,7 @@ def test_sandbox_failure_never_runs_the_agent_unsandboxed(pi_installed, small_su
     sandbox_mod.sandbox_status.cache_clear()
     try:
         with pytest.raises(UserError, match="--no-sandbox"):
-            run_eval("scripted:golden", small_suite, tmp_path / "out", task_ids=["create_hello_script"],
-                     progress=False)
+            run_eval("scripted:golden", small_suite, tmp_path / "out", task_ids=["create_hello_script"], progress=False)
         assert not (tmp_path / "out" / "episodes").exists()
     finally:
         sandbox_mod.sandbox_status.cache_clear()
-

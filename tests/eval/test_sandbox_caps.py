@@ -61,8 +61,9 @@ def _largest_file(folder: Path) -> int:
 
 @pytest.mark.parametrize(("target", "label"), [("/tmp/big", "/tmp"), ("$HOME/big", "HOME"), ("big", "workspace")])
 def test_writing_a_gibibyte_is_stopped_by_the_disk_cap(pi_installed, default_suite, tmp_path, target, label):
-    suite = _suite(tmp_path, default_suite, max_tmp_bytes=64 * MIB, max_home_bytes=64 * MIB,
-                   max_workspace_bytes=64 * MIB)
+    suite = _suite(
+        tmp_path, default_suite, max_tmp_bytes=64 * MIB, max_home_bytes=64 * MIB, max_workspace_bytes=64 * MIB
+    )
     results, ep = _run(suite, tmp_path / "out", f"dd if=/dev/zero of={target} bs=1M count=1024; echo dd-exit $?")
     assert ep.facts.cap_hit == "cap_disk", (ep.facts.cap_detail, ep.facts.pi_exit_code)
     assert ep.facts.cap_detail.startswith(f"{label} full"), ep.facts.cap_detail
@@ -114,6 +115,6 @@ def test_allocating_past_the_memory_cap_is_stopped(pi_installed, default_suite, 
     """Pi and its launcher hold about 200 MiB; the agent's Python grows by 64 MiB steps towards 2 GiB."""
     suite = _suite(tmp_path, default_suite, max_memory_bytes=512 * MIB, max_seconds=60)
     grow = "import time\nkeep = []\nfor i in range(32):\n    keep.append(b'x' * (64 << 20))\n    time.sleep(0.05)\n"
-    _, ep = _run(suite, tmp_path / "out", f"python3 -c \"{grow}\"; echo python-exit $?")
+    _, ep = _run(suite, tmp_path / "out", f'python3 -c "{grow}"; echo python-exit $?')
     assert ep.facts.cap_hit == "cap_memory", (ep.facts.cap_detail, ep.facts.killed)
     assert ep.metrics.failure == "cap_memory"

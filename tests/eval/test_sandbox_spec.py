@@ -23,17 +23,25 @@ def test_sandbox_spec_shows_only_what_it_binds(tmp_path):
     port = listener.getsockname()[1]
     ws = tmp_path / "ws"
     ws.mkdir()
-    probe = (f"test -e /etc/shadow && echo shadow; test -e {Path.home() / '.bashrc'} && echo home; "
-             f"test -e {Path(__file__).resolve()} && echo project; echo ok > inside.txt; "
-             "touch /usr/x 2>/dev/null && echo usr-writable; mkdir /logs 2>/dev/null && echo root-writable; "
-             f"python3 -c \"import socket; socket.create_connection(('127.0.0.1', {port}), timeout=2)\" 2>/dev/null "
-             "&& echo tcp; echo HOME=$HOME; id -u")
+    probe = (
+        f"test -e /etc/shadow && echo shadow; test -e {Path.home() / '.bashrc'} && echo home; "
+        f"test -e {Path(__file__).resolve()} && echo project; echo ok > inside.txt; "
+        "touch /usr/x 2>/dev/null && echo usr-writable; mkdir /logs 2>/dev/null && echo root-writable; "
+        f"python3 -c \"import socket; socket.create_connection(('127.0.0.1', {port}), timeout=2)\" 2>/dev/null "
+        "&& echo tcp; echo HOME=$HOME; id -u"
+    )
     try:
         code, killed, _, _ = run_contained(
-            ["bash", "-c", probe], spec=SandboxSpec(read_write=[ws]), cwd=ws, env={"PATH": "/usr/bin:/bin",
-                                                                                 "HOME": "/home/agent"},
-            etc_dir=tmp_path / "etc", max_seconds=60, max_bytes=1 << 20, stdout_file=tmp_path / "out.txt",
-            stderr_file=tmp_path / "err.txt")
+            ["bash", "-c", probe],
+            spec=SandboxSpec(read_write=[ws]),
+            cwd=ws,
+            env={"PATH": "/usr/bin:/bin", "HOME": "/home/agent"},
+            etc_dir=tmp_path / "etc",
+            max_seconds=60,
+            max_bytes=1 << 20,
+            stdout_file=tmp_path / "out.txt",
+            stderr_file=tmp_path / "err.txt",
+        )
     finally:
         listener.close()
     out = (tmp_path / "out.txt").read_text()
@@ -52,21 +60,36 @@ def test_every_tmpfs_is_sized_and_the_rlimits_are_set(tmp_path):
     if sandbox_status() != "bwrap":
         pytest.skip(f"bubblewrap cannot run here: {sandbox_status()}")
     mib = 1 << 20
-    caps = Caps(tmp_bytes=8 * mib, home_bytes=4 * mib, shm_bytes=2 * mib, file_bytes=32 * mib, processes=100,
-                cpu_seconds=30)
+    caps = Caps(
+        tmp_bytes=8 * mib, home_bytes=4 * mib, shm_bytes=2 * mib, file_bytes=32 * mib, processes=100, cpu_seconds=30
+    )
     ws = tmp_path / "ws"
     ws.mkdir()
-    probe = ("for d in /tmp $HOME /dev/shm; do dd if=/dev/zero of=$d/fill bs=1M count=64 2>/dev/null; "
-             "echo $d $(stat -c %s $d/fill); done; echo x > /dev/planted 2>/dev/null || echo dev-read-only; "
-             "echo f=$(ulimit -f) u=$(ulimit -u) t=$(ulimit -t)")
+    probe = (
+        "for d in /tmp $HOME /dev/shm; do dd if=/dev/zero of=$d/fill bs=1M count=64 2>/dev/null; "
+        "echo $d $(stat -c %s $d/fill); done; echo x > /dev/planted 2>/dev/null || echo dev-read-only; "
+        "echo f=$(ulimit -f) u=$(ulimit -u) t=$(ulimit -t)"
+    )
     code, killed, _, _ = run_contained(
-        ["bash", "-c", probe], spec=SandboxSpec(read_write=[ws], caps=caps), cwd=ws,
-        env={"PATH": "/usr/bin:/bin", "HOME": "/home/agent"}, etc_dir=tmp_path / "etc", max_seconds=60,
-        max_bytes=1 << 20, stdout_file=tmp_path / "out.txt", stderr_file=tmp_path / "err.txt")
+        ["bash", "-c", probe],
+        spec=SandboxSpec(read_write=[ws], caps=caps),
+        cwd=ws,
+        env={"PATH": "/usr/bin:/bin", "HOME": "/home/agent"},
+        etc_dir=tmp_path / "etc",
+        max_seconds=60,
+        max_bytes=1 << 20,
+        stdout_file=tmp_path / "out.txt",
+        stderr_file=tmp_path / "err.txt",
+    )
     out = (tmp_path / "out.txt").read_text().splitlines()
     assert code == 0 and killed is None, (tmp_path / "err.txt").read_text()
-    assert out == ["/tmp 8388608", "/home/agent 4194304", "/dev/shm 2097152", "dev-read-only",
-                   f"f={32 * mib // 1024} u=100 t=30"], out  # bash counts KiB
+    assert out == [
+        "/tmp 8388608",
+        "/home/agent 4194304",
+        "/dev/shm 2097152",
+        "dev-read-only",
+        f"f={32 * mib // 1024} u=100 t=30",
+    ], out  # bash counts KiB
 
 
 def test_copy_out_follows_nothing_and_keeps_to_its_budget(tmp_path):

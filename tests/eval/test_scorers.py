@@ -17,14 +17,24 @@ def _msg(i: int, message: dict) -> dict:
 
 def _assistant(calls=(), text=None, stop="toolUse"):
     content = ([{"type": "text", "text": text}] if text else []) + [
-        {"type": "toolCall", "id": cid, "name": name, "arguments": args} for cid, name, args in calls]
-    return {"role": "assistant", "content": content, "stopReason": stop,
-            "usage": {"input": 100, "output": 10, "totalTokens": 110}}
+        {"type": "toolCall", "id": cid, "name": name, "arguments": args} for cid, name, args in calls
+    ]
+    return {
+        "role": "assistant",
+        "content": content,
+        "stopReason": stop,
+        "usage": {"input": 100, "output": 10, "totalTokens": 110},
+    }
 
 
 def _result(cid, name, text, is_error):
-    return {"role": "toolResult", "toolCallId": cid, "toolName": name, "content": [{"type": "text", "text": text}],
-            "isError": is_error}
+    return {
+        "role": "toolResult",
+        "toolCallId": cid,
+        "toolName": name,
+        "content": [{"type": "text", "text": text}],
+        "isError": is_error,
+    }
 
 
 def test_scores_invalid_calls_and_final_answer(tmp_path: Path, default_suite: Path):
@@ -43,9 +53,18 @@ def test_scores_invalid_calls_and_final_answer(tmp_path: Path, default_suite: Pa
     ]
     rows = [{"type": "session", "version": 3, "id": "x", "cwd": "/w"}] + [_msg(i, m) for i, m in enumerate(msgs)]
     (tmp_path / "s.jsonl").write_bytes(b"\n".join(orjson.dumps(r) for r in rows) + b"\n")
-    facts = EpisodeFacts(task_id=task.id, seed=0, sandbox="bwrap", max_turns=8, events_file="none.jsonl",
-                         stderr_file="none.txt", session_file="s.jsonl", pi_exit_code=0, expected_change=False,
-                         checker_exit_code=1)
+    facts = EpisodeFacts(
+        task_id=task.id,
+        seed=0,
+        sandbox="bwrap",
+        max_turns=8,
+        events_file="none.jsonl",
+        stderr_file="none.txt",
+        session_file="s.jsonl",
+        pi_exit_code=0,
+        expected_change=False,
+        checker_exit_code=1,
+    )
     card = load_card_or_none()
     m = score_episode(facts, task, tmp_path, card)
     assert m.tool_calls_total == 4 and m.tool_calls_valid == 1 and m.tool_calls_invalid == 3

@@ -48,15 +48,28 @@ def _message(record: dict[str, Any]) -> dict[str, Any]:
     if record.get("k") == "user":
         return {"role": "user", "content": [{"type": "text", "text": record["text"]}]}
     if record.get("k") == "tool":
-        return {"role": "toolResult", "toolCallId": record["id"], "toolName": record["tool"], "isError": record["error"],
-                "content": [{"type": "text", "text": record["out"]}]}
-    calls = [{"type": "toolCall", "id": c["id"], "name": c["tool"], "arguments": orjson.loads(c["args"])}
-             for c in record.get("calls") or []]
+        return {
+            "role": "toolResult",
+            "toolCallId": record["id"],
+            "toolName": record["tool"],
+            "isError": record["error"],
+            "content": [{"type": "text", "text": record["out"]}],
+        }
+    calls = [
+        {"type": "toolCall", "id": c["id"], "name": c["tool"], "arguments": orjson.loads(c["args"])}
+        for c in record.get("calls") or []
+    ]
     usage = record.get("usage") or {}
-    return {"role": "assistant", "content": [{"type": "text", "text": record.get("text") or ""}, *calls],
-            "stopReason": "toolUse" if calls else "stop",
-            "usage": {"input": usage.get("prompt_tokens", 0), "output": usage.get("completion_tokens", 0),
-                      "totalTokens": usage.get("total_tokens", 0)}}
+    return {
+        "role": "assistant",
+        "content": [{"type": "text", "text": record.get("text") or ""}, *calls],
+        "stopReason": "toolUse" if calls else "stop",
+        "usage": {
+            "input": usage.get("prompt_tokens", 0),
+            "output": usage.get("completion_tokens", 0),
+            "totalTokens": usage.get("total_tokens", 0),
+        },
+    }
 
 
 class ScriptedCli(Harness):
@@ -72,8 +85,15 @@ class ScriptedCli(Harness):
         return AGENT
 
     def launch(self, version: str, setup: EpisodeSetup) -> Launch:
-        cmd = [PYTHON, str(AGENT), setup.base_url, setup.model_id, str(setup.session_dir), str(setup.max_turns),
-               setup.prompt]
+        cmd = [
+            PYTHON,
+            str(AGENT),
+            setup.base_url,
+            setup.model_id,
+            str(setup.session_dir),
+            str(setup.max_turns),
+            setup.prompt,
+        ]
         env = {"HOME": setup.home_inside, "PATH": os.environ.get("PATH", "/usr/bin:/bin")}
         return Launch(cmd, env, [AGENT.parent])
 
@@ -105,8 +125,9 @@ def test_the_registry_resolves_a_registered_harness(scripted_cli) -> None:
 
 
 @pytest.mark.slow
-def test_a_second_harness_runs_an_episode_through_the_same_runner_scorer_and_report(scripted_cli, small_suite,
-                                                                                    tmp_path: Path) -> None:
+def test_a_second_harness_runs_an_episode_through_the_same_runner_scorer_and_report(
+    scripted_cli, small_suite, tmp_path: Path
+) -> None:
     from harnessfit.eval.run import run_eval
     from harnessfit.report.build import build_report
 

@@ -54,8 +54,11 @@ def test_bad_yaml(default_suite, tmp_path):
 
 def test_prompt_must_name_validation_command(default_suite, tmp_path):
     d = _copy_task(default_suite, tmp_path)
-    text = (d / "task.yaml").read_text().replace("validation_command: python3 check_greet.py",
-                                                  "validation_command: python3 other.py")
+    text = (
+        (d / "task.yaml")
+        .read_text()
+        .replace("validation_command: python3 check_greet.py", "validation_command: python3 other.py")
+    )
     (d / "task.yaml").write_text(text)
     with pytest.raises(UserError, match="validation command"):
         load_task(d)
@@ -136,9 +139,16 @@ def test_python_checker_must_run_isolated(default_suite, tmp_path):
         load_task(d)
 
 
-@pytest.mark.parametrize("command", ["timeout 20 python3 hf_check.py", "cd . && python3 hf_check.py",
-                                     "python3 -I a.py; python3 hf_check.py", "/usr/bin/python3.11 hf_check.py",
-                                     "env X=1 python hf_check.py"])
+@pytest.mark.parametrize(
+    "command",
+    [
+        "timeout 20 python3 hf_check.py",
+        "cd . && python3 hf_check.py",
+        "python3 -I a.py; python3 hf_check.py",
+        "/usr/bin/python3.11 hf_check.py",
+        "env X=1 python hf_check.py",
+    ],
+)
 def test_every_python_in_a_checker_command_must_run_isolated(command):
     """Issue 27 item 3: the rule holds wherever Python stands in the command, not only as its first word."""
     from pydantic import ValidationError
@@ -149,8 +159,17 @@ def test_every_python_in_a_checker_command_must_run_isolated(command):
         Checker(command=command)
 
 
-@pytest.mark.parametrize("command", ["python3 -I hf_check.py", "timeout 20 python3 -I hf_check.py",
-                                     "bash hf_run.sh", "node check.mjs", "pytest -q", "python3 -IB x.py"])
+@pytest.mark.parametrize(
+    "command",
+    [
+        "python3 -I hf_check.py",
+        "timeout 20 python3 -I hf_check.py",
+        "bash hf_run.sh",
+        "node check.mjs",
+        "pytest -q",
+        "python3 -IB x.py",
+    ],
+)
 def test_isolated_or_non_python_checkers_load(command):
     from harnessfit.eval.task import Checker
 

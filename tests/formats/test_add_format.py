@@ -88,13 +88,16 @@ def toy_format(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_a_toy_format_converts_end_to_end(toy_format: None, tmp_path: Path) -> None:
     (tmp_path / "in").mkdir()
-    good = _jsonl(tmp_path / "in" / "good.log", [
-        {"toy": 1, "cwd": "/work/toy"},
-        {"who": "user", "text": "List the files."},
-        {"who": "agent", "text": "Listing.", "calls": [{"id": "c1", "run": "sh", "args": {"cmd": "ls"}}]},
-        {"who": "result", "id": "c1", "out": "a.py\nb.py"},
-        {"who": "agent", "text": "There are two files: a.py and b.py."},
-    ])
+    good = _jsonl(
+        tmp_path / "in" / "good.log",
+        [
+            {"toy": 1, "cwd": "/work/toy"},
+            {"who": "user", "text": "List the files."},
+            {"who": "agent", "text": "Listing.", "calls": [{"id": "c1", "run": "sh", "args": {"cmd": "ls"}}]},
+            {"who": "result", "id": "c1", "out": "a.py\nb.py"},
+            {"who": "agent", "text": "There are two files: a.py and b.py."},
+        ],
+    )
     holey = tmp_path / "in" / "holey.log"
     holey.write_text('{"toy": 1}\n{"who": "user", "text": "hi"}\n{not json\n{"who": "agent", "text": "Hello."}\n')
     _jsonl(tmp_path / "in" / "boom.log", [{"toy": 1}, {"who": "user", "text": "x"}, {"who": "boom"}])

@@ -26,15 +26,25 @@ def _line(kind: str, content, *, mid: str | None = None, extra: dict | None = No
     msg = {"role": kind, "content": content}
     if mid:
         msg["id"] = mid
-    row = {"parentUuid": None, "isSidechain": False, "userType": "external", "cwd": "/home/u/proj",
-           "sessionId": "s", "version": "2.0.1", "type": kind, "message": msg, "uuid": "x",
-           "timestamp": "2025-10-24T18:00:00.000Z"}
+    row = {
+        "parentUuid": None,
+        "isSidechain": False,
+        "userType": "external",
+        "cwd": "/home/u/proj",
+        "sessionId": "s",
+        "version": "2.0.1",
+        "type": kind,
+        "message": msg,
+        "uuid": "x",
+        "timestamp": "2025-10-24T18:00:00.000Z",
+    }
     row.update(extra or {})
     return row
 
 
-def _session(tmp_path: Path, calls: list[dict], results: list[dict], name: str = "s.jsonl",
-             extra: dict | None = None) -> Path:
+def _session(
+    tmp_path: Path, calls: list[dict], results: list[dict], name: str = "s.jsonl", extra: dict | None = None
+) -> Path:
     rows = [
         {"type": "file-history-snapshot", "messageId": "m", "snapshot": {}},
         _line("user", "please change it", extra=extra),
@@ -67,18 +77,32 @@ def _convert(path: Path, card):
 
 
 def test_edit_becomes_exact_pi_edit_call(tmp_path: Path, card):
-    path = _session(tmp_path, [_use("t1", "Edit", {"file_path": "/home/u/proj/a.py", "old_string": "x = 1",
-                                                   "new_string": "x = 2"})],
-                    [_res("t1", "The file /home/u/proj/a.py has been updated. Here's the result…")])
+    path = _session(
+        tmp_path,
+        [_use("t1", "Edit", {"file_path": "/home/u/proj/a.py", "old_string": "x = 1", "new_string": "x = 2"})],
+        [_res("t1", "The file /home/u/proj/a.py has been updated. Here's the result…")],
+    )
     conv = _convert(path, card)
     assert isinstance(conv, Conversation), conv
     assert conv.messages[2] == {
-        "role": "assistant", "content": "Let me look.",
-        "tool_calls": [{"id": "t1", "type": "function", "function": {
-            "name": "edit", "arguments": '{"path":"/home/u/proj/a.py","edits":[{"oldText":"x = 1","newText":"x = 2"}]}'}}],
+        "role": "assistant",
+        "content": "Let me look.",
+        "tool_calls": [
+            {
+                "id": "t1",
+                "type": "function",
+                "function": {
+                    "name": "edit",
+                    "arguments": '{"path":"/home/u/proj/a.py","edits":[{"oldText":"x = 1","newText":"x = 2"}]}',
+                },
+            }
+        ],
     }
-    assert conv.messages[3] == {"role": "tool", "content": "Successfully replaced 1 block(s) in /home/u/proj/a.py.",
-                                "tool_call_id": "t1"}
+    assert conv.messages[3] == {
+        "role": "tool",
+        "content": "Successfully replaced 1 block(s) in /home/u/proj/a.py.",
+        "tool_call_id": "t1",
+    }
     assert validate_conversation(conv, card) == []
     assert "claude.merge_split_message" in conv.meta.transformations
 
@@ -98,8 +122,14 @@ def test_multiedit_write_bash(tmp_path: Path, card):
     Code trims a command's output): at tier byte the turn's three calls are labels and the context after them is
     not; at tier content the result is Pi's text from the recorded output, and the alterations are named."""
     calls = [
-        _use("t1", "MultiEdit", {"file_path": "/p/a", "edits": [{"old_string": "a", "new_string": "b"},
-                                                                  {"old_string": "c", "new_string": "d"}]}),
+        _use(
+            "t1",
+            "MultiEdit",
+            {
+                "file_path": "/p/a",
+                "edits": [{"old_string": "a", "new_string": "b"}, {"old_string": "c", "new_string": "d"}],
+            },
+        ),
         _use("t2", "Write", {"file_path": "/p/b", "content": "h\u00e9llo"}),
         _use("t3", "Bash", {"command": "false", "timeout": 1500}),
     ]
@@ -109,8 +139,10 @@ def test_multiedit_write_bash(tmp_path: Path, card):
     draft = build_draft(traj, card, policy=byte)
     calls_out = draft.messages[2]["tool_calls"]
     assert [c["function"]["name"] for c in calls_out] == ["edit", "write", "bash"]
-    assert json.loads(calls_out[0]["function"]["arguments"])["edits"] == [{"oldText": "a", "newText": "b"},
-                                                                          {"oldText": "c", "newText": "d"}]
+    assert json.loads(calls_out[0]["function"]["arguments"])["edits"] == [
+        {"oldText": "a", "newText": "b"},
+        {"oldText": "c", "newText": "d"},
+    ]
     assert json.loads(calls_out[2]["function"]["arguments"]) == {"command": "false", "timeout": 2}
     tools = [m["content"] for m in draft.messages if m["role"] == "tool"]
     assert tools == ["Successfully replaced 2 block(s) in /p/a.", "Successfully wrote 5 bytes to /p/b"]
@@ -130,11 +162,14 @@ def test_multiedit_write_bash(tmp_path: Path, card):
 def test_todo_write_is_dropped_only_where_it_is_its_turns_only_content(tmp_path: Path, card):
     todo = _use("t1", "TodoWrite", {"todos": [{"content": "fix it", "status": "pending"}]})
     ack = _res("t1", "Todos have been modified successfully. Ensure that you continue to use the todo list.")
-    rows = [_line("user", "please change it"), _line("assistant", [todo], mid="m1"),
-            _line("user", [ack["block"]]),
-            _line("assistant", [_use("t2", "Read", {"file_path": "/p/ls.txt"})], mid="m2"),
-            _line("user", [_res("t2", "     1\u2192a.py")["block"]]),
-            _line("assistant", [{"type": "text", "text": "Done."}], mid="m3")]
+    rows = [
+        _line("user", "please change it"),
+        _line("assistant", [todo], mid="m1"),
+        _line("user", [ack["block"]]),
+        _line("assistant", [_use("t2", "Read", {"file_path": "/p/ls.txt"})], mid="m2"),
+        _line("user", [_res("t2", "     1\u2192a.py")["block"]]),
+        _line("assistant", [{"type": "text", "text": "Done."}], mid="m3"),
+    ]
     path = tmp_path / "alone.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     conv = _convert(path, card)
@@ -150,15 +185,23 @@ def test_todo_write_is_dropped_only_where_it_is_its_turns_only_content(tmp_path:
 @pytest.mark.parametrize(
     ("call", "result", "reason"),
     [
-        (_use("t1", "Edit", {"file_path": "/p", "old_string": "a", "new_string": "b", "replace_all": True}),
-         _res("t1", "ok"), Reason.unmappable_arguments),
+        (
+            _use("t1", "Edit", {"file_path": "/p", "old_string": "a", "new_string": "b", "replace_all": True}),
+            _res("t1", "ok"),
+            Reason.unmappable_arguments,
+        ),
         (_use("t1", "Grep", {"pattern": "x"}), _res("t1", "ok"), Reason.unsupported_tool),
         (_use("t1", "mcp__srv__tool", {}), _res("t1", "ok"), Reason.unsupported_tool),
-        (_use("t1", "Bash", {"command": "rm -rf /"}),
-         _res("t1", "The user doesn't want to proceed with this tool use. The tool use was rejected", is_error=True),
-         Reason.user_rejected_call),
-        (_use("t1", "Read", {"file_path": "/p/x.png"}),
-         _res("t1", [{"type": "image", "source": {"type": "base64", "data": "AAAA"}}]), Reason.image_content),
+        (
+            _use("t1", "Bash", {"command": "rm -rf /"}),
+            _res("t1", "The user doesn't want to proceed with this tool use. The tool use was rejected", is_error=True),
+            Reason.user_rejected_call,
+        ),
+        (
+            _use("t1", "Read", {"file_path": "/p/x.png"}),
+            _res("t1", [{"type": "image", "source": {"type": "base64", "data": "AAAA"}}]),
+            Reason.image_content,
+        ),
     ],
 )
 def test_rejections_have_reasons(tmp_path: Path, card, call, result, reason):
@@ -172,22 +215,50 @@ def _sidechain_session(tmp_path: Path, prompt: str, task_prompt: str | None) -> 
     main = []
     if task_prompt is not None:
         main.append(_line("user", "survey the repo", extra={"uuid": "u1"}))
-        main.append(_line("assistant", [_use("task1", "Task", {"description": "d", "prompt": task_prompt,
-                                                                 "subagent_type": "general-purpose"})],
-                          mid="m_main", extra={"uuid": "a1", "parentUuid": "u1"}))
+        main.append(
+            _line(
+                "assistant",
+                [
+                    _use(
+                        "task1", "Task", {"description": "d", "prompt": task_prompt, "subagent_type": "general-purpose"}
+                    )
+                ],
+                mid="m_main",
+                extra={"uuid": "a1", "parentUuid": "u1"},
+            )
+        )
     side = {"isSidechain": True}
-    rows = [*main,
-            _line("user", prompt, extra={**side, "uuid": "s1"}),
-            _line("assistant", [_use("r1", "Read", {"file_path": "/home/u/proj/a.py"})], mid="m_s1",
-                  extra={**side, "uuid": "s2", "parentUuid": "s1"}),
-            _line("user", [_res("r1", "     1\u2192x = 1\n")["block"]], extra={**side, "uuid": "s3", "parentUuid": "s2"}),
-            _line("assistant", [{"type": "text", "text": "a.py sets x."}], mid="m_s2",
-                  extra={**side, "uuid": "s4", "parentUuid": "s3"})]
+    rows = [
+        *main,
+        _line("user", prompt, extra={**side, "uuid": "s1"}),
+        _line(
+            "assistant",
+            [_use("r1", "Read", {"file_path": "/home/u/proj/a.py"})],
+            mid="m_s1",
+            extra={**side, "uuid": "s2", "parentUuid": "s1"},
+        ),
+        _line("user", [_res("r1", "     1\u2192x = 1\n")["block"]], extra={**side, "uuid": "s3", "parentUuid": "s2"}),
+        _line(
+            "assistant",
+            [{"type": "text", "text": "a.py sets x."}],
+            mid="m_s2",
+            extra={**side, "uuid": "s4", "parentUuid": "s3"},
+        ),
+    ]
     if task_prompt is not None:
-        rows += [_line("user", [_res("task1", [{"type": "text", "text": "a.py sets x."}])["block"]],
-                       extra={"uuid": "u2", "parentUuid": "a1"}),
-                 _line("assistant", [{"type": "text", "text": "Done."}], mid="m_main2",
-                       extra={"uuid": "a2", "parentUuid": "u2"})]
+        rows += [
+            _line(
+                "user",
+                [_res("task1", [{"type": "text", "text": "a.py sets x."}])["block"]],
+                extra={"uuid": "u2", "parentUuid": "a1"},
+            ),
+            _line(
+                "assistant",
+                [{"type": "text", "text": "Done."}],
+                mid="m_main2",
+                extra={"uuid": "a2", "parentUuid": "u2"},
+            ),
+        ]
     path = tmp_path / "side.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     return path

@@ -89,7 +89,9 @@ def test_empty_and_contextless_files(tmp_path: Path) -> None:
 
 
 EXTRA = Path(__file__).resolve().parents[2].parent / "shared" / "traces-extra"
-SPAWNED = "codex/iampkuhz__feipi-session-browser__rollout-2026-06-19T12-32-38-019ede26-fff1-7790-ad39-a8a29eda9af4.jsonl"
+SPAWNED = (
+    "codex/iampkuhz__feipi-session-browser__rollout-2026-06-19T12-32-38-019ede26-fff1-7790-ad39-a8a29eda9af4.jsonl"
+)
 
 
 def test_spawned_subagent_rollout_is_a_trajectory_opening_with_the_parents_message() -> None:
@@ -111,13 +113,29 @@ def test_a_rollout_that_spawns_sub_agents_names_its_thread(traces_dir: Path) -> 
 
 
 def _rollout(tmp_path: Path, source: object) -> Path:
-    rows = [{"timestamp": "2026-01-01T00:00:00Z", "type": "session_meta",
-             "payload": {"id": "t-1", "timestamp": "2026-01-01T00:00:00Z", "cwd": "/w", "cli_version": "0.140.0",
-                         "source": source}},
-            {"timestamp": "2026-01-01T00:00:01Z", "type": "response_item",
-             "payload": {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "review it"}]}},
-            {"timestamp": "2026-01-01T00:00:02Z", "type": "response_item",
-             "payload": {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "ok"}]}}]
+    rows = [
+        {
+            "timestamp": "2026-01-01T00:00:00Z",
+            "type": "session_meta",
+            "payload": {
+                "id": "t-1",
+                "timestamp": "2026-01-01T00:00:00Z",
+                "cwd": "/w",
+                "cli_version": "0.140.0",
+                "source": source,
+            },
+        },
+        {
+            "timestamp": "2026-01-01T00:00:01Z",
+            "type": "response_item",
+            "payload": {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "review it"}]},
+        },
+        {
+            "timestamp": "2026-01-01T00:00:02Z",
+            "type": "response_item",
+            "payload": {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "ok"}]},
+        },
+    ]
     path = tmp_path / "rollout-2026-01-01T00-00-00-t-1.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     return path

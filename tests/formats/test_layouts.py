@@ -59,9 +59,12 @@ def _layouts(kind: str, recs: Any) -> dict[str, bytes]:
             "crlf": "".join(dump(r) + "\r\n" for r in recs).encode(),
             "keys reordered": "".join(dump(_reorder(r)) + "\n" for r in recs).encode(),
         }
-    return {"pretty": dump(recs, indent=2).encode(), "compact": dump(recs).encode(),
-            "crlf": dump(recs, indent=2).replace("\n", "\r\n").encode(),
-            "keys reordered": dump(_reorder(recs), indent=1).encode()}
+    return {
+        "pretty": dump(recs, indent=2).encode(),
+        "compact": dump(recs).encode(),
+        "crlf": dump(recs, indent=2).replace("\n", "\r\n").encode(),
+        "keys reordered": dump(_reorder(recs), indent=1).encode(),
+    }
 
 
 def _normalised(items: list[Conversation | Rejection]) -> list[dict[str, Any]]:
@@ -89,8 +92,11 @@ def _files(root: Path) -> list[Path]:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("path", [*_files(Path(__file__).resolve().parents[2].parent / "shared" / "traces"),
-                                  *_files(EXTRA)], ids=lambda p: p.name[:50])
+@pytest.mark.parametrize(
+    "path",
+    [*_files(Path(__file__).resolve().parents[2].parent / "shared" / "traces"), *_files(EXTRA)],
+    ids=lambda p: p.name[:50],
+)
 def test_real_files_convert_the_same_in_every_layout(path: Path, tmp_path: Path) -> None:
     base = _normalised(list(iter_convert([path], CARD, install_dir="/opt/pi", prefixes=True)))
     assert base
@@ -115,8 +121,16 @@ def test_openhands_v0_session_folder_is_one_trajectory_in_id_order(tmp_path: Pat
     events = [_event(0, source="user", action="message", args={"content": "make x"})]
     for k in range(1, 11):  # ten agent steps: ids 1..10, so 10.json sorts before 2.json by name
         events.append(_event(2 * k - 1, source="agent", action="run", args={"command": f"echo {k}", "thought": ""}))
-        events.append(_event(2 * k, source="agent", observation="run", cause=2 * k - 1, content="",
-                             extras={"metadata": {"exit_code": 0, "working_dir": "/ws"}}))
+        events.append(
+            _event(
+                2 * k,
+                source="agent",
+                observation="run",
+                cause=2 * k - 1,
+                content="",
+                extras={"metadata": {"exit_code": 0, "working_dir": "/ws"}},
+            )
+        )
     events.append(_event(21, source="agent", action="finish", args={"final_thought": "Done.", "thought": ""}))
     for e in events:
         if e["id"] != 7:  # event 7 is only in its cache page, as the event store may leave it
@@ -142,11 +156,14 @@ def test_openhands_v0_real_session_folder_without_a_user_turn_is_one_row() -> No
     assert not any(u.path.parent == folder / "events" for u in units)
 
 
-@pytest.mark.parametrize("name,instances,shape", [
-    ("All-Hands-AI__OpenHands__ProntoQA__output.jsonl", 6, "pairs"),
-    ("All-Hands-AI__OpenHands__resolver_mock_output__output.jsonl", 2, "stripped"),
-    ("OpenHands__benchmarks__output.jsonl", 2, "v1"),
-])
+@pytest.mark.parametrize(
+    "name,instances,shape",
+    [
+        ("All-Hands-AI__OpenHands__ProntoQA__output.jsonl", 6, "pairs"),
+        ("All-Hands-AI__OpenHands__resolver_mock_output__output.jsonl", 2, "stripped"),
+        ("OpenHands__benchmarks__output.jsonl", 2, "v1"),
+    ],
+)
 def test_openhands_evaluation_output_is_a_trajectory_per_instance(name: str, instances: int, shape: str) -> None:
     path = EXTRA / "openhands" / name
     assert detect_format(path) == "openhands"
@@ -211,8 +228,12 @@ def test_swe_agent_retry_attempts_are_one_trajectory_each_and_demos_are_counted(
     import yaml
 
     attempt = yaml.safe_load(DEMO_YAML)
-    demo_call = {"role": "assistant", "content": "demo", "is_demo": True,
-                 "tool_calls": [{"id": "d", "function": {"name": "bash", "arguments": "{}"}}]}
+    demo_call = {
+        "role": "assistant",
+        "content": "demo",
+        "is_demo": True,
+        "tool_calls": [{"id": "d", "function": {"name": "bash", "arguments": "{}"}}],
+    }
     attempt["history"].insert(1, demo_call)
     attempt |= {"trajectory": [], "info": {}}
     doc = {"attempts": [attempt, attempt], **attempt}  # the chosen attempt is copied to the top
@@ -225,8 +246,11 @@ def test_swe_agent_retry_attempts_are_one_trajectory_each_and_demos_are_counted(
 
 
 def test_openhands_eval_output_is_not_swe_agent(tmp_path: Path) -> None:
-    rec = {"instance_id": "x", "instruction": "do it", "history": [{"action": "message", "source": "user",
-                                                                     "args": {"content": "do it"}}]}
+    rec = {
+        "instance_id": "x",
+        "instruction": "do it",
+        "history": [{"action": "message", "source": "user", "args": {"content": "do it"}}],
+    }
     path = tmp_path / "output.jsonl"
     path.write_text(json.dumps(rec) + "\n")
     assert detect_format(path) == "openhands"
@@ -235,13 +259,17 @@ def test_openhands_eval_output_is_not_swe_agent(tmp_path: Path) -> None:
 # ---------------------------------------------------------------------------------------------------- chat formats
 def test_llamafactory_v1_content_blocks_are_text_reasoning_and_calls(tmp_path: Path) -> None:
     call = json.dumps({"name": "bash", "arguments": {"command": "ls"}})
-    conv = {"messages": [
-        {"role": "user", "content": [{"type": "text", "value": "List "}, {"type": "text", "value": "files."}]},
-        {"role": "assistant", "content": [{"type": "reasoning", "value": "ls will do"},
-                                          {"type": "tool_call", "value": call}]},
-        {"role": "tool", "content": [{"type": "text", "value": "a.py"}]},
-        {"role": "assistant", "content": [{"type": "text", "value": "One file: a.py."}]},
-    ]}
+    conv = {
+        "messages": [
+            {"role": "user", "content": [{"type": "text", "value": "List "}, {"type": "text", "value": "files."}]},
+            {
+                "role": "assistant",
+                "content": [{"type": "reasoning", "value": "ls will do"}, {"type": "tool_call", "value": call}],
+            },
+            {"role": "tool", "content": [{"type": "text", "value": "a.py"}]},
+            {"role": "assistant", "content": [{"type": "text", "value": "One file: a.py."}]},
+        ]
+    }
     path = tmp_path / "v1.jsonl"
     path.write_text(json.dumps(conv) + "\n")
     assert detect_format(path) == "openai_chat"
@@ -255,10 +283,15 @@ def test_llamafactory_v1_content_blocks_are_text_reasoning_and_calls(tmp_path: P
 
 def test_sharegpt_parallel_function_calls(tmp_path: Path) -> None:
     calls = [{"name": "read", "arguments": {"path": "a"}}, {"name": "read", "arguments": {"path": "b"}}]
-    conv = {"conversations": [{"from": "human", "value": "read a and b"},
-                              {"from": "function_call", "value": json.dumps(calls)},
-                              {"from": "observation", "value": "A"}, {"from": "observation", "value": "B"},
-                              {"from": "gpt", "value": "done"}]}
+    conv = {
+        "conversations": [
+            {"from": "human", "value": "read a and b"},
+            {"from": "function_call", "value": json.dumps(calls)},
+            {"from": "observation", "value": "A"},
+            {"from": "observation", "value": "B"},
+            {"from": "gpt", "value": "done"},
+        ]
+    }
     path = tmp_path / "s.json"
     path.write_text(json.dumps([conv]))
     (traj,) = list(get_reader("openai_chat").read(path))
@@ -268,7 +301,11 @@ def test_sharegpt_parallel_function_calls(tmp_path: Path) -> None:
 
 
 def test_completion_log_response_is_the_last_turn() -> None:
-    path = EXTRA / "openai_chat" / "OpenHands__software-agent-sdk__litellm_proxy__deepseek__deepseek-chat-1757015054.055.json"
+    path = (
+        EXTRA
+        / "openai_chat"
+        / "OpenHands__software-agent-sdk__litellm_proxy__deepseek__deepseek-chat-1757015054.055.json"
+    )
     (traj,) = list(get_reader("openai_chat").read(path))
     assert isinstance(traj, Trajectory)
     assert traj.steps[-1].role == "assistant" and traj.steps[-1].tool_calls[0].name == "terminal"

@@ -38,7 +38,9 @@ def fixture_outcomes() -> dict[str, object]:
 def test_nonzero_exit_becomes_pis_exit_code_text(fixture_outcomes: dict[str, object]) -> None:
     out = fixture_outcomes["c1"]
     assert out == PiCall(
-        "bash", {"command": "python -m pytest -q", "timeout": 60}, "1 failed\n\n\nCommand exited with code 1",
+        "bash",
+        {"command": "python -m pytest -q", "timeout": 60},
+        "1 failed\n\n\nCommand exited with code 1",
         ("codex.shell->bash",),
     )
 
@@ -56,10 +58,15 @@ def test_apply_patch_update_maps_to_exact_pi_edit(fixture_outcomes: dict[str, ob
     out = fixture_outcomes["c2"]
     assert out == PiCall(
         "edit",
-        {"path": "src/app.py", "edits": [{
-            "oldText": "def main():\n    print('hi')\n    return 0",
-            "newText": "def main():\n    print('hello')\n    return 0",
-        }]},
+        {
+            "path": "src/app.py",
+            "edits": [
+                {
+                    "oldText": "def main():\n    print('hi')\n    return 0",
+                    "newText": "def main():\n    print('hello')\n    return 0",
+                }
+            ],
+        },
         "Successfully replaced 1 block(s) in src/app.py.",
         ("codex.apply_patch.update->edit",),
     )
@@ -86,21 +93,28 @@ def test_update_plan_is_ui_only_and_dropped_by_the_converter() -> None:
 
 def _call(name: str, args: object, output: str | None) -> object:
     traj = Trajectory(
-        id="t", source="codex", steps=[], cwd=CWD, root_request_id="r",
+        id="t",
+        source="codex",
+        steps=[],
+        cwd=CWD,
+        root_request_id="r",
         provenance={"format": "codex", "file": "f", "sha256": "0"},
     )
     result = None if output is None else Step(role="tool", tool_call_id="x", text=output)
     return CodexMapping().map_call(ToolCall(id="x", name=name, arguments=args), result, MapContext(CARD, traj, CWD))
 
 
-@pytest.mark.parametrize("patch, why", [
-    ("*** Begin Patch\n*** Delete File: a.py\n*** End Patch", "Delete File"),
-    ("*** Begin Patch\n*** Update File: a.py\n*** Move to: b.py\n@@\n-x\n+y\n*** End Patch", "Move to"),
-    ("*** Begin Patch\n*** Add File: a.py\n+x\n*** Add File: b.py\n+y\n*** End Patch", "2 files"),
-    ("*** Begin Patch\n*** Update File: a.py\n@@\n+only added\n*** End Patch", "ambiguous"),
-    ("*** Begin Patch\n*** Update File: a.py\n@@\n-x\n+y\n@@\n x\n-x\n+z\n*** End Patch", "overlap"),
-    ("not a patch", "malformed"),
-])
+@pytest.mark.parametrize(
+    "patch, why",
+    [
+        ("*** Begin Patch\n*** Delete File: a.py\n*** End Patch", "Delete File"),
+        ("*** Begin Patch\n*** Update File: a.py\n*** Move to: b.py\n@@\n-x\n+y\n*** End Patch", "Move to"),
+        ("*** Begin Patch\n*** Add File: a.py\n+x\n*** Add File: b.py\n+y\n*** End Patch", "2 files"),
+        ("*** Begin Patch\n*** Update File: a.py\n@@\n+only added\n*** End Patch", "ambiguous"),
+        ("*** Begin Patch\n*** Update File: a.py\n@@\n-x\n+y\n@@\n x\n-x\n+z\n*** End Patch", "overlap"),
+        ("not a patch", "malformed"),
+    ],
+)
 def test_patches_that_do_not_map_exactly_are_rejected(patch: str, why: str) -> None:
     ok = json.dumps({"output": "Success. Updated the following files:\nM a.py\n", "metadata": {"exit_code": 0}})
     out = _call("shell", json.dumps({"command": ["apply_patch", patch]}), ok)
@@ -124,10 +138,14 @@ def test_failed_patch_is_a_label_whose_result_does_not_render() -> None:
 
 
 def test_exec_command_2026_output_and_dropped_knobs() -> None:
-    text = "Chunk ID: ab12\nWall time: 0.1 seconds\nProcess exited with code 3\nOriginal token count: 2\nOutput:\nboom\n"
+    text = (
+        "Chunk ID: ab12\nWall time: 0.1 seconds\nProcess exited with code 3\nOriginal token count: 2\nOutput:\nboom\n"
+    )
     out = _call("exec_command", json.dumps({"cmd": "make test", "workdir": CWD, "yield_time_ms": 1000}), text)
     assert out == PiCall(
-        "bash", {"command": "make test"}, "boom\n\n\nCommand exited with code 3",
+        "bash",
+        {"command": "make test"},
+        "boom\n\n\nCommand exited with code 3",
         ("codex.exec_command->bash", "codex.exec_command.drop:yield_time_ms"),
     )
     running = "Chunk ID: x\nWall time: 10 seconds\nProcess running with session ID 7\nOutput:\n..."
@@ -163,23 +181,41 @@ def test_parse_patch_keeps_blank_context_lines() -> None:
     assert p.files[0].hunks == [("a\n\nb", "a\n\nc")]
 
 
-_DENIED = "failed in sandbox MacosSeatbelt with execution error: sandbox denied exec error, exit code: {code}, " \
-          "stdout: {out}, stderr: {err}"
+_DENIED = (
+    "failed in sandbox MacosSeatbelt with execution error: sandbox denied exec error, exit code: {code}, "
+    "stdout: {out}, stderr: {err}"
+)
 
 
-@pytest.mark.parametrize("command, text, pi_text", [
-    # `rg` without a match: exit 1 and no output (codex-rs files any non-zero exit in its sandbox as "denied")
-    (["rg", "-n", "nomatch", "src"], _DENIED.format(code=1, out="", err=""),
-     "(no output)\n\nCommand exited with code 1"),
-    (["bash", "-lc", "if then"], _DENIED.format(code=2, out="", err="bash: -c: line 1: syntax error near unexpected "
-                                                "token `then'\nbash: -c: line 1: `if then'\n"),
-     "bash: -c: line 1: syntax error near unexpected token `then'\nbash: -c: line 1: `if then'\n\n\n"
-     "Command exited with code 2"),
-    (["bash", "-lc", "grep -c x f"], "execution error: sandbox error: sandbox denied exec error, exit code: 1, "
-                                     "stdout: 0\n, stderr: ", "0\n\n\nCommand exited with code 1"),
-])
-def test_a_failed_command_codex_filed_as_sandbox_denied_is_a_result(command: list[str], text: str,
-                                                                    pi_text: str) -> None:
+@pytest.mark.parametrize(
+    "command, text, pi_text",
+    [
+        # `rg` without a match: exit 1 and no output (codex-rs files any non-zero exit in its sandbox as "denied")
+        (
+            ["rg", "-n", "nomatch", "src"],
+            _DENIED.format(code=1, out="", err=""),
+            "(no output)\n\nCommand exited with code 1",
+        ),
+        (
+            ["bash", "-lc", "if then"],
+            _DENIED.format(
+                code=2,
+                out="",
+                err="bash: -c: line 1: syntax error near unexpected token `then'\nbash: -c: line 1: `if then'\n",
+            ),
+            "bash: -c: line 1: syntax error near unexpected token `then'\nbash: -c: line 1: `if then'\n\n\n"
+            "Command exited with code 2",
+        ),
+        (
+            ["bash", "-lc", "grep -c x f"],
+            "execution error: sandbox error: sandbox denied exec error, exit code: 1, stdout: 0\n, stderr: ",
+            "0\n\n\nCommand exited with code 1",
+        ),
+    ],
+)
+def test_a_failed_command_codex_filed_as_sandbox_denied_is_a_result(
+    command: list[str], text: str, pi_text: str
+) -> None:
     """codex-rs (before it told a real denial from a failure) returned every non-zero exit in its sandbox as
     ``failed in sandbox … with execution error: sandbox denied exec error, exit code: N, stdout: …, stderr: …``: the
     exit code and the output are there, so the result is Pi's bash text for them, not a refusal."""

@@ -27,8 +27,12 @@ def first_outcome(traj) -> object:
 def test_pi_named_calls_and_double_encoding() -> None:
     good, obj, double = OpenAIChatReader().read(FIXTURES / "openai_chat_pi_tools.jsonl")
     out = first_outcome(good)
-    assert out == PiCall("read", {"path": "README.md", "limit": 20}, "# Demo\n",
-                         ("openai_chat.pi_named_call", "openai_chat.arguments_reordered"))
+    assert out == PiCall(
+        "read",
+        {"path": "README.md", "limit": 20},
+        "# Demo\n",
+        ("openai_chat.pi_named_call", "openai_chat.arguments_reordered"),
+    )
     assert list(out.arguments) == ["path", "limit"]
     assert first_outcome(obj) == PiCall("read", {"path": "README.md"}, "# Demo\n", ("openai_chat.pi_named_call",))
     bad = first_outcome(double)
@@ -55,10 +59,16 @@ def card():
 EXPECTED = {
     # label: (read, accepted, {reason: count})
     "codex/jnarowski__agentcmd__rollout-2025-09-25T15-12-14-019982b8-3422-79e0-8b3b-05abaf4f3c3e.jsonl": (1, 1, {}),
-    "codex/iampkuhz__feipi-session-browser__rollout-2026-06-19T10-14-27-019edda8-7eca-7710-b78b-6ce7607beaa1.jsonl":
-        (1, 0, {"unsupported_tool": 1}),
-    "swe_agent/SWE-agent__SWE-agent__marshmallow-code__marshmallow-1867__function_calling_replace.traj":
-        (1, 0, {"unsupported_tool": 1}),
+    "codex/iampkuhz__feipi-session-browser__rollout-2026-06-19T10-14-27-019edda8-7eca-7710-b78b-6ce7607beaa1.jsonl": (
+        1,
+        0,
+        {"unsupported_tool": 1},
+    ),
+    "swe_agent/SWE-agent__SWE-agent__marshmallow-code__marshmallow-1867__function_calling_replace.traj": (
+        1,
+        0,
+        {"unsupported_tool": 1},
+    ),
     "openhands/All-Hands-AI__OpenHands__basic.json": (1, 1, {}),
     # OpenHands strips every output: accepted at fidelity tier content (the default), unmappable_result at byte
     "openhands/OpenHands__software-agent-sdk__v1_conversation_cd94562403b9487ebdd4018e3f531dfd": (1, 1, {}),

@@ -35,6 +35,7 @@ def _content(result: object) -> str:
     assert isinstance(result.text, str)
     return result.text
 
+
 V0 = "openhands/All-Hands-AI__OpenHands__basic.json"
 V1 = "openhands/OpenHands__software-agent-sdk__v1_conversation_cd94562403b9487ebdd4018e3f531dfd"
 
@@ -49,9 +50,12 @@ def test_v0_create_becomes_write_with_pis_text(traces_dir: Path) -> None:
     (traj,) = OpenHandsReader().read(traces_dir / V0)
     (out,) = outcomes(traj)
     content = json.loads(traj.steps[1].tool_calls[0].arguments)["file_text"]
-    assert out == PiCall("write", {"path": "/workspace/game_2048.py", "content": content},
-                         f"Successfully wrote {len(content)} bytes to /workspace/game_2048.py",
-                         ("openhands.str_replace_editor.create->write",))
+    assert out == PiCall(
+        "write",
+        {"path": "/workspace/game_2048.py", "content": content},
+        f"Successfully wrote {len(content)} bytes to /workspace/game_2048.py",
+        ("openhands.str_replace_editor.create->write",),
+    )
 
 
 def test_v1_terminal_empty_output(traces_dir: Path) -> None:
@@ -60,8 +64,11 @@ def test_v1_terminal_empty_output(traces_dir: Path) -> None:
     (traj,) = OpenHandsReader().read(traces_dir / V1)
     (out,) = outcomes(traj)
     assert isinstance(out, PiCall) and out.name == "bash" and out.arguments == {"command": "pwd > tool_output.txt"}
-    assert out.transformations == ("openhands.terminal->bash", "openhands.drop_arg:security_risk",
-                                   "openhands.drop_arg:summary")
+    assert out.transformations == (
+        "openhands.terminal->bash",
+        "openhands.drop_arg:security_risk",
+        "openhands.drop_arg:summary",
+    )
     byte = _byte(out.result)
     assert isinstance(byte, Failure) and byte.reason == Reason.unmappable_result
     assert "printed nothing or only blank lines (exit code 0)" in byte.detail
@@ -69,9 +76,17 @@ def test_v1_terminal_empty_output(traces_dir: Path) -> None:
 
 
 def _map(name: str, args: dict, result: Step | None) -> object:
-    traj = Trajectory(id="t", source="openhands", steps=[], cwd="/w", root_request_id="r",
-                      provenance={"format": "openhands", "file": "f", "sha256": "0"})
-    return OpenHandsMapping().map_call(ToolCall(id="x", name=name, arguments=args), result, MapContext(CARD, traj, "/w"))
+    traj = Trajectory(
+        id="t",
+        source="openhands",
+        steps=[],
+        cwd="/w",
+        root_request_id="r",
+        provenance={"format": "openhands", "file": "f", "sha256": "0"},
+    )
+    return OpenHandsMapping().map_call(
+        ToolCall(id="x", name=name, arguments=args), result, MapContext(CARD, traj, "/w")
+    )
 
 
 def test_terminal_results() -> None:
@@ -81,8 +96,11 @@ def test_terminal_results() -> None:
     assert isinstance(out, PiCall) and out.arguments == {"command": "python hi.py"}  # the call is a label
     assert isinstance(_byte(out.result), Failure) and "final newline" in _byte(out.result).detail
     assert _content(out.result) == "Hello"
-    failed = _map("execute_bash", {"command": "false"},
-                  Step(role="tool", tool_call_id="x", text="\n[The command completed with exit code 1.]"))
+    failed = _map(
+        "execute_bash",
+        {"command": "false"},
+        Step(role="tool", tool_call_id="x", text="\n[The command completed with exit code 1.]"),
+    )
     assert isinstance(failed, PiCall) and isinstance(_byte(failed.result), Failure)
     assert "printed nothing or only blank lines (exit code 1)" in _byte(failed.result).detail
     assert _content(failed.result) == "(no output)\n\nCommand exited with code 1"
@@ -93,8 +111,11 @@ def test_terminal_results() -> None:
 def test_other_tools() -> None:
     browse = _map("browser", {"code": "goto('x')"}, None)
     assert isinstance(browse, Failure) and browse.reason == Reason.unsupported_tool
-    err = _map("str_replace_editor", {"command": "create", "path": "/w/a", "file_text": "x"},
-               Step(role="tool", tool_call_id="x", text="Ran into [Errno 2] No such file", meta={"observation": "error"}))
+    err = _map(
+        "str_replace_editor",
+        {"command": "create", "path": "/w/a", "file_text": "x"},
+        Step(role="tool", tool_call_id="x", text="Ran into [Errno 2] No such file", meta={"observation": "error"}),
+    )
     assert isinstance(err, PiCall) and err.name == "write"
     assert isinstance(err.result, Failure) and err.result.reason == Reason.unmappable_result
 
@@ -103,8 +124,14 @@ def test_other_tools() -> None:
 def _v1_step(obs: dict, **meta: object) -> Step:
     """The tool step the reader makes of a V1 observation (``events.v1_observation``)."""
     text, is_error, code, got = v1_observation(obs)
-    return Step(role="tool", tool_call_id="x", text=text, is_error=is_error, exit_code=code,
-                meta={"observation": obs.get("kind"), **got, **meta})
+    return Step(
+        role="tool",
+        tool_call_id="x",
+        text=text,
+        is_error=is_error,
+        exit_code=code,
+        meta={"observation": obs.get("kind"), **got, **meta},
+    )
 
 
 @settings(max_examples=300, deadline=None)
@@ -141,8 +168,10 @@ def test_v1_output_is_never_an_empty_result(layout: str) -> None:
     Pi's "(no output)" for a command that printed something."""
     out = _map("execute_bash", {"command": "echo hi"}, _v1_step(terminal_observation(layout, "hi", 0)))
     assert isinstance(out, PiCall) and isinstance(_byte(out.result), Failure)
-    assert _byte(out.result).detail == ("execute_bash result: 2 characters of output whose final newline OpenHands "
-                                        "stripped, so Pi's exact text is unknown")
+    assert _byte(out.result).detail == (
+        "execute_bash result: 2 characters of output whose final newline OpenHands "
+        "stripped, so Pi's exact text is unknown"
+    )
     assert _content(out.result) == "hi"
     ws = _map("execute_bash", {"command": "echo"}, _v1_step(terminal_observation(layout, "\n", 0)))
     # whitespace is output, not "(no output)"
@@ -151,8 +180,9 @@ def test_v1_output_is_never_an_empty_result(layout: str) -> None:
 
 def test_v1_escape_codes_are_not_no_output() -> None:
     """An interactive terminal's bracketed-paste switches around an empty output are no "(no output)"."""
-    out = _map("execute_bash", {"command": "true"},
-               _v1_step(terminal_observation("output", "\x1b[?2004l\x1b[?2004h", 0)))
+    out = _map(
+        "execute_bash", {"command": "true"}, _v1_step(terminal_observation("output", "\x1b[?2004l\x1b[?2004h", 0))
+    )
     assert isinstance(out, PiCall) and isinstance(out.result, Failure)
     assert "terminal control sequences ('\\x1b[?2004l'…)" in out.result.detail
 
@@ -160,10 +190,15 @@ def test_v1_escape_codes_are_not_no_output() -> None:
 def test_v1_missing_text_and_exit_code_are_named() -> None:
     no_text = _map("terminal", {"command": "true"}, _v1_step({"kind": "TerminalObservation", "exit_code": 0}))
     assert isinstance(no_text, PiCall) and isinstance(no_text.result, Failure)
-    assert no_text.result.detail == ("terminal result: TerminalObservation has no content, output, message or error "
-                                     "text, so the text OpenHands showed is unknown")
-    no_code = _map("terminal", {"command": "true"}, _v1_step({"kind": "TerminalObservation", "content": [],
-                                                               "is_error": False, "exit_code": None}))
+    assert no_text.result.detail == (
+        "terminal result: TerminalObservation has no content, output, message or error "
+        "text, so the text OpenHands showed is unknown"
+    )
+    no_code = _map(
+        "terminal",
+        {"command": "true"},
+        _v1_step({"kind": "TerminalObservation", "content": [], "is_error": False, "exit_code": None}),
+    )
     assert isinstance(no_code, PiCall) and isinstance(no_code.result, Failure)
     assert "(exit_code null, no metadata;" in no_code.result.detail
 
@@ -171,8 +206,13 @@ def test_v1_missing_text_and_exit_code_are_named() -> None:
 def test_v1_editor_error_message_layout() -> None:
     """The older editor layout's ``error`` message is the result: a create that failed is no "Successfully wrote"."""
     args = {"command": "create", "path": "/w/b.py", "file_text": "x"}
-    failed = {"kind": "FileEditorObservation", "command": "create", "output": "", "path": "/w/b.py",
-              "error": "Ran into [Errno 13] Permission denied: '/w/b.py'"}
+    failed = {
+        "kind": "FileEditorObservation",
+        "command": "create",
+        "output": "",
+        "path": "/w/b.py",
+        "error": "Ran into [Errno 13] Permission denied: '/w/b.py'",
+    }
     out = _map("str_replace_editor", args, _v1_step(failed))
     assert isinstance(out, PiCall) and out.name == "write" and isinstance(out.result, Failure)
     ok = {**failed, "error": None, "output": "File created successfully at: /w/b.py"}

@@ -22,8 +22,14 @@ def test_single_message_list(traces_dir: Path) -> None:
     assert isinstance(traj, Trajectory)
     assert [s.role for s in traj.steps][:4] == ["system", "user", "assistant", "tool"]
     calls = [c for s in traj.steps for c in s.tool_calls]
-    assert [c.name for c in calls] == ["str_replace_editor", "terminal", "str_replace_editor", "str_replace_editor",
-                                       "terminal", "finish"]
+    assert [c.name for c in calls] == [
+        "str_replace_editor",
+        "terminal",
+        "str_replace_editor",
+        "str_replace_editor",
+        "terminal",
+        "finish",
+    ]
     assert all(isinstance(c.arguments, str) for c in calls)
 
 
@@ -41,7 +47,9 @@ def test_sharegpt_glaive_counts(traces_dir: Path) -> None:
     assert len(with_calls) == 153 and len(trajs) - len(with_calls) == 109
     call = next(c for s in with_calls[0].steps for c in s.tool_calls)
     assert call.name == "search_recipes" and call.arguments == {"ingredients": ["chicken", "bell peppers", "rice"]}
-    step_after = with_calls[0].steps[with_calls[0].steps.index(next(s for s in with_calls[0].steps if s.tool_calls)) + 1]
+    step_after = with_calls[0].steps[
+        with_calls[0].steps.index(next(s for s in with_calls[0].steps if s.tool_calls)) + 1
+    ]
     assert step_after.role == "tool" and step_after.tool_call_id == call.id
     assert len({t.id for t in trajs} | {r.record_id for r in rej}) == 300
 

@@ -72,11 +72,23 @@ def test_v1_broken_event_file(traces_dir: Path, tmp_path: Path) -> None:
 
 def test_v0_noise_and_run_actions(tmp_path: Path) -> None:
     events = [
-        {"id": 0, "source": "user", "action": "message", "args": {"content": "list files"}, "timestamp": "2024-05-01T00:00:00"},
+        {
+            "id": 0,
+            "source": "user",
+            "action": "message",
+            "args": {"content": "list files"},
+            "timestamp": "2024-05-01T00:00:00",
+        },
         {"id": 1, "source": "environment", "observation": "agent_state_changed", "content": "", "extras": {}},
         {"id": 2, "source": "agent", "action": "run", "args": {"command": "touch x", "thought": "Creating x."}},
-        {"id": 3, "source": "agent", "observation": "run", "cause": 2, "content": "",
-         "extras": {"command": "touch x", "metadata": {"exit_code": 0, "working_dir": "/ws"}}},
+        {
+            "id": 3,
+            "source": "agent",
+            "observation": "run",
+            "cause": 2,
+            "content": "",
+            "extras": {"command": "touch x", "metadata": {"exit_code": 0, "working_dir": "/ws"}},
+        },
         {"id": 4, "source": "agent", "action": "finish", "args": {"final_thought": "Created x.", "thought": ""}},
     ]
     path = tmp_path / "events.json"
@@ -126,11 +138,24 @@ def test_v1_observation_layouts_read_the_same(output: str, code: int, error: boo
 
 def test_v1_editor_layouts() -> None:
     """The older editor layout: the model saw ``error`` (a message) instead of ``output``."""
-    ok = {"kind": "FileEditorObservation", "command": "create", "output": "File created successfully at: /w/a.py",
-          "path": "/w/a.py", "prev_exist": False, "old_content": None, "new_content": "x", "error": None}
+    ok = {
+        "kind": "FileEditorObservation",
+        "command": "create",
+        "output": "File created successfully at: /w/a.py",
+        "path": "/w/a.py",
+        "prev_exist": False,
+        "old_content": None,
+        "new_content": "x",
+        "error": None,
+    }
     failed = {**ok, "output": "", "error": "Ran into [Errno 13] Permission denied: '/w/b.py'", "path": "/w/b.py"}
-    current = {"kind": "FileEditorObservation", "command": "create", "is_error": False, "path": "/w/c.py",
-               "content": [{"type": "text", "text": "File created successfully at: /w/c.py"}]}
+    current = {
+        "kind": "FileEditorObservation",
+        "command": "create",
+        "is_error": False,
+        "path": "/w/c.py",
+        "content": [{"type": "text", "text": "File created successfully at: /w/c.py"}],
+    }
     assert v1_observation(ok)[:2] == ("File created successfully at: /w/a.py", False)
     assert v1_observation(failed)[:2] == ("Ran into [Errno 13] Permission denied: '/w/b.py'", True)
     assert v1_observation(current)[:2] == ("File created successfully at: /w/c.py", False)
@@ -142,8 +167,9 @@ def test_v1_missing_fields_are_named(tmp_path: Path) -> None:
     assert (text, code) == ("", None)
     assert meta["no_text"] == "GlobObservation has no content, output, message or error text"
     assert meta["no_exit_code"] == "exit_code absent, no metadata"
-    _, _, code, meta = v1_observation({"kind": "TerminalObservation", "content": [], "exit_code": None,
-                                       "metadata": {"exit_code": None}})
+    _, _, code, meta = v1_observation(
+        {"kind": "TerminalObservation", "content": [], "exit_code": None, "metadata": {"exit_code": None}}
+    )
     assert code is None and meta["no_exit_code"] == "exit_code null, metadata.exit_code null"
     traj = _eval_run(tmp_path, [("terminal", {"command": "ls"}, {"kind": "TerminalObservation", "exit_code": 0})])
     assert "openhands: observation_TerminalObservation_without_text x1" in traj.provenance.transformations
@@ -153,8 +179,11 @@ def test_v1_older_event_shapes(tmp_path: Path) -> None:
     """Builds before 2025-09-19 wrote dotted kinds; before 2025-10-02 the tool call was litellm's (``function``)."""
     action = action_event("call_0", "execute_bash", {"command": "true"})
     action["kind"] = "openhands.sdk.event.llm_convertible.ActionEvent"
-    action["tool_call"] = {"id": "call_0", "type": "function",
-                           "function": {"name": "execute_bash", "arguments": '{"command": "true"}'}}
+    action["tool_call"] = {
+        "id": "call_0",
+        "type": "function",
+        "function": {"name": "execute_bash", "arguments": '{"command": "true"}'},
+    }
     obs = observation_event("call_0", "execute_bash", terminal_observation("output", "", 0))
     obs["kind"] = "openhands.sdk.event.llm_convertible.ObservationEvent"
     obs["observation"]["kind"] = "openhands.tools.execute_bash.definition.ExecuteBashObservation"
@@ -169,8 +198,11 @@ def test_v1_older_event_shapes(tmp_path: Path) -> None:
 
 def test_v1_extended_content_is_kept_apart(tmp_path: Path) -> None:
     rule = [{"type": "text", "text": "Rule for *.py: run the linter after editing."}]
-    traj = _eval_run(tmp_path, [("terminal", {"command": "true"}, terminal_observation("content+code", "", 0))],
-                     extended_content=rule)
+    traj = _eval_run(
+        tmp_path,
+        [("terminal", {"command": "true"}, terminal_observation("content+code", "", 0))],
+        extended_content=rule,
+    )
     (step,) = [s for s in traj.steps if s.role == "tool"]
     assert step.text == "" and step.meta["extended_content"] == rule[0]["text"]
     assert "openhands: observation_extended_content x1" in traj.provenance.transformations
@@ -178,8 +210,10 @@ def test_v1_extended_content_is_kept_apart(tmp_path: Path) -> None:
 
 def test_v1_image_parts_are_counted(tmp_path: Path) -> None:
     """An image in an observation's content (a viewed picture, a screenshot) reaches the gates as a result image."""
-    parts = [{"type": "text", "text": "Image file: /w/plot.png"},
-             {"type": "image", "image_urls": ["data:image/png;base64,iVBORw0KGgo="]}]
+    parts = [
+        {"type": "text", "text": "Image file: /w/plot.png"},
+        {"type": "image", "image_urls": ["data:image/png;base64,iVBORw0KGgo="]},
+    ]
     obs = {"kind": "FileEditorObservation", "command": "view", "is_error": False, "content": parts}
     traj = _eval_run(tmp_path, [("file_editor", {"command": "view", "path": "/w/plot.png"}, obs)])
     (step,) = [s for s in traj.steps if s.role == "tool"]
@@ -198,15 +232,28 @@ def test_v1_real_output_layout_has_text_and_exit_codes(traces_dir: Path) -> None
 # ------------------------------------------------------------------------------------------------ condensation
 def _v0_condensed(where: int) -> list[dict[str, Any]]:
     """A V0 run of three commands and a finish, with a ``condensation`` action after the ``where``-th command."""
-    events: list[dict[str, Any]] = [
-        {"id": 0, "source": "user", "action": "message", "args": {"content": "build it"}}]
+    events: list[dict[str, Any]] = [{"id": 0, "source": "user", "action": "message", "args": {"content": "build it"}}]
     for k in range(3):
-        events += [{"id": 10 + 2 * k, "source": "agent", "action": "run", "args": {"command": f"step {k}"}},
-                   {"id": 11 + 2 * k, "source": "agent", "observation": "run", "cause": 10 + 2 * k, "content": "",
-                    "extras": {"metadata": {"exit_code": 0}}}]
+        events += [
+            {"id": 10 + 2 * k, "source": "agent", "action": "run", "args": {"command": f"step {k}"}},
+            {
+                "id": 11 + 2 * k,
+                "source": "agent",
+                "observation": "run",
+                "cause": 10 + 2 * k,
+                "content": "",
+                "extras": {"metadata": {"exit_code": 0}},
+            },
+        ]
         if k + 1 == where:
-            events.append({"id": 30, "source": "agent", "action": "condensation",
-                           "args": {"forgotten_event_ids": [10, 11], "summary": "Ran step 0.", "summary_offset": 1}})
+            events.append(
+                {
+                    "id": 30,
+                    "source": "agent",
+                    "action": "condensation",
+                    "args": {"forgotten_event_ids": [10, 11], "summary": "Ran step 0.", "summary_offset": 1},
+                }
+            )
     events.append({"id": 40, "source": "agent", "action": "finish", "args": {"final_thought": "Built."}})
     return events
 
@@ -231,12 +278,20 @@ def test_a_condensation_ends_the_steps_and_counts_every_later_call(tmp_path: Pat
 
 
 def test_a_v1_condensation_event_ends_the_steps(tmp_path: Path) -> None:
-    history = [action_event("c0", "terminal", {"command": "ls"}),
-               observation_event("c0", "terminal", terminal_observation("content+code", "a.py", 0)),
-               {"kind": "Condensation", "id": "cond-1", "source": "environment", "forgotten_event_ids": ["a-c0"],
-                "summary": "Listed the files.", "summary_offset": 1},
-               action_event("c1", "terminal", {"command": "cat a.py"}),
-               observation_event("c1", "terminal", terminal_observation("content+code", "x = 1", 0))]
+    history = [
+        action_event("c0", "terminal", {"command": "ls"}),
+        observation_event("c0", "terminal", terminal_observation("content+code", "a.py", 0)),
+        {
+            "kind": "Condensation",
+            "id": "cond-1",
+            "source": "environment",
+            "forgotten_event_ids": ["a-c0"],
+            "summary": "Listed the files.",
+            "summary_offset": 1,
+        },
+        action_event("c1", "terminal", {"command": "cat a.py"}),
+        observation_event("c1", "terminal", terminal_observation("content+code", "x = 1", 0)),
+    ]
     path = tmp_path / "output.jsonl"
     path.write_text(json.dumps({"instance_id": "i-1", "instruction": "Look.", "history": history}) + "\n")
     (traj,) = list(OpenHandsReader().read(path))

@@ -48,8 +48,13 @@ def _assistant(blocks, stop="stop"):
 
 
 def _result(call_id, text, is_error=False):
-    return {"role": "toolResult", "toolCallId": call_id, "toolName": "read",
-            "content": [{"type": "text", "text": text}], "isError": is_error}
+    return {
+        "role": "toolResult",
+        "toolCallId": call_id,
+        "toolName": "read",
+        "content": [{"type": "text", "text": text}],
+        "isError": is_error,
+    }
 
 
 def test_v1_large_session_is_one_linear_accepted_conversation(traces_dir: Path, card):
@@ -76,9 +81,20 @@ def test_legacy_edit_is_upgraded_exactly(tmp_path: Path, card):
     rows = [
         {"type": "session", "id": "x", "timestamp": "2025-01-02T03:04:05Z", "cwd": "/r"},
         {"type": "message", "message": _user("fix it")},
-        {"type": "message", "message": _assistant(
-            [{"type": "toolCall", "id": "c1", "name": "edit", "arguments": {"path": "a.py", "oldText": "x", "newText": "y"}}],
-            "toolUse")},
+        {
+            "type": "message",
+            "message": _assistant(
+                [
+                    {
+                        "type": "toolCall",
+                        "id": "c1",
+                        "name": "edit",
+                        "arguments": {"path": "a.py", "oldText": "x", "newText": "y"},
+                    }
+                ],
+                "toolUse",
+            ),
+        },
         {"type": "message", "message": _result("c1", "Successfully replaced text in a.py.")},
         {"type": "message", "message": _assistant([{"type": "text", "text": "done"}])},
     ]
@@ -86,12 +102,18 @@ def test_legacy_edit_is_upgraded_exactly(tmp_path: Path, card):
     conv = to_conversation(traj, card)
     assert isinstance(conv, Conversation), conv
     call = conv.messages[2]["tool_calls"][0]
-    assert call == {"id": "c1", "type": "function",
-                    "function": {"name": "edit", "arguments": '{"path":"a.py","edits":[{"oldText":"x","newText":"y"}]}'}}
+    assert call == {
+        "id": "c1",
+        "type": "function",
+        "function": {"name": "edit", "arguments": '{"path":"a.py","edits":[{"oldText":"x","newText":"y"}]}'},
+    }
     assert conv.messages[1] == {"role": "user", "content": [{"type": "text", "text": "fix it"}]}
     # Pi ≤ 0.63.1's wording, put in the card's words (no Pi since 0.63.2 writes "replaced text in")
-    assert conv.messages[3] == {"role": "tool", "content": "Successfully replaced 1 block(s) in a.py.",
-                                "tool_call_id": "c1"}
+    assert conv.messages[3] == {
+        "role": "tool",
+        "content": "Successfully replaced 1 block(s) in a.py.",
+        "tool_call_id": "c1",
+    }
     assert "pi.text_rerendered:edit" in conv.meta.transformations
     assert conv.messages[-1] == {"role": "assistant", "content": "done"}
 
@@ -118,7 +140,9 @@ def test_bash_execution_becomes_pi_user_text(tmp_path: Path, card):
         HEADER,
         _msg("b1", None, {"role": "bashExecution", "command": "ls", "output": "a\nb", "exitCode": 2}),
         _msg("u1", "b1", _user("what failed?")),
-        _msg("a1", "u1", _assistant([{"type": "thinking", "thinking": "hmm"}, {"type": "text", "text": "ls exited 2"}])),
+        _msg(
+            "a1", "u1", _assistant([{"type": "thinking", "thinking": "hmm"}, {"type": "text", "text": "ls exited 2"}])
+        ),
     ]
     traj = next(iter(PiReader().read(_write(tmp_path / "b.jsonl", rows))))
     conv = to_conversation(traj, card)
@@ -138,9 +162,14 @@ def test_double_encoded_arguments_are_rejected(tmp_path: Path, card):
     rows = [
         HEADER,
         _msg("u1", None, _user("read it")),
-        _msg("a1", "u1", _assistant(
-            [{"type": "toolCall", "id": "c1", "name": "read", "arguments": json.dumps(json.dumps({"path": "a"}))}],
-            "toolUse")),
+        _msg(
+            "a1",
+            "u1",
+            _assistant(
+                [{"type": "toolCall", "id": "c1", "name": "read", "arguments": json.dumps(json.dumps({"path": "a"}))}],
+                "toolUse",
+            ),
+        ),
         _msg("r1", "a1", _result("c1", "x")),
         _msg("a2", "r1", _assistant([{"type": "text", "text": "ok"}])),
     ]
@@ -155,8 +184,13 @@ def test_string_arguments_in_a_pi_session_are_double_encoded(tmp_path: Path, car
     rows = [
         HEADER,
         _msg("u1", None, _user("read it")),
-        _msg("a1", "u1", _assistant(
-            [{"type": "toolCall", "id": "c1", "name": "read", "arguments": json.dumps({"path": "a"})}], "toolUse")),
+        _msg(
+            "a1",
+            "u1",
+            _assistant(
+                [{"type": "toolCall", "id": "c1", "name": "read", "arguments": json.dumps({"path": "a"})}], "toolUse"
+            ),
+        ),
         _msg("r1", "a1", _result("c1", refused, True)),
         _msg("a2", "r1", _assistant([{"type": "text", "text": "ok"}])),
     ]
@@ -171,17 +205,27 @@ def test_a_call_without_result_gets_pis_synthetic_result(tmp_path: Path, card):
     rows = [
         HEADER,
         _msg("u1", None, _user("read it")),
-        _msg("a1", "u1", _assistant([{"type": "toolCall", "id": "c1", "name": "read", "arguments": {"path": "a"}},
-                                     {"type": "toolCall", "id": "c2", "name": "read", "arguments": {"path": "b"}}],
-                                    "toolUse")),
+        _msg(
+            "a1",
+            "u1",
+            _assistant(
+                [
+                    {"type": "toolCall", "id": "c1", "name": "read", "arguments": {"path": "a"}},
+                    {"type": "toolCall", "id": "c2", "name": "read", "arguments": {"path": "b"}},
+                ],
+                "toolUse",
+            ),
+        ),
         _msg("r2", "a1", _result("c2", "B")),
         _msg("u2", "r2", _user("go on")),
         _msg("a2", "u2", _assistant([{"type": "text", "text": "done"}])),
     ]
     conv = to_conversation(next(iter(PiReader().read(_write(tmp_path / "m.jsonl", rows)))), card)
     assert isinstance(conv, Conversation), conv
-    assert conv.messages[3:5] == [{"role": "tool", "content": "B", "tool_call_id": "c2"},
-                                  {"role": "tool", "content": card.errors["no_result"], "tool_call_id": "c1"}]
+    assert conv.messages[3:5] == [
+        {"role": "tool", "content": "B", "tool_call_id": "c2"},
+        {"role": "tool", "content": card.errors["no_result"], "tool_call_id": "c1"},
+    ]
     assert "pi.synthetic_no_result" in conv.meta.transformations
     # a session that ends on the call: a valid Pi context, but no final answer to train as a conversation
     rej = to_conversation(next(iter(PiReader().read(_write(tmp_path / "e.jsonl", rows[:3])))), card)
@@ -202,8 +246,11 @@ def test_schema_violation_from_card_validator(tmp_path: Path, card):
     rows = [
         HEADER,
         _msg("u1", None, _user("write")),
-        _msg("a1", "u1", _assistant([{"type": "toolCall", "id": "c1", "name": "write", "arguments": {"path": "a"}}],
-                                    "toolUse")),
+        _msg(
+            "a1",
+            "u1",
+            _assistant([{"type": "toolCall", "id": "c1", "name": "write", "arguments": {"path": "a"}}], "toolUse"),
+        ),
         _msg("r1", "a1", _result("c1", "err", True)),
         _msg("a2", "r1", _assistant([{"type": "text", "text": "ok"}])),
     ]
@@ -221,8 +268,10 @@ def _answered(prefix: str, n: int) -> list[dict]:
     """``n`` v1 rows: a prompt and its answer, repeated."""
     rows = []
     for k in range(n // 2):
-        rows += [{"type": "message", "message": _user(f"{prefix} q{k}")},
-                 {"type": "message", "message": _assistant([{"type": "text", "text": f"{prefix} a{k}"}])}]
+        rows += [
+            {"type": "message", "message": _user(f"{prefix} q{k}")},
+            {"type": "message", "message": _assistant([{"type": "text", "text": f"{prefix} a{k}"}])},
+        ]
     return rows
 
 
@@ -230,13 +279,21 @@ def test_v1_compaction_index_is_migrated_like_pi(tmp_path: Path, card):
     """``migrateV1ToV2``: firstKeptEntryIndex counts the file's entries with the header as 0. Epoch 0 is the whole
     history; epoch 1 is Pi's summary, the kept entries (history only) and what followed."""
     header = {"type": "session", "id": "x", "timestamp": "2025-01-02T03:04:05Z", "cwd": "/r"}
-    rows = [header, *_answered("old", 6),  # file entries 1..6
-            {"type": "compaction", "summary": "S", "firstKeptEntryIndex": 5, "tokensBefore": 9},
-            *_answered("new", 2)]
+    rows = [
+        header,
+        *_answered("old", 6),  # file entries 1..6
+        {"type": "compaction", "summary": "S", "firstKeptEntryIndex": 5, "tokensBefore": 9},
+        *_answered("new", 2),
+    ]
     epoch0, epoch1 = PiReader().read(_write(tmp_path / "v1.jsonl", rows))
     assert [s.text for s in epoch0.steps] == [r["message"]["content"][0]["text"] for r in rows[1:7]]
-    assert [s.text for s in epoch1.steps] == [COMPACTION_PREFIX + "S" + COMPACTION_SUFFIX, "old q2", "old a2",
-                                              "new q0", "new a0"]
+    assert [s.text for s in epoch1.steps] == [
+        COMPACTION_PREFIX + "S" + COMPACTION_SUFFIX,
+        "old q2",
+        "old a2",
+        "new q0",
+        "new a0",
+    ]
     assert [bool(s.meta.get("history_only")) for s in epoch1.steps] == [True, True, True, False, False]
     assert "pi.v1_compaction_index->id" in epoch1.provenance.transformations
     assert epoch0.root_request_id == epoch1.root_request_id  # one task, one split
@@ -251,16 +308,27 @@ def test_v1_compaction_index_is_migrated_like_pi(tmp_path: Path, card):
 
 def test_compaction_epochs_and_nested_summaries_by_version(tmp_path: Path):
     """A second compaction that keeps the first: Pi 0.80.4–0.86.x sends the older summary too, others do not."""
-    rows = [HEADER, _msg("u1", None, _user("q1")), _msg("a1", "u1", _assistant([{"type": "text", "text": "a1"}])),
-            {"type": "compaction", "id": "c1", "parentId": "a1", "summary": "S1", "firstKeptEntryId": "a1"},
-            _msg("u2", "c1", _user("q2")), _msg("a2", "u2", _assistant([{"type": "text", "text": "a2"}])),
-            {"type": "compaction", "id": "c2", "parentId": "a2", "summary": "S2", "firstKeptEntryId": "a1"},
-            _msg("u3", "c2", _user("q3")), _msg("a3", "u3", _assistant([{"type": "text", "text": "a3"}]))]
+    rows = [
+        HEADER,
+        _msg("u1", None, _user("q1")),
+        _msg("a1", "u1", _assistant([{"type": "text", "text": "a1"}])),
+        {"type": "compaction", "id": "c1", "parentId": "a1", "summary": "S1", "firstKeptEntryId": "a1"},
+        _msg("u2", "c1", _user("q2")),
+        _msg("a2", "u2", _assistant([{"type": "text", "text": "a2"}])),
+        {"type": "compaction", "id": "c2", "parentId": "a2", "summary": "S2", "firstKeptEntryId": "a1"},
+        _msg("u3", "c2", _user("q3")),
+        _msg("a3", "u3", _assistant([{"type": "text", "text": "a3"}])),
+    ]
     trajs = list(PiReader().read(_write(tmp_path / "c.jsonl", rows)))
     assert len(trajs) == 3 and len({t.id for t in trajs}) == 3
     last = trajs[-1]
-    texts = {v: [m["content"] if isinstance(m["content"], str) else m["content"][0]["text"]
-                 for m in to_conversation(last, load_card("pi", v)).messages[1:]] for v in ("0.79.10", "0.82.0")}
+    texts = {
+        v: [
+            m["content"] if isinstance(m["content"], str) else m["content"][0]["text"]
+            for m in to_conversation(last, load_card("pi", v)).messages[1:]
+        ]
+        for v in ("0.79.10", "0.82.0")
+    }
     s1, s2 = (COMPACTION_PREFIX + s + COMPACTION_SUFFIX for s in ("S1", "S2"))
     assert texts["0.79.10"] == [s2, "a1", "q2", "a2", "q3", "a3"]
     assert texts["0.82.0"] == [s2, "a1", s1, "q2", "a2", "q3", "a3"]
@@ -274,14 +342,30 @@ def test_entries_become_the_messages_convertToLlm_makes(tmp_path: Path, card):
     rows = [
         {**HEADER, "version": 2},
         _msg("u1", None, {"role": "user", "content": "plain string"}),
-        {"type": "custom_message", "id": "cm", "parentId": "u1", "customType": "x", "content": "from ext",
-         "display": False},
+        {
+            "type": "custom_message",
+            "id": "cm",
+            "parentId": "u1",
+            "customType": "x",
+            "content": "from ext",
+            "display": False,
+        },
         _msg("h1", "cm", {"role": "hookMessage", "content": [{"type": "text", "text": "hook"}]}),  # v2: custom
         {"type": "branch_summary", "id": "bs", "parentId": "h1", "summary": "B", "fromId": "u1"},
         {"type": "custom", "id": "cu", "parentId": "bs", "customType": "state", "data": {}},  # never sent
         _msg("x1", "cu", {"role": "someFutureRole", "content": "?"}),  # convertToLlm drops unknown roles
-        _msg("b1", "x1", {"role": "bashExecution", "command": "make", "output": "o", "exitCode": 0,
-                          "truncated": True, "fullOutputPath": "/tmp/out.txt"}),
+        _msg(
+            "b1",
+            "x1",
+            {
+                "role": "bashExecution",
+                "command": "make",
+                "output": "o",
+                "exitCode": 0,
+                "truncated": True,
+                "fullOutputPath": "/tmp/out.txt",
+            },
+        ),
         _msg("b2", "b1", {"role": "bashExecution", "command": "secret", "output": "", "excludeFromContext": True}),
         _msg("a1", "b2", _assistant([{"type": "text", "text": "ok"}])),
     ]
@@ -293,12 +377,15 @@ def test_entries_become_the_messages_convertToLlm_makes(tmp_path: Path, card):
         {"role": "user", "content": [{"type": "text", "text": "from ext"}]},
         {"role": "user", "content": [{"type": "text", "text": "hook"}]},
         {"role": "user", "content": [{"type": "text", "text": BRANCH_PREFIX + "B" + BRANCH_SUFFIX}]},
-        {"role": "user", "content": [{"type": "text", "text":
-                                      "Ran `make`\n```\no\n```\n\n[Output truncated. Full output: /tmp/out.txt]"}]},
+        {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": "Ran `make`\n```\no\n```\n\n[Output truncated. Full output: /tmp/out.txt]"}
+            ],
+        },
         {"role": "assistant", "content": "ok"},
     ]
-    assert {"pi.unknown_role_dropped:someFutureRole", "pi.bash_excluded_from_context"} <= set(
-        conv.meta.transformations)
+    assert {"pi.unknown_role_dropped:someFutureRole", "pi.bash_excluded_from_context"} <= set(conv.meta.transformations)
     # in a v3 file hookMessage is no longer migrated: an unknown role, dropped
     rows[0] = HEADER
     traj = next(iter(PiReader().read(_write(tmp_path / "e3.jsonl", rows))))
@@ -306,15 +393,20 @@ def test_entries_become_the_messages_convertToLlm_makes(tmp_path: Path, card):
 
 
 def test_context_edits_replace_or_leave_out_content(tmp_path: Path, card):
-    rows = [HEADER, _msg("u1", None, _user("q")),
-            _msg("a1", "u1", _assistant([{"type": "toolCall", "id": "c1", "name": "read", "arguments": {"path": "a"}}],
-                                        "toolUse")),
-            _msg("r1", "a1", _result("c1", "a very long file")),
-            _msg("u2", "r1", _user("noise")),
-            {"type": "context_edit", "id": "e1", "parentId": "u2", "targetId": "r1",
-             "replacement": {"content": "[cut]"}},
-            {"type": "context_edit", "id": "e2", "parentId": "e1", "targetId": "u2", "replacement": None},
-            _msg("a2", "e2", _assistant([{"type": "text", "text": "done"}]))]
+    rows = [
+        HEADER,
+        _msg("u1", None, _user("q")),
+        _msg(
+            "a1",
+            "u1",
+            _assistant([{"type": "toolCall", "id": "c1", "name": "read", "arguments": {"path": "a"}}], "toolUse"),
+        ),
+        _msg("r1", "a1", _result("c1", "a very long file")),
+        _msg("u2", "r1", _user("noise")),
+        {"type": "context_edit", "id": "e1", "parentId": "u2", "targetId": "r1", "replacement": {"content": "[cut]"}},
+        {"type": "context_edit", "id": "e2", "parentId": "e1", "targetId": "u2", "replacement": None},
+        _msg("a2", "e2", _assistant([{"type": "text", "text": "done"}])),
+    ]
     conv = to_conversation(next(iter(PiReader().read(_write(tmp_path / "x.jsonl", rows)))), card)
     assert isinstance(conv, Conversation), conv
     assert [m["role"] for m in conv.messages[1:]] == ["user", "assistant", "tool", "assistant"]
@@ -333,12 +425,20 @@ def test_a_rejected_epoch_keeps_its_own_labels_and_counts_kept_calls_once(tmp_pa
     def call(cid, name="read"):
         return _assistant([{"type": "toolCall", "id": cid, "name": name, "arguments": {"path": "a.txt"}}], "toolUse")
 
-    rows = [HEADER, _msg("u1", None, _user("q1")), _msg("a1", "u1", call("c1")), _msg("r1", "a1", _result("c1", "x")),
-            _msg("a1b", "r1", _assistant([{"type": "text", "text": "read it"}])),
-            {"type": "compaction", "id": "k", "parentId": "a1b", "summary": "S", "firstKeptEntryId": "a1"},
-            _msg("u2", "k", _user("q2")), _msg("a2", "u2", call("c2")), _msg("r2", "a2", _result("c2", "y")),
-            _msg("a3", "r2", call("c3", "nope")), _msg("r3", "a3", _result("c3", "z")),
-            _msg("a3b", "r3", _assistant([{"type": "text", "text": "done"}]))]
+    rows = [
+        HEADER,
+        _msg("u1", None, _user("q1")),
+        _msg("a1", "u1", call("c1")),
+        _msg("r1", "a1", _result("c1", "x")),
+        _msg("a1b", "r1", _assistant([{"type": "text", "text": "read it"}])),
+        {"type": "compaction", "id": "k", "parentId": "a1b", "summary": "S", "firstKeptEntryId": "a1"},
+        _msg("u2", "k", _user("q2")),
+        _msg("a2", "u2", call("c2")),
+        _msg("r2", "a2", _result("c2", "y")),
+        _msg("a3", "r2", call("c3", "nope")),
+        _msg("r3", "a3", _result("c3", "z")),
+        _msg("a3b", "r3", _assistant([{"type": "text", "text": "done"}])),
+    ]
     epoch0, epoch1 = PiReader().read(_write(tmp_path / "s.jsonl", rows))
     first, second = convert_trajectory(epoch0, card), convert_trajectory(epoch1, card)
     assert isinstance(first.record, Conversation) and first.calls.fates == ["label"]

@@ -52,9 +52,9 @@ def test_a_side_branch_several_entries_long_spans_them(tmp_path: Path) -> None:
 
     s = Session()
     u = s.user("first")
-    a = s.call("c1", "read", {"path": "a.py"}, parent=u)        # e1 — the branch the user left
-    s.result("c1", "read", "print(1)", parent=a)                 # e2
-    s.answer("old answer")                                       # e3: side leaf, three entries off the active path
-    s.answer("new answer", parent=u)                             # e4: the active leaf
+    a = s.call("c1", "read", {"path": "a.py"}, parent=u)  # e1 — the branch the user left
+    s.result("c1", "read", "print(1)", parent=a)  # e2
+    s.answer("old answer")  # e3: side leaf, three entries off the active path
+    s.answer("new answer", parent=u)  # e4: the active leaf
     rows = [r for r in PiReader().read(s.write(tmp_path / "t.jsonl")) if isinstance(r, Rejection)]
     assert [(r.reason, r.line_start, r.line_end) for r in rows] == [(Reason.side_branch, 3, 5)]

@@ -22,7 +22,17 @@ def test_real_trajectory(traces_dir: Path) -> None:
     assert [s.role for s in traj.steps[:2]] == ["system", "user"]
     calls = [c for s in traj.steps for c in s.tool_calls]
     assert [c.name for c in calls] == [
-        "create", "insert", "bash", "bash", "find_file", "open", "edit", "edit", "bash", "bash", "submit",
+        "create",
+        "insert",
+        "bash",
+        "bash",
+        "find_file",
+        "open",
+        "edit",
+        "edit",
+        "bash",
+        "bash",
+        "submit",
     ]
     ids = [c.id for c in calls]
     assert len(set(ids)) == len(ids)  # SWE-agent reused ids; each call now has its own

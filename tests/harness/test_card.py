@@ -37,13 +37,19 @@ def test_render_system_prompt_places_variables(card: HarnessCard) -> None:
     assert prompt.endswith("Current date: 2025-03-04\nCurrent working directory: /srv/project")
     assert prompt.count("/opt/pi/") == 3 and "{" + "install_dir" not in prompt
     default = card.render_system_prompt("/srv/project", "2025-03-04")
-    assert card.default_install_dir() in default and card.default_install_dir().endswith("@mariozechner/pi-coding-agent")
+    assert card.default_install_dir() in default and card.default_install_dir().endswith(
+        "@mariozechner/pi-coding-agent"
+    )
     with_ctx = card.render_system_prompt(
-        "/srv/project", "2025-03-04", [("/srv/project/AGENTS.md", "Use {braces}.\n"), ("/srv/x/AGENTS.md", "b\n")],
+        "/srv/project",
+        "2025-03-04",
+        [("/srv/project/AGENTS.md", "Use {braces}.\n"), ("/srv/x/AGENTS.md", "b\n")],
         install_dir="/opt/pi",
     )
     assert "# Project Context" in with_ctx and "## /srv/project/AGENTS.md\n\nUse {braces}.\n" in with_ctx
-    assert with_ctx.index("/srv/project/AGENTS.md") < with_ctx.index("/srv/x/AGENTS.md") < with_ctx.index("Current date")
+    assert (
+        with_ctx.index("/srv/project/AGENTS.md") < with_ctx.index("/srv/x/AGENTS.md") < with_ctx.index("Current date")
+    )
     assert "# Project Context" not in prompt
 
 
@@ -86,7 +92,11 @@ def _codes(found) -> list[tuple[str, str]]:
         ("edit", '{"path":"a","edits":[]}', [("invalid_value", "error")]),
         ("edit", '{"path":"a","edits":[{"oldText":"x","newText":"y"}],"mode":1}', [("unexpected_property", "error")]),
         ("edit", '{"path":"a","oldText":"x","newText":"y"}', [("legacy_edit_arguments", "warning")]),
-        ("edit", '{"path":"a","edits":"[{\\"oldText\\":\\"x\\",\\"newText\\":\\"y\\"}]"}', [("edits_json_string", "warning")]),
+        (
+            "edit",
+            '{"path":"a","edits":"[{\\"oldText\\":\\"x\\",\\"newText\\":\\"y\\"}]"}',
+            [("edits_json_string", "warning")],
+        ),
         ("read", '{"path":"a","limit":"10"}', [("coerced_type", "warning")]),
         ("bash", '{"command":"ls","timeout":"5"}', [("coerced_type", "warning")]),
         ("read", '{"path":"a"', [("repaired_truncated_json", "warning")]),
@@ -114,8 +124,22 @@ def test_cli_render_and_card_and_validate(card: HarnessCard, tmp_path) -> None:
     runner = CliRunner()
     ctx = tmp_path / "AGENTS.md"
     ctx.write_text("Be nice.\n")
-    res = runner.invoke(app, ["harness", "render", "--version", "0.73.1", "--cwd", "/w", "--date", "2024-02-29", "--json",
-                                 "--context-file", str(ctx)])
+    res = runner.invoke(
+        app,
+        [
+            "harness",
+            "render",
+            "--version",
+            "0.73.1",
+            "--cwd",
+            "/w",
+            "--date",
+            "2024-02-29",
+            "--json",
+            "--context-file",
+            str(ctx),
+        ],
+    )
     assert res.exit_code == 0, res.output
     out = orjson.loads(res.stdout)
     assert out["tools"] == card.tools
@@ -154,21 +178,32 @@ def test_refused_agrees_with_every_captured_example(card: HarnessCard) -> None:
 
 # -- the clean-call shortcut agrees with the full validator ---------------------------------------------------
 
-_json_scalars = st.one_of(st.none(), st.booleans(), st.integers(-5, 5), st.floats(-3, 3, allow_nan=False),
-                          st.text(max_size=4), st.sampled_from(["1", "true", "0", " 2 ", "[]"]))
+_json_scalars = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-5, 5),
+    st.floats(-3, 3, allow_nan=False),
+    st.text(max_size=4),
+    st.sampled_from(["1", "true", "0", " 2 ", "[]"]),
+)
 _edit_entry = st.dictionaries(st.sampled_from(["oldText", "newText", "extra"]), _json_scalars, max_size=3)
 _json_values = st.one_of(_json_scalars, st.lists(st.one_of(_edit_entry, _json_scalars), max_size=3), _edit_entry)
 _arguments = st.dictionaries(
     st.sampled_from(["path", "offset", "limit", "command", "timeout", "edits", "content", "oldText", "newText", "x"]),
-    _json_values, max_size=4)
+    _json_values,
+    max_size=4,
+)
 
 
 def _full_only(card):
     import copy
 
     import jsonschema
+
     full = copy.deepcopy(card)
-    full._validators = {n: (card.schema(n), jsonschema.Draft7Validator(card.schema(n)), None) for n in card.tool_names()}
+    full._validators = {
+        n: (card.schema(n), jsonschema.Draft7Validator(card.schema(n)), None) for n in card.tool_names()
+    }
     return full
 
 
@@ -176,8 +211,11 @@ _FULL_ONLY: dict = {}
 
 
 @settings(max_examples=600, deadline=None)
-@given(version=st.sampled_from(PI_CARD_VERSIONS), name=st.sampled_from(["read", "bash", "edit", "write"]),
-       arguments=_arguments)
+@given(
+    version=st.sampled_from(PI_CARD_VERSIONS),
+    name=st.sampled_from(["read", "bash", "edit", "write"]),
+    arguments=_arguments,
+)
 @pytest.mark.slow
 def test_clean_shortcut_matches_full_validation(version, name, arguments):
     # the shortcuts (a clean call returns at once; a repaired call of the schema's shape skips coercion and the
@@ -193,6 +231,7 @@ def test_clean_shortcut_matches_full_validation(version, name, arguments):
 
 def test_clean_shortcut_covers_well_formed_calls_and_skips_odd_schemas():
     from harnessfit.harness.card import _clean_checker
+
     card = load_card("pi", "0.73.1")
     edit = _clean_checker(card.schema("edit"))
     assert edit({"path": "a", "edits": [{"oldText": "x", "newText": "y"}]})
@@ -211,8 +250,13 @@ def _texts_for(card: HarnessCard) -> list[str]:
     """Texts every template of ``card`` can make (each variable empty, short, or holding another template's fixed
     text), the captured examples' results, and texts that almost match (a character added or removed)."""
     import string
-    fills = ["", "x", "\n", "a.py", "12"] + [lit for t in [*card.results.values(), *card.errors.values()]
-                                             for lit, _, _, _ in string.Formatter().parse(t) if lit][:20]
+
+    fills = ["", "x", "\n", "a.py", "12"] + [
+        lit
+        for t in [*card.results.values(), *card.errors.values()]
+        for lit, _, _, _ in string.Formatter().parse(t)
+        if lit
+    ][:20]
     texts = [ex["result"] for ex in card.examples]
     for template in [*card.results.values(), *card.errors.values()]:
         names = {f for _, f, _, _ in string.Formatter().parse(template) if f is not None}
@@ -228,6 +272,7 @@ def _texts_for(card: HarnessCard) -> list[str]:
 @pytest.mark.parametrize("version", PI_CARD_VERSIONS)
 def test_result_key_matches_its_reference_search(version: str, traces_dir) -> None:
     from harnessfit.formats.registry import iter_units, read_unit
+
     card = load_card("pi", version)
     texts = _texts_for(card)
     for unit in iter_units([traces_dir]):  # and every tool result recorded in the real traces

@@ -62,7 +62,8 @@ def test_prompt_template_text_shows_variables(old: HarnessCard) -> None:
     text = prompt_template_text(old)
     assert "{cwd}" in text and "{date}" in text and "{install_dir}" in text and "{context}" in text
     assert text.replace("{cwd}", "/w").replace("{date}", "2025-01-02").replace("{install_dir}", "/p").replace(
-        "{context}", "") == old.render_system_prompt("/w", "2025-01-02", install_dir="/p")
+        "{context}", ""
+    ) == old.render_system_prompt("/w", "2025-01-02", install_dir="/p")
 
 
 def test_cli_diff_text_and_json(old: HarnessCard, new: HarnessCard) -> None:

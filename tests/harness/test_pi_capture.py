@@ -32,8 +32,9 @@ def test_recapture_of_the_tools_profile_equals_committed_card(version: str, tmp_
     """Pi with grep/find/ls on (ripgrep and fd from `make setup`): the profile's card re-captures byte-equal."""
     install_pi(version)
     out = tmp_path / "card.json"
-    res = CliRunner().invoke(app, ["harness", "capture", "pi", "--version", version, "--profile", "tools",
-                                   "--out", str(out), "--check"])
+    res = CliRunner().invoke(
+        app, ["harness", "capture", "pi", "--version", version, "--profile", "tools", "--out", str(out), "--check"]
+    )
     assert res.exit_code == 0, res.output
     assert out.read_bytes() == card_path("pi", version, "tools").read_bytes()
     card = load_card("pi", version, "tools")
@@ -45,8 +46,9 @@ EXTRA = [
     CaptureProbe("x_read_offset", "read", '{"path":"hello.txt","offset":2}', True),
     CaptureProbe("x_write_subdir", "write", '{"path":"sub/new.md","content":"# t\\n"}', True),
     CaptureProbe("x_bash_ls", "bash", '{"command":"ls"}', True),
-    CaptureProbe("x_edit_extra", "edit",
-                 '{"path":"note.txt","edits":[{"oldText":"alpha","newText":"a"}],"extra":true}', False),
+    CaptureProbe(
+        "x_edit_extra", "edit", '{"path":"note.txt","edits":[{"oldText":"alpha","newText":"a"}],"extra":true}', False
+    ),
     CaptureProbe("x_bash_cmd", "bash", '{"cmd":"ls"}', False),
     CaptureProbe("x_write_list", "write", '{"path":"x.txt","content":["a"]}', False),
     CaptureProbe("x_ls_disabled", "ls", '{"path":"."}', False),
@@ -56,8 +58,9 @@ EXTRA = [
     CaptureProbe("x_limit_underscore", "read", '{"path":"hello.txt","limit":"1_0"}', False),
     CaptureProbe("x_limit_list", "read", '{"path":"hello.txt","limit":[1]}', False),
     CaptureProbe("x_limit_word", "read", '{"path":"hello.txt","limit":"ten"}', False),
-    CaptureProbe("x_edits_object", "edit",
-                 '{"path":"note.txt","edits":{"oldText":"a","newText":"b"}}', True),  # Pi wraps it in a list
+    CaptureProbe(
+        "x_edits_object", "edit", '{"path":"note.txt","edits":{"oldText":"a","newText":"b"}}', True
+    ),  # Pi wraps it in a list
 ]
 
 

@@ -83,8 +83,16 @@ def cut_points(lines: list[bytes], spread: int = 6) -> list[int]:
         kinds.append(f"role:{msg.get('role')}")
         for kind in kinds:
             firsts.setdefault(str(kind), k)
-    for kind in ("stop:aborted", "stop:error", "call", "compaction", "custom_message", "branch_summary",
-                 "role:bashExecution", "role:custom"):
+    for kind in (
+        "stop:aborted",
+        "stop:error",
+        "call",
+        "compaction",
+        "custom_message",
+        "branch_summary",
+        "role:bashExecution",
+        "role:custom",
+    ):
         if kind in firsts:
             cuts.add(firsts[kind])
             if kind == "compaction":
@@ -172,8 +180,9 @@ def in_target_texts(card: HarnessCard, messages: list[dict[str, Any]]) -> list[d
 def first_difference(got: list[dict[str, Any]], want: list[dict[str, Any]]) -> str | None:
     for i, (a, b) in enumerate(zip(got, want, strict=False)):
         if a != b:
-            return (f"message {i} of {len(want)}:\n  harnessfit {json.dumps(a)[:600]}\n"
-                    f"  pi         {json.dumps(b)[:600]}")
+            return (
+                f"message {i} of {len(want)}:\n  harnessfit {json.dumps(a)[:600]}\n  pi         {json.dumps(b)[:600]}"
+            )
     if len(got) != len(want):
         return f"{len(got)} messages, Pi sent {len(want)}"
     return None
@@ -194,12 +203,14 @@ def context(card: HarnessCard, traj: Trajectory, day: str) -> tuple[list[dict[st
 
 # -- driving Pi ----------------------------------------------------------------------------------------------
 
+
 class Rpc:
     """``pi --mode rpc``: JSON commands on stdin, events on stdout (read by a thread, so every wait has a timeout)."""
 
     def __init__(self, cmd: list[str], cwd: Path, env: dict[str, str]) -> None:
-        self.proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE)
+        self.proc = subprocess.Popen(
+            cmd, cwd=cwd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        )
         self.events: queue.Queue[dict[str, Any] | None] = queue.Queue()
         self.asked = 0
         threading.Thread(target=self._read, daemon=True).start()
@@ -259,9 +270,15 @@ class Rpc:
 
 
 @contextmanager
-def pi_rpc(version: str, root: Path, responder: Callable[[dict, int], Reply], *, session_dir: Path | None = None,
-           settings: dict[str, Any] | None = None,
-           context_window: int = 32768) -> Iterator[tuple[Rpc, ScriptedEndpoint]]:
+def pi_rpc(
+    version: str,
+    root: Path,
+    responder: Callable[[dict, int], Reply],
+    *,
+    session_dir: Path | None = None,
+    settings: dict[str, Any] | None = None,
+    context_window: int = 32768,
+) -> Iterator[tuple[Rpc, ScriptedEndpoint]]:
     """One Pi ``version`` in RPC mode in ``root/w`` against a scripted endpoint (``settings`` replaces the eval
     settings, e.g. to turn compaction on)."""
     install_pi(version)
@@ -272,8 +289,17 @@ def pi_rpc(version: str, root: Path, responder: Callable[[dict, int], Reply], *,
         write_pi_agent_config(agent, ep.base_url, MODEL, context_window=context_window)
         if settings is not None:
             (agent / "settings.json").write_bytes(orjson.dumps(settings))
-        cmd = [str(pi_binary(version)), "--mode", "rpc", *run_flags(version), "-nc", "--model", f"local/{MODEL}",
-               "--tools", "read,bash,edit,write"]
+        cmd = [
+            str(pi_binary(version)),
+            "--mode",
+            "rpc",
+            *run_flags(version),
+            "-nc",
+            "--model",
+            f"local/{MODEL}",
+            "--tools",
+            "read,bash,edit,write",
+        ]
         cmd += ["--session-dir", str(session_dir)] if session_dir is not None else ["--no-session"]
         rpc = Rpc(cmd, cwd, pi_env(root / "home"))
         try:
@@ -303,7 +329,9 @@ def check_resumed(version: str, card: HarnessCard, cuts: list[Path], sent: list[
     problems = []
     for cut, request in zip(cuts, sent, strict=True):
         assert request["model"] == MODEL and request["messages"][-1] == {
-            "role": "user", "content": [{"type": "text", "text": PROMPT}]}
+            "role": "user",
+            "content": [{"type": "text", "text": PROMPT}],
+        }
         messages, _ = context(card, epochs(cut, unanswered=True)[-1], day)
         diff = first_difference(messages, in_target_texts(card, as_pi_executes(card, request["messages"][:-1])))
         if diff is not None:
@@ -316,32 +344,79 @@ def rare_entries_session(dest: Path) -> Path:
     message with string content, a ``custom`` role message, user bash executions (one left out of the context), an
     unknown role, a string user message, an aborted turn whose result stays, empty thinking, a call without result
     in the middle and an empty tool result (the real Pi decides what each becomes)."""
+
     def msg(i: int, message: dict[str, Any]) -> dict[str, Any]:
-        return {"type": "message", "id": f"e{i}", "parentId": f"e{i - 1}" if i else None,
-                "timestamp": "2026-01-02T03:04:05.000Z", "message": message}
+        return {
+            "type": "message",
+            "id": f"e{i}",
+            "parentId": f"e{i - 1}" if i else None,
+            "timestamp": "2026-01-02T03:04:05.000Z",
+            "message": message,
+        }
 
     def asst(blocks: list[dict[str, Any]], stop: str = "toolUse") -> dict[str, Any]:
-        return {"role": "assistant", "content": blocks, "api": "anthropic-messages", "provider": "anthropic",
-                "model": "claude-sonnet-4-5", "stopReason": stop, "timestamp": 1,
-                "usage": {"input": 1, "output": 1, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 2,
-                          "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0}}}
+        return {
+            "role": "assistant",
+            "content": blocks,
+            "api": "anthropic-messages",
+            "provider": "anthropic",
+            "model": "claude-sonnet-4-5",
+            "stopReason": stop,
+            "timestamp": 1,
+            "usage": {
+                "input": 1,
+                "output": 1,
+                "cacheRead": 0,
+                "cacheWrite": 0,
+                "totalTokens": 2,
+                "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0},
+            },
+        }
 
     def call(cid: str, command: str) -> dict[str, Any]:
         return {"type": "toolCall", "id": cid, "name": "bash", "arguments": {"command": command}}
 
     def result(cid: str, text: str) -> dict[str, Any]:
-        return {"role": "toolResult", "toolCallId": cid, "toolName": "bash", "isError": False, "timestamp": 1,
-                "content": [{"type": "text", "text": text}] if text else []}
+        return {
+            "role": "toolResult",
+            "toolCallId": cid,
+            "toolName": "bash",
+            "isError": False,
+            "timestamp": 1,
+            "content": [{"type": "text", "text": text}] if text else [],
+        }
 
     rows: list[dict[str, Any]] = [
         {"role": "user", "content": [{"type": "text", "text": "start"}, {"type": "text", "text": ""}], "timestamp": 1},
-        asst([{"type": "thinking", "thinking": "  "}, {"type": "thinking", "thinking": "plan"},
-              {"type": "text", "text": "Looking."}, call("c1|fc_1", "ls"), call("c2", "pwd")]),
+        asst(
+            [
+                {"type": "thinking", "thinking": "  "},
+                {"type": "thinking", "thinking": "plan"},
+                {"type": "text", "text": "Looking."},
+                call("c1|fc_1", "ls"),
+                call("c2", "pwd"),
+            ]
+        ),
         result("c2", "/w"),  # c1 lost its result
-        {"role": "bashExecution", "command": "make", "output": "ok", "exitCode": 2, "cancelled": False,
-         "truncated": False, "timestamp": 1},
-        {"role": "bashExecution", "command": "secret", "output": "x", "exitCode": 0, "cancelled": False,
-         "truncated": False, "excludeFromContext": True, "timestamp": 1},
+        {
+            "role": "bashExecution",
+            "command": "make",
+            "output": "ok",
+            "exitCode": 2,
+            "cancelled": False,
+            "truncated": False,
+            "timestamp": 1,
+        },
+        {
+            "role": "bashExecution",
+            "command": "secret",
+            "output": "x",
+            "exitCode": 0,
+            "cancelled": False,
+            "truncated": False,
+            "excludeFromContext": True,
+            "timestamp": 1,
+        },
         {"role": "custom", "customType": "note", "content": "from an extension", "display": False, "timestamp": 1},
         {"role": "somethingNew", "content": "?", "timestamp": 1},
         {"role": "user", "content": "plain string", "timestamp": 1},
@@ -354,16 +429,34 @@ def rare_entries_session(dest: Path) -> Path:
     ]
     entries = [msg(i, m) for i, m in enumerate(rows)]
     k = len(entries)
-    entries.append({"type": "branch_summary", "id": f"e{k}", "parentId": f"e{k - 1}", "timestamp":
-                    "2026-01-02T03:04:05.000Z", "fromId": "e1", "summary": "Tried another way."})
-    entries.append({"type": "custom_message", "id": f"e{k + 1}", "parentId": f"e{k}", "customType": "x",
-                    "content": "custom text", "display": True, "timestamp": "2026-01-02T03:04:05.000Z"})
+    entries.append(
+        {
+            "type": "branch_summary",
+            "id": f"e{k}",
+            "parentId": f"e{k - 1}",
+            "timestamp": "2026-01-02T03:04:05.000Z",
+            "fromId": "e1",
+            "summary": "Tried another way.",
+        }
+    )
+    entries.append(
+        {
+            "type": "custom_message",
+            "id": f"e{k + 1}",
+            "parentId": f"e{k}",
+            "customType": "x",
+            "content": "custom text",
+            "display": True,
+            "timestamp": "2026-01-02T03:04:05.000Z",
+        }
+    )
     header = {"type": "session", "version": 3, "id": "rare", "timestamp": "2026-01-02T03:04:05.000Z", "cwd": "/"}
     dest.write_bytes(b"".join(orjson.dumps(e) + b"\n" for e in [header, *entries]))
     return dest
 
 
 # -- 1. real sessions, cut and resumed -----------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("version", PI_CARD_VERSIONS)
 def test_resumed_cuts_of_real_sessions_equal_what_pi_sends(version: str, tmp_path: Path) -> None:
@@ -390,13 +483,17 @@ def test_resumed_cuts_of_real_sessions_equal_what_pi_sends(version: str, tmp_pat
     copy.write_bytes(cut.read_bytes())
     with ScriptedEndpoint([Reply(text="Ok.")], model_id=MODEL) as ep:
         write_pi_agent_config(tmp_path / "cli-home" / ".pi" / "agent", ep.base_url, MODEL)
-        run = run_pi(pi_command(version, MODEL, PROMPT, extra_args=["--session", str(copy)]), cwd=cwd,
-                     env=pi_env(tmp_path / "cli-home"))
+        run = run_pi(
+            pi_command(version, MODEL, PROMPT, extra_args=["--session", str(copy)]),
+            cwd=cwd,
+            env=pi_env(tmp_path / "cli-home"),
+        )
     assert run.stop_reason() == "stop" and len(ep.requests) == 1, run.stderr[-500:]
     assert ep.requests[0]["messages"] == sent[cuts.index(cut)]["messages"]
 
 
 # -- 2. compaction recorded by the real Pi, in the current and the v1 layout ----------------------------------
+
 
 def is_summarisation(body: dict[str, Any]) -> bool:
     """Pi's compaction request: its own summarisation prompt (``SUMMARIZATION_SYSTEM_PROMPT``) and the history as
@@ -421,8 +518,11 @@ def busy_model(body: dict[str, Any], index: int) -> Reply:
     return Reply(text=f"Answer {index}.")
 
 
-COMPACTION = {"quietStartup": True, "retry": {"enabled": False},
-              "compaction": {"enabled": True, "reserveTokens": 1500, "keepRecentTokens": 1800}}
+COMPACTION = {
+    "quietStartup": True,
+    "retry": {"enabled": False},
+    "compaction": {"enabled": True, "reserveTokens": 1500, "keepRecentTokens": 1800},
+}
 
 
 def to_v1(v3: Path, dest: Path) -> Path:
@@ -448,8 +548,9 @@ def to_v1(v3: Path, dest: Path) -> Path:
 def test_compaction_recorded_by_pi_equals_what_pi_sent(version: str, tmp_path: Path) -> None:
     card = load_card("pi", version)
     sessions = tmp_path / "sessions"
-    with pi_rpc(version, tmp_path / "rec", busy_model, session_dir=sessions, settings=COMPACTION,
-                context_window=4000) as (rpc, ep):
+    with pi_rpc(
+        version, tmp_path / "rec", busy_model, session_dir=sessions, settings=COMPACTION, context_window=4000
+    ) as (rpc, ep):
         for k in range(8):
             rpc.prompt(f"Task {k}: count.")
             rpc.idle()
@@ -494,4 +595,4 @@ def test_compaction_recorded_by_pi_equals_what_pi_sent(version: str, tmp_path: P
     problems = check_resumed(version, card, v3_cuts + v1_cuts, sent, day)
     assert not problems, "\n".join(problems[:5])
     # a v1 file and its current form are the same history to Pi and to harnessfit
-    assert sent[: len(v3_cuts)] == sent[len(v3_cuts):]
+    assert sent[: len(v3_cuts)] == sent[len(v3_cuts) :]

@@ -50,7 +50,9 @@ def test_install_is_idempotent_and_checked(pi_bin: Path) -> None:
 @pytest.mark.slow
 def test_missing_node_is_one_clear_line(tmp_path: Path) -> None:
     env = {"PATH": str(HARNESSFIT.parent), "HARNESSFIT_HOME": str(tmp_path / "home"), "HOME": str(tmp_path)}
-    res = subprocess.run([str(HARNESSFIT), "harness", "install", "pi"], capture_output=True, text=True, env=env, timeout=120)
+    res = subprocess.run(
+        [str(HARNESSFIT), "harness", "install", "pi"], capture_output=True, text=True, env=env, timeout=120
+    )
     assert res.returncode == 2
     lines = [ln for ln in res.stderr.splitlines() if ln.strip()]
     assert len(lines) == 1 and "node" in lines[0] and "Traceback" not in res.stderr
@@ -67,7 +69,10 @@ def test_npm_failure_is_one_clear_line(tmp_path: Path) -> None:
     env = {**os.environ, "HARNESSFIT_HOME": str(tmp_path / "home")}
     res = subprocess.run(
         [str(HARNESSFIT), "harness", "install", "pi", "--version", "0.0.0-no-such-version"],
-        capture_output=True, text=True, env=env, timeout=300,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
     )
     assert res.returncode == 2
     lines = [ln for ln in res.stderr.splitlines() if ln.strip()]
@@ -94,8 +99,8 @@ def test_agent_config_env_and_command(tmp_path: Path, pi_bin: Path) -> None:
     flags = ["--no-extensions", "--no-skills", "--no-prompt-templates", "--no-themes"]
     flags += [f for f in ("--no-approve", "--no-mcp") if f in load_card("pi", DEFAULT_PI_VERSION).cli["options"]]
     n = 3 + len(flags)
-    assert cmd[1:n + 2] == ["--mode", "json", *flags, "-nc", "--model"]
-    assert cmd[n + 2:n + 6] == ["local/my/model", "--tools", "read,bash", "--session-dir"]
+    assert cmd[1 : n + 2] == ["--mode", "json", *flags, "-nc", "--model"]
+    assert cmd[n + 2 : n + 6] == ["local/my/model", "--tools", "read,bash", "--session-dir"]
 
 
 @pytest.mark.slow
@@ -118,8 +123,13 @@ def test_node_system_refuses_a_too_old_node_in_one_line(tmp_path: Path) -> None:
     if _satisfies(_node_version() or (0, 0, 0), ">=22.19.0"):
         pytest.skip("this machine's node already satisfies Pi 1.x")
     env = {**os.environ, "HARNESSFIT_HOME": str(tmp_path / "home")}
-    res = subprocess.run([str(HARNESSFIT), "harness", "install", "pi", "--version", NEWEST_PI_VERSION, "--node",
-                          "system"], capture_output=True, text=True, env=env, timeout=600)
+    res = subprocess.run(
+        [str(HARNESSFIT), "harness", "install", "pi", "--version", NEWEST_PI_VERSION, "--node", "system"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
     lines = [ln for ln in res.stderr.splitlines() if ln.strip()]
     assert res.returncode == 2 and len(lines) == 1, res.stderr
     assert "needs node >=22.19.0 but this machine has v" in lines[0] and "--node auto" in lines[0]
@@ -144,4 +154,7 @@ def test_a_real_run_sends_the_card_prompt_and_tools(tmp_path: Path, version: str
     system = body["messages"][0]["content"]
     m = re.search(r"Current date: (\d{4}-\d{2}-\d{2})", system)
     assert system == card.render_system_prompt(str(cwd), m.group(1) if m else day)  # default install_dir: install_pi's
-    assert body["tools"] == card.tools and body["messages"][1] == {"role": "user", "content": [{"type": "text", "text": "Hello"}]}
+    assert body["tools"] == card.tools and body["messages"][1] == {
+        "role": "user",
+        "content": [{"type": "text", "text": "Hello"}],
+    }

@@ -95,14 +95,30 @@ def test_golden_solver_scores_every_task_under_the_newest_pi(tmp_path: Path) -> 
 
     install_pi(NEWEST_PI_VERSION)
     out = tmp_path / "golden"
-    res = CliRunner().invoke(app, ["eval", "agent", "--model", "scripted:golden", "--suite", str(SUITE), "--out",
-                                   str(out), "--workers", "2", "--harness", f"pi@{NEWEST_PI_VERSION}"])
+    res = CliRunner().invoke(
+        app,
+        [
+            "eval",
+            "agent",
+            "--model",
+            "scripted:golden",
+            "--suite",
+            str(SUITE),
+            "--out",
+            str(out),
+            "--workers",
+            "2",
+            "--harness",
+            f"pi@{NEWEST_PI_VERSION}",
+        ],
+    )
     assert res.exit_code == 0, res.output
     results = load_results(out)
     agg = results.aggregates
     assert results.pi_version == NEWEST_PI_VERSION and agg["scored"] == len(results.episodes) >= 9
     assert agg["rates"]["complete_loop"]["successes"] == agg["scored"], [
-        (e.facts.task_id, e.metrics and e.metrics.failure, e.facts.error) for e in results.episodes]
+        (e.facts.task_id, e.metrics and e.metrics.failure, e.facts.error) for e in results.episodes
+    ]
     assert agg["tool_calls"]["invalid"] == 0
     assert f"in Pi {NEWEST_PI_VERSION}: complete loop {agg['scored']}/{agg['scored']}" in res.stdout
 
@@ -120,13 +136,17 @@ def test_a_session_converts_to_exactly_what_pi_sent(version: str, tmp_path: Path
     cwd = tmp_path / "w"
     cwd.mkdir()
     (cwd / "a.txt").write_text("one\ntwo\n")
-    script = [Reply(text="Looking.", tool_calls=[("read", '{"path":"a.txt"}')]),
-              Reply(tool_calls=[("bash", '{"command":"wc -l a.txt"}'), ("write", '{"path":"b.txt","content":"hi\\n"}')]),
-              Reply(tool_calls=[("edit", '{"path":"b.txt","edits":[{"oldText":"hi","newText":"ho"}]}')]),
-              Reply(text="Done.")]
+    script = [
+        Reply(text="Looking.", tool_calls=[("read", '{"path":"a.txt"}')]),
+        Reply(tool_calls=[("bash", '{"command":"wc -l a.txt"}'), ("write", '{"path":"b.txt","content":"hi\\n"}')]),
+        Reply(tool_calls=[("edit", '{"path":"b.txt","edits":[{"oldText":"hi","newText":"ho"}]}')]),
+        Reply(text="Done."),
+    ]
     with ScriptedEndpoint(script, model_id="m") as ep:
         write_pi_agent_config(tmp_path / "h" / ".pi" / "agent", ep.base_url, "m")
-        run = run_pi(pi_command(version, "m", "Do it.", session_dir=tmp_path / "s"), cwd=cwd, env=pi_env(tmp_path / "h"))
+        run = run_pi(
+            pi_command(version, "m", "Do it.", session_dir=tmp_path / "s"), cwd=cwd, env=pi_env(tmp_path / "h")
+        )
     assert run.stop_reason() == "stop" and len(ep.requests) == len(script)
     (session,) = sorted((tmp_path / "s").glob("*.jsonl"))
     (traj,) = list(PiReader().read(session))
@@ -156,8 +176,19 @@ def synthesised(tmp_path_factory: pytest.TempPathFactory):
             root = tmp_path_factory.mktemp(f"synth-{version}")
             for name in SYNTH_TASKS:
                 shutil.copytree(SUITE / name, root / "suite" / name)
-            res = CliRunner().invoke(app, ["synth", "--suite", str(root / "suite"), "--out", str(root / "out"),
-                                           "--no-contrast", "--harness", harness_spec(version)])
+            res = CliRunner().invoke(
+                app,
+                [
+                    "synth",
+                    "--suite",
+                    str(root / "suite"),
+                    "--out",
+                    str(root / "out"),
+                    "--no-contrast",
+                    "--harness",
+                    harness_spec(version),
+                ],
+            )
             assert res.exit_code == 0, res.output
             manifest = orjson.loads((root / "out" / "manifest.json").read_bytes())
             assert manifest["harness"] == harness_spec(version) and manifest["skipped"] == []
@@ -189,8 +220,9 @@ def test_sessions_of_every_version_convert_under_their_own_card(version: str, sy
         assert isinstance(conv, Conversation), conv
 
 
-def test_a_build_for_the_newest_from_old_sessions_rejects_exactly_the_differing_calls(synthesised,
-                                                                                      tmp_path: Path) -> None:
+def test_a_build_for_the_newest_from_old_sessions_rejects_exactly_the_differing_calls(
+    synthesised, tmp_path: Path
+) -> None:
     """Sessions recorded by Pi 0.73.1, built for the newest card: the rejected trajectories are exactly those holding
     a call that ``card_diff(0.73.1, newest)`` says differs — its tool answers it differently (the two cards'
     verdicts on the recorded arguments differ where the tool changed) or its recorded result was made from a
@@ -220,8 +252,11 @@ def test_a_build_for_the_newest_from_old_sessions_rejects_exactly_the_differing_
     for traj in _trajectories(sessions):
         results = {s.tool_call_id: s.text or "" for s in traj.steps if s.role == "tool"}
         calls = [(i, c) for i, s in enumerate(traj.steps) if s.role == "assistant" for c in s.tool_calls]
-        differing = [(i, c.name, section) for i, c in calls
-                     if (section := differs(c.name, c.arguments, results[c.id])) is not None]
+        differing = [
+            (i, c.name, section)
+            for i, c in calls
+            if (section := differs(c.name, c.arguments, results[c.id])) is not None
+        ]
         # call by call: the converter notes exactly these calls (the gate then rejects the trajectory for the first)
         noted = [(n.step, n.name, n.section) for n in build_draft(traj, new).version_mismatches]
         assert noted == differing, (traj.id, noted, differing)
@@ -230,8 +265,11 @@ def test_a_build_for_the_newest_from_old_sessions_rejects_exactly_the_differing_
     assert len(expected) < len(SYNTH_TASKS)
 
     out = tmp_path / "ds"
-    report = build_dataset(config_from_values(inputs=[str(sessions)], harness=harness_spec(NEWEST_PI_VERSION),
-                                              parquet=False), tmp_path, out=out)
+    report = build_dataset(
+        config_from_values(inputs=[str(sessions)], harness=harness_spec(NEWEST_PI_VERSION), parquet=False),
+        tmp_path,
+        out=out,
+    )
     ledger = [orjson.loads(x) for x in (out / "ledger.jsonl").read_bytes().splitlines() if x.strip()]
     assert {r["record_id"] for r in ledger} == set(expected)
     for row in ledger:

@@ -70,24 +70,31 @@ def test_each_template_is_in_the_source_it_cites(version: str) -> None:
 
 def test_an_old_write_text_is_re_rendered_in_the_targets_words() -> None:
     old = "Successfully wrote 12 bytes to src/a.py"
-    assert in_target_words(NEW, "write", old, {"path": "src/a.py", "content": "x" * 12}) == \
-        "Successfully wrote to src/a.py"
+    assert (
+        in_target_words(NEW, "write", old, {"path": "src/a.py", "content": "x" * 12})
+        == "Successfully wrote to src/a.py"
+    )
     assert in_target_words(OLD, "write", old, {"path": "src/a.py"}) is old  # the same wording: kept as it is
 
 
 def test_a_variable_the_target_needs_comes_from_the_arguments_or_cuts() -> None:
     new = "Successfully wrote to a.txt"
-    assert in_target_words(OLD, "write", new, {"path": "a.txt", "content": "héllo😀"}) == \
-        "Successfully wrote 7 bytes to a.txt"  # content.length: UTF-16 code units
+    assert (
+        in_target_words(OLD, "write", new, {"path": "a.txt", "content": "héllo😀"})
+        == "Successfully wrote 7 bytes to a.txt"
+    )  # content.length: UTF-16 code units
     cut = in_target_words(OLD, "write", new, {"path": "a.txt"})
     assert isinstance(cut, Failure) and cut.reason == Reason.harness_version_mismatch
     assert "'Successfully wrote {bytes} bytes to {path}'" in cut.detail and "needs bytes" in cut.detail
 
 
-@pytest.mark.parametrize("old", [
-    "Successfully replaced text in p/q.ts. Changed 3 characters to 40 characters.",
-    "Successfully replaced text in p/q.ts.",
-])
+@pytest.mark.parametrize(
+    "old",
+    [
+        "Successfully replaced text in p/q.ts. Changed 3 characters to 40 characters.",
+        "Successfully replaced text in p/q.ts.",
+    ],
+)
 def test_old_edit_texts_become_block_counts(old: str) -> None:
     args = {"path": "p/q.ts", "oldText": "abc", "newText": "d" * 40}
     assert in_target_words(NEW, "edit", old, args) == "Successfully replaced 1 block(s) in p/q.ts."
@@ -98,14 +105,20 @@ def test_read_notices_of_older_pis_are_parsed_not_passed_as_content() -> None:
     old = body + "\n\n[5 more lines in file. Use offset=3 to continue]"
     parsed = parse_text(NEW, "read", old)
     assert parsed is not None and parsed.wording.key == "read_more_lines" and parsed.wording.until == "0.49.3"
-    assert in_target_words(NEW, "read", old, {"path": "f", "limit": 2}) == \
-        body + "\n\n[5 more lines in file. Use offset=3 to continue.]"
+    assert (
+        in_target_words(NEW, "read", old, {"path": "f", "limit": 2})
+        == body + "\n\n[5 more lines in file. Use offset=3 to continue.]"
+    )
     # 0.7.x's notice: a read with a limit stopped early; one without stopped at the 2000-line cap
     v07 = body + "\n\n... (5 more lines not shown. Use offset=3 to continue reading)"
-    assert in_target_words(NEW, "read", v07, {"path": "f", "limit": 2}) == \
-        body + "\n\n[5 more lines in file. Use offset=3 to continue.]"
-    assert in_target_words(NEW, "read", v07, {"path": "f"}) == \
-        body + "\n\n[Showing lines 1-2 of 7. Use offset=3 to continue.]"
+    assert (
+        in_target_words(NEW, "read", v07, {"path": "f", "limit": 2})
+        == body + "\n\n[5 more lines in file. Use offset=3 to continue.]"
+    )
+    assert (
+        in_target_words(NEW, "read", v07, {"path": "f"})
+        == body + "\n\n[Showing lines 1-2 of 7. Use offset=3 to continue.]"
+    )
     cut = body + "\n\n... (Some lines were truncated to 2000 characters for display)"
     failure = in_target_words(NEW, "read", cut, {"path": "f"})
     assert isinstance(failure, Failure) and "read_lines_cut" in failure.detail
@@ -135,11 +148,16 @@ def test_texts_the_card_does_not_capture_are_the_releases_own() -> None:
 
 def test_the_verifier_names_each_text_the_target_does_not_write() -> None:
     messages = [
-        {"role": "assistant", "content": None, "tool_calls": [
-            {"id": "a", "type": "function", "function": {"name": "write", "arguments": "{}"}},
-            {"id": "b", "type": "function", "function": {"name": "read", "arguments": "{}"}},
-            {"id": "c", "type": "function", "function": {"name": "edit", "arguments": "{}"}},
-            {"id": "d", "type": "function", "function": {"name": "bash", "arguments": "{}"}}]},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {"id": "a", "type": "function", "function": {"name": "write", "arguments": "{}"}},
+                {"id": "b", "type": "function", "function": {"name": "read", "arguments": "{}"}},
+                {"id": "c", "type": "function", "function": {"name": "edit", "arguments": "{}"}},
+                {"id": "d", "type": "function", "function": {"name": "bash", "arguments": "{}"}},
+            ],
+        },
         {"role": "tool", "tool_call_id": "a", "content": "Successfully wrote 3 bytes to x"},
         {"role": "tool", "tool_call_id": "b", "content": "x\n\n[1 more lines in file. Use offset=2 to continue]"},
         {"role": "tool", "tool_call_id": "c", "content": "done"},

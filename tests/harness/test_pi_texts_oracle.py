@@ -35,14 +35,18 @@ def test_re_rendered_texts_are_what_the_target_pi_writes(tmp_path: Path) -> None
     (cwd / "short.txt").write_text(short)
     (cwd / "long.txt").write_text(long)
     (cwd / "note.txt").write_text("one\ntwo\n")
-    calls = [("write", {"path": "new.txt", "content": "héllo😀\n"}),
-             ("edit", {"path": "note.txt", "edits": [{"oldText": "two", "newText": "2"}]}),
-             ("read", {"path": "short.txt", "limit": 2}),
-             ("read", {"path": "long.txt"})]
+    calls = [
+        ("write", {"path": "new.txt", "content": "héllo😀\n"}),
+        ("edit", {"path": "note.txt", "edits": [{"oldText": "two", "newText": "2"}]}),
+        ("read", {"path": "short.txt", "limit": 2}),
+        ("read", {"path": "long.txt"}),
+    ]
     script = [Reply(tool_calls=[(n, json.dumps(a)) for n, a in calls]), Reply(text="Done.")]
     with ScriptedEndpoint(script, model_id="m") as ep:
         write_pi_agent_config(tmp_path / "h" / ".pi" / "agent", ep.base_url, "m")
-        run = run_pi(pi_command(version, "m", "Do it.", session_dir=tmp_path / "s"), cwd=cwd, env=pi_env(tmp_path / "h"))
+        run = run_pi(
+            pi_command(version, "m", "Do it.", session_dir=tmp_path / "s"), cwd=cwd, env=pi_env(tmp_path / "h")
+        )
     assert run.stop_reason() == "stop" and len(ep.requests) == 2
     sent = [m["content"] for m in ep.requests[-1]["messages"] if m["role"] == "tool"]
     assert len(sent) == len(calls)
@@ -50,12 +54,15 @@ def test_re_rendered_texts_are_what_the_target_pi_writes(tmp_path: Path) -> None
     head2, head2000 = "l1\nl2", "\n".join(f"row {i}" for i in range(1, 2001))
     older = {  # each call's result as older Pis worded it (the catalogue's templates, the values of this run)
         0: [_old("write", "0.84.0", bytes=7, path="new.txt")],  # content.length: UTF-16 code units
-        1: [_old("edit", "0.30.2", path="note.txt", old_chars=3, new_chars=1),
-            _old("edit", "0.63.1", path="note.txt")],
-        2: [_old("read_more_lines", "0.49.3", content=head2, remaining=5, next_offset=3),
-            _old("read_not_shown", "0.7.6", content=head2, remaining=5, next_offset=3)],
-        3: [_old("read_truncated_lines", "0.49.3", content=head2000, start=1, end=2000, total=2100, next_offset=2001),
-            _old("read_not_shown", "0.7.6", content=head2000, remaining=100, next_offset=2001)],
+        1: [_old("edit", "0.30.2", path="note.txt", old_chars=3, new_chars=1), _old("edit", "0.63.1", path="note.txt")],
+        2: [
+            _old("read_more_lines", "0.49.3", content=head2, remaining=5, next_offset=3),
+            _old("read_not_shown", "0.7.6", content=head2, remaining=5, next_offset=3),
+        ],
+        3: [
+            _old("read_truncated_lines", "0.49.3", content=head2000, start=1, end=2000, total=2100, next_offset=2001),
+            _old("read_not_shown", "0.7.6", content=head2000, remaining=100, next_offset=2001),
+        ],
     }
     for k, texts in older.items():
         name, arguments = calls[k]

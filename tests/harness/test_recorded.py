@@ -44,8 +44,11 @@ def _expected_difference(x: HarnessCard, y: HarnessCard, call: Call) -> str | No
             return "tools"
     key = x.result_key(name, result)
     # a Pi-authored text that differs is re-rendered in y's words (harness.pi_texts) unless that cannot be done
-    if key is not None and not diff.result_identical(key) and isinstance(in_target_words(y, name, result, arguments),
-                                                                          Failure):
+    if (
+        key is not None
+        and not diff.result_identical(key)
+        and isinstance(in_target_words(y, name, result, arguments), Failure)
+    ):
         return diff.texts[key].kind
     return None
 
@@ -69,8 +72,9 @@ def test_a_0x_session_is_its_layout_family_narrowed_by_what_pi_refused(tmp_path:
     # an edit with a property the schema does not name: the versions whose edit schema forbids extra properties
     # refuse it, the others ignore the property and run the edit — the recorded answer tells them apart
     extra = {"path": "a.txt", "edits": [{"oldText": "one", "newText": "1"}], "note": "x"}
-    refusing = tuple(v for v in family
-                     if any(x.severity == "error" for x in load_card("pi", v).validate_call("edit", extra)))
+    refusing = tuple(
+        v for v in family if any(x.severity == "error" for x in load_card("pi", v).validate_call("edit", extra))
+    )
     assert refusing and refusing != family
     first = load_card("pi", refusing[0])
     refused = first.validation_failed_text("edit", [("note", "schema is false")], extra)
@@ -87,14 +91,17 @@ def test_a_result_only_one_candidate_words_that_way_pins_it(tmp_path: Path, monk
 
     real = recorded.committed_card
     base = real("0.82.0")
-    reworded = base.model_copy(update={"version": "0.82.99", "results": {**base.results,
-                                                                          "write": "Wrote {bytes} bytes to {path}"}})
+    reworded = base.model_copy(
+        update={"version": "0.82.99", "results": {**base.results, "write": "Wrote {bytes} bytes to {path}"}}
+    )
     monkeypatch.setattr(recorded, "committed_card", lambda v: reworded if v == "0.82.99" else real(v))
     family = ("0.82.0", "0.82.99")
     traj = _read(_write_session(tmp_path / "s.jsonl", "0.82.0", _ordinary_calls("0.82.0")))
     assert recorded_pi_versions(traj, family) == Recorded(("0.82.0",), "session layout and results")
-    calls = [c if c[0] != "write" else ("write", c[1], reworded.format_result("write", bytes=3, path="b.txt"))
-             for c in _ordinary_calls("0.82.0")]
+    calls = [
+        c if c[0] != "write" else ("write", c[1], reworded.format_result("write", bytes=3, path="b.txt"))
+        for c in _ordinary_calls("0.82.0")
+    ]
     traj = _read(_write_session(tmp_path / "r.jsonl", "0.82.0", calls))
     assert recorded_pi_versions(traj, family) == Recorded(("0.82.99",), "session layout and results")
     # without a write, nothing tells them apart
@@ -103,8 +110,9 @@ def test_a_result_only_one_candidate_words_that_way_pins_it(tmp_path: Path, monk
 
 
 @pytest.mark.parametrize(("source", "target"), list(itertools.product(PI_CARD_VERSIONS, repeat=2)))
-def test_converting_across_versions_rejects_exactly_what_the_diff_names(tmp_path: Path, source: str,
-                                                                       target: str) -> None:
+def test_converting_across_versions_rejects_exactly_what_the_diff_names(
+    tmp_path: Path, source: str, target: str
+) -> None:
     calls = _ordinary_calls(source)
     traj = _read(_write_session(tmp_path / "s.jsonl", source, calls))
     x, y = load_card("pi", source), load_card("pi", target)
@@ -112,9 +120,16 @@ def test_converting_across_versions_rejects_exactly_what_the_diff_names(tmp_path
     family = [v for v in PI_CARD_VERSIONS if _keeps_system(load_card("pi", v)) == _keeps_system(x)]
     if _keeps_system(x):
         family = [source]
-    expected = [] if target in family else [
-        (call[0], section) for call in calls for v in family
-        if (section := _expected_difference(load_card("pi", v), y, call)) is not None]
+    expected = (
+        []
+        if target in family
+        else [
+            (call[0], section)
+            for call in calls
+            for v in family
+            if (section := _expected_difference(load_card("pi", v), y, call)) is not None
+        ]
+    )
     conv = to_conversation(traj, y)
     if not expected:
         assert isinstance(conv, Conversation), conv
@@ -158,8 +173,9 @@ def test_other_agents_traces_have_no_pi_version(traces_dir: Path) -> None:
             if isinstance(traj, Rejection):
                 continue
             draft = build_draft(traj, newest)
-            assert draft.version_mismatches == [] and not any(t.startswith("pi.recorded")
-                                                             for t in draft.transformations)
+            assert draft.version_mismatches == [] and not any(
+                t.startswith("pi.recorded") for t in draft.transformations
+            )
             seen += 1
     assert seen >= 3
 
@@ -204,7 +220,8 @@ def test_shared_candidate_checks_pick_the_plain_definitions_versions(traces_dir:
             for traj in (t for t in PiReader().read(path) if not isinstance(t, Rejection)):
                 for versions in subsets:
                     assert rec.recorded_pi_versions(traj, versions) == rec.recorded_pi_versions(
-                        traj, versions, shared=False), (path.name, versions)
+                        traj, versions, shared=False
+                    ), (path.name, versions)
                 seen += 1
     assert seen >= 5
 
@@ -212,9 +229,17 @@ def test_shared_candidate_checks_pick_the_plain_definitions_versions(traces_dir:
 def test_descriptions_change_no_verdict_key_but_a_property_named_description_does() -> None:
     from harnessfit.harness.pi.recorded import _validation_schema
 
-    schema = {"type": "object", "description": "d", "required": ["description"],
-              "properties": {"description": {"type": "string", "description": "the text"},
-                             "items": {"type": "array", "items": {"type": "integer", "description": "n"}}}}
-    assert _validation_schema(schema) == {"type": "object", "required": ["description"],
-                                          "properties": {"description": {"type": "string"},
-                                                         "items": {"type": "array", "items": {"type": "integer"}}}}
+    schema = {
+        "type": "object",
+        "description": "d",
+        "required": ["description"],
+        "properties": {
+            "description": {"type": "string", "description": "the text"},
+            "items": {"type": "array", "items": {"type": "integer", "description": "n"}},
+        },
+    }
+    assert _validation_schema(schema) == {
+        "type": "object",
+        "required": ["description"],
+        "properties": {"description": {"type": "string"}, "items": {"type": "array", "items": {"type": "integer"}}},
+    }

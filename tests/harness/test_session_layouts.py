@@ -37,28 +37,56 @@ def test_every_card_names_the_layout_the_reader_handles() -> None:
 
 
 def test_system_message_and_unparsed_arguments(tmp_path: Path) -> None:
-    sections = {"preamble": "You are a coding assistant.", "tools": "<tools>\n- read\n</tools>", "gone": None,
-                "cwd": "<cwd>\n/w\n</cwd>"}
+    sections = {
+        "preamble": "You are a coding assistant.",
+        "tools": "<tools>\n- read\n</tools>",
+        "gone": None,
+        "cwd": "<cwd>\n/w\n</cwd>",
+    }
     raw = '"{\\"path\\": \\"a.txt\\"}"'
-    path = _write(tmp_path / "s.jsonl", [
-        {"type": "model_change", "provider": "local", "modelId": "m"},
-        _msg(role="system", content="", sections=sections, toolsAdded=[{"name": "read"}], timestamp=1),
-        _msg(role="user", content=[{"type": "text", "text": "Hi"}], timestamp=2),
-        _msg(role="assistant", content=[{"type": "toolCall", "id": "c1", "name": "read", "arguments": {},
-                                         "argumentsError": "Tool arguments must be a JSON object\n\nReceived "
-                                                           f"arguments:\n{raw}"}],
-             stopReason="toolUse", timestamp=3),
-        _msg(role="toolResult", toolCallId="c1", toolName="read", isError=True, timestamp=4,
-             content=[{"type": "text", "text": "Invalid arguments for tool \"read\": …"}]),
-        _msg(role="assistant", content=[{"type": "toolCall", "id": "c2", "name": "read",
-                                         "arguments": {"path": "a.txt"}}], stopReason="toolUse", timestamp=5),
-    ])
+    path = _write(
+        tmp_path / "s.jsonl",
+        [
+            {"type": "model_change", "provider": "local", "modelId": "m"},
+            _msg(role="system", content="", sections=sections, toolsAdded=[{"name": "read"}], timestamp=1),
+            _msg(role="user", content=[{"type": "text", "text": "Hi"}], timestamp=2),
+            _msg(
+                role="assistant",
+                content=[
+                    {
+                        "type": "toolCall",
+                        "id": "c1",
+                        "name": "read",
+                        "arguments": {},
+                        "argumentsError": f"Tool arguments must be a JSON object\n\nReceived arguments:\n{raw}",
+                    }
+                ],
+                stopReason="toolUse",
+                timestamp=3,
+            ),
+            _msg(
+                role="toolResult",
+                toolCallId="c1",
+                toolName="read",
+                isError=True,
+                timestamp=4,
+                content=[{"type": "text", "text": 'Invalid arguments for tool "read": …'}],
+            ),
+            _msg(
+                role="assistant",
+                content=[{"type": "toolCall", "id": "c2", "name": "read", "arguments": {"path": "a.txt"}}],
+                stopReason="toolUse",
+                timestamp=5,
+            ),
+        ],
+    )
     (traj,) = list(PiReader().read(path))
     assert isinstance(traj, Trajectory)
     system, user, first, _result, second = traj.steps
     # pi-ai getSystemMessageText: content, then every non-null section, joined by a blank line
     assert system.role == "system" and system.text == (
-        "You are a coding assistant.\n\n<tools>\n- read\n</tools>\n\n<cwd>\n/w\n</cwd>")
+        "You are a coding assistant.\n\n<tools>\n- read\n</tools>\n\n<cwd>\n/w\n</cwd>"
+    )
     assert system.meta["tools_added"] == ["read"] and system.meta["sections"] == list(sections)
     assert user.role == "user" and user.text == "Hi"
     assert first.tool_calls[0].arguments == raw  # the text the model sent, not the {} Pi replays

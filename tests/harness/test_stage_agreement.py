@@ -48,8 +48,10 @@ def test_the_rule_inherits_then_refuses() -> None:
     assert stage_harness("pi", None, what="x", stage="audit", redo="r") == NEW
     with pytest.raises(UserError) as err:
         check_same_harness("the dataset d", OLD, NEW, stage="audit", redo="rebuild the dataset")
-    assert str(err.value) == (f"harness mismatch: the dataset d is for {OLD}, but audit targets {NEW}: run audit "
-                              f"with --harness {OLD}, or rebuild the dataset with --harness {NEW}")
+    assert str(err.value) == (
+        f"harness mismatch: the dataset d is for {OLD}, but audit targets {NEW}: run audit "
+        f"with --harness {OLD}, or rebuild the dataset with --harness {NEW}"
+    )
     check_same_harness("a base model", None, NEW, stage="eval agent", redo="retrain")  # nothing to disagree with
 
 
@@ -90,9 +92,13 @@ def test_the_dataset_manifest_records_the_target(old_dataset: Path) -> None:
     m = orjson.loads((old_dataset / "manifest.json").read_bytes())
     card = load_card("pi", "0.73.1")
     assert m["harness"] == OLD == m["config"]["harness"] and m["counts"]["kept"] == 1
-    assert m["harness_card"] | {"install_dir": None} == {"id": card.id, "sha256": card.sha256,
-                                                         "package": card.package, "install_dir": None,
-                                                         "tools": list(card.default_tools)}
+    assert m["harness_card"] | {"install_dir": None} == {
+        "id": card.id,
+        "sha256": card.sha256,
+        "package": card.package,
+        "install_dir": None,
+        "tools": list(card.default_tools),
+    }
     assert f"Target harness `{OLD}`" in (old_dataset / "README.md").read_text()
 
 
@@ -104,8 +110,9 @@ def test_verify_rebuilds_for_the_recorded_harness(old_dataset: Path) -> None:
 
 def test_building_old_sessions_for_the_newest_rewords_their_texts(old_dataset: Path, tmp_path: Path) -> None:
     # 0.73.1's write result names a byte count 1.6.0 does not: the build for the newest puts it in 1.6.0's words
-    res = CliRunner().invoke(app, ["build", "--inputs", str(old_dataset.parent / "s.jsonl"), "--out",
-                                   str(tmp_path / "n"), "--no-parquet"])
+    res = CliRunner().invoke(
+        app, ["build", "--inputs", str(old_dataset.parent / "s.jsonl"), "--out", str(tmp_path / "n"), "--no-parquet"]
+    )
     assert res.exit_code == 0, res.output
     m = orjson.loads((tmp_path / "n" / "manifest.json").read_bytes())
     assert m["harness"] == NEW and m["counts"]["rejected_by_reason"] == {} and m["counts"]["kept"] == 1
@@ -115,8 +122,13 @@ def test_building_old_sessions_for_the_newest_rewords_their_texts(old_dataset: P
 
 def test_audit_refuses_another_harness(old_dataset: Path, tmp_path: Path) -> None:
     res = CliRunner().invoke(app, ["audit", str(old_dataset), "--out", str(tmp_path / "a"), "--harness", NEW])
-    _one_line_refusal(res, f"the dataset {old_dataset} is for {OLD}", f"audit targets {NEW}", f"--harness {OLD}",
-                      "rebuild the dataset")
+    _one_line_refusal(
+        res,
+        f"the dataset {old_dataset} is for {OLD}",
+        f"audit targets {NEW}",
+        f"--harness {OLD}",
+        "rebuild the dataset",
+    )
     assert not (tmp_path / "a").exists()
 
 
@@ -139,8 +151,9 @@ def _audit_dir(tmp_path: Path, harness: str) -> Path:
 @pytest.mark.slow  # importing the trainer (torch, TRL) is the slow part
 def test_training_refuses_another_harness(tmp_path: Path) -> None:
     audit = _audit_dir(tmp_path, OLD)
-    res = CliRunner().invoke(app, ["train", "sft", str(RECIPE), "--audit-dir", str(audit), "--out",
-                                   str(tmp_path / "t"), "--harness", NEW])
+    res = CliRunner().invoke(
+        app, ["train", "sft", str(RECIPE), "--audit-dir", str(audit), "--out", str(tmp_path / "t"), "--harness", NEW]
+    )
     _one_line_refusal(res, f"the audit {audit} is for {OLD}", f"train sft targets {NEW}")
 
 
@@ -154,8 +167,9 @@ def _adapter(tmp_path: Path, harness: str) -> Path:
 
 def test_serving_a_pi_config_refuses_another_harness(tmp_path: Path) -> None:
     adapter = _adapter(tmp_path, OLD)
-    res = CliRunner().invoke(app, ["serve", "smollm2-135m", "--adapter", str(adapter), "--pi-config",
-                                   str(tmp_path / "pi"), "--harness", NEW])
+    res = CliRunner().invoke(
+        app, ["serve", "smollm2-135m", "--adapter", str(adapter), "--pi-config", str(tmp_path / "pi"), "--harness", NEW]
+    )
     _one_line_refusal(res, f"is for {OLD}", f"serve --pi-config targets {NEW}", "retrain")
     assert not (tmp_path / "pi").exists()
     res = CliRunner().invoke(app, ["serve", "smollm2-135m", "--adapter", str(adapter), "--harness", NEW])
@@ -166,21 +180,41 @@ def test_serving_a_pi_config_refuses_another_harness(tmp_path: Path) -> None:
 def test_evaluating_a_model_trained_for_another_pi_says_so(tmp_path: Path) -> None:
     # the example: trained on a dataset built for pi@0.73.1, evaluated under pi@1.6.0 — one line, exit 2
     adapter = _adapter(tmp_path, OLD)
-    res = subprocess.run([str(Path(sys.executable).parent / "harnessfit"), "eval", "agent", "--model", "smollm2-135m",
-                          "--adapter", str(adapter), "--out", str(tmp_path / "e"), "--harness", NEW],
-                         capture_output=True, text=True, timeout=300)
+    res = subprocess.run(
+        [
+            str(Path(sys.executable).parent / "harnessfit"),
+            "eval",
+            "agent",
+            "--model",
+            "smollm2-135m",
+            "--adapter",
+            str(adapter),
+            "--out",
+            str(tmp_path / "e"),
+            "--harness",
+            NEW,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     lines = [ln for ln in res.stderr.splitlines() if ln.strip()]
     assert res.returncode == 2 and len(lines) == 1 and "Traceback" not in res.stderr, res.stderr
-    for needle in (f"the model ({adapter / 'harnessfit_adapter.json'}) is for {OLD}", f"eval agent targets {NEW}",
-                   f"run eval agent with --harness {OLD}", f"retrain with --harness {NEW}"):
+    for needle in (
+        f"the model ({adapter / 'harnessfit_adapter.json'}) is for {OLD}",
+        f"eval agent targets {NEW}",
+        f"run eval agent with --harness {OLD}",
+        f"retrain with --harness {NEW}",
+    ):
         assert needle in lines[0], (needle, lines[0])
     assert not (tmp_path / "e" / "results.json").exists()  # refused before anything ran
 
 
 def test_probing_a_model_trained_for_another_pi_refuses_another(tmp_path: Path) -> None:
     adapter = _adapter(tmp_path, OLD)
-    res = CliRunner().invoke(app, ["probe", "smollm2-135m", "--adapter", str(adapter), "--out", str(tmp_path / "p"),
-                                   "--harness", NEW])
+    res = CliRunner().invoke(
+        app, ["probe", "smollm2-135m", "--adapter", str(adapter), "--out", str(tmp_path / "p"), "--harness", NEW]
+    )
     _one_line_refusal(res, f"is for {OLD}", f"probe targets {NEW}", f"run probe with --harness {OLD}")
     assert not (tmp_path / "p").exists()  # refused before a model loaded or a file was written
 
@@ -195,14 +229,23 @@ def test_a_probe_compare_asks_both_sides_under_one_pi(tmp_path: Path, repo_root:
         earlier = run_probe(ep.base_url, probes, tmp_path / "old", samples=1, pi_version="0.73.1", progress=False)
         assert earlier.harness == OLD and earlier.card["id"] == "pi-0.73.1"
         # no --harness: the base side is asked under the Pi the earlier results were probed under
-        base, _, _ = probe_with_compare(ep.base_url, probes, tmp_path / "cmp", compare=tmp_path / "old", samples=1,
-                                        progress=False)
+        base, _, _ = probe_with_compare(
+            ep.base_url, probes, tmp_path / "cmp", compare=tmp_path / "old", samples=1, progress=False
+        )
         assert base.harness == OLD and ep.requests[-1]["tools"] == card_wire_tools(load_card("pi", "0.73.1"))
         sent = len(ep.requests)
-        with pytest.raises(UserError, match=f"the probe results {tmp_path / 'old'} is for {OLD}, but probe --compare "
-                                            f"targets {NEW}"):
-            probe_with_compare(ep.base_url, probes, tmp_path / "x", compare=tmp_path / "old", samples=1,
-                               pi_version=NEWEST_PI_VERSION, progress=False)
+        with pytest.raises(
+            UserError, match=f"the probe results {tmp_path / 'old'} is for {OLD}, but probe --compare targets {NEW}"
+        ):
+            probe_with_compare(
+                ep.base_url,
+                probes,
+                tmp_path / "x",
+                compare=tmp_path / "old",
+                samples=1,
+                pi_version=NEWEST_PI_VERSION,
+                progress=False,
+            )
         assert len(ep.requests) == sent and not (tmp_path / "x").exists()  # refused before anything was asked
 
 
@@ -211,8 +254,15 @@ def test_a_before_after_table_never_names_one_pi_for_runs_of_two(tmp_path: Path)
     from harnessfit.report import compare
 
     def results(name: str, version: str) -> Path:
-        res = EvalResults(model={"name": name}, suite={"name": "default", "tasks": [], "sha256": "x"}, config={},
-                          sandbox="bwrap", pi_version=version, harness=f"pi@{version}", status="success")
+        res = EvalResults(
+            model={"name": name},
+            suite={"name": "default", "tasks": [], "sha256": "x"},
+            config={},
+            sandbox="bwrap",
+            pi_version=version,
+            harness=f"pi@{version}",
+            status="success",
+        )
         return write_results(res, tmp_path / name)
 
     same = compare([results("a", "1.6.0"), results("b", "1.6.0")], tmp_path / "same.md").read_text()

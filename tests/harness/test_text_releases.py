@@ -20,7 +20,7 @@ NEW_READ = "x = 1\n\n[12 more lines in file. Use offset=40 to continue.]"  # 0.5
 
 
 def _between(since: str, until: str) -> tuple[str, ...]:
-    return RELEASES_READ[RELEASES_READ.index(since):RELEASES_READ.index(until) + 1]
+    return RELEASES_READ[RELEASES_READ.index(since) : RELEASES_READ.index(until) + 1]
 
 
 def test_each_text_narrows_to_the_releases_that_write_it() -> None:
@@ -60,7 +60,17 @@ def test_a_real_0x_session_is_dated_older_than_every_committed_card() -> None:
     recorded = recorded_pi_versions(traj)
     assert recorded.texts, recorded
     assert all(RELEASES_READ.index(r) <= RELEASES_READ.index("0.30.2") for r in recorded.texts)
-    doc = {"pi_recorded": [{"versions": "|".join(recorded.versions), "texts_fit": recorded.texts_label(),
-                            "files": 1, "calls": 3, "labels": 2, "labels_at_recorder": 2}]}
+    doc = {
+        "pi_recorded": [
+            {
+                "versions": "|".join(recorded.versions),
+                "texts_fit": recorded.texts_label(),
+                "files": 1,
+                "calls": 3,
+                "labels": 2,
+                "labels_at_recorder": 2,
+            }
+        ]
+    }
     (line, *_) = recorded_lines(doc, "pi-1.6.0")
     assert f"in the words of pi {recorded.texts_label()}" in line

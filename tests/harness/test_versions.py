@@ -29,11 +29,18 @@ from harnessfit.harness.versions import (
 SRC = Path(__file__).resolve().parents[2] / "src" / "harnessfit"
 
 
-@pytest.mark.parametrize(("version", "package"), [
-    ("0.73.1", OLD_SCOPE_PACKAGE), ("0.73.9", OLD_SCOPE_PACKAGE), ("0.62.0", OLD_SCOPE_PACKAGE),
-    ("0.74.0", NEW_SCOPE_PACKAGE), ("0.79.10", NEW_SCOPE_PACKAGE), ("1.6.0", NEW_SCOPE_PACKAGE),
-    ("0.74.0-rc.1", NEW_SCOPE_PACKAGE),
-])
+@pytest.mark.parametrize(
+    ("version", "package"),
+    [
+        ("0.73.1", OLD_SCOPE_PACKAGE),
+        ("0.73.9", OLD_SCOPE_PACKAGE),
+        ("0.62.0", OLD_SCOPE_PACKAGE),
+        ("0.74.0", NEW_SCOPE_PACKAGE),
+        ("0.79.10", NEW_SCOPE_PACKAGE),
+        ("1.6.0", NEW_SCOPE_PACKAGE),
+        ("0.74.0-rc.1", NEW_SCOPE_PACKAGE),
+    ],
+)
 def test_scope_follows_the_version(version: str, package: str) -> None:
     assert pi_package(version) == package
 
@@ -88,8 +95,11 @@ def test_a_harness_spec_names_a_profile() -> None:
 def test_the_version_literal_lives_in_versions_py_only() -> None:
     # one source of truth: no quoted version literal in code outside the registry (docstrings may name versions)
     pattern = re.compile(r"""["'](?:0\.73\.1|0\.79\.10|0\.82\.0|1\.6\.0)["']""")
-    offenders = [str(p.relative_to(SRC)) for p in SRC.rglob("*.py")
-                 if p.name != "versions.py" and pattern.search(p.read_text(encoding="utf-8"))]
+    offenders = [
+        str(p.relative_to(SRC))
+        for p in SRC.rglob("*.py")
+        if p.name != "versions.py" and pattern.search(p.read_text(encoding="utf-8"))
+    ]
     assert offenders == []
     makefile = (SRC.parents[1] / "Makefile").read_text(encoding="utf-8")
     assert "0.73.1" not in makefile
@@ -108,13 +118,26 @@ def test_unknown_card_format_is_one_clear_line() -> None:
         load_card("pi", "9.9.9")
 
 
-@pytest.mark.parametrize(("node", "spec", "ok"), [
-    ((20, 20, 2), ">=20.6.0", True), ((20, 20, 2), ">=22.19.0", False), ((22, 23, 5), ">=22.19.0", True),
-    ((22, 19, 0), ">=22.19.0", True), ((22, 18, 9), ">=22.19", False), ((20, 1, 0), "^20.6 || >=22", False),
-    ((23, 0, 0), "^20.6 || >=22", True), ((20, 7, 0), "^20.6 || >=22", True), ((21, 0, 0), "20.x", False),
-    ((20, 3, 0), "20", True), ((18, 0, 0), ">=16 <19", True), ((19, 0, 0), ">=16 <19", False),
-    ((20, 0, 0), "~20.1", False), ((20, 1, 9), "~20.1", True), ((20, 2, 0), "~20.1", False),
-])
+@pytest.mark.parametrize(
+    ("node", "spec", "ok"),
+    [
+        ((20, 20, 2), ">=20.6.0", True),
+        ((20, 20, 2), ">=22.19.0", False),
+        ((22, 23, 5), ">=22.19.0", True),
+        ((22, 19, 0), ">=22.19.0", True),
+        ((22, 18, 9), ">=22.19", False),
+        ((20, 1, 0), "^20.6 || >=22", False),
+        ((23, 0, 0), "^20.6 || >=22", True),
+        ((20, 7, 0), "^20.6 || >=22", True),
+        ((21, 0, 0), "20.x", False),
+        ((20, 3, 0), "20", True),
+        ((18, 0, 0), ">=16 <19", True),
+        ((19, 0, 0), ">=16 <19", False),
+        ((20, 0, 0), "~20.1", False),
+        ((20, 1, 9), "~20.1", True),
+        ((20, 2, 0), "~20.1", False),
+    ],
+)
 def test_node_ranges(node: tuple[int, int, int], spec: str, ok: bool) -> None:
     assert _satisfies(node, spec) is ok
 

@@ -30,8 +30,9 @@ _CONVERT = "from harnessfit.models import resolve_model; print(resolve_model('em
 def test_embedded_conversion_is_atomic_when_two_processes_race(tmp_path: Path) -> None:
     env = {**os.environ, "HARNESSFIT_HOME": str(tmp_path / "home")}
     procs = [
-        subprocess.Popen([sys.executable, "-c", _CONVERT], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                         text=True)
+        subprocess.Popen(
+            [sys.executable, "-c", _CONVERT], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
         for _ in range(2)
     ]
     outs = [p.communicate(timeout=600) for p in procs]
@@ -61,21 +62,38 @@ def test_embedded_tokenizer_gets_chatml_tool_template_and_records_it(tmp_path: P
     info = template_info(tok)
     assert info.name == CHATML_TOOLS and tok.init_kwargs["harnessfit_template"] == CHATML_TOOLS
     assert "{% generation %}" in info.text.replace("{%-", "{%")
-    tools = [{"type": "function", "function": {"name": "read", "description": "Read a file",
-                                                "parameters": {"type": "object", "properties": {}}}}]
+    tools = [
+        {
+            "type": "function",
+            "function": {
+                "name": "read",
+                "description": "Read a file",
+                "parameters": {"type": "object", "properties": {}},
+            },
+        }
+    ]
     text = tok.apply_chat_template(
-        [{"role": "system", "content": "SYS"}, {"role": "user", "content": "hi"},
-         {"role": "assistant", "content": None,
-          "tool_calls": [{"type": "function", "function": {"name": "read", "arguments": {"path": "a.txt"}}}]}],
-        tools=tools, tokenize=False)
+        [
+            {"role": "system", "content": "SYS"},
+            {"role": "user", "content": "hi"},
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [{"type": "function", "function": {"name": "read", "arguments": {"path": "a.txt"}}}],
+            },
+        ],
+        tools=tools,
+        tokenize=False,
+    )
     assert '"name": "read"' in text and '{"path": "a.txt"}' in text and "You are Qwen" not in text
     # saved and reloaded: same template, same name, response parser kept
     tok.save_pretrained(tmp_path / "tok")
     again = load_tokenizer(str(tmp_path / "tok"), template="native")
     assert template_info(again).sha256 == info.sha256
     assert template_info(again).name == CHATML_TOOLS
-    parsed = again.parse_response('<tool_call>\n{"name": "read", "arguments": {"path": "x"}}\n</tool_call><|im_end|>',
-                                  prefix="")
+    parsed = again.parse_response(
+        '<tool_call>\n{"name": "read", "arguments": {"path": "x"}}\n</tool_call><|im_end|>', prefix=""
+    )
     assert parsed["tool_calls"][0]["function"] == {"name": "read", "arguments": {"path": "x"}}
 
 
@@ -112,10 +130,13 @@ def test_template_option_errors(tmp_path: Path) -> None:
 
 
 def _resolve_in_subprocess(spec: str, env: dict[str, str]) -> subprocess.CompletedProcess:
-    code = ("from harnessfit.errors import UserError\nfrom harnessfit.models import resolve_model\n"
-            f"try:\n    print('OK', resolve_model({spec!r}))\nexcept UserError as e:\n    print('ERR', e)")
-    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
-                          env={**os.environ, **env})
+    code = (
+        "from harnessfit.errors import UserError\nfrom harnessfit.models import resolve_model\n"
+        f"try:\n    print('OK', resolve_model({spec!r}))\nexcept UserError as e:\n    print('ERR', e)"
+    )
+    return subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env={**os.environ, **env}
+    )
 
 
 def test_unknown_hub_model_fails_fast_naming_the_embedded_models(tmp_path: Path) -> None:

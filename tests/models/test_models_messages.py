@@ -41,15 +41,23 @@ def test_to_template_messages_canonical_shape() -> None:
     wire = [
         {"role": "developer", "content": "sys"},
         {"role": "user", "content": [{"type": "text", "text": "hi"}]},
-        {"role": "assistant", "content": None, "reasoning_content": "hmm", "extra": 1,
-         "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "read", "arguments": '{"path":"x"}'}}]},
+        {
+            "role": "assistant",
+            "content": None,
+            "reasoning_content": "hmm",
+            "extra": 1,
+            "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "read", "arguments": '{"path":"x"}'}}],
+        },
         {"role": "tool", "content": "data", "tool_call_id": "c1"},
     ]
     assert to_template_messages(wire) == [
         {"role": "system", "content": "sys"},
         {"role": "user", "content": "hi"},
-        {"role": "assistant", "content": "",
-         "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "read", "arguments": {"path": "x"}}}]},
+        {
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "read", "arguments": {"path": "x"}}}],
+        },
         {"role": "tool", "content": "data", "tool_call_id": "c1"},
     ]
     with pytest.raises(MessageError, match=r"messages\[0\].tool_calls\[0\].function"):

@@ -31,8 +31,10 @@ def test_double_encoded_arguments_stay_a_json_string() -> None:
 
 
 def test_two_calls_and_missing_arguments() -> None:
-    text = ('<tool_call>\n{"name": "bash", "arguments": {"command": "ls"}}\n</tool_call>\n'
-            '<tool_call>\n{"name": "noargs"}\n</tool_call>')
+    text = (
+        '<tool_call>\n{"name": "bash", "arguments": {"command": "ls"}}\n</tool_call>\n'
+        '<tool_call>\n{"name": "noargs"}\n</tool_call>'
+    )
     content, calls = split_tool_calls(text)
     assert content == ""
     assert [c.name for c in calls] == ["bash", "noargs"]
@@ -73,7 +75,7 @@ def test_streaming_holds_back_a_block_and_releases_text_early() -> None:
     stream = ToolCallStream()
     assert stream.feed("Hello") == [("content", "Hello")]
     assert stream.feed(" <tool") == []  # might be the start of a tag
-    assert stream.feed("_call>\n{\"name\": \"read\", ") == []
+    assert stream.feed('_call>\n{"name": "read", ') == []
     events = stream.feed('"arguments": {"path": "a"}}\n</tool_call>')
     assert events == [("tool_call", ParsedToolCall("read", '{"path": "a"}'))]
     assert stream.finish() == []

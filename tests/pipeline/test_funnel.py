@@ -25,16 +25,34 @@ def test_funnel_adds_up_from_calls_read_to_actions_trained(tmp_path: Path, capfd
     ds, au, tr = tmp_path / "ds", tmp_path / "audit", tmp_path / "train"
     build_dataset(config_from_values(inputs=[str(TRACES)], parquet=False), tmp_path, out=ds)
     audit(ds, "embedded", au, progress=False)
-    cfg = load_sft_config(None, audit_dir=str(au), model="embedded", max_steps=1, max_train_records=3,
-                          max_record_length=3000, eval_strategy="no", eval_on_start=False, save_strategy="no",
-                          report_to="none", use_cpu=True, bf16=False, gradient_accumulation_steps=1, threads=2)
+    cfg = load_sft_config(
+        None,
+        audit_dir=str(au),
+        model="embedded",
+        max_steps=1,
+        max_train_records=3,
+        max_record_length=3000,
+        eval_strategy="no",
+        eval_on_start=False,
+        save_strategy="no",
+        report_to="none",
+        use_cpu=True,
+        bf16=False,
+        gradient_accumulation_steps=1,
+        threads=2,
+    )
     train_sft(cfg, tr)
     funnel = read_funnel(dataset=ds, audit=au, train=tr)
     n = {s.what: s.count for s in funnel.steps}
     units = {s.what: s.unit for s in funnel.steps}
-    chain = ["actions to learn, all splits", "actions to learn, train split", "actions rendered, train split",
-             "actions within the cap, train split", "actions selected for training",
-             "actions trained (seen at least once)"]
+    chain = [
+        "actions to learn, all splits",
+        "actions to learn, train split",
+        "actions rendered, train split",
+        "actions within the cap, train split",
+        "actions selected for training",
+        "actions trained (seen at least once)",
+    ]
     assert n["tool calls read"] >= n["tool calls that are labels"] > 0
     assert all(units[w] == "actions" for w in chain)
     assert [n[w] for w in chain] == sorted((n[w] for w in chain), reverse=True), n

@@ -7,8 +7,11 @@ from harnessfit.report.episodes import _items
 
 
 def test_a_pi_1x_system_message_shows_its_sections() -> None:
-    msg = {"role": "system", "content": [], "sections": {"base": "You are an expert coding assistant.",
-                                                         "tools": "Available tools:\n- read", "empty": None}}
+    msg = {
+        "role": "system",
+        "content": [],
+        "sections": {"base": "You are an expert coding assistant.", "tools": "Available tools:\n- read", "empty": None},
+    }
     [item] = _items([msg], card=None)
     assert item["role"] == "system"
     assert [b["text"] for b in item["blocks"]] == ["You are an expert coding assistant.\n\nAvailable tools:\n- read"]

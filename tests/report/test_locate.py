@@ -31,8 +31,14 @@ def test_each_stage_is_found_by_what_it_wrote(tmp_path: Path) -> None:
     assert stage_of(tmp_path / "dataset") is None
     found = find_stages([tmp_path])
     assert {k: [p.relative_to(tmp_path).as_posix() for p in v] for k, v in found.items()} == {
-        "dataset": ["a"], "audit": ["a-audit"], "convert": ["c"], "train": ["runs/x"], "grpo": ["runs/g"],
-        "eval": ["runs/e"], "synth": ["s"]}
+        "dataset": ["a"],
+        "audit": ["a-audit"],
+        "convert": ["c"],
+        "train": ["runs/x"],
+        "grpo": ["runs/g"],
+        "eval": ["runs/e"],
+        "synth": ["s"],
+    }
     view, notes = canonical_view(found)
     assert (view / "dataset" / "manifest.json").is_file() and (view / "eval" / "e" / "results.json").is_file()
     assert notes == [] and is_canonical(view) and not is_canonical(tmp_path / "a")

@@ -24,8 +24,16 @@ from harnessfit.eval.results import fmt_rate
 pytestmark = [pytest.mark.slow, pytest.mark.pi]
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 TASKS = ["create_fizzbuzz", "edit_constant"]
 HOSTILE = '<script>window.__pwned = 1</script><img src="x" onerror="window.__pwned = 2">'
 
@@ -68,12 +76,31 @@ def small_run(tmp_path_factory, repo_root: Path) -> Path:
     run = tmp_path_factory.mktemp("run")
     suite = repo_root / "examples" / "tasks" / "default"
     for model in ("golden", "double-encode"):
-        res = CliRunner().invoke(app, ["eval", "agent", "--model", f"scripted:{model}", "--suite", str(suite),
-                                       "--workers", "2", "--out", str(run / "eval" / model),
-                                       *[a for t in TASKS for a in ("--task", t)]])
+        res = CliRunner().invoke(
+            app,
+            [
+                "eval",
+                "agent",
+                "--model",
+                f"scripted:{model}",
+                "--suite",
+                str(suite),
+                "--workers",
+                "2",
+                "--out",
+                str(run / "eval" / model),
+                *[a for t in TASKS for a in ("--task", t)],
+            ],
+        )
         assert res.exit_code == 0, res.output
-    run_eval("hostile", suite, run / "eval" / "hostile", task_ids=TASKS[:1], progress=False,
-             responder=_hostile(load_suite(suite)))
+    run_eval(
+        "hostile",
+        suite,
+        run / "eval" / "hostile",
+        task_ids=TASKS[:1],
+        progress=False,
+        responder=_hostile(load_suite(suite)),
+    )
     sessions = sorted(str(p) for p in (run / "eval" / "golden" / "episodes").glob("*/seed-0/sessions"))
     config = config_from_values(inputs=sessions, out=str(run / "dataset"), workers=1)
     build_dataset(config, Path.cwd(), out=run / "dataset", progress=False)
@@ -104,8 +131,9 @@ def test_report_in_chromium(small_run: Path, tmp_path: Path) -> None:
     outside: list[str] = []
 
     with sync_playwright() as pw, tempfile.TemporaryDirectory(prefix="hf-chromium-") as profile:
-        ctx = pw.chromium.launch_persistent_context(profile, executable_path=CHROMIUM, headless=True, args=FLAGS,
-                                                    viewport={"width": 1280, "height": 900})
+        ctx = pw.chromium.launch_persistent_context(
+            profile, executable_path=CHROMIUM, headless=True, args=FLAGS, viewport={"width": 1280, "height": 900}
+        )
         ctx.on("request", lambda r: None if r.url.startswith(("file://", "data:")) else outside.append(r.url))
         page = ctx.new_page()
         page.on("console", lambda m: problems.append(f"{page.url}: {m.text}") if m.type == "error" else None)
@@ -129,7 +157,8 @@ def test_report_in_chromium(small_run: Path, tmp_path: Path) -> None:
         assert loop.nth(2).inner_text() == fmt_rate(golden["aggregates"]["rates"]["complete_loop"])
         assert loop.nth(1).inner_text() == fmt_rate(double["aggregates"]["rates"]["complete_loop"])
         assert table.locator('tr[data-key="double_encoded_arguments"] td').nth(1).inner_text() == str(
-            double["aggregates"]["tool_calls"]["double_encoded_arguments"])
+            double["aggregates"]["tool_calls"]["double_encoded_arguments"]
+        )
 
         # a cell leads to the episodes behind it, and each of those to its page
         loop.nth(1).locator("a").click()

@@ -14,36 +14,86 @@ from harnessfit.report import compare
 
 
 def _episode(task: str, seed: int, ok: bool, failure: str | None = None, error: str | None = None) -> Episode:
-    facts = EpisodeFacts(task_id=task, seed=seed, sandbox="bwrap", max_turns=8, events_file="e", stderr_file="s",
-                         status="error" if error else "success", error=error)
+    facts = EpisodeFacts(
+        task_id=task,
+        seed=seed,
+        sandbox="bwrap",
+        max_turns=8,
+        events_file="e",
+        stderr_file="s",
+        status="error" if error else "success",
+        error=error,
+    )
     if error:
         return Episode(facts=facts)
     metrics = EpisodeMetrics(
-        complete_loop=ok, expected_change=ok, validation_used=True, finished_with_response=ok, checker_passed=ok,
-        tool_calls_total=3, tool_calls_valid=3 if ok else 1, tool_calls_invalid=0 if ok else 2,
-        invalid_by_reason={} if ok else {"arguments_double_encoded": 2}, double_encoded_arguments=0 if ok else 2,
-        runaway=False, timed_out=False, turn_cap_hit=False, endpoint_error=False, turns=4, tokens_input=10,
-        tokens_output=5, tokens_total=15, wall_seconds=1.0, stop_reason="stop", failure=failure)
+        complete_loop=ok,
+        expected_change=ok,
+        validation_used=True,
+        finished_with_response=ok,
+        checker_passed=ok,
+        tool_calls_total=3,
+        tool_calls_valid=3 if ok else 1,
+        tool_calls_invalid=0 if ok else 2,
+        invalid_by_reason={} if ok else {"arguments_double_encoded": 2},
+        double_encoded_arguments=0 if ok else 2,
+        runaway=False,
+        timed_out=False,
+        turn_cap_hit=False,
+        endpoint_error=False,
+        turns=4,
+        tokens_input=10,
+        tokens_output=5,
+        tokens_total=15,
+        wall_seconds=1.0,
+        stop_reason="stop",
+        failure=failure,
+    )
     return Episode(facts=facts, metrics=metrics)
 
 
 def _write(tmp_path, name, episodes, status="success"):
-    res = EvalResults(model={"name": name}, suite={"name": "default", "tasks": ["a", "b"], "sha256": "x"},
-                      config={"seeds": 2}, sandbox="bwrap", pi_version="0.73.1", episodes=episodes,
-                      aggregates=aggregate(episodes, 2), status=status)
+    res = EvalResults(
+        model={"name": name},
+        suite={"name": "default", "tasks": ["a", "b"], "sha256": "x"},
+        config={"seeds": 2},
+        sandbox="bwrap",
+        pi_version="0.73.1",
+        episodes=episodes,
+        aggregates=aggregate(episodes, 2),
+        status=status,
+    )
     return write_results(res, tmp_path / name)
 
 
 def test_before_after_table(tmp_path):
-    before = _write(tmp_path, "base", [_episode("a", 0, True), _episode("a", 1, False, "double_encoded_arguments"),
-                                       _episode("b", 0, False, "double_encoded_arguments"),
-                                       _episode("b", 1, False, "double_encoded_arguments")])
-    after = _write(tmp_path, "tuned", [_episode("a", 0, True), _episode("a", 1, True), _episode("b", 0, True),
-                                       _episode("b", 1, False, "checker_failed", error="pi exited with code 1")])
+    before = _write(
+        tmp_path,
+        "base",
+        [
+            _episode("a", 0, True),
+            _episode("a", 1, False, "double_encoded_arguments"),
+            _episode("b", 0, False, "double_encoded_arguments"),
+            _episode("b", 1, False, "double_encoded_arguments"),
+        ],
+    )
+    after = _write(
+        tmp_path,
+        "tuned",
+        [
+            _episode("a", 0, True),
+            _episode("a", 1, True),
+            _episode("b", 0, True),
+            _episode("b", 1, False, "checker_failed", error="pi exited with code 1"),
+        ],
+    )
     md = compare([before, after.parent], tmp_path / "cmp.md").read_text()
     assert "| Metric | base | tuned |" in md
     # base: 1/4 complete; tuned: 3/3 scored (the errored episode is unscored, not a failure)
-    assert "| Complete loop (checker passed + expected change + final response) | 25% [5–70] (1/4) | 100% [44–100] (3/3) |" in md
+    assert (
+        "| Complete loop (checker passed + expected change + final response) | 25% [5–70] (1/4) | 100% [44–100] (3/3) |"
+        in md
+    )
     assert "double_encoded_arguments 3" in md
     assert "| Scored / unscored episodes | 4 / 0 | 3 / 1 |" in md
     assert "| pass@2 | 50% | 100% |" in md

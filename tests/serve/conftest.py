@@ -61,8 +61,16 @@ class ScriptedModelFactory:
 
         out = self.root / name
         vocab = len(self.tokenizer)
-        config = GPT2Config(vocab_size=vocab, n_positions=N_POS, n_embd=N_POS, n_layer=1, n_head=1,
-                            tie_word_embeddings=True, bos_token_id=eos_ids[0], eos_token_id=eos_ids[0])
+        config = GPT2Config(
+            vocab_size=vocab,
+            n_positions=N_POS,
+            n_embd=N_POS,
+            n_layer=1,
+            n_head=1,
+            tie_word_embeddings=True,
+            bos_token_id=eos_ids[0],
+            eos_token_id=eos_ids[0],
+        )
         torch.manual_seed(0)
         model = GPT2LMHeadModel(config)
         used: set[int] = set()

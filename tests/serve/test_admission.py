@@ -29,8 +29,9 @@ def test_admission_counts_and_estimates() -> None:
 def test_32_concurrent_requests_against_a_queue_of_8(tmp_path: Path) -> None:
     from harnessfit.eval.client import chat
 
-    with start_server("smollm2-135m", backend="builtin", max_queue=8, max_tokens=4,
-                      log_path=tmp_path / "serve.log") as server:
+    with start_server(
+        "smollm2-135m", backend="builtin", max_queue=8, max_tokens=4, log_path=tmp_path / "serve.log"
+    ) as server:
         body = {"model": server.model_id, "messages": [{"role": "user", "content": "Say hi."}], "max_tokens": 4}
         answers: list[httpx.Response] = []
         lock = threading.Lock()
@@ -82,8 +83,12 @@ def test_the_client_waits_retry_after_then_is_answered(capsys) -> None:
                 payload = b'{"error": {"message": "busy", "code": "rate_limit_exceeded"}}'
             else:
                 self.send_response(200)
-                payload = json.dumps({"choices": [{"message": {"content": "hi"}, "finish_reason": "stop"}],
-                                      "usage": {"prompt_tokens": 3, "completion_tokens": 1}}).encode()
+                payload = json.dumps(
+                    {
+                        "choices": [{"message": {"content": "hi"}, "finish_reason": "stop"}],
+                        "usage": {"prompt_tokens": 3, "completion_tokens": 1},
+                    }
+                ).encode()
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(payload)))
             self.end_headers()
@@ -95,8 +100,9 @@ def test_the_client_waits_retry_after_then_is_answered(capsys) -> None:
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
-        reply = chat(f"http://127.0.0.1:{server.server_address[1]}/v1", "m", [{"role": "user", "content": "x"}],
-                     max_tokens=1)
+        reply = chat(
+            f"http://127.0.0.1:{server.server_address[1]}/v1", "m", [{"role": "user", "content": "x"}], max_tokens=1
+        )
     finally:
         server.shutdown()
     assert reply.content == "hi" and len(seen) == 2
@@ -114,8 +120,10 @@ def test_a_client_leaving_mid_body_is_one_log_line_and_frees_its_place(tmp_path:
     with start_server("smollm2-135m", backend="builtin", max_queue=1, log_path=log) as server:
         url = urlsplit(server.base_url)
         with socket.create_connection((url.hostname, url.port)) as s:
-            s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-                      b"Content-Length: 1000\r\n\r\n{\"model\": ")
+            s.sendall(
+                b"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                b'Content-Length: 1000\r\n\r\n{"model": '
+            )
         health = {}
         for _ in range(50):  # the server notices the closed socket and frees the place
             health = httpx.get(server.base_url.removesuffix("/v1") + "/health", timeout=10).json()

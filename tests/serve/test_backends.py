@@ -25,9 +25,15 @@ MSGS = [{"role": "system", "content": "sys"}, {"role": "user", "content": "hi"}]
 
 def test_build_vllm_command_pins_template_parser_lora_and_loopback(tmp_path: Path) -> None:
     cmd = build_vllm_command(
-        "/models/base", port=8123, served_name="base", chat_template=tmp_path / "t.jinja",
-        generation_config_dir=tmp_path / "gen", adapter=Path("/runs/sft/adapter"), adapter_name="tuned",
-        lora_rank=32, max_model_len=16384,
+        "/models/base",
+        port=8123,
+        served_name="base",
+        chat_template=tmp_path / "t.jinja",
+        generation_config_dir=tmp_path / "gen",
+        adapter=Path("/runs/sft/adapter"),
+        adapter_name="tuned",
+        lora_rank=32,
+        max_model_len=16384,
     )
     assert cmd[:3] == ["vllm", "serve", "/models/base"]
     pairs = {cmd[i]: cmd[i + 1] for i in range(3, len(cmd) - 1) if cmd[i].startswith("--")}
@@ -108,8 +114,9 @@ def test_vllm_handle_gives_pi_the_model_context(tmp_path: Path) -> None:
     assert prepare_vllm("embedded", workdir=tmp_path / "v2", port=9001, max_model_len=4096).context_window == 4096
     done = subprocess.Popen([sys.executable, "-c", "pass"])
     done.wait()
-    handle = ServerHandle("http://127.0.0.1:9001/v1", launch.model_id, done, "vllm", tmp_path / "log", 32,
-                          launch.context_window)
+    handle = ServerHandle(
+        "http://127.0.0.1:9001/v1", launch.model_id, done, "vllm", tmp_path / "log", 32, launch.context_window
+    )
     agent = write_harness_config(tmp_path / "agent", handle)
     model = json.loads((agent / "models.json").read_text())["providers"]["local"]["models"][0]
     assert (model["contextWindow"], model["maxTokens"]) == (8192, 32)
@@ -140,8 +147,12 @@ def test_cli_bad_inputs_end_with_one_line(tmp_path: Path) -> None:
     (tmp_path / "m").mkdir()
     bad_adapter = runner.invoke(app, ["serve", str(tmp_path / "m"), "--adapter", str(tmp_path)], standalone_mode=False)
     assert isinstance(bad_adapter.exception, UserError) and "adapter_config.json" in str(bad_adapter.exception)
-    proc = subprocess.run([sys.executable, "-m", "harnessfit.cli", "serve", str(tmp_path / "nope"), "--backend",
-                           "builtin"], capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "harnessfit.cli", "serve", str(tmp_path / "nope"), "--backend", "builtin"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 2
     assert "Traceback" not in proc.stderr and "model folder not found" in proc.stderr
 
@@ -151,9 +162,28 @@ def test_cli_serve_writes_pi_config(scripted_hello, tmp_path: Path) -> None:
     ready = tmp_path / "ready.json"
     agent = tmp_path / "agent"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "harnessfit.cli", "serve", str(scripted_hello), "--port", "0", "--backend", "builtin",
-         "--model-id", "m", "--max-tokens", "16", "--pi-config", str(agent), "--ready-file", str(ready)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True,
+        [
+            sys.executable,
+            "-m",
+            "harnessfit.cli",
+            "serve",
+            str(scripted_hello),
+            "--port",
+            "0",
+            "--backend",
+            "builtin",
+            "--model-id",
+            "m",
+            "--max-tokens",
+            "16",
+            "--pi-config",
+            str(agent),
+            "--ready-file",
+            str(ready),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
     )
     try:
         deadline = time.monotonic() + 180

@@ -13,8 +13,14 @@ import pytest
 from harnessfit.serve.bestof import BestOfEngine, CardVerifier, summarise_log
 from harnessfit.serve.engine import Engine, GenerationResult
 
-READ_TOOL = {"type": "function", "function": {"name": "read", "description": "Read a file", "parameters": {
-    "type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}}}
+READ_TOOL = {
+    "type": "function",
+    "function": {
+        "name": "read",
+        "description": "Read a file",
+        "parameters": {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]},
+    },
+}
 GOOD = '<tool_call>\n{"name": "read", "arguments": {"path": "a.txt"}}\n</tool_call>'
 DOUBLE = '<tool_call>\n{"name": "read", "arguments": "{\\"path\\": \\"a.txt\\"}"}\n</tool_call>'
 BROKEN = '<tool_call>\n{"name": "read", "arguments": {"path": \n</tool_call>'
@@ -61,8 +67,11 @@ def _request(tools=True):
 
 def _run(engine: BestOfEngine, request) -> tuple[str, GenerationResult]:
     result = GenerationResult(prompt_tokens=3)
-    text = "".join(engine.generate([1, 2, 3], max_new_tokens=64, temperature=None, top_p=None, seed=None,
-                                   result=result, request=request))
+    text = "".join(
+        engine.generate(
+            [1, 2, 3], max_new_tokens=64, temperature=None, top_p=None, seed=None, result=result, request=request
+        )
+    )
     return text, result
 
 
@@ -73,9 +82,16 @@ def test_first_passing_candidate_is_returned_and_the_rest_are_sampled(tokenizer,
     assert text == GOOD and result.text == GOOD and result.finish_reason == "stop"
     assert len(planned.calls) == 3  # stopped at the first that passes
     assert planned.calls[0] == {"temperature": None, "seed": None}  # as the request asked: greedy
-    assert [c["temperature"] for c in planned.calls[1:]] == [0.8, 0.8] and planned.calls[1]["seed"] != planned.calls[2]["seed"]
-    assert engine.stats() == {"n": 4, "requests": 1, "valid_first_sample": 0.0, "valid_best_of_n": 1.0,
-                              "candidates_per_request": 3.0}
+    assert [c["temperature"] for c in planned.calls[1:]] == [0.8, 0.8] and planned.calls[1]["seed"] != planned.calls[2][
+        "seed"
+    ]
+    assert engine.stats() == {
+        "n": 4,
+        "requests": 1,
+        "valid_first_sample": 0.0,
+        "valid_best_of_n": 1.0,
+        "candidates_per_request": 3.0,
+    }
     row = json.loads((tmp_path / "b.jsonl").read_text())
     assert row["chosen"] == 2 and row["first_passes"] is False and row["any_passes"] is True
     summary = summarise_log(tmp_path / "b.jsonl")
@@ -120,7 +136,9 @@ def test_best_of_serves_through_the_openai_app(tokenizer) -> None:
     from harnessfit.serve.app import create_app
 
     planned = PlannedEngine(tokenizer, [(DOUBLE, "stop"), (GOOD, "stop")])
-    client = TestClient(create_app(BestOfEngine(planned, 2, CardVerifier())), base_url="http://127.0.0.1")  # loopback Host
+    client = TestClient(
+        create_app(BestOfEngine(planned, 2, CardVerifier())), base_url="http://127.0.0.1"
+    )  # loopback Host
     body = {"model": "planned", "messages": [{"role": "user", "content": "read a.txt"}], "tools": [READ_TOOL]}
     reply = client.post("/v1/chat/completions", json=body).json()
     choice = reply["choices"][0]
@@ -129,7 +147,11 @@ def test_best_of_serves_through_the_openai_app(tokenizer) -> None:
     assert reply["usage"]["completion_tokens"] == 7
     with client.stream("POST", "/v1/chat/completions", json={**body, "stream": True}) as resp:
         chunks = [json.loads(line[6:]) for line in resp.iter_lines() if line.startswith("data: {")]
-    calls = [d["choices"][0]["delta"]["tool_calls"] for d in chunks if d["choices"] and d["choices"][0]["delta"].get("tool_calls")]
+    calls = [
+        d["choices"][0]["delta"]["tool_calls"]
+        for d in chunks
+        if d["choices"] and d["choices"][0]["delta"].get("tool_calls")
+    ]
     assert calls[0][0]["function"]["arguments"] == '{"path": "a.txt"}'
     assert len(planned.calls) == 4  # two candidates per request
 
@@ -141,8 +163,16 @@ def test_a_client_that_hung_up_gets_no_more_candidates(tokenizer) -> None:
     engine = BestOfEngine(planned, 3, CardVerifier())
     cancel = threading.Event()
     result = GenerationResult(prompt_tokens=3)
-    gen = engine.generate([1, 2, 3], max_new_tokens=8, temperature=None, top_p=None, seed=None, result=result,
-                          cancel=cancel, request=_request())
+    gen = engine.generate(
+        [1, 2, 3],
+        max_new_tokens=8,
+        temperature=None,
+        top_p=None,
+        seed=None,
+        result=result,
+        cancel=cancel,
+        request=_request(),
+    )
     cancel.set()
     assert list(gen) == [] and planned.calls == [] and engine.stats()["requests"] == 0
     planned_ok = PlannedEngine(tokenizer, [(BROKEN, "stop")])

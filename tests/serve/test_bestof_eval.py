@@ -25,8 +25,27 @@ def test_eval_agent_best_of_reports_valid_calls_for_one_and_n(tmp_path: Path) ->
     suite = tmp_path / "suite"
     shutil.copytree(examples_dir() / "tasks" / "default" / "create_hello_script", suite / "create_hello_script")
     out = tmp_path / "eval"
-    res = CliRunner().invoke(app, ["eval", "agent", "--model", str(model), "--suite", str(suite), "--out", str(out),
-                                   "--max-turns", "1", "--max-seconds", "90", "--max-tokens", "12", "--best-of", "3"])
+    res = CliRunner().invoke(
+        app,
+        [
+            "eval",
+            "agent",
+            "--model",
+            str(model),
+            "--suite",
+            str(suite),
+            "--out",
+            str(out),
+            "--max-turns",
+            "1",
+            "--max-seconds",
+            "90",
+            "--max-tokens",
+            "12",
+            "--best-of",
+            "3",
+        ],
+    )
     assert res.exit_code == 0, res.output
     rows = [json.loads(x) for x in (out / "bestof.jsonl").read_text().splitlines()]
     summary = json.loads((out / "bestof.json").read_text())

@@ -26,13 +26,24 @@ def test_episode_key_is_the_bearer_key_as_a_file_name() -> None:
 def test_store_numbers_turns_and_masks_only_sampled_tokens(tmp_path: Path) -> None:
     store = CaptureStore(tmp_path)
     for n in (2, 3):
-        store.record("ep", prompt_ids=[1, 2, 3], sampled_ids=list(range(n)), logprobs=[-0.5] * n, request={},
-                     response={}, metadata={})
+        store.record(
+            "ep",
+            prompt_ids=[1, 2, 3],
+            sampled_ids=list(range(n)),
+            logprobs=[-0.5] * n,
+            request={},
+            response={},
+            metadata={},
+        )
     trace = training_trace(tmp_path, "ep")
     assert trace["schema_version"] == 1 and [t["node_id"] for t in trace["turns"]] == ["ep:0", "ep:1"]
     assert trace["turns"][1]["loss_mask"] == [0, 0, 0, 1, 1, 1]
-    assert CaptureStore(tmp_path).record("ep", prompt_ids=[1], sampled_ids=[2], logprobs=[-1.0], request={},
-                                         response={}, metadata={})["node_id"] == "ep:2"  # a restart continues
+    assert (
+        CaptureStore(tmp_path).record(
+            "ep", prompt_ids=[1], sampled_ids=[2], logprobs=[-1.0], request={}, response={}, metadata={}
+        )["node_id"]
+        == "ep:2"
+    )  # a restart continues
     with pytest.raises(ValueError, match="logprobs"):
         store.record("ep", prompt_ids=[1], sampled_ids=[1, 2], logprobs=[0.0], request={}, response={}, metadata={})
     with pytest.raises(UserError, match="no captured turns"):
@@ -62,7 +73,7 @@ def test_captured_logprobs_score_the_captured_ids(tmp_path: Path) -> None:
         with torch.inference_mode():
             logits = engine.model(torch.tensor([prompt + sampled])).logits[0].float()
         # the logits at position p choose token p + 1; sampling at temperature T drew from softmax(logits / T)
-        rescored = torch.log_softmax(logits[len(prompt) - 1:-1] / temperature, dim=-1)
+        rescored = torch.log_softmax(logits[len(prompt) - 1 : -1] / temperature, dim=-1)
         expected = [float(rescored[i, tok]) for i, tok in enumerate(sampled)]
         assert max(abs(a - b) for a, b in zip(expected, turn["per_token_logps"], strict=True)) < TOLERANCE
         text = engine.tokenizer.decode([t for t in sampled if t not in engine.stop_ids], skip_special_tokens=False)

@@ -29,16 +29,20 @@ def _scripted(*, ids: bool = True, processed: bool = True, tool_call: bool = Tru
         norm = max(logits) + __import__("math").log(sum(__import__("math").exp(x - max(logits)) for x in logits))
         lps = [x - norm for x in logits]
         top = [{"token": f"token_id:{i}", "logprob": lp} for i, lp in enumerate(lps)]
-        choice = {"index": 0, "finish_reason": "stop",
-                  "message": {"role": "assistant", "content": "ok"},
-                  "logprobs": {"content": [{"token": "token_id:0", "logprob": lps[0], "top_logprobs": top}]}}
+        choice = {
+            "index": 0,
+            "finish_reason": "stop",
+            "message": {"role": "assistant", "content": "ok"},
+            "logprobs": {"content": [{"token": "token_id:0", "logprob": lps[0], "top_logprobs": top}]},
+        }
         payload = {"choices": [choice]}
         if ids:
             payload["prompt_token_ids"] = [5, 6, 7]
             choice["token_ids"] = [0]
         if body.get("tools") and tool_call:
-            choice["message"]["tool_calls"] = [{"id": "c", "type": "function",
-                                                "function": {"name": "bash", "arguments": "{\"command\": \"ls\"}"}}]
+            choice["message"]["tool_calls"] = [
+                {"id": "c", "type": "function", "function": {"name": "bash", "arguments": '{"command": "ls"}'}}
+            ]
         return httpx.Response(200, json=payload)
 
     return httpx.Client(transport=httpx.MockTransport(answer))
@@ -95,8 +99,16 @@ def test_the_builtin_engine_passes_the_probe_and_speaks_vllms_token_api() -> Non
     engine = load_engine("smollm2-135m", max_tokens=24, model_id="m")
     with TestClient(create_app(engine), base_url=BASE) as client:
         report = probe_endpoint(f"{BASE}/v1", "m", client=client, tool_max_tokens=24)
-        body = {"model": "m", "messages": [{"role": "user", "content": "Say hi."}], "max_tokens": 6,
-                "temperature": 0.7, "seed": 1, "logprobs": True, "top_logprobs": 2, "return_token_ids": True}
+        body = {
+            "model": "m",
+            "messages": [{"role": "user", "content": "Say hi."}],
+            "max_tokens": 6,
+            "temperature": 0.7,
+            "seed": 1,
+            "logprobs": True,
+            "top_logprobs": 2,
+            "return_token_ids": True,
+        }
         payload = client.post("/v1/chat/completions", json=body).json()
     assert report.ok, report.problem
     assert report.checks[1].ok, report.checks[1].detail

@@ -16,47 +16,113 @@ from harnessfit.serve.protocol import parse_chat_request
 from harnessfit.tokens import audit, render_record
 
 TOOLS = [
-    {"type": "function", "function": {"name": "read", "description": "Read the contents of a file.",
-                                      "parameters": {"type": "object", "required": ["path"], "properties": {
-                                          "path": {"type": "string", "description": "Path to the file"},
-                                          "offset": {"type": "number", "description": "Line to start at"}}},
-                                      "strict": False}},
-    {"type": "function", "function": {"name": "bash", "description": "Run a bash command.",
-                                      "parameters": {"type": "object", "required": ["command"], "properties": {
-                                          "command": {"type": "string", "description": "Command"}}},
-                                      "strict": False}},
+    {
+        "type": "function",
+        "function": {
+            "name": "read",
+            "description": "Read the contents of a file.",
+            "parameters": {
+                "type": "object",
+                "required": ["path"],
+                "properties": {
+                    "path": {"type": "string", "description": "Path to the file"},
+                    "offset": {"type": "number", "description": "Line to start at"},
+                },
+            },
+            "strict": False,
+        },
+    },
+    {
+        "type": "function",
+        "function": {
+            "name": "bash",
+            "description": "Run a bash command.",
+            "parameters": {
+                "type": "object",
+                "required": ["command"],
+                "properties": {"command": {"type": "string", "description": "Command"}},
+            },
+            "strict": False,
+        },
+    },
 ]
 
 # Pi's wire shapes: system string; user content as a list of text parts; assistant with null content and compact
 # JSON arguments (one of them double-encoded, as a faulty model sends it); tool results as strings.
 MESSAGES = [
-    {"role": "system", "content": "You are an expert coding assistant operating inside pi, a coding agent harness.\n"
-                                  "Current working directory: /work/demo"},
-    {"role": "user", "content": [{"type": "text", "text": "Fix the failing test in calc.py."},
-                                 {"type": "text", "text": "Then run `python -m pytest -q`."}]},
-    {"role": "assistant", "content": None,
-     "tool_calls": [{"id": "call_1", "type": "function",
-                     "function": {"name": "read", "arguments": '{"path":"calc.py"}'}}]},
+    {
+        "role": "system",
+        "content": "You are an expert coding assistant operating inside pi, a coding agent harness.\n"
+        "Current working directory: /work/demo",
+    },
+    {
+        "role": "user",
+        "content": [
+            {"type": "text", "text": "Fix the failing test in calc.py."},
+            {"type": "text", "text": "Then run `python -m pytest -q`."},
+        ],
+    },
+    {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {"id": "call_1", "type": "function", "function": {"name": "read", "arguments": '{"path":"calc.py"}'}}
+        ],
+    },
     {"role": "tool", "content": "def add(a, b):\n    return a - b\n", "tool_call_id": "call_1"},
-    {"role": "assistant", "content": "Reading the test too.",
-     "tool_calls": [{"id": "call_2", "type": "function",
-                     "function": {"name": "read", "arguments": json.dumps('{"path":"test_calc.py"}')}}]},
-    {"role": "tool", "content": "Validation failed for tool \"read\":\n  - root: must be object",
-     "tool_call_id": "call_2"},
+    {
+        "role": "assistant",
+        "content": "Reading the test too.",
+        "tool_calls": [
+            {
+                "id": "call_2",
+                "type": "function",
+                "function": {"name": "read", "arguments": json.dumps('{"path":"test_calc.py"}')},
+            }
+        ],
+    },
+    {
+        "role": "tool",
+        "content": 'Validation failed for tool "read":\n  - root: must be object',
+        "tool_call_id": "call_2",
+    },
 ]
-ACTION = {"role": "assistant", "content": None,
-          "tool_calls": [{"id": "call_3", "type": "function",
-                          "function": {"name": "bash", "arguments": '{"command":"python -m pytest -q"}'}}]}
+ACTION = {
+    "role": "assistant",
+    "content": None,
+    "tool_calls": [
+        {
+            "id": "call_3",
+            "type": "function",
+            "function": {"name": "bash", "arguments": '{"command":"python -m pytest -q"}'},
+        }
+    ],
+}
 
 
 def _record() -> SFTRecord:
-    return SFTRecord(id="parity-1", conversation_id="c1", split="train", action_index=2, messages=MESSAGES,
-                     tools=TOOLS, action=ACTION, source="pi", group="g1")
+    return SFTRecord(
+        id="parity-1",
+        conversation_id="c1",
+        split="train",
+        action_index=2,
+        messages=MESSAGES,
+        tools=TOOLS,
+        action=ACTION,
+        source="pi",
+        group="g1",
+    )
 
 
 def _server_prompt(tokenizer) -> list[int]:
-    body = {"model": "m", "messages": MESSAGES, "stream": True, "stream_options": {"include_usage": True},
-            "max_completion_tokens": 64, "tools": TOOLS}
+    body = {
+        "model": "m",
+        "messages": MESSAGES,
+        "stream": True,
+        "stream_options": {"include_usage": True},
+        "max_completion_tokens": 64,
+        "tools": TOOLS,
+    }
     return render_prompt(tokenizer, parse_chat_request(json.dumps(body).encode()))
 
 

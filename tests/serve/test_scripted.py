@@ -33,8 +33,14 @@ def test_models_and_plain_json_reply_are_logged() -> None:
         assert ep.base_url.startswith("http://127.0.0.1:") and ep.base_url.endswith("/v1")
         models = httpx.get(f"{ep.base_url}/models", timeout=10).json()
         assert [m["id"] for m in models["data"]] == ["m-x"]
-        r1 = httpx.post(f"{ep.base_url}/chat/completions", json={"model": "m-x", "messages": [{"role": "user", "content": "hi"}]}, timeout=10).json()
-        r2 = httpx.post(f"{ep.base_url}/chat/completions", json={"model": "m-x", "messages": [], "n": 1}, timeout=10).json()
+        r1 = httpx.post(
+            f"{ep.base_url}/chat/completions",
+            json={"model": "m-x", "messages": [{"role": "user", "content": "hi"}]},
+            timeout=10,
+        ).json()
+        r2 = httpx.post(
+            f"{ep.base_url}/chat/completions", json={"model": "m-x", "messages": [], "n": 1}, timeout=10
+        ).json()
         assert [q.get("n") for q in ep.requests] == [None, 1]
         assert ep.requests[0]["messages"] == [{"role": "user", "content": "hi"}]
     assert r1["choices"][0]["message"] == {"role": "assistant", "content": "Hello there."}
@@ -47,10 +53,16 @@ def test_models_and_plain_json_reply_are_logged() -> None:
 
 
 def test_stream_carries_text_reasoning_tool_calls_verbatim_and_usage() -> None:
-    broken = '{"path": "x.txt", "note": "a long argument text that is split over several deltas"'  # truncated on purpose
-    script = [Reply(text="Let me check the file for you.", reasoning="think", tool_calls=[("read", broken), ("bash", "{}")])]
+    broken = (
+        '{"path": "x.txt", "note": "a long argument text that is split over several deltas"'  # truncated on purpose
+    )
+    script = [
+        Reply(text="Let me check the file for you.", reasoning="think", tool_calls=[("read", broken), ("bash", "{}")])
+    ]
     with ScriptedEndpoint(script) as ep:
-        chunks, done = _sse(ep, {"model": "scripted", "messages": [], "stream": True, "stream_options": {"include_usage": True}})
+        chunks, done = _sse(
+            ep, {"model": "scripted", "messages": [], "stream": True, "stream_options": {"include_usage": True}}
+        )
     assert done
     deltas = [c["choices"][0]["delta"] for c in chunks if c["choices"]]
     assert deltas[0]["role"] == "assistant"
@@ -107,7 +119,9 @@ def test_endless_reply_streams_until_the_client_leaves() -> None:
     ep = ScriptedEndpoint([Reply(text="start ", endless=True)]).start()
     try:
         got = ""
-        with httpx.stream("POST", f"{ep.base_url}/chat/completions", json={"messages": [], "stream": True}, timeout=10) as resp:
+        with httpx.stream(
+            "POST", f"{ep.base_url}/chat/completions", json={"messages": [], "stream": True}, timeout=10
+        ) as resp:
             for line in resp.iter_lines():
                 if line.startswith("data: {"):
                     choice = json.loads(line[6:])["choices"][0]

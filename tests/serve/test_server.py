@@ -40,8 +40,11 @@ PROMPTS = {
     "hello": _body("hi"),
     "stop": _body("please say hi to everyone in this room today, thanks a lot"),
     "call": _body("read a.txt", tools=True),
-    "double": _body("read the file named a.txt for me now please, then tell me everything that it says, line by line, "
-                    "with a short note on each line and a summary at the end of what the whole file is for", tools=True),
+    "double": _body(
+        "read the file named a.txt for me now please, then tell me everything that it says, line by line, "
+        "with a short note on each line and a summary at the end of what the whole file is for",
+        tools=True,
+    ),
 }
 
 
@@ -163,16 +166,28 @@ def test_history_with_tool_result_is_accepted(server) -> None:
         (json.dumps({"model": MODEL_ID, "messages": []}).encode(), 400, "messages"),
         (json.dumps({"model": MODEL_ID, "messages": [{"role": "wizard", "content": "x"}]}).encode(), 400, "role"),
         (json.dumps({"model": MODEL_ID, "messages": [{"role": "tool", "content": "x"}]}).encode(), 400, "tool_call_id"),
-        (json.dumps({"model": MODEL_ID, "max_tokens": 0, "messages": [{"role": "user", "content": "x"}]}).encode(),
-         400, "max_tokens"),
-        (json.dumps({"model": MODEL_ID, "messages": [{"role": "user", "content": [
-            {"type": "image_url", "image_url": {"url": "x"}}]}]}).encode(), 400, "only text parts"),
+        (
+            json.dumps({"model": MODEL_ID, "max_tokens": 0, "messages": [{"role": "user", "content": "x"}]}).encode(),
+            400,
+            "max_tokens",
+        ),
+        (
+            json.dumps(
+                {
+                    "model": MODEL_ID,
+                    "messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "x"}}]}],
+                }
+            ).encode(),
+            400,
+            "only text parts",
+        ),
         (json.dumps({"model": "other", "messages": [{"role": "user", "content": "x"}]}).encode(), 404, "not served"),
     ],
 )
 def test_malformed_requests_get_a_clear_4xx(server, body: bytes, status: int, needle: str) -> None:
-    r = httpx.post(f"{server.base_url}/chat/completions", content=body,
-                   headers={"content-type": "application/json"}, timeout=30)
+    r = httpx.post(
+        f"{server.base_url}/chat/completions", content=body, headers={"content-type": "application/json"}, timeout=30
+    )
     assert r.status_code == status
     message = r.json()["error"]["message"]
     assert needle in message

@@ -31,8 +31,10 @@ def model_dir(scripted_factory):
     f = scripted_factory
     im_end = f.token_id("<|im_end|>")
     long_text = " ".join(["token"] * 150)
-    scripts = [(f.prompt_len(_body("hi")), f.encode("Hello there") + [im_end]),
-               (f.prompt_len(_body("tell me a long story please")), f.encode(long_text) + [im_end])]
+    scripts = [
+        (f.prompt_len(_body("hi")), f.encode("Hello there") + [im_end]),
+        (f.prompt_len(_body("tell me a long story please")), f.encode(long_text) + [im_end]),
+    ]
     return f.build("robust", scripts, eos_ids=[im_end])
 
 
@@ -108,14 +110,17 @@ def test_body_must_be_json(client) -> None:
     _assert_openai_error(r, 415, "application/json")
 
 
-@pytest.mark.parametrize(("headers", "status"), [
-    ({"host": "evil.example.com"}, 403),
-    ({"host": "127.0.0.1.evil.example.com:8000"}, 403),
-    ({"origin": "http://evil.example.com"}, 403),
-    ({"origin": "null"}, 403),
-    ({"origin": "http://127.0.0.1:8000"}, 200),
-    ({"host": "localhost:8000"}, 200),
-])
+@pytest.mark.parametrize(
+    ("headers", "status"),
+    [
+        ({"host": "evil.example.com"}, 403),
+        ({"host": "127.0.0.1.evil.example.com:8000"}, 403),
+        ({"origin": "http://evil.example.com"}, 403),
+        ({"origin": "null"}, 403),
+        ({"origin": "http://127.0.0.1:8000"}, 200),
+        ({"host": "localhost:8000"}, 200),
+    ],
+)
 def test_only_loopback_hosts_and_origins(client, headers, status) -> None:
     """A web page (DNS rebinding: a foreign Host; a cross-origin fetch: a foreign Origin) cannot drive the server."""
     r = client.post("/v1/chat/completions", json=_body("hi"), headers=headers)
@@ -141,9 +146,19 @@ def test_health_reports_a_stuck_engine(engine, client) -> None:
     old_stall = engine.stall_seconds
     engine.stall_seconds = 0.2
     ids = engine.render(parse_chat_request(json.dumps(_body("hi")).encode()))
-    worker = threading.Thread(target=lambda: list(engine.generate(
-        ids, max_new_tokens=3, temperature=None, top_p=None, seed=None,
-        result=GenerationResult(prompt_tokens=len(ids)))), daemon=True)
+    worker = threading.Thread(
+        target=lambda: list(
+            engine.generate(
+                ids,
+                max_new_tokens=3,
+                temperature=None,
+                top_p=None,
+                seed=None,
+                result=GenerationResult(prompt_tokens=len(ids)),
+            )
+        ),
+        daemon=True,
+    )
     try:
         worker.start()
         deadline = time.monotonic() + 10
@@ -173,14 +188,32 @@ def test_abandoned_stream_does_not_block_the_engine(engine) -> None:
     from harnessfit.serve.engine import GenerationResult
 
     ids = _ids(engine, "tell me a long story please")
-    abandoned = engine.generate(ids, max_new_tokens=200, temperature=None, top_p=None, seed=None,
-                                result=GenerationResult(prompt_tokens=len(ids)))
+    abandoned = engine.generate(
+        ids,
+        max_new_tokens=200,
+        temperature=None,
+        top_p=None,
+        seed=None,
+        result=GenerationResult(prompt_tokens=len(ids)),
+    )
     assert next(abandoned).strip() == "token"
     got: list[str] = []
     hello = _ids(engine, "hi")
-    second = threading.Thread(target=lambda: got.append("".join(engine.generate(
-        hello, max_new_tokens=10, temperature=None, top_p=None, seed=None,
-        result=GenerationResult(prompt_tokens=len(hello))))), daemon=True)
+    second = threading.Thread(
+        target=lambda: got.append(
+            "".join(
+                engine.generate(
+                    hello,
+                    max_new_tokens=10,
+                    temperature=None,
+                    top_p=None,
+                    seed=None,
+                    result=GenerationResult(prompt_tokens=len(hello)),
+                )
+            )
+        ),
+        daemon=True,
+    )
     second.start()
     second.join(timeout=60)
     assert got == ["Hello there"], "the engine stayed locked by a consumer that stopped reading"

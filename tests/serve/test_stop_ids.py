@@ -16,13 +16,27 @@ from harnessfit.tokens import audit
 
 pytestmark = pytest.mark.xdist_group("serve-builtin")
 
-BODY = {"model": "m", "messages": [{"role": "system", "content": "You are a coding agent."},
-                                   {"role": "user", "content": [{"type": "text", "text": "say hi"}]}]}
+BODY = {
+    "model": "m",
+    "messages": [
+        {"role": "system", "content": "You are a coding agent."},
+        {"role": "user", "content": [{"type": "text", "text": "say hi"}]},
+    ],
+}
 
 
 def _audit_dir(tmp_path: Path) -> Path:
-    rec = {"id": "r1", "conversation_id": "c", "split": "train", "action_index": 0, "messages": BODY["messages"],
-           "tools": [], "action": {"role": "assistant", "content": "Hi"}, "source": "pi", "group": "g"}
+    rec = {
+        "id": "r1",
+        "conversation_id": "c",
+        "split": "train",
+        "action_index": 0,
+        "messages": BODY["messages"],
+        "tools": [],
+        "action": {"role": "assistant", "content": "Hi"},
+        "source": "pi",
+        "group": "g",
+    }
     (tmp_path / "ds" / "sft").mkdir(parents=True)
     jsonio.write_jsonl(tmp_path / "ds" / "sft" / "train.jsonl", [rec])
     audit(tmp_path / "ds", "embedded", tmp_path / "ds-audit", progress=False)
@@ -43,8 +57,9 @@ def test_recorded_end_of_turn_ids_stop_generation(scripted_factory, tmp_path: Pa
     meta_path.write_bytes(json.dumps(meta).encode())
 
     prompt_len = f.prompt_len(BODY)
-    model = f.build("eot-model", [(prompt_len, f.encode("Hi") + bang + f.encode(" world") + [im_end])],
-                    eos_ids=[im_end])
+    model = f.build(
+        "eot-model", [(prompt_len, f.encode("Hi") + bang + f.encode(" world") + [im_end])], eos_ids=[im_end]
+    )
     source = resolve_source(str(model), tokenizer=out)
     assert source.tokenizer_dir == out / "tokenizer"
     assert recorded_stop_ids(source) == meta["stop_token_ids"]

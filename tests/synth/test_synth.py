@@ -23,8 +23,12 @@ def test_synth_writes_pi_sessions(pi_installed, small_suite, tmp_path):
     assert res.exit_code == 0, res.output
     manifest = orjson.loads((out / "manifest.json").read_bytes())
     kinds = sorted((f["kind"], f["task"]) for f in manifest["files"])
-    assert kinds == [("contrast", "create_hello_script"), ("contrast", "recover_missing_config"),
-                     ("golden", "create_hello_script"), ("golden", "recover_missing_config")]
+    assert kinds == [
+        ("contrast", "create_hello_script"),
+        ("contrast", "recover_missing_config"),
+        ("golden", "create_hello_script"),
+        ("golden", "recover_missing_config"),
+    ]
     assert manifest["skipped"] == []
     for row in manifest["files"]:
         path = out / row["path"]
@@ -44,15 +48,18 @@ def test_synth_writes_pi_sessions(pi_installed, small_suite, tmp_path):
         if row["kind"] == "golden":
             assert all(isinstance(c["arguments"], dict) for c in calls)
             # only the recover task's planted failure (a failing validation run) is an error result
-            assert all(e["toolName"] == "bash" and "Command exited with code 1" in e["content"][0]["text"]
-                       for e in errors)
+            assert all(
+                e["toolName"] == "bash" and "Command exited with code 1" in e["content"][0]["text"] for e in errors
+            )
             assert bool(errors) == (row["task"] == "recover_missing_config")
         else:
             # first call stringified, Pi's refusal, then the same call as an object (Pi 1.x stores the text it could
             # not parse in argumentsError; sent_arguments reads both layouts)
             first = sent_arguments(calls[0])
             assert isinstance(first, str) and isinstance(calls[1]["arguments"], dict)
-            assert errors[0]["content"][0]["text"].startswith(("Validation failed for tool", "Invalid arguments for tool"))
+            assert errors[0]["content"][0]["text"].startswith(
+                ("Validation failed for tool", "Invalid arguments for tool")
+            )
             assert orjson.loads(first) == calls[1]["arguments"]
     golden_create = next(f for f in manifest["files"] if f["kind"] == "golden" and f["task"] == "create_hello_script")
     msgs = [r for r in _lines(out / golden_create["path"]) if r["type"] == "message"]

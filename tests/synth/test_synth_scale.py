@@ -18,8 +18,9 @@ from harnessfit.tasks.generate import generate_tasks
 
 
 def test_held_out_families_are_never_synthesised(tmp_path: Path) -> None:
-    generate_tasks([get_family("edit_constant"), get_family("fix_comparison")], tmp_path / "suite", n=1, seed=0,
-                   check=False)
+    generate_tasks(
+        [get_family("edit_constant"), get_family("fix_comparison")], tmp_path / "suite", n=1, seed=0, check=False
+    )
     with pytest.raises(UserError, match="held-out families \\(fix_comparison\\)"):
         synth(tmp_path / "suite", tmp_path / "out", progress=False)
     assert not (tmp_path / "out" / "sessions").exists()
@@ -56,20 +57,35 @@ def test_from_eval_weights_families_toward_the_failures(pi_installed, tmp_path: 
     train = families_in("train")
     generate_tasks(train, tmp_path / "suite", n=2, seed=9, check=False)
     one = [p.name for p in sorted((tmp_path / "suite").iterdir()) if p.name.startswith("edit_constant")][:1]
-    run_eval("scripted:never-stop", tmp_path / "suite", tmp_path / "eval", task_ids=one, max_turns=2,
-             progress=False)
+    run_eval("scripted:never-stop", tmp_path / "suite", tmp_path / "eval", task_ids=one, max_turns=2, progress=False)
     targeting = target_from_eval(tmp_path / "eval", [f.name for f in train])
     assert targeting.failures.get("turn_cap") == 1
     finish = set(ANSWERS["turn_cap"][0])
     assert all(targeting.weights[f] > 1.0 for f in finish)
-    assert all(targeting.weights[f] == 1.0 for f in targeting.weights if f not in finish
-               and not any(f in ANSWERS[k][0] for k in targeting.failures))
+    assert all(
+        targeting.weights[f] == 1.0
+        for f in targeting.weights
+        if f not in finish and not any(f in ANSWERS[k][0] for k in targeting.failures)
+    )
     chosen = choose_tasks(tmp_path / "suite", targeting, 8)
     assert len(chosen) == 8 and sum(targeting.chosen[f] for f in finish) > 8 * len(finish) / len(train)
 
     out = tmp_path / "synth"
-    res = CliRunner().invoke(app, ["synth", "--suite", str(tmp_path / "suite"), "--out", str(out), "--from-eval",
-                                   str(tmp_path / "eval"), "--limit", "3", "--no-contrast"])
+    res = CliRunner().invoke(
+        app,
+        [
+            "synth",
+            "--suite",
+            str(tmp_path / "suite"),
+            "--out",
+            str(out),
+            "--from-eval",
+            str(tmp_path / "eval"),
+            "--limit",
+            "3",
+            "--no-contrast",
+        ],
+    )
     assert res.exit_code == 0, res.output
     assert "turn_cap: 1 episode(s) → " in res.output and "tasks per family:" in res.output
     manifest = orjson.loads((out / "manifest.json").read_bytes())

@@ -12,12 +12,24 @@ from harnessfit.report.sections.synth import section
 def test_section_shows_families_and_targeting(tmp_path: Path) -> None:
     (tmp_path / "synth").mkdir()
     manifest = {
-        "stage": "synth", "suite": "gen", "seeds": 1, "pi_version": "1.6.0",
+        "stage": "synth",
+        "suite": "gen",
+        "seeds": 1,
+        "pi_version": "1.6.0",
         "files": [{"path": "sessions/golden/a.jsonl", "kind": "golden", "task": "a", "seed": 0, "family": "js_edit"}],
-        "skipped": [], "sessions_per_family": {"js_edit": 1},
-        "notes": {"targeting": {"run": "<b>eval</b>", "episodes": 3, "failures": {"turn_cap": 2},
-                                "weights": {"js_edit": 1.0, "create_module": 2.0}, "reasons": {"turn_cap": "short loops"},
-                                "drove": {"turn_cap": ["create_module"]}, "chosen": {"create_module": 1}}},
+        "skipped": [],
+        "sessions_per_family": {"js_edit": 1},
+        "notes": {
+            "targeting": {
+                "run": "<b>eval</b>",
+                "episodes": 3,
+                "failures": {"turn_cap": 2},
+                "weights": {"js_edit": 1.0, "create_module": 2.0},
+                "reasons": {"turn_cap": "short loops"},
+                "drove": {"turn_cap": ["create_module"]},
+                "chosen": {"create_module": 1},
+            }
+        },
     }
     (tmp_path / "synth" / "manifest.json").write_bytes(orjson.dumps(manifest))
     body = section(tmp_path).body

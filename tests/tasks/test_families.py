@@ -69,7 +69,8 @@ def test_per_kind_counts_give_each_kind_the_same_share(tmp_path: Path) -> None:
     assert max(counts.values()) - min(counts[f.name] for f in train if f.kind == train[0].kind) <= 10
     manifest = generate_tasks(train, tmp_path / "s", n=counts, seed=1, check=False)
     assert len(manifest["tasks"]) == 30 and {f: m["count"] for f, m in manifest["families"].items()} == {
-        f: c for f, c in counts.items() if c}
+        f: c for f, c in counts.items() if c
+    }
 
 
 def test_same_seed_same_bytes_other_seed_other_tasks(tmp_path: Path) -> None:
@@ -87,12 +88,14 @@ def test_cli_lists_and_generates(tmp_path: Path) -> None:
     assert res.exit_code == 0
     lines = res.output.splitlines()
     assert [line.split("\t")[0] for line in lines] == [f.name for f in families_in()]
-    res = runner.invoke(app, ["tasks", "generate", "--all", "--split", "heldout", "--n", "2", "--out",
-                              str(tmp_path / "held")])
+    res = runner.invoke(
+        app, ["tasks", "generate", "--all", "--split", "heldout", "--n", "2", "--out", str(tmp_path / "held")]
+    )
     assert res.exit_code == 0, res.output
     manifest = orjson.loads((tmp_path / "held" / "tasks.json").read_bytes())
     assert {r["split"] for r in manifest["tasks"]} == {"heldout"} and len(manifest["tasks"]) == 2 * len(
-        families_in("heldout"))
+        families_in("heldout")
+    )
     assert "from held-out families" in res.output
     again = runner.invoke(app, ["tasks", "generate", "js_edit", "--n", "1", "--out", str(tmp_path / "held")])
     assert again.exit_code != 0 and isinstance(again.exception, UserError) and "not empty" in str(again.exception)

@@ -22,19 +22,28 @@ def _dataset(root: Path) -> Path:
     train = conversation_records(4, group="g1") + conversation_records(3, group="g2")
     planted = [
         # double-encoded arguments (a JSON string holding the JSON object)
-        record("zz-double", [{"role": "system", "content": SYSTEM}, {"role": "user", "content": "go"}],
-               {"role": "assistant", "content": None, "tool_calls": [call("c9", "read", '"{\\"path\\":\\"x\\"}"')]}),
+        record(
+            "zz-double",
+            [{"role": "system", "content": SYSTEM}, {"role": "user", "content": "go"}],
+            {"role": "assistant", "content": None, "tool_calls": [call("c9", "read", '"{\\"path\\":\\"x\\"}"')]},
+        ),
         # empty action
-        record("zz-empty", [{"role": "system", "content": SYSTEM}, {"role": "user", "content": "go"}],
-               {"role": "assistant", "content": "", "tool_calls": []}),
+        record(
+            "zz-empty",
+            [{"role": "system", "content": SYSTEM}, {"role": "user", "content": "go"}],
+            {"role": "assistant", "content": "", "tool_calls": []},
+        ),
         # longer than every cap, including the model's native 8192
-        record("zz-long", [{"role": "system", "content": SYSTEM},
-                           {"role": "user", "content": "word " * 9000}],
-               {"role": "assistant", "content": "ok"}),
+        record(
+            "zz-long",
+            [{"role": "system", "content": SYSTEM}, {"role": "user", "content": "word " * 9000}],
+            {"role": "assistant", "content": "ok"},
+        ),
     ]
     test = conversation_records(2, split="test", group="g3")
-    return write_dataset(root, {"train": train + planted, "test": test},
-                         extra_lines={"train": [b'{"id": "broken", "messages": 3}']})
+    return write_dataset(
+        root, {"train": train + planted, "test": test}, extra_lines={"train": [b'{"id": "broken", "messages": 3}']}
+    )
 
 
 @pytest.fixture(scope="module")
@@ -93,8 +102,12 @@ def test_tokenized_set_is_what_was_audited(audited) -> None:
     assert report.tokenized == {"test": 1, "train": 2}
     assert report.layouts["train"].actions == 9 and report.layouts["test"].actions == 3
     st = report.layouts_total
-    assert st.chain_tokens == sum(r["n_tokens"] for r in rows) + read_tokenized(out, "test").column("n_tokens")[0].as_py()
-    assert st.chain_tokens < st.record_tokens / 2 and st.chain_to_record_ratio == round(st.chain_tokens / st.record_tokens, 6)
+    assert (
+        st.chain_tokens == sum(r["n_tokens"] for r in rows) + read_tokenized(out, "test").column("n_tokens")[0].as_py()
+    )
+    assert st.chain_tokens < st.record_tokens / 2 and st.chain_to_record_ratio == round(
+        st.chain_tokens / st.record_tokens, 6
+    )
     tok = load_tokenizer(str(out / "tokenizer"), template="native")
     meta = orjson.loads((out / "tokenized" / "meta.json").read_bytes())
     assert meta["format"] == "harnessfit-tokenized/2" and meta["layout"] == "chains"
@@ -107,9 +120,14 @@ def test_tokenized_set_is_what_was_audited(audited) -> None:
     records = {r["id"]: SFTRecord(**r) for r in orjson_lines(ds / "sft" / "train.jsonl") if "action" in r}
     for row in rows:
         assert len(row["input_ids"]) == len(row["assistant_masks"]) == row["n_tokens"] == row["action_lengths"][-1]
-        assert sum(row["assistant_masks"]) == row["n_supervised"] == sum(
-            e - s for s, e in zip(row["action_starts"], row["action_ends"], strict=True))
-        for aid, s, e, n in zip(row["action_ids"], row["action_starts"], row["action_ends"], row["action_lengths"], strict=True):
+        assert (
+            sum(row["assistant_masks"])
+            == row["n_supervised"]
+            == sum(e - s for s, e in zip(row["action_starts"], row["action_ends"], strict=True))
+        )
+        for aid, s, e, n in zip(
+            row["action_ids"], row["action_starts"], row["action_ends"], row["action_lengths"], strict=True
+        ):
             alone = render_record(tok, records[aid])
             assert alone.input_ids == row["input_ids"][:n]
             assert alone.assistant_masks == [0] * s + [1] * (e - s) + [0] * (n - e)
@@ -120,8 +138,15 @@ def test_tokenized_set_is_what_was_audited(audited) -> None:
 def test_second_run_is_identical(audited, tmp_path: Path) -> None:
     _, out, ds = audited
     audit(ds, "embedded", tmp_path / "again", caps=[128, 4096], progress=False)
-    for rel in ("audit.json", "audit.md", "violations.jsonl", "tokenized/meta.json", "tokenized/train.parquet",
-                "tokenized/test.parquet", "manifest.json"):
+    for rel in (
+        "audit.json",
+        "audit.md",
+        "violations.jsonl",
+        "tokenized/meta.json",
+        "tokenized/train.parquet",
+        "tokenized/test.parquet",
+        "manifest.json",
+    ):
         assert (tmp_path / "again" / rel).read_bytes() == (out / rel).read_bytes(), rel
 
 

@@ -18,17 +18,24 @@ def _prompt_in_loss(t: str) -> str:  # no generation prompt: the assistant heade
 
 
 def _missing_end_of_turn(t: str) -> str:  # assistant turns closed by a newline, never <|im_end|>
-    return t.replace("{{- '<|im_end|>\\n' }}\n        {%- endif %}\n        {%- endgeneration %}",
-                     "{{- '\\n' }}\n        {%- endif %}\n        {%- endgeneration %}")
+    return t.replace(
+        "{{- '<|im_end|>\\n' }}\n        {%- endif %}\n        {%- endgeneration %}",
+        "{{- '\\n' }}\n        {%- endif %}\n        {%- endgeneration %}",
+    )
 
 
 def _think_in_labels(t: str) -> str:  # a thought written into every assistant turn
     return t.replace("{%- generation %}", "{%- generation %}{{- '\\n<think>\\nplan first\\n</think>' }}")
 
 
-@pytest.mark.parametrize("kind, plant", [("prompt_in_loss", _prompt_in_loss),
-                                         ("missing_end_of_turn", _missing_end_of_turn),
-                                         ("think_in_labels", _think_in_labels)])
+@pytest.mark.parametrize(
+    "kind, plant",
+    [
+        ("prompt_in_loss", _prompt_in_loss),
+        ("missing_end_of_turn", _missing_end_of_turn),
+        ("think_in_labels", _think_in_labels),
+    ],
+)
 @pytest.mark.slow
 def test_planted_violation_caught_by_audit(tmp_path: Path, kind: str, plant) -> None:
     text = plant(chatml_tools_template())
@@ -44,8 +51,11 @@ def test_planted_violation_caught_by_audit(tmp_path: Path, kind: str, plant) -> 
     assert report.records_rendered == len(records)
     assert report.violations[kind].count == len(records) and report.violations[kind].ids == all_ids
     assert kind in report.explained and report.records_clean == 0
-    listed = {orjson.loads(line)["id"] for line in (out / "violations.jsonl").read_bytes().splitlines()
-              if orjson.loads(line)["kind"] == kind}
+    listed = {
+        orjson.loads(line)["id"]
+        for line in (out / "violations.jsonl").read_bytes().splitlines()
+        if orjson.loads(line)["kind"] == kind
+    }
     assert listed == set(all_ids)
     assert report.tokenized == {"train": 0} and read_tokenized(out, "train").num_rows == 0
     assert f"| {kind} | {len(records)} |" in (out / "audit.md").read_text()

@@ -44,14 +44,31 @@ def _same(tok, records: list[SFTRecord]):
 def _two_user_turns(group: str = "u") -> list[SFTRecord]:
     """sys, user, a0 (text + call), tool, a1 (call), tool, user again, a2 (text + call), tool, a3 (answer)."""
     msgs: list[dict] = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": "Fix the bug."}]
-    acts = [{"role": "assistant", "content": "Reading the file first.", "tool_calls": [call("c0", "read", '{"path":"a.py"}')]},
-            {"role": "assistant", "content": None, "tool_calls": [call("c1", "read", '{"path":"b.py"}')]},
-            {"role": "assistant", "content": "Now the test.", "tool_calls": [call("c2", "bash", '{"command":"pytest"}')]},
-            {"role": "assistant", "content": "Fixed and tested."}]
+    acts = [
+        {
+            "role": "assistant",
+            "content": "Reading the file first.",
+            "tool_calls": [call("c0", "read", '{"path":"a.py"}')],
+        },
+        {"role": "assistant", "content": None, "tool_calls": [call("c1", "read", '{"path":"b.py"}')]},
+        {"role": "assistant", "content": "Now the test.", "tool_calls": [call("c2", "bash", '{"command":"pytest"}')]},
+        {"role": "assistant", "content": "Fixed and tested."},
+    ]
     out = []
     for i, act in enumerate(acts):
-        out.append(SFTRecord(id=f"{group}-{i}", conversation_id=group, split="train", action_index=i,
-                             messages=list(msgs), tools=TOOLS, action=act, source="pi", group=group))
+        out.append(
+            SFTRecord(
+                id=f"{group}-{i}",
+                conversation_id=group,
+                split="train",
+                action_index=i,
+                messages=list(msgs),
+                tools=TOOLS,
+                action=act,
+                source="pi",
+                group=group,
+            )
+        )
         msgs.append(act)
         if act.get("tool_calls"):
             msgs.append({"role": "tool", "content": f"output {i}", "tool_call_id": f"c{i}"})
@@ -68,7 +85,7 @@ def test_one_chain_per_conversation_equals_its_records(tok) -> None:
     for chain in chains:
         for a in chain.actions:  # each action's span and length are exactly its own record's
             alone = render_record(tok, next(r for r in records if r.id == a.id))
-            assert alone.input_ids == chain.input_ids[:a.length].tolist()
+            assert alone.input_ids == chain.input_ids[: a.length].tolist()
             assert alone.assistant_masks == [0] * a.start + [1] * (a.end - a.start) + [0] * (a.length - a.end)
         assert chain.n_tokens == chain.actions[-1].length < chain.record_tokens
 
@@ -76,9 +93,13 @@ def test_one_chain_per_conversation_equals_its_records(tok) -> None:
 def test_planted_template_that_rewrites_earlier_turns_breaks_at_the_right_action(tok) -> None:
     # Qwen3-style: assistant text before the last user message is dropped once a later user message exists
     text = chatml_tools_template()
-    text = text.replace("{%- for message in messages %}", "{%- set ns = namespace(last_user=-1) %}"
-                        "{%- for m in messages %}{%- if m.role == 'user' %}{%- set ns.last_user = loop.index0 %}"
-                        "{%- endif %}{%- endfor %}\n{%- for message in messages %}", 1)
+    text = text.replace(
+        "{%- for message in messages %}",
+        "{%- set ns = namespace(last_user=-1) %}"
+        "{%- for m in messages %}{%- if m.role == 'user' %}{%- set ns.last_user = loop.index0 %}"
+        "{%- endif %}{%- endfor %}\n{%- for message in messages %}",
+        1,
+    )
     text = text.replace("{%- if message.content %}", "{%- if message.content and loop.index0 > ns.last_user %}")
     assert text != chatml_tools_template()
     planted = _with_template(tok, text)
@@ -93,14 +114,17 @@ def test_planted_template_that_rewrites_earlier_turns_breaks_at_the_right_action
 
 def test_rewritten_history_starts_a_new_run(tok) -> None:
     records = [SFTRecord(**r) for r in conversation_records(3, group="g1")]
-    compacted = records[2].model_copy(update={"messages": [records[2].messages[0],
-                                                           {"role": "user", "content": "Summary of the work so far."}]})
+    compacted = records[2].model_copy(
+        update={"messages": [records[2].messages[0], {"role": "user", "content": "Summary of the work so far."}]}
+    )
     records = [records[0], records[1], compacted, records[3]]
     assert [len(run) for run, _ in split_runs(records)] == [2, 1, 1]
     _by_id, chains, breaks = _same(tok, records)
     assert [[a.id for a in c.actions] for c in chains] == [["g1-000", "g1-001"], ["g1-002"], ["g1-003"]]
-    assert breaks == [ChainBreak("g1-001", "g1-002", BreakReason.history_rewritten),
-                      ChainBreak("g1-002", "g1-003", BreakReason.history_rewritten)]
+    assert breaks == [
+        ChainBreak("g1-001", "g1-002", BreakReason.history_rewritten),
+        ChainBreak("g1-002", "g1-003", BreakReason.history_rewritten),
+    ]
 
 
 def test_tokens_merging_across_the_seam_break_the_chain(tok) -> None:
@@ -109,8 +133,11 @@ def test_tokens_merging_across_the_seam_break_the_chain(tok) -> None:
     text = chatml_tools_template().replace("{%- endgeneration %}", "{%- endgeneration %}\n        {{- 'the' }}")
     text = text.replace("{{- '<|im_start|>user' }}", "{{- 're<|im_start|>user' }}")
     planted = _with_template(tok, text)
-    assert planted("\nthere", add_special_tokens=False)["input_ids"] != planted("\nthe", add_special_tokens=False)[
-        "input_ids"] + planted("re", add_special_tokens=False)["input_ids"]
+    assert (
+        planted("\nthere", add_special_tokens=False)["input_ids"]
+        != planted("\nthe", add_special_tokens=False)["input_ids"]
+        + planted("re", add_special_tokens=False)["input_ids"]
+    )
     records = [SFTRecord(**r) for r in conversation_records(2, group="g1")]
     by_id, chains, breaks = _same(planted, records)
     assert all(not v.violations for v in by_id.values())
@@ -127,7 +154,7 @@ def test_cut_keeps_exactly_the_actions_whose_records_fit(tok) -> None:
     assert lengths == sorted(lengths)
     cut = chain.cut(lengths[2])
     assert [a.id for a in cut.actions] == [a.id for a in chain.actions[:3]] and cut.n_tokens == lengths[2]
-    assert np.array_equal(cut.input_ids, chain.input_ids[:lengths[2]])
+    assert np.array_equal(cut.input_ids, chain.input_ids[: lengths[2]])
     assert chain.cut(lengths[2] - 1).actions == chain.actions[:2]
     assert chain.cut(lengths[0] - 1) is None and chain.cut(None) is chain
 

@@ -46,7 +46,8 @@ def test_audit_of_dataset_built_from_real_traces(traces_dir: Path, tmp_path: Pat
     assert len(fast[1]) < sum(len(c.actions) for c in fast[1])  # real trajectories do chain
     cut = [c for c in (ch.cut(report.cap_applied) for ch in fast[1]) if c is not None]
     assert sorted(a.id for c in cut for a in c.actions) == sorted(
-        a for row in table.column("action_ids").to_pylist() for a in row)
+        a for row in table.column("action_ids").to_pylist() for a in row
+    )
     st = report.layouts["train"]
     assert st.actions == len(cut_ids := [a for c in cut for a in c.actions]) and st.chains == len(cut) == table.num_rows
     assert st.chain_tokens == sum(c.n_tokens for c in cut) < st.record_tokens == sum(a.length for a in cut_ids)

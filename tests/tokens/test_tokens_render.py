@@ -30,7 +30,9 @@ def test_tool_call_action_is_exactly_the_supervised_span(tok) -> None:
     rec = SFTRecord(**conversation_records(3)[1])
     r = render_record(tok, rec)
     assert r.violations == []
-    assert _labels(tok, r) == '<tool_call>\n{"name": "read", "arguments": {"path": "src/f1.py"}}\n</tool_call><|im_end|>'
+    assert (
+        _labels(tok, r) == '<tool_call>\n{"name": "read", "arguments": {"path": "src/f1.py"}}\n</tool_call><|im_end|>'
+    )
     # everything before the action is prompt; the trailing newline after <|im_end|> is not trained
     assert r.assistant_masks[: r.n_prompt] == [0] * r.n_prompt
     assert r.assistant_masks[-1] == 0 and r.input_ids[-2] == tok.convert_tokens_to_ids("<|im_end|>")
@@ -51,22 +53,32 @@ def test_fast_and_full_verifier_agree(tok) -> None:
     recs = [SFTRecord(**r) for r in conversation_records(6)]
     fast = render_many(tok, recs)
     full = render_many(tok, recs, verify="full")
-    assert [(o.input_ids, o.assistant_masks, o.violations) for o in fast] == \
-        [(o.input_ids, o.assistant_masks, o.violations) for o in full]
+    assert [(o.input_ids, o.assistant_masks, o.violations) for o in fast] == [
+        (o.input_ids, o.assistant_masks, o.violations) for o in full
+    ]
 
 
 def test_empty_action_is_a_problem_not_a_crash(tok) -> None:
-    rec = SFTRecord(**record("e1", [{"role": "system", "content": SYSTEM}, {"role": "user", "content": "hi"}],
-                             {"role": "assistant", "content": None}))
+    rec = SFTRecord(
+        **record(
+            "e1",
+            [{"role": "system", "content": SYSTEM}, {"role": "user", "content": "hi"}],
+            {"role": "assistant", "content": None},
+        )
+    )
     with pytest.raises(RecordError) as err:
         render_record(tok, rec)
     assert err.value.problem is Problem.empty_action
 
 
 def test_planted_double_encoded_arguments(tok) -> None:
-    rec = SFTRecord(**record("d1", [{"role": "system", "content": SYSTEM}, {"role": "user", "content": "go"}],
-                             {"role": "assistant", "content": None,
-                              "tool_calls": [call("c1", "read", '"{\\"path\\":\\"a.txt\\"}"')]}))
+    rec = SFTRecord(
+        **record(
+            "d1",
+            [{"role": "system", "content": SYSTEM}, {"role": "user", "content": "go"}],
+            {"role": "assistant", "content": None, "tool_calls": [call("c1", "read", '"{\\"path\\":\\"a.txt\\"}"')]},
+        )
+    )
     r = render_record(tok, rec)
     assert MaskViolation.double_encoded_arguments in r.violations
     assert '"arguments": "{\\"path' in r.text
@@ -76,15 +88,17 @@ def test_planted_double_encoded_arguments(tok) -> None:
 def test_planted_think_in_labels(tok) -> None:
     # a template that writes a thought into every assistant turn
     thinking = chatml_tools_template().replace(
-        "{%- generation %}", "{%- generation %}{{- '\\n<think>\\nplan first\\n</think>' }}")
+        "{%- generation %}", "{%- generation %}{{- '\\n<think>\\nplan first\\n</think>' }}"
+    )
     rec = SFTRecord(**conversation_records(1)[0])
     r = render_record(_with_template(tok, thinking), rec)
     assert MaskViolation.think_in_labels in r.violations
-    assert MaskViolation.think_in_labels not in render_record(_with_template(tok, thinking), rec,
-                                                              think_in_labels=True).violations
+    assert (
+        MaskViolation.think_in_labels
+        not in render_record(_with_template(tok, thinking), rec, think_in_labels=True).violations
+    )
     # an empty think pair (Qwen3's "no thinking" marker) carries no thought: allowed
-    empty = chatml_tools_template().replace(
-        "{%- generation %}", "{%- generation %}{{- '\\n<think>\\n\\n</think>' }}")
+    empty = chatml_tools_template().replace("{%- generation %}", "{%- generation %}{{- '\\n<think>\\n\\n</think>' }}")
     assert MaskViolation.think_in_labels not in render_record(_with_template(tok, empty), rec).violations
     # a thought in the middle of the data's text is caught
     mid = dict(conversation_records(1)[0])
@@ -103,7 +117,8 @@ def test_planted_missing_end_of_turn(tok) -> None:
     # assistant turns closed with a plain newline instead of <|im_end|>: the model would never learn to stop
     broken = chatml_tools_template().replace(
         "{{- '<|im_end|>\\n' }}\n        {%- endif %}\n        {%- endgeneration %}",
-        "{{- '\\n' }}\n        {%- endif %}\n        {%- endgeneration %}")
+        "{{- '\\n' }}\n        {%- endif %}\n        {%- endgeneration %}",
+    )
     assert broken != chatml_tools_template()
     r = render_record(_with_template(tok, broken), SFTRecord(**conversation_records(1)[0]))
     assert MaskViolation.missing_end_of_turn in r.violations
@@ -120,8 +135,9 @@ def test_planted_prompt_in_loss(tok) -> None:
 
 def test_planted_prefix_instability(tok) -> None:
     # the system turn mentions how many messages follow, so the prefix renders differently from the whole
-    unstable = chatml_tools_template().replace("{{- messages[0]['content'] }}",
-                                               "{{- messages[0]['content'] + ' (' + messages|length|string + ')' }}")
+    unstable = chatml_tools_template().replace(
+        "{{- messages[0]['content'] }}", "{{- messages[0]['content'] + ' (' + messages|length|string + ')' }}"
+    )
     r = render_record(_with_template(tok, unstable), SFTRecord(**conversation_records(1)[0]))
     assert MaskViolation.prefix_unstable in r.violations and MaskViolation.prompt_in_loss in r.violations
 

@@ -29,9 +29,18 @@ def fast_recipe(tiny_audit):
     from harnessfit.train.config import load_sft_config
 
     def make(**kw):
-        base = dict(audit_dir=str(tiny_audit), lora_r=8, lora_alpha=16, lora_dropout=0.0, learning_rate=2e-2,
-                    gradient_accumulation_steps=4, eval_steps=4, save_steps=4, threads=1,
-                    guard={"interval_s": 0.2, "min_free_disk_gib": 0.1, "min_host_mem_gib": 0.1})
+        base = dict(
+            audit_dir=str(tiny_audit),
+            lora_r=8,
+            lora_alpha=16,
+            lora_dropout=0.0,
+            learning_rate=2e-2,
+            gradient_accumulation_steps=4,
+            eval_steps=4,
+            save_steps=4,
+            threads=1,
+            guard={"interval_s": 0.2, "min_free_disk_gib": 0.1, "min_host_mem_gib": 0.1},
+        )
         base.update(kw)
         return load_sft_config(None, **base)
 

@@ -20,17 +20,51 @@ REPO = Path(__file__).resolve().parents[2]
 @pytest.mark.xdist_group("accelerate")
 def test_two_process_run_trains_and_matches_one_process(tiny_audit, tmp_path):
     recipe = tmp_path / "r.yaml"
-    recipe.write_text(yaml.safe_dump(dict(
-        audit_dir=str(tiny_audit), lora_r=8, lora_alpha=16, lora_dropout=0.0, learning_rate=2e-2,
-        gradient_accumulation_steps=4, max_steps=6, eval_steps=6, save_steps=6, threads=1, guard=dict(enabled=False))))
+    recipe.write_text(
+        yaml.safe_dump(
+            dict(
+                audit_dir=str(tiny_audit),
+                lora_r=8,
+                lora_alpha=16,
+                lora_dropout=0.0,
+                learning_rate=2e-2,
+                gradient_accumulation_steps=4,
+                max_steps=6,
+                eval_steps=6,
+                save_steps=6,
+                threads=1,
+                guard=dict(enabled=False),
+            )
+        )
+    )
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    two = subprocess.run([str(BIN / "accelerate"), "launch", "--config_file",
-                          str(REPO / "examples" / "accelerate" / "cpu-2proc.yaml"), "-m", "harnessfit.cli",
-                          "train", "sft", str(recipe), "--out", str(tmp_path / "two")],
-                         env=env, capture_output=True, text=True, timeout=600)
+    two = subprocess.run(
+        [
+            str(BIN / "accelerate"),
+            "launch",
+            "--config_file",
+            str(REPO / "examples" / "accelerate" / "cpu-2proc.yaml"),
+            "-m",
+            "harnessfit.cli",
+            "train",
+            "sft",
+            str(recipe),
+            "--out",
+            str(tmp_path / "two"),
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert two.returncode == 0, two.stderr[-3000:]
-    one = subprocess.run([str(BIN / "harnessfit"), "train", "sft", str(recipe), "--out", str(tmp_path / "one")],
-                         env=env, capture_output=True, text=True, timeout=600)
+    one = subprocess.run(
+        [str(BIN / "harnessfit"), "train", "sft", str(recipe), "--out", str(tmp_path / "one")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert one.returncode == 0, one.stderr[-3000:]
 
     ranks = [json.loads((tmp_path / "two" / "ranks" / f"rank{r}.json").read_text()) for r in (0, 1)]

@@ -22,18 +22,31 @@ from harnessfit.train.sft import train_sft
 
 @pytest.mark.slow
 def test_train_two_steps_on_a_real_audit(traces_dir: Path, tmp_path: Path) -> None:
-    cfg = config_from_values(inputs=[str(traces_dir / "openhands")], parquet=False,
-                             split={"train": 1.0, "validation": 0.0, "test": 0.0})
+    cfg = config_from_values(
+        inputs=[str(traces_dir / "openhands")], parquet=False, split={"train": 1.0, "validation": 0.0, "test": 0.0}
+    )
     build_dataset(cfg, tmp_path, out=tmp_path / "ds")
     report = audit(tmp_path / "ds", "embedded", tmp_path / "ds-audit", progress=False)
     assert report.tokenized.get("train", 0) >= 2 and report.lengths["min"] >= 1000
     meta = json.loads((tmp_path / "ds-audit" / "tokenized" / "meta.json").read_bytes())
 
     # LoRA on the last layer's q_proj only: the backward pass stops there, which halves the CPU time
-    recipe = load_sft_config(None, audit_dir=str(tmp_path / "ds-audit"), lora_r=2, lora_alpha=4, lora_dropout=0.0,
-                             lora_target_modules=["layers.29.self_attn.q_proj"], gradient_accumulation_steps=1,
-                             max_steps=2, save_steps=2, eval_steps=2, max_train_records=2, max_record_length=4096, threads=1,
-                             guard={"enabled": False})
+    recipe = load_sft_config(
+        None,
+        audit_dir=str(tmp_path / "ds-audit"),
+        lora_r=2,
+        lora_alpha=4,
+        lora_dropout=0.0,
+        lora_target_modules=["layers.29.self_attn.q_proj"],
+        gradient_accumulation_steps=1,
+        max_steps=2,
+        save_steps=2,
+        eval_steps=2,
+        max_train_records=2,
+        max_record_length=4096,
+        threads=1,
+        guard={"enabled": False},
+    )
     res = train_sft(recipe, tmp_path / "train")
     assert res.status == "completed" and res.global_step == 2
     losses = [r["loss"] for r in map(json.loads, res.metrics_path.read_text().splitlines()) if "loss" in r]

@@ -25,7 +25,7 @@ def _per_action_nll(model, split) -> tuple[dict[str, torch.Tensor], torch.Tensor
         logits = model(input_ids=ids).logits[0, :-1].float()
         nll = torch.nn.functional.cross_entropy(logits, ids[0, 1:], reduction="none")
         for aid, s, e in zip(acts, row["action_starts"], row["action_ends"], strict=True):
-            out[aid] = nll[s - 1:e - 1]  # the nll of predicting tokens s..e-1
+            out[aid] = nll[s - 1 : e - 1]  # the nll of predicting tokens s..e-1
             total = total + out[aid].mean()
     return out, total
 
@@ -39,8 +39,11 @@ def test_chains_and_records_give_the_same_losses_and_lora_gradients(traces_dir: 
     # small real sessions whose exact actions make chains of several actions (OpenHands and Claude Code command
     # results are never Pi's text, so their exact prefixes are short)
     claude = traces_dir / "claude_code" / "iampkuhz__feipi-session-browser__8a283a61-e3f0-4e8f-ba06-6711e2fcf2ed.jsonl"
-    cfg = config_from_values(inputs=[str(traces_dir / "openhands"), str(claude)], parquet=False,
-                             split={"train": 1.0, "validation": 0.0, "test": 0.0})
+    cfg = config_from_values(
+        inputs=[str(traces_dir / "openhands"), str(claude)],
+        parquet=False,
+        split={"train": 1.0, "validation": 0.0, "test": 0.0},
+    )
     build_dataset(cfg, tmp_path, out=tmp_path / "ds")
     audit(tmp_path / "ds", "embedded", tmp_path / "audit", progress=False)
     chains = load_split(tmp_path / "audit", "train")
@@ -50,8 +53,14 @@ def test_chains_and_records_give_the_same_losses_and_lora_gradients(traces_dir: 
 
     torch.manual_seed(0)
     model = load_model("embedded", dtype=torch.float32)
-    lora = LoraConfig(r=4, lora_alpha=8, lora_dropout=0.0, target_modules=["layers.29.self_attn.q_proj"],
-                      task_type="CAUSAL_LM", init_lora_weights=False)  # non-zero B: the adapter changes the output
+    lora = LoraConfig(
+        r=4,
+        lora_alpha=8,
+        lora_dropout=0.0,
+        target_modules=["layers.29.self_attn.q_proj"],
+        task_type="CAUSAL_LM",
+        init_lora_weights=False,
+    )  # non-zero B: the adapter changes the output
     model = get_peft_model(model, lora).eval()
     params = [p for p in model.parameters() if p.requires_grad]
     results = {}

@@ -16,9 +16,19 @@ from harnessfit.train.sft import train_sft
 def _recipe(audit, **kw):
     from harnessfit.train.config import load_sft_config
 
-    base = dict(audit_dir=str(audit), lora_r=4, lora_alpha=8, lora_dropout=0.0, learning_rate=1e-2,
-                gradient_accumulation_steps=1, eval_steps=1, save_steps=1, max_steps=1, threads=1,
-                guard={"enabled": False})
+    base = dict(
+        audit_dir=str(audit),
+        lora_r=4,
+        lora_alpha=8,
+        lora_dropout=0.0,
+        learning_rate=1e-2,
+        gradient_accumulation_steps=1,
+        eval_steps=1,
+        save_steps=1,
+        max_steps=1,
+        threads=1,
+        guard={"enabled": False},
+    )
     return load_sft_config(None, **{**base, **kw})
 
 
@@ -62,7 +72,9 @@ def test_a_held_out_split_without_trainable_actions_is_said_plainly(tiny_chains,
     res = train_sft(_recipe(audit, sources=["synthetic"]), tmp_path / "on-test")
     assert res.data["eval_split"] == "test" and res.initial_val_loss is not None
     assert "split 'validation' has no trainable actions (" in res.data["eval_note"]
-    assert "source_not_selected" in res.data["eval_note"] and "evaluating on split 'test' instead" in res.data["eval_note"]
+    assert (
+        "source_not_selected" in res.data["eval_note"] and "evaluating on split 'test' instead" in res.data["eval_note"]
+    )
     (audit / "tokenized" / "test.parquet").unlink()
     res = train_sft(_recipe(audit, sources=["synthetic"]), tmp_path / "none")
     assert res.status == "completed" and res.data["eval_split"] is None and res.initial_val_loss is None
@@ -71,10 +83,14 @@ def test_a_held_out_split_without_trainable_actions_is_said_plainly(tiny_chains,
     skipped = [json.loads(x) for x in (tmp_path / "none" / "skipped.jsonl").read_text().splitlines()]
     assert res.data["train_skipped_by_reason"] == {}
     assert {s["reason"] for s in skipped} == {"source_not_selected"} and len(skipped) == sum(
-        len(r["action_ids"]) for r in val)
+        len(r["action_ids"]) for r in val
+    )
 
 
 def test_a_train_split_without_trainable_actions_is_one_clear_error(tiny_chains, tmp_path) -> None:
-    with pytest.raises(UserError, match=r"nothing to train on .*split 'train' has no trainable actions "
-                                        r"\(15 skipped: 15 source_not_selected\).*widen sources"):
+    with pytest.raises(
+        UserError,
+        match=r"nothing to train on .*split 'train' has no trainable actions "
+        r"\(15 skipped: 15 source_not_selected\).*widen sources",
+    ):
         train_sft(_recipe(tiny_chains, sources=["pi"]), tmp_path / "run")

@@ -31,7 +31,13 @@ def test_sft_defaults_are_the_published_recipe() -> None:
     assert c.padding_free and c.max_length is None and c.max_record_length is None
     assert c.metric_for_best_model == "eval_loss"
     g = c.guard_rules
-    assert (g.gpu_temp_c, g.gpu_temp_readings, g.min_host_mem_gib, g.min_free_disk_gib, g.interval_s) == (84, 2, 4, 20, 30)
+    assert (g.gpu_temp_c, g.gpu_temp_readings, g.min_host_mem_gib, g.min_free_disk_gib, g.interval_s) == (
+        84,
+        2,
+        4,
+        20,
+        30,
+    )
     assert c.bf16 is False and c.checkpointing_auto  # auto on this CPU machine: fp32; checkpointing decided later
 
 
@@ -40,8 +46,11 @@ def test_grpo_defaults_are_the_published_recipe() -> None:
     assert isinstance(c, GRPOConfig)
     assert (c.num_generations, c.beta, c.loss_type, c.scale_rewards, c.temperature) == (8, 0.01, "dapo", "group", 1.0)
     assert (c.max_completion_length, c.mask_truncated_completions) == (640, True)
-    assert (c.learning_rate, c.lr_scheduler_type, c.lr_scheduler_kwargs) == (4e-6, "cosine_with_min_lr",
-                                                                            {"min_lr_rate": 0.4})
+    assert (c.learning_rate, c.lr_scheduler_type, c.lr_scheduler_kwargs) == (
+        4e-6,
+        "cosine_with_min_lr",
+        {"min_lr_rate": 0.4},
+    )
     assert (c.warmup_steps, c.max_grad_norm, c.weight_decay, c.num_train_epochs) == (46, 0.5, 0.01, 2.0)
     assert (c.lora_r, c.lora_alpha, c.lora_dropout) == (64, 128, 0.1)
     assert c.lora_target_modules == ["q_proj", "k_proj", "v_proj", "o_proj"]
@@ -62,12 +71,13 @@ def test_every_harnessfit_field_has_help_and_help_renders(cls) -> None:
 
 
 def test_yaml_toml_flags_and_overrides(tmp_path) -> None:
-    (tmp_path / "a.toml").write_text('learning_rate = 0.001\n[guard]\ninterval_s = 5\n')
+    (tmp_path / "a.toml").write_text("learning_rate = 0.001\n[guard]\ninterval_s = 5\n")
     c = load_sft_config(tmp_path / "a.toml", ["--seed", "7", "--lora-r", "4", "--lora_alpha", "8"], model="m")
     assert c.learning_rate == 1e-3 and c.guard_rules.interval_s == 5 and c.seed == 7 and c.model == "m"
     assert (c.lora_r, c.lora_alpha) == (4, 8)
-    (tmp_path / "b.yaml").write_text("learning_rate: 1e-3\ngradient_checkpointing: auto\nrecords_per_row: auto\n"
-                                     "liger: off\nsources: [pi]\n")
+    (tmp_path / "b.yaml").write_text(
+        "learning_rate: 1e-3\ngradient_checkpointing: auto\nrecords_per_row: auto\nliger: off\nsources: [pi]\n"
+    )
     c = load_sft_config(tmp_path / "b.yaml", ["--learning_rate", "2e-3"])
     assert c.learning_rate == 2e-3 and c.records_per_row is None and c.liger == "off" and c.sources == ["pi"]
     assert c.recipe_record["set"]["learning_rate"] == "1e-3" and c.recipe_record["flags"] == ["--learning_rate", "2e-3"]

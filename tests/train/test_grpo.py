@@ -39,8 +39,17 @@ def test_end_of_turn_token_is_not_truncation(eot_audit, tmp_path) -> None:
     tok = AutoTokenizer.from_pretrained(eot_audit / "tokenizer")
     eot = tok.convert_tokens_to_ids("<|im_end|>")
     assert eot not in (tok.eos_token_id, tok.pad_token_id)
-    cfg = load_grpo_config(None, **tiny_recipe(eot_audit, max_steps=1, heldout=False, max_completion_length=4,
-                                               generation_kwargs=_only_eot(tok), rewards={"clean_end": 1.0}))
+    cfg = load_grpo_config(
+        None,
+        **tiny_recipe(
+            eot_audit,
+            max_steps=1,
+            heldout=False,
+            max_completion_length=4,
+            generation_kwargs=_only_eot(tok),
+            rewards={"clean_end": 1.0},
+        ),
+    )
     res = train_grpo(cfg, tmp_path / "run")
     rows = _rows(res.completions_path)
     assert rows and all(r["length"] == 1 and r["truncated"] is False for r in rows)
@@ -55,14 +64,29 @@ def test_end_of_turn_token_is_not_truncation(eot_audit, tmp_path) -> None:
     from harnessfit.train.grpo import HarnessfitGRPOTrainer
     from harnessfit.train.grpo_data import load_decision_points
 
-    plain = load_grpo_config(None, **tiny_recipe(eot_audit, max_steps=1, heldout=False, max_completion_length=4,
-                                                 generation_kwargs=_only_eot(tok), rewards={"clean_end": 1.0}),
-                             output_dir=str(tmp_path / "plain"))
+    plain = load_grpo_config(
+        None,
+        **tiny_recipe(
+            eot_audit,
+            max_steps=1,
+            heldout=False,
+            max_completion_length=4,
+            generation_kwargs=_only_eot(tok),
+            rewards={"clean_end": 1.0},
+        ),
+        output_dir=str(tmp_path / "plain"),
+    )
     points = load_decision_points(eot_audit.parent / "dataset", "train", tok, max_records=2)
     model = load_model(str(eot_audit.parent / "model"))
     rewards = RewardSet({"clean_end": 1.0}, tokenizer=tok, stop_ids=[eot], card=load_card())
-    trainer = HarnessfitGRPOTrainer(model=model, reward_funcs=[rewards], args=plain, train_dataset=points.dataset(),
-                                    processing_class=tok, peft_config=None)
+    trainer = HarnessfitGRPOTrainer(
+        model=model,
+        reward_funcs=[rewards],
+        args=plain,
+        train_dataset=points.dataset(),
+        processing_class=tok,
+        peft_config=None,
+    )
     assert eot not in trainer.eos_token_ids
     trainer.train()
     clipped = [r["completions/clipped_ratio"] for r in trainer.state.log_history if "completions/clipped_ratio" in r]
@@ -79,10 +103,15 @@ def _judge(body: dict, index: int) -> Reply:
 def test_grpo_run_writes_adapter_metrics_completions_heldout_and_report(tmp_path) -> None:
     audit = tiny_grpo_setup(tmp_path / "setup")
     with ScriptedEndpoint(_judge) as judge:
-        cfg = load_grpo_config(None, **tiny_recipe(
-            audit, rewards={"format": 1.0, "reference_match": 1.0, "clean_end": 0.5, "length": 1.0, "judge": 1.0},
-            judge={"base_url": judge.base_url, "model": "judge", "api_key_env": None, "concurrency": 2},
-            overlong_penalty=0.1))
+        cfg = load_grpo_config(
+            None,
+            **tiny_recipe(
+                audit,
+                rewards={"format": 1.0, "reference_match": 1.0, "clean_end": 0.5, "length": 1.0, "judge": 1.0},
+                judge={"base_url": judge.base_url, "model": "judge", "api_key_env": None, "concurrency": 2},
+                overlong_penalty=0.1,
+            ),
+        )
         res = train_grpo(cfg, tmp_path / "run" / "grpo")  # the folder the report's GRPO section reads
         n_requests = len(judge.requests)
     out = res.out_dir
@@ -107,10 +136,25 @@ def test_grpo_run_writes_adapter_metrics_completions_heldout_and_report(tmp_path
         assert h["points"] == 2 and h["generations"] == 2 and len(h["per_point"]) == 2
         assert len(h["per_point"][0]["samples"]) == 2 and "components" in h["per_point"][0]["greedy"]
     report = res.report_path.read_text()
-    for label in ("Welch's t", "least-squares slope", "best-of-G", "mean-of-G", "median reward", "share < 0.25",
-                  "share > 0.70", "over-long share", "mean completion length", "policy KL", "within-group sd",
-                  "zero-variance groups", "token entropy", "unscorable share", "`judge`", "Held-out decision points",
-                  "valid-call rate, greedy"):
+    for label in (
+        "Welch's t",
+        "least-squares slope",
+        "best-of-G",
+        "mean-of-G",
+        "median reward",
+        "share < 0.25",
+        "share > 0.70",
+        "over-long share",
+        "mean completion length",
+        "policy KL",
+        "within-group sd",
+        "zero-variance groups",
+        "token entropy",
+        "unscorable share",
+        "`judge`",
+        "Held-out decision points",
+        "valid-call rate, greedy",
+    ):
         assert label in report, label
     for png in ("reward.png", "components.png", "length.png", "kl_entropy.png"):
         assert (out / "plots" / png).stat().st_size > 1000
@@ -127,10 +171,16 @@ def test_grpo_run_writes_adapter_metrics_completions_heldout_and_report(tmp_path
     built = build_report(tmp_path / "run", tmp_path / "report", workers=1)
     assert "grpo" in built.sections and not built.skipped
     page = (tmp_path / "report" / "index.html").read_text()
-    grpo = page[page.index('id="grpo"'):]
+    grpo = page[page.index('id="grpo"') :]
     stats = json.loads((out / "grpo_stats.json").read_text())
-    for label in ("Reward analysis", "Welch's t", "best-of-G (mean over groups)", "zero-variance groups",
-                  "Held-out decision points: before / after", "valid-call rate, best of G (any valid)"):
+    for label in (
+        "Reward analysis",
+        "Welch's t",
+        "best-of-G (mean over groups)",
+        "zero-variance groups",
+        "Held-out decision points: before / after",
+        "valid-call rate, best of G (any valid)",
+    ):
         assert label in grpo, label
     assert f"{100 * stats['all']['unscorable_share']:.1f}%" in grpo
     after = json.loads((out / "heldout_after.json").read_text())
@@ -153,8 +203,9 @@ def test_prompts_are_the_servers_prompts(tmp_path) -> None:
     for row in points.rows:
         body = {"model": "m", "messages": json.loads(row["state"]), "tools": json.loads(row["tools"])}
         served = render_prompt(tok, parse_chat_request(json.dumps(body).encode()))
-        (trained,), _, _ = HarnessfitGRPOTrainer._tokenize_prompts(SimpleNamespace(processing_class=tok),
-                                                                   [row["prompt"]])
+        (trained,), _, _ = HarnessfitGRPOTrainer._tokenize_prompts(
+            SimpleNamespace(processing_class=tok), [row["prompt"]]
+        )
         assert trained == served
         assert row["prompt"].endswith("<|im_start|>assistant\n")
 
@@ -173,9 +224,17 @@ def test_report_statistics_from_completions(tmp_path) -> None:
         for group in range(2):
             for k in range(2):
                 reward = None if (step, group, k) == (5, 0, 0) else 0.05 * step + 0.1 * k + (0.0 if group else 0.02)
-                rows.append({"step": step, "group": group, "reward": reward, "length": 10 + step,
-                             "truncated": step == 1 and k == 0, "valid_call": k == 1,
-                             "components": {"format": 1.0, "judge": reward}})
+                rows.append(
+                    {
+                        "step": step,
+                        "group": group,
+                        "reward": reward,
+                        "length": 10 + step,
+                        "truncated": step == 1 and k == 0,
+                        "valid_call": k == 1,
+                        "components": {"format": 1.0, "judge": reward},
+                    }
+                )
     rows[-1]["reward"] = rows[-2]["reward"]  # last group: zero variance
     metrics = [{"step": s, "kl": 0.001 * s, "entropy": 2.0 - 0.1 * s} for s in range(1, 11)]
     stats = grpo_stats(rows, metrics)
@@ -190,7 +249,9 @@ def test_report_statistics_from_completions(tmp_path) -> None:
     mx, my = statistics.fmean(xs), statistics.fmean(ys)
     slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / sum((x - mx) ** 2 for x in xs)
     assert stats["slope_per_step"] == pytest.approx(slope)
-    assert stats["last"]["best_of_g"] == pytest.approx(statistics.fmean([0.62, 0.5]))  # group 0: 0.52, 0.62; group 1: 0.5, 0.5
+    assert stats["last"]["best_of_g"] == pytest.approx(
+        statistics.fmean([0.62, 0.5])
+    )  # group 0: 0.52, 0.62; group 1: 0.5, 0.5
     assert stats["last"]["zero_variance_groups"] == 0.5 and stats["first"]["overlong_share"] == 0.5
     assert stats["all"]["unscorable_share"] == pytest.approx(1 / 40) and stats["first"]["kl"] == 0.001
     assert stats["first"]["share_below_025"] == 1.0 and stats["last"]["share_above_070"] == 0.0
@@ -206,10 +267,19 @@ def test_health_guard_stops_grpo_with_a_checkpoint(tmp_path) -> None:
 
     ok = dict(host_mem_avail_gib=20.0, swap_used_gib=0.0, disk_free_gib=100.0)
     audit = tiny_grpo_setup(tmp_path / "setup")
-    cfg = load_grpo_config(None, **tiny_recipe(audit, max_steps=200, save_steps=100, heldout=False,
-                                               guard={"interval_s": 0.1, "min_host_mem_gib": 1.0,
-                                                      "min_free_disk_gib": 1.0}))
-    res = train_grpo(cfg, tmp_path / "run", reading_source=ScriptedReadings([ok, ok, {**ok, "host_mem_avail_gib": 0.2}]))
+    cfg = load_grpo_config(
+        None,
+        **tiny_recipe(
+            audit,
+            max_steps=200,
+            save_steps=100,
+            heldout=False,
+            guard={"interval_s": 0.1, "min_host_mem_gib": 1.0, "min_free_disk_gib": 1.0},
+        ),
+    )
+    res = train_grpo(
+        cfg, tmp_path / "run", reading_source=ScriptedReadings([ok, ok, {**ok, "host_mem_avail_gib": 0.2}])
+    )
     assert res.status == "stopped" and "host memory" in res.stop_reason and 0 < res.global_step < 200
     assert res.checkpoint_dir.name == f"checkpoint-{res.global_step}" and res.adapter_dir is None
     assert "Stopped by the health guard" in res.report_path.read_text()

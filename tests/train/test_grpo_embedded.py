@@ -19,16 +19,32 @@ from harnessfit.train.grpo import train_grpo
 
 @pytest.mark.slow
 def test_grpo_two_steps_on_the_embedded_model(traces_dir: Path, tmp_path: Path) -> None:
-    cfg = config_from_values(inputs=[str(traces_dir / "openhands")], parquet=False,
-                             split={"train": 1.0, "validation": 0.0, "test": 0.0})
+    cfg = config_from_values(
+        inputs=[str(traces_dir / "openhands")], parquet=False, split={"train": 1.0, "validation": 0.0, "test": 0.0}
+    )
     build_dataset(cfg, tmp_path, out=tmp_path / "ds")
     audit(tmp_path / "ds", "embedded", tmp_path / "ds-audit", progress=False)
-    recipe = load_grpo_config(None, audit_dir=str(tmp_path / "ds-audit"), num_generations=2,
-                              per_device_train_batch_size=2, max_completion_length=8, max_steps=2, save_steps=2,
-                              learning_rate=1e-4, warmup_steps=0, lora_r=2, lora_alpha=4, lora_dropout=0.0,
-                              lora_target_modules=["layers.29.self_attn.q_proj"], max_train_records=2,
-                              heldout_max_records=1, heldout_generations=2, threads=1, guard={"enabled": False},
-                              eval_split="train")  # a handful of traces: the chain is under test, not the split
+    recipe = load_grpo_config(
+        None,
+        audit_dir=str(tmp_path / "ds-audit"),
+        num_generations=2,
+        per_device_train_batch_size=2,
+        max_completion_length=8,
+        max_steps=2,
+        save_steps=2,
+        learning_rate=1e-4,
+        warmup_steps=0,
+        lora_r=2,
+        lora_alpha=4,
+        lora_dropout=0.0,
+        lora_target_modules=["layers.29.self_attn.q_proj"],
+        max_train_records=2,
+        heldout_max_records=1,
+        heldout_generations=2,
+        threads=1,
+        guard={"enabled": False},
+        eval_split="train",
+    )  # a handful of traces: the chain is under test, not the split
     res = train_grpo(recipe, tmp_path / "grpo")
     assert res.status == "completed" and res.global_step == 2
     rows = [json.loads(x) for x in res.completions_path.read_text().splitlines()]

@@ -23,8 +23,18 @@ def test_grpo_in_harness_before_after_through_real_pi(tmp_path: Path) -> None:
     suite = tmp_path / "suite"
     shutil.copytree(examples_dir() / "tasks" / "default" / "create_hello_script", suite / "create_hello_script")
     audit = tiny_grpo_setup(tmp_path / "setup")
-    cfg = load_grpo_config(None, **tiny_recipe(audit, max_steps=1, save_steps=1, heldout=False,
-                                               eval_suite=str(suite), eval_max_turns=1, eval_max_seconds=60))
+    cfg = load_grpo_config(
+        None,
+        **tiny_recipe(
+            audit,
+            max_steps=1,
+            save_steps=1,
+            heldout=False,
+            eval_suite=str(suite),
+            eval_max_turns=1,
+            eval_max_seconds=60,
+        ),
+    )
     res = train_grpo(cfg, tmp_path / "run" / "grpo")
     assert res.status == "completed" and res.in_harness_table == res.out_dir / "eval" / "before_after.md"
     before, after = (json.loads((res.out_dir / "eval" / s / "results.json").read_text()) for s in ("before", "after"))
@@ -44,4 +54,4 @@ def test_grpo_in_harness_before_after_through_real_pi(tmp_path: Path) -> None:
 
     build_report(tmp_path / "run", tmp_path / "report", workers=1)
     page = (tmp_path / "report" / "index.html").read_text()
-    assert "In the real harness: before / after" in page[page.index('id="grpo"'):]
+    assert "In the real harness: before / after" in page[page.index('id="grpo"') :]

@@ -23,12 +23,27 @@ BIN = Path(sys.executable).parent / "harnessfit"
 def test_kill_9_then_resume_continues(tmp_path) -> None:
     audit = tiny_grpo_setup(tmp_path / "setup")
     recipe = tmp_path / "r.yaml"
-    recipe.write_text(yaml.safe_dump(tiny_recipe(audit, max_steps=10, save_steps=2, save_total_limit=20,
-                                                 heldout=False, rewards={"format": 1.0, "reference_match": 1.0})))
+    recipe.write_text(
+        yaml.safe_dump(
+            tiny_recipe(
+                audit,
+                max_steps=10,
+                save_steps=2,
+                save_total_limit=20,
+                heldout=False,
+                rewards={"format": 1.0, "reference_match": 1.0},
+            )
+        )
+    )
     run = tmp_path / "run"
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    proc = subprocess.Popen([str(BIN), "train", "grpo", str(recipe), "--out", str(run)], env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+    proc = subprocess.Popen(
+        [str(BIN), "train", "grpo", str(recipe), "--out", str(run)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
     deadline = time.monotonic() + 240
     try:
         while time.monotonic() < deadline and proc.poll() is None:
@@ -41,12 +56,20 @@ def test_kill_9_then_resume_continues(tmp_path) -> None:
         proc.wait()
     assert proc.returncode == -signal.SIGKILL, f"run ended before the kill: {proc.stderr.read()[-2000:]!r}"
     assert not (run / "adapter").exists()
-    cut = max(int(p.name.split("-")[1]) for p in (run / "checkpoints").glob("checkpoint-*")
-              if (p / "trainer_state.json").is_file())
+    cut = max(
+        int(p.name.split("-")[1])
+        for p in (run / "checkpoints").glob("checkpoint-*")
+        if (p / "trainer_state.json").is_file()
+    )
     assert 4 <= cut < 10
 
-    res = subprocess.run([str(BIN), "train", "grpo", str(recipe), "--out", str(run), "--resume"], env=env,
-                         capture_output=True, text=True, timeout=600)
+    res = subprocess.run(
+        [str(BIN), "train", "grpo", str(recipe), "--out", str(run), "--resume"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert res.returncode == 0, res.stderr[-3000:]
     result = json.loads((run / "result.json").read_text())
     assert result["global_step"] == 10 and result["resumed_from"].endswith(f"checkpoint-{cut}")

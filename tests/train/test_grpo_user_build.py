@@ -50,11 +50,15 @@ def test_fidelity_selects_the_decision_points_of_a_tier(shared_build: Path) -> N
     from harnessfit.train.grpo_data import DPSkip, load_decision_points
 
     tok = load_tokenizer("embedded")
-    rows = [orjson.loads(line) for split in ("train", "validation", "test")
-            for line in (shared_build / "decision_points" / f"{split}.jsonl").read_bytes().splitlines()]
+    rows = [
+        orjson.loads(line)
+        for split in ("train", "validation", "test")
+        for line in (shared_build / "decision_points" / f"{split}.jsonl").read_bytes().splitlines()
+    ]
     assert {r["fidelity"] for r in rows} == {"byte", "content"}
-    split = next(s for s in ("train", "validation", "test")
-                 if any(r["split"] == s and r["fidelity"] == "content" for r in rows))
+    split = next(
+        s for s in ("train", "validation", "test") if any(r["split"] == s and r["fidelity"] == "content" for r in rows)
+    )
     every = load_decision_points(shared_build, split, tok)
     byte = load_decision_points(shared_build, split, tok, fidelity="byte")
     content = [r for r in rows if r["split"] == split and r["fidelity"] == "content"]
@@ -68,10 +72,28 @@ def test_cpu_recipe_runs_on_a_build_of_the_shared_traces(shared_build: Path, tmp
     from harnessfit.tokens import audit
 
     audit(shared_build, "embedded", tmp_path / "audit", progress=False)
-    proc = subprocess.run([sys.executable, "-m", "harnessfit.cli", "train", "grpo",
-                           str(REPO / "examples" / "recipes" / "grpo-cpu.yaml"), "--audit-dir", str(tmp_path / "audit"),
-                           "--out", str(tmp_path / "grpo"), "--max_steps", "1", "--heldout_max_records", "2"],
-                          capture_output=True, text=True, timeout=900, env={**os.environ, "COLUMNS": "200"})
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "harnessfit.cli",
+            "train",
+            "grpo",
+            str(REPO / "examples" / "recipes" / "grpo-cpu.yaml"),
+            "--audit-dir",
+            str(tmp_path / "audit"),
+            "--out",
+            str(tmp_path / "grpo"),
+            "--max_steps",
+            "1",
+            "--heldout_max_records",
+            "2",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env={**os.environ, "COLUMNS": "200"},
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     err = proc.stderr
     assert "grpo: train:" in err and "from sources pi" in err

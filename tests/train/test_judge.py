@@ -15,15 +15,27 @@ from harnessfit.rewards import JudgeSettings
 from harnessfit.rewards.judge import RUBRIC, JudgeClient, parse_verdict
 from harnessfit.rewards.verifiable import parse_completion
 
-REF = {"role": "assistant", "content": None,
-       "tool_calls": [{"type": "function", "function": {"name": "read", "arguments": {"path": "a.txt"}}}]}
+REF = {
+    "role": "assistant",
+    "content": None,
+    "tool_calls": [{"type": "function", "function": {"name": "read", "arguments": {"path": "a.txt"}}}],
+}
 
 
 def _samples(n: int):
     state = [{"role": "system", "content": "SYSTEM PROMPT"}, {"role": "user", "content": "What is in a.txt?"}]
-    return [parse_completion(f'<tool_call>\n{{"name": "read", "arguments": {{"path": "a{i}.txt"}}}}\n</tool_call>',
-                             [], False, reference=REF, tools=card_tools(), state=state, dp_id=f"d{i}")
-            for i in range(n)]
+    return [
+        parse_completion(
+            f'<tool_call>\n{{"name": "read", "arguments": {{"path": "a{i}.txt"}}}}\n</tool_call>',
+            [],
+            False,
+            reference=REF,
+            tools=card_tools(),
+            state=state,
+            dp_id=f"d{i}",
+        )
+        for i in range(n)
+    ]
 
 
 def _client(ep: ScriptedEndpoint, **kw) -> JudgeClient:
@@ -41,8 +53,12 @@ def test_parse_verdict_cases() -> None:
 
 
 def test_planned_verdicts_in_order_with_the_rubric_and_context() -> None:
-    replies = [Reply(text='{"score": 8, "critique": "gathers evidence"}'), Reply(text="no idea"),
-               Reply(text='```json\n{"score": 3, "critique": "speculates"}\n```'), Reply(text='{"score": 11}')]
+    replies = [
+        Reply(text='{"score": 8, "critique": "gathers evidence"}'),
+        Reply(text="no idea"),
+        Reply(text='```json\n{"score": 3, "critique": "speculates"}\n```'),
+        Reply(text='{"score": 11}'),
+    ]
     with ScriptedEndpoint(replies) as ep:
         verdicts = _client(ep, concurrency=1).score_many(_samples(4))
         sent = ep.requests
@@ -109,15 +125,28 @@ def test_unscorable_completion_is_none_in_the_combined_reward(tmp_path) -> None:
     tok = load_tokenizer("smollm2-135m")
     eot = tok.convert_tokens_to_ids("<|im_end|>")
     with ScriptedEndpoint([Reply(text='{"score": 10, "critique": "ideal"}'), Reply(text="refuse")]) as ep:
-        rs = RewardSet({"format": 1.0, "judge": 1.0}, tokenizer=tok, stop_ids=[eot], card=load_card(),
-                       judge=JudgeSettings(base_url=ep.base_url, model="j", api_key_env=None, concurrency=1),
-                       log_path=tmp_path / "c.jsonl", num_generations=2)
-        ids = tok('<tool_call>\n{"name": "read", "arguments": {"path": "a.txt"}}\n</tool_call>',
-                  add_special_tokens=False)["input_ids"] + [eot]
+        rs = RewardSet(
+            {"format": 1.0, "judge": 1.0},
+            tokenizer=tok,
+            stop_ids=[eot],
+            card=load_card(),
+            judge=JudgeSettings(base_url=ep.base_url, model="j", api_key_env=None, concurrency=1),
+            log_path=tmp_path / "c.jsonl",
+            num_generations=2,
+        )
+        ids = tok(
+            '<tool_call>\n{"name": "read", "arguments": {"path": "a.txt"}}\n</tool_call>', add_special_tokens=False
+        )["input_ids"] + [eot]
         metrics = {}
-        out = rs(prompts=["p"] * 2, completions=[""] * 2, completion_ids=[ids, ids], dp_id=["d", "d"],
-                 tools=[json.dumps(card_tools())] * 2, reference=[json.dumps(REF)] * 2,
-                 log_metric=lambda k, v: metrics.__setitem__(k, v))
+        out = rs(
+            prompts=["p"] * 2,
+            completions=[""] * 2,
+            completion_ids=[ids, ids],
+            dp_id=["d", "d"],
+            tools=[json.dumps(card_tools())] * 2,
+            reference=[json.dumps(REF)] * 2,
+            log_metric=lambda k, v: metrics.__setitem__(k, v),
+        )
     assert out == [pytest.approx(1.0), None]
     rows = [json.loads(x) for x in (tmp_path / "c.jsonl").read_text().splitlines()]
     assert rows[0]["critique"] == "ideal" and rows[1]["judge_reason"] == "no_verdict" and rows[1]["reward"] is None

@@ -27,12 +27,29 @@ def _record_losses(model, split) -> list[list[float]]:
 def _trainer(tiny_model, tmp_path, split, weighting: str, padding_free: bool = True):
     model = AutoModelForCausalLM.from_pretrained(tiny_model, dtype=torch.float32)
     tok = AutoTokenizer.from_pretrained(tiny_model)
-    args = SFTConfig(output_dir=str(tmp_path / weighting), use_cpu=True, bf16=False, report_to="none", padding_free=False,
-                     remove_unused_columns=False, per_device_eval_batch_size=1, eval_on_start=False,
-                     eval_strategy="no", max_length=None, dataset_num_proc=None)
+    args = SFTConfig(
+        output_dir=str(tmp_path / weighting),
+        use_cpu=True,
+        bf16=False,
+        report_to="none",
+        padding_free=False,
+        remove_unused_columns=False,
+        per_device_eval_batch_size=1,
+        eval_on_start=False,
+        eval_strategy="no",
+        max_length=None,
+        dataset_num_proc=None,
+    )
     coll = ActionCollator(pad_token_id=tok.pad_token_id, padding_free=padding_free, weighting=weighting)
-    return ActionWeightedSFTTrainer(model=model, args=args, train_dataset=split.dataset, eval_dataset=split.dataset,
-                                    processing_class=tok, data_collator=coll, weighting=weighting)
+    return ActionWeightedSFTTrainer(
+        model=model,
+        args=args,
+        train_dataset=split.dataset,
+        eval_dataset=split.dataset,
+        processing_class=tok,
+        data_collator=coll,
+        weighting=weighting,
+    )
 
 
 @pytest.mark.parametrize("padding_free", [True, False])

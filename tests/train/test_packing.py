@@ -21,7 +21,8 @@ def _per_token_nll(logits, labels):
 
 FLEX_ON_CPU = pytest.mark.skipif(
     not os.environ.get("HARNESSFIT_TEST_FLEX"),
-    reason="flex attention compiles for ~4 min on 2 CPU cores (passed when run with HARNESSFIT_TEST_FLEX=1)")
+    reason="flex attention compiles for ~4 min on 2 CPU cores (passed when run with HARNESSFIT_TEST_FLEX=1)",
+)
 
 
 @pytest.mark.parametrize("attn", ["sdpa", pytest.param("flex_attention", marks=[FLEX_ON_CPU, pytest.mark.slow])])
@@ -53,7 +54,9 @@ def test_packed_per_record_loss_equals_unpacked(tiny_model, tiny_audit, attn):
             a_nll, a_valid = _per_token_nll(alone, torch.tensor([rec["labels"]]))
             alone_loss = a_nll[a_valid].mean()
             assert abs(packed_loss - alone_loss) / alone_loss < 1e-3, (i, float(packed_loss), float(alone_loss))
-            worst_contamination = max(worst_contamination, float(abs(nll_nb[seg][valid[seg]].mean() - alone_loss) / alone_loss))
+            worst_contamination = max(
+                worst_contamination, float(abs(nll_nb[seg][valid[seg]].mean() - alone_loss) / alone_loss)
+            )
     assert worst_contamination > 1e-2  # without the boundary, later records do see earlier ones: the check can fail
 
 

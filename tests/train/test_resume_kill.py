@@ -26,15 +26,34 @@ def _losses(run: Path) -> dict[int, float]:
 @pytest.mark.slow
 def test_kill_9_then_resume_continues_the_curve(tiny_audit, tmp_path):
     recipe = tmp_path / "r.yaml"
-    recipe.write_text(yaml.safe_dump(dict(
-        audit_dir=str(tiny_audit), lora_r=8, lora_alpha=16, lora_dropout=0.0, learning_rate=1e-2,
-        gradient_accumulation_steps=2, num_train_epochs=10, max_steps=24, eval_steps=4, save_steps=4,
-        save_total_limit=50, threads=1,
-        guard=dict(interval_s=0.5, min_free_disk_gib=0.1, min_host_mem_gib=0.1))))
+    recipe.write_text(
+        yaml.safe_dump(
+            dict(
+                audit_dir=str(tiny_audit),
+                lora_r=8,
+                lora_alpha=16,
+                lora_dropout=0.0,
+                learning_rate=1e-2,
+                gradient_accumulation_steps=2,
+                num_train_epochs=10,
+                max_steps=24,
+                eval_steps=4,
+                save_steps=4,
+                save_total_limit=50,
+                threads=1,
+                guard=dict(interval_s=0.5, min_free_disk_gib=0.1, min_host_mem_gib=0.1),
+            )
+        )
+    )
     run = tmp_path / "run"
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    proc = subprocess.Popen([str(BIN), "train", "sft", str(recipe), "--out", str(run)], env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+    proc = subprocess.Popen(
+        [str(BIN), "train", "sft", str(recipe), "--out", str(run)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
     deadline = time.monotonic() + 120
     try:
         while time.monotonic() < deadline and proc.poll() is None:
@@ -48,11 +67,19 @@ def test_kill_9_then_resume_continues_the_curve(tiny_audit, tmp_path):
     assert proc.returncode == -signal.SIGKILL, f"run ended before the kill: {proc.stderr.read()[-2000:]!r}"
     assert not (run / "adapter").exists()
 
-    cut = max(int(p.name.split("-")[1]) for p in (run / "checkpoints").glob("checkpoint-*")
-              if (p / "trainer_state.json").is_file())
+    cut = max(
+        int(p.name.split("-")[1])
+        for p in (run / "checkpoints").glob("checkpoint-*")
+        if (p / "trainer_state.json").is_file()
+    )
     assert 8 <= cut < 24
-    res = subprocess.run([str(BIN), "train", "sft", str(recipe), "--out", str(run), "--resume"], env=env,
-                         capture_output=True, text=True, timeout=300)
+    res = subprocess.run(
+        [str(BIN), "train", "sft", str(recipe), "--out", str(run), "--resume"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert res.returncode == 0, res.stderr[-2000:]
     result = json.loads((run / "result.json").read_text())
     assert result["global_step"] == 24 and result["resumed_from"].endswith(f"checkpoint-{cut}")

@@ -14,8 +14,11 @@ from harnessfit.rewards.verifiable import parse_completion, toolrl_match
 
 CARD = load_card()
 TOOLS = card_tools(("read", "bash"))
-READ_REF = {"role": "assistant", "content": None,
-            "tool_calls": [{"type": "function", "function": {"name": "read", "arguments": {"path": "a.txt"}}}]}
+READ_REF = {
+    "role": "assistant",
+    "content": None,
+    "tool_calls": [{"type": "function", "function": {"name": "read", "arguments": {"path": "a.txt"}}}],
+}
 TEXT_REF = {"role": "assistant", "content": "It prints hello."}
 
 
@@ -101,9 +104,10 @@ def test_length_penalty_only_for_overlong() -> None:
 def test_combine_weighted_mean_plus_penalties_and_none() -> None:
     scores = {"format": Score(1.0), "reference_match": Score(0.5), "length": Score(-0.3), "judge": Score(None)}
     assert combine(scores, {"format": 1.0, "reference_match": 3.0, "length": 1.0}) == pytest.approx(
-        (1.0 + 1.5) / 4 - 0.3)
+        (1.0 + 1.5) / 4 - 0.3
+    )
     assert combine(scores, {"format": 1.0, "judge": 1.0}) is None  # one unscorable component: the completion is
-    assert combine(scores, {"format": 1.0, "judge": 0.0}) == 1.0   # a zero weight is not asked for
+    assert combine(scores, {"format": 1.0, "judge": 0.0}) == 1.0  # a zero weight is not asked for
     assert set(reward_weights(None)) <= set(REGISTRY)
 
 
@@ -113,13 +117,20 @@ def test_reward_set_decodes_ids_and_sees_the_end_of_turn(tmp_path) -> None:
 
     tok = load_tokenizer("smollm2-135m")
     eot = tok.convert_tokens_to_ids("<|im_end|>")
-    rs = RewardSet(reward_weights(None), tokenizer=tok, stop_ids=[eot], card=CARD, log_path=tmp_path / "c.jsonl",
-                   num_generations=2)
+    rs = RewardSet(
+        reward_weights(None), tokenizer=tok, stop_ids=[eot], card=CARD, log_path=tmp_path / "c.jsonl", num_generations=2
+    )
     ended = tok(CLEAN, add_special_tokens=False)["input_ids"] + [eot]
     cut = tok(CLEAN[:-5], add_special_tokens=False)["input_ids"]
     ref, tools = json.dumps(READ_REF), json.dumps(TOOLS)
-    out = rs(prompts=["p", "p"], completions=["", ""], completion_ids=[ended, cut], dp_id=["d", "d"],
-             tools=[tools, tools], reference=[ref, ref])
+    out = rs(
+        prompts=["p", "p"],
+        completions=["", ""],
+        completion_ids=[ended, cut],
+        dp_id=["d", "d"],
+        tools=[tools, tools],
+        reference=[ref, ref],
+    )
     rows = [json.loads(x) for x in (tmp_path / "c.jsonl").read_text().splitlines()]
     assert rows[0]["truncated"] is False and rows[0]["valid_call"] and out[0] == pytest.approx(1.0)
     assert rows[1]["truncated"] is True and rows[1]["components"]["clean_end"] == 0.0 and out[1] < out[0]

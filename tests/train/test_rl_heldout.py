@@ -29,8 +29,9 @@ def test_held_out_evals_before_and_after_in_the_real_pi(tmp_path: Path) -> None:
     out = tmp_path / "run"
     out.mkdir()
     cfg = SimpleNamespace(eval_seeds=1, workers=1, episode_max_turns=8, episode_max_seconds=300.0, model="m")
-    settings = SimpleNamespace(harness=model_harness(None, None, None, stage="train rl"), sandbox=True,
-                               context_window=None)
+    settings = SimpleNamespace(
+        harness=model_harness(None, None, None, stage="train rl"), sandbox=True, context_window=None
+    )
     held = HeldoutEvals(cfg, suite, out, settings, Console(stderr=True))
     with ScriptedEndpoint(responder_for("scripted:golden", load_suite(suite)), model_id="policy") as ep:
         base = ep.base_url.removesuffix("/v1")

@@ -26,9 +26,21 @@ def test_one_step_two_episodes_end_to_end(tmp_path: Path) -> None:
     suite = tmp_path / "suite"
     shutil.copytree(REPO / "examples" / "tasks" / "default" / "edit_constant", suite / "edit_constant")
     out = tmp_path / "run"
-    cfg = load_config(HarnessfitRLConfig, None, [], output_dir=str(out / "checkpoints"), suite=str(suite),
-                      max_steps=1, tasks_per_step=1, num_generations=2, episode_max_turns=2,
-                      max_completion_length=24, workers=2, episode_max_seconds=400.0, guard='{"enabled": false}')
+    cfg = load_config(
+        HarnessfitRLConfig,
+        None,
+        [],
+        output_dir=str(out / "checkpoints"),
+        suite=str(suite),
+        max_steps=1,
+        tasks_per_step=1,
+        num_generations=2,
+        episode_max_turns=2,
+        max_completion_length=24,
+        workers=2,
+        episode_max_seconds=400.0,
+        guard='{"enabled": false}',
+    )
     res = train_rl(cfg, out, progress=False)
     assert res.status == "completed" and res.steps == 1 and (out / "adapter" / "adapter_config.json").is_file()
 

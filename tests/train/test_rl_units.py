@@ -18,9 +18,14 @@ W = {"checker_passed": 1.0, "complete_loop": 1.0, "format": 1.0, "turn_cap": 0.5
 
 
 def _turn(i: int, prompt: list[int], completion: list[int], complete: bool = True) -> dict:
-    return {"node_id": f"ep:{i}", "prompt_token_ids": prompt, "completion_token_ids": completion,
-            "per_token_logps": [-0.1 * (j + 1) for j in range(len(completion))], "metadata": {"complete": complete},
-            "response": {"text": "x"}}
+    return {
+        "node_id": f"ep:{i}",
+        "prompt_token_ids": prompt,
+        "completion_token_ids": completion,
+        "per_token_logps": [-0.1 * (j + 1) for j in range(len(completion))],
+        "metadata": {"complete": complete},
+        "response": {"text": "x"},
+    }
 
 
 def test_turns_extending_the_prompt_share_a_segment_and_the_mask_covers_exactly_the_sampled_ids() -> None:
@@ -60,27 +65,42 @@ def _facts(**kw):
 
 
 def _metrics(**kw):
-    base = {"checker_passed": True, "complete_loop": True, "turn_cap_hit": False, "runaway": False,
-            "timed_out": False, "integrity_flag": None}
+    base = {
+        "checker_passed": True,
+        "complete_loop": True,
+        "turn_cap_hit": False,
+        "runaway": False,
+        "timed_out": False,
+        "integrity_flag": None,
+    }
     return SimpleNamespace(**{**base, **kw})
 
 
 def test_episode_reward_weighs_scores_and_adds_penalties_and_logs_every_component() -> None:
     good = episode_reward(_facts(), _metrics(), {"format": 1.0}, W)
     assert good.reward == pytest.approx(1.0) and good.components == {
-        "checker_passed": 1.0, "complete_loop": 1.0, "format": 1.0, "turn_cap": 0.0, "runaway": 0.0}
-    capped = episode_reward(_facts(), _metrics(checker_passed=False, complete_loop=False, turn_cap_hit=True),
-                            {"format": 0.5}, W)
+        "checker_passed": 1.0,
+        "complete_loop": 1.0,
+        "format": 1.0,
+        "turn_cap": 0.0,
+        "runaway": 0.0,
+    }
+    capped = episode_reward(
+        _facts(), _metrics(checker_passed=False, complete_loop=False, turn_cap_hit=True), {"format": 0.5}, W
+    )
     assert capped.reward == pytest.approx(0.5 / 3 - 0.5) and capped.unscored is None
     no_turn = episode_reward(_facts(), _metrics(checker_passed=False, complete_loop=False, timed_out=True), {}, W)
     assert no_turn.reward == pytest.approx(0.0 - 0.5)  # no turn to judge: left out of the mean, not None
 
 
-@pytest.mark.parametrize("facts, metrics, why", [
-    (_facts(status="error", error="bwrap: setting up uid map"), None, "episode error"),
-    (_facts(checker_exit_code=None), _metrics(), "checker never ran"),
-    (_facts(), _metrics(integrity_flag="session_file_differs_from_events"), "integrity"),
-])
+@pytest.mark.parametrize(
+    "facts, metrics, why",
+    [
+        (_facts(status="error", error="bwrap: setting up uid map"), None, "episode error"),
+        (_facts(checker_exit_code=None), _metrics(), "checker never ran"),
+        (_facts(), _metrics(integrity_flag="session_file_differs_from_events"), "integrity"),
+    ],
+)
 def test_an_unscorable_episode_is_none_never_zero(facts, metrics, why) -> None:
     r = episode_reward(facts, metrics, {"format": 1.0}, W)
     assert r.reward is None and why in r.unscored and set(r.components) == set(W)
@@ -140,12 +160,32 @@ def test_resume_state_refuses_a_fresh_start_and_trims_the_logs(tmp_path: Path) -
 
 
 def test_report_links_each_step_to_its_episodes_and_escapes_them(tmp_path: Path) -> None:
-    (tmp_path / "metrics.jsonl").write_bytes(orjson.dumps({"step": 1, "reward_mean": 0.25, "complete_loop_rate": 0.5,
-                                                           "scored": 1, "episodes": 2, "groups": 1,
-                                                           "zero_variance_groups": 0, "loss": 0.1}) + b"\n")
-    rows = [{"step": 1, "task_id": "t|<b>", "group_index": 0, "reward": 0.25, "episode_dir": "rollouts/step-0001/a"},
-            {"step": 1, "task_id": "t2", "group_index": 1, "reward": None, "unscored": "episode error: <x>",
-             "episode_dir": "rollouts/step-0001/b"}]
+    (tmp_path / "metrics.jsonl").write_bytes(
+        orjson.dumps(
+            {
+                "step": 1,
+                "reward_mean": 0.25,
+                "complete_loop_rate": 0.5,
+                "scored": 1,
+                "episodes": 2,
+                "groups": 1,
+                "zero_variance_groups": 0,
+                "loss": 0.1,
+            }
+        )
+        + b"\n"
+    )
+    rows = [
+        {"step": 1, "task_id": "t|<b>", "group_index": 0, "reward": 0.25, "episode_dir": "rollouts/step-0001/a"},
+        {
+            "step": 1,
+            "task_id": "t2",
+            "group_index": 1,
+            "reward": None,
+            "unscored": "episode error: <x>",
+            "episode_dir": "rollouts/step-0001/b",
+        },
+    ]
     (tmp_path / "episodes.jsonl").write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in rows))
     text = write_rl_report(tmp_path).read_text()
     assert "| 1 | 0.250 | 0.500 | 1 / 2 |" in text and "(<rollouts/step-0001/a>)" in text
@@ -169,8 +209,9 @@ def test_no_step_starts_once_the_time_budget_is_spent_and_the_run_says_why() -> 
     end = run_steps(4, 5, step, max_seconds=None, should_stop=lambda: None, clock=lambda: now[0])
     assert ran == [4, 5] and end.step == 5 and end.ended == "max_steps 5 reached"
     ran.clear()
-    end = run_steps(1, 10, step, max_seconds=1e9, should_stop=lambda: "host memory low" if ran else None,
-                    clock=lambda: now[0])
+    end = run_steps(
+        1, 10, step, max_seconds=1e9, should_stop=lambda: "host memory low" if ran else None, clock=lambda: now[0]
+    )
     assert ran == [1] and end.stop == "host memory low" and "health guard after step 1" in end.ended
 
 
@@ -180,8 +221,9 @@ def test_budget_and_held_out_suite_settings_are_checked(tmp_path: Path) -> None:
     from harnessfit.train.rl.config import HarnessfitRLConfig
     from harnessfit.train.rl.heldout import eval_suite_path
 
-    cfg = load_config(HarnessfitRLConfig, None, ["--max_seconds", "1800", "--eval_suite", "default"],
-                      output_dir=str(tmp_path))
+    cfg = load_config(
+        HarnessfitRLConfig, None, ["--max_seconds", "1800", "--eval_suite", "default"], output_dir=str(tmp_path)
+    )
     assert cfg.max_seconds == 1800 and cfg.eval_seeds == 3
     assert eval_suite_path(cfg.eval_suite) == default_suite() and eval_suite_path(None) is None
     with pytest.raises(UserError, match=r"max_seconds=0\.0: the time budget must be positive"):
@@ -197,8 +239,9 @@ def test_report_has_the_held_out_before_after_table_with_intervals(tmp_path: Pat
 
     data = Path(__file__).resolve().parents[1] / "eval" / "data" / "results_before"
     shutil.copytree(data / "eval-never-stop", tmp_path / "eval_before")
-    text = write_rl_report(tmp_path, ended="max_steps 2 reached",
-                           missing_evals={"after": "the health guard stopped the run"}).read_text()
+    text = write_rl_report(
+        tmp_path, ended="max_steps 2 reached", missing_evals={"after": "the health guard stopped the run"}
+    ).read_text()
     assert "Ended: max\\_steps 2 reached." in text and "## Held-out suite before / after" in text
     assert "| metric | before |" in text and "- no after eval: the health guard stopped the run" in text
     shutil.copytree(data / "eval-golden", tmp_path / "eval_after")
@@ -206,9 +249,15 @@ def test_report_has_the_held_out_before_after_table_with_intervals(tmp_path: Pat
     assert "| metric | before | after |" in text and "no after eval" not in text
     rows = {line.split(" | ")[0].strip("| "): line for line in text.splitlines() if line.startswith("| ")}
     assert rows["Complete loop (checker passed + expected change + final response)"].endswith(
-        "| 0% [0–66] (0/2) | 100% [51–100] (4/4) |")
-    for label in ("Independent checker passed", "Valid tool calls", "Finished with a response", "Turn cap hit",
-                  "Scored / unscored episodes"):
+        "| 0% [0–66] (0/2) | 100% [51–100] (4/4) |"
+    )
+    for label in (
+        "Independent checker passed",
+        "Valid tool calls",
+        "Finished with a response",
+        "Turn cap hit",
+        "Scored / unscored episodes",
+    ):
         assert label in rows
     assert "different task suites" in text  # the two fixtures ran different suites: said, not hidden
     (tmp_path / "none").mkdir()

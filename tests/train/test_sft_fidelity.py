@@ -15,8 +15,11 @@ from harnessfit.train.data import SkipReason, load_split, sft_fidelity
 
 @pytest.mark.slow
 def test_byte_tier_leaves_content_actions_out(traces_dir: Path, tmp_path: Path) -> None:
-    cfg = config_from_values(inputs=[str(traces_dir / "openhands"), str(traces_dir / "claude_code")], parquet=False,
-                             split={"train": 1.0, "validation": 0.0, "test": 0.0})
+    cfg = config_from_values(
+        inputs=[str(traces_dir / "openhands"), str(traces_dir / "claude_code")],
+        parquet=False,
+        split={"train": 1.0, "validation": 0.0, "test": 0.0},
+    )
     build_dataset(cfg, tmp_path, out=tmp_path / "ds")
     audit(tmp_path / "ds", "embedded", tmp_path / "audit", progress=False)
     content = sft_fidelity(tmp_path / "ds", "train", "byte")

@@ -47,10 +47,16 @@ def test_a_run_the_guard_stopped_ends_as_one_line_with_exit_code_3() -> None:
     from harnessfit.train.run import STOPPED_EXIT_CODE
 
     _stop_if_stopped(SimpleNamespace(status="completed"))  # a finished run passes
-    stopped = SimpleNamespace(status="stopped", global_step=7, stop_reason="host memory 0.1 GiB < 0.5 GiB",
-                              checkpoint_dir="out/train/checkpoints/checkpoint-6")
+    stopped = SimpleNamespace(
+        status="stopped",
+        global_step=7,
+        stop_reason="host memory 0.1 GiB < 0.5 GiB",
+        checkpoint_dir="out/train/checkpoints/checkpoint-6",
+    )
     with pytest.raises(UserError) as err:
         _stop_if_stopped(stopped)
     assert err.value.exit_code == STOPPED_EXIT_CODE == 3
-    assert str(err.value) == ("training stopped by the health guard at step 7: host memory 0.1 GiB < 0.5 GiB; "
-                              "checkpoint out/train/checkpoints/checkpoint-6; continue with --resume")
+    assert str(err.value) == (
+        "training stopped by the health guard at step 7: host memory 0.1 GiB < 0.5 GiB; "
+        "checkpoint out/train/checkpoints/checkpoint-6; continue with --resume"
+    )

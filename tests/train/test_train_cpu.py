@@ -60,8 +60,12 @@ def test_guard_stop_leaves_a_usable_checkpoint(fast_recipe, tmp_path):
     assert "Stopped by the health guard" in res.report_path.read_text()
     assert res.adapter_dir is None
     # the checkpoint is usable: resume with healthy readings and finish
-    done = train_sft(fast_recipe(**common, max_steps=res.global_step + 3), tmp_path / "run", resume=True,
-                     reading_source=ScriptedReadings([OK]))
+    done = train_sft(
+        fast_recipe(**common, max_steps=res.global_step + 3),
+        tmp_path / "run",
+        resume=True,
+        reading_source=ScriptedReadings([OK]),
+    )
     assert done.status == "completed" and done.resumed_from == res.checkpoint_dir
     assert done.global_step == res.global_step + 3
 

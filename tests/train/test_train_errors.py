@@ -74,8 +74,13 @@ def _recipe(tmp_path: Path, **fields) -> Path:
 
 @pytest.mark.slow  # a CLI subprocess imports the whole stack (~20 s on 2 busy cores)
 def test_cli_unknown_scheduler_is_one_line(tiny_audit, tmp_path) -> None:
-    proc = _run("train", "sft", str(_recipe(tmp_path, audit_dir=str(tiny_audit), lr_scheduler_type="cosinus")),
-                "--out", str(tmp_path / "run"))
+    proc = _run(
+        "train",
+        "sft",
+        str(_recipe(tmp_path, audit_dir=str(tiny_audit), lr_scheduler_type="cosinus")),
+        "--out",
+        str(tmp_path / "run"),
+    )
     line = _one_line_error(proc, "unknown learning-rate scheduler 'cosinus'")
     assert "cosine_with_restarts" in line and "Value error" not in line
 
@@ -97,19 +102,30 @@ def _adapter(tiny_model: Path, out: Path) -> Path:
     from transformers import AutoModelForCausalLM
 
     torch.manual_seed(0)
-    model = get_peft_model(AutoModelForCausalLM.from_pretrained(tiny_model),
-                           LoraConfig(r=4, lora_alpha=8, target_modules="all-linear", task_type="CAUSAL_LM"))
+    model = get_peft_model(
+        AutoModelForCausalLM.from_pretrained(tiny_model),
+        LoraConfig(r=4, lora_alpha=8, target_modules="all-linear", task_type="CAUSAL_LM"),
+    )
     model.save_pretrained(out)
-    (out / "harnessfit_adapter.json").write_text(json.dumps({"base_model": str(tiny_model),
-                                                             "base_model_path": str(tiny_model)}))
+    (out / "harnessfit_adapter.json").write_text(
+        json.dumps({"base_model": str(tiny_model), "base_model_path": str(tiny_model)})
+    )
     return out
 
 
 def _wider_model(folder: Path) -> Path:
     from transformers import LlamaConfig, LlamaForCausalLM
 
-    cfg = LlamaConfig(vocab_size=64, hidden_size=48, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
-                      num_key_value_heads=2, max_position_embeddings=512, tie_word_embeddings=True)
+    cfg = LlamaConfig(
+        vocab_size=64,
+        hidden_size=48,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=512,
+        tie_word_embeddings=True,
+    )
     LlamaForCausalLM(cfg).save_pretrained(folder)
     return folder
 
@@ -128,8 +144,18 @@ def test_cli_serve_adapter_on_another_base_is_one_line(tiny_model, tmp_path) -> 
 
     adapter = _adapter(tiny_model, tmp_path / "adapter")
     wider = _wider_model(tmp_path / "wider")
-    proc = _run("serve", str(wider), "--adapter", str(adapter), "--tokenizer", str(ensure_embedded()),
-                "--backend", "builtin", "--port", "0")
+    proc = _run(
+        "serve",
+        str(wider),
+        "--adapter",
+        str(adapter),
+        "--tokenizer",
+        str(ensure_embedded()),
+        "--backend",
+        "builtin",
+        "--port",
+        "0",
+    )
     _one_line_error(proc, f"cannot apply adapter {adapter} to base model {wider}: the adapter pins base {tiny_model}")
 
 

@@ -42,8 +42,15 @@ def consume_like_trl(session) -> dict:
     verify = session.verify(completion)
     sequences, tally = worker._chain_to_sequences(turns, "rollout-1", 0)  # lossless capture: fork threshold 0
     session.close()
-    return {"turns": turns, "completion": completion, "calls": calls, "failures": failures, "verify": verify,
-            "sequences": sequences, "tally": tally}
+    return {
+        "turns": turns,
+        "completion": completion,
+        "calls": calls,
+        "failures": failures,
+        "verify": verify,
+        "sequences": sequences,
+        "tally": tally,
+    }
 
 
 def _task(suite: Path):
@@ -52,13 +59,25 @@ def _task(suite: Path):
     return load_suite(suite)
 
 
-def _record(store: CaptureStore, key: str, prompt: list[int], sampled: list[int], *, temperature: float = 1.0,
-            calls: list | None = None) -> None:
+def _record(
+    store: CaptureStore,
+    key: str,
+    prompt: list[int],
+    sampled: list[int],
+    *,
+    temperature: float = 1.0,
+    calls: list | None = None,
+) -> None:
     message = {"role": "assistant", "content": "x", **({"tool_calls": calls} if calls else {})}
-    store.record(key, prompt_ids=prompt, sampled_ids=sampled, logprobs=[-0.25] * len(sampled),
-                 request={"messages": [{"role": "user", "content": "do it"}], "tools": None},
-                 response={"choices": [{"message": message, "finish_reason": "stop"}]},
-                 metadata={"sampling": {"temperature": temperature, "top_p": 1.0}})
+    store.record(
+        key,
+        prompt_ids=prompt,
+        sampled_ids=sampled,
+        logprobs=[-0.25] * len(sampled),
+        request={"messages": [{"role": "user", "content": "do it"}], "tools": None},
+        response={"choices": [{"message": message, "finish_reason": "stop"}]},
+        metadata={"sampling": {"temperature": temperature, "top_p": 1.0}},
+    )
 
 
 class _Facts:
@@ -70,8 +89,9 @@ def test_trl_accepts_a_scripted_two_turn_capture(tmp_path: Path, monkeypatch) ->
 
     monkeypatch.setattr(mod, "run_episode", lambda *a, **k: _Facts())  # the episode itself is the slow test's job
     tasks = _task(SUITE)
-    factory_cls = pi_session_factory(tasks, base_url="http://127.0.0.1:1/v1", model_id="m", run_dir=tmp_path / "run",
-                                     capture_dir=tmp_path / "cap")
+    factory_cls = pi_session_factory(
+        tasks, base_url="http://127.0.0.1:1/v1", model_id="m", run_dir=tmp_path / "run", capture_dir=tmp_path / "cap"
+    )
     factory = factory_cls(sampling={"temperature": 1.0, "top_p": 1.0, "top_k": -1})
     session = factory.create(0, seed=3, episode_id="ep-1")
     store = CaptureStore(tmp_path / "cap")
@@ -80,7 +100,9 @@ def test_trl_accepts_a_scripted_two_turn_capture(tmp_path: Path, monkeypatch) ->
     _record(store, session.key, [1, 2, 3, 4, 5, 9, 6, 7], [8, 9])  # turn 2 extends turn 1 by the tool result
     out = consume_like_trl(session)
     assert [(t.prompt_ids, t.output_ids, t.output_mask) for t in out["turns"]] == [
-        ([1, 2, 3], [4, 5, 9], [1, 1, 1]), ([1, 2, 3, 4, 5, 9, 6, 7], [8, 9], [1, 1])]
+        ([1, 2, 3], [4, 5, 9], [1, 1, 1]),
+        ([1, 2, 3, 4, 5, 9, 6, 7], [8, 9], [1, 1]),
+    ]
     (row,) = out["sequences"]  # linked by exact token prefix: one training row, no fork
     assert row.input_ids == [1, 2, 3, 4, 5, 9, 6, 7, 8, 9]
     assert row.completion_mask == [0, 0, 0, 1, 1, 1, 0, 0, 1, 1]
@@ -95,8 +117,9 @@ def test_a_turn_sampled_off_policy_or_a_broken_capture_is_refused(tmp_path: Path
 
     monkeypatch.setattr(mod, "run_episode", lambda *a, **k: _Facts())
     tasks = _task(SUITE)
-    factory = pi_session_factory(tasks, base_url="http://x/v1", model_id="m", run_dir=tmp_path / "run",
-                                 capture_dir=tmp_path / "cap")(sampling={"temperature": 1.0})
+    factory = pi_session_factory(
+        tasks, base_url="http://x/v1", model_id="m", run_dir=tmp_path / "run", capture_dir=tmp_path / "cap"
+    )(sampling={"temperature": 1.0})
     store = CaptureStore(tmp_path / "cap")
     hot = factory.create(tasks[0].id, episode_id="hot")
     _record(store, hot.key, [1], [2], temperature=0.0)
@@ -105,7 +128,8 @@ def test_a_turn_sampled_off_policy_or_a_broken_capture_is_refused(tmp_path: Path
     broken = factory.create({"task_id": tasks[0].id}, episode_id="broken")
     (tmp_path / "cap" / "broken.jsonl").write_text(
         '{"node_id": "b:0", "prompt_token_ids": [1], "completion_token_ids": [2], "per_token_logps": [0.5], '
-        '"loss_mask": [0, 1], "metadata": {"sampling": {"temperature": 1.0, "top_p": 1.0}}}\n')
+        '"loss_mask": [0, 1], "metadata": {"sampling": {"temperature": 1.0, "top_p": 1.0}}}\n'
+    )
     with pytest.raises(ValueError, match="positive"):  # OpenEnv's validator: a logprob above 0
         consume_like_trl(broken)
     assert factory.create([{"role": "user", "content": tasks[1].prompt}], episode_id="by-prompt").task is tasks[1]
@@ -142,17 +166,26 @@ def test_trl_accepts_a_real_pi_episode_captured_by_the_engine(pi_installed, tmp_
     engine = load_engine("smollm2-135m", max_tokens=48, model_id="m")
     engine.default_temperature = 1.0  # Pi sends no temperature: the server samples at the training one
     port = _free_port()
-    server = uvicorn.Server(uvicorn.Config(create_app(engine, capture=CaptureStore(tmp_path / "cap")),
-                                           host="127.0.0.1", port=port, log_level="warning"))
+    server = uvicorn.Server(
+        uvicorn.Config(
+            create_app(engine, capture=CaptureStore(tmp_path / "cap")), host="127.0.0.1", port=port, log_level="warning"
+        )
+    )
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     while not server.started:
         time.sleep(0.1)
     try:
         tasks = _task(SUITE)
-        factory = pi_session_factory(tasks, base_url=f"http://127.0.0.1:{port}/v1", model_id="m",
-                                     run_dir=tmp_path / "run", capture_dir=tmp_path / "cap", max_turns=2,
-                                     sandbox=sandbox_status() == "bwrap")(sampling={"temperature": 1.0, "top_p": 1.0})
+        factory = pi_session_factory(
+            tasks,
+            base_url=f"http://127.0.0.1:{port}/v1",
+            model_id="m",
+            run_dir=tmp_path / "run",
+            capture_dir=tmp_path / "cap",
+            max_turns=2,
+            sandbox=sandbox_status() == "bwrap",
+        )(sampling={"temperature": 1.0, "top_p": 1.0})
         out = consume_like_trl(factory.create(0, seed=0, episode_id="pi-ep"))
     finally:
         server.should_exit = True

@@ -84,11 +84,19 @@ def _pair_results(draft: Draft, step: Step, results: list[tuple[int, Step]]) -> 
 class _Context:
     """What the builder needs for every turn of one trajectory."""
 
-    def __init__(self, draft: Draft, mapping: Mapping, ctx: MapContext, policy: ConvertPolicy,
-                 rules: PiHistory, recorded: Recorded | None = None, check: tuple[str, ...] = ()) -> None:
+    def __init__(
+        self,
+        draft: Draft,
+        mapping: Mapping,
+        ctx: MapContext,
+        policy: ConvertPolicy,
+        rules: PiHistory,
+        recorded: Recorded | None = None,
+        check: tuple[str, ...] = (),
+    ) -> None:
         self.draft = draft
         self.recorded = recorded  # a Pi session's recording Pi (``harness.recorded``) and the versions its calls
-        self.check = check        # are checked against (``versions_to_check``); None/() for other formats
+        self.check = check  # are checked against (``versions_to_check``); None/() for other formats
         self.rules = rules
         self.mapping = mapping
         self.ctx = ctx
@@ -107,17 +115,23 @@ class _Context:
     def last_action(self) -> int:
         """The step of the run's last assistant action (a turn with text or calls that Pi keeps)."""
         if self._last_action is None:
-            self._last_action = max((i for i, s in enumerate(self.draft.trajectory.steps)
-                                     if s.role == "assistant" and (s.text or s.tool_calls)
-                                     and s.stop_reason not in ("aborted", "error")), default=-1)
+            self._last_action = max(
+                (
+                    i
+                    for i, s in enumerate(self.draft.trajectory.steps)
+                    if s.role == "assistant" and (s.text or s.tool_calls) and s.stop_reason not in ("aborted", "error")
+                ),
+                default=-1,
+            )
         return self._last_action
 
 
 _NO_RESULT: tuple[None, None] = (None, None)
 
 
-def _drop_problem(b: _Context, i: int, k: int, step: Step, outcome: Drop, ui_calls: int,
-                  result: Step | None) -> str | None:
+def _drop_problem(
+    b: _Context, i: int, k: int, step: Step, outcome: Drop, ui_calls: int, result: Step | None
+) -> str | None:
     """Why a dropped call may not go (``None``: it may; ``convert.policy``)."""
     if outcome.ends_episode:
         if i >= b.last_action and k == len(step.tool_calls) - 1:
@@ -128,8 +142,16 @@ def _drop_problem(b: _Context, i: int, k: int, step: Step, outcome: Drop, ui_cal
     return ui_drop_problem(i, step, ui_calls, result, b.later)
 
 
-def _version_check(draft: Draft, step: int, name: str, arguments: Any, result: str | None, card: HarnessCard,
-                   recorded: Recorded | None, check: tuple[str, ...]) -> None:
+def _version_check(
+    draft: Draft,
+    step: int,
+    name: str,
+    arguments: Any,
+    result: str | None,
+    card: HarnessCard,
+    recorded: Recorded | None,
+    check: tuple[str, ...],
+) -> None:
     """Note the first version under which the recorded call differs from ``card`` (``harness.recorded``)."""
     memo: dict = {}  # the call's verdict under cards that validate it alike, computed once
     for version in check:
@@ -139,9 +161,17 @@ def _version_check(draft: Draft, step: int, name: str, arguments: Any, result: s
             return
 
 
-def _wire_calls(b: _Context, i: int, call: ToolCall, pieces: list[PiCall], refused: bool,
-                pair: tuple[int | None, Step | None], calls: list[dict[str, Any]],
-                tool_msgs: list[tuple[int, dict[str, Any]]], synthetic: list[tuple[int, dict[str, Any]]]) -> None:
+def _wire_calls(
+    b: _Context,
+    i: int,
+    call: ToolCall,
+    pieces: list[PiCall],
+    refused: bool,
+    pair: tuple[int | None, Step | None],
+    calls: list[dict[str, Any]],
+    tool_msgs: list[tuple[int, dict[str, Any]]],
+    synthetic: list[tuple[int, dict[str, Any]]],
+) -> None:
     """The wire calls of the Pi calls (``pieces``) one source call at step ``i`` became, each validated against the
     card (a call Pi repairs is written as Pi runs it), with their tool messages: the result at step ``pair[0]``,
     Pi's synthetic result for a call without one, none for a call the user refused."""
@@ -163,8 +193,13 @@ def _wire_calls(b: _Context, i: int, call: ToolCall, pieces: list[PiCall], refus
         cid = rules.call_id(call.id if n == 0 else f"{call.id}_{n}")
         if cid != call.id and n == 0:
             draft.transformed("call_id_normalised")
-        calls.append({"id": cid, "type": "function",
-                      "function": {"name": pc.name, "arguments": orjson.dumps(arguments).decode()}})
+        calls.append(
+            {
+                "id": cid,
+                "type": "function",
+                "function": {"name": pc.name, "arguments": orjson.dumps(arguments).decode()},
+            }
+        )
         if refused:
             continue
         res = pc.result
@@ -175,8 +210,11 @@ def _wire_calls(b: _Context, i: int, call: ToolCall, pieces: list[PiCall], refus
             draft.transformed("pi.synthetic_no_result")
             synthetic.append((i + 1, {"role": "tool", "content": rules.no_result, "tool_call_id": cid}))
         elif type(res) is Altered and b.policy.fidelity == "content" and type(res.text) is str:
-            msg = {"role": "tool", "content": rules.tool_content(res.text, result.images if result else 0),
-                   "tool_call_id": cid}
+            msg = {
+                "role": "tool",
+                "content": rules.tool_content(res.text, result.images if result else 0),
+                "tool_call_id": cid,
+            }
             tool_msgs.append((i + 1 if j is None else j, msg))
             draft.altered_results.append(ResultAltered(i, j, res.alterations, msg))
             draft.transformed(*(f"altered:{a}" for a in res.alterations))
@@ -186,8 +224,12 @@ def _wire_calls(b: _Context, i: int, call: ToolCall, pieces: list[PiCall], refus
                 draft.failed_results.append(ResultFailed(i, j, call, failure))  # type: ignore[arg-type]
         else:
             images = result.images if result is not None else 0
-            tool_msgs.append((i + 1 if j is None else j,
-                              {"role": "tool", "content": rules.tool_content(res, images), "tool_call_id": cid}))
+            tool_msgs.append(
+                (
+                    i + 1 if j is None else j,
+                    {"role": "tool", "content": rules.tool_content(res, images), "tool_call_id": cid},
+                )
+            )
 
 
 def _assistant(b: _Context, turn: Turn) -> tuple[dict[str, Any] | None, list[tuple[int, dict[str, Any]]]]:
@@ -199,9 +241,10 @@ def _assistant(b: _Context, turn: Turn) -> tuple[dict[str, Any] | None, list[tup
     by_id = _pair_results(draft, step, results)
     pairs = [by_id.get(call.id, _NO_RESULT) for call in step.tool_calls]
     refused = [r is not None and r.meta.get("user_rejected") is True for _, r in pairs]
-    outcomes = [Drop(f"ui_only:{call.name}") if call.name in ui_tools else
-                mapping.map_call(call, None if no else r, ctx)
-                for call, (_, r), no in zip(step.tool_calls, pairs, refused, strict=True)]
+    outcomes = [
+        Drop(f"ui_only:{call.name}") if call.name in ui_tools else mapping.map_call(call, None if no else r, ctx)
+        for call, (_, r), no in zip(step.tool_calls, pairs, refused, strict=True)
+    ]
     ui_calls = sum(1 for o in outcomes if type(o) is Drop and not o.ends_episode)
     calls: list[dict[str, Any]] = []
     tool_msgs: list[tuple[int, dict[str, Any]]] = []
@@ -217,9 +260,12 @@ def _assistant(b: _Context, turn: Turn) -> tuple[dict[str, Any] | None, list[tup
                 draft.dropped_calls.append(CallDropped(i, k, call, outcome.policy))
                 draft.transformed(f"drop:{outcome.policy}")
                 continue
-            outcome = Failure(Reason.ui_only_call, f"{call.name} is a UI-only call Pi would never see, but {why}",
-                              "keep the session up to this turn; or, where the call is its turn's only content and "
-                              "its result is a plain acknowledgement, it is dropped")
+            outcome = Failure(
+                Reason.ui_only_call,
+                f"{call.name} is a UI-only call Pi would never see, but {why}",
+                "keep the session up to this turn; or, where the call is its turn's only content and "
+                "its result is a plain acknowledgement, it is dropped",
+            )
         if type(outcome) is Failure:
             draft.failed_calls.append(CallFailed(i, call, outcome))
             continue
@@ -247,12 +293,24 @@ def _orphans(draft: Draft, results: list[tuple[int, Step]], after: str, rules: P
     result; transformMessages pairs nothing with them)."""
     for j, r in results:
         draft.orphan_results.append(OrphanResult(j, r.tool_call_id, after))  # type: ignore[arg-type]
-        draft.add(j, {"role": "tool", "content": rules.tool_content(r.text or "", r.images),
-                      "tool_call_id": rules.call_id(r.tool_call_id or "")})
+        draft.add(
+            j,
+            {
+                "role": "tool",
+                "content": rules.tool_content(r.text or "", r.images),
+                "tool_call_id": rules.call_id(r.tool_call_id or ""),
+            },
+        )
 
 
-def build_draft(traj: Trajectory, card: HarnessCard, *, install_dir: str | None = None,
-                policy: ConvertPolicy = DEFAULT_POLICY, trim: bool = True) -> Draft:
+def build_draft(
+    traj: Trajectory,
+    card: HarnessCard,
+    *,
+    install_dir: str | None = None,
+    policy: ConvertPolicy = DEFAULT_POLICY,
+    trim: bool = True,
+) -> Draft:
     """The wire messages of ``traj`` and the notes the gates read (no gate runs here; ``convert_trajectory`` runs
     them). cwd and date come from the trajectory, else ``DEFAULT_CWD`` / ``DEFAULT_DATE`` (recorded as
     transformations).
@@ -271,11 +329,12 @@ def build_draft(traj: Trajectory, card: HarnessCard, *, install_dir: str | None 
     if traj.source == "pi":
         recorded = recorded_pi_versions(traj)
         check = versions_to_check(recorded, card)
-        draft.recorded = '|'.join(recorded.versions) or "unknown"
+        draft.recorded = "|".join(recorded.versions) or "unknown"
         draft.recorded_texts = recorded.texts_label()
         draft.transformed(f"pi.recorded:{draft.recorded}")
-    b = _Context(draft, get_mapping(traj.source), MapContext(card=card, trajectory=traj, cwd=cwd), policy, rules,
-                 recorded, check)
+    b = _Context(
+        draft, get_mapping(traj.source), MapContext(card=card, trajectory=traj, cwd=cwd), policy, rules, recorded, check
+    )
     messages, steps_of = draft.messages, draft.message_steps
     draft.add(-1, {"role": "system", "content": card.render_system_prompt(cwd, date, install_dir=install_dir)})
     history_only = False

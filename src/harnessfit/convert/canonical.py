@@ -28,8 +28,9 @@ def _in_schema_order(value: Any, schema: dict[str, Any]) -> Any:
     return value
 
 
-def canonical_arguments(card: HarnessCard, name: str, arguments: dict[str, Any],
-                        warnings: list[Violation]) -> dict[str, Any]:
+def canonical_arguments(
+    card: HarnessCard, name: str, arguments: dict[str, Any], warnings: list[Violation]
+) -> dict[str, Any]:
     """``arguments`` as Pi executes them, given the validator's ``warnings`` for the call (``[]``: returned as is).
 
     Only object arguments reach here (mappings emit dicts); errors are not repaired (the converter rejects them)."""

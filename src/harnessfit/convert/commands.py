@@ -11,21 +11,43 @@ __all__ = ["register"]
 
 def _convert_cmd(
     inputs: list[Path] = typer.Argument(..., help="Trace files or folders (walked recursively, sorted)."),
-    out: Path = typer.Option(..., "--out", "-o", help="Output folder (conversations.jsonl, prefixes.jsonl, "
-                             "ledger.jsonl, ledger_summary.md, accounting.json, yield.json, yield.md)."),
-    workers: int = typer.Option(1, "--workers", "-w", min=1, help="Worker processes (output is identical for any count)."),
+    out: Path = typer.Option(
+        ...,
+        "--out",
+        "-o",
+        help="Output folder (conversations.jsonl, prefixes.jsonl, "
+        "ledger.jsonl, ledger_summary.md, accounting.json, yield.json, yield.md).",
+    ),
+    workers: int = typer.Option(
+        1, "--workers", "-w", min=1, help="Worker processes (output is identical for any count)."
+    ),
     formats: list[str] = typer.Option(None, "--format", "-f", help="Only these formats (repeatable); default: detect."),
-    harness: str = typer.Option(None, "--harness", help="Target harness as pi@VERSION, whose committed card defines "
-                                "the wire format (default: the newest committed card); pi@VERSION+tools is Pi with "
-                                "its optional grep/find/ls (Claude Code Grep maps to grep where exact)."),
-    install_dir: str = typer.Option(None, "--install-dir", help="Harness folder the system prompt names "
-                                    "(default: where `harnessfit harness install` puts it on this machine)."),
-    keep_ui_calls: bool = typer.Option(False, "--keep-ui-calls", help="Never drop UI-only calls (TodoWrite, "
-                                       "update_plan…): they then block like any tool Pi lacks."),
-    fidelity: str = typer.Option("content", "--fidelity", help="Lowest fidelity tier a kept context may have: "
-                                 "content (also results rendered from output the source agent altered in a "
-                                 "documented way, e.g. Claude Code's trimmed Bash output; named on the record) or "
-                                 "byte (every byte known)."),
+    harness: str = typer.Option(
+        None,
+        "--harness",
+        help="Target harness as pi@VERSION, whose committed card defines "
+        "the wire format (default: the newest committed card); pi@VERSION+tools is Pi with "
+        "its optional grep/find/ls (Claude Code Grep maps to grep where exact).",
+    ),
+    install_dir: str = typer.Option(
+        None,
+        "--install-dir",
+        help="Harness folder the system prompt names "
+        "(default: where `harnessfit harness install` puts it on this machine).",
+    ),
+    keep_ui_calls: bool = typer.Option(
+        False,
+        "--keep-ui-calls",
+        help="Never drop UI-only calls (TodoWrite, update_plan…): they then block like any tool Pi lacks.",
+    ),
+    fidelity: str = typer.Option(
+        "content",
+        "--fidelity",
+        help="Lowest fidelity tier a kept context may have: "
+        "content (also results rendered from output the source agent altered in a "
+        "documented way, e.g. Claude Code's trimmed Bash output; named on the record) or "
+        "byte (every byte known).",
+    ),
 ) -> None:
     """Convert traces into the harness's exact wire format, with a reject ledger and accounting."""
     from rich.console import Console
@@ -44,8 +66,14 @@ def _convert_cmd(
     card = load_harness(harness)
     console = Console(stderr=True)
     with Progress(
-        TextColumn("[bold]convert[/]"), BarColumn(), DownloadColumn(), TransferSpeedColumn(), TimeRemainingColumn(),
-        TextColumn("{task.fields[files]} files"), console=console, transient=False,
+        TextColumn("[bold]convert[/]"),
+        BarColumn(),
+        DownloadColumn(),
+        TransferSpeedColumn(),
+        TimeRemainingColumn(),
+        TextColumn("{task.fields[files]} files"),
+        console=console,
+        transient=False,
     ) as progress:
         task = progress.add_task("convert", total=None, files=0)
 
@@ -55,9 +83,17 @@ def _convert_cmd(
         def on_unit(res) -> None:
             progress.update(task, advance=res.size, files=progress.tasks[0].fields["files"] + 1)
 
-        summary = convert(inputs, out, card, workers=workers, formats=formats or None, on_units=on_units,
-                          on_unit=on_unit, install_dir=install_dir,
-                          policy=ConvertPolicy(drop_ui_tools=not keep_ui_calls, fidelity=fidelity))
+        summary = convert(
+            inputs,
+            out,
+            card,
+            workers=workers,
+            formats=formats or None,
+            on_units=on_units,
+            on_unit=on_unit,
+            install_dir=install_dir,
+            policy=ConvertPolicy(drop_ui_tools=not keep_ui_calls, fidelity=fidelity),
+        )
     acc = summary.accounting
     out_console = Console()
     # the path on a line of its own, never wrapped or padded (a table title would break a long one), and as text
@@ -103,10 +139,17 @@ def _print_yield(out_console, summary) -> None:
     per_tier = f" (fidelity byte {tiers['byte']}, content {tiers['content']})" if tiers else ""
     for line in [*recorded_lines(ydoc, summary.card), f"tool calls → labels: {t['calls']} → {t['labels']}{per_tier}"]:
         out_console.print(line, markup=False, highlight=False, soft_wrap=True)
-    prefixes = f"; {summary.prefixes} exact prefixes of rejected trajectories (their labels feed SFT)" \
-        if summary.prefixes else ""
-    out_console.print(f"read {acc.read} = accepted {acc.accepted} + rejected {acc.rejected}{prefixes}",
-                      markup=False, highlight=False, soft_wrap=True)
+    prefixes = (
+        f"; {summary.prefixes} exact prefixes of rejected trajectories (their labels feed SFT)"
+        if summary.prefixes
+        else ""
+    )
+    out_console.print(
+        f"read {acc.read} = accepted {acc.accepted} + rejected {acc.rejected}{prefixes}",
+        markup=False,
+        highlight=False,
+        soft_wrap=True,
+    )
 
 
 def _counts(d: dict[str, int]) -> str:

@@ -24,9 +24,19 @@ from harnessfit.core.trajectory import ToolCall, Trajectory
 if TYPE_CHECKING:
     from harnessfit.harness.card import Violation
 
-__all__ = ["Draft", "CallFailed", "ResultFailed", "ResultAltered", "CallInvalid", "CallDropped", "CallVersionDiffers",
-           "OrphanResult",
-           "UnansweredCall", "ImagesSeen", "RejectedByUser"]
+__all__ = [
+    "Draft",
+    "CallFailed",
+    "ResultFailed",
+    "ResultAltered",
+    "CallInvalid",
+    "CallDropped",
+    "CallVersionDiffers",
+    "OrphanResult",
+    "UnansweredCall",
+    "ImagesSeen",
+    "RejectedByUser",
+]
 
 
 @dataclass(frozen=True, slots=True)

@@ -92,12 +92,20 @@ def blocking_summary(findings: Sequence[GateFinding]) -> str:
         if f.tool is not None:
             tools = by_reason.setdefault(f.reason, {})
             tools[f.tool] = tools.get(f.tool, 0) + 1
-    return "; ".join(f"{r.value}: " + ", ".join(f"{t} ×{n}" for t, n in tools.items())
-                     for r, tools in by_reason.items())
+    return "; ".join(
+        f"{r.value}: " + ", ".join(f"{t} ×{n}" for t, n in tools.items()) for r, tools in by_reason.items()
+    )
 
 
-def rejection_of(draft: Draft, gate: Gate, own: Sequence[GateFinding], every: Sequence[GateFinding], *,
-                 calls: int | None = None, labels: int | None = None) -> Rejection:
+def rejection_of(
+    draft: Draft,
+    gate: Gate,
+    own: Sequence[GateFinding],
+    every: Sequence[GateFinding],
+    *,
+    calls: int | None = None,
+    labels: int | None = None,
+) -> Rejection:
     """The ledger row ``gate`` makes from its findings ``own``: the verdict's reason and hint, its detail, and, when
     the trajectory has more than one blocking call, every one of them with its count (``every``)."""
     f = gate.verdict(own)

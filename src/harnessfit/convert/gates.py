@@ -72,8 +72,10 @@ class LinesLost(FlagGate):
     steps before the hole are whole when the reader says where it is (``Trajectory.lost_at``)."""
 
     name, flag, reason = "lines_lost", "lines_lost", Reason.parse_error
-    detail = ("some lines of the session could not be read (see their own ledger rows); a conversation with a hole "
-              "is not trained")
+    detail = (
+        "some lines of the session could not be read (see their own ledger rows); a conversation with a hole "
+        "is not trained"
+    )
     hint = "repair or remove the broken lines"
 
     def cut(self, draft: Draft) -> int | None:
@@ -99,8 +101,9 @@ class Empty(Gate):
         roles = {s.role for s in draft.trajectory.steps}
         for role in ("user", "assistant"):
             if role not in roles:
-                yield GateFinding(None, Reason.empty, f"no {role} message",
-                                  "a conversation needs a prompt and an answer")
+                yield GateFinding(
+                    None, Reason.empty, f"no {role} message", "a conversation needs a prompt and an answer"
+                )
                 return
 
 
@@ -122,8 +125,10 @@ class Subagent(FlagGate):
 
     def findings(self, draft: Draft) -> Iterator[GateFinding]:
         if self.flag in draft.trajectory.flags:
-            why = next((t.split(":", 1)[1] for t in draft.trajectory.provenance.transformations
-                        if t.startswith("subagent:")), "")
+            why = next(
+                (t.split(":", 1)[1] for t in draft.trajectory.provenance.transformations if t.startswith("subagent:")),
+                "",
+            )
             yield GateFinding(None, self.reason, f"{self.detail}: {why}" if why else self.detail, self.hint, cut=0)
 
 
@@ -137,8 +142,14 @@ class ForeignTools(FlagGate):
 
     def findings(self, draft: Draft) -> Iterator[GateFinding]:
         if self.flag in draft.trajectory.flags:
-            names = next((t.split(":", 1)[1] for t in draft.trajectory.provenance.transformations
-                          if t.startswith("foreign_tools:")), "")
+            names = next(
+                (
+                    t.split(":", 1)[1]
+                    for t in draft.trajectory.provenance.transformations
+                    if t.startswith("foreign_tools:")
+                ),
+                "",
+            )
             detail = self.detail + (f" ({names.replace(',', ', ')})" if names else "")
             yield GateFinding(None, self.reason, detail, self.hint, cut=0)
 
@@ -152,17 +163,28 @@ class MappingFailed(PrecedenceGate):
     another failure is filed under that one."""
 
     name = "mapping_failed"
-    precedence = (Reason.unsupported_tool, Reason.ui_only_call, Reason.unmappable_arguments,
-                  Reason.arguments_double_encoded, Reason.schema_violation, Reason.aborted_or_error_turn,
-                  Reason.unmappable_result, Reason.image_content, Reason.subagent)
+    precedence = (
+        Reason.unsupported_tool,
+        Reason.ui_only_call,
+        Reason.unmappable_arguments,
+        Reason.arguments_double_encoded,
+        Reason.schema_violation,
+        Reason.aborted_or_error_turn,
+        Reason.unmappable_result,
+        Reason.image_content,
+        Reason.subagent,
+    )
 
     def findings(self, draft: Draft) -> Iterator[GateFinding]:
-        notes = sorted([(n.step, 0, n) for n in draft.failed_calls] + [(n.step, 1, n) for n in draft.failed_results],
-                       key=lambda t: (t[0], t[1]))
+        notes = sorted(
+            [(n.step, 0, n) for n in draft.failed_calls] + [(n.step, 1, n) for n in draft.failed_results],
+            key=lambda t: (t[0], t[1]),
+        )
         for step, is_result, note in notes:
             f = note.failure
-            yield GateFinding(step, f.reason, f.detail, f.repair_hint, cut=step + 1 if is_result else step,
-                              tool=note.call.name)
+            yield GateFinding(
+                step, f.reason, f.detail, f.repair_hint, cut=step + 1 if is_result else step, tool=note.call.name
+            )
 
 
 class HarnessVersionMismatch(Gate):
@@ -177,15 +199,21 @@ class HarnessVersionMismatch(Gate):
 
     def findings(self, draft: Draft) -> Iterator[GateFinding]:
         for note in draft.version_mismatches:
-            yield GateFinding(note.step, Reason.harness_version_mismatch,
-                              f"{note.section} differ: {note.detail}; session recorded by {note.recorded}",
-                              "convert for the Pi that recorded the session (--harness pi@VERSION), or re-record the "
-                              "task with the target Pi (`harnessfit synth --harness`)",
-                              cut=note.step if note.section == "tools" else note.step + 1, tool=note.name)
+            yield GateFinding(
+                note.step,
+                Reason.harness_version_mismatch,
+                f"{note.section} differ: {note.detail}; session recorded by {note.recorded}",
+                "convert for the Pi that recorded the session (--harness pi@VERSION), or re-record the "
+                "task with the target Pi (`harnessfit synth --harness`)",
+                cut=note.step if note.section == "tools" else note.step + 1,
+                tool=note.name,
+            )
 
 
-_VIOLATION_REASONS = {"unknown_tool": Reason.unsupported_tool,
-                      "arguments_double_encoded": Reason.arguments_double_encoded}
+_VIOLATION_REASONS = {
+    "unknown_tool": Reason.unsupported_tool,
+    "arguments_double_encoded": Reason.arguments_double_encoded,
+}
 
 
 class InvalidCall(PrecedenceGate):
@@ -201,8 +229,10 @@ class InvalidCall(PrecedenceGate):
             tool = note.call.name if note.call is not None else note.name
             if v.code == "unknown_tool":
                 detail = f"tool {note.name!r} is not one of the card's tools: {v.detail}"
-                hint = ("a tool from a Pi extension or another harness: convert with a card that lists it, or keep "
-                        "sessions that do not call it")
+                hint = (
+                    "a tool from a Pi extension or another harness: convert with a card that lists it, or keep "
+                    "sessions that do not call it"
+                )
             elif v.code == "arguments_double_encoded":
                 detail, hint = f"{note.name}: {v.detail}", "decode the inner JSON string once so arguments is an object"
             else:
@@ -215,13 +245,21 @@ class OrphanToolResult(Gate):
     """Every tool message must answer a call of the assistant message right before it."""
 
     name = "orphan_tool_result"
-    _WHERE: ClassVar[dict[str, str]] = {"start": "before any call", "user": "follows a user message", "turn": "answers no call of its turn"}
+    _WHERE: ClassVar[dict[str, str]] = {
+        "start": "before any call",
+        "user": "follows a user message",
+        "turn": "answers no call of its turn",
+    }
 
     def findings(self, draft: Draft) -> Iterator[GateFinding]:
         for note in draft.orphan_results:
-            yield GateFinding(note.step, Reason.orphan_tool_result,
-                              f"tool result {note.call_id!r} at step {note.step} {self._WHERE[note.after]}",
-                              "pair every tool result with the call it answers", cut=note.step)
+            yield GateFinding(
+                note.step,
+                Reason.orphan_tool_result,
+                f"tool result {note.call_id!r} at step {note.step} {self._WHERE[note.after]}",
+                "pair every tool result with the call it answers",
+                cut=note.step,
+            )
 
 
 class TurnAfterAnswer(Gate):
@@ -239,13 +277,19 @@ class TurnAfterAnswer(Gate):
         for k in range(2, len(msgs)):
             prev, m = msgs[k - 1], msgs[k]
             # an answer: the source turn made no call (a turn whose calls failed is another gate's finding)
-            if m["role"] == "assistant" and prev["role"] == "assistant" and "tool_calls" not in prev \
-                    and not source[steps[k - 1]].tool_calls:
-                yield GateFinding(steps[k], Reason.turn_after_answer,
-                                  f"the assistant turn at step {steps[k]} follows an answer with no user message "
-                                  "between",
-                                  "Pi ends a run with an answer: keep the session up to the answer, or split it there",
-                                  cut=steps[k])
+            if (
+                m["role"] == "assistant"
+                and prev["role"] == "assistant"
+                and "tool_calls" not in prev
+                and not source[steps[k - 1]].tool_calls
+            ):
+                yield GateFinding(
+                    steps[k],
+                    Reason.turn_after_answer,
+                    f"the assistant turn at step {steps[k]} follows an answer with no user message between",
+                    "Pi ends a run with an answer: keep the session up to the answer, or split it there",
+                    cut=steps[k],
+                )
 
 
 class MissingToolResult(Gate):
@@ -263,13 +307,18 @@ class MissingToolResult(Gate):
         if traj.source in self.PI_REPLAYED:
             return
         for note in draft.unanswered_calls:
-            later = any(s.role == "assistant" and s.stop_reason not in ("aborted", "error")
-                        for s in traj.steps[note.step + 1:])
+            later = any(
+                s.role == "assistant" and s.stop_reason not in ("aborted", "error") for s in traj.steps[note.step + 1 :]
+            )
             if later:
-                yield GateFinding(note.step, Reason.missing_tool_result,
-                                  f"call {note.call.id!r} ({note.call.name}) has no result in the trace, and the agent's next turn was made after seeing one",
-                                  "the call is kept as a label; re-export the trace with its tool results to keep the "
-                                  "turns after it", cut=note.step + 1, tool=note.call.name)
+                yield GateFinding(
+                    note.step,
+                    Reason.missing_tool_result,
+                    f"call {note.call.id!r} ({note.call.name}) has no result in the trace, and the agent's next turn was made after seeing one",
+                    "the call is kept as a label; re-export the trace with its tool results to keep the turns after it",
+                    cut=note.step + 1,
+                    tool=note.call.name,
+                )
 
 
 class UserRejectedTool(Gate):
@@ -282,12 +331,18 @@ class UserRejectedTool(Gate):
     def findings(self, draft: Draft) -> Iterator[GateFinding]:
         hint = "Pi has no approval step: the calls before the refused one are kept"
         for note in draft.user_rejections:
-            yield GateFinding(note.step, Reason.user_rejected_call,
-                              f"the user refused {note.call.name} call {note.call.id!r} (its result at step "
-                              f"{note.result_step})", hint, cut=note.step, tool=note.call.name)
+            yield GateFinding(
+                note.step,
+                Reason.user_rejected_call,
+                f"the user refused {note.call.name} call {note.call.id!r} (its result at step {note.result_step})",
+                hint,
+                cut=note.step,
+                tool=note.call.name,
+            )
         if not draft.user_rejections and "user_rejected_tool" in draft.trajectory.flags:
-            yield GateFinding(None, Reason.user_rejected_call, "the user refused a tool call (the step is unknown)",
-                              hint, cut=0)
+            yield GateFinding(
+                None, Reason.user_rejected_call, "the user refused a tool call (the step is unknown)", hint, cut=0
+            )
 
 
 class ImageContent(Gate):
@@ -298,12 +353,21 @@ class ImageContent(Gate):
     def findings(self, draft: Draft) -> Iterator[GateFinding]:
         for note in draft.images:
             if note.where == "user":
-                yield GateFinding(note.step, Reason.image_content,
-                                  f"user message at step {note.step} holds {note.count} image(s)", "remove the images or convert for a vision-capable model", cut=note.step)
+                yield GateFinding(
+                    note.step,
+                    Reason.image_content,
+                    f"user message at step {note.step} holds {note.count} image(s)",
+                    "remove the images or convert for a vision-capable model",
+                    cut=note.step,
+                )
             else:
-                yield GateFinding(note.step, Reason.image_content,
-                                  f"tool result at step {note.step} holds {note.count} image(s)", "drop the image result or convert for a vision-capable model",
-                                  cut=note.step)
+                yield GateFinding(
+                    note.step,
+                    Reason.image_content,
+                    f"tool result at step {note.step} holds {note.count} image(s)",
+                    "drop the image result or convert for a vision-capable model",
+                    cut=note.step,
+                )
 
 
 class NoFinalResponse(Gate):
@@ -316,9 +380,13 @@ class NoFinalResponse(Gate):
         last = draft.messages[-1]
         if last["role"] != "assistant" or "tool_calls" in last or not last.get("content"):
             what = "a call with no answer after it" if last["role"] == "assistant" else f"a {last['role']} message"
-            yield GateFinding(None, Reason.no_final_response, f"the conversation ends with {what}, not an answer",
-                              "the actions are kept as labels; only a session that ends with the agent's answer is a "
-                              "conversation", cut=None)
+            yield GateFinding(
+                None,
+                Reason.no_final_response,
+                f"the conversation ends with {what}, not an answer",
+                "the actions are kept as labels; only a session that ends with the agent's answer is a conversation",
+                cut=None,
+            )
 
 
 GATES: tuple[Gate, ...] = (

@@ -33,8 +33,15 @@ class FileAccount:
     dropped: int = 0  # accepted when read, rejected by a later stage (the build's duplicates; not in ``as_dict``)
 
     def as_dict(self) -> dict[str, Any]:
-        return {"file": self.file, "format": self.format, "bytes": self.bytes, "read": self.read,
-                "accepted": self.accepted, "rejected": self.rejected, "reasons": dict(sorted(self.reasons.items()))}
+        return {
+            "file": self.file,
+            "format": self.format,
+            "bytes": self.bytes,
+            "read": self.read,
+            "accepted": self.accepted,
+            "rejected": self.rejected,
+            "reasons": dict(sorted(self.reasons.items())),
+        }
 
 
 @dataclass
@@ -126,8 +133,13 @@ class Accounting:
             d["accepted"] += f.accepted
             d["rejected"] += f.rejected
         return {
-            "total": {"files": len(self.files), "bytes": sum(f.bytes for f in self.files), "read": self.read,
-                      "accepted": self.accepted, "rejected": self.rejected},
+            "total": {
+                "files": len(self.files),
+                "bytes": sum(f.bytes for f in self.files),
+                "read": self.read,
+                "accepted": self.accepted,
+                "rejected": self.rejected,
+            },
             "identity_holds": all(f.read == f.accepted + f.rejected for f in self.files)
             and self.read == self.accepted + self.rejected,
             "by_reason": dict(sorted(self.reasons().items())),

@@ -38,8 +38,15 @@ from harnessfit.pipeline.output import StagedFolder
 
 __all__ = ["ConvertSummary", "convert", "CONVERT_OUTPUTS", "convert_output_problem"]
 
-CONVERT_OUTPUTS = ("conversations.jsonl", "prefixes.jsonl", "ledger.jsonl", "ledger_summary.md", "accounting.json",
-                   "yield.json", "yield.md")
+CONVERT_OUTPUTS = (
+    "conversations.jsonl",
+    "prefixes.jsonl",
+    "ledger.jsonl",
+    "ledger_summary.md",
+    "accounting.json",
+    "yield.json",
+    "yield.md",
+)
 """Every file ``convert`` writes: a folder holding only these (and ``accounting.json``) is one it may replace."""
 
 
@@ -92,8 +99,18 @@ def convert(
     final = Path(out_dir)
     units = iter_units([Path(p) for p in inputs], formats)  # checks the inputs before anything is written
     with StagedFolder(final, problem=convert_output_problem, inputs=[Path(p) for p in inputs]) as staged:
-        summary = _write(staged.path, units, inputs, card, workers=workers, formats=formats, on_units=on_units,
-                         on_unit=on_unit, install_dir=install_dir, policy=policy)
+        summary = _write(
+            staged.path,
+            units,
+            inputs,
+            card,
+            workers=workers,
+            formats=formats,
+            on_units=on_units,
+            on_unit=on_unit,
+            install_dir=install_dir,
+            policy=policy,
+        )
     summary.out_dir = final
     return summary
 
@@ -104,15 +121,26 @@ def convert_output_problem(folder: Path) -> str | None:
     names = sorted(p.name + ("/" if p.is_dir() else "") for p in folder.iterdir())
     foreign = [n for n in names if n not in CONVERT_OUTPUTS]
     if foreign or "accounting.json" not in names:
-        return (f"is not empty and is not a harnessfit convert output (it holds {(foreign or names)[0]}; convert "
-                f"writes only {', '.join(CONVERT_OUTPUTS)})")
+        return (
+            f"is not empty and is not a harnessfit convert output (it holds {(foreign or names)[0]}; convert "
+            f"writes only {', '.join(CONVERT_OUTPUTS)})"
+        )
     return None
 
 
-def _write(out: Path, units: list[Any], inputs: Sequence[Path | str], card: Any, *, workers: int,
-           formats: Sequence[str] | None, on_units: Callable[[int, int], None] | None,
-           on_unit: Callable[[EncodedUnit], None] | None, install_dir: str | None,
-           policy: ConvertPolicy) -> ConvertSummary:
+def _write(
+    out: Path,
+    units: list[Any],
+    inputs: Sequence[Path | str],
+    card: Any,
+    *,
+    workers: int,
+    formats: Sequence[str] | None,
+    on_units: Callable[[int, int], None] | None,
+    on_unit: Callable[[EncodedUnit], None] | None,
+    install_dir: str | None,
+    policy: ConvertPolicy,
+) -> ConvertSummary:
     """Convert ``units`` into the folder ``out`` (see ``convert``)."""
     if on_units is not None:
         on_units(len(units), sum(unit_size(u.path) for u in units))
@@ -120,10 +148,14 @@ def _write(out: Path, units: list[Any], inputs: Sequence[Path | str], card: Any,
     yields = YieldReport(fidelity=policy.fidelity)
     examples: dict[str, Rejection] = {}
     prefixes = 0
-    with (out / "conversations.jsonl").open("wb") as conv_fh, (out / "ledger.jsonl").open("wb") as led_fh, \
-            (out / "prefixes.jsonl").open("wb") as pre_fh:
-        for res in iter_encoded_units(inputs, card, workers=workers, formats=formats, units=units,
-                                      install_dir=install_dir, policy=policy):
+    with (
+        (out / "conversations.jsonl").open("wb") as conv_fh,
+        (out / "ledger.jsonl").open("wb") as led_fh,
+        (out / "prefixes.jsonl").open("wb") as pre_fh,
+    ):
+        for res in iter_encoded_units(
+            inputs, card, workers=workers, formats=formats, units=units, install_dir=install_dir, policy=policy
+        ):
             accounting.add(res)
             if res.yields is not None:
                 yields.add(res.yields)
@@ -143,8 +175,13 @@ def _write(out: Path, units: list[Any], inputs: Sequence[Path | str], card: Any,
     if not doc_yield["identity_holds"]:
         raise AccountingError("yield: calls != labels + dropped + lost for some file (a bug, never bad data)")
     write_ledger_summary(out / "ledger_summary.md", accounting, examples)
-    doc = {"harness": f"{card.harness}@{card.version}", "card": card.id, "card_sha256": card.sha256,
-           **accounting.as_dict()}
+    doc = {
+        "harness": f"{card.harness}@{card.version}",
+        "card": card.id,
+        "card_sha256": card.sha256,
+        **accounting.as_dict(),
+    }
     (out / "accounting.json").write_bytes(orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n")
-    return ConvertSummary(out_dir=out, card=card.id, card_sha256=card.sha256, accounting=accounting, yields=yields,
-                          prefixes=prefixes)
+    return ConvertSummary(
+        out_dir=out, card=card.id, card_sha256=card.sha256, accounting=accounting, yields=yields, prefixes=prefixes
+    )

@@ -37,8 +37,17 @@ from harnessfit.core.trajectory import Trajectory
 from harnessfit.formats.registry import Unit, iter_units, read_unit
 from harnessfit.pipeline.executor import ordered_map
 
-__all__ = ["UnitResult", "EncodedUnit", "convert_unit", "encode_unit", "iter_unit_results", "iter_encoded_units",
-           "iter_convert", "unit_size", "units_per_task"]
+__all__ = [
+    "UnitResult",
+    "EncodedUnit",
+    "convert_unit",
+    "encode_unit",
+    "iter_unit_results",
+    "iter_encoded_units",
+    "iter_convert",
+    "unit_size",
+    "units_per_task",
+]
 
 
 @dataclass
@@ -85,8 +94,13 @@ def gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def convert_unit(unit: Unit, card: Any, formats: Sequence[str] | None = None,
-                 install_dir: str | None = None, policy: ConvertPolicy = DEFAULT_POLICY) -> UnitResult:
+def convert_unit(
+    unit: Unit,
+    card: Any,
+    formats: Sequence[str] | None = None,
+    install_dir: str | None = None,
+    policy: ConvertPolicy = DEFAULT_POLICY,
+) -> UnitResult:
     """Read one unit and convert each trajectory; reader rejections pass through. ``install_dir`` is the harness
     folder the system prompt names (``None``: the card's default, where ``harnessfit harness install`` puts it);
     ``policy`` says which UI-only calls may be dropped (``convert.policy``). The cycle collector is paused meanwhile
@@ -95,8 +109,9 @@ def convert_unit(unit: Unit, card: Any, formats: Sequence[str] | None = None,
         return _convert_unit(unit, card, formats, install_dir, policy)
 
 
-def _convert_unit(unit: Unit, card: Any, formats: Sequence[str] | None, install_dir: str | None,
-                  policy: ConvertPolicy) -> UnitResult:
+def _convert_unit(
+    unit: Unit, card: Any, formats: Sequence[str] | None, install_dir: str | None, policy: ConvertPolicy
+) -> UnitResult:
     res = UnitResult(index=unit.index, label=unit.label, format="unknown", size=unit_size(unit.path))
     res.yields = FileYield(unit.label, "unknown")
     for record in read_unit(unit, formats):
@@ -108,8 +123,14 @@ def _convert_unit(unit: Unit, card: Any, formats: Sequence[str] | None, install_
             except Exception as exc:  # noqa: BLE001 - a converter bug on odd data must not stop the run
                 from harnessfit.core.rejection import Reason, reject
 
-                res.outputs.append(reject(record, Reason.parse_error, f"converter failed: {type(exc).__name__}: "
-                                          f"{excerpt(str(exc), 200)}", "report this trajectory shape as a converter bug"))
+                res.outputs.append(
+                    reject(
+                        record,
+                        Reason.parse_error,
+                        f"converter failed: {type(exc).__name__}: {excerpt(str(exc), 200)}",
+                        "report this trajectory shape as a converter bug",
+                    )
+                )
                 continue
             res.outputs.append(outcome.record)
             if outcome.prefix is not None:
@@ -168,8 +189,13 @@ def _line(item: Conversation | Rejection) -> bytes:
     (``tests/convert/test_units.py`` holds both equal)."""
     if type(item) is Conversation:
         try:
-            return orjson.dumps({name: v.model_dump(mode="json") if isinstance(v := getattr(item, name), BaseModel)
-                                 else v for name in _CONVERSATION_FIELDS}, option=_PLAIN_ONLY)
+            return orjson.dumps(
+                {
+                    name: v.model_dump(mode="json") if isinstance(v := getattr(item, name), BaseModel) else v
+                    for name in _CONVERSATION_FIELDS
+                },
+                option=_PLAIN_ONLY,
+            )
         except TypeError:
             pass
     return line_reference(item)
@@ -192,17 +218,27 @@ def encode_unit(res: UnitResult) -> EncodedUnit:
             led.append(_line(item))
     pre = [_line(p) for p in res.prefixes]
     return EncodedUnit(
-        index=res.index, label=res.label, format=res.format, size=res.size, read=res.read, accepted=len(conv),
-        conversations=b"\n".join([*conv, b""]) if conv else b"", ledger=b"\n".join([*led, b""]) if led else b"",
-        reasons=reasons, examples=examples, prefixes=b"\n".join([*pre, b""]) if pre else b"", yields=res.yields,
+        index=res.index,
+        label=res.label,
+        format=res.format,
+        size=res.size,
+        read=res.read,
+        accepted=len(conv),
+        conversations=b"\n".join([*conv, b""]) if conv else b"",
+        ledger=b"\n".join([*led, b""]) if led else b"",
+        reasons=reasons,
+        examples=examples,
+        prefixes=b"\n".join([*pre, b""]) if pre else b"",
+        yields=res.yields,
     )
 
 
 _WORKER: dict[str, Any] = {}
 
 
-def _init_worker(card: Any, formats: Sequence[str] | None, install_dir: str | None,
-                 policy: ConvertPolicy = DEFAULT_POLICY) -> None:
+def _init_worker(
+    card: Any, formats: Sequence[str] | None, install_dir: str | None, policy: ConvertPolicy = DEFAULT_POLICY
+) -> None:
     _WORKER["card"] = card
     _WORKER["formats"] = formats
     _WORKER["install_dir"] = install_dir
@@ -210,8 +246,9 @@ def _init_worker(card: Any, formats: Sequence[str] | None, install_dir: str | No
 
 
 def _work(units: list[Unit]) -> list[UnitResult]:
-    return [convert_unit(u, _WORKER["card"], _WORKER["formats"], _WORKER["install_dir"], _WORKER["policy"])
-            for u in units]
+    return [
+        convert_unit(u, _WORKER["card"], _WORKER["formats"], _WORKER["install_dir"], _WORKER["policy"]) for u in units
+    ]
 
 
 def _work_encoded(units: list[Unit]) -> list[EncodedUnit]:
@@ -233,20 +270,38 @@ def units_per_task(n_units: int, workers: int) -> int:
     return max(1, min(8, n_units // (workers * 16)))
 
 
-def _in_unit_order(work: Callable[[list[Unit]], list[Any]], units: list[Unit], card: Any, workers: int,
-                   formats: Sequence[str] | None, install_dir: str | None, size: int | None,
-                   policy: ConvertPolicy = DEFAULT_POLICY) -> Iterator[Any]:
+def _in_unit_order(
+    work: Callable[[list[Unit]], list[Any]],
+    units: list[Unit],
+    card: Any,
+    workers: int,
+    formats: Sequence[str] | None,
+    install_dir: str | None,
+    size: int | None,
+    policy: ConvertPolicy = DEFAULT_POLICY,
+) -> Iterator[Any]:
     """``work`` over chunks of ``units`` (in worker processes when ``workers > 1``), results in unit order."""
     size = max(1, size if size is not None else units_per_task(len(units), workers))
-    chunks = [units[i:i + size] for i in range(0, len(units), size)]
-    for results in ordered_map(work, chunks, workers=min(workers, len(chunks)), initializer=_init_worker,
-                               initargs=(card, formats, install_dir, policy)):
+    chunks = [units[i : i + size] for i in range(0, len(units), size)]
+    for results in ordered_map(
+        work,
+        chunks,
+        workers=min(workers, len(chunks)),
+        initializer=_init_worker,
+        initargs=(card, formats, install_dir, policy),
+    ):
         yield from results
 
 
 def iter_unit_results(
-    inputs: Sequence[Path | str], card: Any, *, workers: int = 1, formats: Sequence[str] | None = None,
-    units: list[Unit] | None = None, install_dir: str | None = None, policy: ConvertPolicy = DEFAULT_POLICY,
+    inputs: Sequence[Path | str],
+    card: Any,
+    *,
+    workers: int = 1,
+    formats: Sequence[str] | None = None,
+    units: list[Unit] | None = None,
+    install_dir: str | None = None,
+    policy: ConvertPolicy = DEFAULT_POLICY,
 ) -> Iterator[UnitResult]:
     """Per-unit results in unit order (the building block of ``iter_convert``). With workers the objects cross the
     process boundary by pickle; ``iter_encoded_units`` is the cheaper path when only the output bytes are needed."""
@@ -260,8 +315,14 @@ def iter_unit_results(
 
 
 def iter_encoded_units(
-    inputs: Sequence[Path | str], card: Any, *, workers: int = 1, formats: Sequence[str] | None = None,
-    units: list[Unit] | None = None, install_dir: str | None = None, chunksize: int | None = None,
+    inputs: Sequence[Path | str],
+    card: Any,
+    *,
+    workers: int = 1,
+    formats: Sequence[str] | None = None,
+    units: list[Unit] | None = None,
+    install_dir: str | None = None,
+    chunksize: int | None = None,
     policy: ConvertPolicy = DEFAULT_POLICY,
 ) -> Iterator[EncodedUnit]:
     """Per-unit results already serialised (``encode_unit``), in unit order; serialised in the workers when there
@@ -277,8 +338,14 @@ def iter_encoded_units(
 
 
 def iter_convert(
-    inputs: Sequence[Path], card: Any, *, workers: int = 1, formats: Sequence[str] | None = None,
-    install_dir: str | None = None, prefixes: bool = False, policy: ConvertPolicy = DEFAULT_POLICY,
+    inputs: Sequence[Path],
+    card: Any,
+    *,
+    workers: int = 1,
+    formats: Sequence[str] | None = None,
+    install_dir: str | None = None,
+    prefixes: bool = False,
+    policy: ConvertPolicy = DEFAULT_POLICY,
     yields: YieldReport | None = None,
 ) -> Iterator[Conversation | Rejection]:
     """Every input record as a Conversation or a Rejection, in deterministic order (any worker count). With
@@ -288,8 +355,9 @@ def iter_convert(
 
     ``install_dir`` fixes the harness folder named in the system prompt (default: the card's
     ``default_install_dir()``, which depends on ``$HARNESSFIT_HOME``); fix it for machine-independent output."""
-    for res in iter_unit_results(inputs, card, workers=workers, formats=formats, install_dir=install_dir,
-                                 policy=policy):
+    for res in iter_unit_results(
+        inputs, card, workers=workers, formats=formats, install_dir=install_dir, policy=policy
+    ):
         if yields is not None and res.yields is not None:
             yields.add(res.yields)
         yield from res.outputs

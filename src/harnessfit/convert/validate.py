@@ -48,8 +48,14 @@ def validate_conversation(conv: Conversation | dict[str, Any], card: HarnessCard
             problems.append(f"message {i}: calls {pending} unanswered")
             pending = []
         if role == "user":
-            ok = list(m) == _USER_KEYS and isinstance(m["content"], list) and m["content"] and all(
-                list(p) == ["type", "text"] and p["type"] == "text" and isinstance(p["text"], str) for p in m["content"]
+            ok = (
+                list(m) == _USER_KEYS
+                and isinstance(m["content"], list)
+                and m["content"]
+                and all(
+                    list(p) == ["type", "text"] and p["type"] == "text" and isinstance(p["text"], str)
+                    for p in m["content"]
+                )
             )
             if not ok:
                 problems.append(f"message {i}: bad user shape")
@@ -63,9 +69,11 @@ def validate_conversation(conv: Conversation | dict[str, Any], card: HarnessCard
             if m.get("content") is None and not calls:
                 problems.append(f"message {i}: empty assistant message")
             for tc in calls:
-                if list(tc) != ["id", "type", "function"] or tc["type"] != "function" or list(tc["function"]) != [
-                    "name", "arguments"
-                ]:
+                if (
+                    list(tc) != ["id", "type", "function"]
+                    or tc["type"] != "function"
+                    or list(tc["function"]) != ["name", "arguments"]
+                ):
                     problems.append(f"message {i}: bad tool call shape")
                     continue
                 text = tc["function"]["arguments"]

@@ -65,8 +65,15 @@ from harnessfit.core.rejection import Rejection
 from harnessfit.core.trajectory import Trajectory
 from harnessfit.harness.card import HarnessCard
 
-__all__ = ["DEFAULT_CWD", "DEFAULT_DATE", "DEFAULT_POLICY", "Outcome", "build_draft", "convert_trajectory",
-           "to_conversation"]
+__all__ = [
+    "DEFAULT_CWD",
+    "DEFAULT_DATE",
+    "DEFAULT_POLICY",
+    "Outcome",
+    "build_draft",
+    "convert_trajectory",
+    "to_conversation",
+]
 
 
 @dataclass
@@ -80,15 +87,29 @@ class Outcome:
     calls: CallFates
 
 
-def _meta(traj: Trajectory, card: HarnessCard, transformations: list[str], labels_from: int,
-          prefix: PrefixInfo | None = None,
-          altered: list[tuple[int, tuple[str, ...]]] | None = None) -> ConversationMeta:
+def _meta(
+    traj: Trajectory,
+    card: HarnessCard,
+    transformations: list[str],
+    labels_from: int,
+    prefix: PrefixInfo | None = None,
+    altered: list[tuple[int, tuple[str, ...]]] | None = None,
+) -> ConversationMeta:
     p = traj.provenance
     return ConversationMeta(
-        source=traj.source, file=p.file, sha256=p.sha256, line_start=p.line_start, line_end=p.line_end,
-        root_request_id=traj.root_request_id, repository=traj.repository, card=card.id,
-        cwd=traj.cwd or DEFAULT_CWD, date=traj.date or DEFAULT_DATE, transformations=transformations,
-        labels_from=labels_from, prefix=prefix,
+        source=traj.source,
+        file=p.file,
+        sha256=p.sha256,
+        line_start=p.line_start,
+        line_end=p.line_end,
+        root_request_id=traj.root_request_id,
+        repository=traj.repository,
+        card=card.id,
+        cwd=traj.cwd or DEFAULT_CWD,
+        date=traj.date or DEFAULT_DATE,
+        transformations=transformations,
+        labels_from=labels_from,
+        prefix=prefix,
         altered=[AlteredResult(message=k, alterations=list(a)) for k, a in altered] if altered else None,
     )
 
@@ -96,8 +117,11 @@ def _meta(traj: Trajectory, card: HarnessCard, transformations: list[str], label
 def _prefix(draft: Draft, cut: int | None) -> tuple[list[dict[str, Any]], int, int]:
     """The wire messages from steps before ``cut`` (``None``: all), without a trailing user message; how many
     assistant messages at or after ``draft.labels_from`` (labels) they hold; and the prefix's own ``labels_from``."""
-    kept = list(enumerate(draft.messages)) if cut is None else \
-        [(n, m) for n, (m, s) in enumerate(zip(draft.messages, draft.message_steps, strict=True)) if s < cut]
+    kept = (
+        list(enumerate(draft.messages))
+        if cut is None
+        else [(n, m) for n, (m, s) in enumerate(zip(draft.messages, draft.message_steps, strict=True)) if s < cut]
+    )
     end = len(kept)
     while end > 1 and kept[end - 1][1]["role"] == "user":
         end -= 1
@@ -106,8 +130,9 @@ def _prefix(draft: Draft, cut: int | None) -> tuple[list[dict[str, Any]], int, i
     return [m for _, m in kept], labels, sum(1 for n, _ in kept if n < draft.labels_from)
 
 
-def convert_trajectory(traj: Trajectory, card: HarnessCard, *, install_dir: str | None = None,
-                       policy: ConvertPolicy = DEFAULT_POLICY) -> Outcome:
+def convert_trajectory(
+    traj: Trajectory, card: HarnessCard, *, install_dir: str | None = None, policy: ConvertPolicy = DEFAULT_POLICY
+) -> Outcome:
     """Convert one trajectory with ``card``: every gate runs; the first (in ``GATES`` order) that finds something
     names the ledger row, and the first problem by position (the smallest ``GateFinding.cut``) ends the exact prefix.
 
@@ -124,16 +149,27 @@ def convert_trajectory(traj: Trajectory, card: HarnessCard, *, install_dir: str 
     findings: list[GateFinding] = [f for _, found in found_all for f in found]
     cuts = [f.cut for f in findings if f.cut is not None]
     cut = min(cuts) if cuts else None
-    fates = call_fates(traj, findings, cut, draft.dropped_calls if draft is not None else [],
-                       recorded=draft.recorded if draft is not None else None,
-                       recorded_texts=draft.recorded_texts if draft is not None else None,
-                       altered=[n.result_step if n.result_step is not None else n.step + 1
-                                for n in draft.altered_results] if draft is not None else ())
+    fates = call_fates(
+        traj,
+        findings,
+        cut,
+        draft.dropped_calls if draft is not None else [],
+        recorded=draft.recorded if draft is not None else None,
+        recorded_texts=draft.recorded_texts if draft is not None else None,
+        altered=[n.result_step if n.result_step is not None else n.step + 1 for n in draft.altered_results]
+        if draft is not None
+        else (),
+    )
     if not found_all:
         assert draft is not None
-        conv = Conversation(id=content_id("conv", card.id, traj.id), messages=draft.messages, tools=card_wire_tools(card),
-                            meta=_meta(traj, card, draft.transformations, draft.labels_from,
-                                       altered=draft.alterations_in(draft.messages)))
+        conv = Conversation(
+            id=content_id("conv", card.id, traj.id),
+            messages=draft.messages,
+            tools=card_wire_tools(card),
+            meta=_meta(
+                traj, card, draft.transformations, draft.labels_from, altered=draft.alterations_in(draft.messages)
+            ),
+        )
         return Outcome(conv, None, fates)
     gate, own = found_all[0]
     rejection = rejection_of(draft or Draft(traj), gate, own, findings, calls=fates.read, labels=fates.labels)
@@ -142,16 +178,21 @@ def convert_trajectory(traj: Trajectory, card: HarnessCard, *, install_dir: str 
         msgs, labels, labels_from = _prefix(draft, cut)
         if labels:
             first = min((f for f in findings if f.cut is not None), key=lambda f: f.cut, default=findings[0])
-            info = PrefixInfo(of=rejection.record_id, reason=first.reason.value, step=first.step,
-                              detail=first.detail, labels=labels)
-            prefix = Conversation(id=content_id("prefix", card.id, traj.id), messages=msgs, tools=card_wire_tools(card),
-                                  meta=_meta(traj, card, draft.transformations, labels_from, info,
-                                             draft.alterations_in(msgs)))
+            info = PrefixInfo(
+                of=rejection.record_id, reason=first.reason.value, step=first.step, detail=first.detail, labels=labels
+            )
+            prefix = Conversation(
+                id=content_id("prefix", card.id, traj.id),
+                messages=msgs,
+                tools=card_wire_tools(card),
+                meta=_meta(traj, card, draft.transformations, labels_from, info, draft.alterations_in(msgs)),
+            )
     return Outcome(rejection, prefix, fates)
 
 
-def to_conversation(traj: Trajectory, card: HarnessCard, *, install_dir: str | None = None,
-                    policy: ConvertPolicy = DEFAULT_POLICY) -> Conversation | Rejection:
+def to_conversation(
+    traj: Trajectory, card: HarnessCard, *, install_dir: str | None = None, policy: ConvertPolicy = DEFAULT_POLICY
+) -> Conversation | Rejection:
     """Convert one trajectory with ``card``: its ``Conversation``, or the ``Rejection`` the first gate (in ``GATES``
     order) with a finding makes (``convert_trajectory`` also gives the exact prefix and the call fates)."""
     return convert_trajectory(traj, card, install_dir=install_dir, policy=policy).record

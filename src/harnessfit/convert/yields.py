@@ -58,8 +58,16 @@ if TYPE_CHECKING:
     from harnessfit.convert.gates import GateFinding
     from harnessfit.core.trajectory import Trajectory
 
-__all__ = ["CallFates", "call_fates", "FileYield", "YieldReport", "render_yield", "write_yield", "LABEL",
-           "recorded_lines"]
+__all__ = [
+    "CallFates",
+    "call_fates",
+    "FileYield",
+    "YieldReport",
+    "render_yield",
+    "write_yield",
+    "LABEL",
+    "recorded_lines",
+]
 
 LABEL = "label"
 _DROP = "drop:"
@@ -100,9 +108,15 @@ def _kind(f: GateFinding) -> Kind:
     return (f.reason.value, f.tool)
 
 
-def call_fates(traj: Trajectory, findings: Sequence[GateFinding], cut: int | None,
-               dropped: Sequence[CallDropped], recorded: str | None = None, altered: Sequence[int] = (),
-               recorded_texts: str | None = None) -> CallFates:
+def call_fates(
+    traj: Trajectory,
+    findings: Sequence[GateFinding],
+    cut: int | None,
+    dropped: Sequence[CallDropped],
+    recorded: str | None = None,
+    altered: Sequence[int] = (),
+    recorded_texts: str | None = None,
+) -> CallFates:
     """The fate of every source call of ``traj`` given the gates' ``findings`` (``cut``: the smallest
     ``GateFinding.cut``, ``None`` when no finding limits the labels) and the calls the builder dropped; ``recorded``: a
     Pi session's recording Pis (``CallFates.at_recorder`` is then filled); ``altered``: the steps of results on the
@@ -223,8 +237,9 @@ class FileYield:
         self.recorded_texts = self.recorded_texts or fates.recorded_texts
         at_recorder = fates.at_recorder or [False] * len(fates.fates)
         content = fates.content or [False] * len(fates.fates)
-        for key, fate, unlock, rec, altered in zip(fates.keys, fates.fates, fates.unlock, at_recorder, content,
-                                                   strict=True):
+        for key, fate, unlock, rec, altered in zip(
+            fates.keys, fates.fates, fates.unlock, at_recorder, content, strict=True
+        ):
             if fates.side_branch and key in self._seen:
                 continue
             self._seen.add(key)
@@ -234,7 +249,7 @@ class FileYield:
                 self.labels += 1
                 self.content_labels += altered
             elif fate.startswith(_DROP):
-                self.dropped[fate[len(_DROP):]] += 1
+                self.dropped[fate[len(_DROP) :]] += 1
             else:
                 self.lost[fate] += 1
                 if unlock is not None:
@@ -247,8 +262,14 @@ class FileYield:
         return state
 
     def as_dict(self) -> dict[str, Any]:
-        return {"file": self.file, "format": self.format, "calls": self.calls, "labels": self.labels,
-                "dropped": dict(sorted(self.dropped.items())), "lost": _ordered(self.lost)}
+        return {
+            "file": self.file,
+            "format": self.format,
+            "calls": self.calls,
+            "labels": self.labels,
+            "dropped": dict(sorted(self.dropped.items())),
+            "lost": _ordered(self.lost),
+        }
 
     @property
     def holds(self) -> bool:
@@ -288,8 +309,13 @@ class YieldReport:
             dropped.update(f.dropped)
             lost.update(f.lost)
         labels = sum(f.labels for f in files)
-        out = {"files": len(files), "calls": sum(f.calls for f in files), "labels": labels,
-               "dropped": dict(sorted(dropped.items())), "lost": _ordered(lost)}
+        out = {
+            "files": len(files),
+            "calls": sum(f.calls for f in files),
+            "labels": labels,
+            "dropped": dict(sorted(dropped.items())),
+            "lost": _ordered(lost),
+        }
         if self.fidelity == "content":
             content = sum(f.content_labels for f in files)
             out["labels_by_fidelity"] = {"byte": labels - content, "content": content}
@@ -304,8 +330,13 @@ class YieldReport:
                 g = groups.get((f.recorded, f.recorded_texts or ""))
                 if g is None:
                     g = groups[(f.recorded, f.recorded_texts or "")] = {
-                        "versions": f.recorded, **({"texts_fit": f.recorded_texts} if f.recorded_texts else {}),
-                        "files": 0, "calls": 0, "labels": 0, "labels_at_recorder": 0}
+                        "versions": f.recorded,
+                        **({"texts_fit": f.recorded_texts} if f.recorded_texts else {}),
+                        "files": 0,
+                        "calls": 0,
+                        "labels": 0,
+                        "labels_at_recorder": 0,
+                    }
                 g["files"] += 1
                 g["calls"] += f.calls
                 g["labels"] += f.labels
@@ -321,9 +352,12 @@ class YieldReport:
                 key = (f.format, reason, tool)
                 ranked[key] += n
                 example.setdefault(key, {"file": f.file, "detail": f.examples.get((reason, tool), "")})
-        blockers = [{"format": fmt, "reason": reason, "tool": tool, "unlocks": n, "example": example[(fmt, reason, tool)]}
-                    for (fmt, reason, tool), n in sorted(ranked.items(), key=lambda kv: (-kv[1], kv[0][0], kv[0][1],
-                                                                                         kv[0][2] or ""))]
+        blockers = [
+            {"format": fmt, "reason": reason, "tool": tool, "unlocks": n, "example": example[(fmt, reason, tool)]}
+            for (fmt, reason, tool), n in sorted(
+                ranked.items(), key=lambda kv: (-kv[1], kv[0][0], kv[0][1], kv[0][2] or "")
+            )
+        ]
         total = self._sum(self.files)
         total.pop("files")
         return {
@@ -349,33 +383,62 @@ def render_yield(report: YieldReport, *, top: int = 30) -> tuple[bytes, str]:
     doc = report.as_dict()
     t = doc["total"]
     pct = f" ({100 * t['labels'] / t['calls']:.1f} %)" if t["calls"] else ""
-    lines = ["# Yield: tool calls read → kept as training labels", "",
-             f"{t['calls']} calls read → {t['labels']} kept as labels{pct}; dropped: {_counts(t['dropped'])}; "
-             f"lost: {_counts(t['lost'])}", "",
-             "| format | files | calls | labels | dropped | lost by reason |", "|---|---:|---:|---:|---|---|"]
+    lines = [
+        "# Yield: tool calls read → kept as training labels",
+        "",
+        f"{t['calls']} calls read → {t['labels']} kept as labels{pct}; dropped: {_counts(t['dropped'])}; "
+        f"lost: {_counts(t['lost'])}",
+        "",
+        "| format | files | calls | labels | dropped | lost by reason |",
+        "|---|---:|---:|---:|---|---|",
+    ]
     for fmt, d in doc["by_format"].items():
-        lines.append(f"| {fmt} | {d['files']} | {d['calls']} | {d['labels']} | {_counts(d['dropped'])} | "
-                     f"{_md(_counts(d['lost']))} |")
+        lines.append(
+            f"| {fmt} | {d['files']} | {d['calls']} | {d['labels']} | {_counts(d['dropped'])} | "
+            f"{_md(_counts(d['lost']))} |"
+        )
     if "labels_by_fidelity" in t:
-        lines += ["", "## Labels per fidelity tier", "",
-                  "byte: every byte of the context is known; content: the context holds a result rendered from output "
-                  "its agent altered in a documented way (trimmed edges, stderr apart, stripped whitespace).", "",
-                  "| format | labels | byte | content |", "|---|---:|---:|---:|",
-                  *(f"| {fmt} | {d['labels']} | {d['labels_by_fidelity']['byte']} | "
-                    f"{d['labels_by_fidelity']['content']} |" for fmt, d in [*doc["by_format"].items(), ("total", t)])]
-    lines += ["", "## Blockers, by the calls they would unlock", "",
-              "| format | reason | tool | unlocks | example |", "|---|---|---|---:|---|"]
+        lines += [
+            "",
+            "## Labels per fidelity tier",
+            "",
+            "byte: every byte of the context is known; content: the context holds a result rendered from output "
+            "its agent altered in a documented way (trimmed edges, stderr apart, stripped whitespace).",
+            "",
+            "| format | labels | byte | content |",
+            "|---|---:|---:|---:|",
+            *(
+                f"| {fmt} | {d['labels']} | {d['labels_by_fidelity']['byte']} | {d['labels_by_fidelity']['content']} |"
+                for fmt, d in [*doc["by_format"].items(), ("total", t)]
+            ),
+        ]
+    lines += [
+        "",
+        "## Blockers, by the calls they would unlock",
+        "",
+        "| format | reason | tool | unlocks | example |",
+        "|---|---|---|---:|---|",
+    ]
     for b in doc["blockers"][:top]:
         ex = b["example"]
-        lines.append(f"| {b['format']} | {b['reason']} | {_md(b['tool'] or '-')} | {b['unlocks']} | "
-                     f"{_md(ex['file'])}: {_md(ex['detail'][:160])} |")
+        lines.append(
+            f"| {b['format']} | {b['reason']} | {_md(b['tool'] or '-')} | {b['unlocks']} | "
+            f"{_md(ex['file'])}: {_md(ex['detail'][:160])} |"
+        )
     if len(doc["blockers"]) > top:
         lines.append(f"| … | {len(doc['blockers']) - top} more in yield.json | | | |")
-    lines += ["", "## Files", "", "| file | format | calls | labels | dropped | lost by reason |",
-              "|---|---|---:|---:|---|---|"]
+    lines += [
+        "",
+        "## Files",
+        "",
+        "| file | format | calls | labels | dropped | lost by reason |",
+        "|---|---|---:|---:|---|---|",
+    ]
     for f in doc["files"]:
-        lines.append(f"| {_md(f['file'])} | {f['format']} | {f['calls']} | {f['labels']} | {_counts(f['dropped'])} | "
-                     f"{_md(_counts(f['lost']))} |")
+        lines.append(
+            f"| {_md(f['file'])} | {f['format']} | {f['calls']} | {f['labels']} | {_counts(f['dropped'])} | "
+            f"{_md(_counts(f['lost']))} |"
+        )
     return orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n", "\n".join(lines) + "\n"
 
 
@@ -392,8 +455,10 @@ def recorded_lines(doc: dict[str, Any], card_id: str) -> list[str]:
         if g.get("texts_fit"):
             files += f"; their Pi-authored texts are in the words of pi {g['texts_fit']}"
         if g["versions"] == "unknown":
-            lines.append(f"Pi sessions recorded by a Pi without a committed card ({files}): converted as "
-                         f"pi@{version}{suffix}'s, {g['labels']} labels")
+            lines.append(
+                f"Pi sessions recorded by a Pi without a committed card ({files}): converted as "
+                f"pi@{version}{suffix}'s, {g['labels']} labels"
+            )
             continue
         candidates = g["versions"].split("|")
         lines.append(f"Pi sessions recorded by pi@{g['versions']} ({files}); labels per target:")

@@ -38,7 +38,7 @@ def session_links(transformations: list[str]) -> tuple[str | None, str | None]:
     own = parent = None
     for t in transformations:
         if own is None and t.startswith(SESSION_NOTE):
-            own = t[len(SESSION_NOTE):]
+            own = t[len(SESSION_NOTE) :]
         elif parent is None and t.startswith(SUBAGENT_OF_NOTE):
-            parent = t[len(SUBAGENT_OF_NOTE):]
+            parent = t[len(SUBAGENT_OF_NOTE) :]
     return own, parent

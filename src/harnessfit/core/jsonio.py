@@ -24,6 +24,7 @@ __all__ = [
     "sha256_file",
 ]
 
+
 def dumps(obj: Any) -> bytes:
     """Compact JSON bytes with keys in insertion order (like JavaScript's ``JSON.stringify``)."""
     return orjson.dumps(obj)
@@ -61,7 +62,11 @@ def write_jsonl(path: Path, rows: Iterable[Any]) -> int:
 
 
 def read_jsonl(
-    path: Path, *, bad_lines: Literal["raise", "skip"] = "raise", objects_only: bool = False, missing_ok: bool = False,
+    path: Path,
+    *,
+    bad_lines: Literal["raise", "skip"] = "raise",
+    objects_only: bool = False,
+    missing_ok: bool = False,
 ) -> Iterator[Any]:
     """The JSON value of every non-blank line. ``bad_lines="skip"`` leaves broken lines out instead of raising;
     ``objects_only`` keeps only JSON objects; ``missing_ok`` reads a missing file as empty."""

@@ -47,7 +47,10 @@ class BadLine:
 
 
 def iter_jsonl(
-    source: Path | IO[bytes], *, max_line_bytes: int | None = None, bad_lines: BadLines = "raise",
+    source: Path | IO[bytes],
+    *,
+    max_line_bytes: int | None = None,
+    bad_lines: BadLines = "raise",
 ) -> Iterator[JsonLine | BadLine]:
     """Every JSON record of a JSONL file (a path, or a binary file object read from where it is), in order.
 
@@ -310,8 +313,12 @@ class _RecordReader:
                     yield from self._recover(n, cur_n, line, [*taken, (cur_n, cur)])
                 else:
                     self.back.appendleft((cur_n, cur))
-                    yield BadLine(n, "invalid_json", f"lines {n}-{cur_n - 1}: a value opens on line {n} and does "
-                                  f"not close before the record on line {cur_n}")
+                    yield BadLine(
+                        n,
+                        "invalid_json",
+                        f"lines {n}-{cur_n - 1}: a value opens on line {n} and does "
+                        f"not close before the record on line {cur_n}",
+                    )
                 return None
             if pieces is not None:
                 taken.append((cur_n, cur))
@@ -320,8 +327,15 @@ class _RecordReader:
         where = f"line {start_n}" if end_n == start_n else f"the record at lines {start_n}-{end_n}"
         return BadLine(start_n, "too_long", f"{where} is {size} bytes (limit {self.cap})")
 
-    def _recover(self, start_n: int, end_n: int, first: bytes, taken: list[tuple[int, bytes]],
-                 exc: Exception | None = None, truncated: bool = False) -> Iterator[BadLine]:
+    def _recover(
+        self,
+        start_n: int,
+        end_n: int,
+        first: bytes,
+        taken: list[tuple[int, bytes]],
+        exc: Exception | None = None,
+        truncated: bool = False,
+    ) -> Iterator[BadLine]:
         """A value that began on line ``start_n`` is not JSON. If a line it took in parses on its own, only line
         ``start_n`` is bad and the others are read again; otherwise the whole span is one bad record."""
         if taken and any(parses_alone(t) for _, t in taken):

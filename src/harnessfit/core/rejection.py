@@ -36,7 +36,7 @@ def excerpt(text: str, limit: int) -> str:
         return text
     cut = text[:limit]
     at = max((i for i, ch in enumerate(cut) if ch in _SEPARATORS), default=-1)
-    return cut[:at + 1] + "…"
+    return cut[: at + 1] + "…"
 
 
 class Reason(StrEnum):
@@ -140,8 +140,16 @@ def reject(
     if isinstance(subject, Trajectory):
         p = subject.provenance
         return Rejection(
-            record_id=record_id or subject.id, source=subject.source, file=p.file, line_start=p.line_start,
-            line_end=p.line_end, reason=reason, detail=detail, repair_hint=hint, kept_id=kept_id, calls=calls,
+            record_id=record_id or subject.id,
+            source=subject.source,
+            file=p.file,
+            line_start=p.line_start,
+            line_end=p.line_end,
+            reason=reason,
+            detail=detail,
+            repair_hint=hint,
+            kept_id=kept_id,
+            calls=calls,
             labels=labels,
         )
     if isinstance(subject, Conversation | ConversationMeta):
@@ -150,14 +158,29 @@ def reject(
         if rid is None:
             raise ValueError("reject(ConversationMeta, ...) needs record_id")
         return Rejection(
-            record_id=rid, source=meta.source, file=meta.file, line_start=meta.line_start, line_end=meta.line_end,
-            reason=reason, detail=detail, repair_hint=hint, kept_id=kept_id,
+            record_id=rid,
+            source=meta.source,
+            file=meta.file,
+            line_start=meta.line_start,
+            line_end=meta.line_end,
+            reason=reason,
+            detail=detail,
+            repair_hint=hint,
+            kept_id=kept_id,
         )
     if source is None:
         raise ValueError("reject(path, ...) needs source (the format name)")
-    rid = record_id or content_id("reject", source, sha256 or str(subject), reason.value, str(line_start),
-                                  str(line_end))
+    rid = record_id or content_id(
+        "reject", source, sha256 or str(subject), reason.value, str(line_start), str(line_end)
+    )
     return Rejection(
-        record_id=rid, source=source, file=str(subject), line_start=line_start, line_end=line_end, reason=reason,
-        detail=detail, repair_hint=hint, kept_id=kept_id,
+        record_id=rid,
+        source=source,
+        file=str(subject),
+        line_start=line_start,
+        line_end=line_end,
+        reason=reason,
+        detail=detail,
+        repair_hint=hint,
+        kept_id=kept_id,
     )

@@ -11,13 +11,30 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-__all__ = ["BuildConfig", "load_build_config", "build_dataset", "run_build", "verify_dataset", "Redactor",
-           "Deduper", "assign_splits", "sft_records", "decision_points"]
+__all__ = [
+    "BuildConfig",
+    "load_build_config",
+    "build_dataset",
+    "run_build",
+    "verify_dataset",
+    "Redactor",
+    "Deduper",
+    "assign_splits",
+    "sft_records",
+    "decision_points",
+]
 
 _LAZY = {
-    "BuildConfig": "config", "load_build_config": "config", "build_dataset": "build", "run_build": "build",
-    "verify_dataset": "verify", "Redactor": "redact", "Deduper": "dedup", "assign_splits": "split",
-    "sft_records": "exports", "decision_points": "exports",
+    "BuildConfig": "config",
+    "load_build_config": "config",
+    "build_dataset": "build",
+    "run_build": "build",
+    "verify_dataset": "verify",
+    "Redactor": "redact",
+    "Deduper": "dedup",
+    "assign_splits": "split",
+    "sft_records": "exports",
+    "decision_points": "exports",
 }
 
 

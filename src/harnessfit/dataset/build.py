@@ -39,8 +39,17 @@ from harnessfit.formats.registry import Unit, iter_units
 from harnessfit.harness.card import HarnessCard, load_harness
 from harnessfit.pipeline import StageClock
 
-__all__ = ["BuildReport", "run_build", "build_dataset", "input_files", "input_sha256", "input_rows_of",
-           "redaction_settings", "side_scrubber", "MANIFEST_FORMAT"]
+__all__ = [
+    "BuildReport",
+    "run_build",
+    "build_dataset",
+    "input_files",
+    "input_sha256",
+    "input_rows_of",
+    "redaction_settings",
+    "side_scrubber",
+    "MANIFEST_FORMAT",
+]
 
 # The build keeps what it has seen (ledger rows, verdicts, the spool, the LSH index) for the whole run, and each of
 # Python's full garbage collections walks all of it: on a 500 MiB input they cost more CPU than the conversion
@@ -91,8 +100,12 @@ def redaction_settings(config: BuildConfig, install_dir: str | None) -> dict[str
     rc = config.redaction
     if not rc.enabled:
         return None
-    return {"kinds": rc.kinds, "high_entropy": rc.high_entropy, "detect_secrets": rc.detect_secrets,
-            "keep": [install_dir] if install_dir else None}
+    return {
+        "kinds": rc.kinds,
+        "high_entropy": rc.high_entropy,
+        "detect_secrets": rc.detect_secrets,
+        "keep": [install_dir] if install_dir else None,
+    }
 
 
 def side_scrubber(redaction: dict[str, Any] | None, roots: list[str]) -> Scrubber | None:
@@ -110,8 +123,13 @@ def input_rows_of(files: list[Path], out_dir: Path, scrubber: Scrubber | None) -
     rows = []
     for p in files:
         rel = os.path.relpath(p, out_dir)
-        rows.append({"path": scrubber.text(rel) if scrubber is not None else rel, "sha256": input_sha256(p),
-                     "bytes": p.stat().st_size})
+        rows.append(
+            {
+                "path": scrubber.text(rel) if scrubber is not None else rel,
+                "sha256": input_sha256(p),
+                "bytes": p.stat().st_size,
+            }
+        )
     return rows
 
 
@@ -143,8 +161,15 @@ def _unit_groups(inputs: list[InputSpec]) -> list[tuple[list[str] | None, list[U
     return [(i.formats, iter_units([Path(i.path)], i.formats)) for i in inputs]
 
 
-def run_build(config: BuildConfig, base_dir: Path, sink: Sink, *, out_dir: Path,
-              items: Iterable[Conversation | Rejection] | None = None, progress: bool = False) -> BuildReport:
+def run_build(
+    config: BuildConfig,
+    base_dir: Path,
+    sink: Sink,
+    *,
+    out_dir: Path,
+    items: Iterable[Conversation | Rejection] | None = None,
+    progress: bool = False,
+) -> BuildReport:
     """Run the whole build into ``sink``. ``items`` replaces read/convert (tests, in-memory sources)."""
     # freeze only when nothing else in the process uses gc.freeze (unfreeze cannot tell whose objects are whose)
     freeze = gc.get_freeze_count() == 0
@@ -155,8 +180,16 @@ def run_build(config: BuildConfig, base_dir: Path, sink: Sink, *, out_dir: Path,
             gc.unfreeze()  # what the run froze (see _FREEZE_EVERY) is collectable again
 
 
-def _run_build(config: BuildConfig, base_dir: Path, sink: Sink, *, out_dir: Path,
-               items: Iterable[Conversation | Rejection] | None, progress: bool, freeze: bool) -> BuildReport:
+def _run_build(
+    config: BuildConfig,
+    base_dir: Path,
+    sink: Sink,
+    *,
+    out_dir: Path,
+    items: Iterable[Conversation | Rejection] | None,
+    progress: bool,
+    freeze: bool,
+) -> BuildReport:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
     clock = StageClock()
@@ -169,17 +202,36 @@ def _run_build(config: BuildConfig, base_dir: Path, sink: Sink, *, out_dir: Path
     card_info["install_dir"] = install_dir
     dc = config.dedup
     redaction = redaction_settings(config, install_dir)
-    dedup = {"exact": dc.exact, "near": dc.near, "threshold": dc.threshold, "num_perm": dc.num_perm,
-             "shingle_size": dc.shingle_size, "seed": dc.seed}
+    dedup = {
+        "exact": dc.exact,
+        "near": dc.near,
+        "threshold": dc.threshold,
+        "num_perm": dc.num_perm,
+        "shingle_size": dc.shingle_size,
+        "seed": dc.seed,
+    }
     sink.scrubber = side_scrubber(redaction, [os.path.relpath(i.path, out_dir) for i in inputs])
     with clock("hash_inputs"):
         input_rows = input_rows_of(files, out_dir, sink.scrubber)
-    settings = Settings(card=card, install_dir=install_dir, redaction=redaction, dedup=dedup,
-                        policy=config.convert.policy(config.fidelity))
-    collector = Collector(Deduper(**dedup), clock, freeze_every=_FREEZE_EVERY if freeze else 0,
-                          fidelity=config.fidelity)
-    with Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                  TimeElapsedColumn(), disable=not progress, transient=True) as bar:
+    settings = Settings(
+        card=card,
+        install_dir=install_dir,
+        redaction=redaction,
+        dedup=dedup,
+        policy=config.convert.policy(config.fidelity),
+    )
+    collector = Collector(
+        Deduper(**dedup), clock, freeze_every=_FREEZE_EVERY if freeze else 0, fidelity=config.fidelity
+    )
+    with Progress(
+        SpinnerColumn(),
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        disable=not progress,
+        transient=True,
+    ) as bar:
         task = bar.add_task("read → convert → redact → dedup", total=None)
         groups = _unit_groups(inputs) if items is None else None
         for row in records(groups, items, settings, config.workers, clock):
@@ -190,27 +242,61 @@ def _run_build(config: BuildConfig, base_dir: Path, sink: Sink, *, out_dir: Path
             ratios = config.split.ratios()
             # the exact prefixes' root requests too: a task never crosses splits, whether complete or not
             # a sub-agent's run goes with the session that spawned it (``split``: joined groups)
-            assignment = assign_splits([*(g for _, g, _, _ in collector.spool), *collector.prefixes.groups()], ratios,
-                                       config.split.seed, joined=collector.joined())
+            assignment = assign_splits(
+                [*(g for _, g, _, _ in collector.spool), *collector.prefixes.groups()],
+                ratios,
+                config.split.seed,
+                joined=collector.joined(),
+            )
             split_groups = {s: {g for g, a in assignment.items() if a == s} for s in ratios}
             check_no_overlap(split_groups)
             overlap = sum(1 for g in assignment if sum(g in gs for gs in split_groups.values()) > 1)
         with clock("export"):
-            per_split, kept_by_source = write_exports(sink, collector.spool, assignment, split_groups,
-                                                      parquet=config.parquet, bar=bar, prefixes=collector.prefixes,
-                                                      tiers=config.fidelity == "content")
+            per_split, kept_by_source = write_exports(
+                sink,
+                collector.spool,
+                assignment,
+                split_groups,
+                parquet=config.parquet,
+                bar=bar,
+                prefixes=collector.prefixes,
+                tiers=config.fidelity == "content",
+            )
     with clock("manifest"):
         splits = {"seed": config.split.seed, "ratios": ratios, "group_overlap": overlap, "per_split": per_split}
-        manifest = _finish(sink, config, collector, inputs, out_dir, input_rows, card_info, splits, kept_by_source,
-                           redaction, with_yield=items is None)
+        manifest = _finish(
+            sink,
+            config,
+            collector,
+            inputs,
+            out_dir,
+            input_rows,
+            card_info,
+            splits,
+            kept_by_source,
+            redaction,
+            with_yield=items is None,
+        )
     seconds, cpu_seconds = clock.rounded()
-    return BuildReport(manifest=manifest, seconds=seconds, cpu_seconds=cpu_seconds,
-                       input_bytes=sum(r["bytes"] for r in input_rows))
+    return BuildReport(
+        manifest=manifest, seconds=seconds, cpu_seconds=cpu_seconds, input_bytes=sum(r["bytes"] for r in input_rows)
+    )
 
 
-def _finish(sink: Sink, config: BuildConfig, collector: Collector, inputs: list[InputSpec], out_dir: Path,
-            input_rows: list[dict[str, Any]], card_info: dict[str, Any], splits: dict[str, Any],
-            kept_by_source: Counter[str], redaction: dict[str, Any] | None, *, with_yield: bool) -> dict[str, Any]:
+def _finish(
+    sink: Sink,
+    config: BuildConfig,
+    collector: Collector,
+    inputs: list[InputSpec],
+    out_dir: Path,
+    input_rows: list[dict[str, Any]],
+    card_info: dict[str, Any],
+    splits: dict[str, Any],
+    kept_by_source: Counter[str],
+    redaction: dict[str, Any] | None,
+    *,
+    with_yield: bool,
+) -> dict[str, Any]:
     """Write the ledger, its summary, the per-call yield (``with_yield``: the build read the inputs itself), the
     dataset card and the manifest; return the manifest."""
     acc = collector.accounting
@@ -221,8 +307,13 @@ def _finish(sink: Sink, config: BuildConfig, collector: Collector, inputs: list[
     lf.close()
     reasons = dict(sorted(acc.reasons().items()))
     by_source = Counter(r.source for r in collector.ledger)
-    summary = {"read": acc.read, "accepted": acc.accepted, "rejected": acc.rejected, "by_reason": reasons,
-               "by_source": dict(sorted(by_source.items()))}
+    summary = {
+        "read": acc.read,
+        "accepted": acc.accepted,
+        "rejected": acc.rejected,
+        "by_reason": reasons,
+        "by_source": dict(sorted(by_source.items())),
+    }
     _write_whole(sink, "ledger_summary.json", orjson.dumps(summary, option=orjson.OPT_INDENT_2) + b"\n")
     if with_yield:  # the conversion's per-call accounting, beside the ledger
         yield_json, yield_md = render_yield(collector.yields)
@@ -248,24 +339,34 @@ def _finish(sink: Sink, config: BuildConfig, collector: Collector, inputs: list[
         "packages": _versions(),
         "inputs": input_rows,
         "counts": {
-            "read": acc.read, "converted": acc.accepted + acc.dropped, "rejected_convert": acc.rejected - acc.dropped,
-            "redacted_conversations": collector.redacted, "duplicate_exact": reasons.get("duplicate_exact", 0),
-            "duplicate_near": reasons.get("duplicate_near", 0), "kept": acc.accepted,
-            "rejected_by_reason": reasons, "kept_by_source": dict(sorted(kept_by_source.items())),
+            "read": acc.read,
+            "converted": acc.accepted + acc.dropped,
+            "rejected_convert": acc.rejected - acc.dropped,
+            "redacted_conversations": collector.redacted,
+            "duplicate_exact": reasons.get("duplicate_exact", 0),
+            "duplicate_near": reasons.get("duplicate_near", 0),
+            "kept": acc.accepted,
+            "rejected_by_reason": reasons,
+            "kept_by_source": dict(sorted(kept_by_source.items())),
             "prefixes": collector.prefixes.summary(splits["per_split"]),
         },
         "yield": _yield_summary(collector.yields) if with_yield else None,
         "splits": splits,
-        "redaction": {"enabled": redaction is not None, "found": dict(sorted(found.items())),
-                      "replaced": dict(sorted(replaced.items())),
-                      "replaced_outside_conversations": outside,
-                      "kept": _kept(redaction, card_info["install_dir"], [i["path"] for i in semantic["inputs"]]),
-                      "false_positive": fp.model_dump() if fp else None,
-                      "planted_recall": recall.model_dump() if recall else None},
+        "redaction": {
+            "enabled": redaction is not None,
+            "found": dict(sorted(found.items())),
+            "replaced": dict(sorted(replaced.items())),
+            "replaced_outside_conversations": outside,
+            "kept": _kept(redaction, card_info["install_dir"], [i["path"] for i in semantic["inputs"]]),
+            "false_positive": fp.model_dump() if fp else None,
+            "planted_recall": recall.model_dump() if recall else None,
+        },
     }
     _write_whole(sink, "README.md", render_card(manifest).encode("utf-8"))
-    manifest["outputs"] = [{"path": f.relpath, "sha256": f.sha256, "bytes": f.size, "records": f.records}
-                           for f in sorted(sink.files, key=lambda f: f.relpath)]
+    manifest["outputs"] = [
+        {"path": f.relpath, "sha256": f.sha256, "bytes": f.size, "records": f.records}
+        for f in sorted(sink.files, key=lambda f: f.relpath)
+    ]
     _write_whole(sink, "manifest.json", orjson.dumps(manifest, option=orjson.OPT_INDENT_2) + b"\n")
     sink.finish()
     return manifest
@@ -274,8 +375,13 @@ def _finish(sink: Sink, config: BuildConfig, collector: Collector, inputs: list[
 def _yield_summary(yields: YieldReport) -> dict[str, Any]:
     """The manifest's (and card's) view of ``yield.json``: totals, per format, and the top blockers."""
     doc = yields.as_dict()
-    return {"total": doc["total"], "by_format": doc["by_format"], "identity_holds": doc["identity_holds"],
-            "pi_recorded": doc["pi_recorded"], "top_blockers": doc["blockers"][:10]}
+    return {
+        "total": doc["total"],
+        "by_format": doc["by_format"],
+        "identity_holds": doc["identity_holds"],
+        "pi_recorded": doc["pi_recorded"],
+        "top_blockers": doc["blockers"][:10],
+    }
 
 
 def _kept(redaction: dict[str, Any] | None, install_dir: str | None, roots: list[str]) -> list[dict[str, Any]]:
@@ -298,8 +404,14 @@ def _write_whole(sink: Sink, relpath: str, data: bytes) -> None:
     f.close()
 
 
-def build_dataset(config: BuildConfig, base_dir: Path, *, out: Path | None = None,
-                  items: Iterable[Conversation | Rejection] | None = None, progress: bool = False) -> BuildReport:
+def build_dataset(
+    config: BuildConfig,
+    base_dir: Path,
+    *,
+    out: Path | None = None,
+    items: Iterable[Conversation | Rejection] | None = None,
+    progress: bool = False,
+) -> BuildReport:
     """Build onto disk: ``out`` (default: ``config.out`` resolved against ``base_dir``). The inputs are checked
     first; the dataset is written beside ``out`` and swapped in only when complete (``DiskSink``), so a build that
     fails or is killed leaves the previous dataset as it was."""

@@ -30,9 +30,13 @@ def _yield_section(y: dict[str, Any] | None) -> list[str]:
         "of conversations and of exact prefixes); every other call is dropped by policy or lost for a named reason "
         "(`yield.json`, with the blockers ranked by how many calls fixing them would unlock).",
         "",
-        _table(["format", "files", "calls read", "kept as labels", "dropped", "lost by reason"],
-               [[f, d["files"], d["calls"], d["labels"], _counts(d["dropped"]), _counts(d["lost"])]
-                for f, d in y["by_format"].items()]),
+        _table(
+            ["format", "files", "calls read", "kept as labels", "dropped", "lost by reason"],
+            [
+                [f, d["files"], d["calls"], d["labels"], _counts(d["dropped"]), _counts(d["lost"])]
+                for f, d in y["by_format"].items()
+            ],
+        ),
         "",
         *_tier_section(y),
     ]
@@ -51,9 +55,13 @@ def _tier_section(y: dict[str, Any]) -> list[str]:
         "trimmed and stderr apart, OpenHands' stripped output). Each SFT record and decision point says its "
         "`fidelity` and names the `alterations` of its context; a training config selects a tier with `fidelity`.",
         "",
-        _table(["format", "labels", "byte", "content"],
-               [[f, d["labels"], d["labels_by_fidelity"]["byte"], d["labels_by_fidelity"]["content"]]
-                for f, d in y["by_format"].items()]),
+        _table(
+            ["format", "labels", "byte", "content"],
+            [
+                [f, d["labels"], d["labels_by_fidelity"]["byte"], d["labels_by_fidelity"]["content"]]
+                for f, d in y["by_format"].items()
+            ],
+        ),
         "",
     ]
 
@@ -136,31 +144,46 @@ def _card_counts(m: dict[str, Any]) -> list[str]:
     sp = m["splits"]
     return [
         "## Counts per stage",
-        _table(["stage", "count"], [
-            ["read (conversations + rejections from conversion)", c["read"]],
-            ["converted", c["converted"]],
-            ["rejected at conversion", c["rejected_convert"]],
-            ["conversations changed by redaction", c["redacted_conversations"]],
-            ["exact duplicates dropped", c["duplicate_exact"]],
-            ["near duplicates dropped", c["duplicate_near"]],
-            ["kept", c["kept"]],
-            *([["exact prefixes of rejected trajectories (SFT / decision points only)", c["prefixes"]["kept"]],
-               ["prefix duplicates dropped", c["prefixes"]["duplicate_exact"]]] if c.get("prefixes") else []),
-        ]),
+        _table(
+            ["stage", "count"],
+            [
+                ["read (conversations + rejections from conversion)", c["read"]],
+                ["converted", c["converted"]],
+                ["rejected at conversion", c["rejected_convert"]],
+                ["conversations changed by redaction", c["redacted_conversations"]],
+                ["exact duplicates dropped", c["duplicate_exact"]],
+                ["near duplicates dropped", c["duplicate_near"]],
+                ["kept", c["kept"]],
+                *(
+                    [
+                        ["exact prefixes of rejected trajectories (SFT / decision points only)", c["prefixes"]["kept"]],
+                        ["prefix duplicates dropped", c["prefixes"]["duplicate_exact"]],
+                    ]
+                    if c.get("prefixes")
+                    else []
+                ),
+            ],
+        ),
         "",
         "## Splits (grouped by root request)",
         f"Seed {sp['seed']}, ratios {', '.join(f'{k} {v:g}' for k, v in sp['ratios'].items())}. "
         f"Root requests in more than one split: **{sp['group_overlap']}** (asserted at build time).",
         "",
-        _table(["split", "root requests", "conversations", "SFT actions", "decision points"],
-               [[s, v["groups"], v["conversations"], v["sft"], v["decision_points"]] for s, v in sp["per_split"].items()]),
+        _table(
+            ["split", "root requests", "conversations", "SFT actions", "decision points"],
+            [[s, v["groups"], v["conversations"], v["sft"], v["decision_points"]] for s, v in sp["per_split"].items()],
+        ),
         "",
         *_yield_section(m.get("yield")),
         "## Sources",
-        _table(["source", "kept conversations"], [[k, v] for k, v in sorted(c["kept_by_source"].items())]) if c["kept_by_source"] else "(none kept)",
+        _table(["source", "kept conversations"], [[k, v] for k, v in sorted(c["kept_by_source"].items())])
+        if c["kept_by_source"]
+        else "(none kept)",
         "",
         "## Reasons rejected",
-        _table(["reason", "count"], [[k, v] for k, v in sorted(c["rejected_by_reason"].items())]) if c["rejected_by_reason"] else "(none)",
+        _table(["reason", "count"], [[k, v] for k, v in sorted(c["rejected_by_reason"].items())])
+        if c["rejected_by_reason"]
+        else "(none)",
         "",
     ]
 
@@ -181,28 +204,39 @@ def _card_redaction(red: dict[str, Any]) -> list[str]:
             "rejected calls, cut only between words), its summary, the manifest and this card are redacted as they "
             "are written (placeholders numbered within one ledger row or one file). In the manifest's input paths, "
             "the ledger and its summary it replaced "
-            + (", ".join(f"{v} × {k}" for k, v in outside.items()) if outside else "nothing") + ".",
+            + (", ".join(f"{v} × {k}" for k, v in outside.items()) if outside else "nothing")
+            + ".",
             "",
-            _table(["kind", "distinct values", "occurrences replaced"],
-                   [[k, red["found"].get(k, 0), red["replaced"].get(k, 0)] for k in sorted(set(red["found"]) | set(red["replaced"]))])
-            if red["found"] or red["replaced"] else "Nothing was found in the conversations.",
+            _table(
+                ["kind", "distinct values", "occurrences replaced"],
+                [
+                    [k, red["found"].get(k, 0), red["replaced"].get(k, 0)]
+                    for k in sorted(set(red["found"]) | set(red["replaced"]))
+                ],
+            )
+            if red["found"] or red["replaced"]
+            else "Nothing was found in the conversations.",
             "",
             "### Kept verbatim",
             "Redaction leaves these strings exactly as written, wherever they occur:",
             "",
         ]
         for k in red.get("kept") or []:
-            holds = (f" **It holds what redaction would otherwise replace ({', '.join(k['holds'])}).**"
-                     if k["holds"] else "")
+            holds = (
+                f" **It holds what redaction would otherwise replace ({', '.join(k['holds'])}).**" if k["holds"] else ""
+            )
             if k["where"] == "system_prompt":
                 parts.append(
                     f"- `{k['text']}` — the harness install folder. Pi's system prompt names it, so every system "
-                    "prompt keeps it byte for byte as Pi sends it on the machine that built this dataset." + holds +
-                    " Build with `--install-dir /opt/pi` (any fixed folder) for data that names no machine.")
+                    "prompt keeps it byte for byte as Pi sends it on the machine that built this dataset."
+                    + holds
+                    + " Build with `--install-dir /opt/pi` (any fixed folder) for data that names no machine."
+                )
             else:
                 parts.append(
                     f"- `{k['text']}` — an input path relative to this folder (`manifest.json` → `config.inputs`): "
-                    "`harnessfit verify` reads the inputs from there." + holds)
+                    "`harnessfit verify` reads the inputs from there." + holds
+                )
         parts += [
             "",
             f"Measured false-positive rate on {red['false_positive']['probes']} lines of ordinary code (git SHAs, "
@@ -210,8 +244,10 @@ def _card_redaction(red: dict[str, Any]) -> list[str]:
             "JavaScript, source maps, identifiers, URLs): "
             f"**{red['false_positive']['rate'] * 100:.2f}%** of lines would be changed.",
             "",
-            _table(["probe shape", "changed / probes"],
-                   [[k, f"{v[0]} / {v[1]}"] for k, v in red["false_positive"]["by_shape"].items()]),
+            _table(
+                ["probe shape", "changed / probes"],
+                [[k, f"{v[0]} / {v[1]}"] for k, v in red["false_positive"]["by_shape"].items()],
+            ),
         ]
         rc = red.get("planted_recall")
         if rc:
@@ -223,8 +259,9 @@ def _card_redaction(red: dict[str, Any]) -> list[str]:
                 "rules were written against; recall on a held-apart set of other scanners' kinds is measured by "
                 "`bench/redaction_recall.py`.",
                 "",
-                _table(["planted kind", "removed / planted"],
-                       [[k, f"{v[0]} / {v[1]}"] for k, v in rc["by_kind"].items()]),
+                _table(
+                    ["planted kind", "removed / planted"], [[k, f"{v[0]} / {v[1]}"] for k, v in rc["by_kind"].items()]
+                ),
             ]
     else:
         parts += ["Redaction was **off** for this build."]

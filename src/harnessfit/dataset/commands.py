@@ -30,14 +30,20 @@ def _summary(report, out_dir: Path) -> None:
     t.add_row("read", str(c["read"]), f"{s.get('convert', 0):.2f}")
     t.add_row("rejected at conversion", str(c["rejected_convert"]), "")
     t.add_row("changed by redaction", str(c["redacted_conversations"]), f"{s.get('redact', 0):.2f}")
-    t.add_row("duplicates dropped (exact / near)", f"{c['duplicate_exact']} / {c['duplicate_near']}", f"{s.get('dedup', 0):.2f}")
+    t.add_row(
+        "duplicates dropped (exact / near)",
+        f"{c['duplicate_exact']} / {c['duplicate_near']}",
+        f"{s.get('dedup', 0):.2f}",
+    )
     pre = (c.get("prefixes") or {}).get("kept")  # a rejected trajectory's exact prefix feeds SFT: never "kept 0" alone
     if pre:
         t.add_row("kept conversations (+ exact prefixes, SFT only)", f"{c['kept']} + {pre}", "")
     else:
         t.add_row("kept conversations", str(c["kept"]), "")
     for name, v in m["splits"]["per_split"].items():
-        t.add_row(f"  {name}: groups / conversations / actions", f"{v['groups']} / {v['conversations']} / {v['sft']}", "")
+        t.add_row(
+            f"  {name}: groups / conversations / actions", f"{v['groups']} / {v['conversations']} / {v['sft']}", ""
+        )
     t.add_row("root requests in two splits", str(m["splits"]["group_overlap"]), f"{s.get('split', 0):.2f}")
     t.add_row("export", f"{len(m['outputs'])} files", f"{s.get('export', 0):.2f}")
     con.print(t)
@@ -48,22 +54,39 @@ def _summary(report, out_dir: Path) -> None:
         train = m["splits"]["per_split"].get("train") or {}
         tiers = total.get("labels_by_fidelity")
         per_tier = f", fidelity byte {tiers['byte']} / content {tiers['content']}" if tiers else ""
-        train_tiers = (f"; fidelity byte {train.get('sft_byte', 0)} / content {train.get('sft_content', 0)}"
-                       if "sft_content" in train else "")
-        con.print(f"tool calls → labels: {total['calls']} → {total['labels']}{per_tier} (yield.md says why each was "
-                  f"lost); actions to learn in the train split: {train.get('sft', 0)} "
-                  f"({train.get('prefix_sft', 0)} from exact prefixes{train_tiers})", markup=False, highlight=False)
+        train_tiers = (
+            f"; fidelity byte {train.get('sft_byte', 0)} / content {train.get('sft_content', 0)}"
+            if "sft_content" in train
+            else ""
+        )
+        con.print(
+            f"tool calls → labels: {total['calls']} → {total['labels']}{per_tier} (yield.md says why each was "
+            f"lost); actions to learn in the train split: {train.get('sft', 0)} "
+            f"({train.get('prefix_sft', 0)} from exact prefixes{train_tiers})",
+            markup=False,
+            highlight=False,
+        )
     for k in m["redaction"].get("kept") or []:
         if k["holds"]:
-            con.print(escape(f"note: kept verbatim, as the card says: {k['text']} (it holds {', '.join(k['holds'])})"),
-                      style="yellow")
+            con.print(
+                escape(f"note: kept verbatim, as the card says: {k['text']} (it holds {', '.join(k['holds'])})"),
+                style="yellow",
+            )
     fp = m["redaction"]["false_positive"]
     if fp:
         rc = m["redaction"].get("planted_recall") or {}
-        recall = (f"; planted secrets of the kinds the rules were written for removed {rc['caught']}/{rc['planted']}"
-                  " (a held-apart set: bench/redaction_recall.py)" if rc else "")
-        con.print(escape(f"redaction: {dict(m['redaction']['found'])}; false-positive rate on ordinary code "
-                         f"{fp['rate'] * 100:.2f}% of {fp['probes']} probe lines{recall}"))
+        recall = (
+            f"; planted secrets of the kinds the rules were written for removed {rc['caught']}/{rc['planted']}"
+            " (a held-apart set: bench/redaction_recall.py)"
+            if rc
+            else ""
+        )
+        con.print(
+            escape(
+                f"redaction: {dict(m['redaction']['found'])}; false-positive rate on ordinary code "
+                f"{fp['rate'] * 100:.2f}% of {fp['probes']} probe lines{recall}"
+            )
+        )
 
 
 def register(app: typer.Typer) -> None:
@@ -72,18 +95,28 @@ def register(app: typer.Typer) -> None:
     @app.command()
     def build(
         config: Annotated[Path | None, typer.Argument(help="TOML or YAML build config")] = None,
-        inputs: Annotated[list[Path] | None, typer.Option("--inputs", "-i", help="trace file or folder (repeatable)")] = None,
+        inputs: Annotated[
+            list[Path] | None, typer.Option("--inputs", "-i", help="trace file or folder (repeatable)")
+        ] = None,
         out: Annotated[Path | None, typer.Option("--out", "-o", help="output folder")] = None,
         workers: Annotated[int | None, typer.Option(help="worker processes (output bytes never depend on it)")] = None,
         seed: Annotated[int | None, typer.Option(help="split seed")] = None,
-        harness: Annotated[str | None, typer.Option(
-            help="target harness as pi@VERSION or pi@VERSION+tools (a committed card; default: the config's, else "
-                 "the newest)")] = None,
+        harness: Annotated[
+            str | None,
+            typer.Option(
+                help="target harness as pi@VERSION or pi@VERSION+tools (a committed card; default: the config's, else "
+                "the newest)"
+            ),
+        ] = None,
         no_redact: Annotated[bool, typer.Option("--no-redact", help="skip redaction")] = False,
         no_parquet: Annotated[bool, typer.Option("--no-parquet", help="skip the Parquet copies")] = False,
-        install_dir: Annotated[str | None, typer.Option(
-            help="harness folder the system prompt names (default: where `harnessfit harness install` puts it "
-                 "here); fix it for machine-independent data")] = None,
+        install_dir: Annotated[
+            str | None,
+            typer.Option(
+                help="harness folder the system prompt names (default: where `harnessfit harness install` puts it "
+                "here); fix it for machine-independent data"
+            ),
+        ] = None,
     ) -> None:
         """Build a training set: read → convert → redact → dedup → grouped split → export (+ ledger, card, manifest)."""
         from harnessfit.dataset.build import build_dataset

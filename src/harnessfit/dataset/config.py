@@ -12,8 +12,16 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from harnessfit.errors import UserError
 from harnessfit.harness.versions import DEFAULT_PI_VERSION, harness_profile, harness_spec, parse_harness
 
-__all__ = ["InputSpec", "ConvertConfig", "RedactionConfig", "DedupConfig", "SplitConfig", "BuildConfig",
-           "load_build_config", "config_from_values"]
+__all__ = [
+    "InputSpec",
+    "ConvertConfig",
+    "RedactionConfig",
+    "DedupConfig",
+    "SplitConfig",
+    "BuildConfig",
+    "load_build_config",
+    "config_from_values",
+]
 
 
 class _Strict(BaseModel):
@@ -38,8 +46,11 @@ class ConvertConfig(_Strict):
     def policy(self, fidelity: str = "content") -> Any:
         from harnessfit.convert.policy import ConvertPolicy
 
-        return ConvertPolicy(drop_ui_tools=self.drop_ui_tools,
-                             ui_tools={k: tuple(v) for k, v in sorted(self.ui_tools.items())}, fidelity=fidelity)
+        return ConvertPolicy(
+            drop_ui_tools=self.drop_ui_tools,
+            ui_tools={k: tuple(v) for k, v in sorted(self.ui_tools.items())},
+            fidelity=fidelity,
+        )
 
 
 class RedactionConfig(_Strict):
@@ -80,7 +91,11 @@ class SplitConfig(_Strict):
         return self
 
     def ratios(self) -> dict[str, float]:
-        return {name: r for name, r in (("train", self.train), ("validation", self.validation), ("test", self.test)) if r > 0}
+        return {
+            name: r
+            for name, r in (("train", self.train), ("validation", self.validation), ("test", self.test))
+            if r > 0
+        }
 
 
 class BuildConfig(_Strict):
@@ -153,12 +168,16 @@ class BuildConfig(_Strict):
         except UserError as exc:
             raise ValueError(str(exc)) from None
         if self.harness_version is not None and version != self.harness_version:
-            raise ValueError(f"harness {self.harness!r} and harness_version {self.harness_version!r} disagree: "
-                             f"give one, as harness = \"pi@VERSION\"")
+            raise ValueError(
+                f"harness {self.harness!r} and harness_version {self.harness_version!r} disagree: "
+                f'give one, as harness = "pi@VERSION"'
+            )
         profile = harness_profile(self.harness)
         if self.harness_profile is not None and profile not in (None, self.harness_profile):
-            raise ValueError(f"harness {self.harness!r} and harness_profile {self.harness_profile!r} disagree: "
-                             f"give one, as harness = \"pi@VERSION+PROFILE\"")
+            raise ValueError(
+                f"harness {self.harness!r} and harness_profile {self.harness_profile!r} disagree: "
+                f'give one, as harness = "pi@VERSION+PROFILE"'
+            )
         profile = profile or self.harness_profile
         self.harness, self.harness_version, self.harness_profile = harness_spec(version, name, profile), None, profile
         return self

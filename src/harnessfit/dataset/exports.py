@@ -38,8 +38,15 @@ from harnessfit.core.records import DecisionPoint, SFTRecord
 from harnessfit.dataset.sink import OutFile
 from harnessfit.models.messages import MessageError, to_template_message
 
-__all__ = ["sft_records", "decision_points", "ConversationExport", "ParquetOut", "PARQUET_SCHEMAS",
-           "TIERED_PARQUET_SCHEMAS", "write_exports"]
+__all__ = [
+    "sft_records",
+    "decision_points",
+    "ConversationExport",
+    "ParquetOut",
+    "PARQUET_SCHEMAS",
+    "TIERED_PARQUET_SCHEMAS",
+    "write_exports",
+]
 
 
 def _parse_args(call: dict[str, Any]) -> dict[str, Any]:
@@ -75,9 +82,18 @@ def sft_records(conv: dict[str, Any], split: str, *, tiers: bool = False) -> Ite
     meta = conv["meta"]
     for k, i in enumerate(_labels(conv)):
         m = msgs[i]
-        yield SFTRecord(id=content_id("sft", conv["id"], str(i)), conversation_id=conv["id"], split=split,
-                        action_index=k, messages=msgs[:i], tools=conv["tools"], action=m, source=meta["source"],
-                        group=meta["root_request_id"], **_tier(conv, i, tiers))
+        yield SFTRecord(
+            id=content_id("sft", conv["id"], str(i)),
+            conversation_id=conv["id"],
+            split=split,
+            action_index=k,
+            messages=msgs[:i],
+            tools=conv["tools"],
+            action=m,
+            source=meta["source"],
+            group=meta["root_request_id"],
+            **_tier(conv, i, tiers),
+        )
 
 
 def decision_points(conv: dict[str, Any], split: str, *, tiers: bool = False) -> Iterator[DecisionPoint]:
@@ -92,14 +108,24 @@ def decision_points(conv: dict[str, Any], split: str, *, tiers: bool = False) ->
             turn["tool_calls"] = [_parse_args(tc) for tc in m["tool_calls"]]
         ids = {tc.get("id") for tc in m.get("tool_calls") or []}
         results = []
-        for nxt in msgs[i + 1:]:
+        for nxt in msgs[i + 1 :]:
             if nxt.get("role") != "tool":
                 break
             if nxt.get("tool_call_id") in ids:
                 results.append(nxt)
-        yield DecisionPoint(id=content_id("dp", conv["id"], str(i)), conversation_id=conv["id"], split=split,
-                            turn_index=k, state=msgs[:i], tools=conv["tools"], next_turn=turn, tool_results=results,
-                            source=meta["source"], group=meta["root_request_id"], **_tier(conv, i, tiers))
+        yield DecisionPoint(
+            id=content_id("dp", conv["id"], str(i)),
+            conversation_id=conv["id"],
+            split=split,
+            turn_index=k,
+            state=msgs[:i],
+            tools=conv["tools"],
+            next_turn=turn,
+            tool_results=results,
+            source=meta["source"],
+            group=meta["root_request_id"],
+            **_tier(conv, i, tiers),
+        )
 
 
 def _j(v: Any) -> str:
@@ -114,6 +140,7 @@ _SL = pa.list_(pa.string())
 def _hf_schema(fields: list[tuple[str, pa.DataType]]) -> pa.Schema:
     """An Arrow schema plus the ``datasets`` features it stands for (its ``huggingface`` metadata), so
     ``load_dataset("parquet", …)`` decodes each JSON value into the object."""
+
     def feature(t: pa.DataType) -> dict[str, Any]:
         if t == _J:
             return {"_type": "Json"}
@@ -139,10 +166,20 @@ _IDS = [("id", pa.string()), ("conversation_id", pa.string()), ("split", pa.stri
 _ORIGIN = [("source", pa.string()), ("group", pa.string())]
 PARQUET_SCHEMAS: dict[str, pa.Schema] = {
     "conversations": _hf_schema([("id", pa.string()), ("messages", _JL), ("tools", _JL), ("meta", _J), *_ORIGIN]),
-    "sft": _hf_schema([*_IDS, ("action_index", pa.int64()), ("prompt", _JL), ("completion", _JL), ("tools", _JL),
-                       *_ORIGIN]),
-    "decision_points": _hf_schema([*_IDS, ("turn_index", pa.int64()), ("prompt", _JL), ("tools", _JL),
-                                   ("next_turn", _J), ("tool_results", _JL), *_ORIGIN]),
+    "sft": _hf_schema(
+        [*_IDS, ("action_index", pa.int64()), ("prompt", _JL), ("completion", _JL), ("tools", _JL), *_ORIGIN]
+    ),
+    "decision_points": _hf_schema(
+        [
+            *_IDS,
+            ("turn_index", pa.int64()),
+            ("prompt", _JL),
+            ("tools", _JL),
+            ("next_turn", _J),
+            ("tool_results", _JL),
+            *_ORIGIN,
+        ]
+    ),
 }
 _TIER = [("fidelity", pa.string()), ("alterations", _SL)]
 TIERED_PARQUET_SCHEMAS: dict[str, pa.Schema] = {
@@ -174,8 +211,9 @@ class ParquetOut:
 
     def add(self, row: dict[str, Any]) -> None:
         self._rows.append(row)
-        self._chars += sum(len(v) if isinstance(v, str) else sum(map(len, v)) for v in row.values()
-                           if isinstance(v, (str, list)))
+        self._chars += sum(
+            len(v) if isinstance(v, str) else sum(map(len, v)) for v in row.values() if isinstance(v, (str, list))
+        )
         if len(self._rows) >= self.batch or self._chars >= self.max_chars:
             self._flush()
 
@@ -195,6 +233,7 @@ class ParquetOut:
 # -- fast path used by the build: the same bytes as ``orjson.dumps(record.model_dump())``, but the context prefix of
 # each action is assembled from per-message bytes instead of re-serialising it (output stays quadratic in actions,
 # the serialisation work does not).
+
 
 def _obj(pairs: list[tuple[str, bytes]]) -> bytes:
     return b"{" + b",".join(orjson.dumps(k) + b":" + v for k, v in pairs) + b"}"
@@ -254,8 +293,13 @@ class ConversationExport:
         tm = self.template_messages
         if tm is None:
             return None
-        return {"id": self.conv["id"], "messages": tm, "tools": self._tool_list(), "meta": _j(self.conv["meta"]),
-                **self._origin()}
+        return {
+            "id": self.conv["id"],
+            "messages": tm,
+            "tools": self._tool_list(),
+            "meta": _j(self.conv["meta"]),
+            **self._origin(),
+        }
 
     def sft(self) -> Iterator[tuple[str, bytes, dict[str, Any] | None]]:
         """(record id, JSONL line without newline, Parquet row or None) per assistant action."""
@@ -265,12 +309,35 @@ class ConversationExport:
             rid = content_id("sft", self.conv["id"], str(i))
             ctx = _arr(self.mb[:i])
             pairs, tier = self._tier(i)
-            line = _obj([("id", orjson.dumps(rid)), ("conversation_id", self.cid), ("split", self.sp),
-                         ("action_index", orjson.dumps(k)), ("messages", ctx), ("tools", self.tools),
-                         ("action", self.mb[i]), ("source", self.src), ("group", self.grp), *pairs])
-            row = None if tm is None else {
-                "id": rid, "conversation_id": self.conv["id"], "split": self.split, "action_index": k,
-                "prompt": tm[:i], "completion": [tm[i]], "tools": tools, **self._origin(), **tier}
+            line = _obj(
+                [
+                    ("id", orjson.dumps(rid)),
+                    ("conversation_id", self.cid),
+                    ("split", self.sp),
+                    ("action_index", orjson.dumps(k)),
+                    ("messages", ctx),
+                    ("tools", self.tools),
+                    ("action", self.mb[i]),
+                    ("source", self.src),
+                    ("group", self.grp),
+                    *pairs,
+                ]
+            )
+            row = (
+                None
+                if tm is None
+                else {
+                    "id": rid,
+                    "conversation_id": self.conv["id"],
+                    "split": self.split,
+                    "action_index": k,
+                    "prompt": tm[:i],
+                    "completion": [tm[i]],
+                    "tools": tools,
+                    **self._origin(),
+                    **tier,
+                }
+            )
             yield rid, line, row
 
     def decision_points(self) -> Iterator[tuple[str, bytes, dict[str, Any] | None]]:
@@ -291,21 +358,50 @@ class ConversationExport:
                     res.append(j)
             state, nt, tr = _arr(self.mb[:i]), orjson.dumps(turn), _arr([self.mb[j] for j in res])
             pairs, tier = self._tier(i)
-            line = _obj([("id", orjson.dumps(rid)), ("conversation_id", self.cid), ("split", self.sp),
-                         ("turn_index", orjson.dumps(k)), ("state", state), ("tools", self.tools), ("next_turn", nt),
-                         ("tool_results", tr), ("source", self.src), ("group", self.grp), *pairs])
-            row = None if tm is None else {
-                "id": rid, "conversation_id": self.conv["id"], "split": self.split, "turn_index": k,
-                "prompt": tm[:i], "tools": tools, "next_turn": tm[i], "tool_results": [tm[j] for j in res],
-                **self._origin(), **tier}
+            line = _obj(
+                [
+                    ("id", orjson.dumps(rid)),
+                    ("conversation_id", self.cid),
+                    ("split", self.sp),
+                    ("turn_index", orjson.dumps(k)),
+                    ("state", state),
+                    ("tools", self.tools),
+                    ("next_turn", nt),
+                    ("tool_results", tr),
+                    ("source", self.src),
+                    ("group", self.grp),
+                    *pairs,
+                ]
+            )
+            row = (
+                None
+                if tm is None
+                else {
+                    "id": rid,
+                    "conversation_id": self.conv["id"],
+                    "split": self.split,
+                    "turn_index": k,
+                    "prompt": tm[:i],
+                    "tools": tools,
+                    "next_turn": tm[i],
+                    "tool_results": [tm[j] for j in res],
+                    **self._origin(),
+                    **tier,
+                }
+            )
             yield rid, line, row
 
 
 _KINDS = ("conversations", "sft", "decision_points")
 
 
-def _write_records(ex: ConversationExport, files: dict[str, Any], pq_out: dict[str, Any], n: Counter[str] | dict,
-                   tier_counts: Counter[str]) -> None:
+def _write_records(
+    ex: ConversationExport,
+    files: dict[str, Any],
+    pq_out: dict[str, Any],
+    n: Counter[str] | dict,
+    tier_counts: Counter[str],
+) -> None:
     """The one export of training records: one conversation's (or exact prefix's) SFT records and decision points
     into the split's open files and Parquet outputs, counted into ``n`` and its labels' tiers into ``tier_counts``."""
     tier_counts.update(ex.tier_counts())
@@ -318,9 +414,17 @@ def _write_records(ex: ConversationExport, files: dict[str, Any], pq_out: dict[s
                 pq_out[kind].add(row)
 
 
-def write_exports(sink: Any, spool: list[tuple[str, str, bytes, str]], assignment: dict[str, str],
-                  split_groups: dict[str, set[str]], *, parquet: bool, bar: Any = None,
-                  prefixes: Any = None, tiers: bool = False) -> tuple[dict[str, dict[str, int]], Counter[str]]:
+def write_exports(
+    sink: Any,
+    spool: list[tuple[str, str, bytes, str]],
+    assignment: dict[str, str],
+    split_groups: dict[str, set[str]],
+    *,
+    parquet: bool,
+    bar: Any = None,
+    prefixes: Any = None,
+    tiers: bool = False,
+) -> tuple[dict[str, dict[str, int]], Counter[str]]:
     """The export stage: for each split, the kept conversations (``spool``: id, group, line, source) whose group
     ``assignment`` puts there, with their SFT records and decision points, as JSONL (and Parquet copies); then the
     SFT records and decision points of the split's exact prefixes (``prefixes``: a ``dataset.prefixes.PrefixSpool``;
@@ -335,8 +439,14 @@ def write_exports(sink: Any, spool: list[tuple[str, str, bytes, str]], assignmen
         # every byte of these files comes from the spool, which the redact stage wrote
         files = {k: sink.open(f"{k}/{split}.jsonl", redacted_records=True) for k in _KINDS}
         schemas = TIERED_PARQUET_SCHEMAS if tiers else PARQUET_SCHEMAS
-        pq_out = ({k: ParquetOut(sink.open(f"parquet/{k}/{split}.parquet", redacted_records=True), schemas[k])
-                   for k in _KINDS} if parquet else {})
+        pq_out = (
+            {
+                k: ParquetOut(sink.open(f"parquet/{k}/{split}.parquet", redacted_records=True), schemas[k])
+                for k in _KINDS
+            }
+            if parquet
+            else {}
+        )
         n = {"groups": len(split_groups[split]), **dict.fromkeys(_KINDS, 0)}
         tier_counts: Counter[str] = Counter()
         for cid, group, body, source in spool:
@@ -359,8 +469,9 @@ def write_exports(sink: Any, spool: list[tuple[str, str, bytes, str]], assignmen
         if prefixes is not None:
             of_prefixes: Counter[str] = Counter()
             for body in prefixes.in_split(split, assignment):
-                _write_records(ConversationExport(orjson.loads(body), split, tiers=tiers), files, pq_out,
-                               of_prefixes, tier_counts)
+                _write_records(
+                    ConversationExport(orjson.loads(body), split, tiers=tiers), files, pq_out, of_prefixes, tier_counts
+                )
             n["prefix_sft"], n["prefix_decision_points"] = of_prefixes["sft"], of_prefixes["decision_points"]
             n["sft"] += n["prefix_sft"]
             n["decision_points"] += n["prefix_decision_points"]

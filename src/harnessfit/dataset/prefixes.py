@@ -61,9 +61,16 @@ class PrefixRow:
         if redactor is not None:
             res = redactor.redact(conv)
             out, found, replaced = res.conversation, dict(res.found), dict(res.replaced)
-        return cls(out.id, out.meta.root_request_id, exact_key(normalised_text(out)),
-                   orjson.dumps(out.model_dump(mode="json")), out is not conv, found, replaced,
-                   session_links(out.meta.transformations))
+        return cls(
+            out.id,
+            out.meta.root_request_id,
+            exact_key(normalised_text(out)),
+            orjson.dumps(out.model_dump(mode="json")),
+            out is not conv,
+            found,
+            replaced,
+            session_links(out.meta.transformations),
+        )
 
 
 class PrefixSpool:

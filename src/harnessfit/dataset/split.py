@@ -37,12 +37,13 @@ def _heads(groups: set[str], joined: dict[str, str]) -> dict[str, str]:
             chain.append(nxt)
             cur = nxt
         nxt = joined.get(cur)
-        heads[g] = min(chain[chain.index(nxt):]) if nxt in chain else cur
+        heads[g] = min(chain[chain.index(nxt) :]) if nxt in chain else cur
     return heads
 
 
-def assign_splits(groups: Iterable[str], ratios: dict[str, float], seed: int,
-                  joined: dict[str, str] | None = None) -> dict[str, str]:
+def assign_splits(
+    groups: Iterable[str], ratios: dict[str, float], seed: int, joined: dict[str, str] | None = None
+) -> dict[str, str]:
     """Map each group id to a split name (only names with a ratio > 0); a group in ``joined`` gets the split of the
     group it is joined to."""
     every = set(groups)

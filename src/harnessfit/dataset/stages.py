@@ -113,8 +113,16 @@ class Redact:
                 sig = self.signer.signature(out)
         else:
             sig = raw
-        return Converted(out.id, out.meta, orjson.dumps(out.model_dump(mode="json")), raw.key if raw else None, sig,
-                         changed, dict(found), dict(replaced))
+        return Converted(
+            out.id,
+            out.meta,
+            orjson.dumps(out.model_dump(mode="json")),
+            raw.key if raw else None,
+            sig,
+            changed,
+            dict(found),
+            dict(replaced),
+        )
 
 
 _WORKER: dict[str, Redact] = {}
@@ -143,8 +151,13 @@ def _run_task(task: tuple[Any, list[Unit]]) -> tuple[list[Any], tuple[dict[str, 
     return rows, stage.clock.take()
 
 
-def records(groups: list[tuple[list[str] | None, list[Unit]]] | None, items: Iterable[Conversation | Rejection] | None,
-            settings: Settings, workers: int, clock: StageClock) -> Iterator[Rejection | Converted | PrefixRow | FileYield]:
+def records(
+    groups: list[tuple[list[str] | None, list[Unit]]] | None,
+    items: Iterable[Conversation | Rejection] | None,
+    settings: Settings,
+    workers: int,
+    clock: StageClock,
+) -> Iterator[Rejection | Converted | PrefixRow | FileYield]:
     """Every input record through convert → sign → redact, in input order. ``groups``: units to read and the formats
     to read them with; ``items``: records already converted (tests, in-memory sources), handled in this process."""
     if items is not None or workers <= 1 or groups is None:
@@ -153,8 +166,10 @@ def records(groups: list[tuple[list[str] | None, list[Unit]]] | None, items: Ite
         yield from Redact(settings, clock).run(clock.timed("convert", items))  # type: ignore[misc]
         return
     size = units_per_task(sum(len(units) for _, units in groups), workers)
-    tasks = [(formats, units[i:i + size]) for formats, units in groups for i in range(0, len(units), size)]
-    for rows, seconds in ordered_map(_run_task, tasks, workers=workers, initializer=_start_worker, initargs=(settings,)):
+    tasks = [(formats, units[i : i + size]) for formats, units in groups for i in range(0, len(units), size)]
+    for rows, seconds in ordered_map(
+        _run_task, tasks, workers=workers, initializer=_start_worker, initargs=(settings,)
+    ):
         clock.merge(seconds)
         yield from rows
 

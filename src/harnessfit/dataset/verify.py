@@ -112,8 +112,14 @@ def verify_dataset(folder: Path, *, workers: int = 1, progress: bool = False) ->
     if first is None:
         return _check_texts(folder, manifest) or VerifyResult(ok=True, files_checked=len(sink.files))
     rid = first.record_id if first.record_id != first.relpath else None
-    return VerifyResult(ok=False, file=first.relpath, record_id=rid, position=first.position if rid else None,
-                        detail=first.detail, files_checked=len(sink.files))
+    return VerifyResult(
+        ok=False,
+        file=first.relpath,
+        record_id=rid,
+        position=first.position if rid else None,
+        detail=first.detail,
+        files_checked=len(sink.files),
+    )
 
 
 def _check_texts(folder: Path, manifest: dict[str, Any]) -> VerifyResult | None:
@@ -129,6 +135,11 @@ def _check_texts(folder: Path, manifest: dict[str, Any]) -> VerifyResult | None:
                 record = orjson.loads(line)
                 found = text_violations(card, record.get(field) or [])
                 if found:
-                    return VerifyResult(ok=False, file=str(path.relative_to(folder)), record_id=record.get("id"),
-                                        position=n, detail=f"a text Pi {card.version} does not write: {found[0]}")
+                    return VerifyResult(
+                        ok=False,
+                        file=str(path.relative_to(folder)),
+                        record_id=record.get("id"),
+                        position=n,
+                        detail=f"a text Pi {card.version} does not write: {found[0]}",
+                    )
     return None

@@ -132,19 +132,27 @@ def run_demo(plan: DemoPlan, console: Console | None = None) -> Path:
     steps.run("install Pi", lambda: install_pi(DEFAULT_PI_VERSION))
 
     def _capture() -> dict[str, Any]:
-        card = capture_pi(DEFAULT_PI_VERSION, progress=lambda m: console.print(f"[dim]  {escape(m)}[/]", highlight=False))
+        card = capture_pi(
+            DEFAULT_PI_VERSION, progress=lambda m: console.print(f"[dim]  {escape(m)}[/]", highlight=False)
+        )
         data = card.to_json_bytes()
         (out / "harness").mkdir(exist_ok=True)
         (out / "harness" / f"{card.id}.json").write_bytes(data)
         committed = card_path("pi", DEFAULT_PI_VERSION).read_bytes()
-        return {"harness": harness_spec(card.version, card.harness), "id": card.id, "sha256": card.sha256,
-                "tools": card.default_tools,
-                "equals_committed": data == committed}
+        return {
+            "harness": harness_spec(card.version, card.harness),
+            "id": card.id,
+            "sha256": card.sha256,
+            "tools": card.default_tools,
+            "equals_committed": data == committed,
+        }
 
     facts["card"] = steps.run("capture the harness card from the real Pi CLI", _capture)
     if not facts["card"]["equals_committed"]:
-        console.print("[yellow]the captured card differs from the committed one; "
-                      "`harnessfit harness capture pi` prints the diff[/]")
+        console.print(
+            "[yellow]the captured card differs from the committed one; "
+            "`harnessfit harness capture pi` prints the diff[/]"
+        )
 
     facts["tasks"] = steps.run("generate tasks (training and held-out families)", lambda: _tasks(plan, out))
     facts["synth"] = steps.run(
@@ -157,8 +165,12 @@ def run_demo(plan: DemoPlan, console: Console | None = None) -> Path:
         config = config_from_values(inputs=inputs, out=str(out / "dataset"), workers=1)
         report = build_dataset(config, Path.cwd(), out=out / "dataset", progress=True)
         m = report.manifest
-        return {"counts": m["counts"], "splits": m["splits"]["per_split"], "redaction": m["redaction"]["replaced"],
-                "seconds": report.seconds}
+        return {
+            "counts": m["counts"],
+            "splits": m["splits"]["per_split"],
+            "redaction": m["redaction"]["replaced"],
+            "seconds": report.seconds,
+        }
 
     facts["build"] = steps.run("build the dataset (convert, redact, dedup, split, export)", _build)
 
@@ -179,13 +191,25 @@ def run_demo(plan: DemoPlan, console: Console | None = None) -> Path:
         raise UserError(f"training ended without an adapter ({facts['train'].get('stop_reason')})")
 
     def _eval_one(name: str, adapter_dir: str | None, suite: Path, tag: str) -> Path:
-        kwargs: dict[str, Any] = {"max_tokens": plan.serve_max_tokens, "threads": 1,
-                                  "tokenizer": out / "audit" / "tokenizer"}
+        kwargs: dict[str, Any] = {
+            "max_tokens": plan.serve_max_tokens,
+            "threads": 1,
+            "tokenizer": out / "audit" / "tokenizer",
+        }
         if adapter_dir:
             kwargs["adapter"] = Path(adapter_dir)
-        run_eval(plan.model, suite, out / "eval" / f"{name}{tag}", seeds=plan.seeds, workers=plan.eval_workers,
-                 max_turns=plan.eval_max_turns, max_seconds=plan.eval_max_seconds, progress=False,
-                 model_id=f"{plan.model}-{name}", **kwargs)
+        run_eval(
+            plan.model,
+            suite,
+            out / "eval" / f"{name}{tag}",
+            seeds=plan.seeds,
+            workers=plan.eval_workers,
+            max_turns=plan.eval_max_turns,
+            max_seconds=plan.eval_max_seconds,
+            progress=False,
+            model_id=f"{plan.model}-{name}",
+            **kwargs,
+        )
         return out / "eval" / f"{name}{tag}" / "results.json"
 
     def _evals(suite: Path, tag: str) -> list[Path]:
@@ -195,26 +219,45 @@ def run_demo(plan: DemoPlan, console: Console | None = None) -> Path:
         with ThreadPoolExecutor(2) as pool:  # on one core each, side by side
             return [f.result() for f in [pool.submit(_eval_one, name, path, suite, tag) for name, path in models]]
 
-    results = steps.run("serve base and tuned, evaluate both in the real Pi (default suite)",
-                        lambda: _evals(plan.eval_suite, ""))
+    results = steps.run(
+        "serve base and tuned, evaluate both in the real Pi (default suite)", lambda: _evals(plan.eval_suite, "")
+    )
     table = steps.run("compare", lambda: compare(results, out / "eval" / "before_after.md"))
     heldout_table = None
     if plan.heldout_suite is not None:
         held = steps.run("evaluate both on the held-out task families", lambda: _evals(plan.heldout_suite, "-heldout"))
-        heldout_table = compare(held, out / "eval" / "heldout_before_after.md",
-                                title="Before / after on held-out task families")
-    facts["static"] = None if not plan.static else steps.run(
-        "raw suites and probes, base and tuned (no tools)", lambda: run_raw_and_probes(
-            plan.model, out, adapter=adapter, tokenizer=out / "audit" / "tokenizer", raw_suites=plan.raw_suites,
-            probes_dir=plan.probes, raw_prompts=plan.raw_prompts, raw_max_tokens=plan.raw_max_tokens,
-            probe_samples=plan.probe_samples, probe_max_tokens=plan.probe_max_tokens, judge=plan.judge))
+        heldout_table = compare(
+            held, out / "eval" / "heldout_before_after.md", title="Before / after on held-out task families"
+        )
+    facts["static"] = (
+        None
+        if not plan.static
+        else steps.run(
+            "raw suites and probes, base and tuned (no tools)",
+            lambda: run_raw_and_probes(
+                plan.model,
+                out,
+                adapter=adapter,
+                tokenizer=out / "audit" / "tokenizer",
+                raw_suites=plan.raw_suites,
+                probes_dir=plan.probes,
+                raw_prompts=plan.raw_prompts,
+                raw_max_tokens=plan.raw_max_tokens,
+                probe_samples=plan.probe_samples,
+                probe_max_tokens=plan.probe_max_tokens,
+                judge=plan.judge,
+            ),
+        )
+    )
     facts["seconds"] = steps.seconds
     (out / STEPS_FILE).write_bytes(orjson.dumps({"steps": steps.seconds}, option=orjson.OPT_INDENT_2) + b"\n")
     report = _write_report(out, facts, Path(table), heldout_table)
     # every number of the report as JSON (bench/training_effect.py reads it)
     (out / "facts.json").write_bytes(orjson.dumps(facts, default=str, option=orjson.OPT_INDENT_2))
-    html = steps.run("HTML report (episodes with Pi's own session export)",
-                     lambda: build_report(out, out / "report", progress=True).index)
+    html = steps.run(
+        "HTML report (episodes with Pi's own session export)",
+        lambda: build_report(out, out / "report", progress=True).index,
+    )
     console.print(f"\n[bold green]report:[/] {escape(str(report))}\n[bold green]HTML report:[/] {escape(str(html))}")
     return report
 
@@ -230,14 +273,22 @@ def _tasks(plan: DemoPlan, out: Path) -> dict[str, Any]:
     fams = families_in("train")
     n = per_kind_counts(fams, plan.family_per_kind) if plan.family_per_kind else plan.family_instances
     train = generate_tasks(fams, plan.train_suite, n=n, seed=plan.family_seed, force=True)
-    facts: dict[str, Any] = {"generated": True, "train_suite": str(plan.train_suite),
-                             "train_families": len(train["families"]), "train_tasks": len(train["tasks"])}
+    facts: dict[str, Any] = {
+        "generated": True,
+        "train_suite": str(plan.train_suite),
+        "train_families": len(train["families"]),
+        "train_tasks": len(train["tasks"]),
+    }
     if plan.heldout_suite is None:
         plan.heldout_suite = out / "tasks" / "heldout"
-        held = generate_tasks(families_in("heldout"), plan.heldout_suite, n=plan.heldout_instances,
-                              seed=plan.family_seed + 1, force=True)
-        facts.update(heldout_suite=str(plan.heldout_suite), heldout_families=len(held["families"]),
-                     heldout_tasks=len(held["tasks"]))
+        held = generate_tasks(
+            families_in("heldout"), plan.heldout_suite, n=plan.heldout_instances, seed=plan.family_seed + 1, force=True
+        )
+        facts.update(
+            heldout_suite=str(plan.heldout_suite),
+            heldout_families=len(held["families"]),
+            heldout_tasks=len(held["tasks"]),
+        )
     return facts
 
 
@@ -250,9 +301,11 @@ def _chain_lines(aud: dict[str, Any]) -> list[str]:
     if not lay or not lay.get("record_tokens"):
         return []
     breaks = ", ".join(f"{k} {v['count']}" for k, v in aud.get("breaks", {}).items() if v["count"]) or "none"
-    return [f"- trainable actions (within cap {aud['cap_applied']}): {lay['actions']} — {lay['record_tokens']:,} tokens "
-            f"as per-action records, {lay['chain_tokens']:,} as {lay['chains']} chains "
-            f"({lay['chain_to_record_ratio']:.1%}); chain breaks: {breaks}"]
+    return [
+        f"- trainable actions (within cap {aud['cap_applied']}): {lay['actions']} — {lay['record_tokens']:,} tokens "
+        f"as per-action records, {lay['chain_tokens']:,} as {lay['chains']} chains "
+        f"({lay['chain_to_record_ratio']:.1%}); chain breaks: {breaks}"
+    ]
 
 
 def _training_data_lines(data: dict[str, Any] | None) -> list[str]:
@@ -260,16 +313,22 @@ def _training_data_lines(data: dict[str, Any] | None) -> list[str]:
     if not data:
         return []
     rate = data.get("supervised_tokens_per_second")
-    lines = [f"- trained on {data['train_actions']} actions in {data['train_rows']} {data['layout']} "
-             f"({data['tokens_per_epoch']:,} tokens per epoch, {data['supervised_tokens_per_epoch']:,} supervised; "
-             f"{data['train_skipped']} actions skipped"
-             + "".join(f" ({', '.join(f'{n} {r}' for r, n in why.items())})"
-                       for why in [data.get("train_skipped_by_reason")] if why)
-             + ", see `train/skipped.jsonl`)",
-             f"- {data['actions_seen']} of {data['train_actions']} training actions were seen at least once"
-             + (" — every one" if data["every_action_seen"] else " — not all of them") + "; "
-             f"{data['supervised_tokens_seen']:,} supervised tokens in {_fmt(data.get('train_seconds'), 1)} s"
-             + (f" ({rate:,.1f} per second)" if rate else "")]
+    lines = [
+        f"- trained on {data['train_actions']} actions in {data['train_rows']} {data['layout']} "
+        f"({data['tokens_per_epoch']:,} tokens per epoch, {data['supervised_tokens_per_epoch']:,} supervised; "
+        f"{data['train_skipped']} actions skipped"
+        + "".join(
+            f" ({', '.join(f'{n} {r}' for r, n in why.items())})"
+            for why in [data.get("train_skipped_by_reason")]
+            if why
+        )
+        + ", see `train/skipped.jsonl`)",
+        f"- {data['actions_seen']} of {data['train_actions']} training actions were seen at least once"
+        + (" — every one" if data["every_action_seen"] else " — not all of them")
+        + "; "
+        f"{data['supervised_tokens_seen']:,} supervised tokens in {_fmt(data.get('train_seconds'), 1)} s"
+        + (f" ({rate:,.1f} per second)" if rate else ""),
+    ]
     if data.get("eval_note"):
         lines.append(f"- held-out loss: {data['eval_note']}")
     return lines
@@ -278,10 +337,16 @@ def _training_data_lines(data: dict[str, Any] | None) -> list[str]:
 def _suite_lines(tasks: dict[str, Any]) -> list[str]:
     if not tasks.get("generated"):
         return [f"Training data: sessions the golden solver recorded through the real Pi on `{tasks['train_suite']}`"]
-    held = (f"; held out: {tasks['heldout_tasks']} instances of {tasks['heldout_families']} other families "
-            "(`harnessfit tasks list`), never trained on" if tasks.get("heldout_families") else "")
-    return [f"Training data: sessions the golden solver recorded through the real Pi on {tasks['train_tasks']} "
-            f"generated tasks of {tasks['train_families']} training task families{held}"]
+    held = (
+        f"; held out: {tasks['heldout_tasks']} instances of {tasks['heldout_families']} other families "
+        "(`harnessfit tasks list`), never trained on"
+        if tasks.get("heldout_families")
+        else ""
+    )
+    return [
+        f"Training data: sessions the golden solver recorded through the real Pi on {tasks['train_tasks']} "
+        f"generated tasks of {tasks['train_families']} training task families{held}"
+    ]
 
 
 def _write_report(out: Path, facts: dict[str, Any], table_md: Path, heldout_md: Path | None = None) -> Path:
@@ -291,8 +356,9 @@ def _write_report(out: Path, facts: dict[str, Any], table_md: Path, heldout_md: 
     counts = build["counts"]
     reasons = ", ".join(f"{k} {v}" for k, v in counts["rejected_by_reason"].items()) or "none"
     sources = ", ".join(f"{k} {v}" for k, v in counts["kept_by_source"].items())
-    splits = " · ".join(f"{name}: {row['conversations']} conversations, {row['sft']} actions"
-                        for name, row in build["splits"].items())
+    splits = " · ".join(
+        f"{name}: {row['conversations']} conversations, {row['sft']} actions" for name, row in build["splits"].items()
+    )
     violations = sum(v["count"] for v in aud["violations"].values())
     tot = aud["total"]
     lines = [
@@ -346,8 +412,11 @@ def _write_report(out: Path, facts: dict[str, Any], table_md: Path, heldout_md: 
         "",
         table_md.read_text(encoding="utf-8").replace("# Before / after", "### Before / after", 1),
         "",
-        *([heldout_md.read_text(encoding="utf-8").replace("# Before / after", "### Before / after", 1), ""]
-          if heldout_md else []),
+        *(
+            [heldout_md.read_text(encoding="utf-8").replace("# Before / after", "### Before / after", 1), ""]
+            if heldout_md
+            else []
+        ),
         *(report_section(facts["static"]) if facts["static"] else []),
         "## Time per step (seconds)",
         "",

@@ -15,9 +15,20 @@ from typing import Any
 __all__ = ["run_raw_and_probes", "report_section"]
 
 
-def run_raw_and_probes(model: str, out: Path, *, adapter: str | None, tokenizer: Path | None, raw_suites: list[Path],
-                       probes_dir: Path, raw_prompts: int | None, raw_max_tokens: int, probe_samples: int,
-                       probe_max_tokens: int, judge: str | None = None) -> dict[str, Any]:
+def run_raw_and_probes(
+    model: str,
+    out: Path,
+    *,
+    adapter: str | None,
+    tokenizer: Path | None,
+    raw_suites: list[Path],
+    probes_dir: Path,
+    raw_prompts: int | None,
+    raw_max_tokens: int,
+    probe_samples: int,
+    probe_max_tokens: int,
+    judge: str | None = None,
+) -> dict[str, Any]:
     """Run everything into ``out/raw/<suite>/{base,tuned}`` and ``out/probe/{base,tuned}``; returns the tables."""
     from harnessfit.eval.episode_runner import Endpoint
     from harnessfit.eval.pairwise import run_pairwise
@@ -29,8 +40,11 @@ def run_raw_and_probes(model: str, out: Path, *, adapter: str | None, tokenizer:
     seconds: dict[str, float] = {}
 
     def one(name: str, adapter_dir: str | None) -> None:
-        kwargs: dict[str, Any] = {"max_tokens": max(raw_max_tokens, probe_max_tokens), "threads": 1,
-                                  "model_id": f"{model}-{name}"}
+        kwargs: dict[str, Any] = {
+            "max_tokens": max(raw_max_tokens, probe_max_tokens),
+            "threads": 1,
+            "model_id": f"{model}-{name}",
+        }
         if tokenizer is not None:
             kwargs["tokenizer"] = tokenizer
         if adapter_dir:
@@ -40,10 +54,17 @@ def run_raw_and_probes(model: str, out: Path, *, adapter: str | None, tokenizer:
             ep = Endpoint(handle.base_url, handle.model_id, f"{model} ({name})", handle.context_window)
             for suite in suites:
                 ids = [p.id for p in suite.prompts][:raw_prompts] if raw_prompts else None
-                run_raw(ep, Path(suite.path), out / "raw" / suite.name / name, max_tokens=raw_max_tokens,
-                        prompt_ids=ids, progress=False)
-            run_probe(ep, probes_dir, out / "probe" / name, samples=probe_samples, max_tokens=probe_max_tokens,
-                      progress=False)
+                run_raw(
+                    ep,
+                    Path(suite.path),
+                    out / "raw" / suite.name / name,
+                    max_tokens=raw_max_tokens,
+                    prompt_ids=ids,
+                    progress=False,
+                )
+            run_probe(
+                ep, probes_dir, out / "probe" / name, samples=probe_samples, max_tokens=probe_max_tokens, progress=False
+            )
         seconds[name] = round(time.monotonic() - t0, 1)
 
     with ThreadPoolExecutor(2) as pool:
@@ -70,9 +91,16 @@ def report_section(tables: dict[str, Any]) -> list[str]:
         lines += [Path(path).read_text(encoding="utf-8").replace("# Raw suite", "### Raw suite", 1), ""]
     for name, path in tables.get("pairwise", {}).items():
         oc = tables["pairwise_outcomes"][name]
-        lines += [f"Blinded pairwise review of `{name}` (A = base, B = tuned): stable A {oc['a']} / B {oc['b']} / "
-                  f"tie {oc['tie']}, order-sensitive {oc['order_sensitive']}, unparseable {oc['unparseable']} — "
-                  f"`{path}`", ""]
-    lines += ["## Probes (raw behaviour under Pi's system prompt and tools)", "",
-              Path(tables["probe"]).read_text(encoding="utf-8").replace("# Probes", "### Probes", 1), ""]
+        lines += [
+            f"Blinded pairwise review of `{name}` (A = base, B = tuned): stable A {oc['a']} / B {oc['b']} / "
+            f"tie {oc['tie']}, order-sensitive {oc['order_sensitive']}, unparseable {oc['unparseable']} — "
+            f"`{path}`",
+            "",
+        ]
+    lines += [
+        "## Probes (raw behaviour under Pi's system prompt and tools)",
+        "",
+        Path(tables["probe"]).read_text(encoding="utf-8").replace("# Probes", "### Probes", 1),
+        "",
+    ]
     return lines

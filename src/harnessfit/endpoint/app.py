@@ -94,8 +94,11 @@ async def _read_body(request: Request, limit: int | None) -> bytes:
 
 def _busy(backend: ChatBackend, admission: Admission) -> JSONResponse:
     wait = admission.retry_after()
-    full = ApiError(429, f"the server is busy: {admission.limit} requests are admitted already; retry in "
-                    f"{wait} s", code="rate_limit_exceeded")
+    full = ApiError(
+        429,
+        f"the server is busy: {admission.limit} requests are admitted already; retry in {wait} s",
+        code="rate_limit_exceeded",
+    )
     return _error(backend, full, headers={"Retry-After": str(wait)})
 
 
@@ -150,8 +153,9 @@ async def _chat(request: Request, backend: ChatBackend, admission: Admission | N
         leave()
         raise
     if prep.stream:
-        return StreamingResponse(_events(prep, leave), media_type="text/event-stream",
-                                 headers=dict(backend.options.sse_headers))
+        return StreamingResponse(
+            _events(prep, leave), media_type="text/event-stream", headers=dict(backend.options.sse_headers)
+        )
     try:
         answer = await run_in_threadpool(prep.complete)
         return backend.options.json_response(answer)
@@ -192,4 +196,3 @@ def create_endpoint_app(backend: ChatBackend, *, title: str = "harnessfit endpoi
     if options.loopback_only:
         app.add_middleware(_LoopbackOnly, backend=backend)
     return app
-

@@ -48,8 +48,9 @@ class BackgroundServer:
         sock = bind(self.port, self.host)
         port = sock.getsockname()[1]
         # log_config=None: starting a server inside a program (a test, an eval) leaves that program's logging alone
-        config = uvicorn.Config(self.app, log_config=None, log_level="warning", access_log=False,
-                                timeout_graceful_shutdown=2)
+        config = uvicorn.Config(
+            self.app, log_config=None, log_level="warning", access_log=False, timeout_graceful_shutdown=2
+        )
         server = uvicorn.Server(config)
         thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, name=self.name, daemon=True)
         thread.start()

@@ -15,11 +15,27 @@ from harnessfit.eval.run import default_suite, run_eval
 __all__ = ["agent_eval", "summary_lines"]
 
 
-def agent_eval(model: str | None, endpoint: str | None, *, suite: Path | None, out: Path, seeds: int, workers: int,
-               max_turns: int | None, max_seconds: float | None, max_output_bytes: int | None,
-               task_ids: Sequence[str] | None, sandbox: bool, model_id: str | None, adapter: Path | None,
-               max_tokens: int | None, best_of: int, harness: str | None, env: str = "auto",
-               on_episode: Callable[[Episode], None] | None) -> tuple[EvalResults, dict[str, Any] | None]:
+def agent_eval(
+    model: str | None,
+    endpoint: str | None,
+    *,
+    suite: Path | None,
+    out: Path,
+    seeds: int,
+    workers: int,
+    max_turns: int | None,
+    max_seconds: float | None,
+    max_output_bytes: int | None,
+    task_ids: Sequence[str] | None,
+    sandbox: bool,
+    model_id: str | None,
+    adapter: Path | None,
+    max_tokens: int | None,
+    best_of: int,
+    harness: str | None,
+    env: str = "auto",
+    on_episode: Callable[[Episode], None] | None,
+) -> tuple[EvalResults, dict[str, Any] | None]:
     """Run ``eval agent`` (exactly one of ``model`` and ``endpoint``); returns the results and, with ``best_of`` > 1,
     the best-of-N summary (also in ``out/bestof.json`` and the results), else None."""
     if (model is None) == (endpoint is None):
@@ -35,11 +51,23 @@ def agent_eval(model: str | None, endpoint: str | None, *, suite: Path | None, o
         log.unlink(missing_ok=True)
         extra.update(best_of=best_of, best_of_log=log.resolve())
     target: Any = model or endpoint
-    results = run_eval(target, suite or default_suite(), out, seeds=seeds, workers=workers,
-                       max_turns=max_turns, max_seconds=max_seconds, max_output_bytes=max_output_bytes,
-                       sandbox=sandbox, model_id=model_id, task_ids=task_ids, harness=harness, env=env,
-                       on_episode=on_episode,
-                       **extra)
+    results = run_eval(
+        target,
+        suite or default_suite(),
+        out,
+        seeds=seeds,
+        workers=workers,
+        max_turns=max_turns,
+        max_seconds=max_seconds,
+        max_output_bytes=max_output_bytes,
+        sandbox=sandbox,
+        model_id=model_id,
+        task_ids=task_ids,
+        harness=harness,
+        env=env,
+        on_episode=on_episode,
+        **extra,
+    )
     if best_of > 1 and (out / "bestof.jsonl").is_file() and (out / "bestof.jsonl").stat().st_size:
         return results, _add_best_of(results, out)
     return results, None
@@ -66,23 +94,29 @@ def summary_lines(results: EvalResults, out: Path, best_of: int, best: dict[str,
     the unscored episodes, the integrity flags, and where the results are."""
     agg = results.aggregates
     loop = agg["rates"]["complete_loop"]
-    lines = [f"{results.model['name']} in {harness_label(results)}: complete loop {loop['successes']}/{loop['n']} "
-             f"(unscored {agg['unscored']}); sandbox {results.sandbox}"]
+    lines = [
+        f"{results.model['name']} in {harness_label(results)}: complete loop {loop['successes']}/{loop['n']} "
+        f"(unscored {agg['unscored']}); sandbox {results.sandbox}"
+    ]
     if agg.get("failures"):
         lines.append("failures: " + ", ".join(f"{k} {v}" for k, v in agg["failures"].items()))
     if best is not None:
+
         def pct(x: float | None) -> str:
             return "–" if x is None else f"{100 * x:.1f} %"
 
-        lines.append(f"valid-call rate over {best['requests']} model requests: one sample "
-                     f"{pct(best['valid_first_sample'])}, best of {best_of} {pct(best['valid_best_of_n'])} "
-                     f"(replies with a valid tool call: {pct(best['tool_call_first_sample'])} → "
-                     f"{pct(best['tool_call_best_of_n'])}; {best['candidates_per_request']:.2f} candidates per "
-                     f"request); {out / 'bestof.json'}")
+        lines.append(
+            f"valid-call rate over {best['requests']} model requests: one sample "
+            f"{pct(best['valid_first_sample'])}, best of {best_of} {pct(best['valid_best_of_n'])} "
+            f"(replies with a valid tool call: {pct(best['tool_call_first_sample'])} → "
+            f"{pct(best['tool_call_best_of_n'])}; {best['candidates_per_request']:.2f} candidates per "
+            f"request); {out / 'bestof.json'}"
+        )
     if agg.get("unscored_by_status"):
         lines.append("unscored: " + ", ".join(f"{k} {v}" for k, v in agg["unscored_by_status"].items()))
     if agg.get("integrity_flags"):
-        lines.append("checker and expected change disagree: "
-                     + ", ".join(f"{k} {v}" for k, v in agg["integrity_flags"].items()))
+        lines.append(
+            "checker and expected change disagree: " + ", ".join(f"{k} {v}" for k, v in agg["integrity_flags"].items())
+        )
     lines.append(f"wrote {out / 'results.json'} and {out / 'results.md'}")
     return lines

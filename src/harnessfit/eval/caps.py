@@ -39,8 +39,18 @@ from typing import Any
 from harnessfit.eval.episode import EpisodeFacts
 from harnessfit.eval.task import Limits
 
-__all__ = ["CAP_FAILURES", "KEEP_FILE_BYTES", "SHM_BYTES", "CapWatch", "Caps", "check_seed_fits", "collect", "copy_out",
-           "prune_large_files", "tree_usage"]
+__all__ = [
+    "CAP_FAILURES",
+    "KEEP_FILE_BYTES",
+    "SHM_BYTES",
+    "CapWatch",
+    "Caps",
+    "check_seed_fits",
+    "collect",
+    "copy_out",
+    "prune_large_files",
+    "tree_usage",
+]
 
 CAP_FAILURES = ("cap_disk", "cap_fsize", "cap_pids", "cap_cpu", "cap_memory")
 SHM_BYTES = 64 << 20  # /dev/shm inside the sandbox
@@ -73,15 +83,29 @@ class Caps:
 
     @classmethod
     def from_limits(cls, limits: Limits) -> Caps:
-        return cls(workspace_bytes=limits.max_workspace_bytes, tmp_bytes=limits.max_tmp_bytes,
-                   home_bytes=limits.max_home_bytes, file_bytes=limits.max_file_bytes,
-                   processes=limits.max_processes, cpu_seconds=limits.max_cpu_seconds or 2 * limits.max_seconds,
-                   memory_bytes=limits.max_memory_bytes)
+        return cls(
+            workspace_bytes=limits.max_workspace_bytes,
+            tmp_bytes=limits.max_tmp_bytes,
+            home_bytes=limits.max_home_bytes,
+            file_bytes=limits.max_file_bytes,
+            processes=limits.max_processes,
+            cpu_seconds=limits.max_cpu_seconds or 2 * limits.max_seconds,
+            memory_bytes=limits.max_memory_bytes,
+        )
 
     def wrap(self, cmd: Sequence[str], python: str) -> list[str]:
         """``cmd`` under the rlimits, run by ``python`` (a python3 the sandbox sees)."""
-        return [python, "-I", "-S", "-c", _RLIMIT_PY, str(self.file_bytes), str(self.processes),
-                str(max(1, int(self.cpu_seconds + 0.999))), *cmd]
+        return [
+            python,
+            "-I",
+            "-S",
+            "-c",
+            _RLIMIT_PY,
+            str(self.file_bytes),
+            str(self.processes),
+            str(max(1, int(self.cpu_seconds + 0.999))),
+            *cmd,
+        ]
 
     def describe(self) -> dict[str, Any]:
         return asdict(self)
@@ -199,8 +223,14 @@ def copy_out(fd: int, dest: Path, budget: int) -> list[str]:
             used += st.st_size
             _copy_file(name, dir_fd, target, st.st_mode)
         else:
-            left.append(rel + (" (not a file, folder or link)" if not stat.S_ISREG(st.st_mode)
-                               else f" ({st.st_size} bytes, past the copy budget)"))
+            left.append(
+                rel
+                + (
+                    " (not a file, folder or link)"
+                    if not stat.S_ISREG(st.st_mode)
+                    else f" ({st.st_size} bytes, past the copy budget)"
+                )
+            )
         return False
 
     dest.mkdir(parents=True, exist_ok=True)
@@ -329,8 +359,9 @@ class CapWatch:
         for label, fd in self.fds.items():
             _walk(fd, visit)
             if found:
-                self._stop_with("cap_fsize", f"{label}/{found[0]} reached the file size cap "
-                                             f"({self.caps.file_bytes} bytes)")
+                self._stop_with(
+                    "cap_fsize", f"{label}/{found[0]} reached the file size cap ({self.caps.file_bytes} bytes)"
+                )
                 return
 
     def copy_out(self, label: str, dest: Path, budget: int) -> list[str]:
@@ -346,8 +377,10 @@ def check_seed_fits(seed: Path, caps: Caps) -> None:
     """The task's own files must leave room in the workspace cap (else it is the task's fault, not the agent's)."""
     size = sum(p.lstat().st_size for p in seed.rglob("*"))
     if size > caps.workspace_bytes * 0.9:
-        raise ValueError(f"the task's workspace files ({size} bytes) do not fit in 90% of its workspace cap "
-                         f"(max_workspace_bytes {caps.workspace_bytes})")
+        raise ValueError(
+            f"the task's workspace files ({size} bytes) do not fit in 90% of its workspace cap "
+            f"(max_workspace_bytes {caps.workspace_bytes})"
+        )
 
 
 def collect(watch: CapWatch, workspace: Path, sessions: Path, facts: EpisodeFacts) -> None:

@@ -76,8 +76,13 @@ def chat(
     ``busy_retries`` times, each wait said on stderr."""
     import httpx
 
-    body: dict[str, Any] = {"model": model_id, "messages": messages, "max_tokens": max_tokens,
-                            "temperature": temperature, "stream": False}
+    body: dict[str, Any] = {
+        "model": model_id,
+        "messages": messages,
+        "max_tokens": max_tokens,
+        "temperature": temperature,
+        "stream": False,
+    }
     if seed is not None:
         body["seed"] = seed
     if tools:

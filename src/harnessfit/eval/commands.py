@@ -10,52 +10,102 @@ __all__ = ["register"]
 
 eval_app = typer.Typer(help="Evaluate models inside the real harness (Pi) on task suites.", no_args_is_help=True)
 
-_HARNESS_HELP = ("Harness to run, as pi@VERSION (an installed version: `harnessfit harness install pi --version V`); "
-                 "pi@VERSION+tools runs it with its optional grep/find/ls tools (the tools profile's card).")
+_HARNESS_HELP = (
+    "Harness to run, as pi@VERSION (an installed version: `harnessfit harness install pi --version V`); "
+    "pi@VERSION+tools runs it with its optional grep/find/ls tools (the tools profile's card)."
+)
 
 
 @eval_app.command("agent")
 def agent(
-    model: str = typer.Option(None, "--model", help="Model spec to serve (path, HF id) or scripted:golden|"
-                              "scripted:double-encode|scripted:runaway|scripted:never-stop|scripted:recovering|"
-                              "scripted:oracle."),
-    endpoint: str = typer.Option(None, "--endpoint", help="Running OpenAI-compatible endpoint, e.g. "
-                                 "http://127.0.0.1:8000/v1 (instead of --model)."),
+    model: str = typer.Option(
+        None,
+        "--model",
+        help="Model spec to serve (path, HF id) or scripted:golden|"
+        "scripted:double-encode|scripted:runaway|scripted:never-stop|scripted:recovering|"
+        "scripted:oracle.",
+    ),
+    endpoint: str = typer.Option(
+        None,
+        "--endpoint",
+        help="Running OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1 (instead of --model).",
+    ),
     model_id: str = typer.Option(None, "--model-id", help="Model id at --endpoint (default: the first it lists)."),
-    suite: Path = typer.Option(None, "--suite", help="Task suite folder (<task>/task.yaml), or harbor:DIR for Harbor "
-                               "task folders (instruction.md, task.toml, tests/test.sh). Default: the repository's "
-                               "examples/tasks/default (found from any working folder)."),
+    suite: Path = typer.Option(
+        None,
+        "--suite",
+        help="Task suite folder (<task>/task.yaml), or harbor:DIR for Harbor "
+        "task folders (instruction.md, task.toml, tests/test.sh). Default: the repository's "
+        "examples/tasks/default (found from any working folder).",
+    ),
     seeds: int = typer.Option(1, "--seeds", help="Runs per task (pass@k / pass^k use them)."),
     workers: int = typer.Option(1, "--workers", help="Episodes run in parallel."),
     out: Path = typer.Option(Path("runs/eval"), "--out", help="Output folder (results.json, results.md, episodes/)."),
     max_turns: int = typer.Option(None, "--max-turns", help="Override every task's turn cap."),
     max_seconds: float = typer.Option(None, "--max-seconds", help="Override every task's wall-clock cap."),
-    max_output_bytes: int = typer.Option(None, "--max-output-bytes", help="Override the output capture cap "
-                                         "(default 50 MiB; hitting it counts as runaway)."),
+    max_output_bytes: int = typer.Option(
+        None,
+        "--max-output-bytes",
+        help="Override the output capture cap (default 50 MiB; hitting it counts as runaway).",
+    ),
     task: list[str] = typer.Option(None, "--task", help="Only these task ids (repeatable)."),
-    no_sandbox: bool = typer.Option(False, "--no-sandbox", help="Run the harness without bubblewrap (results say so); "
-                                    "without this flag a missing or broken bubblewrap stops the eval."),
+    no_sandbox: bool = typer.Option(
+        False,
+        "--no-sandbox",
+        help="Run the harness without bubblewrap (results say so); "
+        "without this flag a missing or broken bubblewrap stops the eval.",
+    ),
     adapter: Path = typer.Option(None, "--adapter", help="LoRA adapter folder for --model (served by harnessfit)."),
-    max_tokens: int = typer.Option(None, "--max-tokens", help="Output cap of the server harnessfit starts for --model "
-                                   "(default: the server's, 512)."),
-    best_of: int = typer.Option(1, "--best-of", help="Serve --model with best-of-N verified by the harness card "
-                                "(`harnessfit serve --best-of N --verifier card`); reports the valid-call rate of "
-                                "one sample vs N on the same requests."),
-    harness: str = typer.Option(None, "--harness", help=_HARNESS_HELP + " Default: the one a harnessfit-trained "
-                                "model (--adapter, a merged model) was trained for, else the newest committed card."),
-    env: str = typer.Option("auto", "--env", help="Harbor suites: where a task runs: podman or docker (its image, "
-                            "Pi inside), host (bubblewrap stands in for the image), auto (podman, then docker, else "
-                            "host)."),
+    max_tokens: int = typer.Option(
+        None,
+        "--max-tokens",
+        help="Output cap of the server harnessfit starts for --model (default: the server's, 512).",
+    ),
+    best_of: int = typer.Option(
+        1,
+        "--best-of",
+        help="Serve --model with best-of-N verified by the harness card "
+        "(`harnessfit serve --best-of N --verifier card`); reports the valid-call rate of "
+        "one sample vs N on the same requests.",
+    ),
+    harness: str = typer.Option(
+        None,
+        "--harness",
+        help=_HARNESS_HELP + " Default: the one a harnessfit-trained "
+        "model (--adapter, a merged model) was trained for, else the newest committed card.",
+    ),
+    env: str = typer.Option(
+        "auto",
+        "--env",
+        help="Harbor suites: where a task runs: podman or docker (its image, "
+        "Pi inside), host (bubblewrap stands in for the image), auto (podman, then docker, else "
+        "host).",
+    ),
 ) -> None:
     """Run every task x seed through the real harness CLI (Pi) against one model; write results JSON + Markdown."""
     from harnessfit.eval.agent import agent_eval, summary_lines
     from harnessfit.eval.run import episode_line
 
-    results, best = agent_eval(model, endpoint, suite=suite, out=out, seeds=seeds, workers=workers,
-                               max_turns=max_turns, max_seconds=max_seconds, max_output_bytes=max_output_bytes,
-                               task_ids=task or None, sandbox=not no_sandbox, model_id=model_id, adapter=adapter,
-                               max_tokens=max_tokens, best_of=best_of, harness=harness, env=env,
-                               on_episode=lambda ep: typer.echo(episode_line(ep), err=True))
+    results, best = agent_eval(
+        model,
+        endpoint,
+        suite=suite,
+        out=out,
+        seeds=seeds,
+        workers=workers,
+        max_turns=max_turns,
+        max_seconds=max_seconds,
+        max_output_bytes=max_output_bytes,
+        task_ids=task or None,
+        sandbox=not no_sandbox,
+        model_id=model_id,
+        adapter=adapter,
+        max_tokens=max_tokens,
+        best_of=best_of,
+        harness=harness,
+        env=env,
+        on_episode=lambda ep: typer.echo(episode_line(ep), err=True),
+    )
     for line in summary_lines(results, out, best_of, best):
         typer.echo(line)
 

@@ -22,8 +22,12 @@ __all__ = ["compare", "compare_table", "compare_rows", "Row", "column_labels"]
 def column_labels(results: Sequence[EvalResults], paths: Sequence[Path]) -> list[str]:
     """Model names; when two runs share a name, the results folder's name is appended."""
     names = [r.model.get("name") or "?" for r in results]
-    return [f"{n} ({Path(p).resolve().parent.name if Path(p).name == 'results.json' else Path(p).name})"
-            if names.count(n) > 1 else n for n, p in zip(names, paths, strict=True)]
+    return [
+        f"{n} ({Path(p).resolve().parent.name if Path(p).name == 'results.json' else Path(p).name})"
+        if names.count(n) > 1
+        else n
+        for n, p in zip(names, paths, strict=True)
+    ]
 
 
 @dataclass
@@ -45,24 +49,30 @@ def compare_rows(results: Sequence[EvalResults]) -> list[Row]:
         cells = [r.aggregates.get("rates", {}).get(field, {}) for r in results]
         rows.append(Row(label, field, [fmt_rate(c) if c else "n/a" for c in cells], cells))
     valid = [r.aggregates.get("tool_calls", {}) for r in results]
-    rows.append(Row("Valid tool calls", "tool_calls", [fmt_rate(v["valid_rate"]) if v else "n/a" for v in valid],
-                    valid))
-    rows.append(Row("Double-encoded arguments (calls)", "double_encoded_arguments",
-                    [str(v.get("double_encoded_arguments", "n/a")) for v in valid],
-                    [v.get("double_encoded_arguments") for v in valid]))
+    rows.append(
+        Row("Valid tool calls", "tool_calls", [fmt_rate(v["valid_rate"]) if v else "n/a" for v in valid], valid)
+    )
+    rows.append(
+        Row(
+            "Double-encoded arguments (calls)",
+            "double_encoded_arguments",
+            [str(v.get("double_encoded_arguments", "n/a")) for v in valid],
+            [v.get("double_encoded_arguments") for v in valid],
+        )
+    )
     ks = sorted({k for r in results for k in r.aggregates.get("pass_at_k", {})}, key=int)
     for key, sym in (("pass_at_k", "@"), ("pass_hat_k", "^")):
         for k in ks:
             vals = [r.aggregates.get(key, {}).get(k) for r in results]
-            rows.append(Row(f"pass{sym}{k}", f"{key}_{k}", ["n/a" if v is None else f"{100 * v:.0f}%" for v in vals],
-                            vals))
+            rows.append(
+                Row(f"pass{sym}{k}", f"{key}_{k}", ["n/a" if v is None else f"{100 * v:.0f}%" for v in vals], vals)
+            )
     means = [r.aggregates.get("means", {}) for r in results]
     for field, label in (("turns", "Mean turns"), ("tokens_total", "Mean tokens"), ("wall_seconds", "Mean wall s")):
         vals = [m.get(field) for m in means]
         rows.append(Row(label, f"means_{field}", ["n/a" if v is None else f"{v:g}" for v in vals], vals))
     fails = [r.aggregates.get("failures", {}) for r in results]
-    rows.append(Row("Failures", "failures", [", ".join(f"{k} {v}" for k, v in f.items()) or "–" for f in fails],
-                    fails))
+    rows.append(Row("Failures", "failures", [", ".join(f"{k} {v}" for k, v in f.items()) or "–" for f in fails], fails))
     scored = [(r.aggregates.get("scored", 0), r.aggregates.get("unscored", 0)) for r in results]
     rows.append(Row("Scored / unscored episodes", "scored", [f"{a} / {b}" for a, b in scored], scored))
     rows.append(Row("Sandbox", "sandbox", [r.sandbox for r in results], [r.sandbox for r in results]))
@@ -97,12 +107,16 @@ def compare(results_paths: Sequence[Path], out_md: Path, *, title: str = "Before
     versions = [r.pi_version for r in results]
     title_of = harness_title(results[0])
     if len(set(versions)) > 1:  # a legitimate comparison (one model under two versions), but never one named for all
-        note += (f"\n> Note: the runs used different {title_of} versions (per column: " + ", ".join(versions) + "); a "
-                 "difference mixes the model and the harness.\n")
+        note += (
+            f"\n> Note: the runs used different {title_of} versions (per column: " + ", ".join(versions) + "); a "
+            "difference mixes the model and the harness.\n"
+        )
     suite = results[0].suite
-    text = (f"# {title}\n\nSuite `{suite.get('name')}` ({len(suite.get('tasks', []))} tasks), "
-            f"{title_of} {' / '.join(dict.fromkeys(versions))}. Cells: rate [95% Wilson CI] (successes/n).\n{note}\n"
-            f"{table}")
+    text = (
+        f"# {title}\n\nSuite `{suite.get('name')}` ({len(suite.get('tasks', []))} tasks), "
+        f"{title_of} {' / '.join(dict.fromkeys(versions))}. Cells: rate [95% Wilson CI] (successes/n).\n{note}\n"
+        f"{table}"
+    )
     out_md = Path(out_md)
     out_md.parent.mkdir(parents=True, exist_ok=True)
     out_md.write_text(text, encoding="utf-8")

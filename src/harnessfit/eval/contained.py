@@ -83,9 +83,18 @@ def _stop(proc: subprocess.Popen) -> float | None:
     return cpu if cpu is not None else _reap(proc, block=True)
 
 
-def _run_capped(cmd: list[str], *, cwd: Path, env: dict[str, str], max_seconds: float, max_bytes: int,
-                stdout_file: Path, stderr_file: Path, watch: CapWatch | None = None,
-                skip_lines: tuple[bytes, ...] = ()) -> tuple[int | None, str | None, int, float]:
+def _run_capped(
+    cmd: list[str],
+    *,
+    cwd: Path,
+    env: dict[str, str],
+    max_seconds: float,
+    max_bytes: int,
+    stdout_file: Path,
+    stderr_file: Path,
+    watch: CapWatch | None = None,
+    skip_lines: tuple[bytes, ...] = (),
+) -> tuple[int | None, str | None, int, float]:
     """Run ``cmd`` in its own session; returns (exit code, kill reason, output bytes, wall seconds). With
     ``watch`` its resource caps are watched too (kill reason ``"cap"``, the hit in ``watch.hit``); stdout lines that
     start with one of ``skip_lines`` are counted but not stored.
@@ -99,8 +108,15 @@ def _run_capped(cmd: list[str], *, cwd: Path, env: dict[str, str], max_seconds: 
     gated = watch is not None and watch.gated
     (out_r, out_w), (err_r, err_w) = socket.socketpair(), socket.socketpair()
     try:
-        proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdin=subprocess.PIPE if gated else subprocess.DEVNULL,
-                                stdout=out_w.fileno(), stderr=err_w.fileno(), start_new_session=True)
+        proc = subprocess.Popen(
+            cmd,
+            cwd=cwd,
+            env=env,
+            stdin=subprocess.PIPE if gated else subprocess.DEVNULL,
+            stdout=out_w.fileno(),
+            stderr=err_w.fileno(),
+            start_new_session=True,
+        )
     finally:
         out_w.close()
         err_w.close()
@@ -150,8 +166,15 @@ def checker_env(home: str, path: str) -> dict[str, str]:
     working folder goes first on ``sys.path`` (Python >= 3.11), so a planted ``subprocess.py`` or ``json.py``
     cannot stand in for the standard library; a checker that needs the code under test appends the workspace to
     ``sys.path`` itself, after the standard library."""
-    env = {"HOME": home, "PATH": path, "PYTHONNOUSERSITE": "1", "PYTHONSAFEPATH": "1", "PYTHONDONTWRITEBYTECODE": "1",
-           "NO_COLOR": "1", "TMPDIR": "/tmp"}
+    env = {
+        "HOME": home,
+        "PATH": path,
+        "PYTHONNOUSERSITE": "1",
+        "PYTHONSAFEPATH": "1",
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "NO_COLOR": "1",
+        "TMPDIR": "/tmp",
+    }
     for key in ("LANG", "LC_ALL", "TZ"):
         if key in os.environ:
             env[key] = os.environ[key]
@@ -190,5 +213,14 @@ def run_contained(
         full = spec.command(cmd, cwd=cwd_inside or str(cwd.resolve()), etc_dir=etc_dir)
     else:
         full = supervised(cmd)
-    return _run_capped(full, cwd=cwd, env=env, max_seconds=max_seconds, max_bytes=max_bytes,
-                       stdout_file=stdout_file, stderr_file=stderr_file, watch=watch, skip_lines=skip_lines)
+    return _run_capped(
+        full,
+        cwd=cwd,
+        env=env,
+        max_seconds=max_seconds,
+        max_bytes=max_bytes,
+        stdout_file=stdout_file,
+        stderr_file=stderr_file,
+        watch=watch,
+        skip_lines=skip_lines,
+    )

@@ -15,8 +15,17 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, SerializerFunctionWrapHandler, model_serializer
 
-__all__ = ["EpisodeFacts", "EpisodeMetrics", "Episode", "Score", "VerifierOutput", "FAILURES", "FAILURE_RULES",
-           "INTEGRITY_FLAGS", "UNSCORING_FLAGS"]
+__all__ = [
+    "EpisodeFacts",
+    "EpisodeMetrics",
+    "Episode",
+    "Score",
+    "VerifierOutput",
+    "FAILURES",
+    "FAILURE_RULES",
+    "INTEGRITY_FLAGS",
+    "UNSCORING_FLAGS",
+]
 
 # What went wrong, most specific first: ``EpisodeMetrics.failure`` of an episode that is no complete loop is the first
 # whose test holds (a test of the runner's facts ``f`` and the episode's metric values ``m``; none: checker_failed).

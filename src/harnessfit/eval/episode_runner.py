@@ -51,8 +51,15 @@ from harnessfit.eval.task import Task
 from harnessfit.harness.base import TURN_CAP_MARKER, EpisodeSetup, Harness, Launch, get_harness
 from harnessfit.harness.versions import parse_harness
 
-__all__ = ["Endpoint", "run_episode", "run_contained", "checker_env", "TURN_CAP_MARKER", "episode_dirname",
-           "NO_SANDBOX"]
+__all__ = [
+    "Endpoint",
+    "run_episode",
+    "run_contained",
+    "checker_env",
+    "TURN_CAP_MARKER",
+    "episode_dirname",
+    "NO_SANDBOX",
+]
 
 NO_SANDBOX = "none: disabled by --no-sandbox"
 
@@ -115,17 +122,32 @@ def _make_folders(task: Task, harbor: HarborTask | None, ep_dir: Path, caps: Cap
         copy_into(task.workspace_dir, seed_ws)
     check_seed_fits(seed_ws, caps)
     seed_home = runner / "home" if sandbox else ep_dir / "home"
-    folders = _Folders(ep_dir, workspace, sessions, runner, seed_home,
-                       mount=harbor.mount if harbor is not None else str(workspace),
-                       inside_ws=harbor.workdir if harbor is not None else str(workspace),
-                       home=SANDBOX_HOME if sandbox else str(ep_dir / "home"))
+    folders = _Folders(
+        ep_dir,
+        workspace,
+        sessions,
+        runner,
+        seed_home,
+        mount=harbor.mount if harbor is not None else str(workspace),
+        inside_ws=harbor.workdir if harbor is not None else str(workspace),
+        home=SANDBOX_HOME if sandbox else str(ep_dir / "home"),
+    )
     seed_home.mkdir(parents=True, exist_ok=True)
     return folders
 
 
-def _sandboxed(cmd: list[str], folders: _Folders, launch: Launch, env: dict[str, str],
-               forwarder: EndpointForwarder, caps: Caps, *, out_bytes: int, solution: Path | None,
-               stage: StageEnv) -> tuple[list[str], SandboxSpec, CapWatch]:
+def _sandboxed(
+    cmd: list[str],
+    folders: _Folders,
+    launch: Launch,
+    env: dict[str, str],
+    forwarder: EndpointForwarder,
+    caps: Caps,
+    *,
+    out_bytes: int,
+    solution: Path | None,
+    stage: StageEnv,
+) -> tuple[list[str], SandboxSpec, CapWatch]:
     """The launcher command running ``cmd``, the sandbox and the cap watch of a sandboxed agent (``env`` gets the
     sandbox's PATH and ``stage``'s environment: a Harbor task's RUN steps done on the host); ``solution`` is bound
     read-only at ``/solution`` when given."""
@@ -136,23 +158,45 @@ def _sandboxed(cmd: list[str], folders: _Folders, launch: Launch, env: dict[str,
     if solution is not None:
         read_only.append((solution, "/solution"))
     mount, sessions = folders.mount, folders.sessions
-    spec = SandboxSpec(read_only=read_only, read_write=list(stage.read_write), runner_dir=folders.runner,
-                       hosts=[h for h in [forwarder.hostname] if h],
-                       forward=(forwarder.listen_host, forwarder.port, forwarder.socket_path,
-                                f"{forwarder.host}:{forwarder.port}"), caps=caps,
-                       captured=[(mount, caps.workspace_bytes), (str(sessions), max(2 * out_bytes, 16 << 20))])
-    watch = CapWatch(caps, {"workspace": mount, "sessions": str(sessions), "/tmp": "/tmp",
-                            "HOME": SANDBOX_HOME, "/dev/shm": "/dev/shm"},
-                     probe=(write_launcher(folders.runner), f"{RUNNER_DIR}/launch.mjs"))
+    spec = SandboxSpec(
+        read_only=read_only,
+        read_write=list(stage.read_write),
+        runner_dir=folders.runner,
+        hosts=[h for h in [forwarder.hostname] if h],
+        forward=(forwarder.listen_host, forwarder.port, forwarder.socket_path, f"{forwarder.host}:{forwarder.port}"),
+        caps=caps,
+        captured=[(mount, caps.workspace_bytes), (str(sessions), max(2 * out_bytes, 16 << 20))],
+    )
+    watch = CapWatch(
+        caps,
+        {"workspace": mount, "sessions": str(sessions), "/tmp": "/tmp", "HOME": SANDBOX_HOME, "/dev/shm": "/dev/shm"},
+        probe=(write_launcher(folders.runner), f"{RUNNER_DIR}/launch.mjs"),
+    )
     node = str(Path(shutil.which("node") or "node").resolve())
-    cmd = [node, f"{RUNNER_DIR}/launch.mjs", f"{RUNNER_DIR}/endpoint/model.sock", forwarder.listen_host,
-           str(forwarder.port), f"{RUNNER_DIR}/home", SANDBOX_HOME, f"{RUNNER_DIR}/workspace", mount,
-           folders.inside_ws, *cmd]
+    cmd = [
+        node,
+        f"{RUNNER_DIR}/launch.mjs",
+        f"{RUNNER_DIR}/endpoint/model.sock",
+        forwarder.listen_host,
+        str(forwarder.port),
+        f"{RUNNER_DIR}/home",
+        SANDBOX_HOME,
+        f"{RUNNER_DIR}/workspace",
+        mount,
+        folders.inside_ws,
+        *cmd,
+    ]
     return cmd, spec, watch
 
 
-def _agent_failed(facts: EpisodeFacts, agent: Harness, folders: _Folders, run_dir: Path, spec: SandboxSpec | None,
-                  result: tuple[int | None, str | None, int, float]) -> bool:
+def _agent_failed(
+    facts: EpisodeFacts,
+    agent: Harness,
+    folders: _Folders,
+    run_dir: Path,
+    spec: SandboxSpec | None,
+    result: tuple[int | None, str | None, int, float],
+) -> bool:
     """Record how the agent's run ended in ``facts``; True (and ``status="error"``) when it failed to run."""
     code, killed, used, wall = result
     stderr = (folders.ep_dir / "stderr.txt").read_text(encoding="utf-8", errors="replace")
@@ -172,9 +216,19 @@ def _agent_failed(facts: EpisodeFacts, agent: Harness, folders: _Folders, run_di
     return False
 
 
-def _run_agent(task: Task, folders: _Folders, launch: Launch, endpoint: Endpoint, caps: Caps,
-               facts: EpisodeFacts, *, sandbox: bool, solution: Path | None, max_seconds: float | None,
-               max_output_bytes: int | None) -> tuple[tuple[int | None, str | None, int, float], SandboxSpec | None]:
+def _run_agent(
+    task: Task,
+    folders: _Folders,
+    launch: Launch,
+    endpoint: Endpoint,
+    caps: Caps,
+    facts: EpisodeFacts,
+    *,
+    sandbox: bool,
+    solution: Path | None,
+    max_seconds: float | None,
+    max_output_bytes: int | None,
+) -> tuple[tuple[int | None, str | None, int, float], SandboxSpec | None]:
     """Run the agent's command under the caps (sandboxed: behind the endpoint forwarder, closed when it ended) and
     collect the folders it wrote; returns ``run_contained``'s result and the sandbox it ran in."""
     cmd, env = list(launch.cmd), dict(launch.env)
@@ -185,8 +239,17 @@ def _run_agent(task: Task, folders: _Folders, launch: Launch, endpoint: Endpoint
         if sandbox:
             forwarder = stack.enter_context(EndpointForwarder(endpoint.base_url))
             stage = task.agent_stage(folders.ep_dir) if isinstance(task, HarborTask) else StageEnv()
-            cmd, spec, watch = _sandboxed(cmd, folders, launch, env, forwarder, caps, solution=solution,
-                                          out_bytes=max_output_bytes or task.limits.max_output_bytes, stage=stage)
+            cmd, spec, watch = _sandboxed(
+                cmd,
+                folders,
+                launch,
+                env,
+                forwarder,
+                caps,
+                solution=solution,
+                out_bytes=max_output_bytes or task.limits.max_output_bytes,
+                stage=stage,
+            )
             inside_ws = folders.mount  # bwrap starts in the (still empty) workspace tmpfs; the launcher seeds it
         else:
             (folders.ep_dir / "home" / "tmp").mkdir(parents=True)
@@ -194,10 +257,18 @@ def _run_agent(task: Task, folders: _Folders, launch: Launch, endpoint: Endpoint
             watch = CapWatch(caps)  # unsandboxed: the runner-side caps only (processes, CPU seconds)
         try:
             result = run_contained(
-                cmd, spec=spec, cwd=folders.workspace, cwd_inside=inside_ws, env=env,
-                etc_dir=folders.runner / "etc", max_seconds=max_seconds or task.limits.max_seconds,
-                max_bytes=max_output_bytes or task.limits.max_output_bytes, stdout_file=folders.ep_dir / "events.jsonl",
-                stderr_file=folders.ep_dir / "stderr.txt", watch=watch, skip_lines=launch.skip_lines,
+                cmd,
+                spec=spec,
+                cwd=folders.workspace,
+                cwd_inside=inside_ws,
+                env=env,
+                etc_dir=folders.runner / "etc",
+                max_seconds=max_seconds or task.limits.max_seconds,
+                max_bytes=max_output_bytes or task.limits.max_output_bytes,
+                stdout_file=folders.ep_dir / "events.jsonl",
+                stderr_file=folders.ep_dir / "stderr.txt",
+                watch=watch,
+                skip_lines=launch.skip_lines,
             )
             collect(watch, folders.workspace, folders.sessions, facts)
         finally:
@@ -229,8 +300,14 @@ def run_episode(
     rel = episode_dirname(task.id, seed)
     turns = max_turns or task.limits.max_turns
     status = sandbox_status() if sandbox else NO_SANDBOX
-    facts = EpisodeFacts(task_id=task.id, seed=seed, sandbox=status, max_turns=turns,
-                         events_file=f"{rel}/events.jsonl", stderr_file=f"{rel}/stderr.txt")
+    facts = EpisodeFacts(
+        task_id=task.id,
+        seed=seed,
+        sandbox=status,
+        max_turns=turns,
+        events_file=f"{rel}/events.jsonl",
+        stderr_file=f"{rel}/stderr.txt",
+    )
     harbor = task if isinstance(task, HarborTask) else None
     facts.image = harbor.image if harbor is not None else None
     if (refused := _not_runnable(task, harbor, sandbox=sandbox, status=status)) is not None:
@@ -241,14 +318,36 @@ def run_episode(
         caps = Caps.from_limits(task.limits)
         folders = _make_folders(task, harbor, (run_dir / rel).resolve(), caps, sandbox=sandbox)
         agent = get_harness(harness)
-        launch = agent.launch(parse_harness(harness)[1], EpisodeSetup(
-            endpoint.base_url, endpoint.model_id, task.prompt, home=folders.seed_home, home_inside=folders.home,
-            runner=folders.runner, runner_inside=RUNNER_DIR if sandbox else str(folders.runner),
-            session_dir=folders.sessions, tools=tools, max_turns=turns, context_window=endpoint.context_window,
-            api_key=endpoint.api_key))
+        launch = agent.launch(
+            parse_harness(harness)[1],
+            EpisodeSetup(
+                endpoint.base_url,
+                endpoint.model_id,
+                task.prompt,
+                home=folders.seed_home,
+                home_inside=folders.home,
+                runner=folders.runner,
+                runner_inside=RUNNER_DIR if sandbox else str(folders.runner),
+                session_dir=folders.sessions,
+                tools=tools,
+                max_turns=turns,
+                context_window=endpoint.context_window,
+                api_key=endpoint.api_key,
+            ),
+        )
         solution = harbor.solution_dir if expose_solution and harbor is not None else None
-        result, spec = _run_agent(task, folders, launch, endpoint, caps, facts, sandbox=sandbox, solution=solution,
-                                  max_seconds=max_seconds, max_output_bytes=max_output_bytes)
+        result, spec = _run_agent(
+            task,
+            folders,
+            launch,
+            endpoint,
+            caps,
+            facts,
+            sandbox=sandbox,
+            solution=solution,
+            max_seconds=max_seconds,
+            max_output_bytes=max_output_bytes,
+        )
         if _agent_failed(facts, agent, folders, run_dir, spec, result):
             return facts
         if harbor is not None:
@@ -278,14 +377,21 @@ def _check(task: Task, workspace: Path, ep_dir: Path, facts: EpisodeFacts, *, sa
             env = checker_env(str(scratch), host_path_without(ep_dir))
             env["TMPDIR"] = str(scratch)
         ccode, ckilled, _, _ = run_contained(
-            check, spec=spec, cwd=workspace, env=env, etc_dir=ep_dir / "runner" / "etc",
-            max_seconds=task.checker.timeout_s, max_bytes=1 << 20,
-            stdout_file=ep_dir / "checker.txt", stderr_file=ep_dir / "checker.stderr.txt",
+            check,
+            spec=spec,
+            cwd=workspace,
+            env=env,
+            etc_dir=ep_dir / "runner" / "etc",
+            max_seconds=task.checker.timeout_s,
+            max_bytes=1 << 20,
+            stdout_file=ep_dir / "checker.txt",
+            stderr_file=ep_dir / "checker.stderr.txt",
         )
     finally:
         if scratch is not None:
             shutil.rmtree(scratch, ignore_errors=True)
     facts.checker_exit_code = ccode if ckilled is None else -1
     out = (ep_dir / "checker.txt").read_text(errors="replace") + (ep_dir / "checker.stderr.txt").read_text(
-        errors="replace")
+        errors="replace"
+    )
     facts.checker_output = out[-2000:]

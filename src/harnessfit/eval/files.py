@@ -75,15 +75,17 @@ class ResultsHeader(BaseModel):
 
     def write(self, out_dir: Path) -> Path:
         """``results.json`` always, ``results.md`` once the run has finished; returns the JSON path."""
-        return write_results_files(out_dir, self.model_dump(mode="json"),
-                                   self.markdown() if self.status != "started" else None)
+        return write_results_files(
+            out_dir, self.model_dump(mode="json"), self.markdown() if self.status != "started" else None
+        )
 
     @classmethod
     def load(cls, path: Path) -> Self:
         """A results file of this family (a folder holding ``results.json`` also works); clear errors otherwise."""
         fields = cls.model_fields
-        return cls.model_validate(read_results_file(path, fields["kind"].default, fields["version"].default,
-                                                    what=cls.what))
+        return cls.model_validate(
+            read_results_file(path, fields["kind"].default, fields["version"].default, what=cls.what)
+        )
 
     @contextmanager
     def lifecycle(self, out_dir: Path) -> Iterator[Self]:

@@ -63,8 +63,14 @@ from harnessfit.eval.task import Limits
 from harnessfit.eval.verifier_tools import read_test_sh
 from harnessfit.eval.wheels import pip_requirements
 
-__all__ = ["HARBOR_PREFIX", "HarborTask", "load_harbor_task", "load_harbor_suite", "parse_reward",
-           "DEFAULT_HARBOR_TURNS"]
+__all__ = [
+    "HARBOR_PREFIX",
+    "HarborTask",
+    "load_harbor_task",
+    "load_harbor_suite",
+    "parse_reward",
+    "DEFAULT_HARBOR_TURNS",
+]
 
 HARBOR_PREFIX = "harbor:"
 DEFAULT_HARBOR_TURNS = 30  # Harbor has no turn cap; tasks are longer than the default suite's
@@ -169,8 +175,11 @@ class HarborTask:
 
     def fingerprint(self) -> str:
         """SHA-256 over every file of the task folder (names + bytes), sorted."""
-        parts = [p.relative_to(self.root).as_posix().encode() + b"\0" + p.read_bytes()
-                 for p in sorted(self.root.rglob("*")) if p.is_file() and "__pycache__" not in p.parts]
+        parts = [
+            p.relative_to(self.root).as_posix().encode() + b"\0" + p.read_bytes()
+            for p in sorted(self.root.rglob("*"))
+            if p.is_file() and "__pycache__" not in p.parts
+        ]
         return sha256_bytes(b"\1".join(parts))
 
     # -- an episode --------------------------------------------------------------------------------------------
@@ -220,15 +229,29 @@ class HarborTask:
             record_not_run(facts, plan.problem)
             return
         stage = stage_env(self.setup, self.mount, ep_dir, "verifier", pip_requirements(test_sh)[0], plan.version)
-        spec = SandboxSpec(read_write=[(workspace, self.mount), (tests, "/tests"), (logs, "/logs/verifier"),
-                                       *stage.read_write], read_only=list(stage.read_only), caps=caps)
-        env = {**checker_env(SANDBOX_HOME, stage.path(sandbox_path())), **stage.env, **self.env,
-               **self.config.verifier.env}
+        spec = SandboxSpec(
+            read_write=[(workspace, self.mount), (tests, "/tests"), (logs, "/logs/verifier"), *stage.read_write],
+            read_only=list(stage.read_only),
+            caps=caps,
+        )
+        env = {
+            **checker_env(SANDBOX_HOME, stage.path(sandbox_path())),
+            **stage.env,
+            **self.env,
+            **self.config.verifier.env,
+        }
         (ep_dir / "runner" / "etc").mkdir(parents=True, exist_ok=True)
         code, killed, _, _ = run_contained(
-            ["bash", "/tests/test.sh"], spec=spec, cwd=workspace, cwd_inside=self.workdir, env=env,
-            etc_dir=ep_dir / "runner" / "etc", max_seconds=self.config.verifier.timeout_sec, max_bytes=1 << 20,
-            stdout_file=ep_dir / "checker.txt", stderr_file=ep_dir / "checker.stderr.txt",
+            ["bash", "/tests/test.sh"],
+            spec=spec,
+            cwd=workspace,
+            cwd_inside=self.workdir,
+            env=env,
+            etc_dir=ep_dir / "runner" / "etc",
+            max_seconds=self.config.verifier.timeout_sec,
+            max_bytes=1 << 20,
+            stdout_file=ep_dir / "checker.txt",
+            stderr_file=ep_dir / "checker.stderr.txt",
         )
         facts.sandbox_policy = {**(facts.sandbox_policy or {}), "checker": {**spec.describe(), **plan.describe()}}
         record_verifier(facts, ep_dir, logs, code, killed, self.config.verifier.timeout_sec)

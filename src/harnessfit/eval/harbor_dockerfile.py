@@ -31,8 +31,9 @@ def host_python() -> tuple[int, int] | None:
     if exe is None:
         return None
     try:
-        out = subprocess.run([exe, "-c", "import sys; print(*sys.version_info[:2])"], capture_output=True,
-                             text=True, timeout=30).stdout.split()
+        out = subprocess.run(
+            [exe, "-c", "import sys; print(*sys.version_info[:2])"], capture_output=True, text=True, timeout=30
+        ).stdout.split()
         return int(out[0]), int(out[1])
     except (OSError, subprocess.TimeoutExpired, ValueError, IndexError):
         return None
@@ -136,8 +137,9 @@ class _DockerfileRead:
         return f"needs a container build (RUN {rest[:60]}: {problem})" if problem else None
 
 
-def read_dockerfile(env_dir: Path, setup: HostSetup) -> tuple[str, str, list[tuple[str, str]], dict[str, str],
-                                                             str | None]:
+def read_dockerfile(
+    env_dir: Path, setup: HostSetup
+) -> tuple[str, str, list[tuple[str, str]], dict[str, str], str | None]:
     """(mounted folder, working folder, [(source in the build context, destination inside)], ENV values, problem).
 
     The mounted folder is the first ``WORKDIR`` (``/app`` without one): every ``COPY`` and any later ``WORKDIR``

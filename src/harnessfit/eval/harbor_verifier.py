@@ -131,8 +131,13 @@ def tree_digest(root: Path) -> str:
             if stat.S_ISLNK(st.st_mode):
                 h.update(b"L" + rel.encode() + b"\0" + os.readlink(path).encode() + b"\n")
             elif stat.S_ISREG(st.st_mode):
-                h.update(b"F" + rel.encode() + b"\0" + hashlib.sha256(
-                    read_regular(root, rel, limit=None) or b"").digest() + b"\n")
+                h.update(
+                    b"F"
+                    + rel.encode()
+                    + b"\0"
+                    + hashlib.sha256(read_regular(root, rel, limit=None) or b"").digest()
+                    + b"\n"
+                )
             else:
                 h.update(b"O" + rel.encode() + b"\0" + str(stat.S_IFMT(st.st_mode)).encode() + b"\n")
         for d in dirs:
@@ -154,8 +159,13 @@ def record_verifier(facts, ep_dir: Path, logs: Path, code: int | None, killed: s
     else:
         facts.checker_exit_code = 0 if reward is not None and reward >= 1.0 else 1
     stdout, stderr = tail(ep_dir / "checker.txt"), tail(ep_dir / "checker.stderr.txt")
-    facts.verifier = VerifierOutput(exit_code=code if killed is None else None, stdout=stdout, stderr=stderr,
-                                    reward_files=read_reward_files(logs), problem=problem)
+    facts.verifier = VerifierOutput(
+        exit_code=code if killed is None else None,
+        stdout=stdout,
+        stderr=stderr,
+        reward_files=read_reward_files(logs),
+        problem=problem,
+    )
     note = f"\n[harnessfit] test.sh exit code {code}; reward {reward}" + (f" ({problem})" if problem else "")
     facts.checker_output = (stdout + stderr + note)[-2000:]
 

@@ -27,15 +27,26 @@ from pathlib import Path
 from harnessfit.errors import UserError
 from harnessfit.paths import file_lock, home
 
-__all__ = ["BASE_IMAGE", "PYTHON_IMAGE", "ContainerEngine", "ensure_python_image", "detect_engine", "ensure_base_image", "base_image_tar", "stand_in",
-           "image_exists"]
+__all__ = [
+    "BASE_IMAGE",
+    "PYTHON_IMAGE",
+    "ContainerEngine",
+    "ensure_python_image",
+    "detect_engine",
+    "ensure_base_image",
+    "base_image_tar",
+    "stand_in",
+    "image_exists",
+]
 
 BASE_IMAGE = "localhost/harnessfit-bookworm-py:1"
 PYTHON_IMAGE = "localhost/harnessfit-bookworm-py:1-pip"  # BASE_IMAGE + pip, laid out as python:3.11-slim is
 BASE_PYTHON = (3, 11)  # Debian bookworm's python3
 _LOW_ULIMITS = ["--ulimit", "nofile=1024:1024", "--ulimit", "nproc=1024:1024"]
-_STAND_IN = re.compile(r"(?:docker\.io/)?(?:library/)?(?:python:3(?:\.11(?:\.\d+)*)?(?:-[\w.-]+)?"
-                       r"|debian:(?:bookworm|12)(?:[\w.-]*))")
+_STAND_IN = re.compile(
+    r"(?:docker\.io/)?(?:library/)?(?:python:3(?:\.11(?:\.\d+)*)?(?:-[\w.-]+)?"
+    r"|debian:(?:bookworm|12)(?:[\w.-]*))"
+)
 
 
 @dataclass(frozen=True)
@@ -62,8 +73,10 @@ def stand_in(image: str) -> str | None:
     """Why the offline base image cannot stand in for ``image``, or None when it can."""
     if _STAND_IN.fullmatch(image.strip()):
         return None
-    return (f"no offline stand-in for {image} (the offline image is Debian bookworm with Python "
-            f"{BASE_PYTHON[0]}.{BASE_PYTHON[1]})")
+    return (
+        f"no offline stand-in for {image} (the offline image is Debian bookworm with Python "
+        f"{BASE_PYTHON[0]}.{BASE_PYTHON[1]})"
+    )
 
 
 def _run(cmd: list[str], timeout: float = 120) -> subprocess.CompletedProcess[str]:
@@ -132,8 +145,12 @@ def _build_tar(tar: Path) -> None:
         raise UserError(f"no {tar} and no mmdebstrap to make it (apt-get install mmdebstrap)")
     tar.parent.mkdir(parents=True, exist_ok=True)
     part = tar.with_suffix(".part.tar")
-    proc = subprocess.run([mmdebstrap, "--variant=apt", "--include=python3,ca-certificates", "bookworm", str(part)],
-                          capture_output=True, text=True, stdin=subprocess.DEVNULL)
+    proc = subprocess.run(
+        [mmdebstrap, "--variant=apt", "--include=python3,ca-certificates", "bookworm", str(part)],
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+    )
     if proc.returncode != 0:
         part.unlink(missing_ok=True)
         raise UserError(f"mmdebstrap could not make the base image: {_last_line(proc)}")
@@ -173,9 +190,14 @@ def ensure_python_image(engine: ContainerEngine) -> str:
         return PYTHON_IMAGE
     with file_lock(home() / "images" / ".lock"):
         if not image_exists(engine.exe, PYTHON_IMAGE):
-            proc = subprocess.run(engine.cmd("build", *engine.build_flags, "-t", PYTHON_IMAGE, "-f", "-", "."),
-                                  input=_PYTHON_LAYER, capture_output=True, text=True, cwd=home() / "images",
-                                  timeout=1800)
+            proc = subprocess.run(
+                engine.cmd("build", *engine.build_flags, "-t", PYTHON_IMAGE, "-f", "-", "."),
+                input=_PYTHON_LAYER,
+                capture_output=True,
+                text=True,
+                cwd=home() / "images",
+                timeout=1800,
+            )
             if proc.returncode != 0:
                 raise UserError(f"could not add pip to the base image: {_last_line(proc)}")
     return PYTHON_IMAGE

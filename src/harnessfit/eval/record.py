@@ -139,13 +139,15 @@ def _judge_calls(messages: list[dict[str, Any]], card: Any, refusing_card: Any, 
                     why.add(refusal)
                 else:
                     failed = True
-            calls.append(JudgedCall(name, args, frozenset(why), frozenset(repaired), double, failed,
-                                    answered=result is not None))
+            calls.append(
+                JudgedCall(name, args, frozenset(why), frozenset(repaired), double, failed, answered=result is not None)
+            )
     return calls
 
 
-def record_episode(facts: EpisodeFacts, task: Task, run_dir: Path, card: Any = None, harness: str | None = None
-                   ) -> EpisodeRecord:
+def record_episode(
+    facts: EpisodeFacts, task: Task, run_dir: Path, card: Any = None, harness: str | None = None
+) -> EpisodeRecord:
     """Read the episode back once through its harness (``harness``: the spec of the one that ran; default: the
     default harness) and judge its tool calls (``card``: the card of the version that ran; the harness's refusal
     texts come from it, or from its default card)."""
@@ -153,5 +155,6 @@ def record_episode(facts: EpisodeFacts, task: Task, run_dir: Path, card: Any = N
     session = run_dir / facts.session_file if facts.session_file else None
     read = agent.transcript(run_dir / facts.events_file, session, killed=facts.killed is not None)
     refusing_card = card if hasattr(card, "refused") else load_card_or_none(agent.default_version, harness=harness)
-    return EpisodeRecord(facts, task, read.messages, _judge_calls(read.messages, card, refusing_card, agent),
-                         read.mismatch)
+    return EpisodeRecord(
+        facts, task, read.messages, _judge_calls(read.messages, card, refusing_card, agent), read.mismatch
+    )

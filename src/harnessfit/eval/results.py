@@ -21,9 +21,18 @@ from harnessfit.eval.scoring import SCORERS
 from harnessfit.eval.stats import mean_over_tasks, pass_at_k, pass_hat_k, rate
 from harnessfit.harness.base import DEFAULT_HARNESS, harness_class
 
-__all__ = ["RESULTS_VERSION", "RATE_METRICS", "rate_metrics", "EvalResults", "aggregate", "load_results",
-           "harness_title", "harness_label",
-           "write_results", "render_markdown"]
+__all__ = [
+    "RESULTS_VERSION",
+    "RATE_METRICS",
+    "rate_metrics",
+    "EvalResults",
+    "aggregate",
+    "load_results",
+    "harness_title",
+    "harness_label",
+    "write_results",
+    "render_markdown",
+]
 
 RESULTS_VERSION = 1
 
@@ -74,8 +83,9 @@ def aggregate(episodes: list[Episode], seeds: int) -> dict[str, Any]:
     why = Counter(why_out(e) for e in episodes if id(e) not in kept)
     out["unscored_by_status"] = dict(sorted(why.items()))
     values = {name: _values(scored, name) for name in SCORERS}
-    out["rates"] = {name: rate(sum(1 for v in values[name] if v), len(values[name])).as_dict()
-                    for _, name, _ in rate_metrics()}
+    out["rates"] = {
+        name: rate(sum(1 for v in values[name] if v), len(values[name])).as_dict() for _, name, _ in rate_metrics()
+    }
     calls = sum(e.metrics.tool_calls_total for e in scored)
     valid = sum(e.metrics.tool_calls_valid for e in scored)
     out["tool_calls"] = {
@@ -83,7 +93,9 @@ def aggregate(episodes: list[Episode], seeds: int) -> dict[str, Any]:
         "valid": valid,
         "invalid": calls - valid,
         "valid_rate": rate(valid, calls).as_dict(),
-        "invalid_by_reason": dict(sorted(sum((Counter(e.metrics.invalid_by_reason) for e in scored), Counter()).items())),
+        "invalid_by_reason": dict(
+            sorted(sum((Counter(e.metrics.invalid_by_reason) for e in scored), Counter()).items())
+        ),
         "double_encoded_arguments": sum(e.metrics.double_encoded_arguments for e in scored),
     }
     failures = Counter(e.metrics.failure for e in scored if e.metrics.failure)
@@ -91,8 +103,11 @@ def aggregate(episodes: list[Episode], seeds: int) -> dict[str, Any]:
     flags = Counter(e.metrics.integrity_flag for e in measured if e.metrics.integrity_flag)
     out["integrity_flags"] = {name: flags[name] for name in INTEGRITY_FLAGS if flags[name]}
 
-    out["means"] = {name: round(sum(values[name]) / len(values[name]), 3) if values[name] else None
-                    for name, s in SCORERS.items() if s.aggregate == "mean"}
+    out["means"] = {
+        name: round(sum(values[name]) / len(values[name]), 3) if values[name] else None
+        for name, s in SCORERS.items()
+        if s.aggregate == "mean"
+    }
     missing = {name: n - len(values[name]) for name in SCORERS if name not in BUILTIN_METRICS}
     if any(missing.values()):  # a registered metric that some scored episodes could not give (Score.unscored)
         out["metrics_unscored"] = {name: k for name, k in missing.items() if k}
@@ -175,8 +190,11 @@ def render_markdown(results: EvalResults) -> str:
         lines.append(f"| pass@{k} | {'n/a' if v is None else f'{100 * v:.0f}%'} |")
     for k, v in agg.get("pass_hat_k", {}).items():
         lines.append(f"| pass^{k} | {'n/a' if v is None else f'{100 * v:.0f}%'} |")
-    lines += ["", "| Task | Seed | Result | Failure | Turns | Tool calls (invalid) | Stop reason | Wall s |",
-              "|---|---|---|---|---|---|---|---|"]
+    lines += [
+        "",
+        "| Task | Seed | Result | Failure | Turns | Tool calls (invalid) | Stop reason | Wall s |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for e in results.episodes:
         f, m = e.facts, e.metrics
         if m is None:
@@ -187,33 +205,51 @@ def render_markdown(results: EvalResults) -> str:
             f"{m.tool_calls_total} ({m.tool_calls_invalid}) | {m.stop_reason or ''} | {m.wall_seconds:.1f} |"
         )
     if tc.get("invalid_by_reason"):
-        lines += ["", "Invalid tool calls by reason: "
-                  + ", ".join(f"`{k}` {v}" for k, v in tc["invalid_by_reason"].items())]
+        lines += [
+            "",
+            "Invalid tool calls by reason: " + ", ".join(f"`{k}` {v}" for k, v in tc["invalid_by_reason"].items()),
+        ]
     if agg.get("failures"):
         lines += ["", "Failures: " + ", ".join(f"`{k}` {v}" for k, v in agg["failures"].items())]
     flagged = [e for e in results.episodes if e.metrics is not None and e.metrics.integrity_flag]
     if flagged:
-        lines += ["", "**Checker and expected change disagree** (look at these episodes; the verdicts above are "
-                  "unchanged):", ""]
+        lines += [
+            "",
+            "**Checker and expected change disagree** (look at these episodes; the verdicts above are unchanged):",
+            "",
+        ]
         lines += [f"- {e.facts.task_id} seed {e.facts.seed}: `{e.metrics.integrity_flag}`" for e in flagged]
     if agg.get("unscored_by_status"):
-        lines += ["", "Unscored, kept out of every rate: "
-                  + ", ".join(f"`{k}` {v}" for k, v in agg["unscored_by_status"].items())]
+        lines += [
+            "",
+            "Unscored, kept out of every rate: "
+            + ", ".join(f"`{k}` {v}" for k, v in agg["unscored_by_status"].items()),
+        ]
     return "\n".join(lines) + "\n"
 
 
 def _policy_line(results: EvalResults) -> str:
     """What the agent's sandbox allowed, from the first episode that recorded it (each episode has its own)."""
-    policy = next((e.facts.sandbox_policy["agent"] for e in results.episodes
-                   if e.facts.sandbox_policy and "agent" in e.facts.sandbox_policy), None)
+    policy = next(
+        (
+            e.facts.sandbox_policy["agent"]
+            for e in results.episodes
+            if e.facts.sandbox_policy and "agent" in e.facts.sandbox_policy
+        ),
+        None,
+    )
     if policy is None:
         return ""
     if "backend" in policy:  # the container backend (eval/backends/container.py)
-        return (f" — Harbor tasks ran in {policy['backend']} containers of their image; network {policy['network']} "
-                "(per episode: `sandbox_policy`)")
-    return (f" — namespaces {', '.join(policy['unshared'])} unshared; writable only the workspace and "
-            f"{harness_title(results)}'s session folder, HOME and /tmp on tmpfs; network {policy['network']} "
-            "(per episode: `sandbox_policy`)")
+        return (
+            f" — Harbor tasks ran in {policy['backend']} containers of their image; network {policy['network']} "
+            "(per episode: `sandbox_policy`)"
+        )
+    return (
+        f" — namespaces {', '.join(policy['unshared'])} unshared; writable only the workspace and "
+        f"{harness_title(results)}'s session folder, HOME and /tmp on tmpfs; network {policy['network']} "
+        "(per episode: `sandbox_policy`)"
+    )
 
 
 def _cell(text: str) -> str:

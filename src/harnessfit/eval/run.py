@@ -31,7 +31,16 @@ from harnessfit.eval.task import Task, load_suite
 from harnessfit.harness.base import get_harness
 from harnessfit.harness.versions import harness_profile, model_harness, normalise_harness, parse_harness, stage_harness
 
-__all__ = ["run_eval", "open_endpoint", "resolve_model_id", "endpoint_models", "endpoint_harness", "load_any_suite", "episode_line", "default_suite"]
+__all__ = [
+    "run_eval",
+    "open_endpoint",
+    "resolve_model_id",
+    "endpoint_models",
+    "endpoint_harness",
+    "load_any_suite",
+    "episode_line",
+    "default_suite",
+]
 
 
 def load_any_suite(suite: Path | str) -> tuple[Path, list[Any], str]:
@@ -54,8 +63,10 @@ def endpoint_models(base_url: str) -> list[dict[str, Any]]:
     try:
         response = httpx.get(url, timeout=10)
     except httpx.TransportError as exc:  # nothing answers there: a model id would not help
-        raise UserError(f"no server answers at {base_url} ({exc or type(exc).__name__}): start it (e.g. `harnessfit "
-                        "serve MODEL --port P`) or check the URL") from None
+        raise UserError(
+            f"no server answers at {base_url} ({exc or type(exc).__name__}): start it (e.g. `harnessfit "
+            "serve MODEL --port P`) or check the URL"
+        ) from None
     try:
         data = response.raise_for_status().json()["data"]
         if not data or not all(isinstance(m, dict) and "id" in m for m in data):
@@ -92,8 +103,14 @@ def endpoint_harness(base_url: str, model_id: str | None = None) -> str | None:
 
 
 @contextlib.contextmanager
-def open_endpoint(model: Endpoint | str, tasks: Sequence[Task], *, model_id: str | None = None,
-                  responder: Responder | None = None, **serve_kwargs: Any) -> Iterator[Endpoint]:
+def open_endpoint(
+    model: Endpoint | str,
+    tasks: Sequence[Task],
+    *,
+    model_id: str | None = None,
+    responder: Responder | None = None,
+    **serve_kwargs: Any,
+) -> Iterator[Endpoint]:
     """An endpoint for ``model`` that lives as long as the ``with`` block (see the module docstring)."""
     if isinstance(model, Endpoint):
         yield model
@@ -115,8 +132,10 @@ def open_endpoint(model: Endpoint | str, tasks: Sequence[Task], *, model_id: str
     try:
         from harnessfit.serve import start_server
     except ImportError as exc:
-        raise UserError("serving a model needs harnessfit.serve.start_server, which this install lacks; "
-                        "start `harnessfit serve` yourself and pass --endpoint URL") from exc
+        raise UserError(
+            "serving a model needs harnessfit.serve.start_server, which this install lacks; "
+            "start `harnessfit serve` yourself and pass --endpoint URL"
+        ) from exc
     handle = start_server(model, **serve_kwargs)
     try:
         yield Endpoint(handle.base_url, handle.model_id, model, handle.context_window)
@@ -126,8 +145,13 @@ def open_endpoint(model: Endpoint | str, tasks: Sequence[Task], *, model_id: str
 
 def _suite_info(suite_dir: Path, tasks: Sequence[Task], fmt: str) -> dict[str, Any]:
     digest = sha256_bytes("\n".join(f"{t.id}:{t.fingerprint()}" for t in tasks).encode())
-    return {"name": suite_dir.resolve().name, "path": str(suite_dir), "format": fmt, "tasks": [t.id for t in tasks],
-            "sha256": digest}
+    return {
+        "name": suite_dir.resolve().name,
+        "path": str(suite_dir),
+        "format": fmt,
+        "tasks": [t.id for t in tasks],
+        "sha256": digest,
+    }
 
 
 def _load_tasks(suite: Path | str, task_ids: Sequence[str] | None) -> tuple[Path, list[Any], str]:
@@ -152,12 +176,25 @@ def _profile_tools(agent: Any, version: str, profile: str | None) -> tuple[str, 
     return tuple(profile_card.default_tools)
 
 
-def _run_jobs(one: Callable[[tuple[Task, int]], Episode], jobs: list[tuple[Task, int]], label: str, *,
-              workers: int, progress: bool, on_episode: Callable[[Episode], None] | None) -> list[Episode]:
+def _run_jobs(
+    one: Callable[[tuple[Task, int]], Episode],
+    jobs: list[tuple[Task, int]],
+    label: str,
+    *,
+    workers: int,
+    progress: bool,
+    on_episode: Callable[[Episode], None] | None,
+) -> list[Episode]:
     """``one`` over every (task, seed) job, ``workers`` at once, in job order, with a progress bar."""
     episodes: list[Episode] = []
-    with Progress(TextColumn("eval {task.description}"), BarColumn(), MofNCompleteColumn(),
-                  TimeElapsedColumn(), disable=not progress, transient=True) as bar:
+    with Progress(
+        TextColumn("eval {task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        disable=not progress,
+        transient=True,
+    ) as bar:
         tid = bar.add_task(label, total=len(jobs))
         with ThreadPoolExecutor(max_workers=workers) as pool:
             for ep in pool.map(one, jobs):
@@ -168,13 +205,28 @@ def _run_jobs(one: Callable[[tuple[Task, int]], Episode], jobs: list[tuple[Task,
     return episodes
 
 
-def _eval_config(*, seeds: int, workers: int, max_turns: int | None, max_seconds: float | None,
-                 max_output_bytes: int | None, sandbox: bool, spec: str,
-                 tools: tuple[str, ...] | None, env: str | None = None) -> dict[str, Any]:
+def _eval_config(
+    *,
+    seeds: int,
+    workers: int,
+    max_turns: int | None,
+    max_seconds: float | None,
+    max_output_bytes: int | None,
+    sandbox: bool,
+    spec: str,
+    tools: tuple[str, ...] | None,
+    env: str | None = None,
+) -> dict[str, Any]:
     """The results' ``config``: the run's settings (for Harbor suites, where tasks ran: ``env``), and the harness
     and its tools when a profile chose them."""
-    config: dict[str, Any] = {"seeds": seeds, "workers": workers, "max_turns": max_turns, "max_seconds": max_seconds,
-                              "max_output_bytes": max_output_bytes, "sandbox_requested": sandbox}
+    config: dict[str, Any] = {
+        "seeds": seeds,
+        "workers": workers,
+        "max_turns": max_turns,
+        "max_seconds": max_seconds,
+        "max_output_bytes": max_output_bytes,
+        "sandbox_requested": sandbox,
+    }
     if env is not None:
         config["env"] = env
     if tools is not None:  # the same tools as the data built with this profile's card
@@ -190,8 +242,17 @@ def _admit_every_worker(endpoint_or_model: Endpoint | str, workers: int, serve_k
         serve_kwargs.setdefault("max_queue", max(DEFAULT_MAX_QUEUE, workers))
 
 
-def _episode(job: tuple[Task, int], *, endpoint: Endpoint, out_dir: Path, card: Any, spec: str,
-             engine: ContainerEngine | None, sandbox: bool, **run_kwargs: Any) -> Episode:
+def _episode(
+    job: tuple[Task, int],
+    *,
+    endpoint: Endpoint,
+    out_dir: Path,
+    card: Any,
+    spec: str,
+    engine: ContainerEngine | None,
+    sandbox: bool,
+    **run_kwargs: Any,
+) -> Episode:
     """Run and score one (task, seed) job: in the task's container when a container ``engine`` runs Harbor tasks,
     else sandboxed on the host."""
     task, seed = job
@@ -241,22 +302,54 @@ def run_eval(
     status = require_sandbox() if sandbox else NO_SANDBOX  # fail closed: never unsandboxed unless asked
     engine = _container_engine(env) if fmt == "harbor" else None
     tools = _profile_tools(agent, version, profile)
-    config = _eval_config(seeds=seeds, workers=workers, max_turns=max_turns, max_seconds=max_seconds,
-                          max_output_bytes=max_output_bytes, sandbox=sandbox, spec=spec, tools=tools,
-                          env=(engine.name if engine is not None else "host") if fmt == "harbor" else None)
-    results = EvalResults(model={"name": str(endpoint_or_model)}, suite=_suite_info(suite_dir, tasks, fmt),
-                          config=config, sandbox=status, pi_version=version, harness=spec)
+    config = _eval_config(
+        seeds=seeds,
+        workers=workers,
+        max_turns=max_turns,
+        max_seconds=max_seconds,
+        max_output_bytes=max_output_bytes,
+        sandbox=sandbox,
+        spec=spec,
+        tools=tools,
+        env=(engine.name if engine is not None else "host") if fmt == "harbor" else None,
+    )
+    results = EvalResults(
+        model={"name": str(endpoint_or_model)},
+        suite=_suite_info(suite_dir, tasks, fmt),
+        config=config,
+        sandbox=status,
+        pi_version=version,
+        harness=spec,
+    )
     card = load_card_or_none(version, profile, harness=spec)  # scored against the card of the version that ran
     _admit_every_worker(endpoint_or_model, workers, serve_kwargs)
-    with results.lifecycle(out_dir), open_endpoint(endpoint_or_model, tasks, model_id=model_id, responder=responder,
-                                                   **serve_kwargs) as endpoint:
+    with (
+        results.lifecycle(out_dir),
+        open_endpoint(endpoint_or_model, tasks, model_id=model_id, responder=responder, **serve_kwargs) as endpoint,
+    ):
         results.model = {"name": endpoint.label, "model_id": endpoint.model_id, "endpoint": endpoint.base_url}
         one = functools.partial(
-            _episode, endpoint=endpoint, out_dir=out_dir, card=card, spec=spec, sandbox=sandbox, tools=tools,
-            max_turns=max_turns, max_seconds=max_seconds, max_output_bytes=max_output_bytes,
-            expose_solution=str(endpoint_or_model) == "scripted:oracle", engine=engine)  # the oracle sees /solution
-        episodes = _run_jobs(one, [(t, s) for t in tasks for s in range(seeds)], endpoint.label,
-                             workers=workers, progress=progress, on_episode=on_episode)
+            _episode,
+            endpoint=endpoint,
+            out_dir=out_dir,
+            card=card,
+            spec=spec,
+            sandbox=sandbox,
+            tools=tools,
+            max_turns=max_turns,
+            max_seconds=max_seconds,
+            max_output_bytes=max_output_bytes,
+            expose_solution=str(endpoint_or_model) == "scripted:oracle",
+            engine=engine,
+        )  # the oracle sees /solution
+        episodes = _run_jobs(
+            one,
+            [(t, s) for t in tasks for s in range(seeds)],
+            endpoint.label,
+            workers=workers,
+            progress=progress,
+            on_episode=on_episode,
+        )
     results.episodes = sorted(episodes, key=lambda e: (e.facts.task_id, e.facts.seed))
     results.aggregates = aggregate(results.episodes, seeds)
     results.finish(out_dir)
@@ -288,8 +381,9 @@ def default_suite() -> Path:
     repo = Path(__file__).resolve().parents[3] / "examples" / "tasks" / "default"
     if repo.is_dir():
         return repo
-    raise UserError("no default task suite here (examples/tasks/default of the harnessfit repository): pass --suite "
-                    "DIR")
+    raise UserError(
+        "no default task suite here (examples/tasks/default of the harnessfit repository): pass --suite DIR"
+    )
 
 
 def episode_line(ep: Episode, label: str = "eval") -> str:
@@ -303,8 +397,10 @@ def episode_line(ep: Episode, label: str = "eval") -> str:
         outcome = f"unscored (integrity: {m.integrity_flag})"
     else:
         outcome = "complete loop" if m.complete_loop else f"failed ({m.failure or 'no complete loop'})"
-    return (f"{label}: {f.task_id} seed {f.seed}: {outcome}, {m.turns} turn(s), {m.tool_calls_valid}/"
-            f"{m.tool_calls_total} valid calls, {f.wall_seconds:.0f} s")
+    return (
+        f"{label}: {f.task_id} seed {f.seed}: {outcome}, {m.turns} turn(s), {m.tool_calls_valid}/"
+        f"{m.tool_calls_total} valid calls, {f.wall_seconds:.0f} s"
+    )
 
 
 def _eval_harness(asked: str | None, model: Endpoint | str, adapter: Any, model_id: str | None = None) -> str:
@@ -313,14 +409,16 @@ def _eval_harness(asked: str | None, model: Endpoint | str, adapter: Any, model_
     asked = normalise_harness(asked) if asked else None
     if isinstance(model, str) and model.startswith(("http://", "https://")):
         recorded = endpoint_harness(model, model_id)
-        spec = stage_harness(asked, recorded, what=f"the model served at {model}", stage="eval agent",
-                             redo="retrain")
+        spec = stage_harness(asked, recorded, what=f"the model served at {model}", stage="eval agent", redo="retrain")
         if recorded is None and asked is None:
             from rich.console import Console
 
-            Console(stderr=True).print(f"eval: the endpoint does not say which harness its model was trained for: "
-                                       f"running {spec} (pass --harness to choose another)", markup=False,
-                                       soft_wrap=True)
+            Console(stderr=True).print(
+                f"eval: the endpoint does not say which harness its model was trained for: "
+                f"running {spec} (pass --harness to choose another)",
+                markup=False,
+                soft_wrap=True,
+            )
     else:
         spec = model_harness(asked, model if isinstance(model, str) else None, adapter, stage="eval agent")
     return spec

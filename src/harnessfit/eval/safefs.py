@@ -97,8 +97,12 @@ def copy_into(src: Path, dst_root: Path) -> list[str]:
         try:
             if _exists(parts[-1], fd):
                 _remove(parts[-1], fd)
-            out = os.open(parts[-1], os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
-                          path.stat().st_mode & 0o777 | 0o600, dir_fd=fd)
+            out = os.open(
+                parts[-1],
+                os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+                path.stat().st_mode & 0o777 | 0o600,
+                dir_fd=fd,
+            )
             with os.fdopen(out, "wb") as fh:
                 fh.write(path.read_bytes())
         finally:

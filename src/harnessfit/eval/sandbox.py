@@ -42,20 +42,53 @@ from urllib.parse import urlsplit
 from harnessfit.errors import UserError
 from harnessfit.eval.caps import Caps
 
-__all__ = ["sandbox_status", "require_sandbox", "SandboxSpec", "EndpointForwarder", "sandbox_path",
-           "SANDBOX_HOME", "RUNNER_DIR", "UNSHARED"]
+__all__ = [
+    "sandbox_status",
+    "require_sandbox",
+    "SandboxSpec",
+    "EndpointForwarder",
+    "sandbox_path",
+    "SANDBOX_HOME",
+    "RUNNER_DIR",
+    "UNSHARED",
+]
 
 SANDBOX_HOME = "/home/agent"  # HOME inside the sandbox: a fresh tmpfs each run
 RUNNER_DIR = "/run/harnessfit"  # the runner's read-only files inside the sandbox (launcher, config seed)
 UNSHARED = ("user", "ipc", "pid", "net", "uts", "cgroup")
-_NS_FLAGS = ["--unshare-user", "--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts",
-             "--unshare-cgroup-try"]
+_NS_FLAGS = [
+    "--unshare-user",
+    "--unshare-ipc",
+    "--unshare-pid",
+    "--unshare-net",
+    "--unshare-uts",
+    "--unshare-cgroup-try",
+]
 _SYSTEM_TOP = ("usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32")
 # /etc entries bound read-only when present: the dynamic loader, alternatives (awk, python …), time zone, TLS
 # roots, Debian's Python site configuration, services/protocols for socket libraries, os-release.
-_ETC = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "alternatives", "localtime", "timezone", "ssl/certs",
-        "ssl/openssl.cnf", "ca-certificates", "ca-certificates.conf", "python3", "python3.11", "python3.12",
-        "python3.13", "protocols", "services", "os-release", "host.conf", "gai.conf", "mime.types")
+_ETC = (
+    "ld.so.cache",
+    "ld.so.conf",
+    "ld.so.conf.d",
+    "alternatives",
+    "localtime",
+    "timezone",
+    "ssl/certs",
+    "ssl/openssl.cnf",
+    "ca-certificates",
+    "ca-certificates.conf",
+    "python3",
+    "python3.11",
+    "python3.12",
+    "python3.13",
+    "protocols",
+    "services",
+    "os-release",
+    "host.conf",
+    "gai.conf",
+    "mime.types",
+)
 _SYNTHETIC_ETC = {
     "passwd": f"root:x:0:0:root:{SANDBOX_HOME}:/bin/bash\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n",
     "group": "root:x:0:\nnogroup:x:65534:\n",
@@ -70,9 +103,26 @@ def _bwrap() -> str | None:
 
 
 def _probe_args(exe: str) -> list[str]:
-    return [exe, "--die-with-parent", *_NS_FLAGS, "--new-session", "--cap-drop", "ALL",
-            *_system_binds(), "--dev", "/dev", "--proc", "/proc", "--size", "1048576", "--tmpfs", "/tmp",
-            "--remount-ro", "/", "true"]
+    return [
+        exe,
+        "--die-with-parent",
+        *_NS_FLAGS,
+        "--new-session",
+        "--cap-drop",
+        "ALL",
+        *_system_binds(),
+        "--dev",
+        "/dev",
+        "--proc",
+        "/proc",
+        "--size",
+        "1048576",
+        "--tmpfs",
+        "/tmp",
+        "--remount-ro",
+        "/",
+        "true",
+    ]
 
 
 @functools.lru_cache(maxsize=1)
@@ -97,8 +147,10 @@ def require_sandbox() -> str:
     """The sandbox status, or a UserError when it cannot run: an eval never falls back to running unsandboxed."""
     status = sandbox_status()
     if status != "bwrap":
-        raise UserError(f"the eval sandbox cannot run here ({status.removeprefix('none: ')}); fix bubblewrap, or "
-                        "pass --no-sandbox to run the agent unsandboxed (the results will say so)")
+        raise UserError(
+            f"the eval sandbox cannot run here ({status.removeprefix('none: ')}); fix bubblewrap, or "
+            "pass --no-sandbox to run the agent unsandboxed (the results will say so)"
+        )
     return status
 
 
@@ -192,8 +244,17 @@ class SandboxSpec:
         ``etc_dir`` is a host folder (outside anything the sandbox can write) for the synthetic /etc files.
         """
         exe = _bwrap() or "bwrap"
-        args = [exe, "--die-with-parent", *_NS_FLAGS, "--new-session", "--cap-drop", "ALL", "--hostname", "sandbox",
-                *_system_binds()]
+        args = [
+            exe,
+            "--die-with-parent",
+            *_NS_FLAGS,
+            "--new-session",
+            "--cap-drop",
+            "ALL",
+            "--hostname",
+            "sandbox",
+            *_system_binds(),
+        ]
         for name in _ETC:
             if Path("/etc", name).exists():
                 args += ["--ro-bind", f"/etc/{name}", f"/etc/{name}"]
@@ -201,9 +262,26 @@ class SandboxSpec:
         for prefix in tool_prefixes():
             args += ["--ro-bind", str(prefix), str(prefix)]
         caps = self.caps
-        args += ["--dev", "/dev", "--size", str(caps.shm_bytes), "--tmpfs", "/dev/shm", "--remount-ro", "/dev",
-                 "--proc", "/proc", "--size", str(caps.tmp_bytes), "--tmpfs", "/tmp",
-                 "--size", str(caps.home_bytes), "--tmpfs", SANDBOX_HOME]
+        args += [
+            "--dev",
+            "/dev",
+            "--size",
+            str(caps.shm_bytes),
+            "--tmpfs",
+            "/dev/shm",
+            "--remount-ro",
+            "/dev",
+            "--proc",
+            "/proc",
+            "--size",
+            str(caps.tmp_bytes),
+            "--tmpfs",
+            "/tmp",
+            "--size",
+            str(caps.home_bytes),
+            "--tmpfs",
+            SANDBOX_HOME,
+        ]
         for inside, size in self.captured:
             args += ["--size", str(size), "--tmpfs", inside]
         if self.runner_dir is not None:
@@ -222,21 +300,27 @@ class SandboxSpec:
         system = [f"/{t}" for t in _SYSTEM_TOP if Path("/", t).exists()]
         if self.forward is not None:
             host, port, _, target = self.forward
-            network = (f"none: new network namespace; only the model endpoint, {host}:{port} inside, forwarded over "
-                       f"a unix socket to {target}")
+            network = (
+                f"none: new network namespace; only the model endpoint, {host}:{port} inside, forwarded over "
+                f"a unix socket to {target}"
+            )
         else:
             network = "none: new network namespace with loopback only"
         return {
             "tool": bwrap_version(),
             "unshared": list(UNSHARED),
-            "read_only": system + [f"/etc/{n}" for n in _ETC if Path("/etc", n).exists()]
+            "read_only": system
+            + [f"/etc/{n}" for n in _ETC if Path("/etc", n).exists()]
             + [f"/etc/{n} (synthetic)" for n in (*_SYNTHETIC_ETC, "hosts")]
             + [str(p) for p in tool_prefixes()]
             + ([f"{RUNNER_DIR} (runner files)"] if self.runner_dir is not None else [])
             + [self._pair(p)[1] for p in self.read_only],
             "read_write": [self._pair(p)[1] for p in self.read_write],
-            "tmpfs": [f"/tmp ({self.caps.tmp_bytes} bytes)", f"{SANDBOX_HOME} (HOME, {self.caps.home_bytes} bytes)",
-                      f"/dev/shm ({self.caps.shm_bytes} bytes)"]
+            "tmpfs": [
+                f"/tmp ({self.caps.tmp_bytes} bytes)",
+                f"{SANDBOX_HOME} (HOME, {self.caps.home_bytes} bytes)",
+                f"/dev/shm ({self.caps.shm_bytes} bytes)",
+            ]
             + [f"{inside} (captured, {size} bytes)" for inside, size in self.captured],
             "caps": self.caps.describe(),
             "root": "read-only tmpfs (nothing else of the host file system)",
@@ -266,8 +350,12 @@ class EndpointForwarder:
             shutil.rmtree(self.folder, ignore_errors=True)
             raise UserError("node not found on PATH: the eval sandbox's endpoint forward runs on Node (as Pi does)")
         forward = program_text("forward_outside.cjs")
-        self._proc = subprocess.Popen([node, "-e", forward, str(self.socket_path), self.host, str(self.port)],
-                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        self._proc = subprocess.Popen(
+            [node, "-e", forward, str(self.socket_path), self.host, str(self.port)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
         line = self._proc.stdout.readline() if self._proc.stdout is not None else b""
         if line.strip() != b"ready":
             err = self._proc.stderr.read().decode(errors="replace").strip() if self._proc.stderr else ""

@@ -17,11 +17,11 @@ from harnessfit.eval.record import EpisodeRecord, load_card_or_none, read_jsonl_
 from harnessfit.eval.scoring import SCORERS, Unscored, scorer
 from harnessfit.eval.task import Task
 
-__all__ = ["read_jsonl_tolerant", "score_episode", "load_card_or_none",
-           "integrity_flag", "BUILTIN_METRICS"]
+__all__ = ["read_jsonl_tolerant", "score_episode", "load_card_or_none", "integrity_flag", "BUILTIN_METRICS"]
 
 
 # --- the outcome: the checker, the expected change, a final answer ---------------------------------------------
+
 
 @scorer(aggregate="rate", label="Complete loop (checker passed + expected change + final response)")
 def complete_loop(ep: EpisodeRecord) -> bool:
@@ -42,8 +42,14 @@ def validation_used(ep: EpisodeRecord) -> bool:
 
 def _validation_runs(ep: EpisodeRecord) -> list[Any]:
     wanted = _normalise(ep.task.validation_command or "")
-    return [c for c in ep.calls if wanted and c.name == "bash" and isinstance(c.arguments, dict)
-            and wanted in _normalise(str(c.arguments.get("command", "")))]
+    return [
+        c
+        for c in ep.calls
+        if wanted
+        and c.name == "bash"
+        and isinstance(c.arguments, dict)
+        and wanted in _normalise(str(c.arguments.get("command", "")))
+    ]
 
 
 @scorer(aggregate="rate", label="Final validation clean (the last validation run passed)")
@@ -68,6 +74,7 @@ def checker_passed(ep: EpisodeRecord) -> bool:
 
 
 # --- the tool calls ---------------------------------------------------------------------------------------------
+
 
 @scorer()
 def tool_calls_total(ep: EpisodeRecord) -> int:
@@ -108,6 +115,7 @@ def double_encoded_arguments(ep: EpisodeRecord) -> int:
 
 # --- the caps and the endpoint (rates in this order) -------------------------------------------------------------
 
+
 @scorer(aggregate="rate", label="Runaway (output cap hit)", good=False)
 def runaway(ep: EpisodeRecord) -> bool:
     return ep.facts.killed == "output_cap"
@@ -129,6 +137,7 @@ def endpoint_error(ep: EpisodeRecord) -> bool:
 
 
 # --- the effort (means in this order) ----------------------------------------------------------------------------
+
 
 @scorer(aggregate="mean")
 def turns(ep: EpisodeRecord) -> int:
@@ -166,8 +175,9 @@ _VERDICTS = ("failure", "integrity_flag", "integrity_detail", "scores")
 BUILTIN_METRICS = tuple(name for name in EpisodeMetrics.model_fields if name not in _VERDICTS)
 
 
-def score_episode(facts: EpisodeFacts, task: Task, run_dir: Path, card: Any = None, harness: str | None = None
-                  ) -> EpisodeMetrics:
+def score_episode(
+    facts: EpisodeFacts, task: Task, run_dir: Path, card: Any = None, harness: str | None = None
+) -> EpisodeMetrics:
     """Metrics of one finished episode (``facts.status`` must be ``"success"``) run in ``harness`` (a spec; default:
     the default harness): every registered scorer's value, the failure and the integrity flag. A built-in metric
     cannot be unscored (the episode then is: ValueError)."""

@@ -44,8 +44,13 @@ class Scorer:
 SCORERS: dict[str, Scorer] = {}
 
 
-def scorer(name: str | None = None, *, aggregate: Literal["rate", "mean"] | None = None, label: str | None = None,
-           good: bool = True) -> Callable[[Callable[[Any], Any]], Callable[[Any], Any]]:
+def scorer(
+    name: str | None = None,
+    *,
+    aggregate: Literal["rate", "mean"] | None = None,
+    label: str | None = None,
+    good: bool = True,
+) -> Callable[[Callable[[Any], Any]], Callable[[Any], Any]]:
     """Register the decorated function as the metric ``name`` (default: the function's name)."""
     if aggregate not in (None, "rate", "mean"):
         raise ValueError(f"aggregate must be 'rate', 'mean' or None, not {aggregate!r}")

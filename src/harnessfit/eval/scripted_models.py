@@ -26,8 +26,19 @@ from harnessfit.errors import UserError
 from harnessfit.eval.task import ReferenceStep, Task
 from harnessfit.harness.scripted import Reply
 
-__all__ = ["SCRIPTED_MODELS", "responder_for", "golden", "double_encode", "recovering", "runaway", "never_stop",
-           "escape", "oracle", "nop", "Responder"]
+__all__ = [
+    "SCRIPTED_MODELS",
+    "responder_for",
+    "golden",
+    "double_encode",
+    "recovering",
+    "runaway",
+    "never_stop",
+    "escape",
+    "oracle",
+    "nop",
+    "Responder",
+]
 
 Responder = Callable[[dict, int], Reply]
 
@@ -193,6 +204,7 @@ def responder_for(spec: str, tasks: Sequence[Task]) -> Responder:
     """Responder for ``scripted:<name>`` (or a bare name) over ``tasks``; a UserError lists the known names."""
     name = spec.removeprefix("scripted:")
     if name not in SCRIPTED_MODELS:
-        raise UserError(f"unknown scripted model {spec!r}: choose one of "
-                        + ", ".join(f"scripted:{n}" for n in SCRIPTED_MODELS))
+        raise UserError(
+            f"unknown scripted model {spec!r}: choose one of " + ", ".join(f"scripted:{n}" for n in SCRIPTED_MODELS)
+        )
     return SCRIPTED_MODELS[name](tasks)

@@ -29,8 +29,15 @@ def finished_runs(paths: Sequence[Path], load: Callable[[Path], Any], what: str)
     return runs
 
 
-def rate_rows(runs: Sequence[Any], paths: Sequence[Path], labels: Sequence[str] | None,
-              metrics: Sequence[tuple[str, str]], *, first: str, counted: str) -> tuple[list[str], dict[str, Any]]:
+def rate_rows(
+    runs: Sequence[Any],
+    paths: Sequence[Path],
+    labels: Sequence[str] | None,
+    metrics: Sequence[tuple[str, str]],
+    *,
+    first: str,
+    counted: str,
+) -> tuple[list[str], dict[str, Any]]:
     """The Markdown table (header ``first`` + one column per run, one row per ``(label, key)`` of ``metrics`` from
     ``aggregates["rates"]``, then scored / unscored ``counted``) and its JSON form."""
     names = list(labels) if labels else [str(r.model.get("name")) for r in runs]
@@ -40,8 +47,11 @@ def rate_rows(runs: Sequence[Any], paths: Sequence[Path], labels: Sequence[str] 
         cells = [r.aggregates["rates"][key] for r in runs]
         data["metrics"][key] = cells
         rows.append(f"| {label} | " + " | ".join(fmt_rate(c) for c in cells) + " |")
-    rows.append(f"| Scored / unscored {counted} | " + " | ".join(
-        f"{r.aggregates['scored']} / {r.aggregates['unscored']}" for r in runs) + " |")
+    rows.append(
+        f"| Scored / unscored {counted} | "
+        + " | ".join(f"{r.aggregates['scored']} / {r.aggregates['unscored']}" for r in runs)
+        + " |"
+    )
     return rows, data
 
 

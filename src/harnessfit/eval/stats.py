@@ -11,8 +11,16 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-__all__ = ["Rate", "wilson_interval", "rate", "pass_at_k", "pass_hat_k", "mean_over_tasks", "t_quantile_975",
-           "mean_interval"]
+__all__ = [
+    "Rate",
+    "wilson_interval",
+    "rate",
+    "pass_at_k",
+    "pass_hat_k",
+    "mean_over_tasks",
+    "t_quantile_975",
+    "mean_interval",
+]
 
 Z95 = 1.959963984540054
 
@@ -49,8 +57,13 @@ class Rate(tuple):
         def clean(x: float) -> float | None:
             return None if math.isnan(x) else round(x, 6)
 
-        return {"successes": self.successes, "n": self.n, "rate": clean(self.value),
-                "ci95_low": clean(self.low), "ci95_high": clean(self.high)}
+        return {
+            "successes": self.successes,
+            "n": self.n,
+            "rate": clean(self.value),
+            "ci95_low": clean(self.low),
+            "ci95_high": clean(self.high),
+        }
 
 
 def wilson_interval(successes: int, n: int, z: float = Z95) -> tuple[float, float]:
@@ -96,8 +109,38 @@ def mean_over_tasks(per_task: Sequence[tuple[int, int]], k: int, fn) -> float:
 
 # Student's t quantile t(0.975, df) for df = 1..30 (standard tables); beyond 30 the Cornish-Fisher expansion below
 # is within 0.001 of it.
-_T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145, 2.131,
-         2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042)
+_T975 = (
+    12.706,
+    4.303,
+    3.182,
+    2.776,
+    2.571,
+    2.447,
+    2.365,
+    2.306,
+    2.262,
+    2.228,
+    2.201,
+    2.179,
+    2.160,
+    2.145,
+    2.131,
+    2.120,
+    2.110,
+    2.101,
+    2.093,
+    2.086,
+    2.080,
+    2.074,
+    2.069,
+    2.064,
+    2.060,
+    2.056,
+    2.052,
+    2.048,
+    2.045,
+    2.042,
+)
 
 
 def t_quantile_975(df: int) -> float:
@@ -110,8 +153,9 @@ def t_quantile_975(df: int) -> float:
     return z + (z**3 + z) / (4 * df) + (5 * z**5 + 16 * z**3 + 3 * z) / (96 * df * df)
 
 
-def mean_interval(values: Sequence[float], lo: float = -math.inf,
-                  hi: float = math.inf) -> dict[str, float | int | None]:
+def mean_interval(
+    values: Sequence[float], lo: float = -math.inf, hi: float = math.inf
+) -> dict[str, float | int | None]:
     """Mean of ``values`` with its 95% t interval (clipped to ``[lo, hi]``, e.g. a 1–5 scale); None where undefined
     (no value: no mean; one value: no interval)."""
     n = len(values)
@@ -122,5 +166,9 @@ def mean_interval(values: Sequence[float], lo: float = -math.inf,
         return {"n": 1, "mean": round(mean, 6), "ci95_low": None, "ci95_high": None}
     sd = math.sqrt(sum((v - mean) ** 2 for v in values) / (n - 1))
     half = t_quantile_975(n - 1) * sd / math.sqrt(n)
-    return {"n": n, "mean": round(mean, 6), "ci95_low": round(max(lo, mean - half), 6),
-            "ci95_high": round(min(hi, mean + half), 6)}
+    return {
+        "n": n,
+        "mean": round(mean, 6),
+        "ci95_low": round(max(lo, mean - half), 6),
+        "ci95_high": round(min(hi, mean + half), 6),
+    }

@@ -138,7 +138,9 @@ class Limits(_Strict):
     max_file_bytes: int = Field(default=256 << 20, ge=1 << 20)
     max_processes: int = Field(default=512, ge=64)  # Pi and the launcher are Node: about a dozen threads each
     max_cpu_seconds: float | None = Field(default=None, gt=0)  # None: twice max_seconds
-    max_memory_bytes: int = Field(default=4 << 30, ge=512 << 20)  # resident, all processes: Pi and its launcher ~200 MiB
+    max_memory_bytes: int = Field(
+        default=4 << 30, ge=512 << 20
+    )  # resident, all processes: Pi and its launcher ~200 MiB
 
 
 class ReferenceStep(_Strict):

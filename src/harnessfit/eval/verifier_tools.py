@@ -48,13 +48,17 @@ __all__ = ["UvPlan", "read_test_sh", "uv_bin", "uv_env", "INSTALLER_BIN"]
 INSTALLER_BIN = ".local/bin"  # where astral's installer puts uv, relative to HOME
 _URL = re.compile(r"""https?://[^\s'"|;&<>()`]+""")
 _FETCHER = re.compile(r"(?<![\w./-])(?:curl|wget)(?![\w.-])")
-_UV_INSTALLER = re.compile(r"https?://(?:astral\.sh/uv(?:/(?P<a>\d+\.\d+\.\d+))?/install\.sh"
-                           r"|github\.com/astral-sh/uv/releases/(?:download/(?P<b>\d+\.\d+\.\d+)|latest/download)"
-                           r"/uv-installer\.sh)")
+_UV_INSTALLER = re.compile(
+    r"https?://(?:astral\.sh/uv(?:/(?P<a>\d+\.\d+\.\d+))?/install\.sh"
+    r"|github\.com/astral-sh/uv/releases/(?:download/(?P<b>\d+\.\d+\.\d+)|latest/download)"
+    r"/uv-installer\.sh)"
+)
 _LOCAL = re.compile(r"https?://(?:localhost|127(?:\.\d+){3}|0\.0\.0\.0|\[::1\])(?:[:/]|$)")
 _USES_UV = re.compile(r"(?<![\w./-])uvx?(?![\w.-])")
-_UV_PYTHON = re.compile(r"(?<![\w./-])uvx?(?![\w.-])[^\n]*?\s(?:-p|--python)[ =]['\"]?(?:cpython-|python)?"
-                        r"(\d+)\.(\d+)")
+_UV_PYTHON = re.compile(
+    r"(?<![\w./-])uvx?(?![\w.-])[^\n]*?\s(?:-p|--python)[ =]['\"]?(?:cpython-|python)?"
+    r"(\d+)\.(\d+)"
+)
 _ENV_SCRIPT = """\
 # harnessfit: uv {version} from the pinned wheel cache stands in for astral's uv installer (the verifier is
 # offline). As the installer's env script does, put $HOME/.local/bin on PATH once.
@@ -108,9 +112,14 @@ def read_test_sh(text: str, python: tuple[int, int] | None) -> UvPlan:
         for line in code:
             for major, minor in _UV_PYTHON.findall(line):
                 if (int(major), int(minor)) != python:
-                    return UvPlan(version, installer, problem=(
-                        f"test.sh asks uv for Python {major}.{minor}; the verifier's environment has Python "
-                        f"{python[0]}.{python[1]} and uv downloads no Python offline"))
+                    return UvPlan(
+                        version,
+                        installer,
+                        problem=(
+                            f"test.sh asks uv for Python {major}.{minor}; the verifier's environment has Python "
+                            f"{python[0]}.{python[1]} and uv downloads no Python offline"
+                        ),
+                    )
     return UvPlan(version, installer)
 
 
@@ -142,8 +151,14 @@ def uv_bin(version: str) -> Path:
 
 def uv_env(wheels_inside: str, python: str) -> dict[str, str]:
     """What keeps uv offline and on the wheel cache, with ``python`` (a path or a name on PATH) its interpreter."""
-    return {"UV_OFFLINE": "1", "UV_NO_INDEX": "1", "UV_FIND_LINKS": wheels_inside, "UV_PYTHON_DOWNLOADS": "never",
-            "UV_PYTHON": python, "UV_NO_PROGRESS": "1"}
+    return {
+        "UV_OFFLINE": "1",
+        "UV_NO_INDEX": "1",
+        "UV_FIND_LINKS": wheels_inside,
+        "UV_PYTHON_DOWNLOADS": "never",
+        "UV_PYTHON": python,
+        "UV_NO_PROGRESS": "1",
+    }
 
 
 def main() -> int:

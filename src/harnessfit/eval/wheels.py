@@ -20,16 +20,36 @@ from pathlib import Path
 from harnessfit.errors import UserError
 from harnessfit.paths import file_lock, home
 
-__all__ = ["UV_DEFAULT", "VERIFIER_TOOLS", "WHEELS_INSIDE", "pip_requirements", "wheel_cache", "fetch_wheels", "offline_pip_env"]
+__all__ = [
+    "UV_DEFAULT",
+    "VERIFIER_TOOLS",
+    "WHEELS_INSIDE",
+    "pip_requirements",
+    "wheel_cache",
+    "fetch_wheels",
+    "offline_pip_env",
+]
 
 UV_DEFAULT = "0.13.9"  # the uv a verifier gets when its test.sh names no version (``verifier_tools``)
 # pinned by Harbor task templates: pytest and its ctrf plugin, the uv the template's installer line names (0.9.5) and
 # the default uv; colorama because ``uv add``/``uv lock`` resolve for every platform (pytest needs it on Windows)
-VERIFIER_TOOLS = ("pytest==8.4.1", "pytest-json-ctrf==0.3.5", "pytest==8.2.2", f"uv=={UV_DEFAULT}", "uv==0.9.5",
-                  "colorama==0.4.6")
+VERIFIER_TOOLS = (
+    "pytest==8.4.1",
+    "pytest-json-ctrf==0.3.5",
+    "pytest==8.2.2",
+    f"uv=={UV_DEFAULT}",
+    "uv==0.9.5",
+    "colorama==0.4.6",
+)
 WHEELS_INSIDE = "/hf/wheels"
-_PLATFORMS = ("manylinux_2_36_x86_64", "manylinux_2_28_x86_64", "manylinux_2_17_x86_64", "manylinux2014_x86_64",
-              "manylinux1_x86_64", "linux_x86_64")
+_PLATFORMS = (
+    "manylinux_2_36_x86_64",
+    "manylinux_2_28_x86_64",
+    "manylinux_2_17_x86_64",
+    "manylinux2014_x86_64",
+    "manylinux1_x86_64",
+    "linux_x86_64",
+)
 _PIP = re.compile(r"^(?:\S*/)?(?:pip3?(?:\.\d+)?|python3?(?:\.\d+)?\s+-m\s+pip)$")
 
 
@@ -48,10 +68,10 @@ def pip_requirements(command: str) -> tuple[list[str], str | None]:
         except ValueError:
             return reqs, f"cannot read the shell command {part.strip()[:80]!r}"
         for i in range(len(words)):
-            head = " ".join(words[i:i + 3]) if words[i].startswith("python") else words[i]
+            head = " ".join(words[i : i + 3]) if words[i].startswith("python") else words[i]
             if not (_PIP.match(head) or _PIP.match(words[i])):
                 continue
-            rest = words[i + 3:] if words[i].startswith("python") else words[i + 1:]
+            rest = words[i + 3 :] if words[i].startswith("python") else words[i + 1 :]
             if not rest or rest[0] != "install":
                 break
             redirect = False
@@ -79,9 +99,28 @@ def fetch_wheels(requirements: list[str] | tuple[str, ...]) -> Path:
             marker = folder / ".fetched" / re.sub(r"[^\w.=<>!~-]", "_", req)
             if marker.exists():
                 continue
-            cmd = [sys.executable, "-m", "pip", "download", "--quiet", "--dest", str(folder), "--only-binary=:all:",
-                   "--python-version", "3.11", "--implementation", "cp", "--abi", "cp311", "--abi", "abi3",
-                   "--abi", "none", *[a for p in _PLATFORMS for a in ("--platform", p)], req]
+            cmd = [
+                sys.executable,
+                "-m",
+                "pip",
+                "download",
+                "--quiet",
+                "--dest",
+                str(folder),
+                "--only-binary=:all:",
+                "--python-version",
+                "3.11",
+                "--implementation",
+                "cp",
+                "--abi",
+                "cp311",
+                "--abi",
+                "abi3",
+                "--abi",
+                "none",
+                *[a for p in _PLATFORMS for a in ("--platform", p)],
+                req,
+            ]
             proc = subprocess.run(cmd, capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=1800)
             if proc.returncode != 0:
                 last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
@@ -93,5 +132,9 @@ def fetch_wheels(requirements: list[str] | tuple[str, ...]) -> Path:
 
 def offline_pip_env(inside: str = WHEELS_INSIDE) -> dict[str, str]:
     """What makes pip install from the cache alone (a build step's ARGs, a verifier's environment)."""
-    return {"PIP_NO_INDEX": "1", "PIP_FIND_LINKS": inside, "PIP_DISABLE_PIP_VERSION_CHECK": "1",
-            "PIP_ROOT_USER_ACTION": "ignore"}
+    return {
+        "PIP_NO_INDEX": "1",
+        "PIP_FIND_LINKS": inside,
+        "PIP_DISABLE_PIP_VERSION_CHECK": "1",
+        "PIP_ROOT_USER_ACTION": "ignore",
+    }

@@ -165,22 +165,26 @@ def parse_arguments(raw: Any, tool: str) -> dict[str, Any] | Failure:
             value = orjson.loads(raw)
         except orjson.JSONDecodeError:
             return Failure(
-                Reason.unmappable_arguments, f"{tool}: arguments are not valid JSON ({excerpt(raw, 80)!r})",
+                Reason.unmappable_arguments,
+                f"{tool}: arguments are not valid JSON ({excerpt(raw, 80)!r})",
                 "re-emit the call with a complete JSON object",
             )
         if isinstance(value, str):
             return Failure(
-                Reason.arguments_double_encoded, f"{tool}: arguments are a JSON string holding JSON ({excerpt(raw, 80)!r})",
+                Reason.arguments_double_encoded,
+                f"{tool}: arguments are a JSON string holding JSON ({excerpt(raw, 80)!r})",
                 "decode the inner string once so arguments is a JSON object",
             )
         if isinstance(value, dict):
             return value
         return Failure(
-            Reason.unmappable_arguments, f"{tool}: arguments are JSON {type(value).__name__}, not an object",
+            Reason.unmappable_arguments,
+            f"{tool}: arguments are JSON {type(value).__name__}, not an object",
             "arguments must be a JSON object",
         )
     return Failure(
-        Reason.unmappable_arguments, f"{tool}: arguments of type {type(raw).__name__}",
+        Reason.unmappable_arguments,
+        f"{tool}: arguments of type {type(raw).__name__}",
         "arguments must be a JSON object",
     )
 
@@ -204,8 +208,22 @@ def with_result(outcome: MapOutcome, result: str | Failure | Altered | None) -> 
 
 
 _SUBAGENT_TOOLS = frozenset({"Task", "Agent", "spawn_agent", "wait_agent", "delegate", "task"})
-_SEARCH_TOOLS = frozenset({"Glob", "Grep", "LS", "grep", "find", "ls", "find_file", "search_dir", "search_file",
-                           "glob", "list_dir", "list_directory"})
+_SEARCH_TOOLS = frozenset(
+    {
+        "Glob",
+        "Grep",
+        "LS",
+        "grep",
+        "find",
+        "ls",
+        "find_file",
+        "search_dir",
+        "search_file",
+        "glob",
+        "list_dir",
+        "list_directory",
+    }
+)
 _WEB_TOOLS = frozenset({"WebFetch", "WebSearch", "web_search", "fetch_url", "web_fetch", "browser"})
 _USER_TOOLS = frozenset({"AskUserQuestion", "request_user_input", "ask_user"})
 
@@ -213,8 +231,10 @@ _USER_TOOLS = frozenset({"AskUserQuestion", "request_user_input", "ask_user"})
 def unsupported_hint(tool: str) -> str:
     """A repair hint that fits the kind of tool Pi lacks."""
     if tool.startswith("mcp__"):
-        return ("an MCP server's tool: Pi's card has no MCP tools; keep sessions that do not call it, or convert with "
-                "a card that includes the server's tools")
+        return (
+            "an MCP server's tool: Pi's card has no MCP tools; keep sessions that do not call it, or convert with "
+            "a card that includes the server's tools"
+        )
     if tool in _SUBAGENT_TOOLS:
         return "Pi has no sub-agents: keep sessions that do not delegate, or train with a harness that has a Task tool"
     if tool in _SEARCH_TOOLS:
@@ -239,8 +259,12 @@ def result_text(result: Step | None) -> str | None:
 
 
 # ------------------------------------------------------------------------------------------------ readers
-_BAD_LINE_REASONS = {"too_long": Reason.record_too_large, "not_utf8": Reason.not_utf8,
-                     "invalid_json": Reason.parse_error, "truncated": Reason.truncated_file}
+_BAD_LINE_REASONS = {
+    "too_long": Reason.record_too_large,
+    "not_utf8": Reason.not_utf8,
+    "invalid_json": Reason.parse_error,
+    "truncated": Reason.truncated_file,
+}
 _BAD_LINE_HINTS = {
     "too_long": "split or trim the oversized record (usually an embedded file or image)",
     "not_utf8": "re-encode the file as UTF-8",
@@ -282,11 +306,16 @@ class BaseTraceReader(ABC):
                 count += 1
                 yield _relabel(record, label)
         except Exception as exc:  # noqa: BLE001 - a reader bug on odd data: keep going, say so in the ledger
-            yield _relabel(self.reject(
-                path, sha, Reason.parse_error,
-                f"reader {self.name} failed after {count} record(s): {type(exc).__name__}: {excerpt(str(exc), 200)}",
-                "inspect the file; the reader could not make sense of its structure",
-            ), label)
+            yield _relabel(
+                self.reject(
+                    path,
+                    sha,
+                    Reason.parse_error,
+                    f"reader {self.name} failed after {count} record(s): {type(exc).__name__}: {excerpt(str(exc), 200)}",
+                    "inspect the file; the reader could not make sense of its structure",
+                ),
+                label,
+            )
 
     # -------------------------------------------------------------------------------- helpers for read_file
     def json_lines(self, path: Path, sha: str) -> Iterator[JsonLine | Rejection]:
@@ -305,8 +334,14 @@ class BaseTraceReader(ABC):
         with fh:
             for item in iter_jsonl(fh, max_line_bytes=max_record_bytes(), bad_lines="report"):
                 if type(item) is BadLine:
-                    yield self.reject(path, sha, _BAD_LINE_REASONS[item.kind], item.detail,
-                                      _BAD_LINE_HINTS[item.kind], line=item.lineno)
+                    yield self.reject(
+                        path,
+                        sha,
+                        _BAD_LINE_REASONS[item.kind],
+                        item.detail,
+                        _BAD_LINE_HINTS[item.kind],
+                        line=item.lineno,
+                    )
                 else:
                     yield item  # type: ignore[misc]
 
@@ -315,19 +350,49 @@ class BaseTraceReader(ABC):
         ``checked=False`` for a file inside a folder unit, which the base has not checked."""
         return load_json_document(path, self.name, sha, checked=checked)
 
-    def reject(self, path: Path, sha: str, reason: Reason, detail: str, hint: str, *, line: int | None = None,
-               line_start: int | None = None, line_end: int | None = None,
-               record_id: str | None = None) -> Rejection:
+    def reject(
+        self,
+        path: Path,
+        sha: str,
+        reason: Reason,
+        detail: str,
+        hint: str,
+        *,
+        line: int | None = None,
+        line_start: int | None = None,
+        line_end: int | None = None,
+        record_id: str | None = None,
+    ) -> Rejection:
         """A Rejection of (part of) this unit; ``line`` is shorthand for a one-line span."""
         if line is not None:
             line_start = line_end = line
-        return reject(path, reason, detail, hint, source=self.name, sha256=sha, line_start=line_start,
-                      line_end=line_end, record_id=record_id)
+        return reject(
+            path,
+            reason,
+            detail,
+            hint,
+            source=self.name,
+            sha256=sha,
+            line_start=line_start,
+            line_end=line_end,
+            record_id=record_id,
+        )
 
     def trajectory(
-        self, path: Path, sha: str, *, key: str, steps: list[Step], cwd: str | None = None, date: str | None = None,
-        repository: str | None = None, source_harness_version: str | None = None, flags: Sequence[str] = (),
-        line_start: int | None = None, line_end: int | None = None, transformations: Sequence[str] = (),
+        self,
+        path: Path,
+        sha: str,
+        *,
+        key: str,
+        steps: list[Step],
+        cwd: str | None = None,
+        date: str | None = None,
+        repository: str | None = None,
+        source_harness_version: str | None = None,
+        flags: Sequence[str] = (),
+        line_start: int | None = None,
+        line_end: int | None = None,
+        transformations: Sequence[str] = (),
     ) -> Trajectory:
         """A Trajectory with content-derived ids.
 
@@ -345,8 +410,14 @@ class BaseTraceReader(ABC):
             root_request_id=root_request_id(first_prompt, repository or cwd),
             source_harness_version=source_harness_version,
             flags=sorted(set(flags)),
-            provenance=Provenance(format=self.name, file=str(path), sha256=sha, line_start=line_start,
-                                  line_end=line_end, transformations=list(transformations)),
+            provenance=Provenance(
+                format=self.name,
+                file=str(path),
+                sha256=sha,
+                line_start=line_start,
+                line_end=line_end,
+                transformations=list(transformations),
+            ),
         )
 
 

@@ -117,10 +117,14 @@ def _first_record(path: Path, max_bytes: int) -> Any:
             if isinstance(value, list):
                 return value[0] if value else None
         fh.seek(0)
-        for item in iter_jsonl(_Bounded(fh, max_bytes), max_line_bytes=max_bytes,  # type: ignore[arg-type]
-                               bad_lines="report"):
+        for item in iter_jsonl(
+            _Bounded(fh, max_bytes),
+            max_line_bytes=max_bytes,  # type: ignore[arg-type]
+            bad_lines="report",
+        ):
             return item.value if isinstance(item, JsonLine) else None
     return None
+
 
 _DETECTING: dict[tuple[str, int], Any] | None = None
 
@@ -163,23 +167,34 @@ def file_problem(path: Path, fmt: str, sha256: str = "") -> Rejection | None:
     try:
         size = path.stat().st_size
         if not path.is_file():  # a FIFO or a device: never opened (a FIFO would block)
-            return reject(path, Reason.parse_error, "not a regular file", "pass session files only", source=fmt,
-                          sha256=sha256)
+            return reject(
+                path, Reason.parse_error, "not a regular file", "pass session files only", source=fmt, sha256=sha256
+            )
         with path.open("rb") as fh:  # not ``sniff``: an unreadable file must say why
             head = fh.read(8192)
     except OSError as exc:
         dangling = path.is_symlink() and not path.exists() and exc.errno == errno.ENOENT
         why = "a symbolic link whose target does not exist" if dangling else exc.strerror
-        return reject(path, Reason.parse_error, f"cannot read file: {why}",
-                      "fix or remove the link" if path.is_symlink() else "check permissions", source=fmt,
-                      sha256=sha256)
+        return reject(
+            path,
+            Reason.parse_error,
+            f"cannot read file: {why}",
+            "fix or remove the link" if path.is_symlink() else "check permissions",
+            source=fmt,
+            sha256=sha256,
+        )
     if size == 0 or (size <= len(head) and not head.strip()):
-        return reject(path, Reason.empty, "file is empty", "remove the file or re-export the session",
-                      source=fmt, sha256=sha256)
+        return reject(
+            path, Reason.empty, "file is empty", "remove the file or re-export the session", source=fmt, sha256=sha256
+        )
     if looks_binary(head):
         return reject(
-            path, Reason.binary_file, "file contains NUL bytes (binary, or not UTF-8 text)",
-            "pass the JSON/JSONL session file itself (decompress or re-encode as UTF-8)", source=fmt, sha256=sha256,
+            path,
+            Reason.binary_file,
+            "file contains NUL bytes (binary, or not UTF-8 text)",
+            "pass the JSON/JSONL session file itself (decompress or re-encode as UTF-8)",
+            source=fmt,
+            sha256=sha256,
         )
     return None
 
@@ -195,32 +210,51 @@ def load_json_document(path: Path, fmt: str, sha256: str = "", *, checked: bool 
         size = path.stat().st_size
         if size > limit:
             return reject(
-                path, Reason.record_too_large, f"the JSON document is {size} bytes (limit {limit} per record)",
-                "split the file into smaller documents", source=fmt, sha256=sha256,
+                path,
+                Reason.record_too_large,
+                f"the JSON document is {size} bytes (limit {limit} per record)",
+                "split the file into smaller documents",
+                source=fmt,
+                sha256=sha256,
             )
         with path.open("rb") as fh:  # never more than the limit, even if the file grew since the check
             data = fh.read(limit + 1)
         if len(data) > limit:
             return reject(
-                path, Reason.record_too_large, f"the JSON document is over {limit} bytes (limit {limit} per record)",
-                "split the file into smaller documents", source=fmt, sha256=sha256,
+                path,
+                Reason.record_too_large,
+                f"the JSON document is over {limit} bytes (limit {limit} per record)",
+                "split the file into smaller documents",
+                source=fmt,
+                sha256=sha256,
             )
     except OSError as exc:
-        return reject(path, Reason.parse_error, f"cannot read: {exc.strerror}", "check permissions",
-                      source=fmt, sha256=sha256)
+        return reject(
+            path, Reason.parse_error, f"cannot read: {exc.strerror}", "check permissions", source=fmt, sha256=sha256
+        )
     try:
         return orjson.loads(data)  # valid UTF-8 is part of orjson's check; the decode below only names the cause
     except orjson.JSONDecodeError as exc:
         try:
             data.decode("utf-8")
         except UnicodeDecodeError as bad:
-            return reject(path, Reason.not_utf8, f"invalid UTF-8 at byte {bad.start}", "re-encode the file as UTF-8",
-                          source=fmt, sha256=sha256)
+            return reject(
+                path,
+                Reason.not_utf8,
+                f"invalid UTF-8 at byte {bad.start}",
+                "re-encode the file as UTF-8",
+                source=fmt,
+                sha256=sha256,
+            )
         msg = str(exc)
         truncated = "EOF" in msg or "end of" in msg.lower() or getattr(exc, "pos", 0) >= len(data.rstrip()) - 1
         return reject(
-            path, Reason.truncated_file if truncated else Reason.parse_error, f"invalid JSON ({msg[:160]})",
-            "the document ends early: re-export it" if truncated else "fix the JSON syntax", source=fmt, sha256=sha256,
+            path,
+            Reason.truncated_file if truncated else Reason.parse_error,
+            f"invalid JSON ({msg[:160]})",
+            "the document ends early: re-export it" if truncated else "fix the JSON syntax",
+            source=fmt,
+            sha256=sha256,
         )
 
 

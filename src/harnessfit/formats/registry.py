@@ -49,15 +49,21 @@ class Format:
 
 FORMATS: dict[str, Format] = {
     "pi": Format("harnessfit.formats.pi.reader:PiReader", "harnessfit.formats.pi.mapping:PiMapping"),
-    "claude_code": Format("harnessfit.formats.claude_code.reader:ClaudeCodeReader",
-                          "harnessfit.formats.claude_code.mapping:ClaudeCodeMapping"),
+    "claude_code": Format(
+        "harnessfit.formats.claude_code.reader:ClaudeCodeReader",
+        "harnessfit.formats.claude_code.mapping:ClaudeCodeMapping",
+    ),
     "codex": Format("harnessfit.formats.codex.reader:CodexReader", "harnessfit.formats.codex.mapping:CodexMapping"),
-    "swe_agent": Format("harnessfit.formats.swe_agent.reader:SweAgentReader",
-                        "harnessfit.formats.swe_agent.mapping:SweAgentMapping"),
-    "openhands": Format("harnessfit.formats.openhands.reader:OpenHandsReader",
-                        "harnessfit.formats.openhands.mapping:OpenHandsMapping"),
-    "openai_chat": Format("harnessfit.formats.openai_chat.reader:OpenAIChatReader",
-                          "harnessfit.formats.openai_chat.mapping:OpenAIChatMapping"),
+    "swe_agent": Format(
+        "harnessfit.formats.swe_agent.reader:SweAgentReader", "harnessfit.formats.swe_agent.mapping:SweAgentMapping"
+    ),
+    "openhands": Format(
+        "harnessfit.formats.openhands.reader:OpenHandsReader", "harnessfit.formats.openhands.mapping:OpenHandsMapping"
+    ),
+    "openai_chat": Format(
+        "harnessfit.formats.openai_chat.reader:OpenAIChatReader",
+        "harnessfit.formats.openai_chat.mapping:OpenAIChatMapping",
+    ),
 }
 """format name → ``Format``. Order = detection order."""
 
@@ -201,8 +207,11 @@ def read_unit(unit: Unit, formats: Sequence[str] | None = None) -> Iterator[Traj
     problem = None if unit.path.is_dir() else file_problem(unit.path, "unknown", sha)
     if problem is None:  # empty or binary: say so rather than "unknown format"
         problem = reject(
-            unit.path, Reason.unknown_format, "no reader recognised this file's content",
-            "convert it to a supported format (" + ", ".join(FORMATS) + ") or leave it out", source="unknown",
+            unit.path,
+            Reason.unknown_format,
+            "no reader recognised this file's content",
+            "convert it to a supported format (" + ", ".join(FORMATS) + ") or leave it out",
+            source="unknown",
             sha256=sha,
         )
     problem.file = unit.label

@@ -40,8 +40,20 @@ from harnessfit.errors import UserError
 if TYPE_CHECKING:
     from harnessfit.harness.card import HarnessCard, Violation
 
-__all__ = ["Harness", "EpisodeSetup", "Launch", "Transcript", "HARNESSES", "DEFAULT_HARNESS", "TURN_CAP_MARKER",
-           "register_harness", "unregister_harness", "harness_class", "harness_names", "get_harness"]
+__all__ = [
+    "Harness",
+    "EpisodeSetup",
+    "Launch",
+    "Transcript",
+    "HARNESSES",
+    "DEFAULT_HARNESS",
+    "TURN_CAP_MARKER",
+    "register_harness",
+    "unregister_harness",
+    "harness_class",
+    "harness_names",
+    "get_harness",
+]
 
 DEFAULT_HARNESS = "pi"
 TURN_CAP_MARKER = "harnessfit: turn cap reached"
@@ -110,8 +122,9 @@ class Harness(ABC):
     def binary(self, version: str) -> Path:
         """The installed CLI of ``version``; a UserError that says how to install it when it is missing."""
 
-    def capture_card(self, version: str, *, profile: str | None = None,
-                     progress: Callable[[str], None] | None = None) -> HarnessCard:
+    def capture_card(
+        self, version: str, *, profile: str | None = None, progress: Callable[[str], None] | None = None
+    ) -> HarnessCard:
         raise UserError(f"harness {self.name} has no card capture")
 
     def card(self, version: str, profile: str | None = None) -> HarnessCard | None:
@@ -123,15 +136,25 @@ class Harness(ABC):
         return load_card(self.name, version, profile)
 
     # -- requests and calls ----------------------------------------------------------------------------------
-    def render_request(self, card: HarnessCard, cwd: str, date: str, *, context_files: Sequence[tuple[str, str]] = (),
-                       install_dir: str | None = None) -> dict[str, Any]:
+    def render_request(
+        self,
+        card: HarnessCard,
+        cwd: str,
+        date: str,
+        *,
+        context_files: Sequence[tuple[str, str]] = (),
+        install_dir: str | None = None,
+    ) -> dict[str, Any]:
         """What the model is sent before the conversation: ``system`` (the prompt) and ``tools`` (the active ones)."""
         active = set(card.default_tools)
-        return {"system": card.render_system_prompt(cwd, date, context_files, install_dir=install_dir),
-                "tools": [t for t in card.tools if t["function"]["name"] in active]}
+        return {
+            "system": card.render_system_prompt(cwd, date, context_files, install_dir=install_dir),
+            "tools": [t for t in card.tools if t["function"]["name"] in active],
+        }
 
-    def validate_call(self, card: HarnessCard, name: str, arguments: Any, active_tools: Sequence[str]
-                      ) -> list[Violation]:
+    def validate_call(
+        self, card: HarnessCard, name: str, arguments: Any, active_tools: Sequence[str]
+    ) -> list[Violation]:
         """The call checked as the harness checks it (``HarnessCard.validate_call``). This default is plain JSON
         Schema: text that is not one JSON object, or an object the schema rejects, is an error."""
         from harnessfit.harness.card import ViolationCode, schema_violations, violation
@@ -147,8 +170,9 @@ class Harness(ABC):
             return [violation(ViolationCode.arguments_not_object, "arguments are not an object")]
         return schema_violations(card, name, arguments)
 
-    def repair_arguments(self, card: HarnessCard, name: str, arguments: dict[str, Any]
-                         ) -> tuple[dict[str, Any], list[Violation], list[str]]:
+    def repair_arguments(
+        self, card: HarnessCard, name: str, arguments: dict[str, Any]
+    ) -> tuple[dict[str, Any], list[Violation], list[str]]:
         """(what the harness runs, its repair notes, its coercion notes); by default the arguments as they are."""
         return dict(arguments), [], []
 
@@ -184,7 +208,9 @@ class Harness(ABC):
         content = message.get("content")
         if isinstance(content, str):
             return content
-        return "\n".join(str(p.get("text") or "") for p in content or [] if isinstance(p, dict) and p.get("type") == "text")
+        return "\n".join(
+            str(p.get("text") or "") for p in content or [] if isinstance(p, dict) and p.get("type") == "text"
+        )
 
     def refusal(self, card: HarnessCard | None, result_text: str) -> str | None:
         """The reason counted in ``invalid_by_reason`` when an error result is the harness refusing to run the call
@@ -195,8 +221,17 @@ class Harness(ABC):
         """(file suffix, a function writing the harness's own HTML rendering of ``session``), or None."""
         return None
 
-    def write_client_config(self, folder: Path, base_url: str, model_id: str, *, context_window: int = 32768,
-                            max_tokens: int = 4096, eval_settings: bool = True, reasoning: bool = False) -> None:
+    def write_client_config(
+        self,
+        folder: Path,
+        base_url: str,
+        model_id: str,
+        *,
+        context_window: int = 32768,
+        max_tokens: int = 4096,
+        eval_settings: bool = True,
+        reasoning: bool = False,
+    ) -> None:
         raise UserError(f"harness {self.name} writes no client config")
 
     def client_config_note(self, folder: Path, model_id: str, version: str) -> str:

@@ -162,7 +162,7 @@ def _head_tail(template: str) -> tuple[str, str]:
         whole = "".join(literal for literal, _, _, _ in items)
         return whole, whole
     last = max(i for i, (_, field, _, _) in enumerate(items) if field is not None)
-    return items[0][0], "".join(literal for literal, _, _, _ in items[last + 1:])
+    return items[0][0], "".join(literal for literal, _, _, _ in items[last + 1 :])
 
 
 _FRAGMENT_KEYS = frozenset({"validation_problem", "arguments_not_object"})
@@ -299,7 +299,12 @@ class HarnessCard(BaseModel):
         longer the object they were built from (a ``model_copy`` with an update)."""
         private = self.__pydantic_private__  # one slot read (the attribute names go through pydantic's __getattr__)
         source = private["_cached_from"]
-        if len(source) != 3 or source[0] is not self.tools or source[1] is not self.results or source[2] is not self.errors:
+        if (
+            len(source) != 3
+            or source[0] is not self.tools
+            or source[1] is not self.results
+            or source[2] is not self.errors
+        ):
             if source:  # built from other fields: start over
                 private["_validators"], private["_result_index"] = {}, {}
             private["_cached_from"] = (self.tools, self.results, self.errors)
@@ -325,7 +330,9 @@ class HarnessCard(BaseModel):
         """The parameters schema of tool ``name`` exactly as Pi sends it (None for a tool the card lacks)."""
         return self._schemas.get(name)
 
-    def repair_arguments(self, name: str, arguments: dict[str, Any]) -> tuple[dict[str, Any], list[Violation], list[str]]:
+    def repair_arguments(
+        self, name: str, arguments: dict[str, Any]
+    ) -> tuple[dict[str, Any], list[Violation], list[str]]:
         """The harness's own repairs applied to a copy of ``arguments`` (a known tool's object arguments): the
         repaired copy, the repair notes and the coercion notes — what the harness executes, and why (Pi's:
         ``harness.pi.arguments.repair_arguments``). The caller's ``arguments`` are never changed."""
@@ -404,8 +411,10 @@ class HarnessCard(BaseModel):
         cache = self._caches()[1]
         index = cache.get(tool)
         if index is None:
-            entries = [(key, *_full_pattern(template), *_head_tail(template))
-                       for key, template in self._result_candidates(tool)]
+            entries = [
+                (key, *_full_pattern(template), *_head_tail(template))
+                for key, template in self._result_candidates(tool)
+            ]
             entries.sort(key=lambda e: -e[2])
             index = cache[tool] = [(k, p, h, t) for k, p, _, h, t in entries]
         for key, pattern, head, tail in index:
@@ -420,8 +429,14 @@ class HarnessCard(BaseModel):
 
 
 _CLEAN_KEYWORDS = frozenset({"type", "required", "properties", "additionalProperties", "items", "description"})
-_EXACT_TYPES: dict[str, tuple[type, ...]] = {"string": (str,), "number": (int, float), "integer": (int,),
-                                             "boolean": (bool,), "array": (list,), "object": (dict,)}
+_EXACT_TYPES: dict[str, tuple[type, ...]] = {
+    "string": (str,),
+    "number": (int, float),
+    "integer": (int,),
+    "boolean": (bool,),
+    "array": (list,),
+    "object": (dict,),
+}
 
 
 def _clean_checker(schema: Any) -> Callable[[Any], bool] | None:
@@ -438,7 +453,11 @@ def _clean_checker(schema: Any) -> Callable[[Any], bool] | None:
     if typ == "object":
         props = schema.get("properties", {})
         required = schema.get("required", [])
-        if not isinstance(props, dict) or not isinstance(required, list) or schema.get("additionalProperties", False) not in (True, False):
+        if (
+            not isinstance(props, dict)
+            or not isinstance(required, list)
+            or schema.get("additionalProperties", False) not in (True, False)
+        ):
             return None
         subs = {k: _clean_checker(v) for k, v in props.items()}
         if any(c is None for c in subs.values()):
@@ -455,6 +474,7 @@ def _clean_checker(schema: Any) -> Callable[[Any], bool] | None:
                 if sub is None or not sub(item):
                     return False
             return True
+
         return check_object
     if typ == "array":
         items = _clean_checker(schema["items"]) if "items" in schema else None
@@ -463,6 +483,7 @@ def _clean_checker(schema: Any) -> Callable[[Any], bool] | None:
 
         def check_array(value: Any) -> bool:
             return type(value) is list and all(items(v) for v in value)
+
         return check_array
 
     def check_scalar(value: Any) -> bool:
@@ -514,8 +535,11 @@ def card_from_json(data: bytes, source: str = "card") -> HarnessCard:
     fmt = raw.get("format", 1)
     if fmt not in READABLE_FORMATS:
         known = ", ".join(map(str, READABLE_FORMATS))
-        hint = "re-capture it with `harnessfit harness capture`" if isinstance(fmt, int) and fmt < CARD_FORMAT else (
-            "it was written by a newer harnessfit; upgrade harnessfit")
+        hint = (
+            "re-capture it with `harnessfit harness capture`"
+            if isinstance(fmt, int) and fmt < CARD_FORMAT
+            else ("it was written by a newer harnessfit; upgrade harnessfit")
+        )
         raise UserError(f"{source} has card format {fmt!r}, this harnessfit reads format {known}: {hint}")
     return HarnessCard.model_validate(raw)
 

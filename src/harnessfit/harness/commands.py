@@ -39,13 +39,19 @@ def install_cmd(
     version: VersionOpt = DEFAULT_PI_VERSION,
     package: Annotated[
         str | None,
-        typer.Option("--package", help="npm package to install (default: the scope the version is published under: "
-                     "@mariozechner/pi-coding-agent up to 0.73.x, @earendil-works/pi-coding-agent from 0.74.0)."),
+        typer.Option(
+            "--package",
+            help="npm package to install (default: the scope the version is published under: "
+            "@mariozechner/pi-coding-agent up to 0.73.x, @earendil-works/pi-coding-agent from 0.74.0).",
+        ),
     ] = None,
     node: Annotated[
         str,
-        typer.Option("--node", help="auto: when the version's engines.node asks for more than this machine's node, "
-                     "install Node.js from npm beside it; system: refuse instead."),
+        typer.Option(
+            "--node",
+            help="auto: when the version's engines.node asks for more than this machine's node, "
+            "install Node.js from npm beside it; system: refuse instead.",
+        ),
     ] = "auto",
 ) -> None:
     """Install the harness CLI from npm into harnessfit's own folder (idempotent) and check `pi --version`."""
@@ -53,8 +59,12 @@ def install_cmd(
 
     _check_harness(harness)
     console = Console(stderr=True)
-    binary = install_pi(version, package=package, node=node,
-                        say=lambda msg: console.print(f"[dim]install:[/] {escape(msg)}", highlight=False, soft_wrap=True))
+    binary = install_pi(
+        version,
+        package=package,
+        node=node,
+        say=lambda msg: console.print(f"[dim]install:[/] {escape(msg)}", highlight=False, soft_wrap=True),
+    )
     typer.echo(f"pi {version} installed ({installed_package(version)}): {binary}")
 
 
@@ -67,8 +77,12 @@ def capture_cmd(
         bool, typer.Option("--check", help="Exit 1 when the capture differs from the committed card (or none exists).")
     ] = False,
     profile: Annotated[
-        str | None, typer.Option("--profile", help="Capture a card profile: 'tools' runs Pi with its optional "
-                                    "grep/find/ls tools on (needs ripgrep and fd).")
+        str | None,
+        typer.Option(
+            "--profile",
+            help="Capture a card profile: 'tools' runs Pi with its optional "
+            "grep/find/ls tools on (needs ripgrep and fd).",
+        ),
     ] = None,
 ) -> None:
     """Run the real harness against a scripted endpoint, build its HarnessCard, and diff it with the committed one."""
@@ -77,16 +91,19 @@ def capture_cmd(
 
     _check_harness(harness)
     console = Console(stderr=True)
-    card = capture_pi(version, profile=profile,
-                      progress=lambda msg: console.print(f"[dim]capture:[/] {escape(msg)}", highlight=False))
+    card = capture_pi(
+        version, profile=profile, progress=lambda msg: console.print(f"[dim]capture:[/] {escape(msg)}", highlight=False)
+    )
     data = card.to_json_bytes()
     if out is not None:
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_bytes(data)
         typer.echo(f"wrote {out}")
     committed = card_path(harness, version, profile)
-    typer.echo(f"{card.id} sha256 {card.sha256}: {len(card.tools)} tools, "
-               f"{len(card.results)} result texts, {len(card.errors)} error texts")
+    typer.echo(
+        f"{card.id} sha256 {card.sha256}: {len(card.tools)} tools, "
+        f"{len(card.results)} result texts, {len(card.errors)} error texts"
+    )
     if not committed.is_file():
         typer.echo(f"no committed card for {card.id}; comparing with the default version's card")
         committed = card_path(harness, DEFAULT_PI_VERSION)
@@ -104,7 +121,9 @@ def capture_cmd(
 
 
 def _print_diff(old: bytes, new: bytes, name: str) -> None:
-    diff = difflib.unified_diff(old.decode().splitlines(), new.decode().splitlines(), f"committed/{name}", "captured", lineterm="")
+    diff = difflib.unified_diff(
+        old.decode().splitlines(), new.decode().splitlines(), f"committed/{name}", "captured", lineterm=""
+    )
     typer.echo("\n".join(diff))
 
 
@@ -163,7 +182,9 @@ def render_cmd(
         files.append((str(path.expanduser().absolute()), path.read_text(encoding="utf-8")))
     prompt = card.render_system_prompt(where, day, files, install_dir=install_dir)
     if as_json:
-        typer.echo(orjson.dumps({"card": card.id, "system": prompt, "tools": card.tools}, option=orjson.OPT_INDENT_2).decode())
+        typer.echo(
+            orjson.dumps({"card": card.id, "system": prompt, "tools": card.tools}, option=orjson.OPT_INDENT_2).decode()
+        )
     else:
         typer.echo(prompt)
         typer.echo("\n--- tools (JSON, as sent) ---")
@@ -194,7 +215,7 @@ def card_cmd(
 @harness_app.command("validate")
 def validate_cmd(
     name: Annotated[str, typer.Argument(help="Tool name, e.g. read.")],
-    arguments: Annotated[str, typer.Argument(help="Raw arguments text, e.g. '{\"path\":\"a.txt\"}'.")],
+    arguments: Annotated[str, typer.Argument(help='Raw arguments text, e.g. \'{"path":"a.txt"}\'.')],
     harness: Annotated[str, typer.Option("--harness", help="Harness name.")] = "pi",
     version: VersionOpt = DEFAULT_PI_VERSION,
 ) -> None:

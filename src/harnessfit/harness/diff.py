@@ -22,8 +22,18 @@ from harnessfit.harness.card import HarnessCard
 
 __all__ = ["SECTIONS", "SectionDiff", "ToolDiff", "TextDiff", "CardDiff", "card_diff", "prompt_template_text"]
 
-SECTIONS = ("runtime", "cli", "request", "prompt", "tools", "serialisation", "results", "errors", "behaviour",
-            "session")
+SECTIONS = (
+    "runtime",
+    "cli",
+    "request",
+    "prompt",
+    "tools",
+    "serialisation",
+    "results",
+    "errors",
+    "behaviour",
+    "session",
+)
 
 
 @dataclass
@@ -58,9 +68,13 @@ class ToolDiff:
     changes: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
-        return {"status": self.status, "schema_identical": self.schema_identical,
-                "description_identical": self.description_identical, "default": [self.default_a, self.default_b],
-                "changes": self.changes}
+        return {
+            "status": self.status,
+            "schema_identical": self.schema_identical,
+            "description_identical": self.description_identical,
+            "default": [self.default_a, self.default_b],
+            "changes": self.changes,
+        }
 
 
 @dataclass
@@ -131,8 +145,11 @@ class CardDiff:
     def render(self) -> str:
         """The report ``harnessfit harness diff`` prints."""
         differ = self.differing()
-        head = (f"{self.a} → {self.b}: identical" if not differ else
-                f"{self.a} → {self.b}: {len(differ)} of {len(self.sections)} sections differ ({', '.join(differ)})")
+        head = (
+            f"{self.a} → {self.b}: identical"
+            if not differ
+            else f"{self.a} → {self.b}: {len(differ)} of {len(self.sections)} sections differ ({', '.join(differ)})"
+        )
         out = [head]
         for name, section in self.sections.items():
             out.append("")
@@ -210,11 +227,14 @@ def prompt_template_text(card: HarnessCard) -> str:
 def _runtime(a: HarnessCard, b: HarnessCard) -> SectionDiff:
     s = SectionDiff("runtime")
     if a.package != b.package:
-        s.changes.append(f"npm package {a.package} → {b.package} (`harnessfit harness install pi --version "
-                         f"{b.version}` picks it)")
+        s.changes.append(
+            f"npm package {a.package} → {b.package} (`harnessfit harness install pi --version {b.version}` picks it)"
+        )
     if a.engines_node != b.engines_node:
-        s.changes.append(f"Node.js requirement {a.engines_node or 'none'} → {b.engines_node or 'none'} "
-                         "(harnessfit installs a private node from npm where the machine's is older)")
+        s.changes.append(
+            f"Node.js requirement {a.engines_node or 'none'} → {b.engines_node or 'none'} "
+            "(harnessfit installs a private node from npm where the machine's is older)"
+        )
     return s
 
 
@@ -248,8 +268,10 @@ def _prompt(a: HarnessCard, b: HarnessCard) -> SectionDiff:
         diff = difflib.unified_diff(ta.splitlines(), tb.splitlines(), a.id, b.id, lineterm="", n=1)
         s.unified = "\n".join(diff)
         changed = sum(1 for ln in s.unified.splitlines() if ln[:1] in "+-" and not ln.startswith(("+++", "---")))
-        s.changes.append(f"system prompt text differs ({changed} changed lines, unified diff below): training "
-                         f"prompts rendered for {a.id} are not what {b.id} sends")
+        s.changes.append(
+            f"system prompt text differs ({changed} changed lines, unified diff below): training "
+            f"prompts rendered for {a.id} are not what {b.id} sends"
+        )
     for line in _value_diff(a.system_prompt.context.model_dump(), b.system_prompt.context.model_dump()):
         s.changes.append(f"context files (AGENTS.md …) rendered differently: {line}")
     return s
@@ -274,10 +296,12 @@ def _tools(a: HarnessCard, b: HarnessCard) -> tuple[SectionDiff, dict[str, ToolD
         changes = [f"parameters.{ln}" for ln in _value_diff(fa.get("parameters"), fb.get("parameters"))]
         if not desc_same:
             changes.append("description reworded")
-        rest_a = {k: v for k, v in ta.items() if k != "function"} | {k: v for k, v in fa.items()
-                                                                   if k not in ("parameters", "description")}
-        rest_b = {k: v for k, v in tb.items() if k != "function"} | {k: v for k, v in fb.items()
-                                                                   if k not in ("parameters", "description")}
+        rest_a = {k: v for k, v in ta.items() if k != "function"} | {
+            k: v for k, v in fa.items() if k not in ("parameters", "description")
+        }
+        rest_b = {k: v for k, v in tb.items() if k != "function"} | {
+            k: v for k, v in fb.items() if k not in ("parameters", "description")
+        }
         changes += _value_diff(rest_a, rest_b)
         same = _json_text(ta) == _json_text(tb)
         if same and not changes:
@@ -288,8 +312,11 @@ def _tools(a: HarnessCard, b: HarnessCard) -> tuple[SectionDiff, dict[str, ToolD
                 changes.append("same content, different key order")
         tools[name] = ToolDiff(name, status, schema_same, desc_same, da, db, changes)
         if status == "changed":
-            verdict = ("schema identical (calls valid under one are valid under the other)" if schema_same else
-                       "schema differs: recorded calls must be re-checked against the new schema")
+            verdict = (
+                "schema identical (calls valid under one are valid under the other)"
+                if schema_same
+                else "schema differs: recorded calls must be re-checked against the new schema"
+            )
             s.changes.append(f"{name}: {verdict}; " + "; ".join(changes))
     s.changes += _list_change("default tools", a.default_tools, b.default_tools)
     return s, tools
@@ -328,8 +355,10 @@ def _behaviour(a: HarnessCard, b: HarnessCard) -> SectionDiff:
             continue  # a probe only one capture made says nothing about the difference
         call = f"{label} ({ea['name']} {_short(ea['arguments'], 60)})"
         if ea["ran"] != eb["ran"]:
-            s.changes.append(f"{call}: {a.id} {'runs' if ea['ran'] else 'refuses'} it, "
-                             f"{b.id} {'runs' if eb['ran'] else 'refuses'} it: {_short(eb['result'])}")
+            s.changes.append(
+                f"{call}: {a.id} {'runs' if ea['ran'] else 'refuses'} it, "
+                f"{b.id} {'runs' if eb['ran'] else 'refuses'} it: {_short(eb['result'])}"
+            )
         elif ea["result"] != eb["result"]:
             s.changes.append(f"{call}: answer {_short(ea['result'], 80)} → {_short(eb['result'], 80)}")
     return s
@@ -341,8 +370,11 @@ def _session(a: HarnessCard, b: HarnessCard) -> SectionDiff:
     if sa.get("version") != sb.get("version"):
         s.changes.append(f"session file version {sa.get('version')} → {sb.get('version')}")
     s.changes += _list_change("header keys", sa.get("header_keys", []), sb.get("header_keys", []))
-    for group, what in (("entries", "entry type"), ("message_roles", "message role"),
-                        ("content_blocks", "content block")):
+    for group, what in (
+        ("entries", "entry type"),
+        ("message_roles", "message role"),
+        ("content_blocks", "content block"),
+    ):
         ga, gb = sa.get(group, {}), sb.get(group, {})
         s.changes += _list_change(f"{what}s", ga, gb)
         for kind in (k for k in ga if k in gb):

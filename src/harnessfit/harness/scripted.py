@@ -124,8 +124,10 @@ class ScriptedBackend:
                 raise ApiError(500, f"scripted responder failed on request {index + 1}: {exc!r}") from exc
         else:
             if index >= len(responder):
-                raise ApiError(500, f"scripted endpoint ran out of replies: script has {len(responder)}, "
-                                    f"this is request {index + 1}")
+                raise ApiError(
+                    500,
+                    f"scripted endpoint ran out of replies: script has {len(responder)}, this is request {index + 1}",
+                )
             reply = responder[index]
         if not isinstance(reply, Reply):
             raise ApiError(500, f"scripted responder returned {type(reply).__name__}, not Reply")
@@ -160,8 +162,12 @@ class ScriptedEndpoint:
         if self._server is not None:
             return self
         self.backend.stopping.clear()
-        server = BackgroundServer(create_endpoint_app(self.backend, title="harnessfit scripted model"),
-                                  host=self._host, port=self._port, name="scripted-endpoint")
+        server = BackgroundServer(
+            create_endpoint_app(self.backend, title="harnessfit scripted model"),
+            host=self._host,
+            port=self._port,
+            name="scripted-endpoint",
+        )
         port = server.start()
         self._server = server
         self.base_url = f"http://{self._host}:{port}/v1"
@@ -237,8 +243,12 @@ class _ScriptedChat:
         }
 
     def _chunk(self, delta: dict[str, Any] | None, finish: str | None = None, usage: dict | None = None) -> bytes:
-        obj: dict[str, Any] = {"id": f"chatcmpl-scripted-{self.index + 1}", "object": "chat.completion.chunk",
-                               "created": 0, "model": self.model}
+        obj: dict[str, Any] = {
+            "id": f"chatcmpl-scripted-{self.index + 1}",
+            "object": "chat.completion.chunk",
+            "created": 0,
+            "model": self.model,
+        }
         obj["choices"] = [] if delta is None else [{"index": 0, "delta": delta, "finish_reason": finish}]
         if usage is not None:
             obj["usage"] = usage
@@ -258,7 +268,12 @@ class _ScriptedChat:
                 time.sleep(0.001)
             return
         for k, (name, arguments) in enumerate(reply.tool_calls):
-            head = {"index": k, "id": _tool_call_id(body, k), "type": "function", "function": {"name": name, "arguments": ""}}
+            head = {
+                "index": k,
+                "id": _tool_call_id(body, k),
+                "type": "function",
+                "function": {"name": name, "arguments": ""},
+            }
             yield chunk({"tool_calls": [head]})
             for piece in _pieces(arguments, _ARG_PIECE):
                 yield chunk({"tool_calls": [{"index": k, "function": {"arguments": piece}}]})

@@ -98,8 +98,9 @@ def _split(spec: str | None) -> tuple[str, str, str | None]:
     name, _, version = text.partition("@")
     cls = harness_class(name)
     if cls is None:
-        raise UserError(f"unknown harness {name!r} in {spec!r} (known: {', '.join(harness_names())}; e.g. "
-                        f"pi@{NEWEST_PI_VERSION})")
+        raise UserError(
+            f"unknown harness {name!r} in {spec!r} (known: {', '.join(harness_names())}; e.g. pi@{NEWEST_PI_VERSION})"
+        )
     version, plus, profile = version.partition("+")
     if plus and profile not in cls.profiles:
         raise UserError(f"unknown harness profile {profile!r} in {spec!r} (known: {', '.join(cls.profiles) or 'none'})")
@@ -195,8 +196,10 @@ def check_same_harness(what: str, recorded: str | None, target: str, *, stage: s
         return
     got, want = normalise_harness(recorded), normalise_harness(target)
     if got != want:
-        raise UserError(f"harness mismatch: {what} is for {got}, but {stage} targets {want}: run {stage} with "
-                        f"--harness {got}, or {redo} with --harness {want}")
+        raise UserError(
+            f"harness mismatch: {what} is for {got}, but {stage} targets {want}: run {stage} with "
+            f"--harness {got}, or {redo} with --harness {want}"
+        )
 
 
 def stage_harness(requested: str | None, recorded: str | None, *, what: str, stage: str, redo: str) -> str:
@@ -210,14 +213,19 @@ def stage_harness(requested: str | None, recorded: str | None, *, what: str, sta
     return target
 
 
-def model_harness(requested: str | None, model: str | Path | None, adapter: Path | str | None = None, *,
-                  stage: str) -> str:
+def model_harness(
+    requested: str | None, model: str | Path | None, adapter: Path | str | None = None, *, stage: str
+) -> str:
     """The harness (``pi@VERSION``) a stage that runs a model targets (``serve --pi-config``, ``eval agent``,
     ``probe``): ``stage_harness`` with what the model was trained for (``trained_harness``) as the recorded one."""
     found = trained_harness(model, adapter)
-    return stage_harness(requested, found[0] if found else None,
-                         what=f"the model ({found[1]})" if found else "the model", stage=stage,
-                         redo="rebuild the dataset, re-audit and retrain")
+    return stage_harness(
+        requested,
+        found[0] if found else None,
+        what=f"the model ({found[1]})" if found else "the model",
+        stage=stage,
+        redo="rebuild the dataset, re-audit and retrain",
+    )
 
 
 _NODE_PLATFORMS = {

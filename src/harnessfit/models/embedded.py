@@ -101,9 +101,7 @@ def _convert(source: Path, out: Path) -> None:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     say = f"converting the embedded model once: {source.name} → {out.parent} (about 30 s)"
-    Console(stderr=True).print(
-        f"[dim]{escape(say)}[/]", highlight=False
-    )
+    Console(stderr=True).print(f"[dim]{escape(say)}[/]", highlight=False)
     torch.set_num_threads(1)
     folder, name = str(source.parent), source.name
     tokenizer = AutoTokenizer.from_pretrained(folder, gguf_file=name)

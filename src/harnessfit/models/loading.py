@@ -14,8 +14,19 @@ from harnessfit.errors import UserError
 from harnessfit.models.embedded import EMBEDDED_ALIASES, ensure_embedded, is_embedded
 from harnessfit.models.templates import CHATML_TOOLS, TEMPLATE_KEY, chatml_tools_template, choose_template
 
-__all__ = ["END_OF_TURN_TOKENS", "resolve_model", "check_hub_model", "model_revision", "load_tokenizer", "load_model", "stop_token_ids",
-           "native_context_length", "load_error", "adapter_base", "apply_adapter"]
+__all__ = [
+    "END_OF_TURN_TOKENS",
+    "resolve_model",
+    "check_hub_model",
+    "model_revision",
+    "load_tokenizer",
+    "load_model",
+    "stop_token_ids",
+    "native_context_length",
+    "load_error",
+    "adapter_base",
+    "apply_adapter",
+]
 
 
 def load_error(what: str, spec: Any, exc: BaseException) -> UserError:
@@ -49,25 +60,34 @@ def check_hub_model(spec: str) -> None:
 
     if isinstance(hub.try_to_load_from_cache(spec, "config.json"), str):
         return
-    fixes = ("pass a local model folder, download it on a connected machine (`hf download ID --local-dir DIR`) and "
-             "pass DIR, or keep it in the Hugging Face cache")
+    fixes = (
+        "pass a local model folder, download it on a connected machine (`hf download ID --local-dir DIR`) and "
+        "pass DIR, or keep it in the Hugging Face cache"
+    )
     if os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on"):
-        raise UserError(f"model {spec!r} is not a local folder and not in the Hugging Face cache, and HF_HUB_OFFLINE "
-                        f"is set: {fixes}; {_did_you_mean(spec)}")
+        raise UserError(
+            f"model {spec!r} is not a local folder and not in the Hugging Face cache, and HF_HUB_OFFLINE "
+            f"is set: {fixes}; {_did_you_mean(spec)}"
+        )
     try:
         hub.model_info(spec, timeout=5)
     except hub.errors.GatedRepoError:
-        raise UserError(f"model {spec!r} is gated on the Hugging Face Hub: accept its licence on the model page and "
-                        "set HF_TOKEN to a token of that account") from None
+        raise UserError(
+            f"model {spec!r} is gated on the Hugging Face Hub: accept its licence on the model page and "
+            "set HF_TOKEN to a token of that account"
+        ) from None
     except hub.errors.RepositoryNotFoundError:
-        raise UserError(f"no model {spec!r} on the Hugging Face Hub (or it is private: set HF_TOKEN); "
-                        f"{_did_you_mean(spec)}") from None
+        raise UserError(
+            f"no model {spec!r} on the Hugging Face Hub (or it is private: set HF_TOKEN); {_did_you_mean(spec)}"
+        ) from None
     except hub.errors.HfHubHTTPError:
         return  # the Hub answered with something else (rate limit, 5xx): let the loader try and report
     except Exception as exc:  # noqa: BLE001 - a network failure of any kind is one line for the user
         first = (str(exc).splitlines() or [type(exc).__name__])[0][:160]
-        raise UserError(f"model {spec!r} is not a local folder and the Hugging Face Hub cannot be reached ({first}): "
-                        f"{fixes}; {_did_you_mean(spec)}") from None
+        raise UserError(
+            f"model {spec!r} is not a local folder and the Hugging Face Hub cannot be reached ({first}): "
+            f"{fixes}; {_did_you_mean(spec)}"
+        ) from None
 
 
 def resolve_model(spec: str, *, check_hub: bool = True) -> Path | str:
@@ -138,8 +158,14 @@ def _add_chatml_response_parser(tokenizer) -> None:
         tokenizer.response_schema = ctu.qwen3_schema
 
 
-def load_model(spec: str, *, dtype: Any = None, quantization: str = "none", device: str = "cpu",
-               attn_implementation: str | None = None):
+def load_model(
+    spec: str,
+    *,
+    dtype: Any = None,
+    quantization: str = "none",
+    device: str = "cpu",
+    attn_implementation: str | None = None,
+):
     """A causal LM. ``dtype`` None → float32 on CPU, bfloat16 on CUDA. ``quantization="nf4"`` → 4-bit NF4 with
     double quantisation (bitsandbytes), for QLoRA, placed on ``device`` when that is a CUDA device.
     ``attn_implementation`` is passed to transformers when given (sdpa, flex_attention, ...)."""
@@ -193,8 +219,7 @@ def _as_list(value: Any) -> list[int]:
 END_OF_TURN_TOKENS = ("<|im_end|>", "<|eot_id|>", "<end_of_turn>", "<|end|>", "<|return|>")
 
 
-def stop_token_ids(spec_or_tokenizer: Any, *, model_path: str | Path | None = None,
-                   extra: Any = None) -> list[int]:
+def stop_token_ids(spec_or_tokenizer: Any, *, model_path: str | Path | None = None, extra: Any = None) -> list[int]:
     """Every id that ends an assistant turn — the ONE list the audit's masks treat as end-of-turn (so training teaches
     the model to emit them) and the server stops on.
 
@@ -271,5 +296,7 @@ def apply_adapter(model: Any, adapter_dir: Path | str, *, base_hint: str | None 
         first = next((ln.strip() for ln in str(exc).splitlines() if ln.strip()), type(exc).__name__)
         pinned = adapter_base(adapter_dir)
         base = base_hint or getattr(getattr(model, "config", None), "_name_or_path", None) or "this base"
-        raise UserError(f"cannot apply adapter {adapter_dir} to base model {base}: the adapter pins base "
-                        f"{pinned or '(not recorded)'}; serve or merge it with that base ({first[:200]})") from None
+        raise UserError(
+            f"cannot apply adapter {adapter_dir} to base model {base}: the adapter pins base "
+            f"{pinned or '(not recorded)'}; serve or merge it with that base ({first[:200]})"
+        ) from None

@@ -27,8 +27,14 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-__all__ = ["PART_JOINER", "MessageError", "content_text", "parse_arguments", "to_template_message",
-           "to_template_messages"]
+__all__ = [
+    "PART_JOINER",
+    "MessageError",
+    "content_text",
+    "parse_arguments",
+    "to_template_message",
+    "to_template_messages",
+]
 
 PART_JOINER = "\n"
 
@@ -97,8 +103,10 @@ def to_template_message(msg: Mapping[str, Any], *, where: str = "message") -> di
     role = msg.get("role")
     if not isinstance(role, str):
         raise MessageError(f"{where}.role", "missing role")
-    out: dict[str, Any] = {"role": "system" if role == "developer" else role,
-                           "content": content_text(msg.get("content"), where=f"{where}.content")}
+    out: dict[str, Any] = {
+        "role": "system" if role == "developer" else role,
+        "content": content_text(msg.get("content"), where=f"{where}.content"),
+    }
     calls = msg.get("tool_calls")
     if calls:
         out["tool_calls"] = [_tool_call(c, f"{where}.tool_calls[{k}]") for k, c in enumerate(calls)]

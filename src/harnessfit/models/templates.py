@@ -66,8 +66,16 @@ def renders_tools(tokenizer, template: str | None = None) -> bool:
     try:
         if not supports_tool_calling(tokenizer):
             return False
-        tools = [{"type": "function", "function": {"name": _SENTINEL_TOOL, "description": "probe",
-                                                    "parameters": {"type": "object", "properties": {}}}}]
+        tools = [
+            {
+                "type": "function",
+                "function": {
+                    "name": _SENTINEL_TOOL,
+                    "description": "probe",
+                    "parameters": {"type": "object", "properties": {}},
+                },
+            }
+        ]
         messages = [{"role": "system", "content": "s"}, {"role": "user", "content": "u"}]
         try:
             rendered = tokenizer.apply_chat_template(messages, tools=tools, tokenize=False)

@@ -32,9 +32,15 @@ def _start_worker(initializer: Callable[..., Any] | None, initargs: tuple[Any, .
         initializer(*initargs)
 
 
-def ordered_map(fn: Callable[[T], R], items: Iterable[T], *, workers: int = 1,
-                initializer: Callable[..., Any] | None = None, initargs: tuple[Any, ...] = (),
-                window: int | None = None) -> Iterator[R]:
+def ordered_map(
+    fn: Callable[[T], R],
+    items: Iterable[T],
+    *,
+    workers: int = 1,
+    initializer: Callable[..., Any] | None = None,
+    initargs: tuple[Any, ...] = (),
+    window: int | None = None,
+) -> Iterator[R]:
     """``fn(item)`` for each of ``items``, in order. ``workers <= 1``: in this process (``initializer`` runs here
     first). Otherwise in ``workers`` processes, each set up by ``initializer(*initargs)``; ``fn`` and the items
     must be picklable (a module-level function). ``window``: items in flight (default ``WINDOW_PER_WORKER`` per

@@ -47,8 +47,9 @@ class Funnel:
     warnings: list[str] = field(default_factory=list)
 
     def as_rows(self) -> list[dict[str, Any]]:
-        return [{"stage": s.stage, "what": s.what, "unit": s.unit, "count": s.count, "note": s.note}
-                for s in self.steps]
+        return [
+            {"stage": s.stage, "what": s.what, "unit": s.unit, "count": s.count, "note": s.note} for s in self.steps
+        ]
 
 
 def _dataset_steps(dataset: Path) -> list[FunnelStep]:
@@ -57,18 +58,38 @@ def _dataset_steps(dataset: Path) -> list[FunnelStep]:
     steps = []
     if "calls" in total:
         steps.append(FunnelStep("convert", "tool calls read", "tool calls", int(total["calls"])))
-        steps.append(FunnelStep("convert", "tool calls that are labels", "tool calls", int(total.get("labels", 0)),
-                                "see yield.md for every lost call's reason"))
-    per_split = ((manifest.get("splits") or {}).get("per_split") or {})
+        steps.append(
+            FunnelStep(
+                "convert",
+                "tool calls that are labels",
+                "tool calls",
+                int(total.get("labels", 0)),
+                "see yield.md for every lost call's reason",
+            )
+        )
+    per_split = (manifest.get("splits") or {}).get("per_split") or {}
     if per_split:
         every = sum(int(v.get("sft", 0)) for v in per_split.values())  # ``sft`` counts the exact prefixes' too
         train = per_split.get("train") or {}
-        steps.append(FunnelStep("build", "actions to learn, all splits", "actions", every,
-                                "an action is one assistant turn: any number of tool calls, or a text answer"))
+        steps.append(
+            FunnelStep(
+                "build",
+                "actions to learn, all splits",
+                "actions",
+                every,
+                "an action is one assistant turn: any number of tool calls, or a text answer",
+            )
+        )
         prefix = int(train.get("prefix_sft", 0))
-        steps.append(FunnelStep("build", "actions to learn, train split", "actions", int(train.get("sft", 0)),
-                                "after redaction, dedup and the grouped split"
-                                + (f"; {prefix} from exact prefixes" if prefix else "")))
+        steps.append(
+            FunnelStep(
+                "build",
+                "actions to learn, train split",
+                "actions",
+                int(train.get("sft", 0)),
+                "after redaction, dedup and the grouped split" + (f"; {prefix} from exact prefixes" if prefix else ""),
+            )
+        )
     return steps
 
 
@@ -84,8 +105,15 @@ def _audit_steps(audit: Path, split: str = "train") -> list[FunnelStep]:
     if path.is_file():
         ids = pq.read_table(path, columns=["action_ids"]).column("action_ids").to_pylist()
         cap = report.get("cap_applied")
-        steps.append(FunnelStep("audit", f"actions within the cap, {split} split", "actions",
-                                sum(len(a or []) for a in ids), f"cap {cap} tokens" if cap else ""))
+        steps.append(
+            FunnelStep(
+                "audit",
+                f"actions within the cap, {split} split",
+                "actions",
+                sum(len(a or []) for a in ids),
+                f"cap {cap} tokens" if cap else "",
+            )
+        )
     return steps
 
 
@@ -95,10 +123,21 @@ def _train_steps(train: Path) -> list[FunnelStep]:
         return []
     skipped = data.get("train_skipped_by_reason") or {}
     why = ", ".join(f"{k} {v}" for k, v in sorted(skipped.items()))
-    return [FunnelStep("train sft", "actions selected for training", "actions", int(data["train_actions"]),
-                       f"skipped: {why}" if why else ""),
-            FunnelStep("train sft", "actions trained (seen at least once)", "actions",
-                       int(data.get("actions_seen", data["train_actions"])))]
+    return [
+        FunnelStep(
+            "train sft",
+            "actions selected for training",
+            "actions",
+            int(data["train_actions"]),
+            f"skipped: {why}" if why else "",
+        ),
+        FunnelStep(
+            "train sft",
+            "actions trained (seen at least once)",
+            "actions",
+            int(data.get("actions_seen", data["train_actions"])),
+        ),
+    ]
 
 
 def _grpo_steps(grpo: Path) -> list[FunnelStep]:
@@ -126,13 +165,16 @@ def grpo_warnings(grpo: Path) -> list[str]:
     """A warning when every GRPO group had zero reward variance (no advantage, so no learning signal)."""
     stats = (read_json_object(grpo / "grpo_stats.json") or {}).get("all") or {}
     if stats.get("groups") and stats.get("zero_variance_groups") == 1.0:
-        return [f"every GRPO group ({stats['groups']}) had zero reward variance: no advantage, no learning signal "
-                "(more generations, a higher temperature, or rewards that tell the samples apart)"]
+        return [
+            f"every GRPO group ({stats['groups']}) had zero reward variance: no advantage, no learning signal "
+            "(more generations, a higher temperature, or rewards that tell the samples apart)"
+        ]
     return []
 
 
-def read_funnel(*, dataset: Path | None = None, audit: Path | None = None, train: Path | None = None,
-                grpo: Path | None = None) -> Funnel:
+def read_funnel(
+    *, dataset: Path | None = None, audit: Path | None = None, train: Path | None = None, grpo: Path | None = None
+) -> Funnel:
     """The funnel over whichever stage folders are given (each optional)."""
     funnel = Funnel()
     if dataset is not None:
@@ -140,10 +182,15 @@ def read_funnel(*, dataset: Path | None = None, audit: Path | None = None, train
     if audit is not None:
         funnel.steps += _audit_steps(audit)
         audited = (read_json_object(audit / "audit.json") or {}).get("dataset")
-        if dataset is not None and audited and Path(audited).resolve() != Path(dataset).resolve() \
-                and (dataset / "manifest.json").is_file():
-            funnel.warnings.append(f"the audit at {audit} read {audited}, not the dataset {dataset}: its counts are "
-                                   "not this build's")
+        if (
+            dataset is not None
+            and audited
+            and Path(audited).resolve() != Path(dataset).resolve()
+            and (dataset / "manifest.json").is_file()
+        ):
+            funnel.warnings.append(
+                f"the audit at {audit} read {audited}, not the dataset {dataset}: its counts are not this build's"
+            )
     if train is not None:
         funnel.steps += _train_steps(train)
         funnel.warnings += train_warnings(train)

@@ -100,8 +100,14 @@ class StagedFolder:
 
     Use as a context manager (``commit`` on success, ``abort`` on any exception), or call them yourself."""
 
-    def __init__(self, final: Path, *, problem: Callable[[Path], str | None], inputs: Iterable[Path] = (),
-                 what: str = "output folder") -> None:
+    def __init__(
+        self,
+        final: Path,
+        *,
+        problem: Callable[[Path], str | None],
+        inputs: Iterable[Path] = (),
+        what: str = "output folder",
+    ) -> None:
         self.final = Path(os.path.abspath(final))
         check_disjoint(self.final, inputs, what)
         parent, name = self.final.parent, self.final.name

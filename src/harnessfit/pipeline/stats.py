@@ -52,7 +52,10 @@ class StageClock:
         return out
 
     def rounded(self) -> tuple[dict[str, float], dict[str, float]]:
-        return ({k: round(v, 4) for k, v in self.seconds.items()}, {k: round(v, 4) for k, v in self.cpu_seconds.items()})
+        return (
+            {k: round(v, 4) for k, v in self.seconds.items()},
+            {k: round(v, 4) for k, v in self.cpu_seconds.items()},
+        )
 
 
 class _Span:

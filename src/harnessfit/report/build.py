@@ -37,8 +37,9 @@ def _check_out(out: Path, run_dir: Path) -> None:
     if out.exists() and not out.is_dir():
         raise UserError(f"--out {out} is a file, not a folder")
     if out.is_dir() and any(out.iterdir()) and not (out / MARKER).is_file():
-        raise UserError(f"--out {out} is not empty and was not written by `harnessfit report`; "
-                        "choose an empty or new folder")
+        raise UserError(
+            f"--out {out} is not empty and was not written by `harnessfit report`; choose an empty or new folder"
+        )
 
 
 def _write(out: Path, rel: str, src: FileSource) -> None:
@@ -63,8 +64,9 @@ def _prune(out: Path, keep: set[str]) -> None:
             Path(dirpath).rmdir()
 
 
-def report_folders(folders: Sequence[Path], out: Path | None = None, *, workers: int = 2,
-                   progress: bool = False) -> ReportResult:
+def report_folders(
+    folders: Sequence[Path], out: Path | None = None, *, workers: int = 2, progress: bool = False
+) -> ReportResult:
     """The report of a run laid out any way: one folder in the demo's layout is read as it is; otherwise the stages
     are found by their own metadata files under ``folders`` (``report.locate``) and shown together. The report goes
     to ``out``, by default ``FOLDER/report`` for one folder (several need ``out``)."""
@@ -82,21 +84,37 @@ def report_folders(folders: Sequence[Path], out: Path | None = None, *, workers:
         raise UserError("several run folders: say where the report goes with --out DIR")
     stages = find_stages(folders)
     if not stages:
-        raise UserError(f"no stage output found under {', '.join(map(str, folders))}: a report reads folders written "
-                        "by harnessfit convert, build, audit, train sft/grpo, eval agent and synth")
+        raise UserError(
+            f"no stage output found under {', '.join(map(str, folders))}: a report reads folders written "
+            "by harnessfit convert, build, audit, train sft/grpo, eval agent and synth"
+        )
     view, notes = canonical_view(stages)
     try:
-        res = build_report(view, out if out is not None else folders[0] / "report", workers=workers,
-                           progress=progress, run_name=" + ".join(f.resolve().name for f in folders),
-                           shown=", ".join(str(f.resolve()) for f in folders), notes=notes)
+        res = build_report(
+            view,
+            out if out is not None else folders[0] / "report",
+            workers=workers,
+            progress=progress,
+            run_name=" + ".join(f.resolve().name for f in folders),
+            shown=", ".join(str(f.resolve()) for f in folders),
+            notes=notes,
+        )
     finally:
         shutil.rmtree(view, ignore_errors=True)  # links only: the stages' own files stay
     return res
 
 
-def build_report(run_dir: Path, out: Path | None = None, *, sections: Mapping[str, object] | None = None,
-                 workers: int = 2, progress: bool = False, run_name: str | None = None, shown: str | None = None,
-                 notes: Sequence[str] = ()) -> ReportResult:
+def build_report(
+    run_dir: Path,
+    out: Path | None = None,
+    *,
+    sections: Mapping[str, object] | None = None,
+    workers: int = 2,
+    progress: bool = False,
+    run_name: str | None = None,
+    shown: str | None = None,
+    notes: Sequence[str] = (),
+) -> ReportResult:
     """Write the report of ``run_dir`` into ``out`` (default ``RUN_DIR/report``); returns where ``index.html`` is.
 
     ``sections`` defaults to ``harnessfit.report.sections.SECTIONS``. A section whose files cannot be read is left
@@ -123,9 +141,11 @@ def build_report(run_dir: Path, out: Path | None = None, *, sections: Mapping[st
         if sec is not None:
             built.append(sec)
     if not built:
-        raise UserError(f"{shown or run_dir}: no stage folder found that the report knows (harness/, synth/, "
-                        "convert/, dataset/, audit/, train/, grpo/, eval/, results.json)"
-                        + (f"; unreadable: {', '.join(skipped)}" if skipped else ""))
+        raise UserError(
+            f"{shown or run_dir}: no stage folder found that the report knows (harness/, synth/, "
+            "convert/, dataset/, audit/, train/, grpo/, eval/, results.json)"
+            + (f"; unreadable: {', '.join(skipped)}" if skipped else "")
+        )
     keys = [s.key for s in built]
     if len(set(keys)) != len(keys):
         raise UserError(f"two report sections share a key: {keys}")
@@ -138,24 +158,39 @@ def build_report(run_dir: Path, out: Path | None = None, *, sections: Mapping[st
     common = {"version": __version__, "run_name": run_name or run_dir.name}
     documents: dict[str, str] = {}
     for p in pages:
-        documents[p.path] = render("base.html.jinja", here=p.path, title=p.title, body=p.body,
-                                   crumbs=[("overview", "index.html")], **common)
-    index_body = render("index.html.jinja", sections=built, skipped=sorted(skipped.items()),
-                        run_dir=shown or str(run_dir), notes=list(notes), **common)
-    documents["index.html"] = render("base.html.jinja", title=f"harnessfit report — {common['run_name']}",
-                                     body=index_body, crumbs=[], **common)
+        documents[p.path] = render(
+            "base.html.jinja", here=p.path, title=p.title, body=p.body, crumbs=[("overview", "index.html")], **common
+        )
+    index_body = render(
+        "index.html.jinja",
+        sections=built,
+        skipped=sorted(skipped.items()),
+        run_dir=shown or str(run_dir),
+        notes=list(notes),
+        **common,
+    )
+    documents["index.html"] = render(
+        "base.html.jinja", title=f"harnessfit report — {common['run_name']}", body=index_body, crumbs=[], **common
+    )
 
     out.mkdir(parents=True, exist_ok=True)
-    (out / MARKER).write_text("written by harnessfit report; rebuilding replaces this folder's files\n",
-                              encoding="utf-8")
+    (out / MARKER).write_text(
+        "written by harnessfit report; rebuilding replaces this folder's files\n", encoding="utf-8"
+    )
     for rel, text in documents.items():
         _write(out, rel, text.encode("utf-8"))
     eager = {k: v for k, v in files.items() if not callable(v)}
     slow = {k: v for k, v in files.items() if callable(v)}
     for rel, src in eager.items():
         _write(out, rel, src)
-    with Progress(TextColumn("report: {task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  disable=not progress or not slow, transient=True) as bar:
+    with Progress(
+        TextColumn("report: {task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        disable=not progress or not slow,
+        transient=True,
+    ) as bar:
         tid = bar.add_task("Pi session exports", total=len(slow))
         with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
             for _ in pool.map(lambda item: _write(out, *item), slow.items()):

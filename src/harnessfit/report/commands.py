@@ -10,9 +10,13 @@ __all__ = ["register"]
 
 
 def report_cmd(
-    run_dirs: list[Path] = typer.Argument(..., metavar="RUN_DIR...", help="Run folders: out/demo, or the folders "
-                                          "your stages wrote (convert, build, audit, train, eval ... outputs, found "
-                                          "by their own files wherever they sit)."),
+    run_dirs: list[Path] = typer.Argument(
+        ...,
+        metavar="RUN_DIR...",
+        help="Run folders: out/demo, or the folders "
+        "your stages wrote (convert, build, audit, train, eval ... outputs, found "
+        "by their own files wherever they sit).",
+    ),
     out: Path = typer.Option(None, "--out", help="Report folder (default: RUN_DIR/report; needed for several)."),
     workers: int = typer.Option(2, "--workers", help="Pi session exports made in parallel."),
 ) -> None:

@@ -46,19 +46,30 @@ def tool_call_view(part: dict[str, Any], card: Any = None, harness: Harness | No
     raw = dumps_compact_str(args)
     inner = _double_encoded_inner(args)
     shown = inner if inner is not None else args
-    readable = [(str(k), v if isinstance(v, str) else dumps_compact_str(v)) for k, v in shown.items()] \
-        if isinstance(shown, dict) else []
+    readable = (
+        [(str(k), v if isinstance(v, str) else dumps_compact_str(v)) for k, v in shown.items()]
+        if isinstance(shown, dict)
+        else []
+    )
     findings: list[tuple[str, str, str]] = []
     if card is not None:
         try:
-            findings = [(str(getattr(v, "code", v)), str(getattr(v, "severity", "error")),
-                         str(getattr(v, "detail", ""))) for v in card.validate_call(str(part.get("name")), raw)]
+            findings = [
+                (str(getattr(v, "code", v)), str(getattr(v, "severity", "error")), str(getattr(v, "detail", "")))
+                for v in card.validate_call(str(part.get("name")), raw)
+            ]
         except Exception:  # noqa: BLE001 - a validator crash leaves the call shown without findings
             findings = []
     raw_shown, raw_cut = _clip(raw)
-    return {"id": part.get("id"), "name": part.get("name"), "raw": raw_shown, "raw_cut": raw_cut,
-            "double_encoded": inner is not None, "readable": [(k, *_clip(v)) for k, v in readable],
-            "findings": findings}
+    return {
+        "id": part.get("id"),
+        "name": part.get("name"),
+        "raw": raw_shown,
+        "raw_cut": raw_cut,
+        "double_encoded": inner is not None,
+        "readable": [(k, *_clip(v)) for k, v in readable],
+        "findings": findings,
+    }
 
 
 def _parts_text(content: Any) -> list[dict[str, Any]]:
@@ -76,13 +87,28 @@ def _items(messages: list[dict[str, Any]], card: Any, harness: Harness | None = 
         role = m.get("role")
         ts = m.get("timestamp")
         at = round((ts - t0) / 1000, 2) if t0 is not None and isinstance(ts, (int, float)) else None
-        item: dict[str, Any] = {"role": role, "at": at, "blocks": [], "turn": None, "stop_reason": None,
-                                "error": None, "usage": {}, "model": None, "tool": None, "call_id": None,
-                                "is_error": False}
+        item: dict[str, Any] = {
+            "role": role,
+            "at": at,
+            "blocks": [],
+            "turn": None,
+            "stop_reason": None,
+            "error": None,
+            "usage": {},
+            "model": None,
+            "tool": None,
+            "call_id": None,
+            "is_error": False,
+        }
         if role == "assistant":
             turn += 1
-            item.update(turn=turn, stop_reason=m.get("stopReason"), error=m.get("errorMessage"),
-                        usage=m.get("usage") or {}, model=m.get("model"))
+            item.update(
+                turn=turn,
+                stop_reason=m.get("stopReason"),
+                error=m.get("errorMessage"),
+                usage=m.get("usage") or {},
+                model=m.get("model"),
+            )
         if role == "toolResult":
             item.update(tool=m.get("toolName"), call_id=m.get("toolCallId"), is_error=bool(m.get("isError")))
         if role == "system":  # a session that keeps the prompt (Pi 1.x): show what the model was sent
@@ -111,7 +137,7 @@ def _items(messages: list[dict[str, Any]], card: Any, harness: Harness | None = 
 
 _CUT_OFF = {
     "output_cap": "{harness} was killed here: the output capture cap was hit while the model streamed. The message being "
-                  "streamed never ended, so it is in neither file (the runner keeps no stream deltas).",
+    "streamed never ended, so it is in neither file (the runner keeps no stream deltas).",
     "wall_clock": "{harness} was killed here: the wall-clock cap was hit before the episode ended.",
 }
 
@@ -139,21 +165,28 @@ def _task_facts(suite_path: str | None, task_id: str, run_folder: Path) -> dict[
                 t = load_task(base / task_id)
             except Exception:  # noqa: BLE001 - the suite changed since the run; the page shows the session alone
                 return None
-            return {"changed": False, "kind": str(t.kind), "prompt": t.prompt, "validation_command": t.validation_command,
-                    "checker": t.checker.command,
-                    "expected_change": [c.model_dump(exclude_none=True) for c in t.expected_change],
-                    "limits": t.limits.model_dump()}
+            return {
+                "changed": False,
+                "kind": str(t.kind),
+                "prompt": t.prompt,
+                "validation_command": t.validation_command,
+                "checker": t.checker.command,
+                "expected_change": [c.model_dump(exclude_none=True) for c in t.expected_change],
+                "limits": t.limits.model_dump(),
+            }
     return None
 
 
-def episode_view(run_folder: Path, episode: Episode, *, suite_path: str | None = None, card: Any = None,
-                 harness: str | None = None) -> dict[str, Any]:
+def episode_view(
+    run_folder: Path, episode: Episode, *, suite_path: str | None = None, card: Any = None, harness: str | None = None
+) -> dict[str, Any]:
     """Everything an episode page shows, from the files under ``run_folder`` (the folder of results.json), read back
     through ``harness`` (the spec of the one that ran; default: the default harness)."""
     f, m = episode.facts, episode.metrics
     agent = get_harness(harness)
-    read = agent.transcript(run_folder / f.events_file, run_folder / f.session_file if f.session_file else None,
-                            killed=f.killed is not None)
+    read = agent.transcript(
+        run_folder / f.events_file, run_folder / f.session_file if f.session_file else None, killed=f.killed is not None
+    )
     messages = read.messages
     task = _task_facts(suite_path, f.task_id, run_folder)
     first_user = next((m for m in messages if m.get("role") == "user"), None)
@@ -168,9 +201,14 @@ def episode_view(run_folder: Path, episode: Episode, *, suite_path: str | None =
     if f.turn_cap_hit:
         caps.append(("turn cap", f"the turn cap ({f.max_turns} turns) aborted the agent"))
     return {
-        "facts": f, "metrics": m, "messages": _items(messages, card, agent), "source": read.source,
-        "caps": caps, "cut_off": _cut_off(f.killed, agent.title),
+        "facts": f,
+        "metrics": m,
+        "messages": _items(messages, card, agent),
+        "source": read.source,
+        "caps": caps,
+        "cut_off": _cut_off(f.killed, agent.title),
         "stderr": _tail(run_folder / f.stderr_file),
         "task": task,
-        "passed": bool(m and m.complete_loop), "scored": m is not None,
+        "passed": bool(m and m.complete_loop),
+        "scored": m is not None,
     }

@@ -81,8 +81,14 @@ def curve_svg(rows: Sequence[Mapping[str, Any]], curve: Curve) -> bytes | None:
         if not pts:
             continue
         drawn += 1
-        ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o" if len(pts) < 30 else None, markersize=3,
-                color=_COLORS[i % len(_COLORS)], label=curve.labels.get(key, key))
+        ax.plot(
+            [p[0] for p in pts],
+            [p[1] for p in pts],
+            marker="o" if len(pts) < 30 else None,
+            markersize=3,
+            color=_COLORS[i % len(_COLORS)],
+            label=curve.labels.get(key, key),
+        )
     if not drawn:
         return None
     if curve.log:
@@ -95,8 +101,9 @@ def curve_svg(rows: Sequence[Mapping[str, Any]], curve: Curve) -> bytes | None:
     return _svg(fig)
 
 
-def intervals_svg(labels: Sequence[str], models: Sequence[str],
-                  rates: Sequence[Sequence[Mapping[str, Any] | None]]) -> bytes | None:
+def intervals_svg(
+    labels: Sequence[str], models: Sequence[str], rates: Sequence[Sequence[Mapping[str, Any] | None]]
+) -> bytes | None:
     """Rates with their 95% intervals: one row per label, one marker per model (``rates[label][model]``)."""
     if not labels or not models:
         return None
@@ -114,8 +121,9 @@ def intervals_svg(labels: Sequence[str], models: Sequence[str],
             lo.append(100 * (r["rate"] - r["ci95_low"]))
             hi.append(100 * (r["ci95_high"] - r["rate"]))
         if xs:
-            ax.errorbar(xs, ys, xerr=[lo, hi], fmt="o", markersize=4, capsize=3, color=_COLORS[j % len(_COLORS)],
-                        label=model)
+            ax.errorbar(
+                xs, ys, xerr=[lo, hi], fmt="o", markersize=4, capsize=3, color=_COLORS[j % len(_COLORS)], label=model
+            )
             drawn = True
     if not drawn:
         return None

@@ -33,10 +33,28 @@ from harnessfit.errors import UserError
 __all__ = ["STAGE_FOLDERS", "stage_of", "find_stages", "canonical_view", "is_canonical"]
 
 # where each stage sits in the demo's layout (what the sections read)
-STAGE_FOLDERS = {"convert": "convert", "dataset": "dataset", "audit": "audit", "train": "train", "grpo": "grpo",
-                 "synth": "synth"}
-_CANONICAL = ("harness", "synth", "dataset", "audit", "train", "grpo", "eval", "convert", "raw", "probe",
-              "steps.json", "results.json")
+STAGE_FOLDERS = {
+    "convert": "convert",
+    "dataset": "dataset",
+    "audit": "audit",
+    "train": "train",
+    "grpo": "grpo",
+    "synth": "synth",
+}
+_CANONICAL = (
+    "harness",
+    "synth",
+    "dataset",
+    "audit",
+    "train",
+    "grpo",
+    "eval",
+    "convert",
+    "raw",
+    "probe",
+    "steps.json",
+    "results.json",
+)
 _MAX_DEPTH = 4
 
 
@@ -119,6 +137,8 @@ def canonical_view(stages: dict[str, list[Path]]) -> tuple[Path, list[str]]:
             continue
         os.symlink(folders[0], view / STAGE_FOLDERS[kind])
         if len(folders) > 1:
-            notes.append(f"{len(folders)} {kind} folders found: showing {folders[0]}, not "
-                         + ", ".join(str(f) for f in folders[1:]))
+            notes.append(
+                f"{len(folders)} {kind} folders found: showing {folders[0]}, not "
+                + ", ".join(str(f) for f in folders[1:])
+            )
     return view, notes

@@ -69,7 +69,7 @@ def fmt_num(x: Any, digits: int = 4) -> str:
     if isinstance(x, int):
         return f"{x:,}"
     if isinstance(x, float):
-        if x.is_integer() or abs(x) >= 10 ** digits:
+        if x.is_integer() or abs(x) >= 10**digits:
             return f"{x:,.0f}"
         return f"{x:.{digits}g}"
     return str(x)
@@ -101,5 +101,4 @@ def _env():
 
 def render(template: str, *, here: str = "index.html", **context: Any) -> Markup:
     """Render ``templates/<template>`` with ``url(target)`` resolving report paths relative to the page ``here``."""
-    return Markup(_env().get_template(template).render(url=lambda target: rel_url(here, target), here=here,
-                                                       **context))
+    return Markup(_env().get_template(template).render(url=lambda target: rel_url(here, target), here=here, **context))

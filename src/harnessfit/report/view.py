@@ -58,5 +58,6 @@ def serve_folder(folder: Path, port: int = 0) -> ThreadingHTTPServer:
     try:
         return ThreadingHTTPServer((HOST, port), handler)
     except OSError as exc:
-        raise UserError(f"cannot listen on {HOST}:{port} ({exc.strerror or exc}); pass another --port, "
-                        "or --port 0 for a free one") from exc
+        raise UserError(
+            f"cannot listen on {HOST}:{port} ({exc.strerror or exc}); pass another --port, or --port 0 for a free one"
+        ) from exc

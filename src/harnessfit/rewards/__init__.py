@@ -33,8 +33,19 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["Score", "Sample", "Component", "REGISTRY", "component", "components", "reward_weights",
-           "DEFAULT_WEIGHTS", "JudgeSettings", "RewardSet", "combine"]
+__all__ = [
+    "Score",
+    "Sample",
+    "Component",
+    "REGISTRY",
+    "component",
+    "components",
+    "reward_weights",
+    "DEFAULT_WEIGHTS",
+    "JudgeSettings",
+    "RewardSet",
+    "combine",
+]
 
 DEFAULT_WEIGHTS: dict[str, float] = {
     "format": 1.0,
@@ -141,12 +152,15 @@ def reward_weights(mapping: dict[str, Any] | None) -> dict[str, float]:
         if isinstance(weight, bool) or not isinstance(weight, (int, float)):
             raise ValueError(f"the weight of {name!r} must be a number, got {weight!r}")
         if weight < 0:
-            raise ValueError(f"the weight of {name!r} is {weight}: weights are >= 0 (penalties are negative by "
-                             "themselves)")
+            raise ValueError(
+                f"the weight of {name!r} is {weight}: weights are >= 0 (penalties are negative by themselves)"
+            )
         out[name] = float(weight)
     if not any(w > 0 for n, w in out.items() if known[n].kind == "score"):
-        raise ValueError("no score component has a positive weight: give at least one of "
-                         f"{', '.join(sorted(n for n, c in known.items() if c.kind == 'score'))} a weight > 0")
+        raise ValueError(
+            "no score component has a positive weight: give at least one of "
+            f"{', '.join(sorted(n for n, c in known.items() if c.kind == 'score'))} a weight > 0"
+        )
     return out
 
 
@@ -175,15 +189,21 @@ class JudgeSettings(BaseModel):
 
     base_url: str | None = Field(None, description="Endpoint base URL ending in /v1, e.g. http://127.0.0.1:8000/v1.")
     model: str | None = Field(None, description="Model id the endpoint serves.")
-    api_key_env: str | None = Field("OPENAI_API_KEY", description="Environment variable holding the API key "
-                                    "(unset or empty = no Authorization header).")
+    api_key_env: str | None = Field(
+        "OPENAI_API_KEY",
+        description="Environment variable holding the API key (unset or empty = no Authorization header).",
+    )
     timeout_s: float = Field(60.0, gt=0, description="Seconds one verdict may take before it is unscorable.")
     concurrency: int = Field(8, ge=1, description="Verdicts requested at once.")
     retries: int = Field(1, ge=0, description="Extra tries after a timeout or a 5xx / connection error.")
     max_tokens: int = Field(400, ge=16, description="Output cap of one verdict.")
     temperature: float = Field(0.0, ge=0, le=2, description="Sampling temperature of the judge.")
-    context_chars: int = Field(12000, ge=500, description="Characters of the conversation shown to the judge "
-                               "(the most recent ones; the system prompt is summarised as the tool list).")
+    context_chars: int = Field(
+        12000,
+        ge=500,
+        description="Characters of the conversation shown to the judge "
+        "(the most recent ones; the system prompt is summarised as the tool list).",
+    )
 
 
 def __getattr__(name: str) -> Any:

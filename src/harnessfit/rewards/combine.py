@@ -41,12 +41,16 @@ class Scored:
     def row(self) -> dict[str, Any]:
         verdict = self.sample.judge
         return {
-            "dp_id": self.sample.dp_id, "reward": self.reward,
+            "dp_id": self.sample.dp_id,
+            "reward": self.reward,
             "components": {k: s.value for k, s in self.scores.items()},
             "details": {k: s.detail for k, s in self.scores.items() if s.detail},
-            "length": self.length, "truncated": self.sample.truncated, "valid_call": self.valid_call,
+            "length": self.length,
+            "truncated": self.sample.truncated,
+            "valid_call": self.valid_call,
             "n_calls": len(self.sample.calls),
-            "critique": getattr(verdict, "critique", None), "judge_reason": getattr(verdict, "reason", None),
+            "critique": getattr(verdict, "critique", None),
+            "judge_reason": getattr(verdict, "reason", None),
             "text": self.sample.text[:TEXT_LOG_CHARS],
         }
 
@@ -60,10 +64,20 @@ class RewardSet:
 
     __name__ = "reward"  # TRL logs rewards/reward/mean under this name
 
-    def __init__(self, weights: dict[str, float], *, tokenizer: Any, stop_ids: list[int], card: Any,
-                 format_error_reward: float = -1.0, overlong_penalty: float = 0.0,
-                 judge: JudgeSettings | dict | None = None, log_path: Path | None = None,
-                 num_generations: int = 1, judge_client: Any = None) -> None:
+    def __init__(
+        self,
+        weights: dict[str, float],
+        *,
+        tokenizer: Any,
+        stop_ids: list[int],
+        card: Any,
+        format_error_reward: float = -1.0,
+        overlong_penalty: float = 0.0,
+        judge: JudgeSettings | dict | None = None,
+        log_path: Path | None = None,
+        num_generations: int = 1,
+        judge_client: Any = None,
+    ) -> None:
         known = components()
         self.weights = dict(weights)
         self.names = [n for n in known if n in self.weights]
@@ -85,8 +99,15 @@ class RewardSet:
         ended = bool(ids) and ids[-1] in self.stop_ids
         body = ids[:-1] if ended else ids
         text = self.tokenizer.decode(body, skip_special_tokens=False)
-        return parse_completion(text, ids, not ended, reference=_loads(reference) or {}, tools=_loads(tools) or [],
-                                state=_loads(state) or [], dp_id=dp_id)
+        return parse_completion(
+            text,
+            ids,
+            not ended,
+            reference=_loads(reference) or {},
+            tools=_loads(tools) or [],
+            state=_loads(state) or [],
+            dp_id=dp_id,
+        )
 
     def score(self, samples: list[Sample]) -> list[Scored]:
         """Every component on every sample (judge verdicts requested together, concurrently)."""
@@ -101,12 +122,26 @@ class RewardSet:
         return out
 
     # -- the TRL reward function -----------------------------------------------------------------------------
-    def __call__(self, prompts: list, completions: list, completion_ids: list[list[int]], *, dp_id: list[str],
-                 tools: list[str], reference: list[str], state: list[str] | None = None, trainer_state: Any = None,
-                 log_extra: Any = None, log_metric: Any = None, **_: Any) -> list[float | None]:
+    def __call__(
+        self,
+        prompts: list,
+        completions: list,
+        completion_ids: list[list[int]],
+        *,
+        dp_id: list[str],
+        tools: list[str],
+        reference: list[str],
+        state: list[str] | None = None,
+        trainer_state: Any = None,
+        log_extra: Any = None,
+        log_metric: Any = None,
+        **_: Any,
+    ) -> list[float | None]:
         state = state or [None] * len(completion_ids)
-        samples = [self.sample(ids, reference=r, tools=t, state=s, dp_id=d)
-                   for ids, r, t, s, d in zip(completion_ids, reference, tools, state, dp_id, strict=True)]
+        samples = [
+            self.sample(ids, reference=r, tools=t, state=s, dp_id=d)
+            for ids, r, t, s, d in zip(completion_ids, reference, tools, state, dp_id, strict=True)
+        ]
         scored = self.score(samples)
         step = (trainer_state.global_step if trainer_state is not None else 0) + 1
         self._log(step, scored)
@@ -130,7 +165,9 @@ class RewardSet:
         """Append one row per completion to the run's completions log (this process's own file)."""
         if self.log_path is None:
             return
-        path = self.log_path if self.rank == 0 else self.log_path.with_name(f"{self.log_path.stem}.rank{self.rank}.jsonl")
+        path = (
+            self.log_path if self.rank == 0 else self.log_path.with_name(f"{self.log_path.stem}.rank{self.rank}.jsonl")
+        )
         offset = self.rank * len(scored)
         with path.open("ab") as fh:
             for i, x in enumerate(scored):

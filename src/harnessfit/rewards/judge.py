@@ -90,8 +90,7 @@ def parse_verdict(text: str) -> Verdict:
     if not 0 <= score <= 10:
         return Verdict(None, reason="score_out_of_range", raw=text[:500])
     critique = found.get("critique")
-    return Verdict(float(score) / 10.0, critique=str(critique)[:1000] if critique is not None else None,
-                   raw=text[:500])
+    return Verdict(float(score) / 10.0, critique=str(critique)[:1000] if critique is not None else None, raw=text[:500])
 
 
 def _text(content: Any) -> str:
@@ -122,13 +121,15 @@ def judge_messages(sample: Sample, settings: JudgeSettings) -> list[dict[str, st
         lines.append(f"### {role}\n{_render_turn(msg)}")
     history = "\n\n".join(lines)
     if len(history) > settings.context_chars:
-        history = "[... earlier conversation cut ...]\n" + history[-settings.context_chars:]
+        history = "[... earlier conversation cut ...]\n" + history[-settings.context_chars :]
     tools = ", ".join(sample.active_tools) or "none"
     reference = _render_turn(sample.reference) or "(empty)"
-    user = (f"Tools available to the agent: {tools}\n\n## Conversation so far\n{history or '(empty)'}\n\n"
-            f"## The agent's next turn (to grade)\n{sample.text or '(empty)'}"
-            f"{' [cut off at the length limit]' if sample.truncated else ''}\n\n"
-            f"## The turn the original agent took here (for reference)\n{reference}")
+    user = (
+        f"Tools available to the agent: {tools}\n\n## Conversation so far\n{history or '(empty)'}\n\n"
+        f"## The agent's next turn (to grade)\n{sample.text or '(empty)'}"
+        f"{' [cut off at the length limit]' if sample.truncated else ''}\n\n"
+        f"## The turn the original agent took here (for reference)\n{reference}"
+    )
     return [{"role": "system", "content": RUBRIC}, {"role": "user", "content": user}]
 
 
@@ -152,8 +153,11 @@ class JudgeClient:
         import httpx
 
         limit = asyncio.Semaphore(self.settings.concurrency)
-        async with httpx.AsyncClient(base_url=self.settings.base_url.rstrip("/"), headers=self._headers,
-                                     timeout=httpx.Timeout(self.settings.timeout_s)) as client:
+        async with httpx.AsyncClient(
+            base_url=self.settings.base_url.rstrip("/"),
+            headers=self._headers,
+            timeout=httpx.Timeout(self.settings.timeout_s),
+        ) as client:
 
             async def one(sample: Sample) -> Verdict:
                 async with limit:
@@ -164,13 +168,19 @@ class JudgeClient:
     async def _one(self, client, sample: Sample) -> Verdict:
         import httpx
 
-        body = {"model": self.settings.model, "messages": judge_messages(sample, self.settings),
-                "temperature": self.settings.temperature, "max_tokens": self.settings.max_tokens, "stream": False}
+        body = {
+            "model": self.settings.model,
+            "messages": judge_messages(sample, self.settings),
+            "temperature": self.settings.temperature,
+            "max_tokens": self.settings.max_tokens,
+            "stream": False,
+        }
         reason = "endpoint_error"
         for _ in range(self.settings.retries + 1):
             try:
-                resp = await asyncio.wait_for(client.post("/chat/completions", json=body),
-                                              timeout=self.settings.timeout_s)
+                resp = await asyncio.wait_for(
+                    client.post("/chat/completions", json=body), timeout=self.settings.timeout_s
+                )
             except (TimeoutError, httpx.TimeoutException):
                 reason = "timeout"
                 continue

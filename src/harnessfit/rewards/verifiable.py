@@ -30,17 +30,35 @@ _OPEN, _CLOSE = "<tool_call>", "</tool_call>"
 _LOOSE_CALL = re.compile(r'\{\s*"name"\s*:\s*"[^"]*"\s*,\s*"(?:arguments|parameters)"\s*:')
 
 
-def parse_completion(text: str, ids: list[int], truncated: bool, *, reference: dict[str, Any] | None = None,
-                     tools: list[dict[str, Any]] | None = None, state: list[dict[str, Any]] | None = None,
-                     dp_id: str = "") -> Sample:
+def parse_completion(
+    text: str,
+    ids: list[int],
+    truncated: bool,
+    *,
+    reference: dict[str, Any] | None = None,
+    tools: list[dict[str, Any]] | None = None,
+    state: list[dict[str, Any]] | None = None,
+    dp_id: str = "",
+) -> Sample:
     """A ``Sample`` from a completion's text (special tokens kept, end-of-turn token removed) and ids."""
     content, calls = split_tool_calls(text)
     after = text.rsplit(_CLOSE, 1)[1] if calls and _CLOSE in text else ""
     opened, closed = text.count(_OPEN), text.count(_CLOSE)
-    return Sample(text=text, ids=list(ids), truncated=truncated, content=content, calls=calls,
-                  broken_blocks=content.count(_OPEN), loose_calls=len(_LOOSE_CALL.findall(content)),
-                  unclosed_blocks=max(0, opened - closed), after_last_call=after, reference=reference or {},
-                  tools=tools or [], state=state or [], dp_id=dp_id)
+    return Sample(
+        text=text,
+        ids=list(ids),
+        truncated=truncated,
+        content=content,
+        calls=calls,
+        broken_blocks=content.count(_OPEN),
+        loose_calls=len(_LOOSE_CALL.findall(content)),
+        unclosed_blocks=max(0, opened - closed),
+        after_last_call=after,
+        reference=reference or {},
+        tools=tools or [],
+        state=state or [],
+        dp_id=dp_id,
+    )
 
 
 def _arguments(call: Any) -> Any:

@@ -84,12 +84,15 @@ def _finish(result: GenerationResult, n_calls: int) -> str:
 class _Prepared:
     """A validated request, rendered and budgeted: everything that can fail with a 4xx has happened."""
 
-    def __init__(self, engine: Engine, request: ChatRequest, episode: str | None = None,
-                 store: CaptureStore | None = None) -> None:
+    def __init__(
+        self, engine: Engine, request: ChatRequest, episode: str | None = None, store: CaptureStore | None = None
+    ) -> None:
         if request.model != engine.model_id:
             raise ApiError(
-                404, f"model {request.model!r} is not served here; this server serves {engine.model_id!r}",
-                param="model", code="model_not_found",
+                404,
+                f"model {request.model!r} is not served here; this server serves {engine.model_id!r}",
+                param="model",
+                code="model_not_found",
             )
         self.request = request
         self.prompt_ids = engine.render(request)
@@ -99,8 +102,14 @@ class _Prepared:
         seed = request.seed
         self.temperature = request.temperature if request.temperature is not None else engine.default_temperature
         self.deltas = engine.generate(
-            self.prompt_ids, max_new_tokens=self.budget, temperature=self.temperature, top_p=request.top_p,
-            seed=seed, result=self.result, cancel=self.cancel, request=request,
+            self.prompt_ids,
+            max_new_tokens=self.budget,
+            temperature=self.temperature,
+            top_p=request.top_p,
+            seed=seed,
+            result=self.result,
+            cancel=self.cancel,
+            request=request,
         )
         self.nonce = _request_nonce()
         self.completion_id = f"chatcmpl-{self.nonce}"
@@ -118,8 +127,9 @@ class _Prepared:
         """The whole answer, recorded when the server captures."""
         answer = _complete(self.engine, self)
         message = answer["choices"][0]["message"]
-        _capture(self.store, self.engine, self, _response_summary(self, message.get("tool_calls") or [],
-                                                                  message["content"]))
+        _capture(
+            self.store, self.engine, self, _response_summary(self, message.get("tool_calls") or [], message["content"])
+        )
         return answer
 
     def events(self) -> Iterator[bytes]:
@@ -135,13 +145,23 @@ def _capture(store: CaptureStore | None, engine: Engine, prep: _Prepared, respon
     result = prep.result
     if store is None or prep.episode is None or result.sampled_ids is None or result.logprobs is None:
         return
-    store.record(prep.episode, prompt_ids=prep.prompt_ids, sampled_ids=result.sampled_ids, logprobs=result.logprobs,
-                 request=wire_request(prep.request),
-                 response=response,
-                 metadata={"model_id": engine.model_id, "completion_id": prep.completion_id,
-                           "finish_reason": result.finish_reason, "complete": not prep.cancelled_by_client,
-                           "sampling": {"temperature": prep.temperature or 0.0, "top_p": prep.request.top_p or 1.0},
-                           "stop_ids": engine.stop_ids, "published": getattr(engine, "published", None) or {}})
+    store.record(
+        prep.episode,
+        prompt_ids=prep.prompt_ids,
+        sampled_ids=result.sampled_ids,
+        logprobs=result.logprobs,
+        request=wire_request(prep.request),
+        response=response,
+        metadata={
+            "model_id": engine.model_id,
+            "completion_id": prep.completion_id,
+            "finish_reason": result.finish_reason,
+            "complete": not prep.cancelled_by_client,
+            "sampling": {"temperature": prep.temperature or 0.0, "top_p": prep.request.top_p or 1.0},
+            "stop_ids": engine.stop_ids,
+            "published": getattr(engine, "published", None) or {},
+        },
+    )
 
 
 def _complete(engine: Engine, prep: _Prepared) -> dict[str, Any]:
@@ -174,8 +194,12 @@ def _response_summary(prep: _Prepared, calls: list[dict[str, Any]], content: str
     message: dict[str, Any] = {"role": "assistant", "content": content or None}
     if calls:
         message["tool_calls"] = calls
-    return {"choices": [{"index": 0, "message": message, "finish_reason": _finish(prep.result, len(calls))}],
-            "text": prep.result.text, "finish_reason": _finish(prep.result, len(calls)), "tool_calls": len(calls)}
+    return {
+        "choices": [{"index": 0, "message": message, "finish_reason": _finish(prep.result, len(calls))}],
+        "text": prep.result.text,
+        "finish_reason": _finish(prep.result, len(calls)),
+        "tool_calls": len(calls),
+    }
 
 
 def _sse(obj: Any) -> bytes:
@@ -273,8 +297,13 @@ class EngineBackend:
 ENGINE_OPTIONS = EndpointOptions(max_queue=DEFAULT_MAX_QUEUE)
 
 
-def create_app(engine: Engine, *, max_body_bytes: int = MAX_BODY_BYTES, max_queue: int = DEFAULT_MAX_QUEUE,
-               capture: CaptureStore | None = None) -> FastAPI:
+def create_app(
+    engine: Engine,
+    *,
+    max_body_bytes: int = MAX_BODY_BYTES,
+    max_queue: int = DEFAULT_MAX_QUEUE,
+    capture: CaptureStore | None = None,
+) -> FastAPI:
     """A FastAPI app serving ``engine`` (this module is imported only by the server process); at most ``max_queue``
     chat requests are admitted at once (``endpoint.admission``), the others get 429 with ``Retry-After``. With
     ``capture`` every answered request's sampled tokens are recorded per episode (``serve.capture``)."""

@@ -59,8 +59,12 @@ class CardVerifier:
         ctx = RewardContext(card=self.card, format_error_reward=-1.0)
         known = components()
         scores = [known[name].fn(sample, ctx).value or 0.0 for name in _SCORE_COMPONENTS]
-        ok = (not truncated and not sample.broken_blocks and not sample.loose_calls
-              and all(not p for p in call_problems(self.card, sample)))
+        ok = (
+            not truncated
+            and not sample.broken_blocks
+            and not sample.loose_calls
+            and all(not p for p in call_problems(self.card, sample))
+        )
         return CandidateVerdict(passes=ok, score=statistics.fmean(scores), calls=len(sample.calls))
 
 
@@ -77,8 +81,9 @@ class BestOfEngine:
     """An ``Engine`` whose ``generate`` picks the best of up to ``n`` candidates (see the module docstring); every
     other attribute is the wrapped engine's."""
 
-    def __init__(self, engine: Engine, n: int, verifier: CardVerifier, *, temperature: float = 0.7,
-                 log_path: Path | None = None) -> None:
+    def __init__(
+        self, engine: Engine, n: int, verifier: CardVerifier, *, temperature: float = 0.7, log_path: Path | None = None
+    ) -> None:
         if n < 1:
             raise UserError("--best-of must be at least 1")
         if temperature <= 0:
@@ -95,13 +100,27 @@ class BestOfEngine:
 
     def stats(self) -> dict[str, Any]:
         s = self._stats
-        rate = (lambda k: k / s.requests if s.requests else None)  # noqa: E731
-        return {"n": self.n, "requests": s.requests, "valid_first_sample": rate(s.first_passes),
-                "valid_best_of_n": rate(s.any_passes), "candidates_per_request": rate(s.candidates)}
+        rate = lambda k: k / s.requests if s.requests else None  # noqa: E731
+        return {
+            "n": self.n,
+            "requests": s.requests,
+            "valid_first_sample": rate(s.first_passes),
+            "valid_best_of_n": rate(s.any_passes),
+            "candidates_per_request": rate(s.candidates),
+        }
 
-    def generate(self, prompt_ids: list[int], *, max_new_tokens: int, temperature: float | None, top_p: float | None,
-                 seed: int | None, result: GenerationResult, cancel: threading.Event | None = None,
-                 request: Any = None) -> Iterator[str]:
+    def generate(
+        self,
+        prompt_ids: list[int],
+        *,
+        max_new_tokens: int,
+        temperature: float | None,
+        top_p: float | None,
+        seed: int | None,
+        result: GenerationResult,
+        cancel: threading.Event | None = None,
+        request: Any = None,
+    ) -> Iterator[str]:
         active = _active_tools(request)
         sampled_t = temperature if temperature and temperature > 0 else self.temperature
         tried: list[tuple[CandidateVerdict, GenerationResult]] = []
@@ -111,9 +130,15 @@ class BestOfEngine:
             t = temperature if k == 0 else sampled_t
             # the engine sets the event it is given once its iterator is done (Engine.generate's finally): each
             # candidate gets its own, which also reads as set when the request's own is (a client that hung up)
-            for _ in self.engine.generate(prompt_ids, max_new_tokens=max_new_tokens, temperature=t, top_p=top_p,
-                                          seed=None if seed is None and k == 0 else (seed or 0) + k, result=cand,
-                                          cancel=_Linked(cancel)):
+            for _ in self.engine.generate(
+                prompt_ids,
+                max_new_tokens=max_new_tokens,
+                temperature=t,
+                top_p=top_p,
+                seed=None if seed is None and k == 0 else (seed or 0) + k,
+                result=cand,
+                cancel=_Linked(cancel),
+            ):
                 pass
             check = self.verifier.check(cand.text, truncated=cand.finish_reason == "length", active_tools=active)
             tried.append((check, cand))
@@ -141,9 +166,16 @@ class BestOfEngine:
             s.any_passes += any(c.passes for c, _ in tried)
             s.candidates += len(tried)
             if self.log_path is not None:
-                row = {"n": self.n, "tried": len(tried), "chosen": chosen, "first_passes": tried[0][0].passes,
-                       "any_passes": any(c.passes for c, _ in tried), "scores": [round(c.score, 4) for c, _ in tried],
-                       "calls": [c.calls for c, _ in tried], "passes": [c.passes for c, _ in tried]}
+                row = {
+                    "n": self.n,
+                    "tried": len(tried),
+                    "chosen": chosen,
+                    "first_passes": tried[0][0].passes,
+                    "any_passes": any(c.passes for c, _ in tried),
+                    "scores": [round(c.score, 4) for c, _ in tried],
+                    "calls": [c.calls for c, _ in tried],
+                    "passes": [c.passes for c, _ in tried],
+                }
                 with self.log_path.open("ab") as fh:
                     fh.write(orjson.dumps(row) + b"\n")
 
@@ -181,27 +213,33 @@ def summarise_log(path: Path) -> dict[str, Any]:
     def called(r: dict[str, Any], i: int) -> bool:
         return bool(r["calls"][i]) and bool(r.get("passes", [r["first_passes"]] * r["tried"])[i])
 
-    return {"n": n, "requests": k,
-            "valid_first_sample": share(sum(r["first_passes"] for r in rows)),
-            "valid_best_of_n": share(sum(r["any_passes"] for r in rows)),
-            "tool_call_first_sample": share(sum(called(r, 0) for r in rows)),
-            "tool_call_best_of_n": share(sum(called(r, r["chosen"]) for r in rows)),
-            "candidates_per_request": share(sum(r["tried"] for r in rows))}
+    return {
+        "n": n,
+        "requests": k,
+        "valid_first_sample": share(sum(r["first_passes"] for r in rows)),
+        "valid_best_of_n": share(sum(r["any_passes"] for r in rows)),
+        "tool_call_first_sample": share(sum(called(r, 0) for r in rows)),
+        "tool_call_best_of_n": share(sum(called(r, r["chosen"]) for r in rows)),
+        "candidates_per_request": share(sum(r["tried"] for r in rows)),
+    }
 
 
 def summary_markdown(summary: dict[str, Any]) -> str:
     """The best-of section of an eval's ``results.md``: valid-call rate of one sample vs n on the same requests."""
+
     def pct(x: float | None) -> str:
         return "–" if x is None else f"{100 * x:.1f} %"
 
     per = summary.get("candidates_per_request")
-    return ("\n## Best-of-N at serving (verifier: harness card)\n\n"
-            "Every model request of the run was answered by `harnessfit serve --best-of "
-            f"{summary.get('n')} --verifier card`: candidate 1 as asked, the others sampled until one passed.\n\n"
-            "| model requests | passes the verifier, 1 sample | best of N | a valid tool call, 1 sample | "
-            "best of N | candidates per request |\n|---|---|---|---|---|---|\n"
-            f"| {summary.get('requests')} | {pct(summary.get('valid_first_sample'))} | "
-            f"{pct(summary.get('valid_best_of_n'))} | {pct(summary.get('tool_call_first_sample'))} | "
-            f"{pct(summary.get('tool_call_best_of_n'))} | {'–' if per is None else f'{per:.2f}'} |\n\n"
-            "A text reply passes the verifier (it has no call to fail); the tool-call columns count replies that "
-            "make at least one call, every call valid.\n")
+    return (
+        "\n## Best-of-N at serving (verifier: harness card)\n\n"
+        "Every model request of the run was answered by `harnessfit serve --best-of "
+        f"{summary.get('n')} --verifier card`: candidate 1 as asked, the others sampled until one passed.\n\n"
+        "| model requests | passes the verifier, 1 sample | best of N | a valid tool call, 1 sample | "
+        "best of N | candidates per request |\n|---|---|---|---|---|---|\n"
+        f"| {summary.get('requests')} | {pct(summary.get('valid_first_sample'))} | "
+        f"{pct(summary.get('valid_best_of_n'))} | {pct(summary.get('tool_call_first_sample'))} | "
+        f"{pct(summary.get('tool_call_best_of_n'))} | {'–' if per is None else f'{per:.2f}'} |\n\n"
+        "A text reply passes the verifier (it has no call to fail); the tool-call columns count replies that "
+        "make at least one call, every call valid.\n"
+    )

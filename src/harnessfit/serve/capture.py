@@ -52,8 +52,17 @@ class CaptureStore:
         self._lock = threading.Lock()
         self._counts: dict[str, int] = {}
 
-    def record(self, episode: str, *, prompt_ids: list[int], sampled_ids: list[int], logprobs: list[float],
-               request: dict[str, Any], response: dict[str, Any], metadata: dict[str, Any]) -> dict[str, Any]:
+    def record(
+        self,
+        episode: str,
+        *,
+        prompt_ids: list[int],
+        sampled_ids: list[int],
+        logprobs: list[float],
+        request: dict[str, Any],
+        response: dict[str, Any],
+        metadata: dict[str, Any],
+    ) -> dict[str, Any]:
         if len(sampled_ids) != len(logprobs):
             raise ValueError(f"capture: {len(sampled_ids)} sampled ids but {len(logprobs)} logprobs")
         with self._lock:
@@ -62,10 +71,16 @@ class CaptureStore:
                 path = self.folder / f"{episode}.jsonl"
                 index = sum(1 for _ in path.open("rb")) if path.is_file() else 0
             self._counts[episode] = index + 1
-            turn = {"node_id": f"{episode}:{index}", "prompt_token_ids": list(prompt_ids),
-                    "completion_token_ids": list(sampled_ids), "per_token_logps": list(logprobs),
-                    "loss_mask": [0] * len(prompt_ids) + [1] * len(sampled_ids), "request": request,
-                    "response": response, "metadata": {**metadata, "turn": index, "captured_at": time.time()}}
+            turn = {
+                "node_id": f"{episode}:{index}",
+                "prompt_token_ids": list(prompt_ids),
+                "completion_token_ids": list(sampled_ids),
+                "per_token_logps": list(logprobs),
+                "loss_mask": [0] * len(prompt_ids) + [1] * len(sampled_ids),
+                "request": request,
+                "response": response,
+                "metadata": {**metadata, "turn": index, "captured_at": time.time()},
+            }
             with (self.folder / f"{episode}.jsonl").open("ab") as fh:
                 fh.write(orjson.dumps(turn) + b"\n")
         return turn
@@ -75,7 +90,9 @@ def training_trace(folder: Path, episode: str) -> dict[str, Any]:
     """One episode's captured turns as a ``TrainingTrace``-shaped dict (turns in the order they were served)."""
     path = Path(folder) / f"{_KEY.sub('_', episode)}.jsonl"
     if not path.is_file():
-        raise UserError(f"no captured turns for episode {episode!r} in {folder} (was the server started with "
-                        "--capture-dir, and did the client send that API key?)")
+        raise UserError(
+            f"no captured turns for episode {episode!r} in {folder} (was the server started with "
+            "--capture-dir, and did the client send that API key?)"
+        )
     turns = [orjson.loads(line) for line in path.read_bytes().splitlines() if line.strip()]
     return {"schema_version": 1, "turns": turns}

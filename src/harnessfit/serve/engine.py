@@ -70,8 +70,16 @@ class _IdStreamer:
 class Engine:
     """A loaded model + tokenizer + stop ids + output cap, producing text deltas for one request at a time."""
 
-    def __init__(self, model: Any, tokenizer: Any, *, stop_ids: list[int], max_tokens: int, model_id: str,
-                 stall_seconds: float = 120.0) -> None:
+    def __init__(
+        self,
+        model: Any,
+        tokenizer: Any,
+        *,
+        stop_ids: list[int],
+        max_tokens: int,
+        model_id: str,
+        stall_seconds: float = 120.0,
+    ) -> None:
         if max_tokens < 1:
             raise UserError("--max-tokens must be at least 1")
         self.model = model
@@ -127,9 +135,14 @@ class Engine:
             busy, last, waiting = self._busy_since, self._last_progress, self._waiting
         stalled = None if last is None else round(now - last, 3)
         stuck = stalled is not None and stalled > self.stall_seconds
-        return {"status": "stuck" if stuck else "ok", "model": self.model_id,
-                "generating_seconds": None if busy is None else round(now - busy, 3),
-                "seconds_since_progress": stalled, "waiting": waiting, "cancelled": self.cancelled}
+        return {
+            "status": "stuck" if stuck else "ok",
+            "model": self.model_id,
+            "generating_seconds": None if busy is None else round(now - busy, 3),
+            "seconds_since_progress": stalled,
+            "waiting": waiting,
+            "cancelled": self.cancelled,
+        }
 
     def _progress(self) -> None:
         with self._state:
@@ -154,8 +167,15 @@ class Engine:
 
     # -- generation --------------------------------------------------------------------------------------------
     def generate(
-        self, prompt_ids: list[int], *, max_new_tokens: int, temperature: float | None, top_p: float | None,
-        seed: int | None, result: GenerationResult, cancel: threading.Event | None = None,
+        self,
+        prompt_ids: list[int],
+        *,
+        max_new_tokens: int,
+        temperature: float | None,
+        top_p: float | None,
+        seed: int | None,
+        result: GenerationResult,
+        cancel: threading.Event | None = None,
         request: ChatRequest | None = None,
     ) -> Iterator[str]:
         """Yield text deltas as tokens arrive; ``result`` gets the token count, finish reason and full text.
@@ -172,8 +192,12 @@ class Engine:
         gen_config = self._generation_config(max_new_tokens, temperature, top_p)
         device = next(self.model.parameters()).device
         input_ids = torch.tensor([prompt_ids], dtype=torch.long, device=device)
-        worker = threading.Thread(target=self._run_generation, args=(job, input_ids, gen_config, seed, len(prompt_ids)),
-                                  name="harnessfit-generate", daemon=True)
+        worker = threading.Thread(
+            target=self._run_generation,
+            args=(job, input_ids, gen_config, seed, len(prompt_ids)),
+            name="harnessfit-generate",
+            daemon=True,
+        )
         worker.start()
         yield from self._stream(job, worker, result)
 
@@ -361,8 +385,13 @@ def _model_id(source: ServeSource) -> str:
 
 
 def load_engine(
-    model: str, *, adapter: Path | None = None, tokenizer: Path | None = None, max_tokens: int = 512,
-    model_id: str | None = None, threads: int = 1,
+    model: str,
+    *,
+    adapter: Path | None = None,
+    tokenizer: Path | None = None,
+    max_tokens: int = 512,
+    model_id: str | None = None,
+    threads: int = 1,
 ) -> Engine:
     """Load everything the built-in backend needs (the slow part of start-up, ~seconds on the embedded model)."""
     import torch
@@ -391,8 +420,12 @@ def published_facts(model: str, adapter: Path | None) -> dict[str, Any]:
     from harnessfit.harness.versions import trained_harness
 
     found = trained_harness(model, adapter)
-    facts: dict[str, Any] = {"model": str(model), "adapter": str(adapter) if adapter is not None else None,
-                             "harness": found[0] if found else None, "card_sha256": None}
+    facts: dict[str, Any] = {
+        "model": str(model),
+        "adapter": str(adapter) if adapter is not None else None,
+        "harness": found[0] if found else None,
+        "card_sha256": None,
+    }
     if found:
         try:
             from harnessfit.harness.card import load_harness

@@ -40,8 +40,10 @@ def choose_backend(backend: str) -> str:
     if backend == "auto":
         return "vllm" if vllm_available() else "builtin"
     if backend == "vllm" and not vllm_available():
-        raise UserError("backend vllm needs the vllm package (make setup GPU=1, or HARNESSFIT_VLLM=/path/to/vllm) and a "
-                        "CUDA GPU; use --backend builtin on this machine")
+        raise UserError(
+            "backend vllm needs the vllm package (make setup GPU=1, or HARNESSFIT_VLLM=/path/to/vllm) and a "
+            "CUDA GPU; use --backend builtin on this machine"
+        )
     return backend
 
 
@@ -139,12 +141,38 @@ def _fail(handle: ServerHandle, why: str) -> UserError:
     return UserError(f"{handle.backend} server for {handle.model_id} {why}" + (f"; log tail:\n{tail}" if tail else ""))
 
 
-def _builtin_command(model: str, ready: Path, *, adapter: Path | None, tokenizer: Path | None, port: int,
-                     max_tokens: int, model_id: str | None, threads: int, best_of: int, best_of_log: Path | None,
-                     max_queue: int | None) -> list[str]:
+def _builtin_command(
+    model: str,
+    ready: Path,
+    *,
+    adapter: Path | None,
+    tokenizer: Path | None,
+    port: int,
+    max_tokens: int,
+    model_id: str | None,
+    threads: int,
+    best_of: int,
+    best_of_log: Path | None,
+    max_queue: int | None,
+) -> list[str]:
     """The ``harnessfit serve`` command line of the built-in backend, writing ``ready`` once it serves."""
-    cmd = [sys.executable, "-m", "harnessfit.cli", "serve", str(model), "--backend", "builtin", "--port", str(port),
-           "--max-tokens", str(max_tokens), "--threads", str(threads), "--ready-file", str(ready)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "harnessfit.cli",
+        "serve",
+        str(model),
+        "--backend",
+        "builtin",
+        "--port",
+        str(port),
+        "--max-tokens",
+        str(max_tokens),
+        "--threads",
+        str(threads),
+        "--ready-file",
+        str(ready),
+    ]
     if adapter is not None:
         cmd += ["--adapter", str(adapter)]
     if tokenizer is not None:
@@ -175,9 +203,20 @@ def _await_ready_file(handle: ServerHandle, ready: Path, deadline: float) -> Non
 
 
 def start_server(
-    model: str, *, adapter: Path | None = None, tokenizer: Path | None = None, port: int = 0, max_tokens: int = 512,
-    backend: str = "auto", model_id: str | None = None, timeout: float | None = None, log_path: Path | None = None,
-    threads: int = 1, env: dict[str, str] | None = None, best_of: int = 1, best_of_log: Path | None = None,
+    model: str,
+    *,
+    adapter: Path | None = None,
+    tokenizer: Path | None = None,
+    port: int = 0,
+    max_tokens: int = 512,
+    backend: str = "auto",
+    model_id: str | None = None,
+    timeout: float | None = None,
+    log_path: Path | None = None,
+    threads: int = 1,
+    env: dict[str, str] | None = None,
+    best_of: int = 1,
+    best_of_log: Path | None = None,
     max_queue: int | None = None,
 ) -> ServerHandle:
     """Launch ``harnessfit serve`` (built-in) or ``vllm serve`` as a subprocess; return once it answers.
@@ -196,28 +235,54 @@ def start_server(
     run_env = {**os.environ, **(env or {})}
     if kind == "builtin":
         ready = tmpdir / "ready.json"
-        cmd = _builtin_command(model, ready, adapter=adapter, tokenizer=tokenizer, port=port, max_tokens=max_tokens,
-                               model_id=model_id, threads=threads, best_of=best_of, best_of_log=best_of_log,
-                               max_queue=max_queue)
+        cmd = _builtin_command(
+            model,
+            ready,
+            adapter=adapter,
+            tokenizer=tokenizer,
+            port=port,
+            max_tokens=max_tokens,
+            model_id=model_id,
+            threads=threads,
+            best_of=best_of,
+            best_of_log=best_of_log,
+            max_queue=max_queue,
+        )
         run_env.setdefault("OMP_NUM_THREADS", str(threads))
     else:
         from harnessfit.serve.vllm import prepare_vllm
 
         real_port = port or _free_port()
-        launch = prepare_vllm(model, workdir=tmpdir, port=real_port, adapter=adapter, tokenizer=tokenizer,
-                              max_tokens=max_tokens, model_id=model_id)
+        launch = prepare_vllm(
+            model,
+            workdir=tmpdir,
+            port=real_port,
+            adapter=adapter,
+            tokenizer=tokenizer,
+            max_tokens=max_tokens,
+            model_id=model_id,
+        )
         cmd = launch.command
     with log.open("ab") as fh:
-        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=fh, stderr=subprocess.STDOUT, env=run_env,
-                                start_new_session=True)
+        proc = subprocess.Popen(
+            cmd, stdin=subprocess.DEVNULL, stdout=fh, stderr=subprocess.STDOUT, env=run_env, start_new_session=True
+        )
     deadline = time.monotonic() + (timeout if timeout is not None else (300.0 if kind == "builtin" else 900.0))
     if kind == "builtin":
         handle = ServerHandle("", model_id or str(model), proc, kind, log, max_tokens, None, tmpdir)
         _LIVE.add(handle)
         _await_ready_file(handle, ready, deadline)
     else:
-        handle = ServerHandle(f"http://127.0.0.1:{real_port}/v1", launch.model_id, proc, kind, log, max_tokens,
-                              launch.context_window, tmpdir)
+        handle = ServerHandle(
+            f"http://127.0.0.1:{real_port}/v1",
+            launch.model_id,
+            proc,
+            kind,
+            log,
+            max_tokens,
+            launch.context_window,
+            tmpdir,
+        )
         _LIVE.add(handle)
     if not _wait_models(handle.base_url, proc, deadline):
         raise _fail(handle, "did not answer /v1/models" if proc.poll() is None else f"exited ({proc.returncode})")
@@ -225,8 +290,13 @@ def start_server(
 
 
 def write_harness_config(
-    agent_dir: Path, handle: ServerHandle, *, context_window: int | None = None, max_tokens: int | None = None,
-    eval_settings: bool = True, harness: str | None = None,
+    agent_dir: Path,
+    handle: ServerHandle,
+    *,
+    context_window: int | None = None,
+    max_tokens: int | None = None,
+    eval_settings: bool = True,
+    harness: str | None = None,
 ) -> Path:
     """Write the client config of ``harness`` (a spec; default: Pi, whose ``models.json`` + ``settings.json`` make it
     talk to the server as ``--model local/<handle.model_id>``) into ``agent_dir`` for a running server; returns
@@ -235,7 +305,9 @@ def write_harness_config(
     from harnessfit.harness.base import get_harness
 
     get_harness(harness).write_client_config(
-        Path(agent_dir), handle.base_url, handle.model_id,
+        Path(agent_dir),
+        handle.base_url,
+        handle.model_id,
         context_window=context_window or handle.context_window or 32768,
         max_tokens=max_tokens or handle.max_tokens,
         eval_settings=eval_settings,

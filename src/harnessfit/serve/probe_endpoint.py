@@ -36,9 +36,16 @@ __all__ = ["VLLM_FLAGS", "ProbeCheck", "ProbeReport", "probe_endpoint", "require
 VLLM_FLAGS = "--return-tokens-as-token-ids --logprobs-mode processed_logprobs"
 _SENTINEL = 100.0  # above this a "logprob" is an engine's stand-in for -inf (vLLM writes -9999), not a value
 _MIN_GAP = 0.5  # a flatter top-2 makes the T=1 / T=2 ratio noise
-_TOOL = [{"type": "function", "function": {
-    "name": "bash", "description": "Run a shell command",
-    "parameters": {"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]}}}]
+_TOOL = [
+    {
+        "type": "function",
+        "function": {
+            "name": "bash",
+            "description": "Run a shell command",
+            "parameters": {"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]},
+        },
+    }
+]
 
 
 @dataclass
@@ -83,7 +90,7 @@ def _check_ids(payload: dict[str, Any]) -> ProbeCheck:
     choice = (payload.get("choices") or [{}])[0]
     prompt, sampled = payload.get("prompt_token_ids"), choice.get("token_ids")
     content = (choice.get("logprobs") or {}).get("content") or []
-    fix = (f"serve vLLM with {VLLM_FLAGS} (the request sends return_token_ids), or use `harnessfit serve`")
+    fix = f"serve vLLM with {VLLM_FLAGS} (the request sends return_token_ids), or use `harnessfit serve`"
     if not prompt or not sampled:
         lacks = " and ".join(n for n, v in (("prompt_token_ids", prompt), ("choices[0].token_ids", sampled)) if not v)
         return ProbeCheck("token_ids", False, True, f"returns no {lacks}; {fix}")
@@ -91,8 +98,13 @@ def _check_ids(payload: dict[str, Any]) -> ProbeCheck:
         return ProbeCheck("token_ids", False, True, "returns token ids that are not non-negative integers")
     values = [e.get("logprob") if isinstance(e, dict) else None for e in content]
     if len(values) != len(sampled):
-        return ProbeCheck("token_ids", False, True, f"returns {len(values)} logprobs for {len(sampled)} sampled ids "
-                          f"(logprobs.content must align with token_ids); {fix}")
+        return ProbeCheck(
+            "token_ids",
+            False,
+            True,
+            f"returns {len(values)} logprobs for {len(sampled)} sampled ids "
+            f"(logprobs.content must align with token_ids); {fix}",
+        )
     if any(isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v) or v > 0 for v in values):
         return ProbeCheck("token_ids", False, True, "returns logprobs that are not finite non-positive numbers")
     return ProbeCheck("token_ids", True, True, f"{len(prompt)} prompt ids, {len(sampled)} sampled ids with logprobs")
@@ -101,8 +113,14 @@ def _check_ids(payload: dict[str, Any]) -> ProbeCheck:
 def _top_gap(payload: dict[str, Any]) -> float | None:
     entries = ((payload.get("choices") or [{}])[0].get("logprobs") or {}).get("content") or []
     alternatives = (entries[0] or {}).get("top_logprobs") if entries else None
-    values = sorted((float(t["logprob"]) for t in alternatives or [] if isinstance(t, dict)
-                     and isinstance(t.get("logprob"), int | float)), reverse=True)
+    values = sorted(
+        (
+            float(t["logprob"])
+            for t in alternatives or []
+            if isinstance(t, dict) and isinstance(t.get("logprob"), int | float)
+        ),
+        reverse=True,
+    )
     if len(values) < 2 or abs(values[-1]) > _SENTINEL:
         return None
     return values[0] - values[-1]
@@ -111,34 +129,68 @@ def _top_gap(payload: dict[str, Any]) -> float | None:
 def _check_processed(client: httpx.Client, url: str, model_id: str, headers: dict[str, str]) -> ProbeCheck:
     gaps = []
     for temperature in (1.0, 2.0):
-        body = {"model": model_id, "messages": [{"role": "user", "content": "Reply with exactly: hello"}],
-                "max_tokens": 1, "temperature": temperature, "logprobs": True, "top_logprobs": 5}
+        body = {
+            "model": model_id,
+            "messages": [{"role": "user", "content": "Reply with exactly: hello"}],
+            "max_tokens": 1,
+            "temperature": temperature,
+            "logprobs": True,
+            "top_logprobs": 5,
+        }
         gaps.append(_top_gap(_post(client, url, body, headers)))
     if gaps[0] is None or gaps[1] is None or gaps[0] < _MIN_GAP:
-        return ProbeCheck("processed_logprobs", False, False, "could not tell processed from raw logprobs (no top-2 "
-                          "alternatives, or a first-token distribution too flat or too peaked to measure)")
+        return ProbeCheck(
+            "processed_logprobs",
+            False,
+            False,
+            "could not tell processed from raw logprobs (no top-2 "
+            "alternatives, or a first-token distribution too flat or too peaked to measure)",
+        )
     ratio = gaps[1] / gaps[0]
     seen = f"top-1/top-5 gap {gaps[0]:.3f} at T=1, {gaps[1]:.3f} at T=2 (ratio {ratio:.2f})"
     if abs(ratio - 1.0) < abs(ratio - 0.5):
-        return ProbeCheck("processed_logprobs", False, True, f"returns raw (pre-temperature) logprobs: {seen}; "
-                          f"serve vLLM with {VLLM_FLAGS}")
+        return ProbeCheck(
+            "processed_logprobs",
+            False,
+            True,
+            f"returns raw (pre-temperature) logprobs: {seen}; serve vLLM with {VLLM_FLAGS}",
+        )
     return ProbeCheck("processed_logprobs", True, True, seen)
 
 
-def _check_tool_call(client: httpx.Client, url: str, model_id: str, headers: dict[str, str],
-                     max_tokens: int) -> ProbeCheck:
-    body = {"model": model_id, "messages": [{"role": "user", "content": "Use the bash tool to list the files in /tmp."}],
-            "tools": _TOOL, "tool_choice": "auto", "max_tokens": max_tokens, "temperature": 0}
+def _check_tool_call(
+    client: httpx.Client, url: str, model_id: str, headers: dict[str, str], max_tokens: int
+) -> ProbeCheck:
+    body = {
+        "model": model_id,
+        "messages": [{"role": "user", "content": "Use the bash tool to list the files in /tmp."}],
+        "tools": _TOOL,
+        "tool_choice": "auto",
+        "max_tokens": max_tokens,
+        "temperature": 0,
+    }
     choice = (_post(client, url, body, headers).get("choices") or [{}])[0]
     if (choice.get("message") or {}).get("tool_calls"):
         return ProbeCheck("tool_call", True, False, "a parsed tool call came back")
     why = "the reply was cut at max_tokens" if choice.get("finish_reason") == "length" else "it answered in prose"
-    return ProbeCheck("tool_call", False, False, f"no tool call for a trivial tool prompt ({why}); a weak model "
-                      "may still learn to call tools, but its first rollouts will likely stall")
+    return ProbeCheck(
+        "tool_call",
+        False,
+        False,
+        f"no tool call for a trivial tool prompt ({why}); a weak model "
+        "may still learn to call tools, but its first rollouts will likely stall",
+    )
 
 
-def probe_endpoint(base_url: str, model_id: str, *, api_key: str | None = None, timeout: float = 120.0,
-                   tool_max_tokens: int = 128, client: httpx.Client | None = None) -> ProbeReport:
+def probe_endpoint(
+    base_url: str,
+    model_id: str,
+    *,
+    api_key: str | None = None,
+    timeout: float = 120.0,
+    tool_max_tokens: int = 128,
+    client: httpx.Client | None = None,
+) -> ProbeReport:
     """Run the three checks against ``base_url`` (an OpenAI-compatible root ending in ``/v1``) for ``model_id``.
 
     ``client``: an ``httpx.Client`` to send through (tests pass an in-process one); by default a new one with
@@ -151,13 +203,20 @@ def probe_endpoint(base_url: str, model_id: str, *, api_key: str | None = None, 
     report = ProbeReport(base_url, model_id)
     try:
         try:
-            body = {"model": model_id, "messages": [{"role": "user", "content": "Reply with the single word: ok"}],
-                    "max_tokens": 8, "temperature": 0, "logprobs": True, "top_logprobs": 0,
-                    "return_token_ids": True}
+            body = {
+                "model": model_id,
+                "messages": [{"role": "user", "content": "Reply with the single word: ok"}],
+                "max_tokens": 8,
+                "temperature": 0,
+                "logprobs": True,
+                "top_logprobs": 0,
+                "return_token_ids": True,
+            }
             report.checks.append(_check_ids(_post(http, url, body, headers)))
         except (httpx.HTTPError, ValueError) as exc:
-            report.checks.append(ProbeCheck("token_ids", False, True, f"a completion asking for token ids failed: "
-                                            f"{exc}"))
+            report.checks.append(
+                ProbeCheck("token_ids", False, True, f"a completion asking for token ids failed: {exc}")
+            )
             return report
         for name, fatal, run in (
             ("processed_logprobs", True, lambda: _check_processed(http, url, model_id, headers)),

@@ -19,8 +19,15 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError,
 from harnessfit.endpoint.errors import ApiError
 from harnessfit.models.messages import MessageError, to_template_messages
 
-__all__ = ["ApiError", "ChatRequest", "parse_chat_request", "template_messages", "template_tools", "wire_request",
-           "MAX_DEPTH"]
+__all__ = [
+    "ApiError",
+    "ChatRequest",
+    "parse_chat_request",
+    "template_messages",
+    "template_tools",
+    "wire_request",
+    "MAX_DEPTH",
+]
 
 MAX_DEPTH = 64  # nesting of arrays/objects in a request body (tool schemas need far less)
 
@@ -103,8 +110,10 @@ class ChatRequest(_Open):
     @model_validator(mode="after")
     def _token_api_not_streamed(self) -> ChatRequest:
         if self.stream and (self.logprobs or self.return_token_ids):
-            raise ValueError("logprobs and return_token_ids are returned only for non-streaming requests by the "
-                             "built-in backend (send stream: false)")
+            raise ValueError(
+                "logprobs and return_token_ids are returned only for non-streaming requests by the "
+                "built-in backend (send stream: false)"
+            )
         return self
 
     def wants_scores(self) -> bool:
@@ -164,9 +173,10 @@ def parse_chat_request(body: bytes) -> ChatRequest:
 def _wire_message(msg: Message) -> dict[str, Any]:
     item: dict[str, Any] = {"role": msg.role, "content": msg.content}
     if msg.tool_calls:
-        item["tool_calls"] = [{"id": c.id, "type": c.type, "function": {"name": c.function.name,
-                                                                        "arguments": c.function.arguments}}
-                              for c in msg.tool_calls]
+        item["tool_calls"] = [
+            {"id": c.id, "type": c.type, "function": {"name": c.function.name, "arguments": c.function.arguments}}
+            for c in msg.tool_calls
+        ]
     if msg.tool_call_id is not None:
         item["tool_call_id"] = msg.tool_call_id
     if msg.name is not None:
@@ -195,5 +205,10 @@ def template_tools(request: ChatRequest) -> list[dict[str, Any]] | None:
 def wire_request(request: ChatRequest) -> dict[str, Any]:
     """The chat body as the client sent it (messages in the wire shape, tools as sent, the sampling asked): what a
     captured turn's ``request`` holds, as OpenEnv's ``TraceEntry`` describes it."""
-    return {"model": request.model, "messages": [_wire_message(m) for m in request.messages],
-            "tools": request._raw_tools, "temperature": request.temperature, "top_p": request.top_p}
+    return {
+        "model": request.model,
+        "messages": [_wire_message(m) for m in request.messages],
+        "tools": request._raw_tools,
+        "temperature": request.temperature,
+        "top_p": request.top_p,
+    }

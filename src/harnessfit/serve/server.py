@@ -25,8 +25,15 @@ def _announce(ready_file: Path, info: dict) -> None:
     os.replace(tmp, ready_file)
 
 
-def serve_engine(engine: Engine, *, port: int = 0, ready_file: Path | None = None, on_ready=None,
-                 max_queue: int | None = None, capture_dir: Path | None = None) -> None:
+def serve_engine(
+    engine: Engine,
+    *,
+    port: int = 0,
+    ready_file: Path | None = None,
+    on_ready=None,
+    max_queue: int | None = None,
+    capture_dir: Path | None = None,
+) -> None:
     """Serve until SIGINT/SIGTERM. ``on_ready(base_url)`` is called once the socket listens; ``max_queue`` bounds
     the chat requests admitted at once (``endpoint.admission``; default ``DEFAULT_MAX_QUEUE``); ``capture_dir``
     records every answered request's sampled tokens per episode (``serve.capture``)."""
@@ -42,8 +49,14 @@ def serve_engine(engine: Engine, *, port: int = 0, ready_file: Path | None = Non
     if ready_file is not None:
         _announce(
             Path(ready_file),
-            {"port": real_port, "base_url": base_url, "model_id": engine.model_id, "pid": os.getpid(),
-             "context_window": engine.context_window, "max_tokens": engine.max_tokens},
+            {
+                "port": real_port,
+                "base_url": base_url,
+                "model_id": engine.model_id,
+                "pid": os.getpid(),
+                "context_window": engine.context_window,
+                "max_tokens": engine.max_tokens,
+            },
         )
     if on_ready is not None:
         on_ready(base_url)

@@ -91,8 +91,11 @@ def recorded_stop_ids(source: ServeSource) -> list[int]:
     if source.adapter is not None:
         files.append(source.adapter / "harnessfit_adapter.json")
     if source.tokenizer_dir is not None:
-        files += [source.tokenizer_dir / "harnessfit_adapter.json", source.tokenizer_dir.parent / "tokenized" / "meta.json",
-                  source.tokenizer_dir / "tokenized" / "meta.json"]
+        files += [
+            source.tokenizer_dir / "harnessfit_adapter.json",
+            source.tokenizer_dir.parent / "tokenized" / "meta.json",
+            source.tokenizer_dir / "tokenized" / "meta.json",
+        ]
     ids: list[int] = []
     for path in files:
         if path.is_file():

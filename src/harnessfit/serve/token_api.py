@@ -30,12 +30,16 @@ __all__ = ["token_fields"]
 
 def _entry(tokenizer: Any, token_id: int, logprob: float, as_ids: bool) -> dict[str, Any]:
     text = tokenizer.decode([token_id], skip_special_tokens=False)
-    return {"token": f"token_id:{token_id}" if as_ids else text, "logprob": logprob,
-            "bytes": list(text.encode("utf-8"))}
+    return {
+        "token": f"token_id:{token_id}" if as_ids else text,
+        "logprob": logprob,
+        "bytes": list(text.encode("utf-8")),
+    }
 
 
-def token_fields(request: ChatRequest, tokenizer: Any, prompt_ids: list[int],
-                 result: GenerationResult) -> tuple[dict[str, Any], dict[str, Any]]:
+def token_fields(
+    request: ChatRequest, tokenizer: Any, prompt_ids: list[int], result: GenerationResult
+) -> tuple[dict[str, Any], dict[str, Any]]:
     """(fields for the response's top level, fields for its ``choices[0]``) that ``request`` asked for; both empty
     when it asked for neither ids nor logprobs."""
     top: dict[str, Any] = {}

@@ -67,20 +67,37 @@ class VllmLaunch:
 
 
 def build_vllm_command(
-    model_path: str, *, port: int, served_name: str, chat_template: Path, generation_config_dir: Path,
-    adapter: Path | None = None, adapter_name: str | None = None, lora_rank: int | None = None,
-    max_model_len: int | None = None, executable: str = "vllm", extra_args: list[str] | None = None,
+    model_path: str,
+    *,
+    port: int,
+    served_name: str,
+    chat_template: Path,
+    generation_config_dir: Path,
+    adapter: Path | None = None,
+    adapter_name: str | None = None,
+    lora_rank: int | None = None,
+    max_model_len: int | None = None,
+    executable: str = "vllm",
+    extra_args: list[str] | None = None,
 ) -> list[str]:
     """The argument list; pure (no files read), so it is easy to check."""
     cmd = [
-        executable, "serve", str(model_path),
-        "--host", "127.0.0.1",
-        "--port", str(port),
-        "--served-model-name", served_name,
-        "--chat-template", str(chat_template),
+        executable,
+        "serve",
+        str(model_path),
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--served-model-name",
+        served_name,
+        "--chat-template",
+        str(chat_template),
         "--enable-auto-tool-choice",
-        "--tool-call-parser", "hermes",
-        "--generation-config", str(generation_config_dir),
+        "--tool-call-parser",
+        "hermes",
+        "--generation-config",
+        str(generation_config_dir),
     ]
     if max_model_len:
         cmd += ["--max-model-len", str(max_model_len)]
@@ -105,8 +122,15 @@ def _lora_rank(adapter: Path) -> int | None:
 
 
 def prepare_vllm(
-    model: str, *, workdir: Path, port: int, adapter: Path | None = None, tokenizer: Path | None = None,
-    max_tokens: int = 512, max_model_len: int | None = None, model_id: str | None = None,
+    model: str,
+    *,
+    workdir: Path,
+    port: int,
+    adapter: Path | None = None,
+    tokenizer: Path | None = None,
+    max_tokens: int = 512,
+    max_model_len: int | None = None,
+    model_id: str | None = None,
 ) -> VllmLaunch:
     """Resolve the model/adapter/tokenizer like the built-in backend does, write the template and generation config
     files into ``workdir``, and return the command. Needs no GPU (tokenizer files only)."""
@@ -128,10 +152,21 @@ def prepare_vllm(
         served = model_id or base_name
         base_served = served
     cmd = build_vllm_command(
-        source.model_path, port=port, served_name=base_served, chat_template=template,
-        generation_config_dir=gen_dir, adapter=source.adapter, adapter_name=served if source.adapter else None,
-        lora_rank=_lora_rank(source.adapter) if source.adapter else None, max_model_len=max_model_len,
+        source.model_path,
+        port=port,
+        served_name=base_served,
+        chat_template=template,
+        generation_config_dir=gen_dir,
+        adapter=source.adapter,
+        adapter_name=served if source.adapter else None,
+        lora_rank=_lora_rank(source.adapter) if source.adapter else None,
+        max_model_len=max_model_len,
         executable=vllm_executable() or "vllm",
     )
-    return VllmLaunch(command=cmd, model_id=served, port=port, files={"chat_template": template, "generation": gen_dir},
-                      context_window=max_model_len or native_context_length(source.model_path))
+    return VllmLaunch(
+        command=cmd,
+        model_id=served,
+        port=port,
+        files={"chat_template": template, "generation": gen_dir},
+        context_window=max_model_len or native_context_length(source.model_path),
+    )

@@ -9,7 +9,7 @@ import typer
 
 __all__ = ["register"]
 
-_HARNESS_HELP = ("Pi to run, as pi@VERSION (an installed version: `harnessfit harness install pi --version V`).")
+_HARNESS_HELP = "Pi to run, as pi@VERSION (an installed version: `harnessfit harness install pi --version V`)."
 
 
 def _pi_version(harness: str | None) -> str:
@@ -19,18 +19,27 @@ def _pi_version(harness: str | None) -> str:
 
 
 def synth_cmd(
-    suite: Path = typer.Option(None, "--suite", help="Task suite folder (default: the repository's "
-                               "examples/tasks/default); a generated suite's held-out families are refused."),
+    suite: Path = typer.Option(
+        None,
+        "--suite",
+        help="Task suite folder (default: the repository's "
+        "examples/tasks/default); a generated suite's held-out families are refused.",
+    ),
     out: Path = typer.Option(Path("runs/synth"), "--out", help="Output folder (sessions/, manifest.json)."),
     seeds: int = typer.Option(1, "--seeds", help="Golden runs per task."),
     workers: int = typer.Option(2, "--workers", help="Episodes run in parallel."),
-    contrast: bool = typer.Option(True, "--contrast/--no-contrast", help="Also record the double-encoded-then-"
-                                  "recovered contrast sessions."),
+    contrast: bool = typer.Option(
+        True, "--contrast/--no-contrast", help="Also record the double-encoded-then-recovered contrast sessions."
+    ),
     harness: str = typer.Option(None, "--harness", help=_HARNESS_HELP + " Default: the newest committed card."),
     task: list[str] = typer.Option(None, "--task", help="Only these task ids (repeatable)."),
     resume: bool = typer.Option(False, "--resume", help="Continue a killed run in --out: only missing episodes run."),
-    from_eval: Path = typer.Option(None, "--from-eval", help="An eval run folder: weight the generated suite's "
-                                   "training families toward the failures it shows (needs --limit)."),
+    from_eval: Path = typer.Option(
+        None,
+        "--from-eval",
+        help="An eval run folder: weight the generated suite's "
+        "training families toward the failures it shows (needs --limit).",
+    ),
     limit: int = typer.Option(None, "--limit", help="With --from-eval: how many tasks to record."),
 ) -> None:
     """Record real Pi session files of the golden solver (and contrast examples) for `harnessfit build`."""
@@ -53,11 +62,22 @@ def synth_cmd(
         for failure, n in targeting.failures.items():
             typer.echo(f"{failure}: {n} episode(s) → {', '.join(targeting.drove.get(failure, [])) or '(none)'}")
         typer.echo("tasks per family: " + ", ".join(f"{f} {n}" for f, n in targeting.chosen.items()))
-    manifest = synth(suite, out, seeds=seeds, workers=workers, contrast=contrast, pi_version=_pi_version(harness),
-                     task_ids=task or None, resume=resume, notes=notes,
-                     on_episode=lambda ep: typer.echo(episode_line(ep, "synth"), err=True))
-    typer.echo(f"Pi {manifest['pi_version']}: wrote {len(manifest['files'])} session files under {out / 'sessions'} "
-               f"({len(manifest['skipped'])} skipped); manifest {out / 'manifest.json'}")
+    manifest = synth(
+        suite,
+        out,
+        seeds=seeds,
+        workers=workers,
+        contrast=contrast,
+        pi_version=_pi_version(harness),
+        task_ids=task or None,
+        resume=resume,
+        notes=notes,
+        on_episode=lambda ep: typer.echo(episode_line(ep, "synth"), err=True),
+    )
+    typer.echo(
+        f"Pi {manifest['pi_version']}: wrote {len(manifest['files'])} session files under {out / 'sessions'} "
+        f"({len(manifest['skipped'])} skipped); manifest {out / 'manifest.json'}"
+    )
 
 
 def register(app: typer.Typer) -> None:

@@ -60,8 +60,10 @@ def _same_run(path: Path, spec: dict[str, Any], resume: bool) -> None:
         before = orjson.loads(path.read_bytes())
         changed = sorted(k for k in spec if before.get(k) != spec[k])
         if changed:
-            raise UserError(f"--resume continues the run in {path.parent}, which had other "
-                            f"{', '.join(f'{k} ({before.get(k)!r})' for k in changed)}: choose a new --out")
+            raise UserError(
+                f"--resume continues the run in {path.parent}, which had other "
+                f"{', '.join(f'{k} ({before.get(k)!r})' for k in changed)}: choose a new --out"
+            )
     path.write_bytes(orjson.dumps(spec, option=orjson.OPT_INDENT_2) + b"\n")
 
 
@@ -77,9 +79,11 @@ def _check_splits(suite_dir: Path, task_ids: list[str]) -> dict[str, tuple[str, 
     families = suite_families(suite_dir)
     held = sorted({families[t][0] for t in task_ids if t in families and families[t][1] != "train"})
     if held:
-        raise UserError(f"{suite_dir}: holds tasks of held-out families ({', '.join(held)}); held-out families are "
-                        "never synthesised into training data (generate the training families with `harnessfit "
-                        "tasks generate --all --split train`, or pass --task for the ones to record)")
+        raise UserError(
+            f"{suite_dir}: holds tasks of held-out families ({', '.join(held)}); held-out families are "
+            "never synthesised into training data (generate the training families with `harnessfit "
+            "tasks generate --all --split train`, or pass --task for the ones to record)"
+        )
     return families
 
 
@@ -116,14 +120,19 @@ def synth(
     families = _check_splits(suite_dir, [t.id for t in tasks])
     ledger = out_dir / "progress.jsonl"
     if ledger.exists() and not resume:
-        raise UserError(f"{out_dir} holds an earlier synth run (progress.jsonl): pass --resume to continue it, or "
-                        "choose a new --out")
+        raise UserError(
+            f"{out_dir} holds an earlier synth run (progress.jsonl): pass --resume to continue it, or "
+            "choose a new --out"
+        )
     if not resume:  # sessions of an older run would otherwise be built beside this one's
         for old in ("sessions", "runs"):
             shutil.rmtree(out_dir / old, ignore_errors=True)
     out_dir.mkdir(parents=True, exist_ok=True)
-    _same_run(out_dir / "run.json", {"suite": str(Path(suite_dir).resolve()), "seeds": seeds, "contrast": contrast,
-                                     "pi_version": pi_version}, resume)
+    _same_run(
+        out_dir / "run.json",
+        {"suite": str(Path(suite_dir).resolve()), "seeds": seeds, "contrast": contrast, "pi_version": pi_version},
+        resume,
+    )
     # a line cut short by a kill is skipped: its episode runs again
     rows = list(read_jsonl(ledger, bad_lines="skip", objects_only=True, missing_ok=True))
     done = {(r["kind"], r["task"], r["seed"]) for r in rows}
@@ -134,9 +143,17 @@ def synth(
             (out_dir / "sessions" / kind).mkdir(parents=True, exist_ok=True)
             for start in range(0, len(pending), chunk):
                 part = _next_part(out_dir / "runs" / kind)
-                results = run_eval(model, suite_dir, part, seeds=seeds, workers=workers,
-                                   harness=harness_spec(pi_version) if pi_version else None,
-                                   progress=progress, on_episode=on_episode, task_ids=pending[start:start + chunk])
+                results = run_eval(
+                    model,
+                    suite_dir,
+                    part,
+                    seeds=seeds,
+                    workers=workers,
+                    harness=harness_spec(pi_version) if pi_version else None,
+                    progress=progress,
+                    on_episode=on_episode,
+                    task_ids=pending[start : start + chunk],
+                )
                 for ep in results.episodes:
                     if (kind, ep.facts.task_id, ep.facts.seed) in done:
                         continue
@@ -147,25 +164,41 @@ def synth(
     return _write_manifest(out_dir, suite_dir, seeds, pi_version, rows, notes)
 
 
-def _keep(ep: Episode, kind: str, run_dir: Path, out_dir: Path,
-          families: dict[str, tuple[str, str]]) -> dict[str, Any]:
+def _keep(ep: Episode, kind: str, run_dir: Path, out_dir: Path, families: dict[str, tuple[str, str]]) -> dict[str, Any]:
     """Copy a completed episode's session into ``sessions/<kind>/``; the ledger row says kept or why not."""
     f, m = ep.facts, ep.metrics
     base = {"kind": kind, "task": f.task_id, "seed": f.seed, "family": families.get(f.task_id, (None, None))[0]}
     if m is None or not m.complete_loop or f.session_file is None or m.integrity_flag in UNSCORING_FLAGS:
-        why = f.error if m is None else (m.integrity_flag if m.integrity_flag in UNSCORING_FLAGS
-                                         else m.failure or "no session file")
+        why = (
+            f.error
+            if m is None
+            else (m.integrity_flag if m.integrity_flag in UNSCORING_FLAGS else m.failure or "no session file")
+        )
         return {**base, "kept": False, "reason": why}
     dst = out_dir / "sessions" / kind / f"{f.task_id}-s{f.seed}.jsonl"
     _copy_session(run_dir / f.session_file, dst, f"{WORKSPACE_ROOT}/{f.task_id}/seed-{f.seed}")
-    return {**base, "kept": True, "path": dst.relative_to(out_dir).as_posix(), "sha256": sha256_file(dst),
-            "double_encoded_calls": m.double_encoded_arguments}
+    return {
+        **base,
+        "kept": True,
+        "path": dst.relative_to(out_dir).as_posix(),
+        "sha256": sha256_file(dst),
+        "double_encoded_calls": m.double_encoded_arguments,
+    }
 
 
-def _write_manifest(out_dir: Path, suite_dir: Path, seeds: int, pi_version: str, rows: list[dict[str, Any]],
-                    notes: dict[str, Any] | None) -> dict[str, Any]:
-    files = [{k: v for k, v in r.items() if k not in ("kept", "reason") and (k != "family" or v is not None)}
-             for r in rows if r["kept"]]
+def _write_manifest(
+    out_dir: Path,
+    suite_dir: Path,
+    seeds: int,
+    pi_version: str,
+    rows: list[dict[str, Any]],
+    notes: dict[str, Any] | None,
+) -> dict[str, Any]:
+    files = [
+        {k: v for k, v in r.items() if k not in ("kept", "reason") and (k != "family" or v is not None)}
+        for r in rows
+        if r["kept"]
+    ]
     skipped = [{k: v for k, v in r.items() if k in ("kind", "task", "seed", "reason")} for r in rows if not r["kept"]]
     if not files:
         raise UserError(f"synth produced no sessions for {suite_dir} (every episode failed; see {out_dir}/runs)")
@@ -173,10 +206,17 @@ def _write_manifest(out_dir: Path, suite_dir: Path, seeds: int, pi_version: str,
     for r in files:
         if r.get("family"):
             per_family[r["family"]] = per_family.get(r["family"], 0) + 1
-    manifest = {"stage": "synth", "suite": str(suite_dir), "seeds": seeds, "pi_version": pi_version,
-                "harness": harness_spec(pi_version), "pi_package": installed_package(pi_version),
-                "files": sorted(files, key=lambda r: r["path"]), "skipped": skipped,
-                **({"sessions_per_family": dict(sorted(per_family.items()))} if per_family else {}),
-                **({"notes": notes} if notes else {})}
+    manifest = {
+        "stage": "synth",
+        "suite": str(suite_dir),
+        "seeds": seeds,
+        "pi_version": pi_version,
+        "harness": harness_spec(pi_version),
+        "pi_package": installed_package(pi_version),
+        "files": sorted(files, key=lambda r: r["path"]),
+        "skipped": skipped,
+        **({"sessions_per_family": dict(sorted(per_family.items()))} if per_family else {}),
+        **({"notes": notes} if notes else {}),
+    }
     (out_dir / "manifest.json").write_bytes(orjson.dumps(manifest, option=orjson.OPT_INDENT_2) + b"\n")
     return manifest

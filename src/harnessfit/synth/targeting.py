@@ -22,8 +22,15 @@ from harnessfit.eval.task import suite_families
 __all__ = ["ANSWERS", "Targeting", "failures_of", "target_from_eval", "choose_tasks"]
 
 _FINISH = ("create_module", "cli_script", "answer_from_files", "edit_constant", "config_json", "edit_string")
-_EDITS = ("edit_constant", "edit_string", "config_json", "rename_across_files", "add_parameter",
-          "multi_file_refactor", "js_edit")
+_EDITS = (
+    "edit_constant",
+    "edit_string",
+    "config_json",
+    "rename_across_files",
+    "add_parameter",
+    "multi_file_refactor",
+    "js_edit",
+)
 _RECOVER = ("fix_off_by_one", "fix_failing_test", "recover_missing_file")
 
 # failure -> (families whose sessions show the missing behaviour, why)
@@ -31,8 +38,10 @@ ANSWERS: dict[str, tuple[tuple[str, ...], str]] = {
     "turn_cap": (_FINISH, "short loops that answer right after a clean validation"),
     "no_final_response": (_FINISH, "every session ends with a final answer after the validation passes"),
     "runaway": (("create_module", "cli_script", "answer_from_files"), "create-file runs that end promptly"),
-    "invalid_tool_calls": (_EDITS, "edit calls with Pi's exact argument schema (contrast sessions add the "
-                                   "double-encoded refusal)"),
+    "invalid_tool_calls": (
+        _EDITS,
+        "edit calls with Pi's exact argument schema (contrast sessions add the double-encoded refusal)",
+    ),
     "double_encoded_arguments": (_EDITS, "object-valued arguments; the contrast sessions show Pi refusing a string"),
     "no_validation": (_RECOVER, "sessions that run the validation command first and again after the fix"),
     "expected_change_missing": (_EDITS, "exact edits of the named text"),
@@ -61,11 +70,20 @@ def failures_of(ep: Episode) -> list[str]:
     m = ep.metrics
     if m is None or m.complete_loop:
         return []
-    found = [name for name, hit in (
-        ("turn_cap", m.turn_cap_hit), ("runaway", m.runaway), ("no_final_response", not m.finished_with_response),
-        ("double_encoded_arguments", m.double_encoded_arguments > 0),
-        ("invalid_tool_calls", m.tool_calls_invalid > 0), ("no_validation", not m.validation_used),
-        ("expected_change_missing", not m.expected_change), ("checker_failed", not m.checker_passed)) if hit]
+    found = [
+        name
+        for name, hit in (
+            ("turn_cap", m.turn_cap_hit),
+            ("runaway", m.runaway),
+            ("no_final_response", not m.finished_with_response),
+            ("double_encoded_arguments", m.double_encoded_arguments > 0),
+            ("invalid_tool_calls", m.tool_calls_invalid > 0),
+            ("no_validation", not m.validation_used),
+            ("expected_change_missing", not m.expected_change),
+            ("checker_failed", not m.checker_passed),
+        )
+        if hit
+    ]
     return found
 
 
@@ -83,9 +101,14 @@ def target_from_eval(run_dir: Path, families: list[str]) -> Targeting:
         for fam in answer:
             weights[fam] += n / len(answer)
         drove[failure] = answer
-    return Targeting(run=str(path), episodes=len(res.episodes), failures=dict(sorted(counts.items())),
-                     weights={k: round(v, 3) for k, v in sorted(weights.items())},
-                     reasons={k: ANSWERS[k][1] for k in sorted(counts) if k in ANSWERS}, drove=drove)
+    return Targeting(
+        run=str(path),
+        episodes=len(res.episodes),
+        failures=dict(sorted(counts.items())),
+        weights={k: round(v, 3) for k, v in sorted(weights.items())},
+        reasons={k: ANSWERS[k][1] for k in sorted(counts) if k in ANSWERS},
+        drove=drove,
+    )
 
 
 def choose_tasks(suite_dir: Path, targeting: Targeting, limit: int) -> list[str]:
@@ -96,8 +119,10 @@ def choose_tasks(suite_dir: Path, targeting: Targeting, limit: int) -> list[str]
         if split == "train":
             by_family.setdefault(fam, []).append(task_id)
     if not by_family:
-        raise UserError(f"--from-eval needs a generated suite (`harnessfit tasks generate`); {suite_dir} has no "
-                        "tasks.json with training families")
+        raise UserError(
+            f"--from-eval needs a generated suite (`harnessfit tasks generate`); {suite_dir} has no "
+            "tasks.json with training families"
+        )
     total = sum(targeting.weights.get(f, 1.0) for f in by_family)
     share = {f: limit * targeting.weights.get(f, 1.0) / total for f in by_family}
     take = {f: min(int(share[f]), len(ids)) for f, ids in by_family.items()}
@@ -107,4 +132,4 @@ def choose_tasks(suite_dir: Path, targeting: Targeting, limit: int) -> list[str]
         if take[fam] < len(by_family[fam]):
             take[fam] += 1
     targeting.chosen = {f: n for f, n in sorted(take.items())}
-    return [t for f, ids in sorted(by_family.items()) for t in ids[:take[f]]]
+    return [t for f, ids in sorted(by_family.items()) for t in ids[: take[f]]]

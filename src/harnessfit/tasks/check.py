@@ -50,8 +50,10 @@ def _apply(task: Task, ws: Path) -> None:
             text = path.read_text(encoding="utf-8")
             for e in args["edits"]:
                 if text.count(e["oldText"]) != 1:
-                    raise TaskProblem(f"{task.id}: step {i}: {e['oldText']!r} occurs {text.count(e['oldText'])} "
-                                      f"times in {args['path']} (Pi's edit needs exactly one)")
+                    raise TaskProblem(
+                        f"{task.id}: step {i}: {e['oldText']!r} occurs {text.count(e['oldText'])} "
+                        f"times in {args['path']} (Pi's edit needs exactly one)"
+                    )
                 text = text.replace(e["oldText"], e["newText"])
             path.write_text(text, encoding="utf-8")
             last = ""
@@ -83,5 +85,6 @@ def check_task(task: Task) -> None:
             raise TaskProblem(f"{task.id}: the checker fails after the golden plan: {out[-300:]!r}")
         ok, _ = _checker_passes(task, untouched)
         if ok:
-            raise TaskProblem(f"{task.id}: the checker passes on the untouched workspace "
-                              f"({shlex.quote(task.checker.command)})")
+            raise TaskProblem(
+                f"{task.id}: the checker passes on the untouched workspace ({shlex.quote(task.checker.command)})"
+            )

@@ -8,8 +8,9 @@ import typer
 
 __all__ = ["register"]
 
-tasks_app = typer.Typer(help="Task families: generate distinct, checkable tasks (training and held-out families).",
-                        no_args_is_help=True)
+tasks_app = typer.Typer(
+    help="Task families: generate distinct, checkable tasks (training and held-out families).", no_args_is_help=True
+)
 
 
 @tasks_app.command("list")
@@ -25,15 +26,24 @@ def list_cmd() -> None:
 def generate_cmd(
     families: list[str] = typer.Argument(None, metavar="FAMILY...", help="Families to generate (see `tasks list`)."),
     all_: bool = typer.Option(False, "--all", help="Every family of --split."),
-    split: str = typer.Option(None, "--split", help="With --all: only the train or the heldout families "
-                              "(default: both)."),
+    split: str = typer.Option(
+        None, "--split", help="With --all: only the train or the heldout families (default: both)."
+    ),
     n: int = typer.Option(10, "--n", help="Distinct instances per family."),
-    per_kind: int = typer.Option(None, "--per-kind", help="Instead of --n: this many instances per kind (edit, "
-                                 "recover, create), spread evenly over the kind's families."),
+    per_kind: int = typer.Option(
+        None,
+        "--per-kind",
+        help="Instead of --n: this many instances per kind (edit, "
+        "recover, create), spread evenly over the kind's families.",
+    ),
     seed: int = typer.Option(0, "--seed", help="Seed: the same seed writes the same folders."),
     out: Path = typer.Option(..., "--out", help="Suite folder to write (one task folder per instance + tasks.json)."),
-    check: bool = typer.Option(True, "--check/--no-check", help="Play each task's golden plan on the host and "
-                               "require its checker to pass (and to fail on the untouched workspace)."),
+    check: bool = typer.Option(
+        True,
+        "--check/--no-check",
+        help="Play each task's golden plan on the host and "
+        "require its checker to pass (and to fail on the untouched workspace).",
+    ),
     force: bool = typer.Option(False, "--force", help="Replace a non-empty --out."),
 ) -> None:
     """Write N instances of each family as task folders (a suite `eval agent --suite` and `synth` take)."""
@@ -49,11 +59,14 @@ def generate_cmd(
     from harnessfit.tasks.generate import per_kind_counts
 
     counts = per_kind_counts(chosen, per_kind) if per_kind else n
-    manifest = generate_tasks(chosen, out, n=counts, seed=seed, check=check, force=force,
-                              progress=lambda line: typer.echo(line))
+    manifest = generate_tasks(
+        chosen, out, n=counts, seed=seed, check=check, force=force, progress=lambda line: typer.echo(line)
+    )
     held = sum(1 for r in manifest["tasks"] if r["split"] == "heldout")
-    typer.echo(f"wrote {len(manifest['tasks'])} tasks ({held} from held-out families) to {out}"
-               f"{'; every golden plan checked' if check else ''}")
+    typer.echo(
+        f"wrote {len(manifest['tasks'])} tasks ({held} from held-out families) to {out}"
+        f"{'; every golden plan checked' if check else ''}"
+    )
 
 
 @tasks_app.command("import")

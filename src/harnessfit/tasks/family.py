@@ -75,8 +75,9 @@ class Family:
 FAMILIES: dict[str, Family] = {}
 
 
-def family(name: str, *, split: Split, kind: TaskKind, summary: str) -> Callable[[Callable[[random.Random], TaskDraft]],
-                                                                             Callable[[random.Random], TaskDraft]]:
+def family(
+    name: str, *, split: Split, kind: TaskKind, summary: str
+) -> Callable[[Callable[[random.Random], TaskDraft]], Callable[[random.Random], TaskDraft]]:
     """Register ``build`` as the family ``name``."""
 
     def register(build: Callable[[random.Random], TaskDraft]) -> Callable[[random.Random], TaskDraft]:
@@ -101,8 +102,9 @@ def families_in(split: Split | None = None) -> list[Family]:
 def get_family(name: str) -> Family:
     _load_all()
     if name not in FAMILIES:
-        raise UserError(f"unknown task family {name!r} (`harnessfit tasks list` shows them: "
-                        f"{', '.join(sorted(FAMILIES))})")
+        raise UserError(
+            f"unknown task family {name!r} (`harnessfit tasks list` shows them: {', '.join(sorted(FAMILIES))})"
+        )
     return FAMILIES[name]
 
 
@@ -126,9 +128,9 @@ _BlockDumper.add_representer(str, _str)
 def write_task(draft: TaskDraft, out: Path) -> Task:
     """Write ``draft`` as the task folder ``out`` and load it back (every task rule checked by the loader)."""
     out.mkdir(parents=True, exist_ok=False)
-    (out / "task.yaml").write_text(yaml.dump(draft.spec(), Dumper=_BlockDumper, sort_keys=False, allow_unicode=True,
-                                                     width=100),
-                                   encoding="utf-8")
+    (out / "task.yaml").write_text(
+        yaml.dump(draft.spec(), Dumper=_BlockDumper, sort_keys=False, allow_unicode=True, width=100), encoding="utf-8"
+    )
     for sub, files in (("workspace", draft.workspace), ("checker", draft.checker)):
         (out / sub).mkdir()
         for rel, text in files.items():

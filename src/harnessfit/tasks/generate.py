@@ -42,8 +42,10 @@ def _draw(fam: Family, seed: int, k: int, seen: set[str]) -> TaskDraft:
         if key not in seen:
             seen.add(key)
             return draft
-    raise UserError(f"task family {fam.name} gave only {k} distinct instances under seed {seed} "
-                    f"({MAX_ATTEMPTS} draws in a row repeated one); ask for fewer with --n")
+    raise UserError(
+        f"task family {fam.name} gave only {k} distinct instances under seed {seed} "
+        f"({MAX_ATTEMPTS} draws in a row repeated one); ask for fewer with --n"
+    )
 
 
 def per_kind_counts(families: Sequence[Family], per_kind: int) -> dict[str, int]:
@@ -59,9 +61,16 @@ def per_kind_counts(families: Sequence[Family], per_kind: int) -> dict[str, int]
     return counts
 
 
-def generate_tasks(families: Sequence[Family], out: Path, *, n: int | dict[str, int], seed: int = 0,
-                   check: bool = True, force: bool = False,
-                   progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+def generate_tasks(
+    families: Sequence[Family],
+    out: Path,
+    *,
+    n: int | dict[str, int],
+    seed: int = 0,
+    check: bool = True,
+    force: bool = False,
+    progress: Callable[[str], None] | None = None,
+) -> dict[str, Any]:
     """Write ``n`` instances of each family (or ``n[family]``, e.g. from ``per_kind_counts``) under ``out``
     (``<family>-<seed>-<k>/``) and ``out/tasks.json``."""
     counts = n if isinstance(n, dict) else {f.name: n for f in families}
@@ -86,13 +95,24 @@ def generate_tasks(families: Sequence[Family], out: Path, *, n: int | dict[str, 
                     check_task(task)
                 except TaskProblem as exc:
                     raise UserError(f"generated task is not sound (a bug in family {fam.name}): {exc}") from exc
-            rows.append({"id": task_id, "family": fam.name, "split": fam.split, "kind": fam.kind.value,
-                         "fingerprint": task.fingerprint()})
+            rows.append(
+                {
+                    "id": task_id,
+                    "family": fam.name,
+                    "split": fam.split,
+                    "kind": fam.kind.value,
+                    "fingerprint": task.fingerprint(),
+                }
+            )
         if progress:
             progress(f"{fam.name}: {counts[fam.name]} task(s) ({fam.split}, {fam.kind.value})")
-    manifest = {"stage": "tasks", "seed": seed, "n": n, "checked": check,
-                "families": {f.name: {"split": f.split, "kind": f.kind.value, "count": counts[f.name]}
-                             for f in families},
-                "tasks": rows}
+    manifest = {
+        "stage": "tasks",
+        "seed": seed,
+        "n": n,
+        "checked": check,
+        "families": {f.name: {"split": f.split, "kind": f.kind.value, "count": counts[f.name]} for f in families},
+        "tasks": rows,
+    }
     (out / SUITE_MANIFEST).write_bytes(orjson.dumps(manifest, option=orjson.OPT_INDENT_2) + b"\n")
     return manifest

@@ -109,9 +109,17 @@ def _copy_tests(task: HarborTask, dest: Path) -> None:
 def _sandboxed(command: str, ws: Path, scratch: Path, seconds: float) -> tuple[bool, str]:
     caps = dataclasses.replace(Caps(), cpu_seconds=2 * seconds)
     spec = SandboxSpec(read_write=[ws], caps=caps)
-    code, killed, _, _ = run_contained(["bash", "-c", command], spec=spec, cwd=ws, env=checker_env(
-        SANDBOX_HOME, sandbox_path()), etc_dir=scratch / "etc", max_seconds=seconds, max_bytes=1 << 20,
-        stdout_file=scratch / "out.txt", stderr_file=scratch / "err.txt")
+    code, killed, _, _ = run_contained(
+        ["bash", "-c", command],
+        spec=spec,
+        cwd=ws,
+        env=checker_env(SANDBOX_HOME, sandbox_path()),
+        etc_dir=scratch / "etc",
+        max_seconds=seconds,
+        max_bytes=1 << 20,
+        stdout_file=scratch / "out.txt",
+        stderr_file=scratch / "err.txt",
+    )
     out = (scratch / "out.txt").read_text(errors="replace") + (scratch / "err.txt").read_text(errors="replace")
     return code == 0 and killed is None, out
 
@@ -128,8 +136,11 @@ def _build(task: HarborTask, dest: Path, scratch: Path) -> str | None:
     solve = _rewrite((task.solution_dir / "solve.sh").read_text(encoding="utf-8", errors="replace"), task.mount)
     shutil.copytree(seed, solved)
     ok, out = _sandboxed(solve, solved, scratch, task.limits.max_seconds)
-    created = sorted(p.relative_to(solved).as_posix() for p in solved.rglob("*")
-                     if p.is_file() and not (seed / p.relative_to(solved)).exists())
+    created = sorted(
+        p.relative_to(solved).as_posix()
+        for p in solved.rglob("*")
+        if p.is_file() and not (seed / p.relative_to(solved)).exists()
+    )
     if not ok:
         return f"its solution fails on the host: {out.strip()[-160:] or 'no output'}"
     if not created:
@@ -144,11 +155,15 @@ def _build(task: HarborTask, dest: Path, scratch: Path) -> str | None:
         return f"the converted checker fails after the solution: {results['solved'][1].strip()[-160:]}"
     if results["untouched"][0]:
         return "the converted checker passes on the untouched workspace"
-    spec = {"kind": "create", "prompt": _rewrite(task.prompt, task.mount), "validation_command": "",
-            "expected_change": [{"path": p, "exists": True} for p in created[:20]],
-            "checker": {"command": "python3 -I hf_check.py", "timeout_s": timeout + 30},
-            "limits": {"max_turns": task.limits.max_turns, "max_seconds": task.limits.max_seconds},
-            "reference": [{"tool": "bash", "args": {"command": solve}}, {"final": "Ran the reference solution."}]}
+    spec = {
+        "kind": "create",
+        "prompt": _rewrite(task.prompt, task.mount),
+        "validation_command": "",
+        "expected_change": [{"path": p, "exists": True} for p in created[:20]],
+        "checker": {"command": "python3 -I hf_check.py", "timeout_s": timeout + 30},
+        "limits": {"max_turns": task.limits.max_turns, "max_seconds": task.limits.max_seconds},
+        "reference": [{"tool": "bash", "args": {"command": solve}}, {"final": "Ran the reference solution."}],
+    }
     (dest / "task.yaml").write_text(yaml.safe_dump(spec, sort_keys=False, allow_unicode=True), encoding="utf-8")
     return None
 

@@ -34,8 +34,17 @@ from harnessfit.tokens.chains import (
 )
 from harnessfit.tokens.render import MaskViolation, Problem, RecordError, special_texts
 
-__all__ = ["AuditReport", "SplitStats", "LayoutStats", "DEFAULT_CAPS", "KEEP_FRACTION", "EXPLANATIONS", "audit",
-           "recommend_cap", "length_stats"]
+__all__ = [
+    "AuditReport",
+    "SplitStats",
+    "LayoutStats",
+    "DEFAULT_CAPS",
+    "KEEP_FRACTION",
+    "EXPLANATIONS",
+    "audit",
+    "recommend_cap",
+    "length_stats",
+]
 
 DEFAULT_CAPS: tuple[int, ...] = (4096, 8192, 16384, 20480, 32768)
 KEEP_FRACTION = 0.95  # a cap is good enough when it keeps this share of the supervised tokens
@@ -44,15 +53,15 @@ _MAX_IDS = 50  # record ids listed per violation/problem kind in audit.json (all
 
 EXPLANATIONS: dict[str, str] = {
     "prompt_in_loss": "supervised tokens outside the action (the template renders the prompt differently once the "
-                      "action follows, or outside its {% generation %} block); record kept out of training",
+    "action follows, or outside its {% generation %} block); record kept out of training",
     "missing_end_of_turn": "the action's supervised tokens do not end on an end-of-turn token, so the model would not "
-                           "learn to stop; record kept out of training",
+    "learn to stop; record kept out of training",
     "think_in_labels": "thinking text (<think>…</think> with content) in the supervised tokens although "
-                       "think_in_labels is off; record kept out of training",
+    "think_in_labels is off; record kept out of training",
     "prefix_unstable": "the prompt's own tokens differ from the first tokens of prompt + action (template or "
-                       "tokenizer merges across the boundary); record kept out of training",
+    "tokenizer merges across the boundary); record kept out of training",
     "double_encoded_arguments": "tool-call arguments are a JSON string holding JSON (Pi rejects these) or render "
-                                "as a string; record kept out of training",
+    "as a string; record kept out of training",
     "invalid_record": "the line is not a valid SFT record",
     "empty_action": "the assistant action has no text and no tool calls",
     "render_error": "the chat template raised an error on this record",
@@ -166,8 +175,13 @@ def length_stats(lengths: Sequence[int]) -> dict[str, float]:
     def q(p: float) -> float:  # nearest-rank percentile: an actual record length, reproducible
         return float(xs[min(len(xs) - 1, max(0, int(-(-p * len(xs) // 1)) - 1))])
 
-    return {"min": float(xs[0]), "median": q(0.5), "p95": q(0.95), "max": float(xs[-1]),
-            "mean": round(sum(xs) / len(xs), 2)}
+    return {
+        "min": float(xs[0]),
+        "median": q(0.5),
+        "p95": q(0.95),
+        "max": float(xs[-1]),
+        "mean": round(sum(xs) / len(xs), 2),
+    }
 
 
 def _cap_rows(rows: list[tuple[int, int]], caps: Sequence[int], native: int | None) -> list[CapRow]:
@@ -176,8 +190,16 @@ def _cap_rows(rows: list[tuple[int, int]], caps: Sequence[int], native: int | No
     for cap in caps:
         kept = [(n, s) for n, s in rows if n <= cap]
         sup = sum(s for _, s in kept)
-        out.append(CapRow(cap=cap, native=cap == native, records_kept=len(kept), records_dropped=len(rows) - len(kept),
-                          supervised_kept=sup, supervised_fraction=round(sup / total_sup, 6)))
+        out.append(
+            CapRow(
+                cap=cap,
+                native=cap == native,
+                records_kept=len(kept),
+                records_dropped=len(rows) - len(kept),
+                supervised_kept=sup,
+                supervised_fraction=round(sup / total_sup, 6),
+            )
+        )
     return out
 
 
@@ -189,13 +211,17 @@ def recommend_cap(cap_rows: list[CapRow], native: int | None) -> tuple[int | Non
     for r in usable:
         if r.supervised_fraction >= KEEP_FRACTION:
             where = f" (native context {native})" if native else ""
-            return r.cap, (f"smallest cap within the model's context{where} that keeps ≥ {KEEP_FRACTION:.0%} of "
-                           f"supervised tokens: {r.supervised_fraction:.2%} kept, {r.records_dropped} record(s) dropped")
+            return r.cap, (
+                f"smallest cap within the model's context{where} that keeps ≥ {KEEP_FRACTION:.0%} of "
+                f"supervised tokens: {r.supervised_fraction:.2%} kept, {r.records_dropped} record(s) dropped"
+            )
     if usable:
         best = usable[-1]
-        return best.cap, (f"no cap within the native context {native} keeps {KEEP_FRACTION:.0%} of supervised tokens; "
-                          f"the native limit is the ceiling: {best.supervised_fraction:.2%} kept, "
-                          f"{best.records_dropped} record(s) dropped")
+        return best.cap, (
+            f"no cap within the native context {native} keeps {KEEP_FRACTION:.0%} of supervised tokens; "
+            f"the native limit is the ceiling: {best.supervised_fraction:.2%} kept, "
+            f"{best.records_dropped} record(s) dropped"
+        )
     return None, f"every candidate cap exceeds the native context {native}"
 
 
@@ -226,8 +252,13 @@ def _dataset_harness(dataset_dir: Path, requested: str | None) -> str:
         recorded = recorded_harness(jsonio.loads(path.read_bytes())) if path.is_file() else None
     except ValueError:
         recorded = None
-    return stage_harness(requested, recorded, what=f"the dataset {dataset_dir}", stage="audit",
-                         redo="rebuild the dataset (`harnessfit build`)")
+    return stage_harness(
+        requested,
+        recorded,
+        what=f"the dataset {dataset_dir}",
+        stage="audit",
+        redo="rebuild the dataset (`harnessfit build`)",
+    )
 
 
 @dataclass
@@ -274,19 +305,26 @@ class _AuditState:
             for v in x.violations:
                 self.note(self.violations, v.value, rid, f"{v.value} in {run.split}")
             if not x.violations and x.n_tokens > self.biggest:
-                self.note(self.problems, Problem.too_long.value, rid,
-                          f"{x.n_tokens} tokens > every cap (largest {self.biggest})")
+                self.note(
+                    self.problems,
+                    Problem.too_long.value,
+                    rid,
+                    f"{x.n_tokens} tokens > every cap (largest {self.biggest})",
+                )
             self.rows.append(_Row(run.split, x))
         for b in res.breaks:
             self.note(self.breaks, b.reason.value, b.before, f"after {b.after}")
         for ch in res.chains:  # token arrays are kept only up to the largest cap, so memory stays bounded
             cut = ch.cut(self.biggest)
             if cut is not None:
-                self.chains.append(Chain(cut.split, cut.conversation_id, cut.source, cut.group,
-                                         cut.input_ids.copy(), cut.actions))
+                self.chains.append(
+                    Chain(cut.split, cut.conversation_id, cut.source, cut.group, cut.input_ids.copy(), cut.actions)
+                )
 
 
-def _render_all(state: _AuditState, dataset_dir: Path, tokenizer: Any, *, think_in_labels: bool, progress: bool) -> None:
+def _render_all(
+    state: _AuditState, dataset_dir: Path, tokenizer: Any, *, think_in_labels: bool, progress: bool
+) -> None:
     """Render and tokenize every run of the dataset's records once, as chains, into ``state``."""
     from rich.progress import Progress
 
@@ -301,8 +339,12 @@ def _render_all(state: _AuditState, dataset_dir: Path, tokenizer: Any, *, think_
         for run, brk in split_runs(state.records(dataset_dir, lambda: bar.advance(task))):
             if brk is not None:
                 state.note(state.breaks, brk.reason.value, brk.before, f"after {brk.after}")
-            state.add_run(run, chain_run(tokenizer, run, think_in_labels=think_in_labels, eot=eot, specials=specials,
-                                         with_spans=with_spans))
+            state.add_run(
+                run,
+                chain_run(
+                    tokenizer, run, think_in_labels=think_in_labels, eot=eot, specials=specials, with_spans=with_spans
+                ),
+            )
 
 
 def _split_stats(rows: list[_Row]) -> tuple[dict[str, SplitStats], SplitStats]:
@@ -326,9 +368,18 @@ def _layouts(rows: list[_Row], kept_chains: list[Chain]) -> tuple[dict[str, Layo
     return dict(sorted(layouts.items())), layouts_total
 
 
-def audit(dataset_dir: Path, model: str, out_dir: Path, *, caps: Sequence[int] | None = None,
-          think_in_labels: bool = False, template: str = "auto",
-          cap: int | None = None, progress: bool = True, harness: str | None = None) -> AuditReport:
+def audit(
+    dataset_dir: Path,
+    model: str,
+    out_dir: Path,
+    *,
+    caps: Sequence[int] | None = None,
+    think_in_labels: bool = False,
+    template: str = "auto",
+    cap: int | None = None,
+    progress: bool = True,
+    harness: str | None = None,
+) -> AuditReport:
     """Audit ``dataset_dir`` (a ``harnessfit build`` output) with ``model``; write the report and tokenized set to
     ``out_dir``. ``cap`` overrides the recommended cap applied to the tokenized set. Each chain is tokenized once
     (``chains.chain_run``), in this process (there is no worker count: the runs are rendered in order); the
@@ -364,18 +415,42 @@ def audit(dataset_dir: Path, model: str, out_dir: Path, *, caps: Sequence[int] |
         for f in table.values():
             f.ids = sorted(f.ids)[:_MAX_IDS]
     report = AuditReport(
-        dataset=str(dataset_dir), harness=target, model=model,
+        dataset=str(dataset_dir),
+        harness=target,
+        model=model,
         template={"name": info.name, "sha256": info.sha256},
-        think_in_labels=think_in_labels, records_read=state.read, records_rendered=len(rows),
-        records_clean=len(clean), splits=splits, total=total,
-        lengths=length_stats([r.n_tokens for r in rows]), native_context=native, caps=cap_rows,
-        recommended_cap=recommended, recommendation_reason=reason, cap_applied=applied,
-        excluded_over_cap=len(clean) - len(kept), violations=violations, problems=problems,
-        layouts=layouts, layouts_total=layouts_total, breaks=breaks, runs=state.runs,
+        think_in_labels=think_in_labels,
+        records_read=state.read,
+        records_rendered=len(rows),
+        records_clean=len(clean),
+        splits=splits,
+        total=total,
+        lengths=length_stats([r.n_tokens for r in rows]),
+        native_context=native,
+        caps=cap_rows,
+        recommended_cap=recommended,
+        recommendation_reason=reason,
+        cap_applied=applied,
+        excluded_over_cap=len(clean) - len(kept),
+        violations=violations,
+        problems=problems,
+        layouts=layouts,
+        layouts_total=layouts_total,
+        breaks=breaks,
+        runs=state.runs,
         tokenized={},
         explained={k: EXPLANATIONS[k] for k, f in sorted({**violations, **problems, **breaks}.items()) if f.count},
     )
-    write_outputs(out_dir, report, kept_chains, sorted(state.bad_rows, key=lambda r: (r["kind"], r["id"])), tokenizer,
-                  info, model=model, resolved=resolve_model(model), lengths=[r.n_tokens for r in clean],
-                  break_rows=sorted(state.break_rows, key=lambda r: (r["kind"], r["id"])))
+    write_outputs(
+        out_dir,
+        report,
+        kept_chains,
+        sorted(state.bad_rows, key=lambda r: (r["kind"], r["id"])),
+        tokenizer,
+        info,
+        model=model,
+        resolved=resolve_model(model),
+        lengths=[r.n_tokens for r in clean],
+        break_rows=sorted(state.break_rows, key=lambda r: (r["kind"], r["id"])),
+    )
     return report

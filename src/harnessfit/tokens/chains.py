@@ -52,8 +52,20 @@ from harnessfit.tokens.render import (
     special_texts,
 )
 
-__all__ = ["BreakReason", "BREAK_EXPLANATIONS", "ActionRender", "ChainAction", "Chain", "ChainBreak", "Run",
-           "RunResult", "split_runs", "chain_run", "chain_run_plain", "chain_records"]
+__all__ = [
+    "BreakReason",
+    "BREAK_EXPLANATIONS",
+    "ActionRender",
+    "ChainAction",
+    "Chain",
+    "ChainBreak",
+    "Run",
+    "RunResult",
+    "split_runs",
+    "chain_run",
+    "chain_run_plain",
+    "chain_records",
+]
 
 _BATCH = 64
 _BATCH_CHARS = 4 << 20  # the definition renders a batch of whole records at once: bound it by size
@@ -69,11 +81,11 @@ class BreakReason(StrEnum):
 
 BREAK_EXPLANATIONS: dict[str, str] = {
     "history_rewritten": "the next action's context is not this action's context followed by this action (a "
-                         "compaction epoch, a rewritten history, or records from another tool); a new chain starts",
+    "compaction epoch, a rewritten history, or records from another tool); a new chain starts",
     "render_rewritten": "the template renders the earlier turns differently once later turns exist (e.g. past "
-                        "<think> blocks dropped), so the next render does not start with this one; a new chain starts",
+    "<think> blocks dropped), so the next render does not start with this one; a new chain starts",
     "token_seam": "the texts continue each other but the tokenizer merges tokens across the end of the earlier "
-                  "render, so its token ids are not a prefix of the next; a new chain starts",
+    "render, so its token ids are not a prefix of the next; a new chain starts",
 }
 
 
@@ -93,8 +105,13 @@ class ActionRender:
 
     @classmethod
     def of(cls, r: Rendered) -> ActionRender:
-        return cls(id=r.id, n_tokens=r.n_tokens, start=r.n_prompt, end=r.n_prompt + r.n_supervised,
-                   violations=list(r.violations))
+        return cls(
+            id=r.id,
+            n_tokens=r.n_tokens,
+            start=r.n_prompt,
+            end=r.n_prompt + r.n_supervised,
+            violations=list(r.violations),
+        )
 
 
 @dataclass(frozen=True)
@@ -139,7 +156,7 @@ class Chain:
     def mask(self) -> np.ndarray:
         m = np.zeros(len(self.input_ids), dtype=np.int8)
         for a in self.actions:
-            m[a.start:a.end] = 1
+            m[a.start : a.end] = 1
         return m
 
     def cut(self, max_tokens: int | None) -> Chain | None:
@@ -150,8 +167,7 @@ class Chain:
         keep = [a for a in self.actions if a.length <= max_tokens]
         if not keep:
             return None
-        return Chain(self.split, self.conversation_id, self.source, self.group,
-                     self.input_ids[:keep[-1].length], keep)
+        return Chain(self.split, self.conversation_id, self.source, self.group, self.input_ids[: keep[-1].length], keep)
 
 
 @dataclass(frozen=True)
@@ -179,9 +195,17 @@ class Run:
     actions: list[dict[str, Any]]
 
     def record(self, k: int) -> SFTRecord:
-        return SFTRecord(id=self.ids[k], conversation_id=self.conversation_id, split=self.split, action_index=k,
-                         messages=self.messages[:self.n_messages[k]], tools=self.tools, action=self.actions[k],
-                         source=self.source, group=self.group)
+        return SFTRecord(
+            id=self.ids[k],
+            conversation_id=self.conversation_id,
+            split=self.split,
+            action_index=k,
+            messages=self.messages[: self.n_messages[k]],
+            tools=self.tools,
+            action=self.actions[k],
+            source=self.source,
+            group=self.group,
+        )
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -223,9 +247,17 @@ def split_runs(records: Iterable[SFTRecord]) -> Iterator[tuple[Run, ChainBreak |
         if run is not None:
             yield run, pending
         pending = ChainBreak(run.ids[-1], rec.id, BreakReason.history_rewritten) if same else None
-        run = Run(split=rec.split, conversation_id=rec.conversation_id, source=rec.source, group=rec.group,
-                  tools=rec.tools, messages=rec.messages, ids=[rec.id], n_messages=[len(rec.messages)],
-                  actions=[rec.action])
+        run = Run(
+            split=rec.split,
+            conversation_id=rec.conversation_id,
+            source=rec.source,
+            group=rec.group,
+            tools=rec.tools,
+            messages=rec.messages,
+            ids=[rec.id],
+            n_messages=[len(rec.messages)],
+            actions=[rec.action],
+        )
     if run is not None:
         yield run, pending
 
@@ -241,8 +273,10 @@ def _context_sizes(run: Run) -> list[int]:
 
 # -- the definition ---------------------------------------------------------------------------------------------
 
-def _link_reason(lower_text: str, lower_ids: np.ndarray, upper_text: str, upper_ids: np.ndarray,
-                 upper_start: int) -> BreakReason | None:
+
+def _link_reason(
+    lower_text: str, lower_ids: np.ndarray, upper_text: str, upper_ids: np.ndarray, upper_start: int
+) -> BreakReason | None:
     """None when the upper action continues the lower one's chain, else why not."""
     if not upper_text.startswith(lower_text):
         return BreakReason.render_rewritten
@@ -252,8 +286,7 @@ def _link_reason(lower_text: str, lower_ids: np.ndarray, upper_text: str, upper_
     return None
 
 
-def chain_run_plain(tokenizer, run: Run, *, think_in_labels: bool = False,
-                    eot: set[int] | None = None) -> RunResult:
+def chain_run_plain(tokenizer, run: Run, *, think_in_labels: bool = False, eot: set[int] | None = None) -> RunResult:
     """The definition: every action rendered as its own record (``render_many``, in batches so memory stays
     bounded), chains formed by comparing each trainable action's text and token ids with the previous one's."""
     results: list[ActionRender | RecordError] = []
@@ -276,7 +309,9 @@ def chain_run_plain(tokenizer, run: Run, *, think_in_labels: bool = False,
             batch.append(run.record(k))
             chars += size[run.n_messages[k]]
             k += 1
-        for _rec, res in zip(batch, render_many(tokenizer, batch, think_in_labels=think_in_labels, eot=eot), strict=True):
+        for _rec, res in zip(
+            batch, render_many(tokenizer, batch, think_in_labels=think_in_labels, eot=eot), strict=True
+        ):
             if isinstance(res, RecordError):
                 results.append(res)
                 continue
@@ -297,6 +332,7 @@ def chain_run_plain(tokenizer, run: Run, *, think_in_labels: bool = False,
 
 
 # -- the fast path ----------------------------------------------------------------------------------------------
+
 
 class _Fallback(Exception):
     """This run does not fit the fast path's argument; do it by the definition."""
@@ -330,8 +366,15 @@ class _Member:
     act: ChainAction
 
 
-def chain_run(tokenizer, run: Run, *, think_in_labels: bool = False, eot: set[int] | None = None,
-              specials: list[str] | None = None, with_spans: bool | None = None) -> RunResult:
+def chain_run(
+    tokenizer,
+    run: Run,
+    *,
+    think_in_labels: bool = False,
+    eot: set[int] | None = None,
+    specials: list[str] | None = None,
+    with_spans: bool | None = None,
+) -> RunResult:
     """The same result as ``chain_run_plain``, tokenizing each chain's longest render once.
 
     Walks the run from its last action down: an action whose render is a text prefix of the current head's render
@@ -385,8 +428,16 @@ class _FastChains:
         if self.members:
             top = self.members[0]
             acts = [m.act for m in reversed(self.members)]
-            self.chains.append(Chain(self.run.split, self.run.conversation_id, self.run.source, self.run.group,
-                                     top.head.ids[:top.act.length].copy(), acts))
+            self.chains.append(
+                Chain(
+                    self.run.split,
+                    self.run.conversation_id,
+                    self.run.source,
+                    self.run.group,
+                    top.head.ids[: top.act.length].copy(),
+                    acts,
+                )
+            )
             self.members.clear()
 
     def link(self, mem: _Member) -> None:
@@ -394,13 +445,17 @@ class _FastChains:
         if self.members:
             up = self.members[-1]
             why = None
-            if mem.n_chars > up.n_chars or (up.head is not mem.head
-                                            and up.head.text[:mem.n_chars] != mem.head.text[:mem.n_chars]):
+            if mem.n_chars > up.n_chars or (
+                up.head is not mem.head and up.head.text[: mem.n_chars] != mem.head.text[: mem.n_chars]
+            ):
                 why = BreakReason.render_rewritten
             else:
                 L = mem.act.length
-                if (up.act.length < L or up.act.start < L
-                        or (up.head is not mem.head and not np.array_equal(up.head.ids[:L], mem.head.ids[:L]))):
+                if (
+                    up.act.length < L
+                    or up.act.start < L
+                    or (up.head is not mem.head and not np.array_equal(up.head.ids[:L], mem.head.ids[:L]))
+                ):
                     why = BreakReason.token_seam
             if why is not None:
                 self.close_chain()
@@ -412,8 +467,9 @@ class _FastChains:
         group, head, run = self.group, self.head, self.run
         if not group or head is None:
             return
-        tails = self.tokenizer([p.tail_p for p in group] + [p.tail_f for p in group],
-                               add_special_tokens=False)["input_ids"]
+        tails = self.tokenizer([p.tail_p for p in group] + [p.tail_f for p in group], add_special_tokens=False)[
+            "input_ids"
+        ]
         m = len(group)
         enc, ids = head.enc, head.ids
         for j, p in enumerate(group):
@@ -423,11 +479,15 @@ class _FastChains:
             if first_p is None or first_f is None:
                 raise _Fallback
             n_prefix, length = first_p + len(tp), first_f + len(tf)
-            if (length > len(ids) or not np.array_equal(ids[first_p:n_prefix], tp)
-                    or not np.array_equal(ids[first_f:length], tf)):
+            if (
+                length > len(ids)
+                or not np.array_equal(ids[first_p:n_prefix], tp)
+                or not np.array_equal(ids[first_f:length], tf)
+            ):
                 raise _Fallback
-            end, found = label_checks(ids, length, n_prefix, False, enc.token_to_chars, head.text, p.spans,
-                                      self.eot, self.think, p.bad_args)
+            end, found = label_checks(
+                ids, length, n_prefix, False, enc.token_to_chars, head.text, p.spans, self.eot, self.think, p.bad_args
+            )
             self.results[p.k] = ActionRender(run.ids[p.k], length, n_prefix, end, found)
             if not found:
                 self.link(_Member(head, p.n_chars, ChainAction(run.ids[p.k], n_prefix, end, length)))
@@ -452,12 +512,14 @@ class _FastChains:
         tp, tf = prefix_tail_start(prefix, specials), prefix_tail_start(full, specials)
         if tp < 0 or tf < 0:
             raise _Fallback
-        self.group.append(_Pending(k, tp, prefix[tp:], tf, full[tf:], len(full), spans,
-                                   double_encoded_input(run.actions[k])))
+        self.group.append(
+            _Pending(k, tp, prefix[tp:], tf, full[tf:], len(full), spans, double_encoded_input(run.actions[k]))
+        )
 
 
-def _chain_run_fast(tokenizer, run: Run, think: bool, eot: frozenset[int], specials: list[str],
-                    with_spans: bool) -> RunResult:
+def _chain_run_fast(
+    tokenizer, run: Run, think: bool, eot: frozenset[int], specials: list[str], with_spans: bool
+) -> RunResult:
     n = len(run)
     conv, bad = _template_context(run)
     state = _FastChains(tokenizer, run, think, eot, results=[None] * n)
@@ -474,8 +536,13 @@ def _chain_run_fast(tokenizer, run: Run, think: bool, eot: frozenset[int], speci
     return RunResult(state.results, state.chains, state.breaks)  # type: ignore[arg-type]
 
 
-def chain_records(tokenizer, records: Sequence[SFTRecord], *, think_in_labels: bool = False, fast: bool = True,
-                  ) -> tuple[dict[str, ActionRender | RecordError], list[Chain], list[ChainBreak]]:
+def chain_records(
+    tokenizer,
+    records: Sequence[SFTRecord],
+    *,
+    think_in_labels: bool = False,
+    fast: bool = True,
+) -> tuple[dict[str, ActionRender | RecordError], list[Chain], list[ChainBreak]]:
     """Chains of ``records`` (in order; a conversation's actions consecutive): every action's own-record result by
     id, the chains, and every break (``history_rewritten`` ones included). ``fast=False`` runs the definition."""
     by_id: dict[str, ActionRender | RecordError] = {}

@@ -20,9 +20,22 @@ import orjson
 from harnessfit.core.records import SFTRecord
 from harnessfit.models.messages import MessageError, content_text, to_template_message
 
-__all__ = ["MaskViolation", "Problem", "Rendered", "RecordError", "prepare_action", "prepare_messages",
-           "prepare_record", "render_prepared", "label_checks", "double_encoded_input", "render_record", "render_many", "special_texts",
-           "prefix_tail_start"]
+__all__ = [
+    "MaskViolation",
+    "Problem",
+    "Rendered",
+    "RecordError",
+    "prepare_action",
+    "prepare_messages",
+    "prepare_record",
+    "render_prepared",
+    "label_checks",
+    "double_encoded_input",
+    "render_record",
+    "render_many",
+    "special_texts",
+    "prefix_tail_start",
+]
 
 _REASONING_KEYS = ("reasoning_content", "reasoning", "thinking")
 _LEADING_THINK = re.compile(r"^\s*<think>.*?</think>\s*", re.DOTALL)
@@ -140,13 +153,18 @@ def render_prepared(tokenizer, messages: list[dict], action: dict, tools: list[d
     from transformers.utils.chat_template_utils import render_jinja_template
 
     try:
-        prefix = tokenizer.apply_chat_template(messages, tools=tools or None, add_generation_prompt=True,
-                                               tokenize=False)
+        prefix = tokenizer.apply_chat_template(
+            messages, tools=tools or None, add_generation_prompt=True, tokenize=False
+        )
         if with_spans:
             chat = [{k: v for k, v in m.items() if v is not None} for m in messages + [action]]
-            texts, spans = render_jinja_template(conversations=[chat], tools=tools or None,
-                                                 chat_template=tokenizer.chat_template,
-                                                 return_assistant_tokens_mask=True, **tokenizer.special_tokens_map)
+            texts, spans = render_jinja_template(
+                conversations=[chat],
+                tools=tools or None,
+                chat_template=tokenizer.chat_template,
+                return_assistant_tokens_mask=True,
+                **tokenizer.special_tokens_map,
+            )
             full, gen = texts[0], spans[0]
         else:
             full = tokenizer.apply_chat_template(messages + [action], tools=tools or None, tokenize=False)
@@ -191,8 +209,18 @@ def _covered(c0: int, c1: int, spans) -> bool:
     return pos >= c1
 
 
-def label_checks(ids: Sequence[int], n_tokens: int, start: int, in_prompt: bool, chars, text: str, gen_spans,
-                 eot: frozenset[int], think_in_labels: bool, bad_input_args: bool) -> tuple[int, list[MaskViolation]]:
+def label_checks(
+    ids: Sequence[int],
+    n_tokens: int,
+    start: int,
+    in_prompt: bool,
+    chars,
+    text: str,
+    gen_spans,
+    eot: frozenset[int],
+    think_in_labels: bool,
+    bad_input_args: bool,
+) -> tuple[int, list[MaskViolation]]:
     """The end of the supervised tokens and the label checks of one rendered action whose own tokens are
     ``ids[:n_tokens]`` (``ids`` may go on: a chain holds later actions), supervised from ``start``; ``chars(i)``
     gives token ``i``'s character span in ``text``. Returns ``(end, violations)`` except ``prefix_unstable``."""
@@ -216,9 +244,20 @@ def label_checks(ids: Sequence[int], n_tokens: int, start: int, in_prompt: bool,
     return end, found
 
 
-def _finish(record_id: str, full_text: str, prefix_text: str, enc, k: int, tail_ids: list[int] | None,
-            tail_start: int, prefix_ids: list[int] | None, gen_spans, eot: frozenset[int], think_in_labels: bool,
-            bad_input_args: bool) -> Rendered:
+def _finish(
+    record_id: str,
+    full_text: str,
+    prefix_text: str,
+    enc,
+    k: int,
+    tail_ids: list[int] | None,
+    tail_start: int,
+    prefix_ids: list[int] | None,
+    gen_spans,
+    eot: frozenset[int],
+    think_in_labels: bool,
+    bad_input_args: bool,
+) -> Rendered:
     full_ids: list[int] = enc["input_ids"][k]
     # --- incremental-prefix verifier: the prefix's own tokens must be the first tokens of the whole
     stable = full_text.startswith(prefix_text)
@@ -245,17 +284,34 @@ def _finish(record_id: str, full_text: str, prefix_text: str, enc, k: int, tail_
         span = enc.token_to_chars(k, i)
         return span.start, span.end
 
-    end, found = label_checks(full_ids, len(full_ids), start, start < n_prefix, chars, full_text, gen_spans, eot,
-                              think_in_labels, bad_input_args)
+    end, found = label_checks(
+        full_ids,
+        len(full_ids),
+        start,
+        start < n_prefix,
+        chars,
+        full_text,
+        gen_spans,
+        eot,
+        think_in_labels,
+        bad_input_args,
+    )
     if not stable:
         found.insert(0, MaskViolation.prefix_unstable)
     mask = [0] * start + [1] * (end - start) + [0] * (len(full_ids) - end)
-    return Rendered(id=record_id, input_ids=full_ids, assistant_masks=mask, text=full_text, n_prompt=start,
-                    violations=found)
+    return Rendered(
+        id=record_id, input_ids=full_ids, assistant_masks=mask, text=full_text, n_prompt=start, violations=found
+    )
 
 
-def render_many(tokenizer, records: Sequence[SFTRecord], *, think_in_labels: bool = False,
-                eot: set[int] | None = None, verify: str = "tail") -> list[Rendered | RecordError]:
+def render_many(
+    tokenizer,
+    records: Sequence[SFTRecord],
+    *,
+    think_in_labels: bool = False,
+    eot: set[int] | None = None,
+    verify: str = "tail",
+) -> list[Rendered | RecordError]:
     """Render, tokenize (in one batch) and mask many records; each result is a ``Rendered`` or a ``RecordError``.
 
     The incremental-prefix verifier tokenizes the prefix on its own and checks it equals the first tokens of the
@@ -288,17 +344,43 @@ def render_many(tokenizer, records: Sequence[SFTRecord], *, think_in_labels: boo
         tails: list[list[int] | None] = [None] * len(texts)
     else:
         prefix_all = None
-        tails = tokenizer([t[0][p:] for t, p in zip(texts, tail_starts, strict=True)], add_special_tokens=False)["input_ids"]
+        tails = tokenizer([t[0][p:] for t, p in zip(texts, tail_starts, strict=True)], add_special_tokens=False)[
+            "input_ids"
+        ]
     for k, i in enumerate(ok):
         record = records[i]
         prefix_ids = prefix_all[k] if prefix_all is not None else None
-        rendered = _finish(record.id, texts[k][1], texts[k][0], enc, k, tails[k], tail_starts[k], prefix_ids,
-                           texts[k][2], eot_set, think_in_labels, double_encoded_input(record.action))
+        rendered = _finish(
+            record.id,
+            texts[k][1],
+            texts[k][0],
+            enc,
+            k,
+            tails[k],
+            tail_starts[k],
+            prefix_ids,
+            texts[k][2],
+            eot_set,
+            think_in_labels,
+            double_encoded_input(record.action),
+        )
         if MaskViolation.prefix_unstable in rendered.violations and prefix_ids is None:
             # re-run this one record with the full verifier so the report says exactly where they part
             one = tokenizer([texts[k][0]], add_special_tokens=False)["input_ids"][0]
-            rendered = _finish(record.id, texts[k][1], texts[k][0], enc, k, None, tail_starts[k], one,
-                               texts[k][2], eot_set, think_in_labels, double_encoded_input(record.action))
+            rendered = _finish(
+                record.id,
+                texts[k][1],
+                texts[k][0],
+                enc,
+                k,
+                None,
+                tail_starts[k],
+                one,
+                texts[k][2],
+                eot_set,
+                think_in_labels,
+                double_encoded_input(record.action),
+            )
         results[i] = rendered
     return results  # type: ignore[return-value]
 

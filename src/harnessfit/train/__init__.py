@@ -17,13 +17,33 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-__all__ = ["HarnessfitSFTConfig", "HarnessfitGRPOConfig", "load_sft_config", "load_grpo_config", "train_sft",
-           "TrainResult", "train_grpo", "GRPOResult", "merge_adapter", "HealthGuard", "ScriptedReadings", "GuardRules"]
+__all__ = [
+    "HarnessfitSFTConfig",
+    "HarnessfitGRPOConfig",
+    "load_sft_config",
+    "load_grpo_config",
+    "train_sft",
+    "TrainResult",
+    "train_grpo",
+    "GRPOResult",
+    "merge_adapter",
+    "HealthGuard",
+    "ScriptedReadings",
+    "GuardRules",
+]
 
 _WHERE = {
-    "HarnessfitSFTConfig": "config", "HarnessfitGRPOConfig": "config", "load_sft_config": "config",
-    "load_grpo_config": "config", "train_sft": "sft", "TrainResult": "sft", "train_grpo": "grpo",
-    "GRPOResult": "grpo", "merge_adapter": "merge", "HealthGuard": "guard", "ScriptedReadings": "guard",
+    "HarnessfitSFTConfig": "config",
+    "HarnessfitGRPOConfig": "config",
+    "load_sft_config": "config",
+    "load_grpo_config": "config",
+    "train_sft": "sft",
+    "TrainResult": "sft",
+    "train_grpo": "grpo",
+    "GRPOResult": "grpo",
+    "merge_adapter": "merge",
+    "HealthGuard": "guard",
+    "ScriptedReadings": "guard",
     "GuardRules": "guard_rules",
 }
 

@@ -28,8 +28,16 @@ from pydantic import BaseModel
 from harnessfit.core.jsonio import loads
 from harnessfit.errors import UserError
 
-__all__ = ["Layout", "SkipReason", "SkippedRecord", "TokenizedSplit", "find_eval_splits",
-           "load_meta", "load_split", "sft_fidelity"]
+__all__ = [
+    "Layout",
+    "SkipReason",
+    "SkippedRecord",
+    "TokenizedSplit",
+    "find_eval_splits",
+    "load_meta",
+    "load_split",
+    "sft_fidelity",
+]
 
 Layout = Literal["chains", "records"]
 EVAL_SPLIT_NAMES = ("validation", "val", "valid", "test")
@@ -93,8 +101,11 @@ class TokenizedSplit(BaseModel):
     def why_empty(self) -> str:
         reasons = ", ".join(f"{n} {r}" for r, n in self.skipped_by_reason().items()) or "the split holds no rows"
         detail = next((s.detail for s in self.skipped if s.reason == SkipReason.over_max_length), None)
-        return (f"split {self.name!r} has no trainable actions ({len(self.skipped)} skipped: {reasons}"
-                + (f"; e.g. {detail}" if detail else "") + ")")
+        return (
+            f"split {self.name!r} has no trainable actions ({len(self.skipped)} skipped: {reasons}"
+            + (f"; e.g. {detail}" if detail else "")
+            + ")"
+        )
 
 
 def load_meta(audit_dir: Path) -> dict:
@@ -146,9 +157,16 @@ def sft_fidelity(dataset_dir: Path, split: str, lowest: str) -> dict[str, str]:
     return found
 
 
-def load_split(audit_dir: Path, split: str, *, layout: Layout = "chains", max_records: int | None = None,
-               max_length: int | None = None, sources: list[str] | None = None,
-               not_selected: dict[str, str] | None = None) -> TokenizedSplit:
+def load_split(
+    audit_dir: Path,
+    split: str,
+    *,
+    layout: Layout = "chains",
+    max_records: int | None = None,
+    max_length: int | None = None,
+    sources: list[str] | None = None,
+    not_selected: dict[str, str] | None = None,
+) -> TokenizedSplit:
     """Load one split in file order, keeping the audited ``input_ids`` and supervised spans unchanged.
 
     ``max_length`` cuts a chain after its last action whose record fits (the others are skipped as
@@ -166,7 +184,7 @@ def load_split(audit_dir: Path, split: str, *, layout: Layout = "chains", max_re
         raise UserError(f"{path} lacks columns {missing}: it was not written by `harnessfit audit`")
     all_ids = table.column("input_ids").to_pylist()
     all_masks = table.column("assistant_masks").to_pylist()
-    all_sources = (table.column("source").to_pylist() if "source" in table.column_names else [None] * len(all_ids))
+    all_sources = table.column("source").to_pylist() if "source" in table.column_names else [None] * len(all_ids)
     row_ids = [str(x) for x in table.column("id").to_pylist()]
     rows: list[dict] = []
     kept_ids: list[str] = []
@@ -181,13 +199,22 @@ def load_split(audit_dir: Path, split: str, *, layout: Layout = "chains", max_re
         labels = [-100] * len(ids_)
         for _, s, e, _ in acts:
             labels[s:e] = ids_[s:e]
-        rows.append({"input_ids": ids_, "labels": labels, "action_starts": [a[1] for a in acts],
-                     "action_ends": [a[2] for a in acts], "row": len(rows)})
+        rows.append(
+            {
+                "input_ids": ids_,
+                "labels": labels,
+                "action_starts": [a[1] for a in acts],
+                "action_ends": [a[2] for a in acts],
+                "row": len(rows),
+            }
+        )
         kept_ids.append(rid)
         kept_actions.append([a[0] for a in acts])
 
     for i, (rid, ids_, mask, source) in enumerate(zip(row_ids, all_ids, all_masks, all_sources, strict=True)):
-        acts = _actions(table, i, ids_ or [], mask or []) if ids_ and mask is not None and len(mask) == len(ids_) else []
+        acts = (
+            _actions(table, i, ids_ or [], mask or []) if ids_ and mask is not None and len(mask) == len(ids_) else []
+        )
         names = [a[0] for a in acts] or [rid]
         if sources is not None and source not in sources:
             for aid in names:
@@ -206,8 +233,11 @@ def load_split(audit_dir: Path, split: str, *, layout: Layout = "chains", max_re
         for k, a in enumerate(acts):
             if not_selected and a[0] in not_selected:
                 for b in acts[k:]:
-                    skip(b[0], SkipReason.fidelity_not_selected, f"fidelity {not_selected.get(b[0], 'content')!r} "
-                         "not selected (the run trains on tier byte)")
+                    skip(
+                        b[0],
+                        SkipReason.fidelity_not_selected,
+                        f"fidelity {not_selected.get(b[0], 'content')!r} not selected (the run trains on tier byte)",
+                    )
                 break
             if max_length is not None and a[3] > max_length:
                 skip(a[0], SkipReason.over_max_length, f"{a[3]} tokens > max_length {max_length}")
@@ -220,14 +250,21 @@ def load_split(audit_dir: Path, split: str, *, layout: Layout = "chains", max_re
         n_kept += len(fits)
         if layout == "records":
             for a in fits:
-                add(a[0], ids_[:a[3]], [a])
+                add(a[0], ids_[: a[3]], [a])
         else:
-            add(rid, ids_[:fits[-1][3]], fits)
+            add(rid, ids_[: fits[-1][3]], fits)
     if not rows:
-        return TokenizedSplit(name=split, layout=layout, dataset=None, ids=[], action_ids=[], lengths=[],
-                              n_supervised=0, skipped=skipped)
+        return TokenizedSplit(
+            name=split, layout=layout, dataset=None, ids=[], action_ids=[], lengths=[], n_supervised=0, skipped=skipped
+        )
     ds = Dataset.from_list(rows)
-    return TokenizedSplit(name=split, layout=layout, dataset=ds, ids=kept_ids, action_ids=kept_actions,
-                          lengths=[len(r["input_ids"]) for r in rows],
-                          n_supervised=sum(e - s for r in rows for s, e in zip(r["action_starts"], r["action_ends"], strict=True)),
-                          skipped=skipped)
+    return TokenizedSplit(
+        name=split,
+        layout=layout,
+        dataset=ds,
+        ids=kept_ids,
+        action_ids=kept_actions,
+        lengths=[len(r["input_ids"]) for r in rows],
+        n_supervised=sum(e - s for r in rows for s, e in zip(r["action_starts"], r["action_ends"], strict=True)),
+        skipped=skipped,
+    )

@@ -99,8 +99,10 @@ def plan_fast_path(recipe: HarnessfitSFTConfig, model_cfg: Any, lengths: list[in
     if rpr > 1:
         per_device, accum = rpr, max(1, per_step // (rpr * world_size))
     else:
-        per_device, accum = (recipe.per_device_train_batch_size,
-                             max(1, recipe.gradient_accumulation_steps // world_size))
+        per_device, accum = (
+            recipe.per_device_train_batch_size,
+            max(1, recipe.gradient_accumulation_steps // world_size),
+        )
     if world_size > 1 and per_step % (per_device * world_size):
         notes.append(f"{per_step} records per step do not split evenly over {world_size} processes")
 
@@ -115,8 +117,10 @@ def plan_fast_path(recipe: HarnessfitSFTConfig, model_cfg: Any, lengths: list[in
         if on_gpu:
             total = torch.cuda.get_device_properties(0).total_memory / GIB
             gc_on = est_gib > 0.85 * total
-            notes.append(f"gradient checkpointing {'on' if gc_on else 'off'}: estimated peak {est_gib:.1f} GiB "
-                         f"without it vs {total:.0f} GiB on the device")
+            notes.append(
+                f"gradient checkpointing {'on' if gc_on else 'off'}: estimated peak {est_gib:.1f} GiB "
+                f"without it vs {total:.0f} GiB on the device"
+            )
         else:
             gc_on = False
             notes.append("gradient checkpointing off on CPU (memory is not the limit; recomputation only costs time)")
@@ -133,7 +137,18 @@ def plan_fast_path(recipe: HarnessfitSFTConfig, model_cfg: Any, lengths: list[in
         notes.append("liger-kernel not installed: standard layers (TRL's chunked LM-head loss is still used)")
 
     compile_on = bool(recipe.torch_compile)
-    return FastPath(device=device, dtype=dtype, quantization=quant, attn_implementation=attn,
-                    padding_free=recipe.padding_free, records_per_row=rpr, per_device_batch=per_device,
-                    grad_accum=accum, gradient_checkpointing=gc_on, liger=liger_on, torch_compile=compile_on,
-                    memory_estimate_gib=round(est_gib, 2), notes=notes)
+    return FastPath(
+        device=device,
+        dtype=dtype,
+        quantization=quant,
+        attn_implementation=attn,
+        padding_free=recipe.padding_free,
+        records_per_row=rpr,
+        per_device_batch=per_device,
+        grad_accum=accum,
+        gradient_checkpointing=gc_on,
+        liger=liger_on,
+        torch_compile=compile_on,
+        memory_estimate_gib=round(est_gib, 2),
+        notes=notes,
+    )

@@ -88,9 +88,11 @@ class GRPOResult(BaseModel):
         out = []
         for name, h in (("before", self.heldout_before), ("after", self.heldout_after)):
             if h:
-                out.append(f"held-out {name}: valid calls greedy {pct(h.get('greedy_valid_call_rate'))}, best of "
-                           f"{h.get('generations')} {pct(h.get('best_of_g_valid_call_rate'))}; reward greedy "
-                           f"{_f(h.get('greedy_reward'))}, best-of-G {_f(h.get('best_of_g_reward'))}")
+                out.append(
+                    f"held-out {name}: valid calls greedy {pct(h.get('greedy_valid_call_rate'))}, best of "
+                    f"{h.get('generations')} {pct(h.get('best_of_g_valid_call_rate'))}; reward greedy "
+                    f"{_f(h.get('greedy_reward'))}, best-of-G {_f(h.get('best_of_g_reward'))}"
+                )
         return out
 
 
@@ -150,18 +152,30 @@ def load_policy(cfg: HarnessfitGRPOConfig, audited: Audited) -> tuple[Any, Any, 
 
     quant, attn, notes = _placement(cfg)
     device = f"cuda:{int(os.environ.get('LOCAL_RANK', '0'))}" if quant == "nf4" else "cpu"
-    model = load_model(audited.model_path, dtype=torch.bfloat16 if cfg.bf16 else torch.float32, quantization=quant,
-                       device=device, attn_implementation=attn)
+    model = load_model(
+        audited.model_path,
+        dtype=torch.bfloat16 if cfg.bf16 else torch.float32,
+        quantization=quant,
+        device=device,
+        attn_implementation=attn,
+    )
     if not cfg.sft_adapter:
-        lora = LoraConfig(r=cfg.lora_r, lora_alpha=cfg.lora_alpha, lora_dropout=cfg.lora_dropout,
-                          target_modules=cfg.lora_targets(), task_type="CAUSAL_LM")
+        lora = LoraConfig(
+            r=cfg.lora_r,
+            lora_alpha=cfg.lora_alpha,
+            lora_dropout=cfg.lora_dropout,
+            target_modules=cfg.lora_targets(),
+            task_type="CAUSAL_LM",
+        )
         return model, lora, notes
     _check_sft_adapter(Path(cfg.sft_adapter), audited)
     try:
         model = PeftModel.from_pretrained(model, cfg.sft_adapter, is_trainable=True)
     except Exception as exc:  # noqa: BLE001 - one line for the user
         first = next((ln for ln in str(exc).splitlines() if ln.strip()), type(exc).__name__)
-        raise UserError(f"cannot continue the SFT adapter {cfg.sft_adapter} on {audited.model_path}: {first[:200]}") from None
+        raise UserError(
+            f"cannot continue the SFT adapter {cfg.sft_adapter} on {audited.model_path}: {first[:200]}"
+        ) from None
     notes.append(f"continuing the SFT adapter {cfg.sft_adapter} (its rank and targets; KL to a frozen copy of it)")
     return model, None, notes
 
@@ -173,12 +187,15 @@ def _check_sft_adapter(path: Path, audited: Audited) -> None:
     meta = orjson.loads(meta_path.read_bytes())
     sha = meta.get("template_sha256")
     if sha and sha != audited.meta.get("template_sha256"):
-        raise UserError(f"the SFT adapter {path} was trained with another chat template (sha256 {sha[:12]}…) than "
-                        f"the audit at {audited.audit_dir}: use the audit the adapter was trained on")
+        raise UserError(
+            f"the SFT adapter {path} was trained with another chat template (sha256 {sha[:12]}…) than "
+            f"the audit at {audited.audit_dir}: use the audit the adapter was trained on"
+        )
     base = meta.get("base_model_path")
     if base and Path(base).resolve() != Path(audited.model_path).resolve():
-        raise UserError(f"the SFT adapter {path} pins base {base}, the audit's model is {audited.model_path}: use "
-                        "the same base")
+        raise UserError(
+            f"the SFT adapter {path} pins base {base}, the audit's model is {audited.model_path}: use the same base"
+        )
 
 
 def _target(cfg: HarnessfitGRPOConfig, audited: Audited, dataset_dir: Path) -> str:
@@ -187,14 +204,21 @@ def _target(cfg: HarnessfitGRPOConfig, audited: Audited, dataset_dir: Path) -> s
     from harnessfit.harness.versions import recorded_harness, stage_harness
 
     manifest = dataset_dir / "manifest.json"
-    recorded = recorded_harness(audited.meta) or (recorded_harness(orjson.loads(manifest.read_bytes()))
-                                                  if manifest.is_file() else None)
-    return stage_harness(cfg.harness, recorded, what=f"the audit {audited.audit_dir}", stage="train grpo",
-                         redo="rebuild the dataset and re-run `harnessfit audit`")
+    recorded = recorded_harness(audited.meta) or (
+        recorded_harness(orjson.loads(manifest.read_bytes())) if manifest.is_file() else None
+    )
+    return stage_harness(
+        cfg.harness,
+        recorded,
+        what=f"the audit {audited.audit_dir}",
+        stage="train grpo",
+        redo="rebuild the dataset and re-run `harnessfit audit`",
+    )
 
 
-def _heldout(cfg, model, tokenizer, points: DecisionPoints | None, rewards, run: RunDir, which: str,
-             console: Console) -> dict[str, Any] | None:
+def _heldout(
+    cfg, model, tokenizer, points: DecisionPoints | None, rewards, run: RunDir, which: str, console: Console
+) -> dict[str, Any] | None:
     from harnessfit.train.heldout import HELDOUT_FILES, evaluate_points, write
 
     if points is None or rank() != 0:
@@ -203,16 +227,30 @@ def _heldout(cfg, model, tokenizer, points: DecisionPoints | None, rewards, run:
     if which == "before" and path.is_file() and run.resume_from is not None:
         return orjson.loads(path.read_bytes())  # measured before the interruption, on the same starting policy
     console.print(f"[dim]grpo:[/] held-out evaluation {which} training ({len(points.rows)} decision points)")
-    summary = evaluate_points(model, tokenizer, points.rows, rewards,
-                              generations=cfg.heldout_generations or cfg.num_generations, temperature=cfg.temperature,
-                              max_new_tokens=cfg.max_completion_length, seed=cfg.seed, progress=console.is_terminal)
+    summary = evaluate_points(
+        model,
+        tokenizer,
+        points.rows,
+        rewards,
+        generations=cfg.heldout_generations or cfg.num_generations,
+        temperature=cfg.temperature,
+        max_new_tokens=cfg.max_completion_length,
+        seed=cfg.seed,
+        progress=console.is_terminal,
+    )
     write(path, summary)
     return summary
 
 
-def train_grpo(cfg: HarnessfitGRPOConfig, out_dir: Path, *, resume: bool = False,
-               reading_source: ReadingSource | None = None, judge_client: Any = None,
-               extra_callbacks: Sequence[Any] = ()) -> GRPOResult:
+def train_grpo(
+    cfg: HarnessfitGRPOConfig,
+    out_dir: Path,
+    *,
+    resume: bool = False,
+    reading_source: ReadingSource | None = None,
+    judge_client: Any = None,
+    extra_callbacks: Sequence[Any] = (),
+) -> GRPOResult:
     """GRPO as ``cfg`` says, writing everything under ``out_dir`` (see the module docstring).
 
     ``resume`` continues from the newest complete checkpoint. ``reading_source`` replaces the health guard's
@@ -225,19 +263,35 @@ def train_grpo(cfg: HarnessfitGRPOConfig, out_dir: Path, *, resume: bool = False
         torch.set_num_threads(cfg.threads)
     audited = open_audit(cfg.audit_dir, cfg.model)
     if "<tool_call>" not in (audited.tokenizer.chat_template or ""):
-        raise UserError(f"the audited template ({audited.meta.get('template_name')}) does not write <tool_call> blocks; "
-                        "the verifiable rewards parse that format (audit with a ChatML/Hermes tool template)")
+        raise UserError(
+            f"the audited template ({audited.meta.get('template_name')}) does not write <tool_call> blocks; "
+            "the verifiable rewards parse that format (audit with a ChatML/Hermes tool template)"
+        )
     dataset_dir = dataset_dir_of(audited.audit_dir, cfg.dataset_dir)
     target = _target(cfg, audited, dataset_dir)
     tok = audited.tokenizer
-    train = load_decision_points(dataset_dir, cfg.train_split, tok, sources=cfg.sources,
-                                 max_records=cfg.max_train_records, max_prompt_length=cfg.max_prompt_length,
-                                 fidelity=cfg.fidelity)
-    heldout, heldout_note = (load_heldout_points(dataset_dir, cfg.eval_split, tok, sources=cfg.sources,
-                                                 fidelity=cfg.fidelity,
-                                                 max_records=cfg.heldout_max_records,
-                                                 max_prompt_length=cfg.max_prompt_length)
-                             if cfg.heldout else (None, "held-out evaluation off (heldout: false)"))
+    train = load_decision_points(
+        dataset_dir,
+        cfg.train_split,
+        tok,
+        sources=cfg.sources,
+        max_records=cfg.max_train_records,
+        max_prompt_length=cfg.max_prompt_length,
+        fidelity=cfg.fidelity,
+    )
+    heldout, heldout_note = (
+        load_heldout_points(
+            dataset_dir,
+            cfg.eval_split,
+            tok,
+            sources=cfg.sources,
+            fidelity=cfg.fidelity,
+            max_records=cfg.heldout_max_records,
+            max_prompt_length=cfg.max_prompt_length,
+        )
+        if cfg.heldout
+        else (None, "held-out evaluation off (heldout: false)")
+    )
     logs = (COMPLETIONS, *(f"completions.rank{r}.jsonl" for r in range(1, world())))
     run = prepare_run(out_dir, resume, console, logs=logs)
     cfg.output_dir = str(run.ckpt_dir)
@@ -245,27 +299,46 @@ def train_grpo(cfg: HarnessfitGRPOConfig, out_dir: Path, *, resume: bool = False
     stop_ids = set_end_of_turn(model, tok, audited.stop_ids)
     if cfg.use_vllm:  # vLLM samples with its own params: make the same ids end a completion there
         cfg.generation_kwargs = {**(cfg.generation_kwargs or {}), "stop_token_ids": stop_ids}
-    rewards = RewardSet(cfg.rewards, tokenizer=tok, stop_ids=stop_ids, card=load_harness(target),
-                        format_error_reward=cfg.format_error_reward, overlong_penalty=cfg.overlong_penalty,
-                        judge=cfg.judge, log_path=run.out_dir / COMPLETIONS, num_generations=cfg.num_generations,
-                        judge_client=judge_client)
+    rewards = RewardSet(
+        cfg.rewards,
+        tokenizer=tok,
+        stop_ids=stop_ids,
+        card=load_harness(target),
+        format_error_reward=cfg.format_error_reward,
+        overlong_penalty=cfg.overlong_penalty,
+        judge=cfg.judge,
+        log_path=run.out_dir / COMPLETIONS,
+        num_generations=cfg.num_generations,
+        judge_client=judge_client,
+    )
     why = Counter(p.reason.value for p in train.skipped)
-    notes.append(f"train: {len(train.rows)} decision points of split {cfg.train_split!r}"
-                 + (f" from sources {', '.join(cfg.sources)}" if cfg.sources else " (every source)")
-                 + (f"; skipped {', '.join(f'{k} {v}' for k, v in why.most_common())}" if why else ""))
+    notes.append(
+        f"train: {len(train.rows)} decision points of split {cfg.train_split!r}"
+        + (f" from sources {', '.join(cfg.sources)}" if cfg.sources else " (every source)")
+        + (f"; skipped {', '.join(f'{k} {v}' for k, v in why.most_common())}" if why else "")
+    )
     notes.append(heldout_note)
     if rank() == 0:
         for note in notes:
             console.print(f"[dim]grpo:[/] {escape(note)}")
-        write_jsonl(run.out_dir / "skipped.jsonl",
-                    [s.model_dump() for s in train.skipped + (heldout.skipped if heldout else [])])
+        write_jsonl(
+            run.out_dir / "skipped.jsonl",
+            [s.model_dump() for s in train.skipped + (heldout.skipped if heldout else [])],
+        )
     write_recipe(run, cfg)
     before = _heldout(cfg, model, tok, heldout, rewards, run, "before", console)
     callbacks = run_callbacks(run, cfg.guard_rules, reading_source, console)
     callbacks.callbacks.extend(extra_callbacks)
     try:
-        trainer = HarnessfitGRPOTrainer(model=model, reward_funcs=[rewards], args=cfg, train_dataset=train.dataset(),
-                                        processing_class=tok, peft_config=lora, callbacks=callbacks.callbacks)
+        trainer = HarnessfitGRPOTrainer(
+            model=model,
+            reward_funcs=[rewards],
+            args=cfg,
+            train_dataset=train.dataset(),
+            processing_class=tok,
+            peft_config=lora,
+            callbacks=callbacks.callbacks,
+        )
         trainer.train(resume_from_checkpoint=str(run.resume_from) if run.resume_from else None)
     finally:
         callbacks.close()
@@ -273,13 +346,27 @@ def train_grpo(cfg: HarnessfitGRPOConfig, out_dir: Path, *, resume: bool = False
     status: Literal["completed", "stopped"] = "stopped" if callbacks.guard_stop.fired else "completed"
     adapter_dir = after = table = None
     if status == "completed" and rank() == 0:
-        adapter_dir = save_adapter(trainer, tok, run.out_dir, {
-            "harness": target, "base_model": audited.spec, "base_model_path": audited.model_path,
-            "base_model_revision": model_pin(trainer.model, audited.model_path),
-            "template": audited.meta.get("template_name"), "template_sha256": audited.meta.get("template_sha256"),
-            "stop_token_ids": audited.meta.get("stop_token_ids"), "audit_dir": str(audited.audit_dir),
-            "dataset_dir": str(dataset_dir), "train_records": len(train.rows), "global_step": trainer.state.global_step,
-            "sft_adapter": cfg.sft_adapter, "recipe": getattr(cfg, "recipe_record", None), "trainer": "grpo"})
+        adapter_dir = save_adapter(
+            trainer,
+            tok,
+            run.out_dir,
+            {
+                "harness": target,
+                "base_model": audited.spec,
+                "base_model_path": audited.model_path,
+                "base_model_revision": model_pin(trainer.model, audited.model_path),
+                "template": audited.meta.get("template_name"),
+                "template_sha256": audited.meta.get("template_sha256"),
+                "stop_token_ids": audited.meta.get("stop_token_ids"),
+                "audit_dir": str(audited.audit_dir),
+                "dataset_dir": str(dataset_dir),
+                "train_records": len(train.rows),
+                "global_step": trainer.state.global_step,
+                "sft_adapter": cfg.sft_adapter,
+                "recipe": getattr(cfg, "recipe_record", None),
+                "trainer": "grpo",
+            },
+        )
         after = _heldout(cfg, trainer.model, tok, heldout, rewards, run, "after", console)
         if cfg.eval_suite:
             table = in_harness_eval(cfg, audited, adapter_dir, run.out_dir, target)
@@ -296,16 +383,29 @@ def _finish(run: RunDir, trainer, callbacks, status, before, after, table, notes
     if rank() == 0:
         report_path, stats = write_grpo_report(run.out_dir, status=status, stop_reason=stop, notes=notes)
     result = GRPOResult(
-        status=status, out_dir=run.out_dir, adapter_dir=run.out_dir / "adapter" if status == "completed" else None,
-        report_path=report_path, metrics_path=run.metrics_path, completions_path=run.out_dir / COMPLETIONS,
+        status=status,
+        out_dir=run.out_dir,
+        adapter_dir=run.out_dir / "adapter" if status == "completed" else None,
+        report_path=report_path,
+        metrics_path=run.metrics_path,
+        completions_path=run.out_dir / COMPLETIONS,
         guard_path=callbacks.guard.samples_path if callbacks.guard else None,
-        checkpoint_dir=newest_checkpoint(run.ckpt_dir), global_step=trainer.state.global_step, stop_reason=stop,
-        resumed_from=run.resume_from, reward_first=(stats.get("first") or {}).get("mean_reward"),
-        reward_last=(stats.get("last") or {}).get("mean_reward"), welch_p=stats.get("welch_p"),
+        checkpoint_dir=newest_checkpoint(run.ckpt_dir),
+        global_step=trainer.state.global_step,
+        stop_reason=stop,
+        resumed_from=run.resume_from,
+        reward_first=(stats.get("first") or {}).get("mean_reward"),
+        reward_last=(stats.get("last") or {}).get("mean_reward"),
+        welch_p=stats.get("welch_p"),
         unscorable=(stats.get("all") or {}).get("unscorable", 0),
-        heldout_before=_brief(before), heldout_after=_brief(after), in_harness_table=table)
+        heldout_before=_brief(before),
+        heldout_after=_brief(after),
+        in_harness_table=table,
+    )
     if rank() == 0:
-        (run.out_dir / "result.json").write_bytes(orjson.dumps(result.model_dump(mode="json"), option=orjson.OPT_INDENT_2))
+        (run.out_dir / "result.json").write_bytes(
+            orjson.dumps(result.model_dump(mode="json"), option=orjson.OPT_INDENT_2)
+        )
         from harnessfit.pipeline.funnel import grpo_warnings
 
         for warning in grpo_warnings(run.out_dir):  # every group zero-variance: nothing was learned
@@ -317,8 +417,9 @@ def _brief(summary: dict[str, Any] | None) -> dict[str, Any] | None:
     return None if summary is None else {k: v for k, v in summary.items() if k != "per_point"}
 
 
-def in_harness_eval(cfg: HarnessfitGRPOConfig, audited: Audited, adapter_dir: Path, out_dir: Path,
-                    target: str | None = None) -> Path:
+def in_harness_eval(
+    cfg: HarnessfitGRPOConfig, audited: Audited, adapter_dir: Path, out_dir: Path, target: str | None = None
+) -> Path:
     """The suite through the real harness ``target`` (the run's) with the starting policy (base, or base + SFT
     adapter) and the GRPO adapter, and the before/after table (``eval agent`` + ``eval compare``'s public
     functions)."""
@@ -326,16 +427,23 @@ def in_harness_eval(cfg: HarnessfitGRPOConfig, audited: Audited, adapter_dir: Pa
     from harnessfit.eval.compare import compare
     from harnessfit.harness.versions import normalise_harness
 
-    common: dict[str, Any] = {"seeds": 1, "workers": 1, "max_turns": cfg.eval_max_turns,
-                              "max_seconds": cfg.eval_max_seconds, "progress": False,
-                              "max_tokens": cfg.max_completion_length, "threads": cfg.threads or 1,
-                              "tokenizer": audited.audit_dir / "tokenizer",
-                              "harness": normalise_harness(target)}
+    common: dict[str, Any] = {
+        "seeds": 1,
+        "workers": 1,
+        "max_turns": cfg.eval_max_turns,
+        "max_seconds": cfg.eval_max_seconds,
+        "progress": False,
+        "max_tokens": cfg.max_completion_length,
+        "threads": cfg.threads or 1,
+        "tokenizer": audited.audit_dir / "tokenizer",
+        "harness": normalise_harness(target),
+    }
     name = Path(audited.spec).name
     results = []
     for label, adapter in (("before", cfg.sft_adapter), ("after", adapter_dir)):
         extra = {"adapter": Path(adapter)} if adapter else {}
-        run_eval(audited.spec, Path(cfg.eval_suite), out_dir / "eval" / label, model_id=f"{name}-{label}",
-                 **common, **extra)
+        run_eval(
+            audited.spec, Path(cfg.eval_suite), out_dir / "eval" / label, model_id=f"{name}-{label}", **common, **extra
+        )
         results.append(out_dir / "eval" / label / "results.json")
     return Path(compare(results, out_dir / "eval" / "before_after.md"))

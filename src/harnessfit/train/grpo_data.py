@@ -19,8 +19,15 @@ from pydantic import BaseModel
 
 from harnessfit.errors import UserError
 
-__all__ = ["DPSkip", "SkippedPoint", "DecisionPoints", "load_decision_points", "load_heldout_points", "render_state",
-           "dataset_dir_of"]
+__all__ = [
+    "DPSkip",
+    "SkippedPoint",
+    "DecisionPoints",
+    "load_decision_points",
+    "load_heldout_points",
+    "render_state",
+    "dataset_dir_of",
+]
 
 
 class DPSkip(StrEnum):
@@ -67,16 +74,22 @@ def dataset_dir_of(audit_dir: Path, given: str | None) -> Path:
     else:
         report = audit_dir / "audit.json"
         if not report.is_file():
-            raise UserError(f"no dataset_dir set and no audit.json in {audit_dir} to find it: set dataset_dir: to the "
-                            "`harnessfit build` output")
+            raise UserError(
+                f"no dataset_dir set and no audit.json in {audit_dir} to find it: set dataset_dir: to the "
+                "`harnessfit build` output"
+            )
         named = str(orjson.loads(report.read_bytes())["dataset"])
         path = Path(named).expanduser().resolve()
         if not (path / "decision_points").is_dir() and not Path(named).expanduser().is_absolute():
-            raise UserError(f"{report} names the dataset {named!r}, relative to the folder the audit ran in; it is "
-                            f"not a build output from here ({Path.cwd()}): set dataset_dir: to the build folder")
+            raise UserError(
+                f"{report} names the dataset {named!r}, relative to the folder the audit ran in; it is "
+                f"not a build output from here ({Path.cwd()}): set dataset_dir: to the build folder"
+            )
     if not (path / "decision_points").is_dir():
-        raise UserError(f"no decision_points/ in {path}: GRPO trains on the decision points `harnessfit build` "
-                        "exports; set dataset_dir: to a build output")
+        raise UserError(
+            f"no decision_points/ in {path}: GRPO trains on the decision points `harnessfit build` "
+            "exports; set dataset_dir: to a build output"
+        )
     return path
 
 
@@ -86,14 +99,22 @@ def render_state(tokenizer, state: list[dict[str, Any]], tools: list[dict[str, A
     same request. The trainer tokenizes the text the same way (``HarnessfitGRPOTrainer``)."""
     from harnessfit.models.messages import to_template_messages
 
-    text = tokenizer.apply_chat_template(to_template_messages(state), tools=tools or None,
-                                         add_generation_prompt=True, tokenize=False)
+    text = tokenizer.apply_chat_template(
+        to_template_messages(state), tools=tools or None, add_generation_prompt=True, tokenize=False
+    )
     return text, list(tokenizer(text, add_special_tokens=False)["input_ids"])
 
 
-def load_decision_points(dataset_dir: Path, split: str, tokenizer, *, sources: list[str] | None = None,
-                         max_records: int | None = None, max_prompt_length: int | None = None,
-                         fidelity: str = "content") -> DecisionPoints:
+def load_decision_points(
+    dataset_dir: Path,
+    split: str,
+    tokenizer,
+    *,
+    sources: list[str] | None = None,
+    max_records: int | None = None,
+    max_prompt_length: int | None = None,
+    fidelity: str = "content",
+) -> DecisionPoints:
     """Read and render one split's decision points in file order (see the module docstring); ``fidelity="byte"``
     keeps only points whose state is byte-exact (a point without the field is: its build was at tier byte)."""
     from harnessfit.core.records import record_fidelity
@@ -114,31 +135,67 @@ def load_decision_points(dataset_dir: Path, split: str, tokenizer, *, sources: l
                 dp = orjson.loads(line)
                 rid, state, tools, turn = str(dp["id"]), dp["state"], dp["tools"], dp["next_turn"]
             except (orjson.JSONDecodeError, KeyError, TypeError) as exc:
-                skipped.append(SkippedPoint(record_id=f"line-{n + 1}", split=split, reason=DPSkip.invalid_record,
-                                            detail=f"{type(exc).__name__}: {exc}"[:200]))
+                skipped.append(
+                    SkippedPoint(
+                        record_id=f"line-{n + 1}",
+                        split=split,
+                        reason=DPSkip.invalid_record,
+                        detail=f"{type(exc).__name__}: {exc}"[:200],
+                    )
+                )
                 continue
             if sources is not None and dp.get("source") not in sources:
-                skipped.append(SkippedPoint(record_id=rid, split=split, reason=DPSkip.source_not_selected,
-                                            detail=f"source {dp.get('source')!r} not in {sources}"))
+                skipped.append(
+                    SkippedPoint(
+                        record_id=rid,
+                        split=split,
+                        reason=DPSkip.source_not_selected,
+                        detail=f"source {dp.get('source')!r} not in {sources}",
+                    )
+                )
                 continue
             if fidelity == "byte" and record_fidelity(dp) != "byte":
-                skipped.append(SkippedPoint(record_id=rid, split=split, reason=DPSkip.fidelity_not_selected,
-                                            detail=f"fidelity {record_fidelity(dp)!r} (alterations: "
-                                                   f"{', '.join(dp.get('alterations') or [])}) below byte"))
+                skipped.append(
+                    SkippedPoint(
+                        record_id=rid,
+                        split=split,
+                        reason=DPSkip.fidelity_not_selected,
+                        detail=f"fidelity {record_fidelity(dp)!r} (alterations: "
+                        f"{', '.join(dp.get('alterations') or [])}) below byte",
+                    )
+                )
                 continue
             try:
                 text, ids = render_state(tokenizer, state, tools)
             except (MessageError, Exception) as exc:  # noqa: BLE001 - a state the template cannot render
-                skipped.append(SkippedPoint(record_id=rid, split=split, reason=DPSkip.render_error,
-                                            detail=f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"[:200]))
+                skipped.append(
+                    SkippedPoint(
+                        record_id=rid,
+                        split=split,
+                        reason=DPSkip.render_error,
+                        detail=f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"[:200],
+                    )
+                )
                 continue
             if max_prompt_length is not None and len(ids) > max_prompt_length:
-                skipped.append(SkippedPoint(record_id=rid, split=split, reason=DPSkip.prompt_over_max_length,
-                                            detail=f"{len(ids)} tokens > max_prompt_length {max_prompt_length}"))
+                skipped.append(
+                    SkippedPoint(
+                        record_id=rid,
+                        split=split,
+                        reason=DPSkip.prompt_over_max_length,
+                        detail=f"{len(ids)} tokens > max_prompt_length {max_prompt_length}",
+                    )
+                )
                 continue
-            rows.append({"prompt": text, "dp_id": rid,
-                         "tools": orjson.dumps(tools).decode(), "reference": orjson.dumps(turn).decode(),
-                         "state": orjson.dumps(state).decode()})
+            rows.append(
+                {
+                    "prompt": text,
+                    "dp_id": rid,
+                    "tools": orjson.dumps(tools).decode(),
+                    "reference": orjson.dumps(turn).decode(),
+                    "state": orjson.dumps(state).decode(),
+                }
+            )
             lengths.append(len(ids))
     if not rows:
         reasons = ", ".join(sorted({s.reason.value for s in skipped})) or "the split is empty"

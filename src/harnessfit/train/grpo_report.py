@@ -82,9 +82,12 @@ def _window(rows: list[dict[str, Any]], metrics: list[dict[str, Any]]) -> dict[s
     steps = {r["step"] for r in rows}
     logged = [m for m in metrics if m.get("step") in steps]
     return {
-        "completions": len(rows), "groups": len(groups),
-        "mean_reward": _mean(scored), "median_reward": statistics.median(scored) if scored else None,
-        "best_of_g": _mean([max(g) for g in groups]), "mean_of_g": _mean([statistics.fmean(g) for g in groups]),
+        "completions": len(rows),
+        "groups": len(groups),
+        "mean_reward": _mean(scored),
+        "median_reward": statistics.median(scored) if scored else None,
+        "best_of_g": _mean([max(g) for g in groups]),
+        "mean_of_g": _mean([statistics.fmean(g) for g in groups]),
         "share_below_025": _mean([float(x < 0.25) for x in scored]),
         "share_above_070": _mean([float(x > 0.70) for x in scored]),
         "overlong_share": _mean([float(bool(r.get("truncated"))) for r in rows]),
@@ -129,9 +132,16 @@ def grpo_stats(rows: list[dict[str, Any]], metrics: list[dict[str, Any]]) -> dic
         if vals:
             c["best_of_g"] = statistics.fmean(vals)
     return {
-        "steps": len({r["step"] for r in rows}), "first_steps": [first[0], first[-1]], "last_steps": [last[0], last[-1]],
-        "first": _window(f_rows, metrics), "last": _window(l_rows, metrics), "all": _window(rows, metrics),
-        "welch_t": t, "welch_p": p, "slope_per_step": slope, "slope_p": slope_p,
+        "steps": len({r["step"] for r in rows}),
+        "first_steps": [first[0], first[-1]],
+        "last_steps": [last[0], last[-1]],
+        "first": _window(f_rows, metrics),
+        "last": _window(l_rows, metrics),
+        "all": _window(rows, metrics),
+        "welch_t": t,
+        "welch_p": p,
+        "slope_per_step": slope,
+        "slope_p": slope_p,
         "components": sorted({k for r in rows for k in (r.get("components") or {})}),
         "curves": {str(k): v for k, v in curves.items()},
         "unscorable_reasons": _reasons(rows),
@@ -161,15 +171,25 @@ def _plot(stats: dict[str, Any], metrics: list[dict[str, Any]], plots: Path) -> 
 
     figure("reward.png", "reward", [("mean of G", *curve("reward")), ("best of G", *curve("best_of_g"))])
     figure("components.png", "component mean", [(name, *curve(f"c:{name}")) for name in stats.get("components", [])])
-    figure("length.png", "tokens / share", [("mean completion length / max", *_scaled(curve("length"))),
-                                           ("over-long share", *curve("overlong"))])
+    figure(
+        "length.png",
+        "tokens / share",
+        [("mean completion length / max", *_scaled(curve("length"))), ("over-long share", *curve("overlong"))],
+    )
 
     def metric(key: str) -> tuple[list[int], list[float]]:
         pts = [(m["step"], m[key]) for m in metrics if isinstance(m.get(key), (int, float))]
         return [p[0] for p in pts], [p[1] for p in pts]
 
-    figure("kl_entropy.png", "value", [("policy KL", *metric("kl")), ("token entropy", *metric("entropy")),
-                                      ("frac groups zero std", *metric("frac_reward_zero_std"))])
+    figure(
+        "kl_entropy.png",
+        "value",
+        [
+            ("policy KL", *metric("kl")),
+            ("token entropy", *metric("entropy")),
+            ("frac groups zero std", *metric("frac_reward_zero_std")),
+        ],
+    )
     return out
 
 
@@ -192,13 +212,21 @@ def _pct(x: float | None) -> str:
 
 
 _ROWS = [  # label, key, formatter
-    ("mean reward", "mean_reward", _f), ("median reward", "median_reward", _f),
-    ("best-of-G (mean over groups)", "best_of_g", _f), ("mean-of-G", "mean_of_g", _f),
-    ("share < 0.25", "share_below_025", _pct), ("share > 0.70", "share_above_070", _pct),
-    ("over-long share", "overlong_share", _pct), ("mean completion length (tokens)", "mean_length", _f),
-    ("valid-call share", "valid_call_share", _pct), ("within-group sd", "within_group_sd", _f),
-    ("zero-variance groups", "zero_variance_groups", _pct), ("unscorable share", "unscorable_share", _pct),
-    ("policy KL", "kl", _f), ("token entropy", "entropy", _f), ("completions", "completions", _f),
+    ("mean reward", "mean_reward", _f),
+    ("median reward", "median_reward", _f),
+    ("best-of-G (mean over groups)", "best_of_g", _f),
+    ("mean-of-G", "mean_of_g", _f),
+    ("share < 0.25", "share_below_025", _pct),
+    ("share > 0.70", "share_above_070", _pct),
+    ("over-long share", "overlong_share", _pct),
+    ("mean completion length (tokens)", "mean_length", _f),
+    ("valid-call share", "valid_call_share", _pct),
+    ("within-group sd", "within_group_sd", _f),
+    ("zero-variance groups", "zero_variance_groups", _pct),
+    ("unscorable share", "unscorable_share", _pct),
+    ("policy KL", "kl", _f),
+    ("token entropy", "entropy", _f),
+    ("completions", "completions", _f),
 ]
 
 
@@ -209,25 +237,35 @@ def _heldout_table(out_dir: Path) -> list[str]:
     if not found:
         return ["No held-out evaluation in this run (heldout: false, or the run stopped before it)."]
     any_ = next(iter(found.values()))
-    lines = [f"{any_['points']} held-out decision points (eval_split), {any_['generations']} samples each at the "
-             "training temperature; the same rewards as training.", "",
-             "| | " + " | ".join(found) + " |", "|---|" + "---|" * len(found)]
-    for label, key, fmt in [("greedy reward", "greedy_reward", _f), ("mean-of-G reward", "mean_of_g_reward", _f),
-                            ("best-of-G reward", "best_of_g_reward", _f),
-                            ("valid-call rate, greedy", "greedy_valid_call_rate", _pct),
-                            ("valid-call rate, one sample", "sampled_valid_call_rate", _pct),
-                            ("valid-call rate, best of G (any valid)", "best_of_g_valid_call_rate", _pct),
-                            ("over-long share, greedy", "greedy_overlong_share", _pct),
-                            ("unscorable completions", "unscorable", _f)]:
+    lines = [
+        f"{any_['points']} held-out decision points (eval_split), {any_['generations']} samples each at the "
+        "training temperature; the same rewards as training.",
+        "",
+        "| | " + " | ".join(found) + " |",
+        "|---|" + "---|" * len(found),
+    ]
+    for label, key, fmt in [
+        ("greedy reward", "greedy_reward", _f),
+        ("mean-of-G reward", "mean_of_g_reward", _f),
+        ("best-of-G reward", "best_of_g_reward", _f),
+        ("valid-call rate, greedy", "greedy_valid_call_rate", _pct),
+        ("valid-call rate, one sample", "sampled_valid_call_rate", _pct),
+        ("valid-call rate, best of G (any valid)", "best_of_g_valid_call_rate", _pct),
+        ("over-long share, greedy", "greedy_overlong_share", _pct),
+        ("unscorable completions", "unscorable", _f),
+    ]:
         lines.append(f"| {label} | " + " | ".join(fmt(v.get(key)) for v in found.values()) + " |")
     names = sorted({n for v in found.values() for n in v.get("greedy_components", {})})
     for n in names:
-        lines.append(f"| greedy `{n}` | " + " | ".join(_f(v["greedy_components"].get(n)) for v in found.values()) + " |")
+        lines.append(
+            f"| greedy `{n}` | " + " | ".join(_f(v["greedy_components"].get(n)) for v in found.values()) + " |"
+        )
     return lines
 
 
-def write_grpo_report(out_dir: Path, *, status: str = "completed", stop_reason: str | None = None,
-                      notes: list[str] | None = None) -> tuple[Path, dict[str, Any]]:
+def write_grpo_report(
+    out_dir: Path, *, status: str = "completed", stop_reason: str | None = None, notes: list[str] | None = None
+) -> tuple[Path, dict[str, Any]]:
     """Write ``grpo_report.md`` and ``plots/*.png``; returns the path and the statistics."""
     out_dir = Path(out_dir)
     rows = read_completions(out_dir)
@@ -236,32 +274,56 @@ def write_grpo_report(out_dir: Path, *, status: str = "completed", stop_reason: 
     plots = _plot(stats, metrics, out_dir / "plots") if rows else []
     lines = [f"# GRPO report — {status}", ""]
     if stop_reason:
-        lines += [f"**Stopped by the health guard:** {html.escape(stop_reason)}. A checkpoint was saved; "
-                  "`harnessfit train grpo RECIPE --resume` continues from it.", ""]
+        lines += [
+            f"**Stopped by the health guard:** {html.escape(stop_reason)}. A checkpoint was saved; "
+            "`harnessfit train grpo RECIPE --resume` continues from it.",
+            "",
+        ]
     if not rows:
         lines += ["No completions were logged."]
     else:
         f, la = stats["first_steps"], stats["last_steps"]
-        lines += [f"{stats['steps']} steps, {stats['all']['completions']} completions in {stats['all']['groups']} "
-                  f"groups. Rewards are the recipe's weighted components (`completions.jsonl` keeps every component "
-                  "per completion).", "",
-                  "## Training reward: first vs last 10 percent of steps", "",
-                  f"| statistic | first (steps {f[0]}–{f[1]}) | last (steps {la[0]}–{la[1]}) | all |", "|---|---|---|---|"]
+        lines += [
+            f"{stats['steps']} steps, {stats['all']['completions']} completions in {stats['all']['groups']} "
+            f"groups. Rewards are the recipe's weighted components (`completions.jsonl` keeps every component "
+            "per completion).",
+            "",
+            "## Training reward: first vs last 10 percent of steps",
+            "",
+            f"| statistic | first (steps {f[0]}–{f[1]}) | last (steps {la[0]}–{la[1]}) | all |",
+            "|---|---|---|---|",
+        ]
         for label, key, fmt in _ROWS:
-            lines.append(f"| {label} | {fmt(stats['first'][key])} | {fmt(stats['last'][key])} | {fmt(stats['all'][key])} |")
-        lines += ["", f"- Welch's t (last vs first): t = {_f(stats['welch_t'])}, two-sided p = {_f(stats['welch_p'])}",
-                  f"- least-squares slope of reward on step (per completion): {_f(stats['slope_per_step'], 5)} per "
-                  f"step, p = {_f(stats['slope_p'])}"]
+            lines.append(
+                f"| {label} | {fmt(stats['first'][key])} | {fmt(stats['last'][key])} | {fmt(stats['all'][key])} |"
+            )
+        lines += [
+            "",
+            f"- Welch's t (last vs first): t = {_f(stats['welch_t'])}, two-sided p = {_f(stats['welch_p'])}",
+            f"- least-squares slope of reward on step (per completion): {_f(stats['slope_per_step'], 5)} per "
+            f"step, p = {_f(stats['slope_p'])}",
+        ]
         if stats["unscorable_reasons"]:
-            lines.append("- unscorable completions by reason: " + ", ".join(
-                f"{html.escape(k)} {v}" for k, v in stats["unscorable_reasons"].items()))
-        lines += ["", "## Reward components (mean over scored completions)", "",
-                  "| component | first | last |", "|---|---|---|"]
+            lines.append(
+                "- unscorable completions by reason: "
+                + ", ".join(f"{html.escape(k)} {v}" for k, v in stats["unscorable_reasons"].items())
+            )
+        lines += [
+            "",
+            "## Reward components (mean over scored completions)",
+            "",
+            "| component | first | last |",
+            "|---|---|---|",
+        ]
         first_steps, last_steps = set(range(f[0], f[1] + 1)), set(range(la[0], la[1] + 1))
         for name in stats["components"]:
+
             def comp_mean(steps: set[int], name: str = name) -> float | None:
-                vals = [r["components"][name] for r in rows if r["step"] in steps
-                        and r.get("components", {}).get(name) is not None]
+                vals = [
+                    r["components"][name]
+                    for r in rows
+                    if r["step"] in steps and r.get("components", {}).get(name) is not None
+                ]
                 return _mean(vals)
 
             lines.append(f"| `{name}` | {_f(comp_mean(first_steps))} | {_f(comp_mean(last_steps))} |")
@@ -269,12 +331,17 @@ def write_grpo_report(out_dir: Path, *, status: str = "completed", stop_reason: 
     lines += ["", "## Held-out decision points: before / after", ""] + _heldout_table(out_dir)
     table = out_dir / "eval" / "before_after.md"
     if table.is_file():
-        lines += ["", "## In the real harness: before / after", "",
-                  table.read_text(encoding="utf-8").replace("# Before / after", "### Before / after", 1)]
+        lines += [
+            "",
+            "## In the real harness: before / after",
+            "",
+            table.read_text(encoding="utf-8").replace("# Before / after", "### Before / after", 1),
+        ]
     if notes:
         lines += ["", "## Notes", ""] + [f"- {html.escape(n)}" for n in notes]
     path = out_dir / "grpo_report.md"
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    (out_dir / "grpo_stats.json").write_bytes(orjson.dumps({k: v for k, v in stats.items() if k != "curves"},
-                                                           option=orjson.OPT_INDENT_2))
+    (out_dir / "grpo_stats.json").write_bytes(
+        orjson.dumps({k: v for k, v in stats.items() if k != "curves"}, option=orjson.OPT_INDENT_2)
+    )
     return path, stats

@@ -20,8 +20,16 @@ from pydantic import BaseModel
 
 from harnessfit.train.guard_rules import GuardRules
 
-__all__ = ["Reading", "ReadingSource", "SystemReadings", "ScriptedReadings", "StopDecision", "evaluate_rules",
-           "HealthGuard", "envelope"]
+__all__ = [
+    "Reading",
+    "ReadingSource",
+    "SystemReadings",
+    "ScriptedReadings",
+    "StopDecision",
+    "evaluate_rules",
+    "HealthGuard",
+    "envelope",
+]
 
 GIB = 1024**3
 
@@ -74,8 +82,12 @@ class SystemReadings:
     def read(self) -> Reading:
         vm = psutil.virtual_memory()
         sw = psutil.swap_memory()
-        return Reading(host_mem_avail_gib=vm.available / GIB, swap_used_gib=sw.used / GIB,
-                       disk_free_gib=shutil.disk_usage(self.disk_path).free / GIB, **self._gpu())
+        return Reading(
+            host_mem_avail_gib=vm.available / GIB,
+            swap_used_gib=sw.used / GIB,
+            disk_free_gib=shutil.disk_usage(self.disk_path).free / GIB,
+            **self._gpu(),
+        )
 
 
 @dataclass
@@ -105,19 +117,27 @@ def evaluate_rules(rules: GuardRules, history: list[Reading]) -> StopDecision:
     n = rules.gpu_temp_readings
     hot = [x.gpu_temp_c for x in history[-n:] if x.gpu_temp_c is not None]
     if len(hot) == n and all(t >= rules.gpu_temp_c for t in hot):
-        return StopDecision(stop=True, rule="gpu_temp",
-                            reason=f"GPU at {hot[-1]:.0f} C for {n} readings (limit {rules.gpu_temp_c:.0f} C)")
+        return StopDecision(
+            stop=True,
+            rule="gpu_temp",
+            reason=f"GPU at {hot[-1]:.0f} C for {n} readings (limit {rules.gpu_temp_c:.0f} C)",
+        )
     if r.host_mem_avail_gib < rules.min_host_mem_gib:
-        return StopDecision(stop=True, rule="host_mem", reason=f"host memory available {r.host_mem_avail_gib:.2f} GiB "
-                            f"< {rules.min_host_mem_gib} GiB")
+        return StopDecision(
+            stop=True,
+            rule="host_mem",
+            reason=f"host memory available {r.host_mem_avail_gib:.2f} GiB < {rules.min_host_mem_gib} GiB",
+        )
     if r.disk_free_gib < rules.min_free_disk_gib:
-        return StopDecision(stop=True, rule="disk", reason=f"free disk {r.disk_free_gib:.2f} GiB "
-                            f"< {rules.min_free_disk_gib} GiB")
+        return StopDecision(
+            stop=True, rule="disk", reason=f"free disk {r.disk_free_gib:.2f} GiB < {rules.min_free_disk_gib} GiB"
+        )
     return StopDecision(stop=False)
 
 
-def _guard_main(source: ReadingSource, rules: GuardRules, samples_path: str, stop_path: str,
-                stop_event, quit_event) -> None:
+def _guard_main(
+    source: ReadingSource, rules: GuardRules, samples_path: str, stop_path: str, stop_event, quit_event
+) -> None:
     """The guard process body: sample, append JSONL, on a firing rule write the reason and set ``stop_event``."""
     import time
 
@@ -137,7 +157,7 @@ def _guard_main(source: ReadingSource, rules: GuardRules, samples_path: str, sto
                 continue
             reading.t = round(time.monotonic() - start, 3)
             history.append(reading)
-            history = history[-max(rules.gpu_temp_readings, 1):]
+            history = history[-max(rules.gpu_temp_readings, 1) :]
             fh.write(orjson.dumps(reading.model_dump()) + b"\n")
             fh.flush()
             decision = evaluate_rules(rules, history)
@@ -158,9 +178,12 @@ class HealthGuard:
         ctx = mp.get_context("spawn")  # never fork a process that holds torch threads / CUDA
         self._stop = ctx.Event()
         self._quit = ctx.Event()
-        self._proc = ctx.Process(target=_guard_main, daemon=True, name="harnessfit-guard",
-                                 args=(self.source, rules, str(self.samples_path), str(self.stop_path),
-                                       self._stop, self._quit))
+        self._proc = ctx.Process(
+            target=_guard_main,
+            daemon=True,
+            name="harnessfit-guard",
+            args=(self.source, rules, str(self.samples_path), str(self.stop_path), self._stop, self._quit),
+        )
 
     def start(self) -> HealthGuard:
         self.samples_path.parent.mkdir(parents=True, exist_ok=True)
@@ -207,8 +230,18 @@ def envelope(samples: list[dict], rules: GuardRules) -> list[dict]:
             continue
         worst = max(vals) if worst_max else min(vals)
         headroom = None if limit is None else (limit - worst if worst_max else worst - limit)
-        rows.append({"quantity": label, "unit": unit, "avg": sum(vals) / len(vals), "worst": worst,
-                     "worst_kind": "peak" if worst_max else "min", "limit": limit, "headroom": headroom, "n": len(vals)})
+        rows.append(
+            {
+                "quantity": label,
+                "unit": unit,
+                "avg": sum(vals) / len(vals),
+                "worst": worst,
+                "worst_kind": "peak" if worst_max else "min",
+                "limit": limit,
+                "headroom": headroom,
+                "n": len(vals),
+            }
+        )
     limited = [r for r in rows if r["limit"]]
     if limited:
         closest = min(limited, key=lambda r: r["headroom"] / abs(r["limit"]))

@@ -18,4 +18,6 @@ class GuardRules(BaseModel):
     gpu_temp_c: float = Field(84.0, description="Stop when GPU temperature is at or above this (degrees C) ...")
     gpu_temp_readings: int = Field(2, ge=1, description="... for this many consecutive readings.")
     min_host_mem_gib: float = Field(4.0, description="Stop when host available memory falls below this (GiB).")
-    min_free_disk_gib: float = Field(20.0, description="Stop when free disk at the output folder falls below this (GiB).")
+    min_free_disk_gib: float = Field(
+        20.0, description="Stop when free disk at the output folder falls below this (GiB)."
+    )

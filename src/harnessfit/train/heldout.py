@@ -23,8 +23,18 @@ __all__ = ["generate", "evaluate_points", "summarise", "write", "HELDOUT_FILES"]
 HELDOUT_FILES = {"before": "heldout_before.json", "after": "heldout_after.json"}
 
 
-def generate(model, tokenizer, prompt_ids: list[int], *, n: int, sample: bool, temperature: float,
-             max_new_tokens: int, stop_ids: list[int], seed: int) -> list[list[int]]:
+def generate(
+    model,
+    tokenizer,
+    prompt_ids: list[int],
+    *,
+    n: int,
+    sample: bool,
+    temperature: float,
+    max_new_tokens: int,
+    stop_ids: list[int],
+    seed: int,
+) -> list[list[int]]:
     """``n`` completions of one prompt (greedy when ``sample`` is false), each cut after its first stop id."""
     import torch
 
@@ -32,8 +42,13 @@ def generate(model, tokenizer, prompt_ids: list[int], *, n: int, sample: bool, t
     ids = torch.tensor([prompt_ids], dtype=torch.long, device=device)
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else stop_ids[0]
     torch.manual_seed(seed)
-    kwargs: dict[str, Any] = {"do_sample": sample, "max_new_tokens": max_new_tokens, "eos_token_id": stop_ids,
-                              "pad_token_id": pad, "num_return_sequences": n}
+    kwargs: dict[str, Any] = {
+        "do_sample": sample,
+        "max_new_tokens": max_new_tokens,
+        "eos_token_id": stop_ids,
+        "pad_token_id": pad,
+        "num_return_sequences": n,
+    }
     if sample:
         kwargs.update(temperature=temperature, top_p=1.0, top_k=0)
     else:
@@ -46,14 +61,24 @@ def generate(model, tokenizer, prompt_ids: list[int], *, n: int, sample: bool, t
         model.train()
     completions = []
     stops = set(stop_ids)
-    for row in out[:, len(prompt_ids):].tolist():
+    for row in out[:, len(prompt_ids) :].tolist():
         cut = next((i + 1 for i, t in enumerate(row) if t in stops), len(row))
         completions.append(row[:cut])
     return completions
 
 
-def evaluate_points(model, tokenizer, rows: list[dict[str, Any]], rewards: RewardSet, *, generations: int,
-                    temperature: float, max_new_tokens: int, seed: int, progress: bool = False) -> dict[str, Any]:
+def evaluate_points(
+    model,
+    tokenizer,
+    rows: list[dict[str, Any]],
+    rewards: RewardSet,
+    *,
+    generations: int,
+    temperature: float,
+    max_new_tokens: int,
+    seed: int,
+    progress: bool = False,
+) -> dict[str, Any]:
     """Greedy and ``generations`` samples per row, scored; returns the summary with per-point rows."""
     from rich.progress import Progress
 
@@ -63,15 +88,43 @@ def evaluate_points(model, tokenizer, rows: list[dict[str, Any]], rewards: Rewar
         task = bar.add_task("held-out", total=len(rows))
         for k, row in enumerate(rows):
             prompt_ids = list(tokenizer(row["prompt"], add_special_tokens=False)["input_ids"])
-            greedy = generate(model, tokenizer, prompt_ids, n=1, sample=False, temperature=temperature,
-                              max_new_tokens=max_new_tokens, stop_ids=stop_ids, seed=seed + k)
-            sampled = generate(model, tokenizer, prompt_ids, n=generations, sample=True, temperature=temperature,
-                               max_new_tokens=max_new_tokens, stop_ids=stop_ids, seed=seed + k)
-            samples = [rewards.sample(ids, reference=row["reference"], tools=row["tools"], state=row["state"],
-                                      dp_id=row["dp_id"]) for ids in greedy + sampled]
+            greedy = generate(
+                model,
+                tokenizer,
+                prompt_ids,
+                n=1,
+                sample=False,
+                temperature=temperature,
+                max_new_tokens=max_new_tokens,
+                stop_ids=stop_ids,
+                seed=seed + k,
+            )
+            sampled = generate(
+                model,
+                tokenizer,
+                prompt_ids,
+                n=generations,
+                sample=True,
+                temperature=temperature,
+                max_new_tokens=max_new_tokens,
+                stop_ids=stop_ids,
+                seed=seed + k,
+            )
+            samples = [
+                rewards.sample(
+                    ids, reference=row["reference"], tools=row["tools"], state=row["state"], dp_id=row["dp_id"]
+                )
+                for ids in greedy + sampled
+            ]
             scored = rewards.score(samples)
-            points.append({"dp_id": row["dp_id"], "greedy": scored[0].row(), "samples": [s.row() for s in scored[1:]],
-                           "_scored": scored})
+            points.append(
+                {
+                    "dp_id": row["dp_id"],
+                    "greedy": scored[0].row(),
+                    "samples": [s.row() for s in scored[1:]],
+                    "_scored": scored,
+                }
+            )
             bar.advance(task)
     summary = summarise(points, generations)
     summary["per_point"] = [{k: v for k, v in p.items() if k != "_scored"} for p in points]
@@ -90,7 +143,8 @@ def summarise(points: list[dict[str, Any]], generations: int) -> dict[str, Any]:
     best = [max(r) for g in groups if (r := [s.reward for s in g if s.reward is not None])]
     names = list(greedy[0].scores) if greedy else []
     return {
-        "points": len(points), "generations": generations,
+        "points": len(points),
+        "generations": generations,
         "greedy_reward": _mean([s.reward for s in greedy if s.reward is not None]),
         "mean_of_g_reward": _mean([s.reward for s in sampled if s.reward is not None]),
         "best_of_g_reward": _mean(best),
@@ -98,8 +152,9 @@ def summarise(points: list[dict[str, Any]], generations: int) -> dict[str, Any]:
         "sampled_valid_call_rate": _mean([float(s.valid_call) for s in sampled]),
         "best_of_g_valid_call_rate": _mean([float(any(s.valid_call for s in g)) for g in groups]),
         "greedy_overlong_share": _mean([float(s.sample.truncated) for s in greedy]),
-        "greedy_components": {n: _mean([s.scores[n].value for s in greedy if s.scores[n].value is not None])
-                              for n in names},
+        "greedy_components": {
+            n: _mean([s.scores[n].value for s in greedy if s.scores[n].value is not None]) for n in names
+        },
         "unscorable": sum(s.reward is None for s in greedy + sampled),
         "completions": len(greedy) + len(sampled),
     }

@@ -48,7 +48,7 @@ class ActionCollator:
         for i, e in enumerate(examples):
             r, base_off = (0, offset) if self.padding_free else (i, 0)
             for s, t in zip(e["action_starts"], e["action_ends"], strict=True):
-                index[r, base_off + s:base_off + t] = a
+                index[r, base_off + s : base_off + t] = a
                 a += 1
             offset += len(e["input_ids"])
         index[out["labels"] == -100] = -1
@@ -122,8 +122,9 @@ class ActionWeightedSFTTrainer(SFTTrainer):
 
     def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
         if "action_index" not in inputs:
-            return super().compute_loss(model, inputs, return_outputs=return_outputs,
-                                        num_items_in_batch=num_items_in_batch)
+            return super().compute_loss(
+                model, inputs, return_outputs=return_outputs, num_items_in_batch=num_items_in_batch
+            )
         index = inputs.pop("action_index")[:, 1:]
         items = inputs.pop("loss_items")
         rows = inputs.pop("rows")

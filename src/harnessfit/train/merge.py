@@ -39,16 +39,20 @@ def merge_adapter(adapter_dir: Path, out_dir: Path, *, dtype: str = "auto") -> P
 
             base = str(resolve_model(spec))
         if not Path(base).is_dir():
-            raise UserError(f"base model folder {base} is gone: re-create it (e.g. `harnessfit` re-converts the "
-                            "embedded model) or edit base_model_path in harnessfit_adapter.json")
+            raise UserError(
+                f"base model folder {base} is gone: re-create it (e.g. `harnessfit` re-converts the "
+                "embedded model) or edit base_model_path in harnessfit_adapter.json"
+            )
     pinned = meta.get("base_model_revision")
     if pinned and pinned.startswith("sha256:") and Path(base).is_dir():
         from harnessfit.train.run import model_fingerprint
 
         now = model_fingerprint(Path(base))
         if now != pinned:
-            raise UserError(f"base model at {base} changed since training (pinned {pinned[:19]}…, found {now[:19]}…): "
-                            "merge into the exact base the adapter was trained on")
+            raise UserError(
+                f"base model at {base} changed since training (pinned {pinned[:19]}…, found {now[:19]}…): "
+                "merge into the exact base the adapter was trained on"
+            )
     if dtype not in ("auto", "bf16", "fp32"):
         raise UserError(f"unknown --dtype {dtype!r}: use auto, bf16 or fp32")
     torch_dtype = {"bf16": torch.bfloat16, "fp32": torch.float32}.get(dtype, "auto")
@@ -76,8 +80,17 @@ def merge_adapter(adapter_dir: Path, out_dir: Path, *, dtype: str = "auto") -> P
     if gen.pad_token_id is None and tok.pad_token_id is not None:
         gen.pad_token_id = tok.pad_token_id
     gen.save_pretrained(str(out_dir))
-    (out_dir / "harnessfit_merged.json").write_bytes(orjson.dumps(
-        {"adapter": str(adapter_dir.resolve()), "harness": meta.get("harness"),
-         "base_model": meta.get("base_model", base), "base_model_path": base,
-         "base_model_revision": pinned, "template": meta.get("template")}, option=orjson.OPT_INDENT_2))
+    (out_dir / "harnessfit_merged.json").write_bytes(
+        orjson.dumps(
+            {
+                "adapter": str(adapter_dir.resolve()),
+                "harness": meta.get("harness"),
+                "base_model": meta.get("base_model", base),
+                "base_model_path": base,
+                "base_model_revision": pinned,
+                "template": meta.get("template"),
+            },
+            option=orjson.OPT_INDENT_2,
+        )
+    )
     return out_dir

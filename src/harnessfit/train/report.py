@@ -17,8 +17,14 @@ def _rows(path: Path) -> list[dict]:
     return list(read_jsonl(path)) if path.is_file() else []
 
 
-def plot_series(path: Path, ylabel: str, series: list[tuple[str, list[int], list[float]]], *,
-                log: bool = False, legend_size: float | None = None) -> Path:
+def plot_series(
+    path: Path,
+    ylabel: str,
+    series: list[tuple[str, list[int], list[float]]],
+    *,
+    log: bool = False,
+    legend_size: float | None = None,
+) -> Path:
     """One PNG of ``(label, steps, values)`` series against the optimizer step (an empty series is left out; log
     scale only when something was drawn); the file carries no software/version metadata, so it is reproducible."""
     import matplotlib
@@ -50,8 +56,12 @@ def plot_curves(metrics: list[dict], plots_dir: Path) -> list[Path]:
     plots_dir.mkdir(parents=True, exist_ok=True)
     charts = [
         ("val_loss.png", "loss (log scale)", [("eval_loss", "validation"), ("loss", "train")], True),
-        ("token_accuracy.png", "mean token accuracy",
-         [("eval_mean_token_accuracy", "validation"), ("mean_token_accuracy", "train")], False),
+        (
+            "token_accuracy.png",
+            "mean token accuracy",
+            [("eval_mean_token_accuracy", "validation"), ("mean_token_accuracy", "train")],
+            False,
+        ),
         ("learning_rate.png", "learning rate", [("learning_rate", "lr")], False),
     ]
     out = []
@@ -72,37 +82,61 @@ def _data_lines(data: dict | None) -> list[str]:
     """The data section: layout, tokens per epoch, held-out split, and how much of the training set was seen."""
     if not data:
         return []
-    seen = (f"{data['actions_seen']} of {data['train_actions']} training actions were in a training batch at least "
-            f"once ({'every one' if data['every_action_seen'] else 'not all of them'})")
+    seen = (
+        f"{data['actions_seen']} of {data['train_actions']} training actions were in a training batch at least "
+        f"once ({'every one' if data['every_action_seen'] else 'not all of them'})"
+    )
     rate = data.get("supervised_tokens_per_second")
-    lines = ["", "## Data", "", "| | value |", "|---|---|",
-             f"| layout | {data['layout']} (loss weighting {data['loss_weighting']}) |",
-             f"| training rows / actions | {data['train_rows']} / {data['train_actions']} |",
-             f"| tokens per epoch | {data['tokens_per_epoch']:,} ({data['supervised_tokens_per_epoch']:,} supervised) |",
-             f"| supervised tokens seen | {data['supervised_tokens_seen']:,} in {_fmt(data.get('train_seconds'), 1)} s "
-             f"({'–' if rate is None else f'{rate:,.1f}'} per second) |",
-             f"| held-out split | {data['eval_split'] or 'none'}"
-             + (f" ({data['eval_actions']} actions)" if data['eval_split'] else "") + " |",
-             "", f"- {seen}."]
+    lines = [
+        "",
+        "## Data",
+        "",
+        "| | value |",
+        "|---|---|",
+        f"| layout | {data['layout']} (loss weighting {data['loss_weighting']}) |",
+        f"| training rows / actions | {data['train_rows']} / {data['train_actions']} |",
+        f"| tokens per epoch | {data['tokens_per_epoch']:,} ({data['supervised_tokens_per_epoch']:,} supervised) |",
+        f"| supervised tokens seen | {data['supervised_tokens_seen']:,} in {_fmt(data.get('train_seconds'), 1)} s "
+        f"({'–' if rate is None else f'{rate:,.1f}'} per second) |",
+        f"| held-out split | {data['eval_split'] or 'none'}"
+        + (f" ({data['eval_actions']} actions)" if data["eval_split"] else "")
+        + " |",
+        "",
+        f"- {seen}.",
+    ]
     if data.get("eval_note"):
         lines.append(f"- {data['eval_note']}.")
     return lines
 
 
-def write_report(out_dir: Path, *, recipe: HarnessfitSFTConfig, fast_path: FastPath, summary: dict, status: str,
-                 stop_reason: str | None, train_records: int, skipped: int, data: dict | None = None) -> Path:
+def write_report(
+    out_dir: Path,
+    *,
+    recipe: HarnessfitSFTConfig,
+    fast_path: FastPath,
+    summary: dict,
+    status: str,
+    stop_reason: str | None,
+    train_records: int,
+    skipped: int,
+    data: dict | None = None,
+) -> Path:
     metrics = _rows(out_dir / "metrics.jsonl")
     samples = [s for s in _rows(out_dir / "guard.jsonl") if "error" not in s]
     plots = plot_curves(metrics, out_dir / "plots")
     evals = [r for r in metrics if "eval_loss" in r]
     lines = [f"# Training report — {status}", ""]
     if stop_reason:
-        lines += [f"**Stopped by the health guard:** {stop_reason}. A checkpoint was saved; "
-                  "`harnessfit train sft RECIPE --resume` continues from it.", ""]
+        lines += [
+            f"**Stopped by the health guard:** {stop_reason}. A checkpoint was saved; "
+            "`harnessfit train sft RECIPE --resume` continues from it.",
+            "",
+        ]
     init, final, best = summary["initial_val_loss"], summary["final_val_loss"], summary["best_val_loss"]
     gap = None if final is None or best is None else final - best
     lines += [
-        "| | value |", "|---|---|",
+        "| | value |",
+        "|---|---|",
         f"| base model | `{recipe.model or '(from audit)'}` |",
         f"| training actions | {train_records} (skipped: {skipped}, see skipped.jsonl) |",
         f"| optimizer steps | {metrics[-1]['step'] if metrics else 0} |",
@@ -111,7 +145,10 @@ def write_report(out_dir: Path, *, recipe: HarnessfitSFTConfig, fast_path: FastP
         f"| best validation loss | {_fmt(best)} at step {summary['best_step']} |",
         f"| final − best gap | {_fmt(gap)} |",
         "",
-        "## Validation", "", "| step | val loss | val token accuracy |", "|---|---|---|",
+        "## Validation",
+        "",
+        "| step | val loss | val token accuracy |",
+        "|---|---|---|",
     ]
     lines += [f"| {r['step']} | {_fmt(r['eval_loss'])} | {_fmt(r.get('eval_mean_token_accuracy'))} |" for r in evals]
     lines += _data_lines(data)
@@ -124,13 +161,21 @@ def write_report(out_dir: Path, *, recipe: HarnessfitSFTConfig, fast_path: FastP
     lines += ["", "## Resource envelope (health guard)", ""]
     env = envelope(samples, recipe.guard_rules)
     if env:
-        lines += [f"{len(samples)} samples every {recipe.guard_rules.interval_s:g} s.", "",
-                  "| quantity | average | peak / minimum | stop rule | headroom |", "|---|---|---|---|---|"]
+        lines += [
+            f"{len(samples)} samples every {recipe.guard_rules.interval_s:g} s.",
+            "",
+            "| quantity | average | peak / minimum | stop rule | headroom |",
+            "|---|---|---|---|---|",
+        ]
         for r in env:
-            rule = "–" if r["limit"] is None else f"{'≥' if r['worst_kind'] == 'peak' else '<'} {r['limit']:g} {r['unit']}"
+            rule = (
+                "–" if r["limit"] is None else f"{'≥' if r['worst_kind'] == 'peak' else '<'} {r['limit']:g} {r['unit']}"
+            )
             mark = " **(closest)**" if r.get("closest") else ""
-            lines.append(f"| {r['quantity']} | {r['avg']:.2f} {r['unit']} | {r['worst_kind']} {r['worst']:.2f} "
-                         f"{r['unit']} | {rule} | {_fmt(r['headroom'], 2)}{mark} |")
+            lines.append(
+                f"| {r['quantity']} | {r['avg']:.2f} {r['unit']} | {r['worst_kind']} {r['worst']:.2f} "
+                f"{r['unit']} | {rule} | {_fmt(r['headroom'], 2)}{mark} |"
+            )
     else:
         lines.append("No guard samples (guard disabled or the run was shorter than one interval).")
     path = out_dir / "train_report.md"

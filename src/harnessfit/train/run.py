@@ -28,10 +28,29 @@ from harnessfit.errors import UserError
 from harnessfit.train.guard import HealthGuard, ReadingSource
 from harnessfit.train.guard_rules import GuardRules
 
-__all__ = ["STOPPED_EXIT_CODE", "ADAPTER_META", "rank", "world", "newest_checkpoint", "model_fingerprint", "RunDir",
-           "prepare_run", "truncate_log", "Audited", "open_audit", "check_matches_audit", "MetricsLog", "GuardStop",
-           "RankTally", "RunCallbacks", "run_callbacks", "write_rank_tally", "save_adapter", "write_recipe",
-           "model_pin"]
+__all__ = [
+    "STOPPED_EXIT_CODE",
+    "ADAPTER_META",
+    "rank",
+    "world",
+    "newest_checkpoint",
+    "model_fingerprint",
+    "RunDir",
+    "prepare_run",
+    "truncate_log",
+    "Audited",
+    "open_audit",
+    "check_matches_audit",
+    "MetricsLog",
+    "GuardStop",
+    "RankTally",
+    "RunCallbacks",
+    "run_callbacks",
+    "write_rank_tally",
+    "save_adapter",
+    "write_recipe",
+    "model_pin",
+]
 
 STOPPED_EXIT_CODE = 3
 ADAPTER_META = "harnessfit_adapter.json"
@@ -50,8 +69,11 @@ def newest_checkpoint(ckpt_dir: Path) -> Path | None:
     mid-save lacks it and is skipped)."""
     if not ckpt_dir.is_dir():
         return None
-    done = [p for p in ckpt_dir.glob("checkpoint-*") if (p / "trainer_state.json").is_file()
-            and p.name.split("-")[-1].isdigit()]
+    done = [
+        p
+        for p in ckpt_dir.glob("checkpoint-*")
+        if (p / "trainer_state.json").is_file() and p.name.split("-")[-1].isdigit()
+    ]
     return max(done, key=lambda p: int(p.name.split("-")[-1]), default=None)
 
 
@@ -138,8 +160,10 @@ def open_audit(audit_dir: str | None, model: str | None) -> Audited:
     from harnessfit.train.data import load_meta
 
     if not audit_dir:
-        raise UserError("the recipe names no audit_dir: set audit_dir: to the folder `harnessfit audit DATASET` wrote "
-                        "(by default DATASET-audit beside the dataset), or pass --audit-dir")
+        raise UserError(
+            "the recipe names no audit_dir: set audit_dir: to the folder `harnessfit audit DATASET` wrote "
+            "(by default DATASET-audit beside the dataset), or pass --audit-dir"
+        )
     path = Path(audit_dir).expanduser().resolve()
     meta = load_meta(path)
     spec = model or meta.get("model")
@@ -148,8 +172,9 @@ def open_audit(audit_dir: str | None, model: str | None) -> Audited:
     resolved = resolve_model(str(spec))
     tok_dir = path / "tokenizer"
     if not tok_dir.is_dir():
-        raise UserError(f"no tokenizer/ in {path}: training uses the tokenizer the audit saved; re-run "
-                        "`harnessfit audit`")
+        raise UserError(
+            f"no tokenizer/ in {path}: training uses the tokenizer the audit saved; re-run `harnessfit audit`"
+        )
     try:
         tokenizer = AutoTokenizer.from_pretrained(tok_dir)
     except Exception as exc:  # noqa: BLE001 - one line for the user
@@ -164,21 +189,27 @@ def check_matches_audit(meta: dict, audit_dir: Path, spec: str, resolved: Path |
 
     for key in ("resolved", "template_sha256"):
         if key not in meta:
-            raise UserError(f"{audit_dir}/tokenized/meta.json lacks {key!r}: it was not written by this version of "
-                            "`harnessfit audit`; re-run the audit")
+            raise UserError(
+                f"{audit_dir}/tokenized/meta.json lacks {key!r}: it was not written by this version of "
+                "`harnessfit audit`; re-run the audit"
+            )
     audited, pinned = meta["resolved"], meta.get("revision")
     now = model_revision(resolved)
     same = (now == pinned) if pinned else (str(resolved) == str(audited))
     if not same:
         what = f"revision {pinned[:12]}…, found {(now or 'none')[:12]}" if pinned else f"{audited}"
-        raise UserError(f"base model {spec!r} ({resolved}) is not the one the audit at {audit_dir} tokenized with "
-                        f"({what}): set model: {meta.get('model') or audited} in the recipe, or re-run "
-                        f"`harnessfit audit DATASET --model {spec}`")
+        raise UserError(
+            f"base model {spec!r} ({resolved}) is not the one the audit at {audit_dir} tokenized with "
+            f"({what}): set model: {meta.get('model') or audited} in the recipe, or re-run "
+            f"`harnessfit audit DATASET --model {spec}`"
+        )
     sha = template_info(tokenizer).sha256
     if sha != meta["template_sha256"]:
-        raise UserError(f"the chat template in {audit_dir}/tokenizer (sha256 {sha[:12]}…) differs from the one the "
-                        f"audit recorded ({str(meta['template_sha256'])[:12]}…): the tokenizer folder was changed "
-                        "after the audit; re-run `harnessfit audit` so masks and template agree")
+        raise UserError(
+            f"the chat template in {audit_dir}/tokenizer (sha256 {sha[:12]}…) differs from the one the "
+            f"audit recorded ({str(meta['template_sha256'])[:12]}…): the tokenizer folder was changed "
+            "after the audit; re-run `harnessfit audit` so masks and template agree"
+        )
 
 
 def model_pin(model, model_path: str) -> str | None:
@@ -258,7 +289,9 @@ class RunCallbacks:
         return stop.reason if stop else None
 
 
-def run_callbacks(run: RunDir, rules: GuardRules, reading_source: ReadingSource | None, console: Console) -> RunCallbacks:
+def run_callbacks(
+    run: RunDir, rules: GuardRules, reading_source: ReadingSource | None, console: Console
+) -> RunCallbacks:
     """Metrics JSONL, the health guard (rank 0), per-rank tallies, TensorBoard and a progress bar (rank 0)."""
     from transformers.integrations import TensorBoardCallback
     from trl.trainer.callbacks import RichProgressCallback
@@ -287,17 +320,29 @@ def _adapter_digest(model) -> str:
 def write_rank_tally(run: RunDir, trainer, tally: RankTally) -> None:
     ranks_dir = run.out_dir / "ranks"
     ranks_dir.mkdir(exist_ok=True)
-    (ranks_dir / f"rank{rank()}.json").write_bytes(orjson.dumps({
-        "rank": rank(), "world_size": world(), "global_step": trainer.state.global_step,
-        "micro_batches": tally.micro_batches, "adapter_sha256": _adapter_digest(trainer.model)}))
+    (ranks_dir / f"rank{rank()}.json").write_bytes(
+        orjson.dumps(
+            {
+                "rank": rank(),
+                "world_size": world(),
+                "global_step": trainer.state.global_step,
+                "micro_batches": tally.micro_batches,
+                "adapter_sha256": _adapter_digest(trainer.model),
+            }
+        )
+    )
 
 
 def write_recipe(run: RunDir, cfg) -> None:
     """``recipe.json``: the recipe file, what it and the flags set, the health guard's rules (top-level, where the
     HTML report's resource envelope reads them) and every resolved field."""
     if rank() == 0:
-        record = {**getattr(cfg, "recipe_record", {}), "config_class": type(cfg).__name__,
-                  "guard": cfg.guard_rules.model_dump(), "resolved": cfg.to_dict()}
+        record = {
+            **getattr(cfg, "recipe_record", {}),
+            "config_class": type(cfg).__name__,
+            "guard": cfg.guard_rules.model_dump(),
+            "resolved": cfg.to_dict(),
+        }
         (run.out_dir / "recipe.json").write_bytes(orjson.dumps(record, option=orjson.OPT_INDENT_2, default=str))
 
 

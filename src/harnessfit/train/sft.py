@@ -71,9 +71,16 @@ def _load_model(spec: str, fp: FastPath):
 
     from harnessfit.models import load_model
 
-    device = f"cuda:{int(os.environ.get('LOCAL_RANK', '0'))}" if fp.device == "cuda" and fp.quantization == "nf4" else "cpu"
-    model = load_model(spec, dtype=torch.bfloat16 if fp.dtype == "bf16" else torch.float32,
-                       quantization=fp.quantization, device=device, attn_implementation=fp.attn_implementation)
+    device = (
+        f"cuda:{int(os.environ.get('LOCAL_RANK', '0'))}" if fp.device == "cuda" and fp.quantization == "nf4" else "cpu"
+    )
+    model = load_model(
+        spec,
+        dtype=torch.bfloat16 if fp.dtype == "bf16" else torch.float32,
+        quantization=fp.quantization,
+        device=device,
+        attn_implementation=fp.attn_implementation,
+    )
     if fp.liger:
         from liger_kernel.transformers import _apply_liger_kernel_to_instance  # type: ignore
 
@@ -86,8 +93,12 @@ def _curve_summary(metrics_path: Path) -> dict:
     if not evals:
         return {"initial_val_loss": None, "final_val_loss": None, "best_val_loss": None, "best_step": None}
     best = min(evals, key=lambda r: (r["eval_loss"], r["step"]))
-    return {"initial_val_loss": evals[0]["eval_loss"], "final_val_loss": evals[-1]["eval_loss"],
-            "best_val_loss": best["eval_loss"], "best_step": best["step"]}
+    return {
+        "initial_val_loss": evals[0]["eval_loss"],
+        "final_val_loss": evals[-1]["eval_loss"],
+        "best_val_loss": best["eval_loss"],
+        "best_step": best["step"],
+    }
 
 
 def _audit_harness(audit_dir: str | None, requested: str | None) -> str:
@@ -97,19 +108,33 @@ def _audit_harness(audit_dir: str | None, requested: str | None) -> str:
 
     path = Path(audit_dir).expanduser().resolve() if audit_dir else None
     found = harness_recorded_in(path)
-    return stage_harness(requested, found[0] if found else None, what=f"the audit {path}", stage="train sft",
-                         redo="rebuild the dataset and re-run `harnessfit audit`")
+    return stage_harness(
+        requested,
+        found[0] if found else None,
+        what=f"the audit {path}",
+        stage="train sft",
+        redo="rebuild the dataset and re-run `harnessfit audit`",
+    )
 
 
-def _splits(cfg: HarnessfitSFTConfig, audited: Audited) -> tuple[TokenizedSplit, TokenizedSplit | None, str | None,
-                                                                   list]:
+def _splits(
+    cfg: HarnessfitSFTConfig, audited: Audited
+) -> tuple[TokenizedSplit, TokenizedSplit | None, str | None, list]:
     """The training split (a UserError when it has no trainable action) and the held-out one (``_held_out``)."""
-    train = load_split(audited.audit_dir, cfg.train_split, layout=cfg.layout, max_records=cfg.max_train_records,
-                       max_length=cfg.max_record_length, sources=cfg.sources,
-                       not_selected=_below_tier(audited.audit_dir, cfg, cfg.train_split))
+    train = load_split(
+        audited.audit_dir,
+        cfg.train_split,
+        layout=cfg.layout,
+        max_records=cfg.max_train_records,
+        max_length=cfg.max_record_length,
+        sources=cfg.sources,
+        not_selected=_below_tier(audited.audit_dir, cfg, cfg.train_split),
+    )
     if train.empty:
-        raise UserError(f"nothing to train on in {audited.audit_dir}: {train.why_empty()}; see the audit's audit.md, "
-                        "or raise max_record_length / widen sources in the recipe")
+        raise UserError(
+            f"nothing to train on in {audited.audit_dir}: {train.why_empty()}; see the audit's audit.md, "
+            "or raise max_record_length / widen sources in the recipe"
+        )
     return (train, *_held_out(audited.audit_dir, cfg))
 
 
@@ -131,12 +156,18 @@ def _held_out(audit_dir: Path, cfg: HarnessfitSFTConfig) -> tuple[TokenizedSplit
     for name in find_eval_splits(audit_dir, cfg.eval_split):
         if name == cfg.train_split:
             continue
-        split = load_split(audit_dir, name, layout=cfg.layout, max_records=cfg.max_eval_records,
-                           max_length=cfg.max_record_length, sources=cfg.sources,
-                           not_selected=_below_tier(audit_dir, cfg, name))
+        split = load_split(
+            audit_dir,
+            name,
+            layout=cfg.layout,
+            max_records=cfg.max_eval_records,
+            max_length=cfg.max_record_length,
+            sources=cfg.sources,
+            not_selected=_below_tier(audit_dir, cfg, name),
+        )
         skipped += split.skipped
         if not split.empty:
-            note = (f"{'; '.join(notes)}; evaluating on split {name!r} instead" if notes else None)
+            note = f"{'; '.join(notes)}; evaluating on split {name!r} instead" if notes else None
             return split, note, skipped
         notes.append(split.why_empty())
     if not notes:
@@ -144,23 +175,37 @@ def _held_out(audit_dir: Path, cfg: HarnessfitSFTConfig) -> tuple[TokenizedSplit
     return None, f"{'; '.join(notes)}: training without a held-out loss", skipped
 
 
-def _data_facts(cfg: HarnessfitSFTConfig, train: TokenizedSplit, evalset: TokenizedSplit | None,
-                eval_note: str | None, trainer, seconds: float | None) -> dict:
+def _data_facts(
+    cfg: HarnessfitSFTConfig,
+    train: TokenizedSplit,
+    evalset: TokenizedSplit | None,
+    eval_note: str | None,
+    trainer,
+    seconds: float | None,
+) -> dict:
     """What training read and what it saw: tokens per epoch, actions, and how many actions the run's micro-batches
     held at least once (counted from the rows each training micro-batch carried, in this process)."""
     seen_rows = trainer.rows_seen
     seen_actions = sum(len(train.action_ids[r]) for r in seen_rows if r < len(train.action_ids))
     sup = trainer.supervised_seen
     return {
-        "layout": cfg.layout, "loss_weighting": cfg.loss_weighting,
-        "train_split": train.name, "train_rows": len(train.ids), "train_actions": train.n_actions,
-        "tokens_per_epoch": train.n_tokens, "supervised_tokens_per_epoch": train.n_supervised,
-        "train_skipped": len(train.skipped), "train_skipped_by_reason": train.skipped_by_reason(),
-        "eval_split": evalset.name if evalset else None, "eval_actions": evalset.n_actions if evalset else 0,
+        "layout": cfg.layout,
+        "loss_weighting": cfg.loss_weighting,
+        "train_split": train.name,
+        "train_rows": len(train.ids),
+        "train_actions": train.n_actions,
+        "tokens_per_epoch": train.n_tokens,
+        "supervised_tokens_per_epoch": train.n_supervised,
+        "train_skipped": len(train.skipped),
+        "train_skipped_by_reason": train.skipped_by_reason(),
+        "eval_split": evalset.name if evalset else None,
+        "eval_actions": evalset.n_actions if evalset else 0,
         "eval_note": eval_note,
-        "rows_seen": len(seen_rows), "actions_seen": seen_actions,
+        "rows_seen": len(seen_rows),
+        "actions_seen": seen_actions,
         "every_action_seen": seen_actions >= train.n_actions,
-        "supervised_tokens_seen": sup, "train_seconds": round(seconds, 2) if seconds else None,
+        "supervised_tokens_seen": sup,
+        "train_seconds": round(seconds, 2) if seconds else None,
         "supervised_tokens_per_second": round(sup / seconds, 2) if seconds else None,
     }
 
@@ -177,8 +222,14 @@ def _apply_fast_path(cfg: HarnessfitSFTConfig, fp: FastPath, run: RunDir, has_ev
         cfg.eval_on_start = False  # the held-out loss before training is already in metrics.jsonl
 
 
-def build_trainer(cfg: HarnessfitSFTConfig, audited: Audited, train: TokenizedSplit, evalset: TokenizedSplit | None,
-                  fp: FastPath, callbacks: RunCallbacks):
+def build_trainer(
+    cfg: HarnessfitSFTConfig,
+    audited: Audited,
+    train: TokenizedSplit,
+    evalset: TokenizedSplit | None,
+    fp: FastPath,
+    callbacks: RunCallbacks,
+):
     """TRL's SFTTrainer (with harnessfit's per-action loss weighting, ``train.loss``) on the audited token ids with a
     LoRA adapter on the fast path's model."""
     from peft import LoraConfig
@@ -186,22 +237,40 @@ def build_trainer(cfg: HarnessfitSFTConfig, audited: Audited, train: TokenizedSp
     from harnessfit.train.loss import ActionCollator, ActionWeightedSFTTrainer
 
     model = _load_model(audited.model_path, fp)
-    lora = LoraConfig(r=cfg.lora_r, lora_alpha=cfg.lora_alpha, lora_dropout=cfg.lora_dropout,
-                      target_modules=cfg.lora_targets(), task_type="CAUSAL_LM")
+    lora = LoraConfig(
+        r=cfg.lora_r,
+        lora_alpha=cfg.lora_alpha,
+        lora_dropout=cfg.lora_dropout,
+        target_modules=cfg.lora_targets(),
+        task_type="CAUSAL_LM",
+    )
     tok = audited.tokenizer
     pad = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
     collator = ActionCollator(pad_token_id=pad, padding_free=fp.padding_free, weighting=cfg.loss_weighting)
     # packing is done by harnessfit's collator (padding-free as the fast path says): TRL refuses a custom collator
     # together with its own padding_free switch, and the collator reads action_starts / action_ends / row
     cfg.padding_free, cfg.remove_unused_columns = False, False
-    return ActionWeightedSFTTrainer(model=model, args=cfg, train_dataset=train.dataset,
-                                    eval_dataset=evalset.dataset if evalset else None, processing_class=tok,
-                                    peft_config=lora, callbacks=callbacks.callbacks, data_collator=collator,
-                                    weighting=cfg.loss_weighting)
+    return ActionWeightedSFTTrainer(
+        model=model,
+        args=cfg,
+        train_dataset=train.dataset,
+        eval_dataset=evalset.dataset if evalset else None,
+        processing_class=tok,
+        peft_config=lora,
+        callbacks=callbacks.callbacks,
+        data_collator=collator,
+        weighting=cfg.loss_weighting,
+    )
 
 
-def train_sft(cfg: HarnessfitSFTConfig, out_dir: Path, *, resume: bool = False,
-              reading_source: ReadingSource | None = None, extra_callbacks: Sequence[Any] = ()) -> TrainResult:
+def train_sft(
+    cfg: HarnessfitSFTConfig,
+    out_dir: Path,
+    *,
+    resume: bool = False,
+    reading_source: ReadingSource | None = None,
+    extra_callbacks: Sequence[Any] = (),
+) -> TrainResult:
     """Train a LoRA adapter as ``cfg`` says, writing everything under ``out_dir``.
 
     ``resume`` continues from the newest complete checkpoint (optimizer, scheduler, RNG and data position restored).
@@ -244,8 +313,18 @@ def train_sft(cfg: HarnessfitSFTConfig, out_dir: Path, *, resume: bool = False,
     return _finish(cfg, run, trainer, audited, train, eval_skipped, fp, callbacks, target, data)
 
 
-def _finish(cfg, run: RunDir, trainer, audited: Audited, train: TokenizedSplit, eval_skipped: list, fp: FastPath,
-            callbacks: RunCallbacks, target: str, data: dict) -> TrainResult:
+def _finish(
+    cfg,
+    run: RunDir,
+    trainer,
+    audited: Audited,
+    train: TokenizedSplit,
+    eval_skipped: list,
+    fp: FastPath,
+    callbacks: RunCallbacks,
+    target: str,
+    data: dict,
+) -> TrainResult:
     """Per-rank tally, the adapter with its pins (completed runs), the report and result.json."""
     write_rank_tally(run, trainer, callbacks.tally)
     stop = callbacks.stop_reason()
@@ -253,30 +332,65 @@ def _finish(cfg, run: RunDir, trainer, audited: Audited, train: TokenizedSplit, 
     adapter_dir = report_path = None
     if status == "completed" and trainer.is_world_process_zero():
         meta = audited.meta
-        adapter_dir = save_adapter(trainer, audited.tokenizer, run.out_dir, {
-            "harness": target, "base_model": audited.spec, "base_model_path": audited.model_path,
-            "base_model_revision": model_pin(trainer.model, audited.model_path),
-            "template": meta.get("template_name"), "template_sha256": meta.get("template_sha256"),
-            "stop_token_ids": meta.get("stop_token_ids"), "audit_dir": str(audited.audit_dir),
-            "train_records": train.n_actions, "train_rows": len(train.ids), "layout": cfg.layout,
-            "loss_weighting": cfg.loss_weighting, "global_step": trainer.state.global_step,
-            "fast_path": fp.model_dump(), "recipe": getattr(cfg, "recipe_record", None), "trainer": "sft"})
+        adapter_dir = save_adapter(
+            trainer,
+            audited.tokenizer,
+            run.out_dir,
+            {
+                "harness": target,
+                "base_model": audited.spec,
+                "base_model_path": audited.model_path,
+                "base_model_revision": model_pin(trainer.model, audited.model_path),
+                "template": meta.get("template_name"),
+                "template_sha256": meta.get("template_sha256"),
+                "stop_token_ids": meta.get("stop_token_ids"),
+                "audit_dir": str(audited.audit_dir),
+                "train_records": train.n_actions,
+                "train_rows": len(train.ids),
+                "layout": cfg.layout,
+                "loss_weighting": cfg.loss_weighting,
+                "global_step": trainer.state.global_step,
+                "fast_path": fp.model_dump(),
+                "recipe": getattr(cfg, "recipe_record", None),
+                "trainer": "sft",
+            },
+        )
     if torch.distributed.is_available() and torch.distributed.is_initialized():
         torch.distributed.barrier()
     summary = _curve_summary(run.metrics_path)
     if trainer.is_world_process_zero():
         from harnessfit.train.report import write_report
 
-        report_path = write_report(run.out_dir, recipe=cfg, fast_path=fp, summary=summary, status=status,
-                                   stop_reason=stop, train_records=train.n_actions,
-                                   skipped=len(train.skipped) + len(eval_skipped), data=data)
+        report_path = write_report(
+            run.out_dir,
+            recipe=cfg,
+            fast_path=fp,
+            summary=summary,
+            status=status,
+            stop_reason=stop,
+            train_records=train.n_actions,
+            skipped=len(train.skipped) + len(eval_skipped),
+            data=data,
+        )
     result = TrainResult(
-        status=status, out_dir=run.out_dir, adapter_dir=adapter_dir, report_path=report_path,
-        metrics_path=run.metrics_path, guard_path=callbacks.guard.samples_path if callbacks.guard else None,
-        checkpoint_dir=newest_checkpoint(run.ckpt_dir), global_step=trainer.state.global_step, stop_reason=stop,
-        resumed_from=run.resume_from, harness=target, data=data, **summary)
+        status=status,
+        out_dir=run.out_dir,
+        adapter_dir=adapter_dir,
+        report_path=report_path,
+        metrics_path=run.metrics_path,
+        guard_path=callbacks.guard.samples_path if callbacks.guard else None,
+        checkpoint_dir=newest_checkpoint(run.ckpt_dir),
+        global_step=trainer.state.global_step,
+        stop_reason=stop,
+        resumed_from=run.resume_from,
+        harness=target,
+        data=data,
+        **summary,
+    )
     if trainer.is_world_process_zero():
-        (run.out_dir / "result.json").write_bytes(orjson.dumps(result.model_dump(mode="json"), option=orjson.OPT_INDENT_2))
+        (run.out_dir / "result.json").write_bytes(
+            orjson.dumps(result.model_dump(mode="json"), option=orjson.OPT_INDENT_2)
+        )
         from harnessfit.pipeline.funnel import train_warnings
 
         for warning in train_warnings(run.out_dir):  # a run that learned from very little says so, not just "completed"

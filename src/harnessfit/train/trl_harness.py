@@ -54,25 +54,35 @@ def _check_sampling(trace: dict[str, Any], sampling: dict[str, Any]) -> None:
         if used is None:
             raise ValueError(f"turn {turn['node_id']}: the capture does not say how it was sampled")
         if abs(float(used["temperature"]) - float(want_t)) > _TOLERANCE or abs(float(used["top_p"]) - want_p) > 1e-9:
-            raise ValueError(f"turn {turn['node_id']} was sampled at temperature {used['temperature']}, top_p "
-                             f"{used['top_p']}; the training policy is temperature {want_t}, top_p {want_p} (serve "
-                             f"with --temperature {want_t})")
+            raise ValueError(
+                f"turn {turn['node_id']} was sampled at temperature {used['temperature']}, top_p "
+                f"{used['top_p']}; the training policy is temperature {want_t}, top_p {want_p} (serve "
+                f"with --temperature {want_t})"
+            )
 
 
 def _classes() -> tuple[Any, Any, Any, Any]:
     try:
         from openenv.core.harness import ResourceSession, ResourceSessionFactory, TrainingTrace, VerifyResult
     except ImportError as exc:
-        raise UserError(f"TRL's harness interface needs OpenEnv ({exc}); run `make setup` (it installs openenv==0.10.0)"
-                        ) from None
+        raise UserError(
+            f"TRL's harness interface needs OpenEnv ({exc}); run `make setup` (it installs openenv==0.10.0)"
+        ) from None
     return ResourceSession, ResourceSessionFactory, TrainingTrace, VerifyResult
 
 
-def pi_session_factory(tasks: Sequence[Task], *, base_url: str, model_id: str, run_dir: Path,
-                       capture_dir: Path | None = None,
-                       trace_source: Callable[[str], dict[str, Any]] | None = None,
-                       harness: str | None = None, sandbox: bool = True,
-                       max_turns: int | None = None) -> Callable[..., Any]:
+def pi_session_factory(
+    tasks: Sequence[Task],
+    *,
+    base_url: str,
+    model_id: str,
+    run_dir: Path,
+    capture_dir: Path | None = None,
+    trace_source: Callable[[str], dict[str, Any]] | None = None,
+    harness: str | None = None,
+    sandbox: bool = True,
+    max_turns: int | None = None,
+) -> Callable[..., Any]:
     """What TRL's ``HarnessRolloutWorker`` takes as ``harness_session_factory``: a callable that, given TRL's
     ``sampling=`` policy, returns an OpenEnv ``ResourceSessionFactory`` of Pi episodes.
 
@@ -118,8 +128,15 @@ def pi_session_factory(tasks: Sequence[Task], *, base_url: str, model_id: str, r
 
         def _run(self, endpoint: Endpoint) -> None:
             try:
-                self.facts = run_episode(self.task, self.seed, endpoint, Path(run_dir) / self.key, harness=harness,
-                                         sandbox=sandbox, max_turns=max_turns)
+                self.facts = run_episode(
+                    self.task,
+                    self.seed,
+                    endpoint,
+                    Path(run_dir) / self.key,
+                    harness=harness,
+                    sandbox=sandbox,
+                    max_turns=max_turns,
+                )
             except BaseException as exc:  # noqa: BLE001 - reported by verify() as an unscored episode
                 self.failure = exc
 
@@ -137,9 +154,13 @@ def pi_session_factory(tasks: Sequence[Task], *, base_url: str, model_id: str, r
 
         def verify(self, transcript: list[dict[str, Any]], final_state: Any | None = None) -> Any:
             facts = self.facts
-            metrics = {"status": getattr(facts, "status", "error"), "task_id": self.task.id, "seed": self.seed,
-                       "turn_cap_hit": getattr(facts, "turn_cap_hit", None),
-                       "error": getattr(facts, "error", None) or (repr(self.failure) if self.failure else None)}
+            metrics = {
+                "status": getattr(facts, "status", "error"),
+                "task_id": self.task.id,
+                "seed": self.seed,
+                "turn_cap_hit": getattr(facts, "turn_cap_hit", None),
+                "error": getattr(facts, "error", None) or (repr(self.failure) if self.failure else None),
+            }
             return verify_result(env_reward=episode_reward(facts), done=True, metrics=metrics)
 
         def initial_messages(self) -> list[dict[str, Any]]:

@@ -13,5 +13,16 @@ from harnessfit.dataset.dedup.definition import NEAR_CHARS, exact_key, normalise
 from harnessfit.dataset.dedup.lsh import BandedIndex, lsh_params
 from harnessfit.dataset.dedup.signing import BACKENDS, minhash_values
 
-__all__ = ["Deduper", "Signature", "NEAR_CHARS", "normalised_text", "exact_key", "token_hashes", "shingle_hashes",
-           "minhash_values", "BACKENDS", "BandedIndex", "lsh_params"]
+__all__ = [
+    "Deduper",
+    "Signature",
+    "NEAR_CHARS",
+    "normalised_text",
+    "exact_key",
+    "token_hashes",
+    "shingle_hashes",
+    "minhash_values",
+    "BACKENDS",
+    "BandedIndex",
+    "lsh_params",
+]

@@ -38,8 +38,17 @@ class Deduper:
     """Keeps the first of each exact or near-duplicate family; ``check`` returns a Rejection for a dropped twin.
     ``backend``: how signatures are computed (``numba``, the default, or ``numpy``: the definition; same values)."""
 
-    def __init__(self, *, exact: bool = True, near: bool = True, threshold: float = 0.85, num_perm: int = 128,
-                 shingle_size: int = 5, seed: int = 1, backend: str = "numba") -> None:
+    def __init__(
+        self,
+        *,
+        exact: bool = True,
+        near: bool = True,
+        threshold: float = 0.85,
+        num_perm: int = 128,
+        shingle_size: int = 5,
+        seed: int = 1,
+        backend: str = "numba",
+    ) -> None:
         if backend not in BACKENDS:
             raise ValueError(f"unknown dedup backend {backend!r}; known: {', '.join(BACKENDS)}")
         self.exact = exact
@@ -60,8 +69,16 @@ class Deduper:
 
     def signatures(self, convs: list[Conversation]) -> list[Signature]:
         """``signature`` of each of ``convs`` (one compiled call for all of them with the numba backend)."""
-        found = sign([joined_text(c) for c in convs], normalise=True, key=True, near_chars=NEAR_CHARS if self.near else 0,
-                     num_perm=self.num_perm, shingle_size=self.shingle_size, seed=self.seed, backend=self.backend)
+        found = sign(
+            [joined_text(c) for c in convs],
+            normalise=True,
+            key=True,
+            near_chars=NEAR_CHARS if self.near else 0,
+            num_perm=self.num_perm,
+            shingle_size=self.shingle_size,
+            seed=self.seed,
+            backend=self.backend,
+        )
         return [Signature(key, hv if self.near else None) for key, hv in found]  # type: ignore[arg-type]
 
     def read_before(self, raw_key: str) -> bool:
@@ -72,8 +89,9 @@ class Deduper:
         """Record ``conv`` as kept (None) or return the ledger row of a dropped twin."""
         return self.check_signed(conv.id, conv.meta, signature if signature is not None else self.signature(conv))
 
-    def check_signed(self, conv_id: str, meta: ConversationMeta, signature: Signature | tuple[str, Any],
-                     raw_key: str | None = None) -> Rejection | None:
+    def check_signed(
+        self, conv_id: str, meta: ConversationMeta, signature: Signature | tuple[str, Any], raw_key: str | None = None
+    ) -> Rejection | None:
         """Same as ``check`` with precomputed hashes (from a worker). ``raw_key``: the exact key of the
         conversation before redaction (see the module docstring)."""
         if raw_key is not None and self.exact and (twin := self._as_read.get(raw_key)) is not None:
@@ -94,7 +112,9 @@ class Deduper:
                 if j >= self.threshold and (best is None or j > best[0]):
                     best = (j, cid)
             if best is not None:
-                return _dup(conv_id, meta, Reason.duplicate_near, best[1], f"near-duplicate (estimated Jaccard {best[0]:.2f})")
+                return _dup(
+                    conv_id, meta, Reason.duplicate_near, best[1], f"near-duplicate (estimated Jaccard {best[0]:.2f})"
+                )
             self._index.insert(conv_id, hv)
             self._hashes[conv_id] = hv
         self._kept.setdefault(key, conv_id)
@@ -102,5 +122,6 @@ class Deduper:
 
 
 def _dup(conv_id: str, meta: ConversationMeta, reason: Reason, kept: str, detail: str) -> Rejection:
-    return reject(meta, reason, detail, "nothing to repair: the kept twin carries the same work", record_id=conv_id,
-                  kept_id=kept)
+    return reject(
+        meta, reason, detail, "nothing to repair: the kept twin carries the same work", record_id=conv_id, kept_id=kept
+    )

@@ -29,8 +29,18 @@ import numpy as np
 import orjson
 from datasketch import MinHash
 
-__all__ = ["NEAR_CHARS", "joined_text", "normalised_text", "exact_key", "mix64", "token_hashes", "shingle_hashes",
-           "permutations", "multipliers", "minhash_values"]
+__all__ = [
+    "NEAR_CHARS",
+    "joined_text",
+    "normalised_text",
+    "exact_key",
+    "mix64",
+    "token_hashes",
+    "shingle_hashes",
+    "permutations",
+    "multipliers",
+    "minhash_values",
+]
 
 NEAR_CHARS = 200_000  # near-duplicates are judged on this many normalised characters (bounds the cost per conversation)
 _WORD = re.compile(r"\w+|[^\w\s]")
@@ -38,8 +48,19 @@ _U64 = np.uint64
 _P_INT = 0x100000001B3  # odd: a polynomial base invertible modulo 2**64
 _SEED_INT = 0x9E3779B97F4A7C15
 _M64 = 2**64
-_POSITION = np.array([0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9, 0xD6E8FEB86659FD93, 0xFF51AFD7ED558CCD, 0xC4CEB9FE1A85EC53,
-                      0x87C37B91114253D5, 0x4CF5AD432745937F, 0x52DCE729DA3ED2B5], dtype=np.uint64)
+_POSITION = np.array(
+    [
+        0xC2B2AE3D27D4EB4F,
+        0x165667B19E3779F9,
+        0xD6E8FEB86659FD93,
+        0xFF51AFD7ED558CCD,
+        0xC4CEB9FE1A85EC53,
+        0x87C37B91114253D5,
+        0x4CF5AD432745937F,
+        0x52DCE729DA3ED2B5,
+    ],
+    dtype=np.uint64,
+)
 _PERMUTATIONS: dict[tuple[int, int], np.ndarray] = {}
 
 
@@ -114,7 +135,7 @@ def shingle_hashes(text: str, shingle_size: int) -> np.ndarray:
     n = len(th) - k + 1
     acc = np.full(n, k, dtype=np.uint64)  # the window length, so short texts of different lengths differ
     for j in range(k):
-        acc += th[j:j + n] * mult[j]
+        acc += th[j : j + n] * mult[j]
     return (mix64(acc) >> _U64(32)).astype(np.uint32)
 
 
@@ -135,6 +156,6 @@ def minhash_values(text: str, *, num_perm: int, shingle_size: int, seed: int) ->
     h = np.unique(shingle_hashes(text, shingle_size)).astype(np.uint64)
     out = np.full(num_perm, 0xFFFFFFFF, dtype=np.uint64)
     for start in range(0, len(h), 4096):  # bounded temporaries for long texts
-        part = h[start:start + 4096]
+        part = h[start : start + 4096]
         np.minimum(out, ((a[:, None] * part[None, :] + b[:, None]) & _U64(0xFFFFFFFF)).min(axis=1), out=out)
     return out.astype(np.uint32)

@@ -40,10 +40,15 @@ def _decode(src, i):
     if b0 < 0xE0:
         return (np.uint32(b0 & 0x1F) << 6) | np.uint32(src[i + 1] & 0x3F), i + 2
     if b0 < 0xF0:
-        return ((np.uint32(b0 & 0x0F) << 12) | (np.uint32(src[i + 1] & 0x3F) << 6)
-                | np.uint32(src[i + 2] & 0x3F)), i + 3
-    return ((np.uint32(b0 & 0x07) << 18) | (np.uint32(src[i + 1] & 0x3F) << 12)
-            | (np.uint32(src[i + 2] & 0x3F) << 6) | np.uint32(src[i + 3] & 0x3F)), i + 4
+        return (
+            (np.uint32(b0 & 0x0F) << 12) | (np.uint32(src[i + 1] & 0x3F) << 6) | np.uint32(src[i + 2] & 0x3F)
+        ), i + 3
+    return (
+        (np.uint32(b0 & 0x07) << 18)
+        | (np.uint32(src[i + 1] & 0x3F) << 12)
+        | (np.uint32(src[i + 2] & 0x3F) << 6)
+        | np.uint32(src[i + 3] & 0x3F)
+    ), i + 4
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -223,6 +228,15 @@ def warm() -> None:
     from ``np.frombuffer`` are read-only arrays, a type of their own)."""
     text = np.frombuffer(b"a b", dtype=np.uint8)  # read-only, as the callers' UTF-8 views are
     table = np.zeros(128, dtype=np.uint32)
-    signatures(text, np.array([0, 3], dtype=np.int64), table, np.zeros(128, dtype=np.uint8),
-               np.zeros(8, dtype=np.uint8), 10, np.ones(1, dtype=np.uint64), 1, np.ones(1, dtype=np.uint32),
-               np.ones(1, dtype=np.uint32))
+    signatures(
+        text,
+        np.array([0, 3], dtype=np.int64),
+        table,
+        np.zeros(128, dtype=np.uint8),
+        np.zeros(8, dtype=np.uint8),
+        10,
+        np.ones(1, dtype=np.uint64),
+        1,
+        np.ones(1, dtype=np.uint32),
+        np.ones(1, dtype=np.uint32),
+    )

@@ -50,7 +50,7 @@ class BandedIndex:
         if len(values) != self.num_perm:
             raise ValueError(f"expected {self.num_perm} MinHash values, got {len(values)}")
         r = self.rows
-        return [values[i * r:(i + 1) * r].tobytes() for i in range(self.bands)]
+        return [values[i * r : (i + 1) * r].tobytes() for i in range(self.bands)]
 
     def query(self, values: np.ndarray) -> set[str]:
         out: set[str] = set()

@@ -18,18 +18,36 @@ _TABLES: dict[bool, tuple[np.ndarray, np.ndarray]] = {}
 _NO_BYTES = np.zeros(0, dtype=np.uint8)
 _BUFFER = [_NO_BYTES]
 _BUFFER_KEEP = 64 * 2**20
-_ASCII_CLASS = np.array([0 if chr(c).isspace() else 1 if (chr(c).isalnum() or c == 95) else 2 for c in range(128)],
-                        dtype=np.uint8)  # the classes of \s, \w and the rest, as re sees them
+_ASCII_CLASS = np.array(
+    [0 if chr(c).isspace() else 1 if (chr(c).isalnum() or c == 95) else 2 for c in range(128)], dtype=np.uint8
+)  # the classes of \s, \w and the rest, as re sees them
 
 
 def minhash_values(text: str, *, num_perm: int, shingle_size: int, seed: int, backend: str = "numba") -> np.ndarray:
     """The MinHash of ``text`` (``definition.minhash_values``), by ``backend``."""
-    return sign([text], normalise=False, key=False, near_chars=len(text), num_perm=num_perm,
-                shingle_size=shingle_size, seed=seed, backend=backend)[0][1]
+    return sign(
+        [text],
+        normalise=False,
+        key=False,
+        near_chars=len(text),
+        num_perm=num_perm,
+        shingle_size=shingle_size,
+        seed=seed,
+        backend=backend,
+    )[0][1]
 
 
-def sign(texts: list[str], *, normalise: bool, key: bool, near_chars: int, num_perm: int, shingle_size: int,
-         seed: int, backend: str = "numba") -> list[tuple[str | None, np.ndarray]]:
+def sign(
+    texts: list[str],
+    *,
+    normalise: bool,
+    key: bool,
+    near_chars: int,
+    num_perm: int,
+    shingle_size: int,
+    seed: int,
+    backend: str = "numba",
+) -> list[tuple[str | None, np.ndarray]]:
     """For each text: (``exact_key`` of its normalised form when ``key``, MinHash values of that form's first
     ``near_chars`` characters). ``normalise``: the texts are ``definition.joined_text`` output, collapsed and
     lower-cased here; otherwise taken as they are (the MinHash of a text does not depend on its whitespace)."""
@@ -39,13 +57,24 @@ def sign(texts: list[str], *, normalise: bool, key: bool, near_chars: int, num_p
         out = []
         for text in texts:
             norm = " ".join(text.split()).lower() if normalise else text
-            out.append((D.exact_key(norm) if key else None,
-                        D.minhash_values(norm[:near_chars], num_perm=num_perm, shingle_size=shingle_size, seed=seed)))
+            out.append(
+                (
+                    D.exact_key(norm) if key else None,
+                    D.minhash_values(norm[:near_chars], num_perm=num_perm, shingle_size=shingle_size, seed=seed),
+                )
+            )
         return out
     if backend != "numba":
         raise ValueError(f"unknown dedup backend {backend!r}; known: {', '.join(BACKENDS)}")
-    return _compiled(texts, normalise=normalise, key=key, near_chars=near_chars, num_perm=num_perm,
-                     shingle_size=shingle_size, seed=seed)
+    return _compiled(
+        texts,
+        normalise=normalise,
+        key=key,
+        near_chars=near_chars,
+        num_perm=num_perm,
+        shingle_size=shingle_size,
+        seed=seed,
+    )
 
 
 def _class(ch: str) -> int:
@@ -82,8 +111,9 @@ def _fill(tables: tuple[np.ndarray, np.ndarray], cp: np.ndarray, lower: bool) ->
         cls[c] = 0 if ch.isspace() else _class(lc)
 
 
-def _compiled(texts: list[str], *, normalise: bool, key: bool, near_chars: int, num_perm: int, shingle_size: int,
-              seed: int) -> list[tuple[str | None, np.ndarray]]:
+def _compiled(
+    texts: list[str], *, normalise: bool, key: bool, near_chars: int, num_perm: int, shingle_size: int, seed: int
+) -> list[tuple[str | None, np.ndarray]]:
     from harnessfit.dataset.dedup import kernel
 
     encoded = [t.encode("utf-8", "surrogatepass") for t in texts]
@@ -102,16 +132,24 @@ def _compiled(texts: list[str], *, normalise: bool, key: bool, near_chars: int, 
     start = 0
     while start < len(texts):
         base = bounds[start]
-        status, done, ub, mins = kernel.signatures(src[base:], bounds[start:] - base, *tables, out, near_chars, mult,
-                                                   shingle_size, a, b)
+        status, done, ub, mins = kernel.signatures(
+            src[base:], bounds[start:] - base, *tables, out, near_chars, mult, shingle_size, a, b
+        )
         for t in range(done):
-            results.append((hashlib.sha256(out[ub[t]:ub[t + 1]]).hexdigest() if key else None, mins[t]))
+            results.append((hashlib.sha256(out[ub[t] : ub[t + 1]]).hexdigest() if key else None, mins[t]))
         start += done
         if status == kernel.UNKNOWN:  # enter the text's new code points, then go on from it
             _fill(tables, np.frombuffer(texts[start].encode("utf-32-le", "surrogatepass"), dtype="<u4"), normalise)
         elif status == kernel.OWN_LOWER:  # lower-case this one as a whole string, then take it as it is
-            results += _compiled([" ".join(texts[start].split()).lower()], normalise=False, key=key,
-                                 near_chars=near_chars, num_perm=num_perm, shingle_size=shingle_size, seed=seed)
+            results += _compiled(
+                [" ".join(texts[start].split()).lower()],
+                normalise=False,
+                key=key,
+                near_chars=near_chars,
+                num_perm=num_perm,
+                shingle_size=shingle_size,
+                seed=seed,
+            )
             start += 1
     if len(_BUFFER[0]) > _BUFFER_KEEP:  # a batch with a very large conversation: do not hold its buffer on
         _BUFFER[0] = _NO_BYTES

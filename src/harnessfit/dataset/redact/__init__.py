@@ -21,5 +21,18 @@ from harnessfit.dataset.redact.rules import RULES
 from harnessfit.dataset.redact.scrub import Scrubber
 from harnessfit.dataset.redact.substitute import iter_texts, redact_text_values
 
-__all__ = ["Redactor", "RedactionResult", "Scrubber", "RULES", "Rule", "PluginRule", "Scanner", "ScanHit",
-           "reference_findings", "plausible", "nonempty", "iter_texts", "redact_text_values"]
+__all__ = [
+    "Redactor",
+    "RedactionResult",
+    "Scrubber",
+    "RULES",
+    "Rule",
+    "PluginRule",
+    "Scanner",
+    "ScanHit",
+    "reference_findings",
+    "plausible",
+    "nonempty",
+    "iter_texts",
+    "redact_text_values",
+]

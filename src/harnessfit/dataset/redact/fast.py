@@ -59,18 +59,37 @@ class Scanner:
         for i, rule in enumerate(self.rules):
             for key in rule.keys:
                 self._guarding.setdefault(key, []).append(i)
-        self._anchored = {i for i, rule in enumerate(self.rules) if isinstance(rule, Rule) and rule.starts is None
-                          and rule.anchored and rule.joinable and all(len(k.text) > 1 for k in rule.keys)}
+        self._anchored = {
+            i
+            for i, rule in enumerate(self.rules)
+            if isinstance(rule, Rule)
+            and rule.starts is None
+            and rule.anchored
+            and rule.joinable
+            and all(len(k.text) > 1 for k in rule.keys)
+        }
         self._folds = {key: f for key in self.literals if (f := folds_of(key))}
         self._automata = []
         for insensitive in (False, True):
             lits = [k.text for k in self.literals if k.ignore_case is insensitive and len(k.text) > 1]
-            self._automata.append((insensitive, lits, ahocorasick_rs.BytesAhoCorasick(
-                [(lit.lower() if insensitive else lit).encode() for lit in lits],
-                implementation=ahocorasick_rs.Implementation.DFA) if lits else None))
+            self._automata.append(
+                (
+                    insensitive,
+                    lits,
+                    ahocorasick_rs.BytesAhoCorasick(
+                        [(lit.lower() if insensitive else lit).encode() for lit in lits],
+                        implementation=ahocorasick_rs.Implementation.DFA,
+                    )
+                    if lits
+                    else None,
+                )
+            )
         self._single = [k for k in self.literals if len(k.text) == 1]
-        self._guards = {i: (re.compile(rule.corpus_guard), _COMPILED_GUARDS.get(rule.corpus_guard))
-                        for i, rule in enumerate(self.rules) if isinstance(rule, PluginRule) and rule.corpus_guard}
+        self._guards = {
+            i: (re.compile(rule.corpus_guard), _COMPILED_GUARDS.get(rule.corpus_guard))
+            for i, rule in enumerate(self.rules)
+            if isinstance(rule, PluginRule) and rule.corpus_guard
+        }
         self._seen: OrderedDict[str, list[ScanHit]] = OrderedDict()
         self._seen_chars = 0
 
@@ -124,7 +143,9 @@ class Scanner:
                         self._seen_chars -= len(oldest)
         return out  # type: ignore[return-value]
 
-    def occurrences(self, corpus: str, raw: bytes | None = None) -> tuple[dict[Literal, list[int] | None], set[Literal]]:
+    def occurrences(
+        self, corpus: str, raw: bytes | None = None
+    ) -> tuple[dict[Literal, list[int] | None], set[Literal]]:
         """Where each literal may occur in ``corpus`` (character offsets, for the literals that occur; ``None`` =
         somewhere, for single characters), and the literals a folding letter may stand in (their offsets include
         those letters' offsets, so they are no anchors). ``raw``: ``corpus`` as UTF-8, when the caller has it."""
@@ -166,7 +187,7 @@ def _to_char_offsets(out: dict[Literal, list[int]], raw: bytes) -> None:
     chars[order] = kernels.char_offsets(np.frombuffer(raw, dtype=np.uint8), flat[order])
     at = 0
     for key, offs in out.items():
-        out[key] = chars[at:at + len(offs)].tolist()
+        out[key] = chars[at : at + len(offs)].tolist()
         at += len(offs)
 
 
@@ -197,8 +218,11 @@ class _Pass:
             offsets = self.occ.get(key, [])
             if offsets is None:  # a single character: which texts hold it
                 folds = self._folds.get(key, "")
-                got = {i for i, t in enumerate(self.texts)
-                       if key.text in (t.lower() if key.ignore_case else t) or any(f in t for f in folds)}
+                got = {
+                    i
+                    for i, t in enumerate(self.texts)
+                    if key.text in (t.lower() if key.ignore_case else t) or any(f in t for f in folds)
+                }
             else:
                 got = {bisect_right(self.starts, at) - 1 for at in offsets}
             self._holders[key] = got
@@ -210,7 +234,9 @@ class _Pass:
             return list(range(len(self.texts)))
         return sorted(set().union(*(self.holding(key) for key in keys)))
 
-    def hits(self, rule: Rule, anchors: Iterable[int], keys: list[Literal] | None) -> list[tuple[int, int, re.Match[str]]]:
+    def hits(
+        self, rule: Rule, anchors: Iterable[int], keys: list[Literal] | None
+    ) -> list[tuple[int, int, re.Match[str]]]:
         """(text index, start within it, match) of every match of ``rule`` when every match starts at one of
         ``anchors`` (ascending): one anchored attempt per anchor, skipping anchors inside the previous match as
         ``finditer`` does; text by text when a match crosses a joining newline."""

@@ -151,8 +151,12 @@ def _node(op: Any, av: Any, ctx: _Ctx, icase: bool) -> _Info:
             exact = None if exact is None or i.exact is None or len(exact) + len(i.exact) > _CAP else exact | i.exact
         if exact is not None:
             return _Info(exact, exact, exact, ctx.covers(exact))
-        return _Info(None, frozenset().union(*(i.prefix for i in infos)), frozenset().union(*(i.suffix for i in infos)),
-                     all(i.covered for i in infos))
+        return _Info(
+            None,
+            frozenset().union(*(i.prefix for i in infos)),
+            frozenset().union(*(i.suffix for i in infos)),
+            all(i.covered for i in infos),
+        )
     if op in (C.MAX_REPEAT, C.MIN_REPEAT, getattr(C, "POSSESSIVE_REPEAT", C.MAX_REPEAT)):
         lo, hi, sub = av
         body = _seq(sub, ctx, icase)
@@ -224,7 +228,7 @@ def starts_with(pattern: re.Pattern[str], literals: tuple[Literal, ...]) -> bool
     def opens(s: str, lit: Literal) -> bool:
         if icase:
             return lit.ignore_case and s.startswith(lit.text.lower())
-        return (_ascii_lower(s).startswith(lit.text.lower()) if lit.ignore_case else s.startswith(lit.text))
+        return _ascii_lower(s).startswith(lit.text.lower()) if lit.ignore_case else s.startswith(lit.text)
 
     return bool(literals) and all(any(opens(s, lit) for lit in literals) for s in starts)
 
@@ -244,8 +248,12 @@ def _may_match_newline(op: Any, av: Any, flags: int) -> bool:
     if op is C.ANY:
         return bool(flags & re.DOTALL)
     if op is C.IN:
-        hit = any((o is C.LITERAL and a == 10) or (o is C.RANGE and a[0] <= 10 <= a[1])
-                  or (o is C.CATEGORY and a in _MAY_BE_NEWLINE) for o, a in av)
+        hit = any(
+            (o is C.LITERAL and a == 10)
+            or (o is C.RANGE and a[0] <= 10 <= a[1])
+            or (o is C.CATEGORY and a in _MAY_BE_NEWLINE)
+            for o, a in av
+        )
         return hit != any(o is C.NEGATE for o, _ in av)
     return False
 
@@ -305,4 +313,4 @@ def is_slice(guard: re.Pattern[str], pattern: re.Pattern[str]) -> bool:
     gs, ps = _shape(g), _shape(p)
     if any(op in (C.AT, C.ASSERT, C.ASSERT_NOT, C.GROUPREF, C.GROUPREF_EXISTS) for op, _ in gs) or not gs:
         return False
-    return any(ps[i:i + len(gs)] == gs for i in range(len(ps) - len(gs) + 1))
+    return any(ps[i : i + len(gs)] == gs for i in range(len(ps) - len(gs) + 1))

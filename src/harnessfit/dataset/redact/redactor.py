@@ -57,12 +57,22 @@ class Redactor:
 
     KINDS = sorted({rule.switch for rule in RULES})
 
-    def __init__(self, kinds: list[str] | None = None, *, high_entropy: bool = True, detect_secrets: bool = True,
-                 keep: list[str] | None = None, rules: Sequence[Rule | PluginRule] | None = None) -> None:
+    def __init__(
+        self,
+        kinds: list[str] | None = None,
+        *,
+        high_entropy: bool = True,
+        detect_secrets: bool = True,
+        keep: list[str] | None = None,
+        rules: Sequence[Rule | PluginRule] | None = None,
+    ) -> None:
         self.kinds = set(kinds) if kinds else None
         off = {name for name, on in (("high_entropy", high_entropy), ("detect_secrets", detect_secrets)) if not on}
-        chosen = [r for r in (RULES if rules is None else rules)
-                  if (self.kinds is None or r.switch in self.kinds) and r.switch not in off]
+        chosen = [
+            r
+            for r in (RULES if rules is None else rules)
+            if (self.kinds is None or r.switch in self.kinds) and r.switch not in off
+        ]
         self._scanner = Scanner(chosen)
         self._styles = {r.kind: r.placeholder for r in chosen}
         self._user_kinds = {r.kind for r in chosen if r.placeholder == "user"}
@@ -95,19 +105,29 @@ class Redactor:
         if self._keep is not None:  # the texts that hold a kept string are looked at only around it
             holders = {i for i, text in enumerate(texts) for k in self._kept if k in text}
             if holders:
-                texts = list(dict.fromkeys(piece for i, text in enumerate(texts)
-                                           for piece in (self._keep.split(text)[0::2] if i in holders else (text,))
-                                           if piece))
+                texts = list(
+                    dict.fromkeys(
+                        piece
+                        for i, text in enumerate(texts)
+                        for piece in (self._keep.split(text)[0::2] if i in holders else (text,))
+                        if piece
+                    )
+                )
         return assign_placeholders((pair for pairs in self._scanner.scan_cached(texts) for pair in pairs), self._styles)
 
-    def substituter(self, ph: Placeholders, replaced: Counter[str],
-                    escape: Callable[[str], str] | None = None) -> Callable[[str | None], str | None]:
+    def substituter(
+        self, ph: Placeholders, replaced: Counter[str], escape: Callable[[str], str] | None = None
+    ) -> Callable[[str | None], str | None]:
         """``sub(text)`` replacing what ``ph`` maps (counted in ``replaced``), kept strings left alone. ``escape``:
         the form values and kept strings take in the texts ``sub`` will see (JSON text: their JSON escapes)."""
         if escape is None:
             return make_substituter(ph, replaced, self._keep, self._kept)
-        esc = Placeholders({escape(v): p for v, p in ph.secrets.items()}, {escape(n): u for n, u in ph.users.items()},
-                           ph.kinds, ph.found)
+        esc = Placeholders(
+            {escape(v): p for v, p in ph.secrets.items()},
+            {escape(n): u for n, u in ph.users.items()},
+            ph.kinds,
+            ph.found,
+        )
         kept = [escape(k) for k in self._kept]
         keep = re.compile("(" + "|".join(re.escape(k) for k in kept) + ")") if kept else None
         return make_substituter(esc, replaced, keep, kept)

@@ -26,8 +26,24 @@ Accept = Callable[[str, str, int], bool]
 """``accept(value, text, start)``: whether a match (its value, the text it is in, where the match starts in it) is a
 finding."""
 
-_PLACEHOLDER_WORDS = ("${", "{{", "%(", "process.env", "os.environ", "getenv", "xxxx", "****", "your_", "your-", "<",
-                      "example", "placeholder", "dummy", "changeme", "redacted")
+_PLACEHOLDER_WORDS = (
+    "${",
+    "{{",
+    "%(",
+    "process.env",
+    "os.environ",
+    "getenv",
+    "xxxx",
+    "****",
+    "your_",
+    "your-",
+    "<",
+    "example",
+    "placeholder",
+    "dummy",
+    "changeme",
+    "redacted",
+)
 
 
 def placeholder_like(value: str) -> bool:
@@ -96,13 +112,17 @@ class Rule:
         keys = tuple(Literal(icase, lit) for lit in self.literals)
         _check_literals(self.kind, keys)
         if keys and not necessary(self.pattern, keys):
-            raise ValueError(f"redaction rule {self.kind!r}: a match of {self.pattern.pattern!r} can hold none of the "
-                             f"literals {self.literals}; every literal set must be a necessary condition")
+            raise ValueError(
+                f"redaction rule {self.kind!r}: a match of {self.pattern.pattern!r} can hold none of the "
+                f"literals {self.literals}; every literal set must be a necessary condition"
+            )
         group = self.value or ("v" if "v" in self.pattern.groupindex else 0)
         joinable = newline_neutral(self.pattern)
         if self.starts is not None and not joinable:
-            raise ValueError(f"redaction rule {self.kind!r}: `starts` needs a pattern that treats a newline as a text "
-                             "edge (no \\A, \\Z, non-multiline ^/$, or lookaround that can read a newline)")
+            raise ValueError(
+                f"redaction rule {self.kind!r}: `starts` needs a pattern that treats a newline as a text "
+                "edge (no \\A, \\Z, non-multiline ^/$, or lookaround that can read a newline)"
+            )
         if self.placeholder not in ("secret", "email", "user"):
             raise ValueError(f"redaction rule {self.kind!r}: placeholder must be secret, email or user")
         object.__setattr__(self, "keys", keys)
@@ -127,8 +147,10 @@ class Rule:
 def _check_literals(kind: str, keys: tuple[Literal, ...]) -> None:
     for key in keys:
         if not key.text or "\n" in key.text or (key.ignore_case and not key.text.isascii()):
-            raise ValueError(f"redaction rule {kind!r}: literal {key.text!r} must be non-empty, hold no newline and "
-                             "be ASCII when the rule ignores case")
+            raise ValueError(
+                f"redaction rule {kind!r}: literal {key.text!r} must be non-empty, hold no newline and "
+                "be ASCII when the rule ignores case"
+            )
 
 
 @dataclass(frozen=True, eq=False)
@@ -168,13 +190,17 @@ class PluginRule:
             raise ValueError(f"redaction rule {self.kind!r}: the plugin's secret type gives kind {slug!r}")
         for pat in plugin.denylist:
             if self.keys and not necessary(pat, self.keys):
-                raise ValueError(f"redaction rule {self.kind!r}: a match of {pat.pattern!r} can hold none of the "
-                                 f"literals {self.literals + self.any_case}")
+                raise ValueError(
+                    f"redaction rule {self.kind!r}: a match of {pat.pattern!r} can hold none of the "
+                    f"literals {self.literals + self.any_case}"
+                )
         if self.corpus_guard is not None:
             guard = re.compile(self.corpus_guard)
             if not any(is_slice(guard, pat) for pat in plugin.denylist):
-                raise ValueError(f"redaction rule {self.kind!r}: corpus guard {self.corpus_guard!r} is not a run of "
-                                 "items of one of the plugin's patterns")
+                raise ValueError(
+                    f"redaction rule {self.kind!r}: corpus guard {self.corpus_guard!r} is not a run of "
+                    "items of one of the plugin's patterns"
+                )
         self._loaded.append(plugin)
         for example in self.examples:
             if not self.find(example):
@@ -184,4 +210,3 @@ class PluginRule:
     def find(self, text: str) -> list[str]:
         """The plain definition: the plugin's values in ``text`` that ``plausible`` accepts."""
         return [v for v in self.load().analyze_string(text) if isinstance(v, str) and plausible(v)]
-

@@ -18,8 +18,14 @@ from typing import Any
 
 import orjson
 
-__all__ = ["Placeholders", "assign_placeholders", "make_substituter", "redact_message", "iter_texts",
-           "redact_text_values"]
+__all__ = [
+    "Placeholders",
+    "assign_placeholders",
+    "make_substituter",
+    "redact_message",
+    "iter_texts",
+    "redact_text_values",
+]
 
 _JSON_ESCAPED = frozenset('"\\' + "".join(map(chr, range(32))))  # characters JSON writes only as escapes
 
@@ -56,13 +62,16 @@ def assign_placeholders(findings: Iterable[tuple[str, str]], styles: dict[str, s
         per_kind[kind] += 1
         ph.found[kind] += 1
         n = per_kind[kind]
-        ph.secrets[value] = placeholder = f"email{n}@redacted.invalid" if style == "email" else f"REDACTED_{kind.upper()}_{n}"
+        ph.secrets[value] = placeholder = (
+            f"email{n}@redacted.invalid" if style == "email" else f"REDACTED_{kind.upper()}_{n}"
+        )
         ph.kinds[placeholder] = kind
     return ph
 
 
-def make_substituter(ph: Placeholders, replaced: Counter[str], keep: re.Pattern[str] | None = None,
-                     kept: list[str] | None = None) -> Callable[[str | None], str | None]:
+def make_substituter(
+    ph: Placeholders, replaced: Counter[str], keep: re.Pattern[str] | None = None, kept: list[str] | None = None
+) -> Callable[[str | None], str | None]:
     """``sub(text)``: ``text`` with every secret value and home-folder user name replaced (counted per kind in
     ``replaced``), leaving the ``kept`` strings (which ``keep`` matches) as they are."""
     secrets, users = dict(ph.secrets), ph.users
@@ -74,7 +83,10 @@ def make_substituter(ph: Placeholders, replaced: Counter[str], keep: re.Pattern[
     if users:
         names = "|".join(re.escape(n) for n in sorted(users, key=lambda s: (-len(s), s)))
         user_pat = re.compile(
-            r"(?P<pre>/home/|/Users/|[A-Za-z]:(?:\\\\|\\|/)Users(?:\\\\|\\|/)|-home-|-Users-)(?P<name>" + names + r")(?![A-Za-z0-9._])")
+            r"(?P<pre>/home/|/Users/|[A-Za-z]:(?:\\\\|\\|/)Users(?:\\\\|\\|/)|-home-|-Users-)(?P<name>"
+            + names
+            + r")(?![A-Za-z0-9._])"
+        )
 
     def one(m: re.Match[str]) -> str:
         placeholder = secrets[m.group(0)]
@@ -197,8 +209,12 @@ def redact_message(msg: dict[str, Any], sub: Callable[[str], str], needles: list
         if (new := sub(content)) != content:
             out = {**msg, "content": new}
     elif isinstance(content, list):
-        parts = [{**part, "text": sub(part["text"])} if isinstance(part, dict) and isinstance(part.get("text"), str)
-                 else part for part in content]
+        parts = [
+            {**part, "text": sub(part["text"])}
+            if isinstance(part, dict) and isinstance(part.get("text"), str)
+            else part
+            for part in content
+        ]
         if parts != content:
             out = {**msg, "content": parts}
     calls = msg.get("tool_calls")
@@ -208,8 +224,13 @@ def redact_message(msg: dict[str, Any], sub: Callable[[str], str], needles: list
         for i, tc in enumerate(calls):
             fn = tc.get("function") or {}
             args = fn.get("arguments")
-            if (isinstance(args, str) and plain and "\\u" not in args and "\\/" not in args
-                    and not any(n in args for n in needles)):
+            if (
+                isinstance(args, str)
+                and plain
+                and "\\u" not in args
+                and "\\/" not in args
+                and not any(n in args for n in needles)
+            ):
                 new_args = args
             elif isinstance(args, str):
                 try:

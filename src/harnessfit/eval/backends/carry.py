@@ -48,6 +48,7 @@ def carried_roots(changed: list[str], deleted: list[str], protected: list[str]) 
 
     ``protected`` are the working folder and every bind destination: neither they, what is under them, nor their
     parent folders are carried (a parent would drag them along)."""
+
     def allowed(path: str) -> bool:
         if path == "/" or under(path, [*SYSTEM_PATHS, *RUNNER_PATHS, *protected]):
             return False
@@ -61,13 +62,19 @@ def carried_roots(changed: list[str], deleted: list[str], protected: list[str]) 
 
 
 def _diff(engine: ContainerEngine, name: str) -> dict[str, list[str]]:
-    proc = subprocess.run(engine.cmd("diff", "--format", "json", name), capture_output=True, text=True,
-                          stdin=subprocess.DEVNULL, timeout=300)
+    proc = subprocess.run(
+        engine.cmd("diff", "--format", "json", name),
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        timeout=300,
+    )
     if proc.returncode == 0:
         data = json.loads(proc.stdout or "{}")
         return {k: list(data.get(k) or []) for k in ("added", "changed", "deleted")}
-    proc = subprocess.run(engine.cmd("diff", name), capture_output=True, text=True, stdin=subprocess.DEVNULL,
-                          timeout=300)  # docker: "A /path" lines
+    proc = subprocess.run(
+        engine.cmd("diff", name), capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=300
+    )  # docker: "A /path" lines
     if proc.returncode != 0:
         raise RuntimeError(f"{engine.name} diff failed: {proc.stderr.strip()[-300:]}")
     out: dict[str, list[str]] = {"added": [], "changed": [], "deleted": []}
@@ -88,8 +95,13 @@ def carry_out(engine: ContainerEngine, name: str, protected: list[str], dest: Pa
     for root in roots:
         target = dest / root.lstrip("/")
         target.parent.mkdir(parents=True, exist_ok=True)
-        proc = subprocess.run(engine.cmd("cp", f"{name}:{root}", str(target)), capture_output=True, text=True,
-                              stdin=subprocess.DEVNULL, timeout=600)
+        proc = subprocess.run(
+            engine.cmd("cp", f"{name}:{root}", str(target)),
+            capture_output=True,
+            text=True,
+            stdin=subprocess.DEVNULL,
+            timeout=600,
+        )
         if proc.returncode != 0:
             skipped.append(f"{root} ({proc.stderr.strip()[-120:] or 'cp failed'})")
             continue
@@ -107,7 +119,8 @@ def carry_in(engine: ContainerEngine, name: str, src: Path) -> None:
     """Copy the carried tree ``src`` into the created (not yet started) container ``name`` at ``/``."""
     if not src.is_dir() or not any(src.iterdir()):
         return
-    proc = subprocess.run(engine.cmd("cp", f"{src}/.", f"{name}:/"), capture_output=True, text=True,
-                          stdin=subprocess.DEVNULL, timeout=600)
+    proc = subprocess.run(
+        engine.cmd("cp", f"{src}/.", f"{name}:/"), capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=600
+    )
     if proc.returncode != 0:
         raise RuntimeError(f"{engine.name} cp into the verifier failed: {proc.stderr.strip()[-300:]}")

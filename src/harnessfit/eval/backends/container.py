@@ -50,8 +50,7 @@ _PATH = "/hf/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 
 def _engine(engine: ContainerEngine, *args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(engine.cmd(*args), capture_output=True, text=True, stdin=subprocess.DEVNULL,
-                          timeout=timeout)
+    return subprocess.run(engine.cmd(*args), capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=timeout)
 
 
 def _copy_out(engine: ContainerEngine, name: str, folder: str, dest: Path) -> None:
@@ -67,18 +66,34 @@ def _network(task) -> tuple[list[str], str]:
     return ["--network", "none"], "none but the model endpoint (forwarded over a unix socket)"
 
 
-def run_container_episode(task, seed: int, endpoint: Endpoint, run_dir: Path, *, engine: ContainerEngine,
-                          harness: str | None = None, tools: Any = None, max_turns: int | None = None,
-                          max_seconds: float | None = None, max_output_bytes: int | None = None,
-                          expose_solution: bool = False) -> EpisodeFacts:
+def run_container_episode(
+    task,
+    seed: int,
+    endpoint: Endpoint,
+    run_dir: Path,
+    *,
+    engine: ContainerEngine,
+    harness: str | None = None,
+    tools: Any = None,
+    max_turns: int | None = None,
+    max_seconds: float | None = None,
+    max_output_bytes: int | None = None,
+    expose_solution: bool = False,
+) -> EpisodeFacts:
     """Run a Harbor ``task`` once in a container against ``endpoint``; files go where ``run_episode`` puts them.
     Never raises for a failing agent: a runner problem is an unscored ``error``, an unbuildable task
     ``needs_container`` with the reason."""
     rel = episode_dirname(task.id, seed)
     ep_dir = (run_dir / rel).resolve()
     turns = max_turns or task.limits.max_turns
-    facts = EpisodeFacts(task_id=task.id, seed=seed, sandbox=f"container ({engine.name})", max_turns=turns,
-                         events_file=f"{rel}/events.jsonl", stderr_file=f"{rel}/stderr.txt")
+    facts = EpisodeFacts(
+        task_id=task.id,
+        seed=seed,
+        sandbox=f"container ({engine.name})",
+        max_turns=turns,
+        events_file=f"{rel}/events.jsonl",
+        stderr_file=f"{rel}/stderr.txt",
+    )
     facts.backend, facts.image = engine.name, task.image
     try:
         prepared = prepare_image(task, engine)
@@ -88,9 +103,21 @@ def run_container_episode(task, seed: int, endpoint: Endpoint, run_dir: Path, *,
         facts.image = prepared.describe()
         if ep_dir.exists():
             shutil.rmtree(ep_dir)
-        _agent(task, prepared, endpoint, ep_dir, run_dir, facts, engine=engine, harness=harness, tools=tools,
-               turns=turns, max_seconds=max_seconds or task.limits.max_seconds,
-               max_bytes=max_output_bytes or task.limits.max_output_bytes, expose_solution=expose_solution)
+        _agent(
+            task,
+            prepared,
+            endpoint,
+            ep_dir,
+            run_dir,
+            facts,
+            engine=engine,
+            harness=harness,
+            tools=tools,
+            turns=turns,
+            max_seconds=max_seconds or task.limits.max_seconds,
+            max_bytes=max_output_bytes or task.limits.max_output_bytes,
+            expose_solution=expose_solution,
+        )
         if facts.status == "success":
             _verify(task, prepared, ep_dir, facts, engine)
     except Exception as exc:  # noqa: BLE001 - any runner failure is recorded as an unscored episode
@@ -98,34 +125,89 @@ def run_container_episode(task, seed: int, endpoint: Endpoint, run_dir: Path, *,
     return facts
 
 
-def _agent(task, prepared: TaskImage, endpoint: Endpoint, ep_dir: Path, run_dir: Path, facts: EpisodeFacts, *,
-           engine: ContainerEngine, harness: str | None, tools: Any, turns: int, max_seconds: float, max_bytes: int,
-           expose_solution: bool) -> None:
+def _agent(
+    task,
+    prepared: TaskImage,
+    endpoint: Endpoint,
+    ep_dir: Path,
+    run_dir: Path,
+    facts: EpisodeFacts,
+    *,
+    engine: ContainerEngine,
+    harness: str | None,
+    tools: Any,
+    turns: int,
+    max_seconds: float,
+    max_bytes: int,
+    expose_solution: bool,
+) -> None:
     sessions, runner, seed_dir = ep_dir / "sessions", ep_dir / "runner", ep_dir / "runner" / "home"
     for d in (sessions, seed_dir, runner / "etc"):
         d.mkdir(parents=True, exist_ok=True)
     agent = get_harness(harness)
-    launch = agent.launch(parse_harness(harness)[1], EpisodeSetup(
-        endpoint.base_url, endpoint.model_id, task.prompt, home=seed_dir, home_inside=HOME_INSIDE, runner=runner,
-        runner_inside=RUNNER_INSIDE, session_dir=sessions, tools=tools, max_turns=turns,
-        context_window=endpoint.context_window))
+    launch = agent.launch(
+        parse_harness(harness)[1],
+        EpisodeSetup(
+            endpoint.base_url,
+            endpoint.model_id,
+            task.prompt,
+            home=seed_dir,
+            home_inside=HOME_INSIDE,
+            runner=runner,
+            runner_inside=RUNNER_INSIDE,
+            session_dir=sessions,
+            tools=tools,
+            max_turns=turns,
+            context_window=endpoint.context_window,
+        ),
+    )
     write_launcher(runner)
     node = str(Path(shutil.which("node") or "node").resolve())
     name = f"hf-harbor-{uuid.uuid4().hex[:12]}"
     network, policy = _network(task)
     with EndpointForwarder(endpoint.base_url) as fwd:
-        mounts = [f"{node}:{NODE_INSIDE}:ro", f"{runner}:{RUNNER_INSIDE}:ro", f"{fwd.folder}:{ENDPOINT_INSIDE}:ro",
-                  f"{seed_dir}:{HOME_INSIDE}", f"{sessions}:{sessions}",
-                  *[f"{p}:{p}:ro" for p in launch.read_only]]
+        mounts = [
+            f"{node}:{NODE_INSIDE}:ro",
+            f"{runner}:{RUNNER_INSIDE}:ro",
+            f"{fwd.folder}:{ENDPOINT_INSIDE}:ro",
+            f"{seed_dir}:{HOME_INSIDE}",
+            f"{sessions}:{sessions}",
+            *[f"{p}:{p}:ro" for p in launch.read_only],
+        ]
         if expose_solution:
             mounts.append(f"{task.solution_dir.resolve()}:/solution:ro")
         env = {**launch.env, "PATH": _PATH, "TMPDIR": "/tmp", "PYTHONDONTWRITEBYTECODE": "1"}
-        inner = [NODE_INSIDE, f"{RUNNER_INSIDE}/launch.mjs", f"{ENDPOINT_INSIDE}/model.sock", fwd.listen_host,
-                 str(fwd.port), "-", "-", "-", "-", prepared.workdir, *launch.cmd]
-        create = ["create", "--name", name, *engine.run_flags, *network, "-w", prepared.workdir,
-                  *[a for m in mounts for a in ("-v", m)], *[a for k, v in env.items() for a in ("-e", f"{k}={v}")],
-                  *([f"--add-host={fwd.hostname}:{fwd.listen_host}"] if fwd.hostname else []),
-                  prepared.image, "bash", "-c", 'echo go | exec "$@"', "harnessfit", *inner]
+        inner = [
+            NODE_INSIDE,
+            f"{RUNNER_INSIDE}/launch.mjs",
+            f"{ENDPOINT_INSIDE}/model.sock",
+            fwd.listen_host,
+            str(fwd.port),
+            "-",
+            "-",
+            "-",
+            "-",
+            prepared.workdir,
+            *launch.cmd,
+        ]
+        create = [
+            "create",
+            "--name",
+            name,
+            *engine.run_flags,
+            *network,
+            "-w",
+            prepared.workdir,
+            *[a for m in mounts for a in ("-v", m)],
+            *[a for k, v in env.items() for a in ("-e", f"{k}={v}")],
+            *([f"--add-host={fwd.hostname}:{fwd.listen_host}"] if fwd.hostname else []),
+            prepared.image,
+            "bash",
+            "-c",
+            'echo go | exec "$@"',
+            "harnessfit",
+            *inner,
+        ]
         proc = _engine(engine, *create)
         if proc.returncode != 0:
             facts.status, facts.error = "error", f"{engine.name} create failed: {proc.stderr.strip()[-500:]}"
@@ -133,18 +215,33 @@ def _agent(task, prepared: TaskImage, endpoint: Endpoint, ep_dir: Path, run_dir:
         try:
             _copy_out(engine, name, prepared.workdir, runner / "seed")
             code, killed, used, wall = run_contained(
-                [engine.exe, "start", "-a", name], spec=None, cwd=ep_dir, env=_host_env(), etc_dir=runner / "etc",
-                max_seconds=max_seconds, max_bytes=max_bytes, stdout_file=ep_dir / "events.jsonl",
-                stderr_file=ep_dir / "stderr.txt", skip_lines=launch.skip_lines)
+                [engine.exe, "start", "-a", name],
+                spec=None,
+                cwd=ep_dir,
+                env=_host_env(),
+                etc_dir=runner / "etc",
+                max_seconds=max_seconds,
+                max_bytes=max_bytes,
+                stdout_file=ep_dir / "events.jsonl",
+                stderr_file=ep_dir / "stderr.txt",
+                skip_lines=launch.skip_lines,
+            )
             _engine(engine, "stop", "-t", "2", name)
             _copy_out(engine, name, prepared.workdir, ep_dir / "workspace")
-            carried = carry_out(engine, name, [prepared.workdir, *[m.split(":")[1] for m in mounts]],
-                                ep_dir / "outside")
+            carried = carry_out(
+                engine, name, [prepared.workdir, *[m.split(":")[1] for m in mounts]], ep_dir / "outside"
+            )
         finally:
             _engine(engine, "rm", "-f", name)
-    facts.sandbox_policy = {"agent": {"backend": engine.name, "image": prepared.image, "network": policy,
-                                      "read_only": [m.split(":")[1] for m in mounts if m.endswith(":ro")],
-                                      "to the verifier": carried}}
+    facts.sandbox_policy = {
+        "agent": {
+            "backend": engine.name,
+            "image": prepared.image,
+            "network": policy,
+            "read_only": [m.split(":")[1] for m in mounts if m.endswith(":ro")],
+            "to the verifier": carried,
+        }
+    }
     stderr = (ep_dir / "stderr.txt").read_text(encoding="utf-8", errors="replace")
     facts.pi_exit_code, facts.killed, facts.output_bytes = code, killed, used
     facts.wall_seconds, facts.turn_cap_hit = round(wall, 3), TURN_CAP_MARKER in stderr
@@ -161,8 +258,11 @@ def _agent(task, prepared: TaskImage, endpoint: Endpoint, ep_dir: Path, run_dir:
 def _host_env() -> dict[str, str]:
     import os
 
-    return {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "XDG_RUNTIME_DIR", "LANG", "TMPDIR",
-                                                         "CONTAINERS_CONF", "DOCKER_HOST")}
+    return {
+        k: v
+        for k, v in os.environ.items()
+        if k in ("PATH", "HOME", "XDG_RUNTIME_DIR", "LANG", "TMPDIR", "CONTAINERS_CONF", "DOCKER_HOST")
+    }
 
 
 def _verify(task, prepared: TaskImage, ep_dir: Path, facts: EpisodeFacts, engine: ContainerEngine) -> None:
@@ -187,26 +287,59 @@ def _verify(task, prepared: TaskImage, ep_dir: Path, facts: EpisodeFacts, engine
     uv_mount: list[str] = []
     if plan.version is not None:  # where astral's installer puts uv for root, on PATH, offline (verifier_tools)
         uv_mount = ["-v", f"{uv_bin(plan.version)}:{UV_INSIDE}:ro"]
-        env = {**uv_env(WHEELS_INSIDE, "python3"), "PATH": f"{UV_INSIDE}:{image_path(engine, prepared.image)}",
-               **env}
+        env = {**uv_env(WHEELS_INSIDE, "python3"), "PATH": f"{UV_INSIDE}:{image_path(engine, prepared.image)}", **env}
     name = f"hf-harbor-verify-{uuid.uuid4().hex[:12]}"
-    create = ["create", "--name", name, *engine.run_flags, "--network", "none", "-w", prepared.workdir,
-              "-v", f"{ep_dir / 'workspace'}:{prepared.workdir}", "-v", f"{tests}:/tests",
-              "-v", f"{logs}:/logs/verifier", "-v", f"{wheels}:{WHEELS_INSIDE}:ro", *uv_mount,
-              *[a for k, v in env.items() for a in ("-e", f"{k}={v}")], prepared.image, "bash", "/tests/test.sh"]
+    create = [
+        "create",
+        "--name",
+        name,
+        *engine.run_flags,
+        "--network",
+        "none",
+        "-w",
+        prepared.workdir,
+        "-v",
+        f"{ep_dir / 'workspace'}:{prepared.workdir}",
+        "-v",
+        f"{tests}:/tests",
+        "-v",
+        f"{logs}:/logs/verifier",
+        "-v",
+        f"{wheels}:{WHEELS_INSIDE}:ro",
+        *uv_mount,
+        *[a for k, v in env.items() for a in ("-e", f"{k}={v}")],
+        prepared.image,
+        "bash",
+        "/tests/test.sh",
+    ]
     try:
         proc = _engine(engine, *create)
         if proc.returncode != 0:
             raise RuntimeError(f"{engine.name} create (verifier) failed: {proc.stderr.strip()[-300:]}")
         carry_in(engine, name, ep_dir / "outside")  # what the agent left outside its working folder (carry)
-        code, killed, _, _ = run_contained([engine.exe, "start", "-a", name], spec=None, cwd=ep_dir,
-                                           env=_host_env(), etc_dir=ep_dir / "runner" / "etc", max_seconds=timeout,
-                                           max_bytes=1 << 20, stdout_file=ep_dir / "checker.txt",
-                                           stderr_file=ep_dir / "checker.stderr.txt")
+        code, killed, _, _ = run_contained(
+            [engine.exe, "start", "-a", name],
+            spec=None,
+            cwd=ep_dir,
+            env=_host_env(),
+            etc_dir=ep_dir / "runner" / "etc",
+            max_seconds=timeout,
+            max_bytes=1 << 20,
+            stdout_file=ep_dir / "checker.txt",
+            stderr_file=ep_dir / "checker.stderr.txt",
+        )
     finally:
         _engine(engine, "rm", "-f", name)
     carried = (facts.sandbox_policy or {}).get("agent", {}).get("to the verifier", {}).get("carried", [])
-    facts.sandbox_policy = {**(facts.sandbox_policy or {}),
-                            "checker": {"backend": engine.name, "image": prepared.image, "network": "none",
-                                        "fresh container": True, "carried in": carried, **plan.describe()}}
+    facts.sandbox_policy = {
+        **(facts.sandbox_policy or {}),
+        "checker": {
+            "backend": engine.name,
+            "image": prepared.image,
+            "network": "none",
+            "fresh container": True,
+            "carried in": carried,
+            **plan.describe(),
+        },
+    }
     record_verifier(facts, ep_dir, logs, code, killed, timeout)

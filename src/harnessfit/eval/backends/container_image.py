@@ -86,8 +86,13 @@ def _rewrite(text: str) -> tuple[str, str, list[str]] | str:
 
 def image_path(engine: ContainerEngine, image: str) -> str:
     """The PATH the image sets (Docker's default when it sets none)."""
-    proc = subprocess.run(engine.cmd("image", "inspect", "--format", "{{json .Config.Env}}", image),
-                          capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=60)
+    proc = subprocess.run(
+        engine.cmd("image", "inspect", "--format", "{{json .Config.Env}}", image),
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        timeout=60,
+    )
     try:
         env = json.loads(proc.stdout or "null") or []
     except json.JSONDecodeError:
@@ -97,8 +102,13 @@ def image_path(engine: ContainerEngine, image: str) -> str:
 
 
 def _workdir(engine: ContainerEngine, image: str) -> str:
-    proc = subprocess.run(engine.cmd("image", "inspect", "--format", "{{.Config.WorkingDir}}", image),
-                          capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=60)
+    proc = subprocess.run(
+        engine.cmd("image", "inspect", "--format", "{{.Config.WorkingDir}}", image),
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        timeout=60,
+    )
     return proc.stdout.strip() or "/"
 
 
@@ -126,9 +136,23 @@ def prepare_image(task, engine: ContainerEngine) -> TaskImage | str:
         context = Path(tmp) / "context"
         shutil.copytree(task.environment_dir, context, symlinks=True)
         (context / "Dockerfile.harnessfit").write_text(text, encoding="utf-8")
-        proc = subprocess.run(engine.cmd("build", *engine.build_flags, "--volume", f"{wheels}:{WHEELS_INSIDE}:ro",
-                                         "-f", str(context / "Dockerfile.harnessfit"), "-t", tag, str(context)),
-                              capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=3600)
+        proc = subprocess.run(
+            engine.cmd(
+                "build",
+                *engine.build_flags,
+                "--volume",
+                f"{wheels}:{WHEELS_INSIDE}:ro",
+                "-f",
+                str(context / "Dockerfile.harnessfit"),
+                "-t",
+                tag,
+                str(context),
+            ),
+            capture_output=True,
+            text=True,
+            stdin=subprocess.DEVNULL,
+            timeout=3600,
+        )
     if proc.returncode != 0:
         tail = " | ".join((proc.stderr or proc.stdout).strip().splitlines()[-3:])
         return f"the image build failed: {tail[:400]}"

@@ -37,8 +37,24 @@ from harnessfit.eval.wheels import WHEELS_INSIDE, fetch_wheels, offline_pip_env,
 
 __all__ = ["HostSetup", "read_run_step", "make_venv", "SYSTEM_PATHS", "RUNNER_PATHS", "normalize"]
 
-SYSTEM_PATHS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/var", "/proc", "/sys",
-                "/dev", "/run", "/boot", "/root", "/home")
+SYSTEM_PATHS = (
+    "/usr",
+    "/bin",
+    "/sbin",
+    "/lib",
+    "/lib32",
+    "/lib64",
+    "/libx32",
+    "/etc",
+    "/var",
+    "/proc",
+    "/sys",
+    "/dev",
+    "/run",
+    "/boot",
+    "/root",
+    "/home",
+)
 RUNNER_PATHS = ("/tests", "/logs", "/solution", "/hf")  # made by the runner itself, fresh for each stage
 _CACHES = ("/var/lib/apt/lists", "/var/cache/apt", "/var/cache/debconf", "/root/.cache", "/tmp")
 _APT_NOOP = {"update", "clean", "autoclean", "autoremove"}
@@ -83,8 +99,13 @@ def _installed_version(package: str) -> str | None:
     exe = shutil.which("dpkg-query")
     if exe is None:
         return None
-    proc = subprocess.run([exe, "-W", "-f=${Status}\t${Version}", package], capture_output=True, text=True,
-                          timeout=30, stdin=subprocess.DEVNULL)
+    proc = subprocess.run(
+        [exe, "-W", "-f=${Status}\t${Version}", package],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        stdin=subprocess.DEVNULL,
+    )
     status, _, version = proc.stdout.partition("\t")
     return version if proc.returncode == 0 and status.endswith(" installed") else None
 
@@ -95,7 +116,7 @@ def _apt(words: list[str], setup: HostSetup) -> str | None:
         i += 2 if words[i] in _APT_ARG_OPTIONS else 1
     if i >= len(words):
         return f"{words[0]} without a command"
-    sub, rest = words[i], words[i + 1:]
+    sub, rest = words[i], words[i + 1 :]
     if sub in _APT_NOOP:
         return None
     if sub != "install":
@@ -191,12 +212,29 @@ def make_venv(folder: Path, requirements: list[str]) -> dict[str, str]:
     wheels = fetch_wheels(requirements)
     if folder.exists():
         shutil.rmtree(folder)
-    proc = subprocess.run([host_python(), "-m", "venv", str(folder)], capture_output=True, text=True, timeout=600,
-                          stdin=subprocess.DEVNULL)
+    proc = subprocess.run(
+        [host_python(), "-m", "venv", str(folder)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        stdin=subprocess.DEVNULL,
+    )
     if proc.returncode == 0 and requirements:
-        proc = subprocess.run([str(folder / "bin" / "pip"), "install", "--quiet", "--no-index", "--find-links",
-                               str(wheels), *requirements], capture_output=True, text=True, timeout=1800,
-                              stdin=subprocess.DEVNULL)
+        proc = subprocess.run(
+            [
+                str(folder / "bin" / "pip"),
+                "install",
+                "--quiet",
+                "--no-index",
+                "--find-links",
+                str(wheels),
+                *requirements,
+            ],
+            capture_output=True,
+            text=True,
+            timeout=1800,
+            stdin=subprocess.DEVNULL,
+        )
     if proc.returncode != 0:
         last = ((proc.stderr or proc.stdout).strip().splitlines() or ["no output"])[-1]
         raise RuntimeError(f"the episode's virtualenv could not be made: {last[:300]}")
@@ -219,8 +257,14 @@ class StageEnv:
         return ":".join([*first, base])
 
 
-def stage_env(setup: HostSetup, mount: str, ep_dir: Path, stage: str, verifier_reqs: tuple[str, ...] | list[str] = (),
-              uv: str | None = None) -> StageEnv:
+def stage_env(
+    setup: HostSetup,
+    mount: str,
+    ep_dir: Path,
+    stage: str,
+    verifier_reqs: tuple[str, ...] | list[str] = (),
+    uv: str | None = None,
+) -> StageEnv:
     """The agent's (``stage="agent"``) or the verifier's environment: the folders ``mkdir`` made outside the
     workspace (``ep_dir/outside/…``: fresh for the agent, as the agent left them for the verifier), the wheel cache
     read-only, a virtualenv of the stage's own when anything is to be pip-installed (the verifier's made fresh,

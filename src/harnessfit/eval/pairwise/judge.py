@@ -16,12 +16,24 @@ from typing import Literal
 
 from harnessfit.core.jsonio import sha256_bytes
 
-__all__ = ["PAIRWISE_VERSION", "PAIRWISE_SYSTEM", "PAIRWISE_TEMPLATE", "RUBRIC_VERSION", "RUBRIC_TEXT",
-           "pairwise_messages", "rubric_messages", "parse_verdict", "parse_score", "prompt_versions"]
+__all__ = [
+    "PAIRWISE_VERSION",
+    "PAIRWISE_SYSTEM",
+    "PAIRWISE_TEMPLATE",
+    "RUBRIC_VERSION",
+    "RUBRIC_TEXT",
+    "pairwise_messages",
+    "rubric_messages",
+    "parse_verdict",
+    "parse_score",
+    "prompt_versions",
+]
 
 PAIRWISE_VERSION = 1
-PAIRWISE_SYSTEM = ("You are a strict, impartial reviewer of code written in answer to a request. You judge only "
-                   "what the responses contain, never their order or their length.")
+PAIRWISE_SYSTEM = (
+    "You are a strict, impartial reviewer of code written in answer to a request. You judge only "
+    "what the responses contain, never their order or their length."
+)
 PAIRWISE_TEMPLATE = """Request:
 <request>
 {request}
@@ -66,14 +78,17 @@ PairVerdict = Literal["1", "2", "tie"]  # which answer of a pair the judge prefe
 
 
 def pairwise_messages(request: str, first: str, second: str) -> list[dict[str, str]]:
-    return [{"role": "system", "content": PAIRWISE_SYSTEM},
-            {"role": "user", "content": PAIRWISE_TEMPLATE.format(request=request, first=first, second=second)}]
+    return [
+        {"role": "system", "content": PAIRWISE_SYSTEM},
+        {"role": "user", "content": PAIRWISE_TEMPLATE.format(request=request, first=first, second=second)},
+    ]
 
 
 def rubric_messages(request: str, response: str) -> list[dict[str, str]]:
-    return [{"role": "system", "content": PAIRWISE_SYSTEM},
-            {"role": "user", "content": RUBRIC_TEMPLATE.format(rubric=RUBRIC_TEXT, request=request,
-                                                               response=response)}]
+    return [
+        {"role": "system", "content": PAIRWISE_SYSTEM},
+        {"role": "user", "content": RUBRIC_TEMPLATE.format(rubric=RUBRIC_TEXT, request=request, response=response)},
+    ]
 
 
 def parse_verdict(text: str) -> PairVerdict | None:

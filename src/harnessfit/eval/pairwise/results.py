@@ -20,8 +20,17 @@ from harnessfit.eval.files import ResultsHeader, md_cell
 from harnessfit.eval.results import fmt_rate
 from harnessfit.eval.stats import mean_interval, rate
 
-__all__ = ["PAIRWISE_RESULTS_VERSION", "OUTCOMES", "JudgeCall", "Pair", "RubricScore", "PairwiseResults",
-           "aggregate_pairwise", "write_pairwise_results", "load_pairwise_results"]
+__all__ = [
+    "PAIRWISE_RESULTS_VERSION",
+    "OUTCOMES",
+    "JudgeCall",
+    "Pair",
+    "RubricScore",
+    "PairwiseResults",
+    "aggregate_pairwise",
+    "write_pairwise_results",
+    "load_pairwise_results",
+]
 
 PAIRWISE_RESULTS_VERSION = 1
 OUTCOMES = ("a", "b", "tie", "order_sensitive", "unparseable", "judge_error")
@@ -103,10 +112,12 @@ def aggregate_pairwise(pairs: list[Pair], rubric: list[RubricScore], missing: in
     for side in ("a", "b"):
         mine = [r for r in rubric if r.side == side]
         scores = [r.score for r in mine if r.score is not None]
-        sides[side] = {**mean_interval(scores, 1.0, 5.0),
-                       "unparseable": sum(1 for r in mine if r.score is None and r.error is None),
-                       "judge_error": sum(1 for r in mine if r.error is not None),
-                       "distribution": {str(k): scores.count(k) for k in range(1, 6)}}
+        sides[side] = {
+            **mean_interval(scores, 1.0, 5.0),
+            "unparseable": sum(1 for r in mine if r.score is None and r.error is None),
+            "judge_error": sum(1 for r in mine if r.error is not None),
+            "distribution": {str(k): scores.count(k) for k in range(1, 6)},
+        }
     out["rubric"] = sides if rubric else {}
     return out
 
@@ -145,18 +156,27 @@ def render_pairwise_markdown(results: PairwiseResults) -> str:
         f"| A wins (stable) | {oc.get('a', 0)} | {fmt_rate(agg['a_win_rate'])} of stable |" if agg else "",
         f"| B wins (stable) | {oc.get('b', 0)} | {fmt_rate(agg['b_win_rate'])} of stable |" if agg else "",
         f"| Ties (stable) | {oc.get('tie', 0)} | {fmt_rate(agg['tie_rate'])} of stable |" if agg else "",
-        f"| Order-sensitive (excluded) | {oc.get('order_sensitive', 0)} | flip rate "
-        f"{fmt_rate(agg['flip_rate'])} |" if agg else "",
-        f"| Unparseable (excluded, never a loss) | {oc.get('unparseable', 0)} | "
-        f"{fmt_rate(agg['unparseable_rate'])} |" if agg else "",
+        f"| Order-sensitive (excluded) | {oc.get('order_sensitive', 0)} | flip rate {fmt_rate(agg['flip_rate'])} |"
+        if agg
+        else "",
+        f"| Unparseable (excluded, never a loss) | {oc.get('unparseable', 0)} | {fmt_rate(agg['unparseable_rate'])} |"
+        if agg
+        else "",
         f"| Judge errors (excluded) | {oc.get('judge_error', 0)} | |" if agg else "",
         "",
         f"Position bias: the judge chose Response 1 in {fmt_rate(agg['first_position_rate'])} of its decided "
-        "verdicts (an unbiased judge sits near 50% once the orders are balanced)." if agg else "",
+        "verdicts (an unbiased judge sits near 50% once the orders are balanced)."
+        if agg
+        else "",
     ]
     if agg.get("rubric"):
-        lines += ["", "| Standalone rubric | Mean [95% CI] |", "|---|---|",
-                  f"| A ({a}) | {_mean(agg['rubric']['a'])} |", f"| B ({b}) | {_mean(agg['rubric']['b'])} |"]
+        lines += [
+            "",
+            "| Standalone rubric | Mean [95% CI] |",
+            "|---|---|",
+            f"| A ({a}) | {_mean(agg['rubric']['a'])} |",
+            f"| B ({b}) | {_mean(agg['rubric']['b'])} |",
+        ]
     lines += ["", "| Prompt | Seed | Outcome | A first (ab) | B first (ba) |", "|---|---|---|---|---|"]
     for p in results.pairs:
         cells = [c.winner or ("error" if c.error else "unparseable") for c in p.calls]

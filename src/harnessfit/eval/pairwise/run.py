@@ -50,8 +50,10 @@ def _load_pair(results_a: Path, results_b: Path) -> tuple[RawResults, RawResults
         if res.status != "success":
             raise UserError(f"{path}: the raw run did not finish successfully (status {res.status})")
     if res_a.suite.get("sha256") != res_b.suite.get("sha256"):
-        raise UserError("the two results answered different suites (their sha256 differ): pairwise review needs "
-                        "the same frozen prompts")
+        raise UserError(
+            "the two results answered different suites (their sha256 differ): pairwise review needs "
+            "the same frozen prompts"
+        )
     return res_a, res_b
 
 
@@ -66,8 +68,9 @@ class _Judge:
     temperature: float
 
     @classmethod
-    def at(cls, judge_url: str, judge_model: str | None, api_key_env: str | None, *, max_tokens: int,
-           temperature: float) -> _Judge:
+    def at(
+        cls, judge_url: str, judge_model: str | None, api_key_env: str | None, *, max_tokens: int, temperature: float
+    ) -> _Judge:
         base = judge_url.rstrip("/")
         api_key = api_key_from_env(api_key_env)
         if api_key_env and api_key is None:
@@ -81,14 +84,24 @@ class _Judge:
     def ask(self, messages: list[dict[str, str]]) -> tuple[str | None, str | None]:
         """(the judge's text, None) or (None, the error)."""
         try:
-            return chat(self.base, self.model_id, messages, max_tokens=self.max_tokens, temperature=self.temperature,
-                        api_key=self.api_key).content, None
+            return chat(
+                self.base,
+                self.model_id,
+                messages,
+                max_tokens=self.max_tokens,
+                temperature=self.temperature,
+                api_key=self.api_key,
+            ).content, None
         except ChatError as exc:
             return None, str(exc)
 
 
-def _messages(job: tuple[str, Any], prompts: dict[str, str], ans_a: dict[tuple[str, int], RawAnswer],
-              ans_b: dict[tuple[str, int], RawAnswer]) -> list[dict[str, str]]:
+def _messages(
+    job: tuple[str, Any],
+    prompts: dict[str, str],
+    ans_a: dict[tuple[str, int], RawAnswer],
+    ans_b: dict[tuple[str, int], RawAnswer],
+) -> list[dict[str, str]]:
     """The judge's messages for one job: a pair in order ``ab`` or ``ba``, or one side's answer for the rubric."""
     kind, key = job
     request = prompts.get(key[0], "")
@@ -100,8 +113,9 @@ def _messages(job: tuple[str, Any], prompts: dict[str, str], ans_a: dict[tuple[s
     return rubric_messages(request, side[key].completion.text)
 
 
-def _record(results: PairwiseResults, done: list[tuple[str, Any, str | None, str | None]],
-            both: list[tuple[str, int]]) -> None:
+def _record(
+    results: PairwiseResults, done: list[tuple[str, Any, str | None, str | None]], both: list[tuple[str, int]]
+) -> None:
     """The judge's answers into ``results``: each pair's two calls and outcome, and the rubric scores."""
     calls: dict[tuple[str, int], list[JudgeCall]] = {k: [] for k in both}
     for kind, key, raw, error in done:
@@ -110,10 +124,20 @@ def _record(results: PairwiseResults, done: list[tuple[str, Any, str | None, str
             winner = "tie" if verdict == "tie" else _WINNER.get((kind, verdict or ""))
             calls[key].append(JudgeCall(order=kind, raw=raw, verdict=verdict, winner=winner, error=error))
         else:
-            results.rubric.append(RubricScore(side=kind[-1], prompt_id=key[0], seed=key[1], raw=raw, error=error,
-                                              score=parse_score(raw) if raw is not None else None))
-    results.pairs = [Pair(prompt_id=k[0], seed=k[1], calls=sorted(c, key=lambda x: x.order),
-                          outcome=outcome_of(c)) for k, c in calls.items()]
+            results.rubric.append(
+                RubricScore(
+                    side=kind[-1],
+                    prompt_id=key[0],
+                    seed=key[1],
+                    raw=raw,
+                    error=error,
+                    score=parse_score(raw) if raw is not None else None,
+                )
+            )
+    results.pairs = [
+        Pair(prompt_id=k[0], seed=k[1], calls=sorted(c, key=lambda x: x.order), outcome=outcome_of(c))
+        for k, c in calls.items()
+    ]
 
 
 def run_pairwise(
@@ -142,11 +166,18 @@ def run_pairwise(
     missing = [{"prompt_id": k[0], "seed": k[1], "side": "b" if k in ans_a else "a"} for k in keys if k not in both]
     out_dir = Path(out_dir)
     results = PairwiseResults(
-        judge={"base_url": judge.base, "model_id": judge.model_id, "api_key_env": api_key_env,
-               "temperature": temperature, "max_tokens": max_tokens},
+        judge={
+            "base_url": judge.base,
+            "model_id": judge.model_id,
+            "api_key_env": api_key_env,
+            "temperature": temperature,
+            "max_tokens": max_tokens,
+        },
         questions=prompt_versions(),
-        inputs={side: {"path": str(p), "model": r.model.get("name"), "model_id": r.model.get("model_id")}
-                for side, p, r in (("a", results_a, res_a), ("b", results_b, res_b))},
+        inputs={
+            side: {"path": str(p), "model": r.model.get("name"), "model_id": r.model.get("model_id")}
+            for side, p, r in (("a", results_a, res_a), ("b", results_b, res_b))
+        },
         suite={"name": res_a.suite.get("name"), "sha256": res_a.suite.get("sha256")},
         missing=missing,
     )
@@ -159,8 +190,17 @@ def run_pairwise(
         bar.advance(tid)
         return job[0], job[1], raw, error
 
-    with results.lifecycle(out_dir), Progress(TextColumn("judge {task.description}"), BarColumn(), MofNCompleteColumn(),
-                                              TimeElapsedColumn(), disable=not progress, transient=True) as bar:
+    with (
+        results.lifecycle(out_dir),
+        Progress(
+            TextColumn("judge {task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            disable=not progress,
+            transient=True,
+        ) as bar,
+    ):
         tid = bar.add_task(judge.model_id, total=len(jobs))
         with ThreadPoolExecutor(max_workers=workers) as pool:
             done = list(pool.map(one, jobs))

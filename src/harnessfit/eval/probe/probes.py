@@ -37,8 +37,17 @@ from harnessfit.harness.card import HarnessCard
 
 __all__ = ["Probe", "ProbeSet", "load_probes", "request_messages", "read_reply", "FLAGS"]
 
-FLAGS = ("tool_call", "malformed_tool_call", "untagged_tool_call", "think", "stopped", "hit_token_cap",
-         "answered_without_tool", "unneeded_tool_call", "right_tool")
+FLAGS = (
+    "tool_call",
+    "malformed_tool_call",
+    "untagged_tool_call",
+    "think",
+    "stopped",
+    "hit_token_cap",
+    "answered_without_tool",
+    "unneeded_tool_call",
+    "right_tool",
+)
 
 _DECODER = json.JSONDecoder()
 
@@ -132,8 +141,13 @@ def read_reply(card: HarnessCard, probe: Probe, reply: ChatReply) -> dict[str, A
         fn = call.get("function") or {}
         name, arguments = str(fn.get("name", "")), fn.get("arguments", "")
         violations = card.validate_call(name, arguments)
-        calls.append({"name": name, "arguments": arguments,
-                      "violations": [{"code": v.code.value, "severity": v.severity} for v in violations]})
+        calls.append(
+            {
+                "name": name,
+                "arguments": arguments,
+                "violations": [{"code": v.code.value, "severity": v.severity} for v in violations],
+            }
+        )
     made = bool(calls)
     malformed = "<tool_call>" in text
     untagged = not made and not malformed and _untagged_call(text, tools)

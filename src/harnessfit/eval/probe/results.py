@@ -18,8 +18,16 @@ from harnessfit.eval.results import fmt_rate
 from harnessfit.eval.side_by_side import finished_runs, rate_rows, write_comparison
 from harnessfit.eval.stats import rate
 
-__all__ = ["PROBE_RESULTS_VERSION", "PROBE_METRICS", "ProbeSample", "ProbeResults", "aggregate_probes",
-           "write_probe_results", "load_probe_results", "compare_probes"]
+__all__ = [
+    "PROBE_RESULTS_VERSION",
+    "PROBE_METRICS",
+    "ProbeSample",
+    "ProbeResults",
+    "aggregate_probes",
+    "write_probe_results",
+    "load_probe_results",
+    "compare_probes",
+]
 
 PROBE_RESULTS_VERSION = 1
 
@@ -105,11 +113,18 @@ def aggregate_probes(samples: list[ProbeSample], needs: dict[str, bool], expects
             row[f] += s.flags[f]
     warnings = Counter(v["code"] for c in calls for v in c["violations"] if v["severity"] == "warning")
     return {
-        "samples": len(samples), "scored": len(scored), "unscored": len(samples) - len(scored),
+        "samples": len(samples),
+        "scored": len(scored),
+        "unscored": len(samples) - len(scored),
         "rates": rates,
-        "calls": {"total": len(calls), "valid": valid, "invalid": len(calls) - valid, "double_encoded": double,
-                  "invalid_by_reason": dict(sorted(Counter(c for e in errors_of for c in e).items())),
-                  "warnings_by_reason": dict(sorted(warnings.items()))},
+        "calls": {
+            "total": len(calls),
+            "valid": valid,
+            "invalid": len(calls) - valid,
+            "double_encoded": double,
+            "invalid_by_reason": dict(sorted(Counter(c for e in errors_of for c in e).items())),
+            "warnings_by_reason": dict(sorted(warnings.items())),
+        },
         "per_probe": dict(sorted(per.items())),
     }
 
@@ -140,27 +155,43 @@ def render_probe_markdown(results: ProbeResults) -> str:
             lines.append(f"| {label} | {fmt_rate(agg['rates'][key])} |")
     calls = agg.get("calls", {})
     if calls.get("invalid_by_reason"):
-        lines += ["", "Invalid tool calls by the card's reason codes: "
-                  + ", ".join(f"{md_cell(k)} {v}" for k, v in calls["invalid_by_reason"].items())]
+        lines += [
+            "",
+            "Invalid tool calls by the card's reason codes: "
+            + ", ".join(f"{md_cell(k)} {v}" for k, v in calls["invalid_by_reason"].items()),
+        ]
     if agg.get("per_probe"):
-        lines += ["", "| Probe | n | Tool call | Without tool | Malformed | Think | Stopped | Token cap |",
-                  "|---|---|---|---|---|---|---|---|"]
+        lines += [
+            "",
+            "| Probe | n | Tool call | Without tool | Malformed | Think | Stopped | Token cap |",
+            "|---|---|---|---|---|---|---|---|",
+        ]
         for pid, row in agg["per_probe"].items():
-            lines.append(f"| {md_cell(pid)} | {row['n']} | {row['tool_call']} | {row['answered_without_tool']} | "
-                         f"{row['malformed_tool_call']} | {row['think']} | {row['stopped']} | {row['hit_token_cap']} |")
+            lines.append(
+                f"| {md_cell(pid)} | {row['n']} | {row['tool_call']} | {row['answered_without_tool']} | "
+                f"{row['malformed_tool_call']} | {row['think']} | {row['stopped']} | {row['hit_token_cap']} |"
+            )
     errors = [s for s in results.samples if s.status != "success"]
     if errors:
-        lines += ["", "Unscored samples: " + "; ".join(f"{md_cell(s.probe_id)}#{s.sample}: {md_cell(s.error, 120)}"
-                                                        for s in errors)]
+        lines += [
+            "",
+            "Unscored samples: "
+            + "; ".join(f"{md_cell(s.probe_id)}#{s.sample}: {md_cell(s.error, 120)}" for s in errors),
+        ]
     return "\n".join(lines) + "\n"
 
 
 def compare_probes(paths: Sequence[Path], out_md: Path, labels: Sequence[str] | None = None) -> Path:
     """Side-by-side Markdown (and ``<out>.json``) of two or more probe runs on the same probe set."""
     runs = finished_runs(paths, load_probe_results, "probe")
-    note = "" if len({r.probes.get("sha256") for r in runs}) == 1 else \
-        "\n> Warning: the runs used different probe sets; shares are not comparable.\n"
+    note = (
+        ""
+        if len({r.probes.get("sha256") for r in runs}) == 1
+        else "\n> Warning: the runs used different probe sets; shares are not comparable.\n"
+    )
     rows, data = rate_rows(runs, paths, labels, PROBE_METRICS, first="Figure", counted="samples")
-    text = (f"# Probes side by side\n\nProbe set `{md_cell(runs[0].probes.get('name'))}`, card "
-            f"{runs[0].card.get('id')}. Cells: share [95% Wilson CI] (count/n).\n{note}\n" + "\n".join(rows) + "\n")
+    text = (
+        f"# Probes side by side\n\nProbe set `{md_cell(runs[0].probes.get('name'))}`, card "
+        f"{runs[0].card.get('id')}. Cells: share [95% Wilson CI] (count/n).\n{note}\n" + "\n".join(rows) + "\n"
+    )
     return write_comparison(out_md, text, data)

@@ -32,18 +32,43 @@ from harnessfit.harness.versions import harness_spec, model_harness, parse_harne
 __all__ = ["run_probe", "probe_with_compare"]
 
 
-def _ask(ep: Endpoint, card: HarnessCard, probes: ProbeSet, probe: Probe, sample: int, *, tools: Any,
-         max_tokens: int, temperature: float, api_key: str | None) -> ProbeSample:
+def _ask(
+    ep: Endpoint,
+    card: HarnessCard,
+    probes: ProbeSet,
+    probe: Probe,
+    sample: int,
+    *,
+    tools: Any,
+    max_tokens: int,
+    temperature: float,
+    api_key: str | None,
+) -> ProbeSample:
     """Ask one probe once (request seed ``sample``) and read the reply; an endpoint failure is an error sample."""
     try:
-        reply = chat(ep.base_url, ep.model_id, request_messages(card, probes, probe), tools=tools,
-                     max_tokens=max_tokens, temperature=temperature, seed=sample, api_key=api_key)
+        reply = chat(
+            ep.base_url,
+            ep.model_id,
+            request_messages(card, probes, probe),
+            tools=tools,
+            max_tokens=max_tokens,
+            temperature=temperature,
+            seed=sample,
+            api_key=api_key,
+        )
     except ChatError as exc:
         return ProbeSample(probe_id=probe.id, sample=sample, status="error", error=f"endpoint: {exc}")
     read = read_reply(card, probe, reply)
-    return ProbeSample(probe_id=probe.id, sample=sample, content=reply.content, reasoning=reply.reasoning,
-                       finish_reason=reply.finish_reason, completion_tokens=reply.completion_tokens,
-                       wall_seconds=reply.wall_seconds, **read)
+    return ProbeSample(
+        probe_id=probe.id,
+        sample=sample,
+        content=reply.content,
+        reasoning=reply.reasoning,
+        finish_reason=reply.finish_reason,
+        completion_tokens=reply.completion_tokens,
+        wall_seconds=reply.wall_seconds,
+        **read,
+    )
 
 
 def run_probe(
@@ -72,15 +97,26 @@ def run_probe(
         raise UserError("scripted models play agent tasks, not probes: pass a model spec or an endpoint URL")
     probes = load_probes(Path(probes_dir))
     adapter = serve_kwargs.get("adapter")
-    harness = model_harness(harness_spec(pi_version) if pi_version else None,
-                            endpoint_or_model if isinstance(endpoint_or_model, str) else None, adapter, stage="probe")
+    harness = model_harness(
+        harness_spec(pi_version) if pi_version else None,
+        endpoint_or_model if isinstance(endpoint_or_model, str) else None,
+        adapter,
+        stage="probe",
+    )
     card = load_card(*parse_harness(harness))
     tools = card_wire_tools(card)
     results = ProbeResults(
         model={"name": str(endpoint_or_model), "adapter": str(adapter) if adapter else None},
-        probes={"name": probes.name, "path": probes.path, "sha256": probes.sha256, "cwd": probes.cwd,
-                "date": probes.date, "items": {p.id: p.model_dump(mode="json") for p in probes.probes}},
-        card={"id": card.id, "sha256": card.sha256}, harness=harness,
+        probes={
+            "name": probes.name,
+            "path": probes.path,
+            "sha256": probes.sha256,
+            "cwd": probes.cwd,
+            "date": probes.date,
+            "items": {p.id: p.model_dump(mode="json") for p in probes.probes},
+        },
+        card={"id": card.id, "sha256": card.sha256},
+        harness=harness,
         config={"samples": samples, "temperature": temperature, "max_tokens": max_tokens},
     )
     out_dir = Path(out_dir)
@@ -90,22 +126,41 @@ def run_probe(
     with results.lifecycle(out_dir):  # noqa: SIM117 - two stages: the run's lifecycle, the endpoint inside it
         with open_endpoint(endpoint_or_model, [], model_id=model_id, responder=responder, **serve_kwargs) as ep:
             results.model.update(name=ep.label, model_id=ep.model_id)
-            with Progress(TextColumn("probe {task.description}"), BarColumn(), MofNCompleteColumn(),
-                          TimeElapsedColumn(), disable=not progress, transient=True) as bar:
+            with Progress(
+                TextColumn("probe {task.description}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeElapsedColumn(),
+                disable=not progress,
+                transient=True,
+            ) as bar:
                 tid = bar.add_task(ep.label, total=len(jobs))
                 for probe, sample in jobs:
-                    done.append(_ask(ep, card, probes, probe, sample, tools=tools, max_tokens=max_tokens,
-                                     temperature=temperature, api_key=api_key))
+                    done.append(
+                        _ask(
+                            ep,
+                            card,
+                            probes,
+                            probe,
+                            sample,
+                            tools=tools,
+                            max_tokens=max_tokens,
+                            temperature=temperature,
+                            api_key=api_key,
+                        )
+                    )
                     bar.advance(tid)
     results.samples = done
-    results.aggregates = aggregate_probes(done, {p.id: p.needs_tool for p in probes.probes},
-                                          {p.id: p.expect_tool for p in probes.probes})
+    results.aggregates = aggregate_probes(
+        done, {p.id: p.needs_tool for p in probes.probes}, {p.id: p.expect_tool for p in probes.probes}
+    )
     results.finish(out_dir)
     return results
 
 
-def probe_with_compare(model: str, probes_dir: Path, out_dir: Path, *, compare: Path, adapter: Path | None = None,
-                       **kwargs: Any) -> tuple[ProbeResults, ProbeResults, Path]:
+def probe_with_compare(
+    model: str, probes_dir: Path, out_dir: Path, *, compare: Path, adapter: Path | None = None, **kwargs: Any
+) -> tuple[ProbeResults, ProbeResults, Path]:
     """Probe ``model`` (with ``adapter``) into ``out/base``; ``compare`` is a tuned adapter (probed with the same
     base into ``out/tuned``) or earlier probe results; the side-by-side table goes to ``out/compare.md``. Both sides
     are asked under one Pi: ``pi_version`` if given, else the one the tuned adapter was trained for (or the earlier
@@ -119,9 +174,13 @@ def probe_with_compare(model: str, probes_dir: Path, out_dir: Path, *, compare: 
         harness = model_harness(requested, model, compare, stage="probe --compare")
     elif compare.is_file() or (compare / "results.json").is_file():
         earlier = load_probe_results(compare)
-        harness = stage_harness(requested, recorded_harness({"harness": earlier.harness, "harness_card": earlier.card}),
-                                what=f"the probe results {compare}", stage="probe --compare",
-                                redo="probe the compared model again")
+        harness = stage_harness(
+            requested,
+            recorded_harness({"harness": earlier.harness, "harness_card": earlier.card}),
+            what=f"the probe results {compare}",
+            stage="probe --compare",
+            redo="probe the compared model again",
+        )
     else:
         raise UserError(f"--compare {compare}: neither a LoRA adapter folder (adapter_config.json) nor probe results")
     version = parse_harness(harness)[1]
@@ -132,8 +191,9 @@ def probe_with_compare(model: str, probes_dir: Path, out_dir: Path, *, compare: 
         other_path = out_dir / "tuned" / "results.json"
     else:
         other, other_path = earlier, compare
-    table = compare_probes([out_dir / "base" / "results.json", other_path], out_dir / "compare.md",
-                           labels=[_label(base), _label(other)])
+    table = compare_probes(
+        [out_dir / "base" / "results.json", other_path], out_dir / "compare.md", labels=[_label(base), _label(other)]
+    )
     return base, other, table
 
 

@@ -13,5 +13,13 @@ from harnessfit.eval.raw.run import run_raw
 from harnessfit.eval.raw.suite import load_raw_suite
 from harnessfit.eval.raw.toolchain import install_toolchains
 
-__all__ = ["RawResults", "checker_for", "compare_raw", "extract", "install_toolchains", "load_raw_results",
-           "load_raw_suite", "run_raw"]
+__all__ = [
+    "RawResults",
+    "checker_for",
+    "compare_raw",
+    "extract",
+    "install_toolchains",
+    "load_raw_results",
+    "load_raw_suite",
+    "run_raw",
+]

@@ -73,8 +73,15 @@ def find_blocks(text: str) -> list[Block]:
             body.append(lines[j])
             j += 1
         closed = j < len(lines)
-        blocks.append(Block(tag=tag, content="\n".join(body), start_line=i + 1,
-                            end_line=j + 1 if closed else len(lines), closed=closed))
+        blocks.append(
+            Block(
+                tag=tag,
+                content="\n".join(body),
+                start_line=i + 1,
+                end_line=j + 1 if closed else len(lines),
+                closed=closed,
+            )
+        )
         i = j + 1
     return blocks
 
@@ -106,15 +113,22 @@ def extract(text: str, tags: Sequence[str]) -> Extraction:
     if len(blocks) > 1:
         findings.append(Diagnostic(code="several_code_blocks", message=f"{len(blocks)} fenced code blocks, not one"))
     if not chosen.closed:
-        findings.append(Diagnostic(code="unterminated_block", message="the code block is never closed",
-                                   line=chosen.start_line))
+        findings.append(
+            Diagnostic(code="unterminated_block", message="the code block is never closed", line=chosen.start_line)
+        )
     if chosen.tag and chosen.tag not in wanted:
-        findings.append(Diagnostic(code="wrong_language_tag", line=chosen.start_line,
-                                   message=f"tagged {chosen.tag!r}, expected one of {', '.join(sorted(wanted))}"))
+        findings.append(
+            Diagnostic(
+                code="wrong_language_tag",
+                line=chosen.start_line,
+                message=f"tagged {chosen.tag!r}, expected one of {', '.join(sorted(wanted))}",
+            )
+        )
     if not chosen.content.strip():
         findings.append(Diagnostic(code="empty_block", message="the code block is empty", line=chosen.start_line))
     outside = _outside_text(text, blocks)
     if outside:
-        findings.append(Diagnostic(code="text_outside_block",
-                                   message=f"{len(outside)} characters of text outside the code block"))
+        findings.append(
+            Diagnostic(code="text_outside_block", message=f"{len(outside)} characters of text outside the code block")
+        )
     return Extraction(code=chosen.content, source=source, blocks=tuple(blocks), shape=Check.of(findings))

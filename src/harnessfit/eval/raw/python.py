@@ -45,12 +45,21 @@ def compile_check(path: Path, cfile: Path) -> tuple[Check, bool]:
         except py_compile.PyCompileError as exc:
             compiles = False
             err = exc.exc_value
-            findings.append(Diagnostic(code=exc.exc_type_name, message=getattr(err, "msg", None) or str(err),
-                                       source="py_compile", line=getattr(err, "lineno", None),
-                                       column=getattr(err, "offset", None)))
+            findings.append(
+                Diagnostic(
+                    code=exc.exc_type_name,
+                    message=getattr(err, "msg", None) or str(err),
+                    source="py_compile",
+                    line=getattr(err, "lineno", None),
+                    column=getattr(err, "offset", None),
+                )
+            )
     for w in caught:
-        findings.append(Diagnostic(code=w.category.__name__, message=str(w.message), severity="warning",
-                                   source="py_compile", line=w.lineno))
+        findings.append(
+            Diagnostic(
+                code=w.category.__name__, message=str(w.message), severity="warning", source="py_compile", line=w.lineno
+            )
+        )
     return Check.of(findings), compiles
 
 
@@ -59,16 +68,36 @@ class PythonChecker(BaseChecker):
     tags = ("python", "py", "python3")
 
     def describe(self) -> dict[str, Any]:
-        return {"language": self.language, "fence_tags": list(self.tags),
-                "python": ".".join(map(str, sys.version_info[:3])), "ruff": ruff_version(),
-                "compile": "py_compile.compile(doraise=True); errors and compiler warnings count",
-                "ruff_select": list(RUFF_SELECT), "ruff_ignore": list(RUFF_IGNORE), "ruff_target": RUFF_TARGET,
-                "ruff_line_length": RUFF_LINE_LENGTH}
+        return {
+            "language": self.language,
+            "fence_tags": list(self.tags),
+            "python": ".".join(map(str, sys.version_info[:3])),
+            "ruff": ruff_version(),
+            "compile": "py_compile.compile(doraise=True); errors and compiler warnings count",
+            "ruff_select": list(RUFF_SELECT),
+            "ruff_ignore": list(RUFF_IGNORE),
+            "ruff_target": RUFF_TARGET,
+            "ruff_line_length": RUFF_LINE_LENGTH,
+        }
 
     def ruff(self, folder: Path) -> list[dict[str, Any]]:
-        cmd = [str(ruff_binary()), "check", "--isolated", "--no-cache", "--output-format", "json",
-               "--target-version", RUFF_TARGET, "--line-length", str(RUFF_LINE_LENGTH),
-               "--select", ",".join(RUFF_SELECT), "--ignore", ",".join(RUFF_IGNORE), str(folder)]
+        cmd = [
+            str(ruff_binary()),
+            "check",
+            "--isolated",
+            "--no-cache",
+            "--output-format",
+            "json",
+            "--target-version",
+            RUFF_TARGET,
+            "--line-length",
+            str(RUFF_LINE_LENGTH),
+            "--select",
+            ",".join(RUFF_SELECT),
+            "--ignore",
+            ",".join(RUFF_IGNORE),
+            str(folder),
+        ]
         proc = subprocess.run(cmd, capture_output=True, timeout=300)
         if proc.returncode not in (0, 1):
             why = proc.stderr.decode(errors="replace").strip()[:300]
@@ -90,9 +119,15 @@ class PythonChecker(BaseChecker):
             for d in self.ruff(src):
                 loc = d.get("location") or {}
                 code = d.get("code")
-                by_file.setdefault(Path(d.get("filename", "")).name, []).append(Diagnostic(
-                    code=code or "invalid-syntax", message=str(d.get("message", "")), source="ruff",
-                    line=loc.get("row"), column=loc.get("column")))
+                by_file.setdefault(Path(d.get("filename", "")).name, []).append(
+                    Diagnostic(
+                        code=code or "invalid-syntax",
+                        message=str(d.get("message", "")),
+                        source="ruff",
+                        line=loc.get("row"),
+                        column=loc.get("column"),
+                    )
+                )
         results: list[CodeChecks | str] = []
         for path, (check, compiles) in zip(paths, compiled, strict=True):
             results.append(CodeChecks(compile=check, policy=Check.of(by_file[path.name]), compiles=compiles))

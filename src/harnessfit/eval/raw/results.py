@@ -19,8 +19,18 @@ from harnessfit.eval.results import fmt_rate
 from harnessfit.eval.side_by_side import finished_runs, rate_rows, write_comparison
 from harnessfit.eval.stats import rate
 
-__all__ = ["RAW_RESULTS_VERSION", "RAW_METRICS", "Completion", "RawAnswer", "RawResults", "aggregate_raw",
-           "write_raw_results", "load_raw_results", "render_raw_markdown", "compare_raw"]
+__all__ = [
+    "RAW_RESULTS_VERSION",
+    "RAW_METRICS",
+    "Completion",
+    "RawAnswer",
+    "RawResults",
+    "aggregate_raw",
+    "write_raw_results",
+    "load_raw_results",
+    "render_raw_markdown",
+    "compare_raw",
+]
 
 RAW_RESULTS_VERSION = 1
 
@@ -64,9 +74,13 @@ class RawAnswer(BaseModel):
         return self.status == "success" and self.policy is not None
 
     def value(self, field: str) -> bool:
-        return {"output_shape": self.shape.clean, "compiles": bool(self.compiles),
-                "compile_clean": self.compile.clean, "policy_clean": self.policy.clean,
-                "fully_clean": bool(self.fully_clean)}[field]
+        return {
+            "output_shape": self.shape.clean,
+            "compiles": bool(self.compiles),
+            "compile_clean": self.compile.clean,
+            "policy_clean": self.policy.clean,
+            "fully_clean": bool(self.fully_clean),
+        }[field]
 
 
 class RawResults(ResultsHeader):
@@ -122,8 +136,11 @@ def _mark(ok: bool | None) -> str:
 
 def render_raw_markdown(results: RawResults) -> str:
     agg, suite = results.aggregates, results.suite
-    tools = ", ".join(f"{k} {v}" for k, v in results.checker.items()
-                      if k in ("svelte", "@sveltejs/mcp", "node", "python", "ruff") and v)
+    tools = ", ".join(
+        f"{k} {v}"
+        for k, v in results.checker.items()
+        if k in ("svelte", "@sveltejs/mcp", "node", "python", "ruff") and v
+    )
     lines = [
         f"# Raw suite: {md_cell(results.model.get('name', '?'))} on {md_cell(suite.get('name', '?'))}",
         "",
@@ -140,30 +157,43 @@ def render_raw_markdown(results: RawResults) -> str:
     for label, field in RAW_METRICS:
         if field in agg.get("rates", {}):
             lines.append(f"| {label} | {fmt_rate(agg['rates'][field])} |")
-    lines += ["", "| Prompt | Seed | Shape | Compile | Policy | Fully clean | Finish | Findings |",
-              "|---|---|---|---|---|---|---|---|"]
+    lines += [
+        "",
+        "| Prompt | Seed | Shape | Compile | Policy | Fully clean | Finish | Findings |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for a in results.answers:
         if not a.scored:
             lines.append(f"| {md_cell(a.prompt_id)} | {a.seed} | unscored | | | | | {md_cell(a.error or '')} |")
             continue
         codes = [f.code for c in (a.shape, a.compile, a.policy) for f in c.counted()]
-        lines.append(f"| {md_cell(a.prompt_id)} | {a.seed} | {_mark(a.shape.clean)} | {_mark(a.compile.clean)} | "
-                     f"{_mark(a.policy.clean)} | {_mark(a.fully_clean)} | "
-                     f"{md_cell(a.completion.finish_reason if a.completion else '')} | "
-                     f"{md_cell(', '.join(dict.fromkeys(codes)))} |")
+        lines.append(
+            f"| {md_cell(a.prompt_id)} | {a.seed} | {_mark(a.shape.clean)} | {_mark(a.compile.clean)} | "
+            f"{_mark(a.policy.clean)} | {_mark(a.fully_clean)} | "
+            f"{md_cell(a.completion.finish_reason if a.completion else '')} | "
+            f"{md_cell(', '.join(dict.fromkeys(codes)))} |"
+        )
     for check, counts in agg.get("answers_with_finding", {}).items():
         if counts:
-            lines += ["", f"{check.capitalize()} findings (answers): "
-                      + ", ".join(f"{md_cell(k)} {v}" for k, v in counts.items())]
+            lines += [
+                "",
+                f"{check.capitalize()} findings (answers): "
+                + ", ".join(f"{md_cell(k)} {v}" for k, v in counts.items()),
+            ]
     return "\n".join(lines) + "\n"
 
 
 def compare_raw(paths: Sequence[Path], out_md: Path, labels: Sequence[str] | None = None) -> Path:
     """Side-by-side Markdown (and ``<out>.json``) of two or more raw runs: the published before/after table."""
     runs = finished_runs(paths, load_raw_results, "raw")
-    note = "" if len({r.suite.get("sha256") for r in runs}) == 1 else \
-        "\n> Warning: the runs answered different suites; counts are not comparable.\n"
+    note = (
+        ""
+        if len({r.suite.get("sha256") for r in runs}) == 1
+        else "\n> Warning: the runs answered different suites; counts are not comparable.\n"
+    )
     rows, data = rate_rows(runs, paths, labels, RAW_METRICS, first="Check", counted="answers")
-    text = (f"# Raw suite `{md_cell(runs[0].suite.get('name'))}` side by side\n\nCells: clean share [95% Wilson CI] "
-            f"(answers).\n{note}\n" + "\n".join(rows) + "\n")
+    text = (
+        f"# Raw suite `{md_cell(runs[0].suite.get('name'))}` side by side\n\nCells: clean share [95% Wilson CI] "
+        f"(answers).\n{note}\n" + "\n".join(rows) + "\n"
+    )
     return write_comparison(out_md, text, data)

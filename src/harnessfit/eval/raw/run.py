@@ -32,16 +32,33 @@ def default_temperature(seeds: int) -> float:
     return 0.0 if seeds == 1 else 0.7
 
 
-def _ask(endpoint: Endpoint, suite, prompt: RawPrompt, seed: int, *, max_tokens: int, temperature: float,
-         api_key: str | None) -> RawAnswer:
+def _ask(
+    endpoint: Endpoint, suite, prompt: RawPrompt, seed: int, *, max_tokens: int, temperature: float, api_key: str | None
+) -> RawAnswer:
     try:
-        reply = chat(endpoint.base_url, endpoint.model_id, suite.messages(prompt), max_tokens=max_tokens,
-                     temperature=temperature, seed=seed, api_key=api_key)
+        reply = chat(
+            endpoint.base_url,
+            endpoint.model_id,
+            suite.messages(prompt),
+            max_tokens=max_tokens,
+            temperature=temperature,
+            seed=seed,
+            api_key=api_key,
+        )
     except ChatError as exc:
         return RawAnswer(prompt_id=prompt.id, seed=seed, status="error", error=f"endpoint: {exc}")
-    return RawAnswer(prompt_id=prompt.id, seed=seed, completion=Completion(
-        text=reply.content, reasoning=reply.reasoning, finish_reason=reply.finish_reason,
-        prompt_tokens=reply.prompt_tokens, completion_tokens=reply.completion_tokens, wall_seconds=reply.wall_seconds))
+    return RawAnswer(
+        prompt_id=prompt.id,
+        seed=seed,
+        completion=Completion(
+            text=reply.content,
+            reasoning=reply.reasoning,
+            finish_reason=reply.finish_reason,
+            prompt_tokens=reply.prompt_tokens,
+            completion_tokens=reply.completion_tokens,
+            wall_seconds=reply.wall_seconds,
+        ),
+    )
 
 
 def check_answers(answers: list[RawAnswer], language: str) -> dict[str, Any]:
@@ -101,8 +118,14 @@ def run_raw(
     temp = default_temperature(seeds) if temperature is None else temperature
     if seeds > 1 and temp == 0:
         raise UserError("several --seeds with --temperature 0 give the same answer each time: raise the temperature")
-    config = {"seeds": seeds, "temperature": temp, "max_tokens": max_tokens, "workers": workers,
-              "prompts": [p.id for p in prompts], "extraction_rule": EXTRACTION_RULE_VERSION}
+    config = {
+        "seeds": seeds,
+        "temperature": temp,
+        "max_tokens": max_tokens,
+        "workers": workers,
+        "prompts": [p.id for p in prompts],
+        "extraction_rule": EXTRACTION_RULE_VERSION,
+    }
     out_dir = Path(out_dir)
     results = RawResults(model={"name": str(endpoint_or_model)}, suite=suite.info(), config=config)
     api_key = api_key_from_env(api_key_env)
@@ -110,13 +133,20 @@ def run_raw(
     with results.lifecycle(out_dir):
         with open_endpoint(endpoint_or_model, [], model_id=model_id, responder=responder, **serve_kwargs) as endpoint:
             results.model = {"name": endpoint.label, "model_id": endpoint.model_id}
-            with Progress(TextColumn("raw {task.description}"), BarColumn(), MofNCompleteColumn(),
-                          TimeElapsedColumn(), disable=not progress, transient=True) as bar:
+            with Progress(
+                TextColumn("raw {task.description}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeElapsedColumn(),
+                disable=not progress,
+                transient=True,
+            ) as bar:
                 tid = bar.add_task(f"{suite.name} · {endpoint.label}", total=len(jobs))
 
                 def one(job: tuple[RawPrompt, int]) -> RawAnswer:
-                    answer = _ask(endpoint, suite, job[0], job[1], max_tokens=max_tokens, temperature=temp,
-                                  api_key=api_key)
+                    answer = _ask(
+                        endpoint, suite, job[0], job[1], max_tokens=max_tokens, temperature=temp, api_key=api_key
+                    )
                     bar.advance(tid)
                     return answer
 

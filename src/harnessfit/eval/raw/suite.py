@@ -76,8 +76,14 @@ class RawSuite(BaseModel):
 
     def info(self) -> dict[str, object]:
         """What a results file records about the suite."""
-        return {"name": self.name, "path": self.path, "language": self.language, "sha256": self.sha256,
-                "system": self.system, "prompts": {p.id: p.prompt for p in self.prompts}}
+        return {
+            "name": self.name,
+            "path": self.path,
+            "language": self.language,
+            "sha256": self.sha256,
+            "system": self.system,
+            "prompts": {p.id: p.prompt for p in self.prompts},
+        }
 
 
 def load_raw_suite(folder: Path) -> RawSuite:

@@ -33,8 +33,14 @@ def _script() -> str:
 
 
 def _diag(d: dict[str, Any], severity: str) -> Diagnostic:
-    return Diagnostic(code=str(d.get("code") or "unknown"), message=str(d.get("message") or ""), severity=severity,
-                      source="svelte", line=d.get("line"), column=d.get("column"))
+    return Diagnostic(
+        code=str(d.get("code") or "unknown"),
+        message=str(d.get("message") or ""),
+        severity=severity,
+        source="svelte",
+        line=d.get("line"),
+        column=d.get("column"),
+    )
 
 
 class SvelteChecker(BaseChecker):
@@ -46,20 +52,31 @@ class SvelteChecker(BaseChecker):
         self.node_versions: dict[str, str] = {}
 
     def describe(self) -> dict[str, Any]:
-        return {"language": self.language, "fence_tags": list(self.tags), "svelte": SVELTE_VERSION,
-                "@sveltejs/mcp": SVELTE_MCP_VERSION if self.autofixer else None, **self.node_versions,
-                "compile": "compile(code, {runes: true, generate: 'client'}); errors and warnings count",
-                "policy_rules": POLICY_RULES,
-                "policy_autofixer": "svelteAutofixer issues except compiler warnings; suggestions are notes"
-                if self.autofixer else "disabled"}
+        return {
+            "language": self.language,
+            "fence_tags": list(self.tags),
+            "svelte": SVELTE_VERSION,
+            "@sveltejs/mcp": SVELTE_MCP_VERSION if self.autofixer else None,
+            **self.node_versions,
+            "compile": "compile(code, {runes: true, generate: 'client'}); errors and warnings count",
+            "policy_rules": POLICY_RULES,
+            "policy_autofixer": "svelteAutofixer issues except compiler warnings; suggestions are notes"
+            if self.autofixer
+            else "disabled",
+        }
 
     def run_node(self, codes: Sequence[str]) -> dict[str, Any]:
         """The raw JSON the Node checker prints for ``codes`` (ids are their indexes)."""
         folder = svelte_toolchain()
         request = {"items": [{"id": str(i), "code": c} for i, c in enumerate(codes)], "autofixer": self.autofixer}
         try:
-            proc = subprocess.run(["node", "--input-type=module", "-e", _script()], cwd=folder,
-                                  input=json.dumps(request).encode(), capture_output=True, timeout=_TIMEOUT_S)
+            proc = subprocess.run(
+                ["node", "--input-type=module", "-e", _script()],
+                cwd=folder,
+                input=json.dumps(request).encode(),
+                capture_output=True,
+                timeout=_TIMEOUT_S,
+            )
         except FileNotFoundError as exc:
             raise UserError("node not found on PATH: the Svelte checker needs Node.js >= 20.6") from exc
         except subprocess.TimeoutExpired as exc:
@@ -89,17 +106,26 @@ class SvelteChecker(BaseChecker):
             return f"the Svelte checker crashed: {str(result['crash']).splitlines()[0]}"
         comp = result["compile"]
         compile_findings = ([_diag(comp["error"], "error")] if comp["error"] else []) + [
-            _diag(w, "warning") for w in comp["warnings"]]
+            _diag(w, "warning") for w in comp["warnings"]
+        ]
         parse = result["parse"]
         if parse["ast"] is None:
             err = parse["error"]
-            policy = [Diagnostic(code="unparseable", source="svelte", line=err.get("line"), column=err.get("column"),
-                                 message=f"the parser cannot read the component: {err.get('code')}: "
-                                         f"{err.get('message')}")]
+            policy = [
+                Diagnostic(
+                    code="unparseable",
+                    source="svelte",
+                    line=err.get("line"),
+                    column=err.get("column"),
+                    message=f"the parser cannot read the component: {err.get('code')}: {err.get('message')}",
+                )
+            ]
         else:
             policy = policy_findings(parse["ast"], code)
         fixer = result.get("autofixer") or {}
         policy += [Diagnostic(code="autofixer_issue", message=m, source="autofixer") for m in fixer.get("issues", [])]
-        policy += [Diagnostic(code="autofixer_suggestion", message=m, severity="note", source="autofixer")
-                   for m in fixer.get("suggestions", [])]
+        policy += [
+            Diagnostic(code="autofixer_suggestion", message=m, severity="note", source="autofixer")
+            for m in fixer.get("suggestions", [])
+        ]
         return CodeChecks(compile=Check.of(compile_findings), policy=Check.of(policy), compiles=not comp["error"])

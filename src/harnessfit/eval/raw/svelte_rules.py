@@ -101,14 +101,24 @@ def policy_findings(ast: dict[str, Any], code: str) -> list[Diagnostic]:
 
     def add(rule: str, node: dict[str, Any], detail: str = "") -> None:
         line, column = index.at(node.get("start"))
-        found.append(Diagnostic(code=rule, message=POLICY_RULES[rule] + (f" ({detail})" if detail else ""),
-                                source="rules", line=line, column=column))
+        found.append(
+            Diagnostic(
+                code=rule,
+                message=POLICY_RULES[rule] + (f" ({detail})" if detail else ""),
+                source="rules",
+                line=line,
+                column=column,
+            )
+        )
 
     instance = _script_body(ast, "instance")
     for stmt in instance:
         decl = stmt.get("declaration") or {}
-        if stmt.get("type") == "ExportNamedDeclaration" and decl.get("type") == "VariableDeclaration" \
-                and decl.get("kind") in ("let", "var"):
+        if (
+            stmt.get("type") == "ExportNamedDeclaration"
+            and decl.get("type") == "VariableDeclaration"
+            and decl.get("kind") in ("let", "var")
+        ):
             names = [d.get("id", {}).get("name") for d in decl.get("declarations") or []]
             add("legacy_export_let", stmt, ", ".join(n for n in names if n))
         if stmt.get("type") == "LabeledStatement" and (stmt.get("label") or {}).get("name") == "$":

@@ -16,8 +16,16 @@ from harnessfit.errors import UserError
 from harnessfit.npm import install_npm_folder
 from harnessfit.paths import home
 
-__all__ = ["SVELTE_VERSION", "SVELTE_MCP_VERSION", "svelte_toolchain_dir", "install_svelte", "svelte_toolchain",
-           "ruff_binary", "ruff_version", "install_toolchains"]
+__all__ = [
+    "SVELTE_VERSION",
+    "SVELTE_MCP_VERSION",
+    "svelte_toolchain_dir",
+    "install_svelte",
+    "svelte_toolchain",
+    "ruff_binary",
+    "ruff_version",
+    "install_toolchains",
+]
 
 SVELTE_VERSION = "5.56.1"
 SVELTE_MCP_VERSION = "0.1.26"
@@ -76,5 +84,9 @@ def install_toolchains() -> dict[str, str]:
     """Everything the raw checkers need, installed; returns tool → version (``harnessfit eval toolchain`` prints it)."""
     folder = install_svelte()
     ruff_binary()
-    return {"svelte": SVELTE_VERSION, "@sveltejs/mcp": SVELTE_MCP_VERSION, "ruff": ruff_version(),
-            "svelte_folder": str(folder)}
+    return {
+        "svelte": SVELTE_VERSION,
+        "@sveltejs/mcp": SVELTE_MCP_VERSION,
+        "ruff": ruff_version(),
+        "svelte_folder": str(folder),
+    }

@@ -18,6 +18,7 @@ if main == 0:
         os.write(2, f"cannot start {cmd[0]}: {exc}\n".encode())
     os._exit(127)
 
+
 def descendants():
     children = {}
     for name in os.listdir("/proc"):
@@ -36,6 +37,7 @@ def descendants():
             todo.append(pid)
     return found
 
+
 def reap():
     while True:
         try:
@@ -44,6 +46,7 @@ def reap():
             return
         if pid == 0:
             return
+
 
 def sweep():
     deadline = time.monotonic() + 20
@@ -60,9 +63,11 @@ def sweep():
         time.sleep(0.01)
         reap()
 
+
 def stop(signo, frame):
     sweep()
     os._exit(128 + signo)
+
 
 signal.signal(signal.SIGTERM, stop)
 signal.signal(signal.SIGINT, stop)

@@ -124,22 +124,34 @@ def _bash_result(card: HarnessCard, text: str, is_error: bool | None) -> Failure
     if is_error:
         m = _EXIT.match(text)
         if not m:
-            return result_failure("Bash", f"an error without an exit code ({excerpt(text, 100)!r}), which Pi's bash "
-                                  "text needs", "re-run the command under Pi")
-        output, code = text[m.end():], int(m.group(1))
+            return result_failure(
+                "Bash",
+                f"an error without an exit code ({excerpt(text, 100)!r}), which Pi's bash text needs",
+                "re-run the command under Pi",
+            )
+        output, code = text[m.end() :], int(m.group(1))
     cut = _CLAUDE_BASH_CUT.search(output)
     if cut is not None:
-        return result_failure("Bash", f"Claude Code truncated the output ({cut.group(0)!r}); the real output is "
-                              "unknown", hint)
+        return result_failure(
+            "Bash", f"Claude Code truncated the output ({cut.group(0)!r}); the real output is unknown", hint
+        )
     if not output.strip() or _NO_OUTPUT.fullmatch(output.strip()):
         output = ""
-        failure = result_failure("Bash", f"no output recorded (exit code {code}), but Claude Code trims whitespace, "
-                                 "so the command printed nothing or only blank lines, and Pi's text differs between "
-                                 "them", hint)
+        failure = result_failure(
+            "Bash",
+            f"no output recorded (exit code {code}), but Claude Code trims whitespace, "
+            "so the command printed nothing or only blank lines, and Pi's text differs between "
+            "them",
+            hint,
+        )
     else:
-        failure = result_failure("Bash", f"{len(output)} characters of output whose edges Claude Code trimmed "
-                                 "(leading blank lines, trailing whitespace such as the final newline) and whose "
-                                 "stderr it keeps apart from stdout, so Pi's exact text is unknown", hint)
+        failure = result_failure(
+            "Bash",
+            f"{len(output)} characters of output whose edges Claude Code trimmed "
+            "(leading blank lines, trailing whitespace such as the final newline) and whose "
+            "stderr it keeps apart from stdout, so Pi's exact text is unknown",
+            hint,
+        )
     rendered = pi_bash_result(card, output, code, tool="Bash")
     return Altered(rendered, BASH_ALTERATIONS, failure)
 
@@ -149,8 +161,16 @@ class ClaudeCodeMapping:
 
     def map_call(self, call: ToolCall, result: Step | None, ctx: MapContext) -> MapOutcome:
         name = call.name
-        handler = {"Read": self._read, "Edit": self._edit, "MultiEdit": self._multi_edit, "Write": self._write,
-                   "Bash": self._bash, "Grep": map_grep, "Glob": map_glob, "LS": map_ls}.get(name)
+        handler = {
+            "Read": self._read,
+            "Edit": self._edit,
+            "MultiEdit": self._multi_edit,
+            "Write": self._write,
+            "Bash": self._bash,
+            "Grep": map_grep,
+            "Glob": map_glob,
+            "LS": map_ls,
+        }.get(name)
         if handler is None:
             return unsupported(name)
         args = parse_arguments(call.arguments, name)
@@ -158,9 +178,14 @@ class ClaudeCodeMapping:
             return args
         out = handler(args, result, ctx)
         if result is not None and result.images and isinstance(out, PiCall):
-            return with_result(out, Failure(
-                Reason.image_content, f"{name} result holds {result.images} image(s)",
-                "a text-only model cannot see them: keep the session up to this call, or convert for a vision model"))
+            return with_result(
+                out,
+                Failure(
+                    Reason.image_content,
+                    f"{name} result holds {result.images} image(s)",
+                    "a text-only model cannot see them: keep the session up to this call, or convert for a vision model",
+                ),
+            )
         return out
 
     # -- read ------------------------------------------------------------------------------------------------
@@ -183,9 +208,16 @@ class ClaudeCodeMapping:
             if "does not exist" in text or "ENOENT" in text:
                 abs_path = path if path.startswith("/") else f"{ctx.cwd.rstrip('/')}/{path}"
                 return PiCall("read", pi_args, pi_file_not_found(ctx.card, abs_path), (*tr, "error.file_not_found"))
-            return PiCall("read", pi_args, result_failure(
-                "Read", f"an error Pi words differently or not at all ({excerpt(text, 100)!r})",
-                "Pi's read errors are its own texts: re-run the read under Pi"), tuple(tr))
+            return PiCall(
+                "read",
+                pi_args,
+                result_failure(
+                    "Read",
+                    f"an error Pi words differently or not at all ({excerpt(text, 100)!r})",
+                    "Pi's read errors are its own texts: re-run the read under Pi",
+                ),
+                tuple(tr),
+            )
         tur = _tool_use_result(result)
         file_info = tur.get("file") if isinstance(tur, dict) else None
         if isinstance(file_info, dict) and isinstance(file_info.get("content"), str):
@@ -201,10 +233,21 @@ class ClaudeCodeMapping:
         limited = "limit" in pi_args
         cut = _claude_read_cut(content, start, shown, total, limited)
         if cut is not None:
-            return PiCall("read", pi_args, result_failure("Read", cut, "re-read the file in parts that fit, or re-run "
-                                                          "under Pi"), tuple(tr))
-        text = pi_read_result(ctx.card, content, start=start, total=total if isinstance(total, int) else None,
-                              shown=shown if isinstance(shown, int) else None, limited=limited, tool="Read")
+            return PiCall(
+                "read",
+                pi_args,
+                result_failure("Read", cut, "re-read the file in parts that fit, or re-run under Pi"),
+                tuple(tr),
+            )
+        text = pi_read_result(
+            ctx.card,
+            content,
+            start=start,
+            total=total if isinstance(total, int) else None,
+            shown=shown if isinstance(shown, int) else None,
+            limited=limited,
+            tool="Read",
+        )
         return PiCall("read", pi_args, text, tuple(tr))
 
     # -- edit ------------------------------------------------------------------------------------------------
@@ -215,9 +258,16 @@ class ClaudeCodeMapping:
             text = result.text or ""
             if "not found in file" in text or "String to replace not found" in text:
                 return PiCall("edit", {}, pi_edit_no_match(ctx.card, path), (*tr, "error.edit_no_match"))
-            return PiCall("edit", {}, result_failure(
-                "Edit", f"an error Pi words differently or not at all ({excerpt(text, 100)!r})",
-                "Pi's edit errors are its own texts: re-run the edit under Pi"), tuple(tr))
+            return PiCall(
+                "edit",
+                {},
+                result_failure(
+                    "Edit",
+                    f"an error Pi words differently or not at all ({excerpt(text, 100)!r})",
+                    "Pi's edit errors are its own texts: re-run the edit under Pi",
+                ),
+                tuple(tr),
+            )
         return PiCall("edit", {}, pi_edit_result(ctx.card, path, count), tuple(tr))
 
     def _edit(self, args: dict[str, Any], result: Step | None, ctx: MapContext) -> MapOutcome:
@@ -226,14 +276,18 @@ class ClaudeCodeMapping:
         if not isinstance(path, str) or not isinstance(old, str) or not isinstance(new, str):
             return arg_failure("Edit", "file_path/old_string/new_string missing or not strings", "complete the call")
         if args.get("replace_all"):
-            return arg_failure("Edit", "replace_all=true replaces every match; Pi's edit replaces exactly one",
-                               "split into one edit per occurrence with unique context")
+            return arg_failure(
+                "Edit",
+                "replace_all=true replaces every match; Pi's edit replaces exactly one",
+                "split into one edit per occurrence with unique context",
+            )
         extra = set(args) - {"file_path", "old_string", "new_string", "replace_all"}
         if extra:
             return arg_failure("Edit", f"unknown arguments {sorted(extra)}", "drop them")
         out = self._edit_result(path, 1, result, ctx, ["claude.Edit->edit"])
-        return PiCall("edit", {"path": path, "edits": [{"oldText": old, "newText": new}]}, out.result,
-                      out.transformations)
+        return PiCall(
+            "edit", {"path": path, "edits": [{"oldText": old, "newText": new}]}, out.result, out.transformations
+        )
 
     def _multi_edit(self, args: dict[str, Any], result: Step | None, ctx: MapContext) -> MapOutcome:
         path, edits = args.get("file_path"), args.get("edits")
@@ -241,8 +295,10 @@ class ClaudeCodeMapping:
             return arg_failure("MultiEdit", "file_path/edits missing", "complete the call")
         pi_edits = []
         for e in edits:
-            if not isinstance(e, dict) or not isinstance(e.get("old_string"), str) or not isinstance(
-                e.get("new_string"), str
+            if (
+                not isinstance(e, dict)
+                or not isinstance(e.get("old_string"), str)
+                or not isinstance(e.get("new_string"), str)
             ):
                 return arg_failure("MultiEdit", "an edit lacks old_string/new_string", "complete each edit")
             if e.get("replace_all"):
@@ -261,9 +317,16 @@ class ClaudeCodeMapping:
         if result is None:
             return PiCall("write", pi_args, None, tr)
         if result.is_error:
-            return PiCall("write", pi_args, result_failure(
-                "Write", f"an error Pi words differently or not at all ({excerpt(result.text or '', 100)!r})",
-                "Pi's write errors are its own texts: re-run the write under Pi"), tr)
+            return PiCall(
+                "write",
+                pi_args,
+                result_failure(
+                    "Write",
+                    f"an error Pi words differently or not at all ({excerpt(result.text or '', 100)!r})",
+                    "Pi's write errors are its own texts: re-run the write under Pi",
+                ),
+                tr,
+            )
         return PiCall("write", pi_args, pi_write_result(ctx.card, path, content), tr)
 
     # -- bash ------------------------------------------------------------------------------------------------
@@ -284,6 +347,9 @@ class ClaudeCodeMapping:
         text = strip_system_reminders(result.text or "")
         tur = _tool_use_result(result)
         if isinstance(tur, dict) and tur.get("interrupted"):
-            return Failure(Reason.aborted_or_error_turn, f"Bash {excerpt(command, 60)!r} was interrupted by the user",
-                           "an interrupted call is not a finished action: keep the session up to it")
+            return Failure(
+                Reason.aborted_or_error_turn,
+                f"Bash {excerpt(command, 60)!r} was interrupted by the user",
+                "an interrupted call is not a finished action: keep the session up to it",
+            )
         return PiCall("bash", pi_args, _bash_result(ctx.card, text, result.is_error), tuple(tr))

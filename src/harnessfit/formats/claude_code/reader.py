@@ -83,8 +83,18 @@ WARMUP_PROMPT = "Warmup"
 
 NOISE_TYPES = frozenset(
     {
-        "file-history-snapshot", "progress", "queue-operation", "summary", "system", "permission-mode", "attachment",
-        "ai-title", "last-prompt", "custom-title", "tag", "agent-name",
+        "file-history-snapshot",
+        "progress",
+        "queue-operation",
+        "summary",
+        "system",
+        "permission-mode",
+        "attachment",
+        "ai-title",
+        "last-prompt",
+        "custom-title",
+        "tag",
+        "agent-name",
     }
 )
 _CLAUDE_KEYS = {"sessionId", "parentUuid", "uuid", "userType", "isSidechain"}
@@ -103,9 +113,7 @@ class ClaudeCodeReader(BaseTraceReader):
         if b'"sessionId"' not in head and b'"parentUuid"' not in head:
             return False
         first = first_json_line(path)
-        return isinstance(first, dict) and (
-            bool(_CLAUDE_KEYS & set(first)) or first.get("type") in NOISE_TYPES
-        )
+        return isinstance(first, dict) and (bool(_CLAUDE_KEYS & set(first)) or first.get("type") in NOISE_TYPES)
 
     def read_file(self, path: Path, sha: str) -> Iterator[Trajectory | Rejection]:
         session = Session()
@@ -116,26 +124,43 @@ class ClaudeCodeReader(BaseTraceReader):
                 continue
             if not isinstance(item.value, dict):
                 session.lost(False)
-                yield self.reject(path, sha, Reason.parse_error, f"line {item.lineno}: not a JSON object",
-                                  "each line must be one object", line=item.lineno)
+                yield self.reject(
+                    path,
+                    sha,
+                    Reason.parse_error,
+                    f"line {item.lineno}: not a JSON object",
+                    "each line must be one object",
+                    line=item.lineno,
+                )
                 continue
             session.feed(item.lineno, item.value)
         if all(not t.steps and not t.skipped_calls for t in session.threads()):
-            yield self.reject(path, sha, Reason.empty,
-                              f"no user/assistant messages ({session.noise} bookkeeping lines)",
-                              "the session holds no conversation")
+            yield self.reject(
+                path,
+                sha,
+                Reason.empty,
+                f"no user/assistant messages ({session.noise} bookkeeping lines)",
+                "the session holds no conversation",
+            )
             return
         yield from self._records(path, sha, session, whole_file_subagent="subagents" in path.parts)
 
     def _records(self, path: Path, sha: str, session: Session, whole_file_subagent: bool) -> Iterator[Trajectory]:
         sidechains = sum(1 for t in session.sides.values() if t.steps)
-        task_prompts = {c.arguments["prompt"] for t in session.threads() for s in t.steps for c in s.tool_calls
-                        if c.name in TASK_TOOLS and isinstance(c.arguments, dict)
-                        and isinstance(c.arguments.get("prompt"), str)}
+        task_prompts = {
+            c.arguments["prompt"]
+            for t in session.threads()
+            for s in t.steps
+            for c in s.tool_calls
+            if c.name in TASK_TOOLS and isinstance(c.arguments, dict) and isinstance(c.arguments.get("prompt"), str)
+        }
         compactions = len(session.epochs) - 1
         root: str | None = None
-        links = _session_notes(session, whole_file_subagent, spawns=any(
-            c.name in TASK_TOOLS for t in session.threads() for s in t.steps for c in s.tool_calls))
+        links = _session_notes(
+            session,
+            whole_file_subagent,
+            spawns=any(c.name in TASK_TOOLS for t in session.threads() for s in t.steps for c in s.tool_calls),
+        )
         named: list[tuple[str, Thread, list[str]]] = []
         for k, t in enumerate(session.epochs):
             notes = [f"claude.sidechains_split_off:{sidechains}"] if sidechains else []
@@ -144,8 +169,10 @@ class ClaudeCodeReader(BaseTraceReader):
             elif compactions:
                 notes.append(f"claude.compactions_split_off:{compactions}")
             named.append(("session" if k == 0 else f"compaction:{k}", t, notes))
-        named += [(f"sidechain:{key}", t, [f"claude.sidechain_split_by_root:{sidechains}"])
-                  for key, t in session.sides.items()]
+        named += [
+            (f"sidechain:{key}", t, [f"claude.sidechain_split_by_root:{sidechains}"])
+            for key, t in session.sides.items()
+        ]
         for key, t, notes in named:
             if not t.steps and not t.skipped_calls:
                 continue
@@ -156,8 +183,15 @@ class ClaudeCodeReader(BaseTraceReader):
                 notes = [*notes, f"subagent:{why}" if why else note]
             noise = [f"claude.noise_lines_skipped:{session.noise}"] if session.noise else []
             traj = self.trajectory(
-                path, sha, key=key, steps=t.steps, cwd=session.cwd, date=session.date,
-                source_harness_version=session.version, flags=sorted(flags), line_start=t.first_line,
+                path,
+                sha,
+                key=key,
+                steps=t.steps,
+                cwd=session.cwd,
+                date=session.date,
+                source_harness_version=session.version,
+                flags=sorted(flags),
+                line_start=t.first_line,
                 line_end=t.last_line,
                 transformations=list(dict.fromkeys([*links, *noise, *notes, *t.transformations])),
             )
@@ -180,7 +214,7 @@ def _subagent_run(thread: Thread, task_prompts: set[str], path: Path) -> tuple[s
     if path.name.startswith("agent-acompact"):
         return "Claude Code's compaction run, not a request", ""
     if (first.text or "").strip() == WARMUP_PROMPT:
-        return "Claude Code's warm-up of a sub-agent (its prompt \"Warmup\" is no request)", ""
+        return 'Claude Code\'s warm-up of a sub-agent (its prompt "Warmup" is no request)', ""
     return None, "claude.subagent_prompt_unlinked"
 
 

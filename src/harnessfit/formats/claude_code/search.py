@@ -43,9 +43,16 @@ from harnessfit.harness.pi_results import pi_grep_result
 
 __all__ = ["map_grep", "map_glob", "map_ls"]
 
-_UNMAPPED_GREP_OPTIONS = {"-A": "context lines after", "-B": "context lines before", "-C": "context lines",
-                          "context": "context lines", "type": "a file type", "multiline": "multiline matching",
-                          "head_limit": "a line limit", "offset": "paging"}
+_UNMAPPED_GREP_OPTIONS = {
+    "-A": "context lines after",
+    "-B": "context lines before",
+    "-C": "context lines",
+    "context": "context lines",
+    "type": "a file type",
+    "multiline": "multiline matching",
+    "head_limit": "a line limit",
+    "offset": "paging",
+}
 _NUMBERED = re.compile(r"(\d+):(.*)\Z", re.DOTALL)
 _PAGED = re.compile(r"\[Showing results with pagination|\[Omitted long line|\[\d+ (?:lines|characters) truncated\]")
 
@@ -58,8 +65,14 @@ def _tools_card(harness: str, version: str) -> HarnessCard | None:
     return load_card(harness, version, "tools")
 
 
-def _off(tool: str, pi_tool: str, args: dict[str, Any], result: Step | None, ctx: MapContext,
-         mapper: Callable[[dict[str, Any], Step | None, MapContext], MapOutcome]) -> Failure | None:
+def _off(
+    tool: str,
+    pi_tool: str,
+    args: dict[str, Any],
+    result: Step | None,
+    ctx: MapContext,
+    mapper: Callable[[dict[str, Any], Step | None, MapContext], MapOutcome],
+) -> Failure | None:
     """``None`` when the card has Pi's ``pi_tool``; else ``unsupported_tool``, suggesting the tools profile only when
     the call maps there (``mapper`` run under that card), and otherwise saying why it would not."""
     if pi_tool in ctx.card.default_tools:
@@ -70,8 +83,11 @@ def _off(tool: str, pi_tool: str, args: dict[str, Any], result: Step | None, ctx
         return unsupported(tool, off)
     on = mapper(args, result, replace(ctx, card=tools))
     if isinstance(on, PiCall):
-        return unsupported(tool, f"{off}; with the tools profile (pi@{ctx.card.version}+tools) this call is Pi's "
-                                 f"{pi_tool}", f"convert with --harness pi@{ctx.card.version}+tools")
+        return unsupported(
+            tool,
+            f"{off}; with the tools profile (pi@{ctx.card.version}+tools) this call is Pi's {pi_tool}",
+            f"convert with --harness pi@{ctx.card.version}+tools",
+        )
     return unsupported(tool, f"{off}, and the tools profile would not make the call exact: {on.detail}")
 
 
@@ -85,12 +101,19 @@ def map_grep(args: dict[str, Any], result: Step | None, ctx: MapContext) -> MapO
         return arg_failure("Grep", "pattern missing or not a string", "complete the call")
     mode = args.get("output_mode") or "files_with_matches"
     if mode != "content":
-        return arg_failure("Grep", f"output_mode {mode!r} lists files or counts; Pi's grep prints matching lines",
-                           "re-run the search as output_mode content on one file, or under Pi")
+        return arg_failure(
+            "Grep",
+            f"output_mode {mode!r} lists files or counts; Pi's grep prints matching lines",
+            "re-run the search as output_mode content on one file, or under Pi",
+        )
     used = [what for key, what in _UNMAPPED_GREP_OPTIONS.items() if args.get(key) not in (None, False, 0)]
     if used:
-        return arg_failure("Grep", f"{', '.join(used)}: Pi's grep has no such option (its context repeats lines "
-                           "per match where rg merges them)", "search without it, or re-run under Pi")
+        return arg_failure(
+            "Grep",
+            f"{', '.join(used)}: Pi's grep has no such option (its context repeats lines "
+            "per match where rg merges them)",
+            "search without it, or re-run under Pi",
+        )
     path = args.get("path") if isinstance(args.get("path"), str) and args.get("path") else None
     pi_args: dict[str, Any] = {"pattern": pattern}
     if path is not None:
@@ -102,29 +125,41 @@ def map_grep(args: dict[str, Any], result: Step | None, ctx: MapContext) -> MapO
     if result is None:
         return PiCall("grep", pi_args, None, ("claude.Grep->grep",))
     if result.is_error:
-        return Failure(Reason.aborted_or_error_turn, f"Grep error: {excerpt(result.text or '', 100)!r}",
-                       "drop the failed call")
+        return Failure(
+            Reason.aborted_or_error_turn, f"Grep error: {excerpt(result.text or '', 100)!r}", "drop the failed call"
+        )
     rendered = _grep_text(args, path, result, ctx)
-    return PiCall("grep", pi_args, rendered, ("claude.Grep->grep",) if isinstance(rendered, Failure)
-                  else ("claude.Grep->grep", "grep_result.one_file"))
+    return PiCall(
+        "grep",
+        pi_args,
+        rendered,
+        ("claude.Grep->grep",) if isinstance(rendered, Failure) else ("claude.Grep->grep", "grep_result.one_file"),
+    )
 
 
 def _grep_text(args: dict[str, Any], path: str | None, result: Step, ctx: MapContext) -> str | Failure:
     """Pi's grep text for the recorded result of a one-file search, or why it cannot be rebuilt."""
     hint = "re-run the step under Pi (with the tools profile)"
     if path is None:
-        return result_failure("Grep", "a search of the working folder: Pi's rg also searches .git/ and hidden files "
-                              "Claude Code leaves out, so its matches are unknown", hint)
+        return result_failure(
+            "Grep",
+            "a search of the working folder: Pi's rg also searches .git/ and hidden files "
+            "Claude Code leaves out, so its matches are unknown",
+            hint,
+        )
     if args.get("-n") is not True:
-        return result_failure("Grep", "no line numbers (-n): Pi's grep always prints them, the record lacks them",
-                              hint)
+        return result_failure("Grep", "no line numbers (-n): Pi's grep always prints them, the record lacks them", hint)
     text = result.text or ""
     meta = result.meta.get("toolUseResult") if isinstance(result.meta, dict) else None
     if _PAGED.search(text) or (isinstance(meta, dict) and meta.get("appliedLimit")):
         return result_failure("Grep", "Claude Code cut or paged the matches; the rest is unknown", hint)
     if text.strip() in ("No matches found", ""):
-        return result_failure("Grep", f"no matches in {path!r}, and the record cannot say whether that is one file "
-                              "(exact) or a folder (Pi's rg also searches .git/ and hidden files)", hint)
+        return result_failure(
+            "Grep",
+            f"no matches in {path!r}, and the record cannot say whether that is one file "
+            "(exact) or a folder (Pi's rg also searches .git/ and hidden files)",
+            hint,
+        )
     abs_path = path if path.startswith("/") else posixpath.normpath(posixpath.join(ctx.cwd, path))
     shown = posixpath.basename(abs_path.rstrip("/"))
     matches: list[tuple[str, int, str]] = []
@@ -132,12 +167,16 @@ def _grep_text(args: dict[str, Any], path: str | None, result: Step, ctx: MapCon
         rest = None
         for prefix in (path + ":", abs_path + ":"):
             if line.startswith(prefix):
-                rest = line[len(prefix):]
+                rest = line[len(prefix) :]
                 break
         m = _NUMBERED.match(rest if rest is not None else line)
         if m is None:
-            return result_failure("Grep", f"a line that names another file or no line number ({excerpt(line, 80)!r}): a "
-                                  "search of a folder, whose matches Pi would not print the same", hint)
+            return result_failure(
+                "Grep",
+                f"a line that names another file or no line number ({excerpt(line, 80)!r}): a "
+                "search of a folder, whose matches Pi would not print the same",
+                hint,
+            )
         matches.append((shown, int(m.group(1)), m.group(2).replace("\r", "")))
     return pi_grep_result(ctx.card, matches, tool="Grep")
 
@@ -147,11 +186,14 @@ def map_glob(args: dict[str, Any], result: Step | None, ctx: MapContext) -> MapO
     off = _off("Glob", "find", args, result, ctx, map_glob)
     if off is not None:
         return off
-    return arg_failure("Glob", "Pi's find (fd --hidden) also lists folders and hidden paths and skips .gitignored "
-                       "ones, while Glob lists files only by its own hidden/ignore rules (a real session's Glob "
-                       "listed a dist/ file), so the record does not say which paths fd would print; and it sorts "
-                       "them by modification time, fd by its own walk (no content tier takes a list's order yet)",
-                       "re-run the step under Pi, or list the files with bash")
+    return arg_failure(
+        "Glob",
+        "Pi's find (fd --hidden) also lists folders and hidden paths and skips .gitignored "
+        "ones, while Glob lists files only by its own hidden/ignore rules (a real session's Glob "
+        "listed a dist/ file), so the record does not say which paths fd would print; and it sorts "
+        "them by modification time, fd by its own walk (no content tier takes a list's order yet)",
+        "re-run the step under Pi, or list the files with bash",
+    )
 
 
 def map_ls(args: dict[str, Any], result: Step | None, ctx: MapContext) -> MapOutcome:
@@ -159,5 +201,9 @@ def map_ls(args: dict[str, Any], result: Step | None, ctx: MapContext) -> MapOut
     off = _off("LS", "ls", args, result, ctx, map_ls)
     if off is not None:
         return off
-    return arg_failure("LS", "Claude Code's LS prints the tree and leaves out hidden entries; Pi's ls lists one "
-                       "folder with its hidden entries, which the record does not name", "re-run the step under Pi")
+    return arg_failure(
+        "LS",
+        "Claude Code's LS prints the tree and leaves out hidden entries; Pi's ls lists one "
+        "folder with its hidden entries, which the record does not name",
+        "re-run the step under Pi",
+    )

@@ -20,7 +20,7 @@ from harnessfit.formats.claude_code.lines import (
 __all__ = ["USER_REJECTION_MARK", "Session", "Thread"]
 
 USER_REJECTION_MARK = "doesn't want to proceed with this tool use"
-_INTERRUPT_MARKS = ("[Request interrupted by user", )
+_INTERRUPT_MARKS = ("[Request interrupted by user",)
 
 
 def _result_text(content: Any) -> tuple[str, int]:
@@ -157,7 +157,7 @@ class Session:
             self.seen.add(uuid)
 
     def _key(self, line: dict[str, Any], uuid: str | None, lineno: int) -> str:
-        """"" for the main thread, else the root uuid of the line's sidechain."""
+        """ "" for the main thread, else the root uuid of the line's sidechain."""
         if not line.get("isSidechain"):
             return ""
         parent = line.get("parentUuid")
@@ -210,8 +210,11 @@ class Session:
         its parent is no line of the file, when it comes right after one in its thread) and it holds text that is not
         local-command UI."""
         parent = line.get("parentUuid")
-        linked = parent in self.echoes if isinstance(parent, str) and parent in self.seen \
+        linked = (
+            parent in self.echoes
+            if isinstance(parent, str) and parent in self.seen
             else self.after_echo.get(key, False)
+        )
         if not linked or has_tool_result(content):
             return False
         text = message_text(content)
@@ -290,8 +293,16 @@ def add_user(line: dict[str, Any], content: Any, steps: list[Step], flags: set[s
             if is_error and USER_REJECTION_MARK in text:
                 flags.add("user_rejected_tool")
                 meta["user_rejected"] = True
-            steps.append(Step(role="tool", tool_call_id=str(b.get("tool_use_id") or ""), text=text,
-                              is_error=is_error, images=imgs, meta=meta))
+            steps.append(
+                Step(
+                    role="tool",
+                    tool_call_id=str(b.get("tool_use_id") or ""),
+                    text=text,
+                    is_error=is_error,
+                    images=imgs,
+                    meta=meta,
+                )
+            )
         elif kind == "image":
             images += 1
     text = message_text(blocks)

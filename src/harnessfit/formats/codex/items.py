@@ -85,8 +85,13 @@ def _output(payload: dict[str, Any]) -> tuple[str, int, int | None]:
     out = payload.get("output")
     if isinstance(out, str):
         return out, 0, None
-    if isinstance(out, list) and len(out) == 1 and isinstance(out[0], dict) \
-            and out[0].get("type") in ("input_text", "output_text") and isinstance(out[0].get("text"), str):
+    if (
+        isinstance(out, list)
+        and len(out) == 1
+        and isinstance(out[0], dict)
+        and out[0].get("type") in ("input_text", "output_text")
+        and isinstance(out[0].get("text"), str)
+    ):
         return out[0]["text"], 0, None
     parts = len(out) if isinstance(out, list) else None
     return dumps_compact_str(out), _images(out), parts

@@ -51,20 +51,33 @@ class Record:
 
 
 def _is_envelope(value: Any) -> bool:
-    return (isinstance(value, dict) and value.get("type") in ENVELOPE_TYPES and isinstance(value.get("payload"), dict)
-            and "timestamp" in value)
+    return (
+        isinstance(value, dict)
+        and value.get("type") in ENVELOPE_TYPES
+        and isinstance(value.get("payload"), dict)
+        and "timestamp" in value
+    )
 
 
 def _is_legacy_meta(value: Any) -> bool:
-    return (isinstance(value, dict) and "type" not in value and "instructions" in value
-            and isinstance(value.get("id"), str) and isinstance(value.get("timestamp"), str)
-            and value.get("record_type", "session_meta") == "session_meta")
+    return (
+        isinstance(value, dict)
+        and "type" not in value
+        and "instructions" in value
+        and isinstance(value.get("id"), str)
+        and isinstance(value.get("timestamp"), str)
+        and value.get("record_type", "session_meta") == "session_meta"
+    )
 
 
 def _is_ts_document(value: Any) -> bool:
     session = value.get("session") if isinstance(value, dict) else None
-    return (isinstance(session, dict) and isinstance(session.get("id"), str)
-            and isinstance(session.get("timestamp"), str) and isinstance(value.get("items"), list))
+    return (
+        isinstance(session, dict)
+        and isinstance(session.get("id"), str)
+        and isinstance(session.get("timestamp"), str)
+        and isinstance(value.get("items"), list)
+    )
 
 
 def layout_of(first: Any) -> str | None:
@@ -129,8 +142,7 @@ def records(lines: Iterator[JsonLine | Rejection]) -> Iterator[Record | Rejectio
             yield Record("session_meta", value["session"], line.lineno, index, layout=layout)
             for item in value["items"]:
                 index += 1
-                yield Record("response_item", item if isinstance(item, dict) else {}, line.lineno, index,
-                             layout=layout)
+                yield Record("response_item", item if isinstance(item, dict) else {}, line.lineno, index, layout=layout)
             continue
         index += 1
         if layout == "legacy":

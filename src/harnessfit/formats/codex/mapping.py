@@ -70,12 +70,17 @@ SUBAGENT_TOOLS = frozenset({"spawn_agent", "wait_agent", "close_agent", "send_in
 SHELL_TOOLS = frozenset({"shell", "container.exec"})
 _WHY = {
     "write_stdin": "it writes to a running exec_command session; Pi's bash runs each command to its end",
-    "view_image": ("it attaches an image to the model's context; Pi's read would send the image as Pi loads it, which "
-                   "the rollout does not hold"),
-    "read_file": ("its lines come as 'L<n>: …' without the file's line endings and cut at 500 bytes, so Pi's read "
-                  "text (the file as it is) cannot be rebuilt"),
-    "grep_files": ("it lists the files that match (rg --files-with-matches, newest first), not the matching lines "
-                   "Pi's grep shows"),
+    "view_image": (
+        "it attaches an image to the model's context; Pi's read would send the image as Pi loads it, which "
+        "the rollout does not hold"
+    ),
+    "read_file": (
+        "its lines come as 'L<n>: …' without the file's line endings and cut at 500 bytes, so Pi's read "
+        "text (the file as it is) cannot be rebuilt"
+    ),
+    "grep_files": (
+        "it lists the files that match (rg --files-with-matches, newest first), not the matching lines Pi's grep shows"
+    ),
 }
 
 
@@ -98,8 +103,9 @@ def _timeout(args: dict[str, Any], tool: str) -> tuple[int | float | None, Failu
     """Pi's ``timeout`` (seconds) from Codex's ``timeout_ms`` or its serde alias ``timeout`` (milliseconds too)."""
     given = [k for k in ("timeout_ms", "timeout") if args.get(k) is not None]
     if len(given) > 1:
-        return None, arg_failure(tool, "both timeout_ms and its alias timeout are given (Codex refuses the call)",
-                                 "give one of them")
+        return None, arg_failure(
+            tool, "both timeout_ms and its alias timeout are given (Codex refuses the call)", "give one of them"
+        )
     if not given:
         return None, None
     ms = args[given[0]]
@@ -119,7 +125,8 @@ class CodexMapping:
         name = call.name
         if name in SUBAGENT_TOOLS:
             return Failure(
-                Reason.subagent, f"tool {name!r} drives Codex sub-agents",
+                Reason.subagent,
+                f"tool {name!r} drives Codex sub-agents",
                 "Pi has no sub-agents: keep only sessions without spawn_agent/wait_agent",
             )
         patch = patch_text(name, call.arguments)
@@ -133,10 +140,18 @@ class CodexMapping:
             return self._exec(call, result, ctx)
         if name == "local_shell" and isinstance(call.arguments, dict):
             action = call.arguments
-            args = {"command": action.get("command"), "workdir": action.get("working_directory"),
-                    "timeout_ms": action.get("timeout_ms")}
-            return self._argv(args, result, ctx, "local_shell", _dropped("local_shell", action, (
-                "type", "command", "working_directory", "timeout_ms")))
+            args = {
+                "command": action.get("command"),
+                "workdir": action.get("working_directory"),
+                "timeout_ms": action.get("timeout_ms"),
+            }
+            return self._argv(
+                args,
+                result,
+                ctx,
+                "local_shell",
+                _dropped("local_shell", action, ("type", "command", "working_directory", "timeout_ms")),
+            )
         if name in _WHY:
             return unsupported(name, _WHY[name])
         return unsupported(name or "<unnamed>")
@@ -145,11 +160,13 @@ class CodexMapping:
         args = parse_arguments(call.arguments, call.name)
         if isinstance(args, Failure):
             return args
-        return self._argv(args, result, ctx, call.name, _dropped(
-            "shell", args, ("command", "workdir", "timeout_ms", "timeout")))
+        return self._argv(
+            args, result, ctx, call.name, _dropped("shell", args, ("command", "workdir", "timeout_ms", "timeout"))
+        )
 
-    def _argv(self, args: dict[str, Any], result: Step | None, ctx: MapContext, tool: str,
-              dropped: tuple[str, ...]) -> MapOutcome:
+    def _argv(
+        self, args: dict[str, Any], result: Step | None, ctx: MapContext, tool: str, dropped: tuple[str, ...]
+    ) -> MapOutcome:
         argv = args.get("command")
         if not isinstance(argv, list) or not argv or not all(isinstance(a, str) for a in argv):
             return arg_failure(tool, "command is not a non-empty list of strings", "command must be an argv list")
@@ -159,8 +176,16 @@ class CodexMapping:
         command = argv_to_command(argv)
         return self._bash(command, args, result, ctx, tool, (f"codex.{tool}->bash",), dropped)
 
-    def _bash(self, command: str, args: dict[str, Any], result: Step | None, ctx: MapContext, tool: str,
-              notes: tuple[str, ...], dropped: tuple[str, ...]) -> MapOutcome:
+    def _bash(
+        self,
+        command: str,
+        args: dict[str, Any],
+        result: Step | None,
+        ctx: MapContext,
+        tool: str,
+        notes: tuple[str, ...],
+        dropped: tuple[str, ...],
+    ) -> MapOutcome:
         """A command string run in ``args["workdir"]`` with ``args``' timeout, as a Pi bash call."""
         bad = invokes_patch(command)
         if bad is not None:
@@ -182,21 +207,49 @@ class CodexMapping:
         args = parse_arguments(call.arguments, "shell_command")
         if isinstance(args, Failure):
             return args
-        return self._script("command", args, args, result, ctx, "shell_command", None, _dropped(
-            "shell_command", args, ("command", "workdir", "timeout_ms", "timeout")))
+        return self._script(
+            "command",
+            args,
+            args,
+            result,
+            ctx,
+            "shell_command",
+            None,
+            _dropped("shell_command", args, ("command", "workdir", "timeout_ms", "timeout")),
+        )
 
     def _exec(self, call: ToolCall, result: Step | None, ctx: MapContext) -> MapOutcome:
         args = parse_arguments(call.arguments, "exec_command")
         if isinstance(args, Failure):
             return args
-        tty = arg_failure("exec_command", "tty=true (interactive terminal)", "Pi's bash has no TTY") \
-            if args.get("tty") else None
+        tty = (
+            arg_failure("exec_command", "tty=true (interactive terminal)", "Pi's bash has no TTY")
+            if args.get("tty")
+            else None
+        )
         used = ("cmd", "workdir")
-        return self._script("cmd", args, {k: v for k, v in args.items() if k in used}, result, ctx, "exec_command", tty,
-                            _dropped("exec_command", args, used))
+        return self._script(
+            "cmd",
+            args,
+            {k: v for k, v in args.items() if k in used},
+            result,
+            ctx,
+            "exec_command",
+            tty,
+            _dropped("exec_command", args, used),
+        )
 
-    def _script(self, key: str, args: dict[str, Any], bash_args: dict[str, Any], result: Step | None,
-                ctx: MapContext, tool: str, refuse: Failure | None, dropped: tuple[str, ...]) -> MapOutcome:
+    def _script(
+        self,
+        key: str,
+        args: dict[str, Any],
+        bash_args: dict[str, Any],
+        result: Step | None,
+        ctx: MapContext,
+        tool: str,
+        refuse: Failure | None,
+        dropped: tuple[str, ...],
+    ) -> MapOutcome:
         """A command *string* (``args[key]``), as ``_argv`` takes an argv list: a patch it runs, else a bash call with
         ``bash_args``' workdir and timeout; ``refuse`` (a tool-specific failure) wins once the string is there."""
         cmd = args.get(key)

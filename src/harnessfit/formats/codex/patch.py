@@ -26,8 +26,19 @@ from harnessfit.formats.base import Failure, MapContext, MapOutcome, PiCall, arg
 from harnessfit.formats.codex.results import parse_output, refused
 from harnessfit.harness.pi_results import pi_edit_result, pi_write_result
 
-__all__ = ["HEREDOC", "Patch", "PatchError", "PatchFile", "SHELL_WRAPPERS", "invokes_patch", "map_patch",
-           "parse_patch", "patch_from_argv", "patch_from_script", "patch_text"]
+__all__ = [
+    "HEREDOC",
+    "Patch",
+    "PatchError",
+    "PatchFile",
+    "SHELL_WRAPPERS",
+    "invokes_patch",
+    "map_patch",
+    "parse_patch",
+    "patch_from_argv",
+    "patch_from_script",
+    "patch_text",
+]
 
 SHELL_WRAPPERS = {("bash", "-lc"), ("bash", "-c"), ("/bin/bash", "-lc"), ("/bin/bash", "-c")}
 _CD = r"""cd\s+(?P<cd>'[^']*'|[^\s'"&;|<>$`\\]+)\s*&&\s*"""  # one word, or one single-quoted string
@@ -80,14 +91,14 @@ def parse_patch(text: str) -> Patch:
         for op, prefix in (("add", "*** Add File: "), ("update", "*** Update File: "), ("delete", "*** Delete File: ")):
             if line.startswith(prefix):
                 close_hunk()
-                cur = PatchFile(op=op, path=line[len(prefix):].strip())
+                cur = PatchFile(op=op, path=line[len(prefix) :].strip())
                 files.append(cur)
                 break
         else:
             if cur is None:
                 raise PatchError(f"text before the first file header: {excerpt(line, 60)!r}")
             if line.startswith("*** Move to: "):
-                cur.move_to = line[len("*** Move to: "):].strip()
+                cur.move_to = line[len("*** Move to: ") :].strip()
             elif line.strip() == "*** End of File":
                 continue
             elif cur.op == "add":
@@ -163,8 +174,12 @@ def invokes_patch(command: str) -> Failure | None:
     m = _INVOKES.search(command)
     if m is None:
         return None
-    return arg_failure("apply_patch", f"the command invokes {m.group(0).strip()!r} in a form Codex applies itself "
-                       f"({excerpt(command, 60)!r}); Pi's bash has no apply_patch", "give the patch as its own call")
+    return arg_failure(
+        "apply_patch",
+        f"the command invokes {m.group(0).strip()!r} in a form Codex applies itself "
+        f"({excerpt(command, 60)!r}); Pi's bash has no apply_patch",
+        "give the patch as its own call",
+    )
 
 
 def map_patch(found: tuple[str, str | None], workdir: Any, ctx: MapContext, result: Step | None) -> MapOutcome:
@@ -185,7 +200,8 @@ def _map_patch(text: str, workdir: Any, ctx: MapContext, output: str | None) -> 
         return arg_failure("apply_patch", f"malformed patch ({exc})", "fix the patch text")
     if len(patch.files) != 1:
         return arg_failure(
-            "apply_patch", f"patch touches {len(patch.files)} files; one Pi edit/write covers one file",
+            "apply_patch",
+            f"patch touches {len(patch.files)} files; one Pi edit/write covers one file",
             "split the patch into one call per file",
         )
     f = patch.files[0]
@@ -204,8 +220,10 @@ def _map_patch(text: str, workdir: Any, ctx: MapContext, output: str | None) -> 
         ok, detail = _patch_succeeded(output)
         if not ok:
             failed = result_failure(
-                "apply_patch", detail,
-                "Pi words a failed edit differently: keep the session up to the patch, or re-run it under Pi")
+                "apply_patch",
+                detail,
+                "Pi words a failed edit differently: keep the session up to the patch, or re-run it under Pi",
+            )
     if f.op == "add":
         content = "\n".join(f.add_lines) + "\n" if f.add_lines else ""
         result = failed or (pi_write_result(ctx.card, path, content) if output is not None else None)
@@ -216,7 +234,8 @@ def _map_patch(text: str, workdir: Any, ctx: MapContext, output: str | None) -> 
     for old, new in f.hunks:
         if not old.strip():
             return arg_failure(
-                "apply_patch", f"a hunk in {f.path} has no context or removed lines (insert position ambiguous)",
+                "apply_patch",
+                f"a hunk in {f.path} has no context or removed lines (insert position ambiguous)",
                 "include context lines so the old text locates the change",
             )
         edits.append({"oldText": old, "newText": new})
@@ -225,7 +244,8 @@ def _map_patch(text: str, workdir: Any, ctx: MapContext, output: str | None) -> 
         for j, b in enumerate(olds):
             if i != j and a in b:
                 return arg_failure(
-                    "apply_patch", f"hunks {i + 1} and {j + 1} of {f.path} overlap (old text not unique)",
+                    "apply_patch",
+                    f"hunks {i + 1} and {j + 1} of {f.path} overlap (old text not unique)",
                     "merge the hunks or add distinguishing context",
                 )
     result = failed or (pi_edit_result(ctx.card, path, len(edits)) if output is not None else None)

@@ -252,16 +252,23 @@ class CodexReader(BaseTraceReader):
             return
         epochs = r.finished()
         if not any(s.role in ("user", "assistant") for e in epochs for s in e.steps) and not any(
-                e.skipped for e in epochs):  # skipped calls need their trajectory, to be counted
+            e.skipped for e in epochs
+        ):  # skipped calls need their trajectory, to be counted
             yield self.reject(
-                path, sha, Reason.empty, "rollout has no user or assistant messages",
-                "nothing to train on: drop the file", line_start=first_line, line_end=last_line,
+                path,
+                sha,
+                Reason.empty,
+                "rollout has no user or assistant messages",
+                "nothing to train on: drop the file",
+                line_start=first_line,
+                line_end=last_line,
             )
             return
         yield from self._trajectories(path, sha, r, epochs, (first_line, last_line))
 
-    def _trajectories(self, path: Path, sha: str, r: _Rollout, epochs: list[_Epoch],
-                      lines: tuple[int, int | None]) -> Iterator[Trajectory]:
+    def _trajectories(
+        self, path: Path, sha: str, r: _Rollout, epochs: list[_Epoch], lines: tuple[int, int | None]
+    ) -> Iterator[Trajectory]:
         spawns = any(c.name == "spawn_agent" for e in epochs for s in e.steps for c in s.tool_calls)
         own = [f"{SESSION_NOTE}{FORMAT}:{r.thread}"] if spawns and r.thread else []  # its sub-agents name it
         notes = [*own, *r.notes, *(f"codex: {k} x{v}" for k, v in sorted(r.counts.items()))]
@@ -272,10 +279,18 @@ class CodexReader(BaseTraceReader):
                 flags.add("lines_lost")
             single = len(epochs) == 1
             traj = self.trajectory(
-                path, sha, key="rollout" if k == len(epochs) - 1 else f"rollout:epoch:{k}", steps=epoch.steps,
-                cwd=r.cwd, date=r.date, repository=r.repository, source_harness_version=r.version,
-                flags=sorted(flags), line_start=lines[0] if single else (epoch.line_start or lines[0]),
-                line_end=lines[1] if single else (epoch.line_end or lines[1]), transformations=notes,
+                path,
+                sha,
+                key="rollout" if k == len(epochs) - 1 else f"rollout:epoch:{k}",
+                steps=epoch.steps,
+                cwd=r.cwd,
+                date=r.date,
+                repository=r.repository,
+                source_harness_version=r.version,
+                flags=sorted(flags),
+                line_start=lines[0] if single else (epoch.line_start or lines[0]),
+                line_end=lines[1] if single else (epoch.line_end or lines[1]),
+                transformations=notes,
             )
             traj.lost_at = epoch.lost_at
             if epoch.skipped:

@@ -52,7 +52,9 @@ _HEADER = re.compile(
 )
 _DENIED = re.compile(
     r"\A(?:failed in sandbox \w+ with execution error|execution error: sandbox error): sandbox denied exec error, "
-    r"exit code: (?P<code>-?\d+), stdout: (?P<streams>.*)\Z", re.S)
+    r"exit code: (?P<code>-?\d+), stdout: (?P<streams>.*)\Z",
+    re.S,
+)
 _STREAM_CAP_BYTES, _STREAM_CAP_LINES = 10 * 1024, 256  # codex-rs exec.rs MAX_STREAM_OUTPUT(_LINES), no mark
 _TIMEOUT = re.compile(r"\Acommand timed out after \d+ milliseconds")
 _REFUSALS = ("exec command rejected by user", "patch rejected by user")
@@ -70,8 +72,12 @@ def _json_output(text: str, tool: str) -> tuple[str, int | None] | Failure | Non
     code = meta.get("exit_code")
     if not isinstance(code, int) or isinstance(code, bool):
         keys = ", ".join(sorted(meta)) or "none"
-        return result_failure(tool, f"no exit_code in its metadata (keys: {keys}; output {excerpt(obj['output'], 40)!r}),"
-                              " and the exit status decides Pi's text", "re-record the rollout with output metadata")
+        return result_failure(
+            tool,
+            f"no exit_code in its metadata (keys: {keys}; output {excerpt(obj['output'], 40)!r}),"
+            " and the exit status decides Pi's text",
+            "re-record the rollout with output metadata",
+        )
     return obj["output"], code
 
 
@@ -87,12 +93,17 @@ def _headed_output(text: str, tool: str) -> tuple[str, int | None] | Failure | N
         if m is None:
             return None
         if m.group("session"):
-            return result_failure(tool, f"the process was still running when Codex returned ({line!r}: an "
-                                  "interactive session)", "Pi's bash waits for the command to end: re-run it "
-                                  "non-interactively")
+            return result_failure(
+                tool,
+                f"the process was still running when Codex returned ({line!r}: an interactive session)",
+                "Pi's bash waits for the command to end: re-run it non-interactively",
+            )
         if m.group("cut"):
-            return result_failure(tool, f"Codex truncated the output ({line!r}); the full output is unknown",
-                                  "the full output is needed to render Pi's result: re-run the command")
+            return result_failure(
+                tool,
+                f"Codex truncated the output ({line!r}); the full output is unknown",
+                "the full output is needed to render Pi's result: re-run the command",
+            )
         if m.group("code"):
             code = int(m.group("code"))
     if code is None:
@@ -111,19 +122,28 @@ def _denied_output(text: str, tool: str) -> tuple[str, int | None] | Failure | N
         return None
     code, streams = int(m.group("code")), m.group("streams").split(", stderr: ")
     if len(streams) != 2:
-        return result_failure(tool, f"Codex's sandbox-denied text (exit code {code}) is ambiguous: ', stderr: ' "
-                              "occurs in its output, so stdout and stderr cannot be told apart",
-                              "keep the session up to this call, or re-run it under Pi")
+        return result_failure(
+            tool,
+            f"Codex's sandbox-denied text (exit code {code}) is ambiguous: ', stderr: ' "
+            "occurs in its output, so stdout and stderr cannot be told apart",
+            "keep the session up to this call, or re-run it under Pi",
+        )
     for name, stream in zip(("stdout", "stderr"), streams, strict=True):
         if len(stream.encode()) >= _STREAM_CAP_BYTES or stream.count("\n") >= _STREAM_CAP_LINES:
-            return result_failure(tool, f"the {name} Codex reported (exit code {code}) is at its 10 KiB / 256-line "
-                                  "cap, which cut it without a mark; the full output is unknown",
-                                  "the full output is needed to render Pi's result: re-run the command")
+            return result_failure(
+                tool,
+                f"the {name} Codex reported (exit code {code}) is at its 10 KiB / 256-line "
+                "cap, which cut it without a mark; the full output is unknown",
+                "the full output is needed to render Pi's result: re-run the command",
+            )
     out, err = streams
     if out and err:
-        return result_failure(tool, f"Codex reported stdout ({excerpt(out, 30)!r}) and stderr ({excerpt(err, 30)!r}) "
-                              f"apart (exit code {code}); their interleaving in Pi's merged output is unknown",
-                              "re-run the command under Pi to record its merged output")
+        return result_failure(
+            tool,
+            f"Codex reported stdout ({excerpt(out, 30)!r}) and stderr ({excerpt(err, 30)!r}) "
+            f"apart (exit code {code}); their interleaving in Pi's merged output is unknown",
+            "re-run the command under Pi to record its merged output",
+        )
     return out or err, code
 
 
@@ -135,8 +155,11 @@ def parse_output(text: str, tool: str) -> tuple[str, int | None] | Failure:
     if parsed is None:
         parsed = _headed_output(text, tool)
     if parsed is None:
-        return result_failure(tool, f"no exit status in the output ({excerpt(text, 60)!r}): an "
-                              "error of Codex's own that Pi has no words for", "keep the session up to this call, or re-run it under Pi")
+        return result_failure(
+            tool,
+            f"no exit status in the output ({excerpt(text, 60)!r}): an error of Codex's own that Pi has no words for",
+            "keep the session up to this call, or re-run it under Pi",
+        )
     return parsed
 
 
@@ -155,8 +178,11 @@ def refused(result: Step | None) -> Failure | None:
             said = '{"output": "aborted", "metadata": {}}'
     if said is None:
         return None
-    return Failure(Reason.user_rejected_call, f"the user refused the call ({said!r})",
-                   "Pi has no approval step: the calls before the refused one are kept")
+    return Failure(
+        Reason.user_rejected_call,
+        f"the user refused the call ({said!r})",
+        "Pi has no approval step: the calls before the refused one are kept",
+    )
 
 
 def bash_result(result: Step | None, card: HarnessCard, tool: str) -> str | Failure | None:
@@ -165,22 +191,35 @@ def bash_result(result: Step | None, card: HarnessCard, tool: str) -> str | Fail
         return None
     parts = result.meta.get("output_parts")
     if parts is not None:
-        return result_failure(tool, f"the output is {parts} content item(s) with {result.images} image(s), not one "
-                             "text", "Pi's bash returns one text: keep the session up to this call")
+        return result_failure(
+            tool,
+            f"the output is {parts} content item(s) with {result.images} image(s), not one text",
+            "Pi's bash returns one text: keep the session up to this call",
+        )
     parsed = parse_output(result.text or "", tool)
     if isinstance(parsed, Failure):
         return parsed
     output, code = parsed
     cut = CODEX_TRUNCATION.search(output)
     if cut:
-        return result_failure(tool, f"Codex truncated the output ({cut.group(0)!r}); the full output is unknown",
-                              "the full output is needed to render Pi's result: re-run the command")
+        return result_failure(
+            tool,
+            f"Codex truncated the output ({cut.group(0)!r}); the full output is unknown",
+            "the full output is needed to render Pi's result: re-run the command",
+        )
     timeout = _TIMEOUT.match(output)
     if timeout:
-        return result_failure(tool, f"Codex killed the command ({timeout.group(0)!r}, exit code {code}); Pi words a "
-                              "timeout otherwise and has no default one", "re-run the command without the timeout")
+        return result_failure(
+            tool,
+            f"Codex killed the command ({timeout.group(0)!r}, exit code {code}); Pi words a "
+            "timeout otherwise and has no default one",
+            "re-run the command without the timeout",
+        )
     if output and result.meta.get("codex_output") == "stdout_or_stderr":
-        return result_failure(tool, "the TypeScript Codex CLI recorded `stdout || stderr`, so the stderr of a command "
-                              f"with output ({excerpt(output, 40)!r}) is unknown; Pi's bash shows both",
-                              "re-run the command to record its full output")
+        return result_failure(
+            tool,
+            "the TypeScript Codex CLI recorded `stdout || stderr`, so the stderr of a command "
+            f"with output ({excerpt(output, 40)!r}) is unknown; Pi's bash shows both",
+            "re-run the command to record its full output",
+        )
     return pi_bash_result(card, output, code, tool=tool)

@@ -61,7 +61,14 @@ class OpenAIChatMapping:
         text = result_text(result)
         why = over_pi_limits(text) if text is not None else None
         if why is not None:
-            return PiCall(name, ordered, result_failure(name, f"{why}; Pi's {name} never returns such a text",
-                                                        "keep the conversation up to this call, or re-run it "
-                                                        "under Pi"), notes)
+            return PiCall(
+                name,
+                ordered,
+                result_failure(
+                    name,
+                    f"{why}; Pi's {name} never returns such a text",
+                    "keep the conversation up to this call, or re-run it under Pi",
+                ),
+                notes,
+            )
         return PiCall(name, ordered, text, notes)

@@ -49,7 +49,9 @@ __all__ = ["OpenAIChatReader", "PI_TOOL_NAMES"]
 FORMAT = "openai_chat"
 PI_TOOL_NAMES = frozenset({"read", "bash", "edit", "write"})
 _FIRST_KEY = re.compile(rb'\A\[\s*(?:\[\s*)?\{\s*"(\w+)"')
-_CHAT_KEYS = frozenset({b"role", b"content", b"messages", b"conversations", b"tools", b"system", b"name", b"tool_calls"})
+_CHAT_KEYS = frozenset(
+    {b"role", b"content", b"messages", b"conversations", b"tools", b"system", b"name", b"tool_calls"}
+)
 MEDIA_TYPES = frozenset({"image_url", "image", "input_image", "video_url", "audio_url"})
 SHAREGPT_ROLES = {"human": "user", "user": "user", "gpt": "assistant", "assistant": "assistant", "system": "system"}
 
@@ -158,8 +160,13 @@ def _openai_steps(messages: list[Any], notes: list[str]) -> list[Step]:
                 if not isinstance(tc, dict):
                     continue
                 fn = tc.get("function") if isinstance(tc.get("function"), dict) else {}
-                calls.append(ToolCall(id=str(tc.get("id") or f"call_{i}_{j}"), name=str(fn.get("name") or ""),
-                                      arguments=fn.get("arguments")))
+                calls.append(
+                    ToolCall(
+                        id=str(tc.get("id") or f"call_{i}_{j}"),
+                        name=str(fn.get("name") or ""),
+                        arguments=fn.get("arguments"),
+                    )
+                )
             for j, value in enumerate(block_calls):
                 calls.append(_block_call(value, f"v1_call_{i}_{j}"))
                 blocks += 1
@@ -178,8 +185,15 @@ def _openai_steps(messages: list[Any], notes: list[str]) -> list[Step]:
                 cid = waiting.pop(0) if waiting else f"unpaired_result_{i}"
             elif str(cid) in waiting:
                 waiting.remove(str(cid))
-            steps.append(Step(role="tool", tool_call_id=str(cid), text=text, images=images,
-                              tool_name=m.get("name") if isinstance(m.get("name"), str) else None))
+            steps.append(
+                Step(
+                    role="tool",
+                    tool_call_id=str(cid),
+                    text=text,
+                    images=images,
+                    tool_name=m.get("name") if isinstance(m.get("name"), str) else None,
+                )
+            )
         elif role == "function":
             cid = pending_legacy.pop(0) if pending_legacy else f"legacy_orphan_{i}"
             steps.append(Step(role="tool", tool_call_id=cid, text=text, tool_name=m.get("name")))
@@ -206,16 +220,19 @@ def _sharegpt_steps(turns: list[Any], notes: list[str]) -> list[Step] | str:
             except orjson.JSONDecodeError:
                 obj = value
             items = obj if isinstance(obj, list) and obj else [obj]
-            calls = [_block_call(c, f"sharegpt_call_{i}" if len(items) == 1 else f"sharegpt_call_{i}_{k}")
-                     for k, c in enumerate(items)]
+            calls = [
+                _block_call(c, f"sharegpt_call_{i}" if len(items) == 1 else f"sharegpt_call_{i}_{k}")
+                for k, c in enumerate(items)
+            ]
             waiting = [c.id for c in calls]
             if steps and steps[-1].role == "assistant" and not steps[-1].tool_calls:
                 steps[-1].tool_calls.extend(calls)
             else:
                 steps.append(Step(role="assistant", tool_calls=calls))
         elif who == "observation":
-            steps.append(Step(role="tool", tool_call_id=waiting.pop(0) if waiting else f"sharegpt_orphan_{i}",
-                              text=value))
+            steps.append(
+                Step(role="tool", tool_call_id=waiting.pop(0) if waiting else f"sharegpt_orphan_{i}", text=value)
+            )
         else:
             return f"turn {i} has unknown speaker {who!r}"
     notes.append("openai_chat: ShareGPT turns mapped to chat roles")
@@ -236,7 +253,9 @@ class OpenAIChatReader(BaseTraceReader):
                 m = _FIRST_KEY.match(head)
                 if m is None or m.group(1) not in _CHAT_KEYS:
                     return False  # e.g. an OpenHands event list starts with "id"/"source"
-                return (b'"role"' in head and b'"content"' in head) or (b'"conversations"' in head and b'"from"' in head)
+                return (b'"role"' in head and b'"content"' in head) or (
+                    b'"conversations"' in head and b'"from"' in head
+                )
             if head.startswith(b"{"):
                 first = first_json_line(path)
                 if isinstance(first, dict):
@@ -276,23 +295,46 @@ class OpenAIChatReader(BaseTraceReader):
             return
         if isinstance(doc, list) and doc:
             for i, conv in enumerate(doc):
-                yield self._one(path, sha, conv if not isinstance(conv, list) else {"messages": conv},
-                                key=f"item{i}", line=None, index=i)
+                yield self._one(
+                    path,
+                    sha,
+                    conv if not isinstance(conv, list) else {"messages": conv},
+                    key=f"item{i}",
+                    line=None,
+                    index=i,
+                )
             return
-        yield self.reject(path, sha, Reason.empty if doc == [] else Reason.parse_error,
-                          "no conversations in the document", "pass a message list or a list of conversations")
+        yield self.reject(
+            path,
+            sha,
+            Reason.empty if doc == [] else Reason.parse_error,
+            "no conversations in the document",
+            "pass a message list or a list of conversations",
+        )
 
-    def _one(self, path: Path, sha: str, conv: Any, *, key: str, line: int | None, index: int | None = None) -> Trajectory | Rejection:
+    def _one(
+        self, path: Path, sha: str, conv: Any, *, key: str, line: int | None, index: int | None = None
+    ) -> Trajectory | Rejection:
         where = f"conversation {index}" if index is not None else "conversation"
         rid_key = f"{key}"
 
         def bad(reason: Reason, detail: str, hint: str) -> Rejection:
-            return self.reject(path, sha, reason, f"{where}: {detail}", hint, line=line,
-                               record_id=content_id("traj", FORMAT, sha, rid_key))
+            return self.reject(
+                path,
+                sha,
+                reason,
+                f"{where}: {detail}",
+                hint,
+                line=line,
+                record_id=content_id("traj", FORMAT, sha, rid_key),
+            )
 
         if not isinstance(conv, dict) or not _is_conversation(conv):
-            return bad(Reason.parse_error, "not a message list, {messages} or {conversations} object",
-                       "give each conversation as {\"messages\": [...]}")
+            return bad(
+                Reason.parse_error,
+                "not a message list, {messages} or {conversations} object",
+                'give each conversation as {"messages": [...]}',
+            )
         notes: list[str] = []
         if isinstance(conv.get("messages"), list):
             messages = conv["messages"]
@@ -328,5 +370,6 @@ class OpenAIChatReader(BaseTraceReader):
         if foreign:  # every answer was written with these on offer: the gate keeps no label of it
             flags.append("foreign_tools")
             notes.append(f"foreign_tools:{','.join(foreign)}")
-        return self.trajectory(path, sha, key=rid_key, steps=steps, line_start=line, line_end=line,
-                               transformations=notes, flags=flags)
+        return self.trajectory(
+            path, sha, key=rid_key, steps=steps, line_start=line, line_end=line, transformations=notes, flags=flags
+        )

@@ -99,8 +99,17 @@ class Steps:
         self.steps[-1].meta.setdefault("folded_calls", []).append("finish")
         self._response = None
 
-    def result(self, call_id: str, text: str, *, is_error: bool, exit_code: int | None, kind: str, images: int = 0,
-               meta: dict[str, Any] | None = None) -> None:
+    def result(
+        self,
+        call_id: str,
+        text: str,
+        *,
+        is_error: bool,
+        exit_code: int | None,
+        kind: str,
+        images: int = 0,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
         if call_id in self.finish_ids:
             self.count("finish_observation_dropped")
             return
@@ -185,14 +194,21 @@ def v0_event(ev: dict[str, Any], acc: Steps, call_of_event: dict[Any, str], *, f
         meta = extras.get("metadata") if isinstance(extras.get("metadata"), dict) else {}
         code = _int(meta.get("exit_code", extras.get("exit_code")))
         content = ev.get("content")
-        missing = {"no_exit_code": f"extras.metadata.exit_code {_field_state(meta, 'exit_code')}, "
-                                   f"extras.exit_code {_field_state(extras, 'exit_code')}"}
+        missing = {
+            "no_exit_code": f"extras.metadata.exit_code {_field_state(meta, 'exit_code')}, "
+            f"extras.exit_code {_field_state(extras, 'exit_code')}"
+        }
         acc.result(
-            call_id, content if isinstance(content, str) else dumps_compact_str(content),
-            is_error=kind == "error", exit_code=code, kind=kind, meta=missing if code is None else {},
+            call_id,
+            content if isinstance(content, str) else dumps_compact_str(content),
+            is_error=kind == "error",
+            exit_code=code,
+            kind=kind,
+            meta=missing if code is None else {},
         )
         return
     acc.count("unknown_event_skipped")
+
 
 # ------------------------------------------------------------------------------------------------ V1
 _TEXT_KEYS = ("content", "output", "message")  # where a V1 observation's text is, by layout (see the reader)
@@ -233,8 +249,9 @@ def v1_observation(obs: dict[str, Any]) -> tuple[str, bool, int | None, dict[str
         code = _int(md.get("exit_code"))
         meta["exit_code_from"] = "metadata"
     if code is None:
-        meta["no_exit_code"] = (f"exit_code {_field_state(obs, 'exit_code')}, "
-                                + (f"metadata.exit_code {_field_state(md, 'exit_code')}" if md else "no metadata"))
+        meta["no_exit_code"] = f"exit_code {_field_state(obs, 'exit_code')}, " + (
+            f"metadata.exit_code {_field_state(md, 'exit_code')}" if md else "no metadata"
+        )
     if isinstance(md.get("suffix"), str) and md["suffix"].strip():
         meta["status"] = md["suffix"].strip()
     return text or "", is_error, code, meta
@@ -256,8 +273,15 @@ def _v1_result(ev: dict[str, Any], acc: Steps, kind: str) -> None:
     if extended:  # agent-context text (path-scoped rules) OpenHands appended after the tool's result
         meta["extended_content"] = extended
         acc.count("observation_extended_content")
-    acc.result(call_id, text, is_error=is_error, exit_code=code, kind=_kind(obs["kind"]) if obs.get("kind") else kind,
-               images=_parts_images(obs.get("content")), meta=meta)
+    acc.result(
+        call_id,
+        text,
+        is_error=is_error,
+        exit_code=code,
+        kind=_kind(obs["kind"]) if obs.get("kind") else kind,
+        images=_parts_images(obs.get("content")),
+        meta=meta,
+    )
 
 
 def v1_event(ev: dict[str, Any], acc: Steps) -> None:

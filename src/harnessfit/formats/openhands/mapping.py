@@ -98,9 +98,14 @@ class OpenHandsMapping:
         if name in EDITOR_TOOLS:
             out = map_str_replace_editor(args, result, "openhands", _editor_success, ctx.card)
             if result is not None and result.meta.get("observation") == "error":
-                out = with_result(out, result_failure(
-                    name, f"an OpenHands error ({excerpt(result.text or '', 80)!r})",
-                    "keep the session up to this call, or re-run the task under Pi so the error text is Pi's own"))
+                out = with_result(
+                    out,
+                    result_failure(
+                        name,
+                        f"an OpenHands error ({excerpt(result.text or '', 80)!r})",
+                        "keep the session up to this call, or re-run the task under Pi so the error text is Pi's own",
+                    ),
+                )
         else:
             out = self._bash(name, args, result, ctx)
         lost = _lost_result(name, result)
@@ -133,32 +138,50 @@ def _bash_result(name: str, result: Step, ctx: MapContext) -> Failure | Altered:
         code = result.exit_code
     status = result.meta.get("status") if isinstance(result.meta.get("status"), str) else None
     if result.is_error:
-        return result_failure(name, f"an OpenHands error observation ({excerpt(output or status or '', 80)!r}), not "
-                              "the command's output", "Pi would have run the command: re-run it under Pi")
+        return result_failure(
+            name,
+            f"an OpenHands error observation ({excerpt(output or status or '', 80)!r}), not the command's output",
+            "Pi would have run the command: re-run it under Pi",
+        )
     if code is None:
         missing = result.meta.get("no_exit_code")
-        return result_failure(name, f"no exit status in the observation ({missing or 'no exit code field'}; no "
-                              "status line in its text), and it decides Pi's text",
-                              "keep the observation metadata (exit_code) when recording")
+        return result_failure(
+            name,
+            f"no exit status in the observation ({missing or 'no exit code field'}; no "
+            "status line in its text), and it decides Pi's text",
+            "keep the observation metadata (exit_code) when recording",
+        )
     if code == -1:
         said = f"; OpenHands said {excerpt(status, 80)!r}" if status else ""
-        return result_failure(name, f"exit code -1: the command was still running, timed out or not seen to finish"
-                              f"{said}", "Pi waits for the command or reports its own timeout text: re-run under Pi")
+        return result_failure(
+            name,
+            f"exit code -1: the command was still running, timed out or not seen to finish{said}",
+            "Pi waits for the command or reports its own timeout text: re-run under Pi",
+        )
     control = _CONTROL.search(output)
     if control:
-        return result_failure(name, f"the output holds terminal control sequences ({control.group()!r}…) of "
-                              "OpenHands' interactive terminal; Pi runs commands without one, so its text is unknown",
-                              "re-run the command under Pi (or a runner that keeps raw, non-TTY output)")
+        return result_failure(
+            name,
+            f"the output holds terminal control sequences ({control.group()!r}…) of "
+            "OpenHands' interactive terminal; Pi runs commands without one, so its text is unknown",
+            "re-run the command under Pi (or a runner that keeps raw, non-TTY output)",
+        )
     if output:
-        failure = result_failure(name, f"{len(output)} characters of output whose final newline OpenHands stripped, "
-                                 "so Pi's exact text is unknown",
-                                 "re-run the command under Pi (or a runner that keeps raw output)")
+        failure = result_failure(
+            name,
+            f"{len(output)} characters of output whose final newline OpenHands stripped, so Pi's exact text is unknown",
+            "re-run the command under Pi (or a runner that keeps raw output)",
+        )
     else:
         # empty here is no output *or* only blank lines, which Pi shows as they are ("(no output)" is Pi's text for
         # none at all), so even this is not byte-exact
-        failure = result_failure(name, "an empty output after OpenHands stripped its surrounding whitespace: the "
-                                 f"command printed nothing or only blank lines (exit code {code}), and Pi's text "
-                                 "differs between them", "re-run the command under Pi (or a runner that keeps raw output)")
+        failure = result_failure(
+            name,
+            "an empty output after OpenHands stripped its surrounding whitespace: the "
+            f"command printed nothing or only blank lines (exit code {code}), and Pi's text "
+            "differs between them",
+            "re-run the command under Pi (or a runner that keeps raw output)",
+        )
     rendered = pi_bash_result(ctx.card, output, code, tool=name)
     return Altered(rendered, (OUTPUT_STRIPPED,), failure)
 
@@ -169,11 +192,17 @@ def _lost_result(name: str, result: Step | None) -> Failure | None:
     if result is None:
         return None
     if isinstance(result.meta.get("no_text"), str):
-        return result_failure(name, f"{result.meta['no_text']}, so the text OpenHands showed is unknown",
-                              "record the observation's content (or output) when exporting")
+        return result_failure(
+            name,
+            f"{result.meta['no_text']}, so the text OpenHands showed is unknown",
+            "record the observation's content (or output) when exporting",
+        )
     extended = result.meta.get("extended_content")
     if isinstance(extended, str):
-        return result_failure(name, f"OpenHands appended {len(extended)} characters of agent context after the tool's "
-                              f"result ({excerpt(extended, 60)!r}); Pi adds none",
-                              "convert a run without path-scoped rules, or re-run the task under Pi")
+        return result_failure(
+            name,
+            f"OpenHands appended {len(extended)} characters of agent context after the tool's "
+            f"result ({excerpt(extended, 60)!r}); Pi adds none",
+            "convert a run without path-scoped rules, or re-run the task under Pi",
+        )
     return None

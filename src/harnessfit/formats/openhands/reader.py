@@ -93,8 +93,12 @@ class OpenHandsReader(BaseTraceReader):
             head = sniff(path).lstrip()
             if self._eval_output(path, head):
                 return True
-            return (head.startswith(b"[") and b'"source"' in head
-                    and (b'"action"' in head or b'"observation"' in head) and b'"role"' not in head[:200])
+            return (
+                head.startswith(b"[")
+                and b'"source"' in head
+                and (b'"action"' in head or b'"observation"' in head)
+                and b'"role"' not in head[:200]
+            )
         except Exception:  # noqa: BLE001 - detect must never raise
             return False
 
@@ -135,14 +139,25 @@ class OpenHandsReader(BaseTraceReader):
             yield doc
             return
         if not isinstance(doc, list) or not all(isinstance(e, dict) for e in doc):
-            yield self.reject(path, sha, Reason.parse_error, "not a list of event objects",
-                              "pass an OpenHands event list")
+            yield self.reject(
+                path, sha, Reason.parse_error, "not a list of event objects", "pass an OpenHands event list"
+            )
             return
         yield self._v0_trajectory(path, sha, doc, key="v0", notes=[])
 
-    def _v0_trajectory(self, path: Path, sha: str, events: list[dict[str, Any]], *, key: str, notes: list[str],
-                       instruction: str | None = None, flags: tuple[str, ...] = (), line: int | None = None,
-                       date: str | None = None) -> Trajectory | Rejection:
+    def _v0_trajectory(
+        self,
+        path: Path,
+        sha: str,
+        events: list[dict[str, Any]],
+        *,
+        key: str,
+        notes: list[str],
+        instruction: str | None = None,
+        flags: tuple[str, ...] = (),
+        line: int | None = None,
+        date: str | None = None,
+    ) -> Trajectory | Rejection:
         """One trajectory from V0 events in order (a list file, a session folder or an evaluation instance)."""
         acc = Steps()
         call_of_event: dict[Any, str] = {}
@@ -153,26 +168,69 @@ class OpenHandsReader(BaseTraceReader):
             meta = extras.get("metadata") if isinstance(extras.get("metadata"), dict) else {}
             if cwd is None and isinstance(meta.get("working_dir"), str):
                 cwd = meta["working_dir"]
-        return self._finish(path, sha, acc, key=key, notes=notes, instruction=instruction, flags=flags, line=line,
-                            cwd=cwd, cwd_note="from observation", default_note="openhands.v0: default cwd /workspace",
-                            date=date or next((e["timestamp"][:10] for e in events
-                                               if isinstance(e.get("timestamp"), str)), None))
+        return self._finish(
+            path,
+            sha,
+            acc,
+            key=key,
+            notes=notes,
+            instruction=instruction,
+            flags=flags,
+            line=line,
+            cwd=cwd,
+            cwd_note="from observation",
+            default_note="openhands.v0: default cwd /workspace",
+            date=date or next((e["timestamp"][:10] for e in events if isinstance(e.get("timestamp"), str)), None),
+        )
 
-    def _finish(self, path: Path, sha: str, acc: Steps, *, key: str, notes: list[str], instruction: str | None,
-                flags: tuple[str, ...], line: int | None, cwd: str | None, cwd_note: str, default_note: str,
-                date: str | None, line_end: int | None = None) -> Trajectory | Rejection:
+    def _finish(
+        self,
+        path: Path,
+        sha: str,
+        acc: Steps,
+        *,
+        key: str,
+        notes: list[str],
+        instruction: str | None,
+        flags: tuple[str, ...],
+        line: int | None,
+        cwd: str | None,
+        cwd_note: str,
+        default_note: str,
+        date: str | None,
+        line_end: int | None = None,
+    ) -> Trajectory | Rejection:
         if instruction and not acc.has_user():
-            acc.steps.insert(next((i for i, s in enumerate(acc.steps) if s.role != "system"), len(acc.steps)),
-                             Step(role="user", text=instruction))
+            acc.steps.insert(
+                next((i for i, s in enumerate(acc.steps) if s.role != "system"), len(acc.steps)),
+                Step(role="user", text=instruction),
+            )
             notes = [*notes, "openhands.eval: instruction as the first user message (the history has none)"]
         if not any(s.role in ("user", "assistant") for s in acc.steps) and not acc.skipped:
             where = f" ({key.replace(':', ' ')})" if key.startswith("instance") else ""
-            return self.reject(path, sha, Reason.empty, f"no user or agent messages{where}",
-                               "nothing to train on: drop it", line_start=line, line_end=line_end or line)
+            return self.reject(
+                path,
+                sha,
+                Reason.empty,
+                f"no user or agent messages{where}",
+                "nothing to train on: drop it",
+                line_start=line,
+                line_end=line_end or line,
+            )
         notes = [*notes, *(f"openhands: {k} x{v}" for k, v in sorted(acc.counts.items()))]
         notes.append(default_note if cwd is None else f"openhands.{key.split(':')[0]}: cwd {cwd_note}")
-        traj = self.trajectory(path, sha, key=key, steps=acc.steps, cwd=cwd or DEFAULT_CWD, date=date,
-                               flags=flags, line_start=line, line_end=line_end or line, transformations=notes)
+        traj = self.trajectory(
+            path,
+            sha,
+            key=key,
+            steps=acc.steps,
+            cwd=cwd or DEFAULT_CWD,
+            date=date,
+            flags=flags,
+            line_start=line,
+            line_end=line_end or line,
+            transformations=notes,
+        )
         if acc.skipped:
             traj.skipped_calls = {CONTEXT_NOT_REBUILT: acc.skipped}
         return traj
@@ -203,8 +261,9 @@ class OpenHandsReader(BaseTraceReader):
                 ev = self.load_document(ids[eid], sha, checked=False)
                 if isinstance(ev, Rejection):
                     lost = True
-                    yield self.reject(folder, sha, ev.reason, f"events/{eid}.json: {ev.detail}", ev.repair_hint,
-                                      line=eid)
+                    yield self.reject(
+                        folder, sha, ev.reason, f"events/{eid}.json: {ev.detail}", ev.repair_hint, line=eid
+                    )
                     continue
             else:
                 start = eid - eid % 25
@@ -219,8 +278,9 @@ class OpenHandsReader(BaseTraceReader):
                     continue
             if not isinstance(ev, dict):
                 lost = True
-                yield self.reject(folder, sha, Reason.parse_error, f"event {eid}: not an event object",
-                                  "fix the event file", line=eid)
+                yield self.reject(
+                    folder, sha, Reason.parse_error, f"event {eid}: not an event object", "fix the event file", line=eid
+                )
                 continue
             events.append(ev)
         if not events:
@@ -230,13 +290,17 @@ class OpenHandsReader(BaseTraceReader):
         notes = ["openhands.v0_folder: events read in id order"]
         if missing:
             notes.append(f"openhands.v0_folder: {missing} event id(s) absent (OpenHands skips them too)")
-        meta = self.load_document(folder / "metadata.json", sha, checked=False) \
-            if (folder / "metadata.json").is_file() else None
+        meta = (
+            self.load_document(folder / "metadata.json", sha, checked=False)
+            if (folder / "metadata.json").is_file()
+            else None
+        )
         date = None
         if isinstance(meta, dict) and isinstance(meta.get("created_at"), str):
             date = meta["created_at"][:10]
-        out = self._v0_trajectory(folder, sha, events, key="v0_folder", notes=notes,
-                                  flags=("lines_lost",) if lost else (), date=date)
+        out = self._v0_trajectory(
+            folder, sha, events, key="v0_folder", notes=notes, flags=("lines_lost",) if lost else (), date=date
+        )
         if isinstance(out, Rejection) and lost:
             return  # the broken event files have their own rows
         yield out
@@ -253,9 +317,15 @@ class OpenHandsReader(BaseTraceReader):
             key = f"instance:{k}"
             k += 1
             if not _is_eval_output(rec):
-                yield self.reject(path, sha, Reason.parse_error, f"line {item.lineno}: not an evaluation record "
-                                  "with a history of OpenHands events", "each line must be one EvalOutput object",
-                                  line=item.lineno, record_id=content_id("traj", FORMAT, sha, key))
+                yield self.reject(
+                    path,
+                    sha,
+                    Reason.parse_error,
+                    f"line {item.lineno}: not an evaluation record with a history of OpenHands events",
+                    "each line must be one EvalOutput object",
+                    line=item.lineno,
+                    record_id=content_id("traj", FORMAT, sha, key),
+                )
                 continue
             history = rec["history"]
             instruction = rec.get("instruction") if isinstance(rec.get("instruction"), str) else None
@@ -270,13 +340,24 @@ class OpenHandsReader(BaseTraceReader):
                 acc = Steps()
                 for ev in events:
                     v1_event(ev, acc)
-                yield self._finish(path, sha, acc, key=key, notes=notes, instruction=instruction, flags=(),
-                                   line=item.lineno, cwd=None, cwd_note="", default_note="openhands.v1: default cwd "
-                                   "/workspace", date=next((e["timestamp"][:10] for e in events
-                                                            if isinstance(e.get("timestamp"), str)), None))
+                yield self._finish(
+                    path,
+                    sha,
+                    acc,
+                    key=key,
+                    notes=notes,
+                    instruction=instruction,
+                    flags=(),
+                    line=item.lineno,
+                    cwd=None,
+                    cwd_note="",
+                    default_note="openhands.v1: default cwd /workspace",
+                    date=next((e["timestamp"][:10] for e in events if isinstance(e.get("timestamp"), str)), None),
+                )
                 continue
-            yield self._v0_trajectory(path, sha, events, key=key, notes=notes, instruction=instruction,
-                                      line=item.lineno)
+            yield self._v0_trajectory(
+                path, sha, events, key=key, notes=notes, instruction=instruction, line=item.lineno
+            )
 
     def _read_v1(self, folder: Path, sha: str) -> Iterator[Trajectory | Rejection]:
         state = self.load_document(folder / "base_state.json", sha, checked=False)
@@ -298,8 +379,9 @@ class OpenHandsReader(BaseTraceReader):
                 continue
             if not isinstance(ev, dict):
                 lost = True
-                yield self.reject(folder, sha, Reason.parse_error, f"{f.name}: not an event object",
-                                  "fix the event file", line=i)
+                yield self.reject(
+                    folder, sha, Reason.parse_error, f"{f.name}: not an event object", "fix the event file", line=i
+                )
                 continue
             if date is None and isinstance(ev.get("timestamp"), str):
                 date = ev["timestamp"][:10]
@@ -313,8 +395,16 @@ class OpenHandsReader(BaseTraceReader):
         notes = [f"openhands: {k} x{v}" for k, v in sorted(acc.counts.items())]
         notes.append("openhands.v1: events read in file-name order")
         traj = self.trajectory(
-            folder, sha, key="v1", steps=acc.steps, cwd=cwd or DEFAULT_CWD, date=date,
-            flags=["lines_lost"] if lost else [], line_start=1, line_end=len(files), transformations=notes,
+            folder,
+            sha,
+            key="v1",
+            steps=acc.steps,
+            cwd=cwd or DEFAULT_CWD,
+            date=date,
+            flags=["lines_lost"] if lost else [],
+            line_start=1,
+            line_end=len(files),
+            transformations=notes,
         )
         if acc.skipped:
             traj.skipped_calls = {CONTEXT_NOT_REBUILT: acc.skipped}

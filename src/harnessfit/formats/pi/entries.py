@@ -13,10 +13,21 @@ import orjson
 from harnessfit.core.trajectory import Step, ToolCall
 from harnessfit.harness.pi_results import bash_user_text
 
-__all__ = ["BRANCH_PREFIX", "BRANCH_SUFFIX", "COMPACTION_PREFIX", "COMPACTION_SUFFIX", "Node", "call_arguments",
-           "context", "sent_arguments", "system_text"]
+__all__ = [
+    "BRANCH_PREFIX",
+    "BRANCH_SUFFIX",
+    "COMPACTION_PREFIX",
+    "COMPACTION_SUFFIX",
+    "Node",
+    "call_arguments",
+    "context",
+    "sent_arguments",
+    "system_text",
+]
 
-COMPACTION_PREFIX = "The conversation history before this point was compacted into the following summary:\n\n<summary>\n"
+COMPACTION_PREFIX = (
+    "The conversation history before this point was compacted into the following summary:\n\n<summary>\n"
+)
 COMPACTION_SUFFIX = "\n</summary>"
 BRANCH_PREFIX = "The following is a summary of a branch that this conversation came back from:\n\n<summary>\n"
 BRANCH_SUFFIX = "</summary>"
@@ -113,9 +124,16 @@ def _system_step(msg: dict[str, Any]) -> Step:
     # the tools' parameters as Pi declared them: with the prompt, what tells which Pi wrote the session
     # (harness.recorded.recorded_pi_versions)
     params = {str(t.get("name")): t["parameters"] for t in added if isinstance(t.get("parameters"), dict)}
-    return Step(role="system", text=text, meta={"sections": list(sections), "tools_added": [t.get("name") for t in added],
-                                               "tools_removed": list(msg.get("toolsRemoved") or []),
-                                               "tool_parameters": params})
+    return Step(
+        role="system",
+        text=text,
+        meta={
+            "sections": list(sections),
+            "tools_added": [t.get("name") for t in added],
+            "tools_removed": list(msg.get("toolsRemoved") or []),
+            "tool_parameters": params,
+        },
+    )
 
 
 def _message_steps(msg: dict[str, Any], notes: list[str]) -> list[Step]:
@@ -127,14 +145,16 @@ def _message_steps(msg: dict[str, Any], notes: list[str]) -> list[Step]:
         return [_assistant_step(msg)]
     if role == "toolResult":
         blocks = _blocks(msg.get("content"))
-        return [Step(
-            role="tool",
-            tool_call_id=str(msg.get("toolCallId") or ""),
-            tool_name=msg.get("toolName"),
-            text="\n".join(b.get("text") or "" for b in blocks if b.get("type") == "text"),
-            is_error=bool(msg.get("isError")),
-            images=sum(1 for b in blocks if b.get("type") == "image"),
-        )]
+        return [
+            Step(
+                role="tool",
+                tool_call_id=str(msg.get("toolCallId") or ""),
+                tool_name=msg.get("toolName"),
+                text="\n".join(b.get("text") or "" for b in blocks if b.get("type") == "text"),
+                is_error=bool(msg.get("isError")),
+                images=sum(1 for b in blocks if b.get("type") == "image"),
+            )
+        ]
     if role == "system":
         return [_system_step(msg)]
     if role == "bashExecution":
@@ -142,8 +162,13 @@ def _message_steps(msg: dict[str, Any], notes: list[str]) -> list[Step]:
             notes.append("pi.bash_excluded_from_context")
             return []
         full = msg.get("fullOutputPath") if msg.get("truncated") else None
-        text = bash_user_text(str(msg.get("command") or ""), str(msg.get("output") or ""), msg.get("exitCode"),
-                              bool(msg.get("cancelled")), full_output_path=full if isinstance(full, str) else None)
+        text = bash_user_text(
+            str(msg.get("command") or ""),
+            str(msg.get("output") or ""),
+            msg.get("exitCode"),
+            bool(msg.get("cancelled")),
+            full_output_path=full if isinstance(full, str) else None,
+        )
         notes.append("pi.bashExecution->user_text")
         return [_wrapped(text, bash_execution=True)]
     if role == "custom":
@@ -185,13 +210,13 @@ class Node:
     entry: dict[str, Any]
 
 
-
 def context(path_nodes: list[Node]) -> tuple[list[Step], list[str]]:
     """The messages Pi builds from one root→leaf path (``buildContextEntries`` + ``projectContextEntry`` +
     ``convertToLlm``), as steps."""
     notes: list[str] = []
-    compaction = next((i for i in range(len(path_nodes) - 1, -1, -1)
-                       if path_nodes[i].entry.get("type") == "compaction"), None)
+    compaction = next(
+        (i for i in range(len(path_nodes) - 1, -1, -1) if path_nodes[i].entry.get("type") == "compaction"), None
+    )
     selected: list[tuple[Node, str]] = []  # (node, "summary" | "kept" | "after")
     if compaction is None:
         selected = [(node, "after") for node in path_nodes]
@@ -204,7 +229,7 @@ def context(path_nodes: list[Node]) -> tuple[list[Step], list[str]]:
             found = found or node.eid == first_kept
             if found:
                 selected.append((node, "kept"))
-        selected += [(node, "after") for node in path_nodes[compaction + 1:]]
+        selected += [(node, "after") for node in path_nodes[compaction + 1 :]]
         notes.append("pi.compaction_applied")
     edits: dict[str, Any] = {}
     for node, _ in selected:
@@ -257,13 +282,26 @@ def _edited(steps: list[Step], replacement: Any, notes: list[str]) -> list[Step]
     out: list[Step] = []
     for s in steps:
         if s.role == "assistant":
-            out.append(_assistant_step({"content": content, "stopReason": s.stop_reason,
-                                        "model": s.meta.get("model"), "provider": s.meta.get("provider")}))
+            out.append(
+                _assistant_step(
+                    {
+                        "content": content,
+                        "stopReason": s.stop_reason,
+                        "model": s.meta.get("model"),
+                        "provider": s.meta.get("provider"),
+                    }
+                )
+            )
         elif s.role == "tool":
             blocks = _blocks(content)
-            out.append(s.model_copy(update={"text": "\n".join(b.get("text") or "" for b in blocks
-                                                              if b.get("type") == "text"),
-                                            "images": sum(1 for b in blocks if b.get("type") == "image")}))
+            out.append(
+                s.model_copy(
+                    update={
+                        "text": "\n".join(b.get("text") or "" for b in blocks if b.get("type") == "text"),
+                        "images": sum(1 for b in blocks if b.get("type") == "image"),
+                    }
+                )
+            )
         elif s.role == "user":
             meta = {k: v for k, v in s.meta.items() if k not in ("parts", "content_string")}
             out.append(_user_step(content if not s.meta.get("custom") else _as_blocks(content), **meta))

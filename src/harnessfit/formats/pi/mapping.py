@@ -44,8 +44,11 @@ class PiMapping:
         rendered: str | Failure | None = text
         if text is not None:
             rendered = in_target_words(ctx.card, call.name, text, args)
-            if isinstance(rendered, Failure) and rendered.reason == Reason.unknown_pi_text and any(
-                    v.severity == "error" for v in ctx.card.validate_call(call.name, args)):
+            if (
+                isinstance(rendered, Failure)
+                and rendered.reason == Reason.unknown_pi_text
+                and any(v.severity == "error" for v in ctx.card.validate_call(call.name, args))
+            ):
                 rendered = text  # the target refuses the call: it is cut at its own turn, its result is never seen
             if isinstance(rendered, str) and rendered != text:
                 parsed = parse_text(ctx.card, call.name, text)

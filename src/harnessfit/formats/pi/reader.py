@@ -64,7 +64,17 @@ from harnessfit.formats.pi.entries import (
 )
 from harnessfit.formats.reading import first_json_line
 
-__all__ = ["PiReader", "side_branch_span", "call_arguments", "sent_arguments", "COMPACTION_PREFIX", "COMPACTION_SUFFIX", "BRANCH_PREFIX", "BRANCH_SUFFIX"]
+__all__ = [
+    "PiReader",
+    "side_branch_span",
+    "call_arguments",
+    "sent_arguments",
+    "COMPACTION_PREFIX",
+    "COMPACTION_SUFFIX",
+    "BRANCH_PREFIX",
+    "BRANCH_SUFFIX",
+]
+
 
 def side_branch_span(leaf: str, parent: dict[str, str | None], on_active: set[str], memo: dict[str, str]) -> str:
     """The first entry of the side branch that ends at ``leaf``: its oldest ancestor not on the active branch (the
@@ -117,8 +127,14 @@ class PiReader(BaseTraceReader):
             value = item.value
             if not isinstance(value, dict):
                 lost.append(item.lineno)
-                yield self.reject(path, sha, Reason.parse_error, f"line {item.lineno}: not a JSON object",
-                                  "each line must be one session entry object", line=item.lineno)
+                yield self.reject(
+                    path,
+                    sha,
+                    Reason.parse_error,
+                    f"line {item.lineno}: not a JSON object",
+                    "each line must be one session entry object",
+                    line=item.lineno,
+                )
                 continue
             if value.get("type") == "session" and header is None:
                 header = value
@@ -126,15 +142,23 @@ class PiReader(BaseTraceReader):
             entries.append((item.lineno, value))
         if header is None or not entries:
             yield self.reject(
-                path, sha, Reason.empty, "session has no header or no entries",
+                path,
+                sha,
+                Reason.empty,
+                "session has no header or no entries",
                 "a Pi session needs its header line and at least one message",
             )
             return
         version = header.get("version") if isinstance(header.get("version"), int) else 1
         nodes, notes = _migrate(version, entries)
         if not nodes:
-            yield self.reject(path, sha, Reason.empty, "session has no entries besides headers",
-                              "a Pi session needs at least one message")
+            yield self.reject(
+                path,
+                sha,
+                Reason.empty,
+                "session has no entries besides headers",
+                "a Pi session needs at least one message",
+            )
             return
         by_id = {n.eid: n for n in nodes}
         children = {n.parent for n in nodes if n.parent is not None}
@@ -155,26 +179,46 @@ class PiReader(BaseTraceReader):
             if n > 0:  # a side branch: one ledger row from its own entries, its path never built
                 first = side_branch_span(leaf, parent, on_active, memo)
                 a, b = by_id[first].lineno, by_id[leaf].lineno
-                yield self.reject(path, sha, Reason.side_branch,
-                                  f"a side branch of the session tree (lines {min(a, b)}-{max(a, b)}; Pi replays only "
-                                  "the active branch)", "open the branch in Pi and export it as its own session",
-                                  line_start=min(a, b), line_end=max(a, b),
-                                  record_id=content_id("traj", self.name, sha, f"leaf:{leaf}"))  # the id it always had
+                yield self.reject(
+                    path,
+                    sha,
+                    Reason.side_branch,
+                    f"a side branch of the session tree (lines {min(a, b)}-{max(a, b)}; Pi replays only "
+                    "the active branch)",
+                    "open the branch in Pi and export it as its own session",
+                    line_start=min(a, b),
+                    line_end=max(a, b),
+                    record_id=content_id("traj", self.name, sha, f"leaf:{leaf}"),
+                )  # the id it always had
                 continue
             back = _cycle(leaf, by_id)
             if back is not None:  # Pi's buildSessionPath would walk this chain forever: Pi cannot open the file
-                yield self.reject(path, sha, Reason.parent_cycle,
-                                  f"the parentId chain from the last entry (line {by_id[leaf].lineno}) comes back to "
-                                  f"line {back}: Pi cannot build this session's path, so it cannot load it",
-                                  "repair the parentId links (each entry's parent must come before it)",
-                                  line_start=back, line_end=by_id[leaf].lineno)
+                yield self.reject(
+                    path,
+                    sha,
+                    Reason.parent_cycle,
+                    f"the parentId chain from the last entry (line {by_id[leaf].lineno}) comes back to "
+                    f"line {back}: Pi cannot build this session's path, so it cannot load it",
+                    "repair the parentId links (each entry's parent must come before it)",
+                    line_start=back,
+                    line_end=by_id[leaf].lineno,
+                )
                 continue
             path_nodes = _path(leaf, by_id)
             on_active.update(node.eid for node in path_nodes)
             yield from self._epochs(path, sha, leaf, path_nodes, notes, flags_common, cwd, date)
 
-    def _epochs(self, path: Path, sha: str, leaf: str, path_nodes: list[Node], notes: list[str],
-                flags_common: list[str], cwd: str | None, date: str | None) -> Iterator[Trajectory]:
+    def _epochs(
+        self,
+        path: Path,
+        sha: str,
+        leaf: str,
+        path_nodes: list[Node],
+        notes: list[str],
+        flags_common: list[str],
+        cwd: str | None,
+        date: str | None,
+    ) -> Iterator[Trajectory]:
         """One trajectory per compaction epoch of the active path (the module docstring's **Compaction**)."""
         compactions = [i for i, node in enumerate(path_nodes) if node.entry.get("type") == "compaction"]
         ends = [*compactions, len(path_nodes)]  # epoch k is the path up to (not including) compaction k+1
@@ -190,8 +234,15 @@ class PiReader(BaseTraceReader):
             last = epoch == len(ends) - 1
             key = f"leaf:{leaf}" if last else f"leaf:{leaf}:epoch:{epoch}"
             traj = self.trajectory(
-                path, sha, key=key, steps=steps, cwd=cwd, date=date, flags=flags,
-                line_start=min(lines) if lines else None, line_end=max(lines) if lines else None,
+                path,
+                sha,
+                key=key,
+                steps=steps,
+                cwd=cwd,
+                date=date,
+                flags=flags,
+                line_start=min(lines) if lines else None,
+                line_end=max(lines) if lines else None,
                 transformations=transformations,
             )
             if root is None:

@@ -64,33 +64,54 @@ _DIR_VIEW = re.compile(r"\AHere's the files and directories up to \d+ levels? de
 
 
 def _result_failure(tool: str, text: str) -> Failure:
-    return result_failure(tool, f"not a success Pi could word exactly ({excerpt(text, 80)!r})",
-                          "keep the session up to this call, or re-run the task under Pi so the error text is Pi's own")
+    return result_failure(
+        tool,
+        f"not a success Pi could word exactly ({excerpt(text, 80)!r})",
+        "keep the session up to this call, or re-run the task under Pi so the error text is Pi's own",
+    )
 
 
 def _view(args: dict[str, Any], path: str, text: str | None, prefix: str) -> MapOutcome:
     """``view``: a file view is Pi's read (its result cannot be rebuilt); a directory view has no Pi default tool."""
     if text is not None and _DIR_VIEW.match(text):
-        return unsupported("str_replace_editor view", f"{path} is a directory (the result lists its files and "
-                           "directories): Pi's read cannot list one",
-                           "list it with a bash ls call, or convert with a card that enables Pi's optional ls tool")
+        return unsupported(
+            "str_replace_editor view",
+            f"{path} is a directory (the result lists its files and directories): Pi's read cannot list one",
+            "list it with a bash ls call, or convert with a card that enables Pi's optional ls tool",
+        )
     pi_args: dict[str, Any] = {"path": path}
     rng = args.get("view_range")
     if rng is not None:
-        if not (isinstance(rng, list) and len(rng) == 2 and all(isinstance(v, int) and not isinstance(v, bool)
-                                                                 for v in rng) and rng[0] >= 1):
-            return arg_failure("str_replace_editor view", f"view_range {rng!r} is not [start, end]",
-                               "give view_range as two line numbers")
+        if not (
+            isinstance(rng, list)
+            and len(rng) == 2
+            and all(isinstance(v, int) and not isinstance(v, bool) for v in rng)
+            and rng[0] >= 1
+        ):
+            return arg_failure(
+                "str_replace_editor view",
+                f"view_range {rng!r} is not [start, end]",
+                "give view_range as two line numbers",
+            )
         pi_args["offset"] = rng[0]
         if rng[1] != -1:
             if rng[1] < rng[0]:
-                return arg_failure("str_replace_editor view", f"view_range {rng!r} ends before it starts",
-                                   "give view_range as [start, end] with end >= start")
+                return arg_failure(
+                    "str_replace_editor view",
+                    f"view_range {rng!r} ends before it starts",
+                    "give view_range as [start, end] with end >= start",
+                )
             pi_args["limit"] = rng[1] - rng[0] + 1
-    result = None if text is None else result_failure(
-        "str_replace_editor view", "the editor's `cat -n` rendering (line numbers added, tabs expanded, the final "
-        "newline hidden) is not the file text Pi's read returns", "record the raw file content, or re-run the read "
-        "under Pi")
+    result = (
+        None
+        if text is None
+        else result_failure(
+            "str_replace_editor view",
+            "the editor's `cat -n` rendering (line numbers added, tabs expanded, the final "
+            "newline hidden) is not the file text Pi's read returns",
+            "record the raw file content, or re-run the read under Pi",
+        )
+    )
     return PiCall("read", pi_args, result, (f"{prefix}.str_replace_editor.view->read",))
 
 
@@ -127,14 +148,17 @@ def map_str_replace_editor(
         if text is not None and (error or not success("str_replace", text)):
             out = _result_failure("str_replace_editor str_replace", text)
         return PiCall(
-            "edit", {"path": path, "edits": [{"oldText": old, "newText": new}]}, out,
+            "edit",
+            {"path": path, "edits": [{"oldText": old, "newText": new}]},
+            out,
             (f"{prefix}.str_replace_editor.str_replace->edit",),
         )
     if command == "view":
         return _view(args, path, text, prefix)
     if command in ("insert", "undo_edit"):
         return arg_failure(
-            f"str_replace_editor {command}", "Pi has no line-number insert or undo",
+            f"str_replace_editor {command}",
+            "Pi has no line-number insert or undo",
             "express it as an edit with the surrounding text as oldText",
         )
     return arg_failure("str_replace_editor", f"unknown command {command!r}", "use view/create/str_replace")
@@ -157,8 +181,11 @@ class SweAgentMapping:
             return args
         if name == "str_replace_editor":
             return map_str_replace_editor(
-                args, result, "swe_agent",
-                _swe_success, ctx.card,
+                args,
+                result,
+                "swe_agent",
+                _swe_success,
+                ctx.card,
             )
         if name == "create":
             path = args.get("filename")
@@ -175,13 +202,20 @@ class SweAgentMapping:
             command = args.get("command")
             if not isinstance(command, str) or not command.strip():
                 return arg_failure("bash", "command is missing or empty", "give the command string")
-            out = None if result is None else result_failure(
-                "bash", "SWE-agent does not record the exit status, which decides Pi's text",
-                "re-run the command under Pi (or a runner that records exit codes)")
+            out = (
+                None
+                if result is None
+                else result_failure(
+                    "bash",
+                    "SWE-agent does not record the exit status, which decides Pi's text",
+                    "re-run the command under Pi (or a runner that records exit codes)",
+                )
+            )
             return PiCall("bash", {"command": command}, out, ("swe_agent.bash->bash",))
         if name in VIEWER_STATE:
             return arg_failure(
-                name, "acts on SWE-agent's open file and cursor (viewer state, not arguments)",
+                name,
+                "acts on SWE-agent's open file and cursor (viewer state, not arguments)",
                 "rewrite as a Pi edit/read naming the file and the exact text",
             )
         return unsupported(name or "<unnamed>", "SWE-agent command with no Pi equivalent")

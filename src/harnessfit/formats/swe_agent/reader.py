@@ -55,14 +55,18 @@ _YAML_ROLE = re.compile(r"^\s*-?\s*role:\s*(?:user|assistant|system|tool)\s*$", 
 
 
 def _is_swe_document(doc: Any) -> bool:
-    return isinstance(doc, dict) and (isinstance(doc.get("history"), list) or isinstance(doc.get("attempts"), list)) \
+    return (
+        isinstance(doc, dict)
+        and (isinstance(doc.get("history"), list) or isinstance(doc.get("attempts"), list))
         and bool(SWE_KEYS & set(doc))
+    )
 
 
 def _looks_like_yaml_demo(head: bytes) -> bool:
     text = head.decode("utf-8", "replace")
-    return not text.lstrip().startswith(("{", "[")) and bool(_YAML_HISTORY.search(text)) \
-        and bool(_YAML_ROLE.search(text))
+    return (
+        not text.lstrip().startswith(("{", "[")) and bool(_YAML_HISTORY.search(text)) and bool(_YAML_ROLE.search(text))
+    )
 
 
 def _text(content: Any) -> str:
@@ -98,12 +102,22 @@ class SweAgentReader(BaseTraceReader):
         if isinstance(doc, dict) and isinstance(doc.get("attempts"), list) and doc["attempts"]:
             for i, attempt in enumerate(doc["attempts"]):
                 if not isinstance(attempt, dict):
-                    yield self.reject(path, sha, Reason.parse_error, f"attempt {i} is not an object",
-                                      "each attempt must be a trajectory record", record_id=content_id(
-                                          "traj", FORMAT, sha, f"attempt:{i}"))
+                    yield self.reject(
+                        path,
+                        sha,
+                        Reason.parse_error,
+                        f"attempt {i} is not an object",
+                        "each attempt must be a trajectory record",
+                        record_id=content_id("traj", FORMAT, sha, f"attempt:{i}"),
+                    )
                     continue
-                yield self._one(path, sha, attempt, key=f"attempt:{i}",
-                                notes=[f"swe_agent: attempt {i} of {len(doc['attempts'])} (RetryAgent)"])
+                yield self._one(
+                    path,
+                    sha,
+                    attempt,
+                    key=f"attempt:{i}",
+                    notes=[f"swe_agent: attempt {i} of {len(doc['attempts'])} (RetryAgent)"],
+                )
             return
         yield self._one(path, sha, doc, key="history", notes=[])
 
@@ -113,33 +127,54 @@ class SweAgentReader(BaseTraceReader):
             return self.load_document(path, sha)
         size, limit = path.stat().st_size, max_record_bytes()
         if size > limit:
-            return self.reject(path, sha, Reason.record_too_large, f"document is {size} bytes (limit {limit})",
-                               "split the file into smaller documents")
+            return self.reject(
+                path,
+                sha,
+                Reason.record_too_large,
+                f"document is {size} bytes (limit {limit})",
+                "split the file into smaller documents",
+            )
         try:
             return yaml.load(path.read_bytes(), Loader=_YamlLoader)  # a safe loader
         except UnicodeDecodeError as bad:
-            return self.reject(path, sha, Reason.not_utf8, f"invalid UTF-8 at byte {bad.start}",
-                               "re-encode the file as UTF-8")
+            return self.reject(
+                path, sha, Reason.not_utf8, f"invalid UTF-8 at byte {bad.start}", "re-encode the file as UTF-8"
+            )
         except yaml.YAMLError as exc:
             mark = getattr(exc, "problem_mark", None)
             line = mark.line + 1 if mark is not None else None
-            return self.reject(path, sha, Reason.parse_error, f"invalid YAML ({str(exc).splitlines()[0][:160]})",
-                               "fix the YAML syntax", line=line)
+            return self.reject(
+                path,
+                sha,
+                Reason.parse_error,
+                f"invalid YAML ({str(exc).splitlines()[0][:160]})",
+                "fix the YAML syntax",
+                line=line,
+            )
 
     def _one(self, path: Path, sha: str, doc: Any, *, key: str, notes: list[str]) -> Trajectory | Rejection:
         rid = content_id("traj", FORMAT, sha, key)
         if not isinstance(doc, dict) or not isinstance(doc.get("history"), list):
-            return self.reject(path, sha, Reason.parse_error, "document has no 'history' list",
-                               "pass a SWE-agent .traj file that includes the model history", record_id=rid)
+            return self.reject(
+                path,
+                sha,
+                Reason.parse_error,
+                "document has no 'history' list",
+                "pass a SWE-agent .traj file that includes the model history",
+                record_id=rid,
+            )
         history = [m for m in doc["history"] if isinstance(m, dict)]
         if not history:
-            return self.reject(path, sha, Reason.empty, "'history' is empty", "nothing to train on: drop the file",
-                               record_id=rid)
+            return self.reject(
+                path, sha, Reason.empty, "'history' is empty", "nothing to train on: drop the file", record_id=rid
+            )
         has_calls = any(m.get("tool_calls") for m in history)
         if not has_calls:
             demos = sum(1 for m in history if m.get("is_demo"))
             return self.reject(
-                path, sha, Reason.unsupported_tool,
+                path,
+                sha,
+                Reason.unsupported_tool,
                 f"SWE-agent text-action trajectory: actions are fenced commands inside the assistant text, no tool "
                 f"calls ({len(history)} messages, {demos} demonstration messages)",
                 "re-run with SWE-agent's function-calling parser, or rewrite each action as a Pi tool call by hand",
@@ -163,8 +198,14 @@ class SweAgentReader(BaseTraceReader):
         cwd = self._cwd(history)
         version = info.get("swe_agent_version") if isinstance(info.get("swe_agent_version"), str) else None
         traj = self.trajectory(
-            path, sha, key=key, steps=steps, cwd=cwd, date=None,
-            repository=repo if isinstance(repo, str) else None, source_harness_version=version,
+            path,
+            sha,
+            key=key,
+            steps=steps,
+            cwd=cwd,
+            date=None,
+            repository=repo if isinstance(repo, str) else None,
+            source_harness_version=version,
             transformations=[*notes, *more],
         )
         traj.skipped_calls.update(skipped)
@@ -188,8 +229,11 @@ class SweAgentReader(BaseTraceReader):
         others = 0
         skipped: dict[str, int] = {}
         for m in history:
-            ncalls = len([tc for tc in m.get("tool_calls") or [] if isinstance(tc, dict)]) \
-                if m.get("role") == "assistant" else 0
+            ncalls = (
+                len([tc for tc in m.get("tool_calls") or [] if isinstance(tc, dict)])
+                if m.get("role") == "assistant"
+                else 0
+            )
             if m.get("is_demo"):
                 demos += 1
                 if ncalls:

@@ -20,8 +20,9 @@ from harnessfit.harness.card import HarnessCard, Violation, ViolationCode, from_
 __all__ = ["validate_call", "repair_arguments"]
 
 
-def repair_arguments(card: HarnessCard, name: str, arguments: dict[str, Any]
-                     ) -> tuple[dict[str, Any], list[Violation], list[str]]:
+def repair_arguments(
+    card: HarnessCard, name: str, arguments: dict[str, Any]
+) -> tuple[dict[str, Any], list[Violation], list[str]]:
     """Pi's own repairs applied to a copy of ``arguments`` (a known tool's object arguments): ``edits`` given as a
     JSON string or as legacy ``{oldText, newText}`` (edit only), then TypeBox-style type coercion. Returns the
     repaired copy, the edit notes and the coercion notes — what Pi executes, and why. The caller's ``arguments``
@@ -45,18 +46,31 @@ def validate_call(card: HarnessCard, name: str, arguments: str | dict | Any, act
     if entry is None:
         return [violation(ViolationCode.unknown_tool, f"tool {name!r} is not active (active: {', '.join(active)})")]
     schema, validator, clean = entry
-    if clean is not None and type(arguments) is dict and clean(arguments) and not (name == "edit" and not arguments["edits"]):
+    if (
+        clean is not None
+        and type(arguments) is dict
+        and clean(arguments)
+        and not (name == "edit" and not arguments["edits"])
+    ):
         return []  # exactly the schema's shape: no repair, no coercion, no error (the common case, no copying)
     found: list[Violation] = []
     if isinstance(arguments, (str, bytes)):
         text = arguments.decode("utf-8", "replace") if isinstance(arguments, bytes) else arguments
         parsed, note = _parse_like_pi(text)
-        if note is not None and card.strict_arguments and note.code in (
-                ViolationCode.repaired_truncated_json, ViolationCode.invalid_json):
+        if (
+            note is not None
+            and card.strict_arguments
+            and note.code in (ViolationCode.repaired_truncated_json, ViolationCode.invalid_json)
+        ):
             # pi-ai 1.x (parseToolCallArguments) completes no partial JSON: the call is answered with
             # the invalid_arguments text and never runs
-            return found + [Violation(code=ViolationCode.invalid_json, severity="error",
-                                      detail=f"arguments are not complete JSON; Pi {card.version} refuses them")]
+            return found + [
+                Violation(
+                    code=ViolationCode.invalid_json,
+                    severity="error",
+                    detail=f"arguments are not complete JSON; Pi {card.version} refuses them",
+                )
+            ]
         if note is not None:
             found.append(note)
     else:
@@ -67,10 +81,14 @@ def validate_call(card: HarnessCard, name: str, arguments: str | dict | Any, act
         except ValueError:
             inner = None
         if isinstance(inner, dict):
-            return found + [violation(ViolationCode.arguments_double_encoded, "arguments are a JSON string holding an object")]
+            return found + [
+                violation(ViolationCode.arguments_double_encoded, "arguments are a JSON string holding an object")
+            ]
         return found + [violation(ViolationCode.arguments_not_object, "arguments are a string, not an object")]
     if not isinstance(parsed, dict):
-        return found + [violation(ViolationCode.arguments_not_object, f"arguments are {type(parsed).__name__}, not an object")]
+        return found + [
+            violation(ViolationCode.arguments_not_object, f"arguments are {type(parsed).__name__}, not an object")
+        ]
     args, notes, coerced = repair_arguments(card, name, parsed)
     found += notes
     if name == "edit" and args.get("edits") == []:  # coercion never empties a list, so checking after it is the same
@@ -87,15 +105,18 @@ def validate_call(card: HarnessCard, name: str, arguments: str | dict | Any, act
         props = schema.get("properties", {})
         for key in args:
             if key not in props and schema.get("additionalProperties", True) is not False:
-                found.append(violation(ViolationCode.ignored_property, f"property {key!r} is not in the schema; Pi ignores it"))
+                found.append(
+                    violation(ViolationCode.ignored_property, f"property {key!r} is not in the schema; Pi ignores it")
+                )
     if any(v.code == ViolationCode.invalid_json for v in found) and not any(
         v.severity == "error" and v.code != ViolationCode.invalid_json for v in found
     ):
         # Pi parsed the broken text as {} and the tool would accept that: it runs, so only a warning
-        found = [v if v.code != ViolationCode.invalid_json else Violation(code=v.code, severity="warning", detail=v.detail) for v in found]
+        found = [
+            v if v.code != ViolationCode.invalid_json else Violation(code=v.code, severity="warning", detail=v.detail)
+            for v in found
+        ]
     return found
-
-
 
 
 def _parse_like_pi(text: str) -> tuple[Any, Violation | None]:
@@ -107,7 +128,9 @@ def _parse_like_pi(text: str) -> tuple[Any, Violation | None]:
     except ValueError:
         pass
     try:
-        return json.loads(text, strict=False), violation(ViolationCode.repaired_json_string, "raw control characters in strings")
+        return json.loads(text, strict=False), violation(
+            ViolationCode.repaired_json_string, "raw control characters in strings"
+        )
     except ValueError:
         pass
     completed = _complete_partial_json(text)
@@ -169,7 +192,9 @@ def _prepare_edit(args: dict[str, Any]) -> tuple[dict[str, Any], list[Violation]
         edits = list(args["edits"]) if isinstance(args.get("edits"), list) else []
         edits.append({"oldText": args.pop("oldText"), "newText": args.pop("newText")})
         args["edits"] = edits
-        notes.append(violation(ViolationCode.legacy_edit_arguments, "{path, oldText, newText}; Pi converts it to edits[]"))
+        notes.append(
+            violation(ViolationCode.legacy_edit_arguments, "{path, oldText, newText}; Pi converts it to edits[]")
+        )
     return args, notes
 
 

@@ -96,14 +96,20 @@ PROBES: dict[str, CaptureProbe] = {
         CaptureProbe("read_more_lines", "read", _j({"path": "big.txt", "offset": 3, "limit": 4}), True),
         CaptureProbe("read_truncated_bytes", "read", _j({"path": "wide.txt"}), True),
         CaptureProbe("offset_beyond_end", "read", _j({"path": "hello.txt", "offset": 99}), True),
-        CaptureProbe("edit", "edit", _j({"path": "note.txt", "edits": [{"oldText": "alpha", "newText": "beta"}]}), True),
+        CaptureProbe(
+            "edit", "edit", _j({"path": "note.txt", "edits": [{"oldText": "alpha", "newText": "beta"}]}), True
+        ),
         CaptureProbe("write", "write", _j({"path": "new.txt", "content": "x\ny\n"}), True),
         CaptureProbe("file_not_found", "read", _j({"path": "missing.txt"}), True),
-        CaptureProbe("edit_no_match", "edit", _j({"path": "note.txt", "edits": [{"oldText": "zzz", "newText": "q"}]}), True),
+        CaptureProbe(
+            "edit_no_match", "edit", _j({"path": "note.txt", "edits": [{"oldText": "zzz", "newText": "q"}]}), True
+        ),
         CaptureProbe("tool_not_found", "grep", _j({"pattern": "x"}), False),
         CaptureProbe("claude_tool_name", "Read", _j({"file_path": "hello.txt"}), False),
         CaptureProbe("double_encoded", "read", json.dumps(json.dumps({"path": "hello.txt"})), False),
-        CaptureProbe("claude_edit_names", "edit", _j({"file_path": "note.txt", "old_string": "beta", "new_string": "x"}), False),
+        CaptureProbe(
+            "claude_edit_names", "edit", _j({"file_path": "note.txt", "old_string": "beta", "new_string": "x"}), False
+        ),
         CaptureProbe("not_object", "read", "[1,2]", False),
         CaptureProbe("not_json", "read", "not json", False),
         CaptureProbe("missing_required", "write", _j({"path": "a.txt"}), False),
@@ -114,7 +120,12 @@ PROBES: dict[str, CaptureProbe] = {
         CaptureProbe("coerced_string", "bash", _j({"command": True}), True),
         CaptureProbe("truncated_json", "read", '{"path":"hello.txt"', True),
         CaptureProbe("ignored_property", "bash", _j({"command": "true", "cwd": "/"}), True),
-        CaptureProbe("edits_json_string", "edit", _j({"path": "note.txt", "edits": _j([{"oldText": "delta", "newText": "eps"}])}), True),
+        CaptureProbe(
+            "edits_json_string",
+            "edit",
+            _j({"path": "note.txt", "edits": _j([{"oldText": "delta", "newText": "eps"}])}),
+            True,
+        ),
     ]
 }
 
@@ -206,8 +217,12 @@ def run_probes(
     with ScriptedEndpoint(script, model_id=MODEL_ID) as ep:
         write_pi_agent_config(home / ".pi" / "agent", ep.base_url, MODEL_ID)
         sessions = root / "sessions-probes"
-        run = run_pi(pi_command(version, MODEL_ID, "Look at the files.", session_dir=sessions, tools=tools), cwd=cwd,
-                     env=pi_env(home), timeout=180)
+        run = run_pi(
+            pi_command(version, MODEL_ID, "Look at the files.", session_dir=sessions, tools=tools),
+            cwd=cwd,
+            env=pi_env(home),
+            timeout=180,
+        )
         requests = list(ep.requests)
     if run.stop_reason() != "stop" or len(requests) != len(script):
         raise CaptureError(
@@ -275,8 +290,9 @@ def _split_vars(text: str, values: dict[str, str]) -> list[dict[str, str]]:
 # -- the capture ---------------------------------------------------------------------------------------------
 
 
-def _context_run(version: str, root: Path, cwd: Path,
-                 tools: tuple[str, ...] = DEFAULT_TOOLS) -> tuple[dict[str, Any], list[tuple[str, str]], dict[str, Any]]:
+def _context_run(
+    version: str, root: Path, cwd: Path, tools: tuple[str, ...] = DEFAULT_TOOLS
+) -> tuple[dict[str, Any], list[tuple[str, str]], dict[str, Any]]:
     """A plain answer with two context files on, then ``-c`` continues it: the first request (prompt with a
     "# Project Context") and the replayed text-only assistant message."""
     home = root / "home-context"
@@ -284,18 +300,26 @@ def _context_run(version: str, root: Path, cwd: Path,
     sessions = root / "sessions-context"
     with ScriptedEndpoint([Reply(text="Hello."), Reply(text="Again.")], model_id=MODEL_ID) as ep:
         write_pi_agent_config(agent, ep.base_url, MODEL_ID)
-        files = [(agent / "AGENTS.md", "Global rule: be brief.\n"), (cwd / "AGENTS.md", "Project rule {x}: use tabs.\nTest.\n")]
+        files = [
+            (agent / "AGENTS.md", "Global rule: be brief.\n"),
+            (cwd / "AGENTS.md", "Project rule {x}: use tabs.\nTest.\n"),
+        ]
         for path, content in files:
             path.write_text(content)
         try:
             run = run_pi(
                 pi_command(version, MODEL_ID, "Hi.", context_files=True, session_dir=sessions, tools=tools),
-                cwd=cwd, env=pi_env(home), timeout=120,
+                cwd=cwd,
+                env=pi_env(home),
+                timeout=120,
             )
             again = run_pi(
-                pi_command(version, MODEL_ID, "More.", context_files=True, session_dir=sessions, extra_args=["-c"],
-                           tools=tools),
-                cwd=cwd, env=pi_env(home), timeout=120,
+                pi_command(
+                    version, MODEL_ID, "More.", context_files=True, session_dir=sessions, extra_args=["-c"], tools=tools
+                ),
+                cwd=cwd,
+                env=pi_env(home),
+                timeout=120,
             )
         finally:
             (cwd / "AGENTS.md").unlink()
@@ -357,8 +381,15 @@ class _Learned:
     errors: dict[str, str] = field(default_factory=dict)
     checks: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
 
-    def learn(self, into: dict[str, str], key: str, label: str, values: dict[str, Any], prefix: str | None = None,
-              literal: bool = False) -> None:
+    def learn(
+        self,
+        into: dict[str, str],
+        key: str,
+        label: str,
+        values: dict[str, Any],
+        prefix: str | None = None,
+        literal: bool = False,
+    ) -> None:
         text = self.res[label]
         if literal:
             into[key] = _esc(text)
@@ -375,16 +406,30 @@ def _learn_tool_texts(out: _Learned, log: CaptureLog) -> None:
     hello = "hello\nworld\n"
     big_lines = [f"line {i}" for i in range(1, 2101)] + [""]
     learn(results, "read", "read", {"content": hello}, prefix="content")
-    learn(results, "read_more_lines", "read_more_lines",
-          {"content": "\n".join(big_lines[2:6]), "remaining": 2101 - 6, "next_offset": 7}, prefix="content")
-    learn(results, "read_truncated_lines", "read_truncated_lines",
-          {"content": "\n".join(big_lines[:2000]), "start": 1, "end": 2000, "total": 2101, "next_offset": 2001},
-          prefix="content")
+    learn(
+        results,
+        "read_more_lines",
+        "read_more_lines",
+        {"content": "\n".join(big_lines[2:6]), "remaining": 2101 - 6, "next_offset": 7},
+        prefix="content",
+    )
+    learn(
+        results,
+        "read_truncated_lines",
+        "read_truncated_lines",
+        {"content": "\n".join(big_lines[:2000]), "start": 1, "end": 2000, "total": 2101, "next_offset": 2001},
+        prefix="content",
+    )
     wide = res["read_truncated_bytes"]
     shown = wide.split("\n\n[", 1)[0]
     n = shown.count("\n") + 1
-    learn(results, "read_truncated_bytes", "read_truncated_bytes",
-          {"content": shown, "start": 1, "end": n, "total": 1001, "next_offset": n + 1}, prefix="content")
+    learn(
+        results,
+        "read_truncated_bytes",
+        "read_truncated_bytes",
+        {"content": shown, "start": 1, "end": n, "total": 1001, "next_offset": n + 1},
+        prefix="content",
+    )
     learn(results, "bash", "bash", {"output": "hi\n"}, prefix="output")
     learn(results, "bash_no_output", "bash_no_output", {}, literal=True)
     learn(results, "bash_exit_code", "bash_exit_code", {"output": "oops\n", "code": 3}, prefix="output")
@@ -402,8 +447,9 @@ def _learn_tool_texts(out: _Learned, log: CaptureLog) -> None:
         learn(results, "grep_match", "grep_match", {"path": "a.txt", "line": 2, "text": "needle one"})
         learn(results, "grep_no_matches", "grep_no_matches", {}, literal=True)
         shown = res["grep_match_limit"].split("\n\n[", 1)[0]
-        learn(results, "grep_match_limit", "grep_match_limit", {"output": shown, "limit": 2, "more": 4},
-              prefix="output")
+        learn(
+            results, "grep_match_limit", "grep_match_limit", {"output": shown, "limit": 2, "more": 4}, prefix="output"
+        )
         learn(results, "ls_empty", "ls_empty", {}, literal=True)
 
 
@@ -421,8 +467,11 @@ def _learn_validation(out: _Learned, log: CaptureLog) -> list[str]:
     arguments that are not a JSON object with the "invalid arguments" text instead). Returns the probes that got
     one."""
     res = out.res
-    schema_labels = [lb for lb in _VALIDATION_LABELS if _problem_lines(res[lb])
-                     and res[lb].endswith(pi_pretty_json(_parsed_args(log, lb)))]
+    schema_labels = [
+        lb
+        for lb in _VALIDATION_LABELS
+        if _problem_lines(res[lb]) and res[lb].endswith(pi_pretty_json(_parsed_args(log, lb)))
+    ]
     if not schema_labels:
         raise CaptureError(f"no probe got a schema validation text: {res['wrong_type'][:200]!r}")
     label = schema_labels[0]
@@ -436,22 +485,36 @@ def _learn_validation(out: _Learned, log: CaptureLog) -> list[str]:
     out.errors["validation_failed"] = _templ(header, [(name, "name")]) + "{problems}" + _esc(trailer) + "{arguments}"
     out.errors["validation_problem"] = _esc("  - ") + "{path}" + _esc(": ") + "{message}"
     for lb in schema_labels:
-        out.checks.append((lb, {"key": "validation", "name": PROBES[lb].name, "problems": _problem_lines(res[lb]),
-                                "arguments": _parsed_args(log, lb)}))
+        out.checks.append(
+            (
+                lb,
+                {
+                    "key": "validation",
+                    "name": PROBES[lb].name,
+                    "problems": _problem_lines(res[lb]),
+                    "arguments": _parsed_args(log, lb),
+                },
+            )
+        )
     return schema_labels
 
 
 def _learn_unparsed(out: _Learned, schema_labels: list[str]) -> None:
     """Arguments Pi could not parse into an object (1.x): "<header>{reason}<separator>{raw text as sent}"."""
     res = out.res
-    raw_labels = [lb for lb in ("double_encoded", "not_object", "not_json", "truncated_json")
-                  if lb not in schema_labels and res[lb].endswith(PROBES[lb].arguments)
-                  and not _problem_lines(res[lb]) and _ran(res[lb]) is False]
+    raw_labels = [
+        lb
+        for lb in ("double_encoded", "not_object", "not_json", "truncated_json")
+        if lb not in schema_labels
+        and res[lb].endswith(PROBES[lb].arguments)
+        and not _problem_lines(res[lb])
+        and _ran(res[lb]) is False
+    ]
     if len(raw_labels) < 2:
         return
     heads = {lb: res[lb][: -len(PROBES[lb].arguments)] for lb in raw_labels}
     prefix = os.path.commonprefix(list(heads.values()))  # noqa: RUF071 - texts, compared by character
-    split = {lb: h[len(prefix):].rsplit("\n\n", 1) for lb, h in heads.items()}
+    split = {lb: h[len(prefix) :].rsplit("\n\n", 1) for lb, h in heads.items()}
     seps = {"\n\n" + parts[1] for parts in split.values() if len(parts) == 2}
     if len(seps) != 1 or any(len(parts) != 2 for parts in split.values()):
         raise CaptureError(f"unparsed-arguments texts do not share one layout: {list(heads.values())!r}")
@@ -462,8 +525,17 @@ def _learn_unparsed(out: _Learned, schema_labels: list[str]) -> None:
     if "double_encoded" in raw_labels:
         out.errors["arguments_not_object"] = _esc(split["double_encoded"][0])
     for lb in raw_labels:
-        out.checks.append((lb, {"key": "invalid_arguments", "name": PROBES[lb].name, "reason": split[lb][0],
-                                "raw": PROBES[lb].arguments}))
+        out.checks.append(
+            (
+                lb,
+                {
+                    "key": "invalid_arguments",
+                    "name": PROBES[lb].name,
+                    "reason": split[lb][0],
+                    "raw": PROBES[lb].arguments,
+                },
+            )
+        )
 
 
 def _learn_results(log: CaptureLog) -> tuple[dict[str, str], dict[str, str], list[tuple[str, dict[str, Any]]]]:
@@ -483,13 +555,18 @@ def _serialisation(log: CaptureLog) -> dict[str, Any]:
     assistant = next(m for m in second if m["role"] == "assistant")
     tool_msg = next(m for m in second if m["role"] == "tool")
     last = reqs[-1]["messages"]
-    no_text = next(m for m in last if m["role"] == "assistant" and m.get("tool_calls") and m is not assistant
-                   and m.get("content") is None)
+    no_text = next(
+        m
+        for m in last
+        if m["role"] == "assistant" and m.get("tool_calls") and m is not assistant and m.get("content") is None
+    )
     user = next(m for m in reqs[0]["messages"] if m["role"] == "user")
     # every replayed argument text equals the compact JSON of the arguments as Pi parsed them
     reserialised = all(
-        tc["function"]["arguments"] == json.dumps(json.loads(tc["function"]["arguments"]), separators=(",", ":"), ensure_ascii=False)
-        for m in last for tc in (m.get("tool_calls") or [])
+        tc["function"]["arguments"]
+        == json.dumps(json.loads(tc["function"]["arguments"]), separators=(",", ":"), ensure_ascii=False)
+        for m in last
+        for tc in (m.get("tool_calls") or [])
     )
     return {
         "system_role": reqs[0]["messages"][0]["role"],
@@ -541,10 +618,17 @@ def _session_format(files: list[Path]) -> dict[str, Any]:
                         _keys_union(blocks, str(block.get("type")), block)
     if header is None:
         raise CaptureError("Pi wrote no session file with a header line")
+
     def tidy(d: dict[str, list[str]]) -> dict[str, list[str]]:
         return {k: sorted(v) for k, v in sorted(d.items())}
-    return {"version": header.get("version"), "header_keys": sorted(header), "entries": tidy(entries),
-            "message_roles": tidy(roles), "content_blocks": tidy(blocks)}
+
+    return {
+        "version": header.get("version"),
+        "header_keys": sorted(header),
+        "entries": tidy(entries),
+        "message_roles": tidy(roles),
+        "content_blocks": tidy(blocks),
+    }
 
 
 def _cli_section(version: str, log: CaptureLog) -> dict[str, Any]:
@@ -575,8 +659,10 @@ def _capture_plan(profile: str | None) -> tuple[tuple[str, ...], list[list[Captu
     if profile == "tools":
         missing = [b for b, alts in (("rg", ("rg",)), ("fd", ("fd", "fdfind"))) if not any(map(shutil.which, alts))]
         if missing:  # Pi looks for rg, and for fd or fdfind, on the PATH; offline it downloads neither
-            raise UserError(f"the tools profile needs {' and '.join(missing)} on the PATH (Debian: apt-get install "
-                            "ripgrep fd-find; `make setup` does it when run as root)")
+            raise UserError(
+                f"the tools profile needs {' and '.join(missing)} on the PATH (Debian: apt-get install "
+                "ripgrep fd-find; `make setup` does it when run as root)"
+            )
         rounds.append(list(OPTIONAL_PROBES.values()))
     return tools, rounds
 
@@ -604,8 +690,9 @@ def _context_template(plain: str, with_ctx: str, ctx_files: list[tuple[str, str]
     return context, pre, suf
 
 
-def _prompt_template(plain: str, with_ctx: str, ctx_files: list[tuple[str, str]], days: list[str],
-                     install_dir: str, cwd: Path) -> tuple[PromptTemplate, str | None]:
+def _prompt_template(
+    plain: str, with_ctx: str, ctx_files: list[tuple[str, str]], days: list[str], install_dir: str, cwd: Path
+) -> tuple[PromptTemplate, str | None]:
     """The system-prompt template learned from the prompts without and with context files, and the date in it."""
     # the date is a variable only where Pi puts one in the prompt (0.82.0 dropped its "Current date:" line)
     m = re.search(r"Current date: (\d{4}-\d{2}-\d{2})", plain)
@@ -620,8 +707,17 @@ def _prompt_template(plain: str, with_ctx: str, ctx_files: list[tuple[str, str]]
     return PromptTemplate(parts=_merge_texts(parts), context=context, variables=variables), date
 
 
-def _self_check(card: HarnessCard, log: CaptureLog, checks: list[tuple[str, dict[str, Any]]], *, plain: str,
-                ctx_req: dict[str, Any], ctx_files: list[tuple[str, str]], date: str, install_dir: str) -> None:
+def _self_check(
+    card: HarnessCard,
+    log: CaptureLog,
+    checks: list[tuple[str, dict[str, Any]]],
+    *,
+    plain: str,
+    ctx_req: dict[str, Any],
+    ctx_files: list[tuple[str, str]],
+    date: str,
+    install_dir: str,
+) -> None:
     """The card must reproduce what Pi sent: both system prompts, the tools, and every probe's result text."""
     cwd, with_ctx = log.cwd, ctx_req["messages"][0]["content"]
     if card.render_system_prompt(str(cwd), date, install_dir=install_dir) != plain:
@@ -638,13 +734,22 @@ def _self_check(card: HarnessCard, log: CaptureLog, checks: list[tuple[str, dict
         else:
             got = card.format_result(key, **spec)
         if got != log.results[label]:
-            raise CaptureError(f"template {key!r} does not reproduce probe {label!r}: {got[:200]!r} != "
-                               f"{log.results[label][:200]!r}")
+            raise CaptureError(
+                f"template {key!r} does not reproduce probe {label!r}: {got[:200]!r} != {log.results[label][:200]!r}"
+            )
 
 
-def _build_card(version: str, profile: str | None, log: CaptureLog, template: PromptTemplate,
-                text_only: dict[str, Any], results: dict[str, str], errors: dict[str, str], session_files: list[Path],
-                rounds: list[list[CaptureProbe]]) -> HarnessCard:
+def _build_card(
+    version: str,
+    profile: str | None,
+    log: CaptureLog,
+    template: PromptTemplate,
+    text_only: dict[str, Any],
+    results: dict[str, str],
+    errors: dict[str, str],
+    session_files: list[Path],
+    rounds: list[list[CaptureProbe]],
+) -> HarnessCard:
     first = log.requests[0]
     request = {
         "keys": list(first),
@@ -682,8 +787,9 @@ def _build_card(version: str, profile: str | None, log: CaptureLog, template: Pr
     )
 
 
-def capture_pi(version: str = DEFAULT_PI_VERSION, *, profile: str | None = None,
-               progress: Callable[[str], None] | None = None) -> HarnessCard:
+def capture_pi(
+    version: str = DEFAULT_PI_VERSION, *, profile: str | None = None, progress: Callable[[str], None] | None = None
+) -> HarnessCard:
     """Drive the installed Pi ``version`` and build its HarnessCard (needs ``harnessfit harness install pi``);
     ``profile`` (``versions.PROFILES``) captures the card of Pi run with that profile's tools."""
     pi_binary(version)
@@ -706,11 +812,28 @@ def capture_pi(version: str = DEFAULT_PI_VERSION, *, profile: str | None = None,
         template, date = _prompt_template(plain, ctx_req["messages"][0]["content"], ctx_files, days, install_dir, cwd)
         results, errors, checks = _learn_results(log)
         errors["no_result"] = _esc(no_result)
-        card = _build_card(version, profile, log, template, text_only, results, errors,
-                           log.session_files + sorted((root / "sessions-context").glob("*.jsonl")), rounds)
+        card = _build_card(
+            version,
+            profile,
+            log,
+            template,
+            text_only,
+            results,
+            errors,
+            log.session_files + sorted((root / "sessions-context").glob("*.jsonl")),
+            rounds,
+        )
         # any date renders the same prompt when there is no date variable
-        _self_check(card, log, checks, plain=plain, ctx_req=ctx_req, ctx_files=ctx_files, date=date or days[0],
-                    install_dir=install_dir)
+        _self_check(
+            card,
+            log,
+            checks,
+            plain=plain,
+            ctx_req=ctx_req,
+            ctx_files=ctx_files,
+            date=date or days[0],
+            install_dir=install_dir,
+        )
         return card
 
 

@@ -132,8 +132,9 @@ def _satisfies(version: tuple[int, int, int], spec: str) -> bool | None:
 
 def _node_version(node: str | Path = "node") -> tuple[int, int, int] | None:
     try:
-        proc = subprocess.run([str(node), "--version"], capture_output=True, text=True, timeout=30,
-                              stdin=subprocess.DEVNULL)
+        proc = subprocess.run(
+            [str(node), "--version"], capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL
+        )
     except (OSError, subprocess.TimeoutExpired):
         return None
     m = re.match(r"v?(\d+)\.(\d+)\.(\d+)", proc.stdout.strip())
@@ -174,8 +175,13 @@ def _install_ok(folder: Path, version: str, package: str) -> bool:
     return got == package and pi_version(binary) == version
 
 
-def install_pi(version: str = DEFAULT_PI_VERSION, *, package: str | None = None, node: str = "auto",
-               say: Callable[[str], None] | None = None) -> Path:
+def install_pi(
+    version: str = DEFAULT_PI_VERSION,
+    *,
+    package: str | None = None,
+    node: str = "auto",
+    say: Callable[[str], None] | None = None,
+) -> Path:
     """Install Pi ``version`` from npm into ``harness_dir("pi", version)`` and return the command that runs it.
 
     ``package`` overrides the npm package (default: ``pi_package(version)``, the scope that version is published
@@ -198,20 +204,27 @@ def install_pi(version: str = DEFAULT_PI_VERSION, *, package: str | None = None,
         meta = orjson.loads((tmp / "node_modules" / pkg / "package.json").read_bytes())
         engines = str((meta.get("engines") or {}).get("node") or "")
         system = _node_version()
-        record.update({"package": pkg, "version": version, "engines_node": engines or None,
-                       "node": f"system {_vtext(system)}"})
+        record.update(
+            {"package": pkg, "version": version, "engines_node": engines or None, "node": f"system {_vtext(system)}"}
+        )
         fits = _satisfies(system, engines) if engines and system else True
         if fits is False:
             private = private_node_package()
             if node == "system":
-                raise UserError(f"{pkg}@{version} needs node {engines} but this machine has {_vtext(system)}: "
-                                f"install a newer Node.js or use --node auto (node {PRIVATE_NODE_VERSION} "
-                                f"from npm into harnessfit's folder)")
+                raise UserError(
+                    f"{pkg}@{version} needs node {engines} but this machine has {_vtext(system)}: "
+                    f"install a newer Node.js or use --node auto (node {PRIVATE_NODE_VERSION} "
+                    f"from npm into harnessfit's folder)"
+                )
             if _satisfies(parse_version(PRIVATE_NODE_VERSION), engines) is False:
-                raise UserError(f"{pkg}@{version} needs node {engines}, which neither this machine's node "
-                                f"({_vtext(system)}) nor harnessfit's private node {PRIVATE_NODE_VERSION} has")
-            tell(f"{pkg}@{version} needs node {engines} (this machine: {_vtext(system)}): "
-                 f"installing {private}@{PRIVATE_NODE_VERSION} from npm beside it")
+                raise UserError(
+                    f"{pkg}@{version} needs node {engines}, which neither this machine's node "
+                    f"({_vtext(system)}) nor harnessfit's private node {PRIVATE_NODE_VERSION} has"
+                )
+            tell(
+                f"{pkg}@{version} needs node {engines} (this machine: {_vtext(system)}): "
+                f"installing {private}@{PRIVATE_NODE_VERSION} from npm beside it"
+            )
             write_package_json(tmp, "harnessfit-pi", {pkg: version, private: PRIVATE_NODE_VERSION})
             npm_install(tmp, f"{private}@{PRIVATE_NODE_VERSION}")
             _write_wrapper(tmp, pkg, meta, private)
@@ -224,8 +237,9 @@ def install_pi(version: str = DEFAULT_PI_VERSION, *, package: str | None = None,
         got = pi_version(_entry(folder)) if _entry(folder).exists() else None
         return f"`pi --version` printed {got!r}"
 
-    target = install_npm_folder(harness_dir("pi", version), {pkg: version}, verify=verify, name="harnessfit-pi",
-                                prepare=add_node_if_needed)
+    target = install_npm_folder(
+        harness_dir("pi", version), {pkg: version}, verify=verify, name="harnessfit-pi", prepare=add_node_if_needed
+    )
     return _entry(target)
 
 
@@ -297,8 +311,15 @@ def pi_cli(version: str) -> PiCli:
     binary = pi_binary(version)
     with tempfile.TemporaryDirectory(prefix="harnessfit-help-") as tmp:
         try:
-            proc = subprocess.run([str(binary), "--help"], stdin=subprocess.DEVNULL, capture_output=True, text=True,
-                                  timeout=120, env=pi_env(Path(tmp)), cwd=tmp)
+            proc = subprocess.run(
+                [str(binary), "--help"],
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                text=True,
+                timeout=120,
+                env=pi_env(Path(tmp)),
+                cwd=tmp,
+            )
         except (OSError, subprocess.TimeoutExpired) as exc:
             raise UserError(f"`pi --help` of Pi {version} did not run: {exc}") from exc
     cli = parse_help(proc.stdout + "\n" + proc.stderr)  # 0.73.1 prints its help on stderr, 1.x on stdout

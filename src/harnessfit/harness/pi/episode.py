@@ -24,8 +24,18 @@ from harnessfit.harness.base import TURN_CAP_MARKER, EpisodeSetup, Launch, Trans
 from harnessfit.harness.pi.cli import pi_command, pi_env, write_pi_agent_config
 from harnessfit.paths import harness_dir
 
-__all__ = ["DEFAULT_TOOLS", "SKIP_EVENTS", "launch", "turn_cap_extension", "install_root", "session_file",
-           "started", "transcript", "episode_messages", "session_mismatch"]
+__all__ = [
+    "DEFAULT_TOOLS",
+    "SKIP_EVENTS",
+    "launch",
+    "turn_cap_extension",
+    "install_root",
+    "session_file",
+    "started",
+    "transcript",
+    "episode_messages",
+    "session_mismatch",
+]
 
 DEFAULT_TOOLS = ("read", "bash", "edit", "write")
 SKIP_EVENTS = (b'{"type":"message_update"', b'{"type":"tool_execution_update"')
@@ -52,12 +62,23 @@ def install_root(binary: Path, version: str) -> Path:
 
 def launch(version: str, setup: EpisodeSetup) -> Launch:
     """Pi's config under ``setup.home``, the turn-cap extension under ``setup.runner``, and the json-mode command."""
-    write_pi_agent_config(setup.home / ".pi" / "agent", setup.base_url, setup.model_id, eval_settings=True,
-                          **({"context_window": setup.context_window} if setup.context_window else {}),
-                          **({"api_key": setup.api_key} if setup.api_key else {}))
+    write_pi_agent_config(
+        setup.home / ".pi" / "agent",
+        setup.base_url,
+        setup.model_id,
+        eval_settings=True,
+        **({"context_window": setup.context_window} if setup.context_window else {}),
+        **({"api_key": setup.api_key} if setup.api_key else {}),
+    )
     (setup.runner / "turn_cap.js").write_text(turn_cap_extension(setup.max_turns), encoding="utf-8")
-    cmd = pi_command(version, setup.model_id, setup.prompt, session_dir=setup.session_dir,
-                     tools=setup.tools or DEFAULT_TOOLS, extra_args=["-e", f"{setup.runner_inside}/turn_cap.js"])
+    cmd = pi_command(
+        version,
+        setup.model_id,
+        setup.prompt,
+        session_dir=setup.session_dir,
+        tools=setup.tools or DEFAULT_TOOLS,
+        extra_args=["-e", f"{setup.runner_inside}/turn_cap.js"],
+    )
     env = pi_env(Path(setup.home_inside), Path(setup.home_inside) / ".pi" / "agent")
     return Launch(cmd, env, [install_root(Path(cmd[0]), version)], SKIP_EVENTS)
 
@@ -106,8 +127,11 @@ def episode_messages(session: list[dict[str, Any]], events: list[dict[str, Any]]
 
 
 def _fingerprint(msg: dict[str, Any]) -> tuple:
-    calls = tuple((p.get("id"), p.get("name"), dumps_compact_str(p.get("arguments")))
-                  for p in msg.get("content") or [] if isinstance(p, dict) and p.get("type") == "toolCall")
+    calls = tuple(
+        (p.get("id"), p.get("name"), dumps_compact_str(p.get("arguments")))
+        for p in msg.get("content") or []
+        if isinstance(p, dict) and p.get("type") == "toolCall"
+    )
     return msg.get("role"), calls, msg.get("toolCallId")
 
 

@@ -16,9 +16,11 @@ __all__ = ["export_producer"]
 def _placeholder(dest: Path, why: str) -> None:
     from markupsafe import escape
 
-    dest.write_text(f"<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>Pi export</title></head>"
-                    f"<body><p>Pi's HTML export of this session could not be made: {escape(why)}</p></body></html>\n",
-                    encoding="utf-8")
+    dest.write_text(
+        f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>Pi export</title></head>'
+        f"<body><p>Pi's HTML export of this session could not be made: {escape(why)}</p></body></html>\n",
+        encoding="utf-8",
+    )
 
 
 def export_producer(session: Path, pi_version: str) -> Callable[[Path], None]:
@@ -40,8 +42,14 @@ def export_producer(session: Path, pi_version: str) -> Callable[[Path], None]:
             home.mkdir()
             out = Path(tmp) / "session.html"
             try:
-                proc = subprocess.run([str(binary), "--export", str(session), str(out)], cwd=tmp, env=pi_env(home),
-                                      stdin=subprocess.DEVNULL, capture_output=True, timeout=180)
+                proc = subprocess.run(
+                    [str(binary), "--export", str(session), str(out)],
+                    cwd=tmp,
+                    env=pi_env(home),
+                    stdin=subprocess.DEVNULL,
+                    capture_output=True,
+                    timeout=180,
+                )
             except (OSError, subprocess.TimeoutExpired) as exc:
                 _placeholder(dest, f"{type(exc).__name__}: {exc}")
                 return

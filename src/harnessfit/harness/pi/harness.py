@@ -20,8 +20,11 @@ if TYPE_CHECKING:
 
 __all__ = ["PiHarness", "REFUSAL_REASONS"]
 
-REFUSAL_REASONS = {"validation_failed": "pi_validation_failed", "tool_not_found": "unknown_tool",
-                   "edit_empty": "pi_edit_input_invalid"}
+REFUSAL_REASONS = {
+    "validation_failed": "pi_validation_failed",
+    "tool_not_found": "unknown_tool",
+    "edit_empty": "pi_edit_input_invalid",
+}
 """The card's refusal key -> the reason counted in ``invalid_by_reason``."""
 
 
@@ -39,18 +42,21 @@ class PiHarness(Harness):
     def binary(self, version: str) -> Path:
         return cli.pi_binary(version)
 
-    def capture_card(self, version: str, *, profile: str | None = None,
-                     progress: Callable[[str], None] | None = None) -> HarnessCard:
+    def capture_card(
+        self, version: str, *, profile: str | None = None, progress: Callable[[str], None] | None = None
+    ) -> HarnessCard:
         from harnessfit.harness.pi.capture import capture_pi
 
         return capture_pi(version, profile=profile, progress=progress)
 
-    def validate_call(self, card: HarnessCard, name: str, arguments_: Any, active_tools: Sequence[str]
-                      ) -> list[Violation]:
+    def validate_call(
+        self, card: HarnessCard, name: str, arguments_: Any, active_tools: Sequence[str]
+    ) -> list[Violation]:
         return arguments.validate_call(card, name, arguments_, active_tools)
 
-    def repair_arguments(self, card: HarnessCard, name: str, arguments_: dict[str, Any]
-                         ) -> tuple[dict[str, Any], list[Violation], list[str]]:
+    def repair_arguments(
+        self, card: HarnessCard, name: str, arguments_: dict[str, Any]
+    ) -> tuple[dict[str, Any], list[Violation], list[str]]:
         return arguments.repair_arguments(card, name, arguments_)
 
     @property
@@ -86,12 +92,30 @@ class PiHarness(Harness):
 
         return ".pi.html", export_producer(session, version)
 
-    def write_client_config(self, folder: Path, base_url: str, model_id: str, *, context_window: int = 32768,
-                            max_tokens: int = 4096, eval_settings: bool = True, reasoning: bool = False) -> None:
-        cli.write_pi_agent_config(folder, base_url, model_id, context_window=context_window, max_tokens=max_tokens,
-                                  eval_settings=eval_settings, reasoning=reasoning)
+    def write_client_config(
+        self,
+        folder: Path,
+        base_url: str,
+        model_id: str,
+        *,
+        context_window: int = 32768,
+        max_tokens: int = 4096,
+        eval_settings: bool = True,
+        reasoning: bool = False,
+    ) -> None:
+        cli.write_pi_agent_config(
+            folder,
+            base_url,
+            model_id,
+            context_window=context_window,
+            max_tokens=max_tokens,
+            eval_settings=eval_settings,
+            reasoning=reasoning,
+        )
 
     def client_config_note(self, folder: Path, model_id: str, version: str) -> str:
         flags = " ".join(cli.run_flags(version))
-        return (f"Pi config written to {folder} (use: PI_CODING_AGENT_DIR={folder} PI_OFFLINE=1 "
-                f"{cli.pi_binary(version)} {flags} --model local/{model_id})")
+        return (
+            f"Pi config written to {folder} (use: PI_CODING_AGENT_DIR={folder} PI_OFFLINE=1 "
+            f"{cli.pi_binary(version)} {flags} --model local/{model_id})"
+        )

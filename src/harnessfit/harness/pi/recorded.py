@@ -116,8 +116,13 @@ def _answered_calls(traj: Trajectory) -> list[tuple[str, Any, str]]:
     for step in traj.steps:
         if step.role == "tool" and step.tool_call_id is not None:
             results.setdefault(step.tool_call_id, step.text or "")
-    return [(c.name, c.arguments, results[c.id]) for step in traj.steps if step.role == "assistant"
-            for c in step.tool_calls if c.id in results]
+    return [
+        (c.name, c.arguments, results[c.id])
+        for step in traj.steps
+        if step.role == "assistant"
+        for c in step.tool_calls
+        if c.id in results
+    ]
 
 
 def _agrees(version: str, calls: list[tuple[str, Any, str]], memo: list[dict] | None = None) -> bool:
@@ -135,12 +140,15 @@ def _agrees(version: str, calls: list[tuple[str, Any, str]], memo: list[dict] | 
 def _templated(version: str, calls: list[tuple[str, Any, str]], memo: list[dict] | None = None) -> tuple[bool, ...]:
     """For each call, whether a template of Pi ``version`` makes its recorded result (``memo`` as in ``_agrees``)."""
     card = committed_card(version)
-    return tuple(_result_key(card, name, result, memo[i] if memo is not None else None) is not None
-                 for i, (name, _, result) in enumerate(calls))
+    return tuple(
+        _result_key(card, name, result, memo[i] if memo is not None else None) is not None
+        for i, (name, _, result) in enumerate(calls)
+    )
 
 
-def recorded_pi_versions(traj: Trajectory, versions: Sequence[str] = PI_CARD_VERSIONS, *,
-                         shared: bool = True) -> Recorded:
+def recorded_pi_versions(
+    traj: Trajectory, versions: Sequence[str] = PI_CARD_VERSIONS, *, shared: bool = True
+) -> Recorded:
     """The committed cards (of ``versions``) that could have recorded the Pi session ``traj`` (module docstring).
 
     ``shared=False`` is the plain definition: every candidate checks every call on its own. By default the answers
@@ -173,6 +181,7 @@ def recorded_pi_versions(traj: Trajectory, versions: Sequence[str] = PI_CARD_VER
             if key not in agree:
                 agree[key] = _agrees(v, calls, memo)
             return agree[key]
+
         agreeing = tuple(v for v in found if agrees(v))
         if agreeing and agreeing != found:
             found, how = agreeing, how + " and refusals"
@@ -186,6 +195,7 @@ def recorded_pi_versions(traj: Trajectory, versions: Sequence[str] = PI_CARD_VER
             if key not in templated:
                 templated[key] = _templated(v, calls, memo)
             return templated[key]
+
         made = {v: made_by(v) for v in found}
         some = tuple(any(made[v][i] for v in found) for i in range(len(calls)))
         wording = tuple(v for v in found if made[v] == some)
@@ -252,9 +262,14 @@ def _verdict_key(card: HarnessCard, name: str) -> tuple[Any, ...]:
     hit = _VERDICT_KEYS.get(at)
     if hit is None or hit[0] is not card:
         schema = card.schema(name)
-        hit = _VERDICT_KEYS[at] = (card, (name in card.default_tools, None if schema is None else
-                                          json.dumps(_validation_schema(schema), sort_keys=True),
-                                          card.strict_arguments))
+        hit = _VERDICT_KEYS[at] = (
+            card,
+            (
+                name in card.default_tools,
+                None if schema is None else json.dumps(_validation_schema(schema), sort_keys=True),
+                card.strict_arguments,
+            ),
+        )
     return hit[1]
 
 
@@ -287,8 +302,9 @@ def _result_key(card: HarnessCard, name: str, text: str, memo: dict | None = Non
     return memo[hit[1]]
 
 
-def call_difference(recorded_under: str, target: HarnessCard, name: str, arguments: Any,
-                    result: str | None, memo: dict | None = None) -> tuple[str, str] | None:
+def call_difference(
+    recorded_under: str, target: HarnessCard, name: str, arguments: Any, result: str | None, memo: dict | None = None
+) -> tuple[str, str] | None:
     """``(section, detail)`` when a call to ``name`` with ``arguments`` and the ``result`` text Pi
     ``recorded_under`` gave it would not be the same under ``target`` (module docstring); ``None`` when it would.
     ``memo``: one call's verdict memo, shared when the call is checked against several versions (``_verdict``)."""
@@ -312,7 +328,9 @@ def call_difference(recorded_under: str, target: HarnessCard, name: str, argumen
         key = _result_key(x, name, result, memo)
         if key is not None and not diff.result_identical(key):
             text = diff.texts[key]
-            return text.kind, (f"{name}: the result is Pi {x.version}'s {key} text {text.a!r}, which Pi "
-                               f"{target.version} {'does not produce' if text.b is None else 'writes ' + repr(text.b)}"
-                               f" ({pair} {text.kind})")
+            return text.kind, (
+                f"{name}: the result is Pi {x.version}'s {key} text {text.a!r}, which Pi "
+                f"{target.version} {'does not produce' if text.b is None else 'writes ' + repr(text.b)}"
+                f" ({pair} {text.kind})"
+            )
     return None

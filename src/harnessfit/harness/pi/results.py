@@ -76,8 +76,16 @@ def pi_bash_result(card: HarnessCard, output: str, exit_code: int | None, tool: 
     return card.format_result("bash", output=output)
 
 
-def pi_read_result(card: HarnessCard, content: str, *, start: int, total: int | None, limited: bool,
-                   shown: int | None = None, tool: str = "read") -> str | Failure:
+def pi_read_result(
+    card: HarnessCard,
+    content: str,
+    *,
+    start: int,
+    total: int | None,
+    limited: bool,
+    shown: int | None = None,
+    tool: str = "read",
+) -> str | Failure:
     """Pi's read text for ``content`` shown from line ``start`` of a file of ``total`` lines (``None``: unknown);
     ``shown`` lines (default: counted in ``content``).
 
@@ -86,7 +94,8 @@ def pi_read_result(card: HarnessCard, content: str, *, start: int, total: int | 
     why = over_pi_limits(content)
     if why is not None:
         return Failure(
-            Reason.unmappable_result, f"{tool} result: content {why}; Pi would cut it and add its own note",
+            Reason.unmappable_result,
+            f"{tool} result: content {why}; Pi would cut it and add its own note",
             "read the file in parts (offset/limit) that fit Pi's limits, or re-run under Pi",
         )
     if shown is None:
@@ -115,8 +124,9 @@ def pi_edit_no_match(card: HarnessCard, path: str) -> str:
     return card.format_result("edit_no_match", path=path)
 
 
-def pi_grep_result(card: HarnessCard, matches: list[tuple[str, int, str]], limit: int | None = None,
-                   tool: str = "grep") -> str | Failure:
+def pi_grep_result(
+    card: HarnessCard, matches: list[tuple[str, int, str]], limit: int | None = None, tool: str = "grep"
+) -> str | Failure:
     """Pi's grep text for ``matches`` (path as Pi shows it, line number, line text) in the order rg found them
     (``core/tools/grep.js``, context 0): one ``path:N: text`` line per match, at most ``limit`` (default 100) of them
     and then its "matches limit reached" note, or ``No matches found``; a match line over 500 characters (Pi cuts it
@@ -129,20 +139,27 @@ def pi_grep_result(card: HarnessCard, matches: list[tuple[str, int, str]], limit
     shown = matches[:effective]
     longest = max(js_length(text) for _, _, text in shown)
     if longest > PI_GREP_MAX_LINE:
-        return Failure(Reason.unmappable_result, f"{tool} result: a match line of {longest} characters; Pi cuts "
-                       f"lines at {PI_GREP_MAX_LINE} and adds its own note",
-                       "search for a pattern on shorter lines, or re-run under Pi")
+        return Failure(
+            Reason.unmappable_result,
+            f"{tool} result: a match line of {longest} characters; Pi cuts "
+            f"lines at {PI_GREP_MAX_LINE} and adds its own note",
+            "search for a pattern on shorter lines, or re-run under Pi",
+        )
     output = "\n".join(card.format_result("grep_match", path=p, line=n, text=t) for p, n, t in shown)
     if len(output.encode("utf-8")) > PI_MAX_BYTES:
-        return Failure(Reason.unmappable_result, f"{tool} result: over Pi's 50 KB output cap (Pi cuts it)",
-                       "narrow the search, or re-run under Pi")
+        return Failure(
+            Reason.unmappable_result,
+            f"{tool} result: over Pi's 50 KB output cap (Pi cuts it)",
+            "narrow the search, or re-run under Pi",
+        )
     if len(matches) >= effective:  # Pi stops rg at the limit and says so, even when exactly that many exist
         return card.format_result("grep_match_limit", output=output, limit=effective, more=effective * 2)
     return output
 
 
-def bash_user_text(command: str, output: str, exit_code: int | None, cancelled: bool = False, *,
-                   full_output_path: str | None = None) -> str:
+def bash_user_text(
+    command: str, output: str, exit_code: int | None, cancelled: bool = False, *, full_output_path: str | None = None
+) -> str:
     """The user message Pi sends for a user's ``!cmd`` (``bashExecutionToText`` in ``core/messages.js``, the same in
     every captured version; not a tool result, so not in the card). ``full_output_path``: the file Pi saved a
     truncated output to (set only when the execution was ``truncated``)."""

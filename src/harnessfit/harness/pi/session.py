@@ -44,8 +44,13 @@ def system_text(msg: dict[str, Any]) -> str:
     """The text of a Pi 1.x ``system`` message as pi-ai's ``getSystemMessageText`` makes it: the content's text parts,
     then every non-null section, non-empty parts joined by a blank line (the prompt lives in ``sections``)."""
     content = msg.get("content")
-    blocks = [{"type": "text", "text": content}] if isinstance(content, str) else \
-        [b for b in content if isinstance(b, dict)] if isinstance(content, list) else []
+    blocks = (
+        [{"type": "text", "text": content}]
+        if isinstance(content, str)
+        else [b for b in content if isinstance(b, dict)]
+        if isinstance(content, list)
+        else []
+    )
     parts = [b.get("text") or "" for b in blocks if b.get("type") == "text"]
     sections = msg.get("sections") if isinstance(msg.get("sections"), dict) else {}
     return "\n\n".join(p for p in ["\n".join(parts), *(v for v in sections.values() if isinstance(v, str))] if p)

@@ -48,13 +48,52 @@ from harnessfit.harness.versions import parse_version
 if TYPE_CHECKING:
     from harnessfit.harness.card import HarnessCard
 
-__all__ = ["Wording", "WORDINGS", "Parsed", "card_wordings", "parse_text", "in_target_words", "text_violations",
-           "STRICT_TOOLS", "wording_tool", "authored_start", "RELEASES_READ", "text_releases", "releases_label"]
+__all__ = [
+    "Wording",
+    "WORDINGS",
+    "Parsed",
+    "card_wordings",
+    "parse_text",
+    "in_target_words",
+    "text_violations",
+    "STRICT_TOOLS",
+    "wording_tool",
+    "authored_start",
+    "RELEASES_READ",
+    "text_releases",
+    "releases_label",
+]
 
 RELEASES_READ: tuple[str, ...] = (
-    "0.7.6", "0.13.2", "0.27.9", "0.30.2", "0.31.1", "0.32.3", "0.37.2", "0.37.8", "0.45.7", "0.49.3", "0.50.3",
-    "0.50.7", "0.55.4", "0.60.0", "0.62.0", "0.63.0", "0.63.1", "0.63.2", "0.65.2", "0.70.6", "0.72.1", "0.73.0",
-    "0.73.1", "0.79.10", "0.82.0", "0.84.0", "0.85.0", "1.6.0")
+    "0.7.6",
+    "0.13.2",
+    "0.27.9",
+    "0.30.2",
+    "0.31.1",
+    "0.32.3",
+    "0.37.2",
+    "0.37.8",
+    "0.45.7",
+    "0.49.3",
+    "0.50.3",
+    "0.50.7",
+    "0.55.4",
+    "0.60.0",
+    "0.62.0",
+    "0.63.0",
+    "0.63.1",
+    "0.63.2",
+    "0.65.2",
+    "0.70.6",
+    "0.72.1",
+    "0.73.0",
+    "0.73.1",
+    "0.79.10",
+    "0.82.0",
+    "0.84.0",
+    "0.85.0",
+    "1.6.0",
+)
 """The releases whose package source the catalogue's ranges were read from (module docstring), oldest first."""
 
 _T = "dist/core/tools/"  # where a release's tools live (0.7.6–0.13.x: dist/tools/)
@@ -91,60 +130,184 @@ WORDINGS: tuple[Wording, ...] = (
     Wording("write", "Successfully wrote {bytes} bytes to {path}", "0.7.6", "0.84.0", _T + "write.js", "write"),
     Wording("write", "Successfully wrote to {path}", "0.85.0", None, _T + "write.js", "write"),
     # edit: success
-    Wording("edit", "Successfully replaced text in {path}. Changed {old_chars} characters to {new_chars} characters.",
-            "0.7.6", "0.30.2", _T + "edit.js", "edit"),
+    Wording(
+        "edit",
+        "Successfully replaced text in {path}. Changed {old_chars} characters to {new_chars} characters.",
+        "0.7.6",
+        "0.30.2",
+        _T + "edit.js",
+        "edit",
+    ),
     Wording("edit", "Successfully replaced text in {path}.", "0.31.1", "0.63.1", _T + "edit.js", "edit"),
     Wording("edit", "Successfully replaced {count} block(s) in {path}.", "0.63.0", None, _T + "edit.js", "edit"),
     # edit: errors (edit.js, edit-diff.js from 0.50)
-    Wording("edit_no_match", "Could not find the exact text in {path}. The old text must match exactly including all "
-            "whitespace and newlines.", "0.7.6", None, _T + "edit-diff.js", "edit"),
-    Wording("edit_no_match_multi", "Could not find edits[{index}] in {path}. The oldText must match exactly including "
-            "all whitespace and newlines.", "0.63.0", None, _T + "edit-diff.js", "edit"),
-    Wording("edit_not_unique", "Found {occurrences} occurrences of the text in {path}. The text must be unique. Please "
-            "provide more context to make it unique.", "0.7.6", None, _T + "edit-diff.js", "edit"),
-    Wording("edit_not_unique_multi", "Found {occurrences} occurrences of edits[{index}] in {path}. Each oldText must "
-            "be unique. Please provide more context to make it unique.", "0.63.0", None, _T + "edit-diff.js", "edit"),
-    Wording("edit_no_change", "No changes made to {path}. The replacement produced identical content. This might "
-            "indicate an issue with special characters or the text not existing as expected.", "0.13.2", None,
-            _T + "edit-diff.js", "edit"),
-    Wording("edit_no_change_multi", "No changes made to {path}. The replacements produced identical content.",
-            "0.63.0", None, _T + "edit-diff.js", "edit"),
+    Wording(
+        "edit_no_match",
+        "Could not find the exact text in {path}. The old text must match exactly including all "
+        "whitespace and newlines.",
+        "0.7.6",
+        None,
+        _T + "edit-diff.js",
+        "edit",
+    ),
+    Wording(
+        "edit_no_match_multi",
+        "Could not find edits[{index}] in {path}. The oldText must match exactly including "
+        "all whitespace and newlines.",
+        "0.63.0",
+        None,
+        _T + "edit-diff.js",
+        "edit",
+    ),
+    Wording(
+        "edit_not_unique",
+        "Found {occurrences} occurrences of the text in {path}. The text must be unique. Please "
+        "provide more context to make it unique.",
+        "0.7.6",
+        None,
+        _T + "edit-diff.js",
+        "edit",
+    ),
+    Wording(
+        "edit_not_unique_multi",
+        "Found {occurrences} occurrences of edits[{index}] in {path}. Each oldText must "
+        "be unique. Please provide more context to make it unique.",
+        "0.63.0",
+        None,
+        _T + "edit-diff.js",
+        "edit",
+    ),
+    Wording(
+        "edit_no_change",
+        "No changes made to {path}. The replacement produced identical content. This might "
+        "indicate an issue with special characters or the text not existing as expected.",
+        "0.13.2",
+        None,
+        _T + "edit-diff.js",
+        "edit",
+    ),
+    Wording(
+        "edit_no_change_multi",
+        "No changes made to {path}. The replacements produced identical content.",
+        "0.63.0",
+        None,
+        _T + "edit-diff.js",
+        "edit",
+    ),
     Wording("edit_empty_old", "oldText must not be empty in {path}.", "0.63.0", None, _T + "edit-diff.js", "edit"),
-    Wording("edit_empty_old_multi", "edits[{index}].oldText must not be empty in {path}.", "0.63.0", None,
-            _T + "edit-diff.js", "edit"),
-    Wording("edit_overlap", "edits[{index}] and edits[{other}] overlap in {path}. Merge them into one edit or target "
-            "disjoint regions.", "0.63.0", None, _T + "edit-diff.js", "edit"),
+    Wording(
+        "edit_empty_old_multi",
+        "edits[{index}].oldText must not be empty in {path}.",
+        "0.63.0",
+        None,
+        _T + "edit-diff.js",
+        "edit",
+    ),
+    Wording(
+        "edit_overlap",
+        "edits[{index}] and edits[{other}] overlap in {path}. Merge them into one edit or target disjoint regions.",
+        "0.63.0",
+        None,
+        _T + "edit-diff.js",
+        "edit",
+    ),
     Wording("edit_file_not_found", "File not found: {path}", "0.7.6", "0.70.6", _T + "edit.js", "edit"),
     Wording("edit_access_error", "Could not edit file: {path}. {error}.", "0.72.1", None, _T + "edit.js", "edit"),
     # read: notices (the card's read_* keys), and 0.7.x's own
-    Wording("read_not_shown", "{content}\n\n... ({remaining} more lines not shown. Use offset={next_offset} to "
-            "continue reading)", "0.7.6", "0.7.6", _OLD_READ, "read"),
-    Wording("read_lines_cut", "{content}\n\n... (Some lines were truncated to {max_chars} characters for display)",
-            "0.7.6", "0.7.6", _OLD_READ, "read"),
-    Wording("read_lines_cut", "{content}\n\n... (Some lines were truncated to {max_chars} characters for display. "
-            "{remaining} more lines not shown. Use offset={next_offset} to continue reading)", "0.7.6", "0.7.6",
-            _OLD_READ, "read"),
+    Wording(
+        "read_not_shown",
+        "{content}\n\n... ({remaining} more lines not shown. Use offset={next_offset} to continue reading)",
+        "0.7.6",
+        "0.7.6",
+        _OLD_READ,
+        "read",
+    ),
+    Wording(
+        "read_lines_cut",
+        "{content}\n\n... (Some lines were truncated to {max_chars} characters for display)",
+        "0.7.6",
+        "0.7.6",
+        _OLD_READ,
+        "read",
+    ),
+    Wording(
+        "read_lines_cut",
+        "{content}\n\n... (Some lines were truncated to {max_chars} characters for display. "
+        "{remaining} more lines not shown. Use offset={next_offset} to continue reading)",
+        "0.7.6",
+        "0.7.6",
+        _OLD_READ,
+        "read",
+    ),
     Wording("read_more_lines", _MORE + "]", "0.13.2", "0.49.3", _T + "read.js", "read"),
     Wording("read_more_lines", _MORE + ".]", "0.50.3", None, _T + "read.js", "read"),
-    Wording("read_truncated_lines", _SHOW + ". Use offset={next_offset} to continue]", "0.13.2", "0.49.3",
-            _T + "read.js", "read"),
-    Wording("read_truncated_lines", _SHOW + ". Use offset={next_offset} to continue.]", "0.50.3", None,
-            _T + "read.js", "read"),
-    Wording("read_truncated_bytes", _SHOW + " (50.0KB limit). Use offset={next_offset} to continue]", "0.13.2",
-            "0.49.3", _T + "read.js", "read"),
-    Wording("read_truncated_bytes", _SHOW + " (50.0KB limit). Use offset={next_offset} to continue.]", "0.50.3",
-            None, _T + "read.js", "read"),
-    Wording("read_line_too_long", "[Line {line} is {size}, exceeds 50.0KB limit. Use bash: sed -n '{line}p' {path} "
-            "| head -c 51200]", "0.13.2", None, _T + "read.js", "read"),
+    Wording(
+        "read_truncated_lines",
+        _SHOW + ". Use offset={next_offset} to continue]",
+        "0.13.2",
+        "0.49.3",
+        _T + "read.js",
+        "read",
+    ),
+    Wording(
+        "read_truncated_lines",
+        _SHOW + ". Use offset={next_offset} to continue.]",
+        "0.50.3",
+        None,
+        _T + "read.js",
+        "read",
+    ),
+    Wording(
+        "read_truncated_bytes",
+        _SHOW + " (50.0KB limit). Use offset={next_offset} to continue]",
+        "0.13.2",
+        "0.49.3",
+        _T + "read.js",
+        "read",
+    ),
+    Wording(
+        "read_truncated_bytes",
+        _SHOW + " (50.0KB limit). Use offset={next_offset} to continue.]",
+        "0.50.3",
+        None,
+        _T + "read.js",
+        "read",
+    ),
+    Wording(
+        "read_line_too_long",
+        "[Line {line} is {size}, exceeds 50.0KB limit. Use bash: sed -n '{line}p' {path} | head -c 51200]",
+        "0.13.2",
+        None,
+        _T + "read.js",
+        "read",
+    ),
     Wording("read_image", "Read image file [{mime}]", "0.7.6", None, _T + "read.js", "read"),
     Wording("read_file_not_found", "Error: File not found: {path}", "0.7.6", "0.7.6", _OLD_READ, "read"),
-    Wording("offset_beyond_end", "Error: Offset {offset} is beyond end of file ({total} lines total)", "0.7.6",
-            "0.7.6", _OLD_READ, "read"),
-    Wording("offset_beyond_end", "Offset {offset} is beyond end of file ({total} lines total)", "0.13.2", None,
-            _T + "read.js", "read"),
+    Wording(
+        "offset_beyond_end",
+        "Error: Offset {offset} is beyond end of file ({total} lines total)",
+        "0.7.6",
+        "0.7.6",
+        _OLD_READ,
+        "read",
+    ),
+    Wording(
+        "offset_beyond_end",
+        "Offset {offset} is beyond end of file ({total} lines total)",
+        "0.13.2",
+        None,
+        _T + "read.js",
+        "read",
+    ),
     # bash: 0.7.x's failure wording (later ones are the card's bash_* templates)
-    Wording("bash_failed", "Command failed\n\n{output}Command exited with code {code}", "0.7.6", "0.7.6",
-            "dist/tools/bash.js (0.7.6)", "bash"),
+    Wording(
+        "bash_failed",
+        "Command failed\n\n{output}Command exited with code {code}",
+        "0.7.6",
+        "0.7.6",
+        "dist/tools/bash.js (0.7.6)",
+        "bash",
+    ),
     # any tool
     Wording("no_result", "No result provided", "0.7.6", None, "pi-ai:dist/*/transform-messages.js", None),
     Wording("operation_aborted", "Operation aborted", "0.7.6", None, _T + "read.js", None),  # also write/edit.js
@@ -155,9 +318,29 @@ STRICT_TOOLS = frozenset({"edit", "write"})
 """Tools whose every result is a Pi-authored text (no ``{content}``/``{output}`` template can hold it): a result of
 one that matches no wording of any release is an unknown text."""
 
-_NUMERIC = frozenset({"bytes", "count", "old_chars", "new_chars", "remaining", "next_offset", "start", "end", "total",
-                      "index", "other", "occurrences", "code", "seconds", "offset", "line", "max_chars", "limit",
-                      "more"})
+_NUMERIC = frozenset(
+    {
+        "bytes",
+        "count",
+        "old_chars",
+        "new_chars",
+        "remaining",
+        "next_offset",
+        "start",
+        "end",
+        "total",
+        "index",
+        "other",
+        "occurrences",
+        "code",
+        "seconds",
+        "offset",
+        "line",
+        "max_chars",
+        "limit",
+        "more",
+    }
+)
 
 
 def wording_tool(key: str) -> str | None:
@@ -190,9 +373,11 @@ def _compiled(template: str) -> tuple[re.Pattern[str], int, tuple[str, ...], str
 
 def _card_wordings(card: HarnessCard) -> tuple[Wording, ...]:
     source = f"captured from pi@{card.version} (harness/cards/{card.id}.json)"
-    return tuple(Wording(k, t, card.version, card.version, source, wording_tool(k))
-                 for k, t in [*card.results.items(), *card.errors.items()]
-                 if k not in ("validation_problem", "arguments_not_object"))
+    return tuple(
+        Wording(k, t, card.version, card.version, source, wording_tool(k))
+        for k, t in [*card.results.items(), *card.errors.items()]
+        if k not in ("validation_problem", "arguments_not_object")
+    )
 
 
 _CARD_WORDINGS: dict[int, tuple[HarnessCard, tuple[Wording, ...]]] = {}
@@ -295,10 +480,12 @@ def _over_read_limits(content: str) -> bool:
 
 def _mismatch(tool: str, parsed: Parsed, card: HarnessCard, why: str) -> Failure:
     w = parsed.wording
-    return Failure(Reason.harness_version_mismatch,
-                   f"{tool}: the result is Pi {w.releases()}'s {w.key} text {w.template!r} ({w.source}); {why}",
-                   "convert for a Pi that writes this text (--harness pi@VERSION), or re-record the task with the "
-                   f"target Pi (pi@{card.version})")
+    return Failure(
+        Reason.harness_version_mismatch,
+        f"{tool}: the result is Pi {w.releases()}'s {w.key} text {w.template!r} ({w.source}); {why}",
+        "convert for a Pi that writes this text (--harness pi@VERSION), or re-record the task with the "
+        f"target Pi (pi@{card.version})",
+    )
 
 
 def in_target_words(card: HarnessCard, tool: str, text: str, arguments: Any = None) -> str | Failure:
@@ -307,14 +494,18 @@ def in_target_words(card: HarnessCard, tool: str, text: str, arguments: Any = No
     parsed = parse_text(card, tool, text)
     if parsed is None:
         if tool in STRICT_TOOLS:
-            return Failure(Reason.unknown_pi_text, f"{tool}: the result {text[:120]!r} matches no text any known Pi "
-                           "release writes (harness/pi_texts.py), so the target's words for it are unknown",
-                           "add the wording to the catalogue (harness/pi_texts.py) with its source, or re-record")
+            return Failure(
+                Reason.unknown_pi_text,
+                f"{tool}: the result {text[:120]!r} matches no text any known Pi "
+                "release writes (harness/pi_texts.py), so the target's words for it are unknown",
+                "add the wording to the catalogue (harness/pi_texts.py) with its source, or re-record",
+            )
         return text
     if _writes(card, parsed.wording.template, tool):
         if parsed.wording.key == "read" and _over_read_limits(text):  # 0.7.x read had no 50 KB cap
-            return _mismatch(tool, parsed, card, f"the text is over Pi {card.version}'s read limits, which cut it "
-                             "and add a notice")
+            return _mismatch(
+                tool, parsed, card, f"the text is over Pi {card.version}'s read limits, which cut it and add a notice"
+            )
         return text
     values: dict[str, Any] = {**_derived(tool, arguments), **parsed.values}
     key = _target_key(parsed, arguments, values)
@@ -324,11 +515,16 @@ def in_target_words(card: HarnessCard, tool: str, text: str, arguments: Any = No
     template = targets[0].template
     missing = [n for n in _compiled(template)[2] if n not in values]
     if missing:
-        return _mismatch(tool, parsed, card, f"Pi {card.version} writes {template!r}, which needs "
-                         f"{', '.join(missing)}: the session does not hold it")
+        return _mismatch(
+            tool,
+            parsed,
+            card,
+            f"Pi {card.version} writes {template!r}, which needs {', '.join(missing)}: the session does not hold it",
+        )
     if "content" in values and key.startswith("read") and _over_read_limits(values["content"]):
-        return _mismatch(tool, parsed, card, f"its content is over Pi {card.version}'s read limits, which cut it "
-                         "otherwise")
+        return _mismatch(
+            tool, parsed, card, f"its content is over Pi {card.version}'s read limits, which cut it otherwise"
+        )
     return template.format(**values)
 
 
@@ -352,7 +548,9 @@ def text_violations(card: HarnessCard, messages: Iterable[Mapping[str, Any]]) ->
                 out.append(f"message {n} ({tool}): matches no Pi wording: {m['content'][:80]!r}")
         elif not _writes(card, parsed.wording.template, tool):
             w = parsed.wording
-            out.append(f"message {n} ({tool}): Pi {w.releases()}'s {w.key} text {w.template!r}, not Pi {card.version}'s")
+            out.append(
+                f"message {n} ({tool}): Pi {w.releases()}'s {w.key} text {w.template!r}, not Pi {card.version}'s"
+            )
     return out
 
 

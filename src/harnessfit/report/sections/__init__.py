@@ -34,7 +34,8 @@ SECTIONS: dict[str, SectionFn] = {
     "grpo": grpo.section,
     "eval": evals.section,
     "raw": results_table_section("raw/*/*/results.json", "Raw one-shot suites (no tools)", key="raw", kind="raw"),
-    "pairwise": results_table_section("raw/*/pairwise/results.json", "Blinded pairwise review", key="pairwise",
-                                      kind="pairwise"),
+    "pairwise": results_table_section(
+        "raw/*/pairwise/results.json", "Blinded pairwise review", key="pairwise", kind="pairwise"
+    ),
     "probe": results_table_section("probe/*/results.json", "Base-model probes", key="probe", kind="probe"),
 }

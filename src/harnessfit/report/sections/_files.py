@@ -18,8 +18,10 @@ def copy_in(files: dict, run_dir: Path, path: Path) -> str | None:
         return None
     rel = path.name
     # lexically first: a stage linked into the report's view of a run (``report.locate``) keeps its place there
-    for inside, root in ((Path(os.path.normpath(path)), Path(os.path.normpath(run_dir))),
-                         (path.resolve(), run_dir.resolve())):
+    for inside, root in (
+        (Path(os.path.normpath(path)), Path(os.path.normpath(run_dir))),
+        (path.resolve(), run_dir.resolve()),
+    ):
         try:
             rel = inside.relative_to(root).as_posix()
             break

@@ -20,8 +20,11 @@ def section(run_dir: Path) -> Section | None:
         return None
     y = orjson.loads((d / "yield.json").read_bytes())
     total = y.get("total") or {}
-    formats = [(name, f.get("calls", 0), f.get("labels", 0)) for name, f in sorted((y.get("by_format") or {}).items())
-               if isinstance(f, dict)]
+    formats = [
+        (name, f.get("calls", 0), f.get("labels", 0))
+        for name, f in sorted((y.get("by_format") or {}).items())
+        if isinstance(f, dict)
+    ]
     blockers = [b for b in (y.get("blockers") or []) if isinstance(b, dict)][:8]
     files: dict = {}
     links = {name: copy_in(files, run_dir, d / name) for name in ("yield.md", "yield.json", "ledger_summary.md")}

@@ -39,22 +39,42 @@ def section(run_dir: Path) -> Section | None:
     m = orjson.loads((d / "manifest.json").read_bytes())
     c = m.get("counts") or {}
     read = c.get("read") or 0
-    funnel = [(label, c.get(key)) for label, key in (
-        ("trajectories read", "read"), ("converted to harness conversations", "converted"),
-        ("rejected at conversion", "rejected_convert"), ("changed by redaction", "redacted_conversations"),
-        ("exact duplicates dropped", "duplicate_exact"), ("near duplicates dropped", "duplicate_near"),
-        ("kept", "kept")) if key in c]
+    funnel = [
+        (label, c.get(key))
+        for label, key in (
+            ("trajectories read", "read"),
+            ("converted to harness conversations", "converted"),
+            ("rejected at conversion", "rejected_convert"),
+            ("changed by redaction", "redacted_conversations"),
+            ("exact duplicates dropped", "duplicate_exact"),
+            ("near duplicates dropped", "duplicate_near"),
+            ("kept", "kept"),
+        )
+        if key in c
+    ]
     funnel = [(label, n, (100 * n / read) if read and n is not None else None) for label, n in funnel]
     ledger = orjson.loads((d / "ledger_summary.json").read_bytes()) if (d / "ledger_summary.json").is_file() else {}
     by_reason = ledger.get("by_reason") or c.get("rejected_by_reason") or {}
     examples = ledger_examples(d / "ledger.jsonl", set(by_reason))
     files: dict = {}
-    links = {name: copy_in(files, run_dir, d / name) for name in
-             ("README.md", "manifest.json", "ledger_summary.json", "ledger_summary.md")}
+    links = {
+        name: copy_in(files, run_dir, d / name)
+        for name in ("README.md", "manifest.json", "ledger_summary.json", "ledger_summary.md")
+    }
     card = (d / "README.md").read_text(encoding="utf-8", errors="replace") if (d / "README.md").is_file() else None
-    body = render("sections/dataset.html.jinja", m=m, c=c, funnel=funnel, ledger=ledger, by_reason=by_reason,
-                  examples=examples, splits=(m.get("splits") or {}), red=(m.get("redaction") or {}), links=links,
-                  card=markdown_html(card) if card else None)
+    body = render(
+        "sections/dataset.html.jinja",
+        m=m,
+        c=c,
+        funnel=funnel,
+        ledger=ledger,
+        by_reason=by_reason,
+        examples=examples,
+        splits=(m.get("splits") or {}),
+        red=(m.get("redaction") or {}),
+        links=links,
+        card=markdown_html(card) if card else None,
+    )
     kept = c.get("kept")
     summary = f"{kept} of {read} trajectories kept"
     if read and kept is not None:

@@ -59,11 +59,13 @@ def _results_files(run_dir: Path) -> Iterator[Path]:
     if (root / "results.json").is_file():
         yield root / "results.json"
     # each run folder under eval/ may be a link (``report.locate``'s view of a run): followed at this level only
-    for child in sorted(p for p in root.iterdir()
-                        if p.is_dir() and p.name not in _SKIP_DIRS and not (p / MARKER).exists()):
+    for child in sorted(
+        p for p in root.iterdir() if p.is_dir() and p.name not in _SKIP_DIRS and not (p / MARKER).exists()
+    ):
         for dirpath, dirnames, filenames in os.walk(child):
-            dirnames[:] = sorted(d for d in dirnames
-                                 if d not in _SKIP_DIRS and not (Path(dirpath, d) / MARKER).exists())
+            dirnames[:] = sorted(
+                d for d in dirnames if d not in _SKIP_DIRS and not (Path(dirpath, d) / MARKER).exists()
+            )
             if "results.json" in filenames:
                 yield Path(dirpath) / "results.json"
 
@@ -100,15 +102,25 @@ def _selections(run: AgentRun) -> list[tuple[str, str, Callable[[Episode], bool]
         ("all", "All episodes", lambda e: True, None),
         ("unscored", "Unscored episodes (runner or harness error)", lambda e: e.metrics is None, None),
         ("tool_calls", "Scored episodes and their tool calls", scored, None),
-        ("double_encoded_arguments", "Episodes with double-encoded tool-call arguments",
-         lambda e: e.metrics is not None and e.metrics.double_encoded_arguments > 0, None),
+        (
+            "double_encoded_arguments",
+            "Episodes with double-encoded tool-call arguments",
+            lambda e: e.metrics is not None and e.metrics.double_encoded_arguments > 0,
+            None,
+        ),
     ]
     for field, (label, _) in _RATE_FIELDS.items():
         out.append((field, f"{label}: the scored episodes behind the rate", scored, field))
     failed = run.results.aggregates.get("failures") or {}
     for name in (n for n in FAILURES if n in failed):
-        out.append((f"failure-{name}", f"Episodes that failed with {name}",
-                    lambda e, n=name: e.metrics is not None and e.metrics.failure == n, None))
+        out.append(
+            (
+                f"failure-{name}",
+                f"Episodes that failed with {name}",
+                lambda e, n=name: e.metrics is not None and e.metrics.failure == n,
+                None,
+            )
+        )
     return out
 
 
@@ -120,8 +132,11 @@ def _cell_parts(row_key: str, text: str, run: AgentRun) -> list[tuple[str, str |
         return [(text, _list_path(run, "all"))]
     if row_key == "scored":
         scored, unscored = (run.results.aggregates.get(k, 0) for k in ("scored", "unscored"))
-        return [(str(scored), _list_path(run, "tool_calls")), (" / ", None),
-                (str(unscored), _list_path(run, "unscored"))]
+        return [
+            (str(scored), _list_path(run, "tool_calls")),
+            (" / ", None),
+            (str(unscored), _list_path(run, "unscored")),
+        ]
     if row_key == "failures":
         fails = run.results.aggregates.get("failures") or {}
         parts: list[tuple[str, str | None]] = []
@@ -134,10 +149,24 @@ def _cell_parts(row_key: str, text: str, run: AgentRun) -> list[tuple[str, str |
 
 def _episode_row(run: AgentRun, ep: Episode) -> dict[str, Any]:
     f, m = ep.facts, ep.metrics
-    caps = [name for name, hit in (("output", f.killed == "output_cap"), ("wall clock", f.killed == "wall_clock"),
-                                   ("turns", f.turn_cap_hit)) if hit]
-    return {"task": f.task_id, "seed": f.seed, "page": episode_page_path(run, ep), "m": m, "f": f, "caps": caps,
-            "passed": bool(m and m.complete_loop)}
+    caps = [
+        name
+        for name, hit in (
+            ("output", f.killed == "output_cap"),
+            ("wall clock", f.killed == "wall_clock"),
+            ("turns", f.turn_cap_hit),
+        )
+        if hit
+    ]
+    return {
+        "task": f.task_id,
+        "seed": f.seed,
+        "page": episode_page_path(run, ep),
+        "m": m,
+        "f": f,
+        "caps": caps,
+        "passed": bool(m and m.complete_loop),
+    }
 
 
 def _episode_pages(run: AgentRun, files: dict, run_dir: Path, card: Any) -> list[Page]:
@@ -151,16 +180,27 @@ def _episode_pages(run: AgentRun, files: dict, run_dir: Path, card: Any) -> list
         view = episode_view(run.folder, ep, suite_path=run.results.suite.get("path"), card=card, harness=spec)
         session = run.folder / ep.facts.session_file if ep.facts.session_file else None
         export = None
-        made = agent.session_export(session, run.results.pi_version) if session is not None and session.is_file() \
-            else None
+        made = (
+            agent.session_export(session, run.results.pi_version) if session is not None and session.is_file() else None
+        )
         if made is not None:
             export = path.removesuffix(".html") + made[0]
             files[export] = made[1]
-        raw = {"session file": copy_in(files, run_dir, session) if session else None,
-               "event stream": copy_in(files, run_dir, run.folder / ep.facts.events_file),
-               "stderr": copy_in(files, run_dir, run.folder / ep.facts.stderr_file)}
-        body = render("episode.html.jinja", here=path, v=view, run=run, export=export, raw=raw,
-                      index=_list_path(run, "all"), harness_title=title)
+        raw = {
+            "session file": copy_in(files, run_dir, session) if session else None,
+            "event stream": copy_in(files, run_dir, run.folder / ep.facts.events_file),
+            "stderr": copy_in(files, run_dir, run.folder / ep.facts.stderr_file),
+        }
+        body = render(
+            "episode.html.jinja",
+            here=path,
+            v=view,
+            run=run,
+            export=export,
+            raw=raw,
+            index=_list_path(run, "all"),
+            harness_title=title,
+        )
         title = f"{ep.facts.task_id} seed {ep.facts.seed} — {run.label}"
         pages.append(Page(path, title, body))
     return pages
@@ -172,8 +212,16 @@ def _list_pages(run: AgentRun) -> list[Page]:
         rows = [_episode_row(run, e) for e in run.results.episodes if keep(e)]
         path = _list_path(run, key)
         flag_label = _RATE_FIELDS[flag][0] if flag else None
-        body = render("episode_list.html.jinja", here=path, run=run, title=title, rows=rows, flag=flag,
-                      flag_label=flag_label, key=key)
+        body = render(
+            "episode_list.html.jinja",
+            here=path,
+            run=run,
+            title=title,
+            rows=rows,
+            flag=flag,
+            flag_label=flag_label,
+            key=key,
+        )
         pages.append(Page(path, f"{title} — {run.label}", body))
     return pages
 
@@ -188,36 +236,65 @@ def section(run_dir: Path) -> Section | None:
     files: dict = {}
     pages: list[Page] = []
     for run in runs:
-        own = card if get_harness(run.results.harness).name == DEFAULT_HARNESS else \
-            load_card_or_none(run.results.pi_version, harness=run.results.harness)
+        own = (
+            card
+            if get_harness(run.results.harness).name == DEFAULT_HARNESS
+            else load_card_or_none(run.results.pi_version, harness=run.results.harness)
+        )
         pages += _episode_pages(run, files, run_dir, own)
         pages += _list_pages(run)
     results = [r.results for r in runs]
-    table = [{"label": row.label, "key": row.key, "cells": [
-        _cell_parts(row.key, text, run) for text, run in zip(row.cells, runs, strict=True)]}
-        for row in compare_rows(results)]
+    table = [
+        {
+            "label": row.label,
+            "key": row.key,
+            "cells": [_cell_parts(row.key, text, run) for text, run in zip(row.cells, runs, strict=True)],
+        }
+        for row in compare_rows(results)
+    ]
     task_ids: list[str] = []
     for r in results:
         task_ids += [t for t in (r.suite.get("tasks") or []) if t not in task_ids]
         task_ids += [e.facts.task_id for e in r.episodes if e.facts.task_id not in task_ids]
-    per_task = [{"task": t, "cells": [[_episode_row(run, e) for e in run.results.episodes if e.facts.task_id == t]
-                                      for run in runs]} for t in task_ids]
-    svg = intervals_svg([label for label, _, _ in RATE_METRICS], [r.label for r in runs],
-                        [[r.results.aggregates.get("rates", {}).get(field) for r in runs]
-                         for _, field, _ in RATE_METRICS])
+    per_task = [
+        {
+            "task": t,
+            "cells": [[_episode_row(run, e) for e in run.results.episodes if e.facts.task_id == t] for run in runs],
+        }
+        for t in task_ids
+    ]
+    svg = intervals_svg(
+        [label for label, _, _ in RATE_METRICS],
+        [r.label for r in runs],
+        [[r.results.aggregates.get("rates", {}).get(field) for r in runs] for _, field, _ in RATE_METRICS],
+    )
     figure = None
     if svg is not None:
         figure = "figures/eval-rates.svg"
         files[figure] = svg
-    links = {run.label: {"results.json": copy_in(files, run_dir, run.path),
-                         "results.md": copy_in(files, run_dir, run.folder / "results.md"),
-                         "episodes": _list_path(run, "all")} for run in runs}
+    links = {
+        run.label: {
+            "results.json": copy_in(files, run_dir, run.path),
+            "results.md": copy_in(files, run_dir, run.folder / "results.md"),
+            "episodes": _list_path(run, "all"),
+        }
+        for run in runs
+    }
     compare_md = copy_in(files, run_dir, run_dir / "eval" / "before_after.md")
     suites = {r.suite.get("sha256") for r in results}
-    body = render("sections/eval.html.jinja", runs=runs, table=table, per_task=per_task, figure=figure, links=links,
-                  compare_md=compare_md, mixed_suites=len(suites) > 1, suite=results[0].suite,
-                  pi_version=" / ".join(dict.fromkeys(r.pi_version for r in results)),
-                  harness_title=harness_title(results[0]))
+    body = render(
+        "sections/eval.html.jinja",
+        runs=runs,
+        table=table,
+        per_task=per_task,
+        figure=figure,
+        links=links,
+        compare_md=compare_md,
+        mixed_suites=len(suites) > 1,
+        suite=results[0].suite,
+        pi_version=" / ".join(dict.fromkeys(r.pi_version for r in results)),
+        harness_title=harness_title(results[0]),
+    )
     loops = []
     for run in runs:
         rate = run.results.aggregates.get("rates", {}).get("complete_loop") or {}

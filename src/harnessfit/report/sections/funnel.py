@@ -18,8 +18,9 @@ def _stage(run_dir: Path, name: str) -> Path | None:
 
 def section(run_dir: Path) -> Section | None:
     convert = _stage(run_dir, "dataset") or _stage(run_dir, "convert")  # a build's yield, else a bare convert's
-    funnel = read_funnel(dataset=convert, audit=_stage(run_dir, "audit"), train=_stage(run_dir, "train"),
-                         grpo=_stage(run_dir, "grpo"))
+    funnel = read_funnel(
+        dataset=convert, audit=_stage(run_dir, "audit"), train=_stage(run_dir, "train"), grpo=_stage(run_dir, "grpo")
+    )
     if len(funnel.steps) < 2:
         return None
     body = render("sections/funnel.html.jinja", steps=funnel.steps, warnings=funnel.warnings)

@@ -15,9 +15,15 @@ __all__ = ["section"]
 
 def _card_facts(path: Path) -> dict[str, Any]:
     data = orjson.loads(path.read_bytes())
-    facts: dict[str, Any] = {"file": path.name, "harness": data.get("harness"), "version": data.get("version"),
-                             "default_tools": data.get("default_tools") or [], "sha256": None,
-                             "equals_committed": None, "params": (data.get("request") or {}).get("params") or {}}
+    facts: dict[str, Any] = {
+        "file": path.name,
+        "harness": data.get("harness"),
+        "version": data.get("version"),
+        "default_tools": data.get("default_tools") or [],
+        "sha256": None,
+        "equals_committed": None,
+        "params": (data.get("request") or {}).get("params") or {},
+    }
     try:
         from harnessfit.harness.card import HarnessCard, card_path
 
@@ -33,8 +39,13 @@ def _card_facts(path: Path) -> dict[str, Any]:
         fn = t.get("function", t) if isinstance(t, dict) else {}
         params = fn.get("parameters") or {}
         required = set(params.get("required") or [])
-        tools.append({"name": fn.get("name"), "description": (fn.get("description") or "").split("\n")[0],
-                      "params": [(p, p in required) for p in (params.get("properties") or {})]})
+        tools.append(
+            {
+                "name": fn.get("name"),
+                "description": (fn.get("description") or "").split("\n")[0],
+                "params": [(p, p in required) for p in (params.get("properties") or {})],
+            }
+        )
     facts["tools"] = tools
     parts = (data.get("system_prompt") or {}).get("parts") or []
     facts["system_prompt"] = "".join(p.get("text", "") if isinstance(p, dict) else str(p) for p in parts)
@@ -57,5 +68,6 @@ def section(run_dir: Path) -> Section | None:
     summary = f"card {first['id']}, {len(first['tools'])} tools"
     if first["equals_committed"] is not None:
         summary += ", equals the committed card" if first["equals_committed"] else ", DIFFERS from the committed card"
-    return Section("harness", "Harness card", render("sections/harness.html.jinja", cards=facts),
-                   summary=summary, files=files)
+    return Section(
+        "harness", "Harness card", render("sections/harness.html.jinja", cards=facts), summary=summary, files=files
+    )

@@ -44,8 +44,9 @@ def _cell(v: Any) -> str:
     return fmt_num(v)
 
 
-def results_table_section(patterns: str | Sequence[str], title: str, *, key: str, kind: str | None = None
-                          ) -> Callable[[Path], Section | None]:
+def results_table_section(
+    patterns: str | Sequence[str], title: str, *, key: str, kind: str | None = None
+) -> Callable[[Path], Section | None]:
     """The section function for the results files matching ``patterns`` (globs relative to RUN_DIR); with ``kind``,
     only files whose ``kind`` field is that value (raw, pairwise, probe)."""
     pats = [patterns] if isinstance(patterns, str) else list(patterns)
@@ -58,8 +59,11 @@ def results_table_section(patterns: str | Sequence[str], title: str, *, key: str
                 data = orjson.loads(p.read_bytes())
             except orjson.JSONDecodeError:
                 continue
-            if isinstance(data, dict) and isinstance(data.get("aggregates"), dict) and (
-                    kind is None or data.get("kind") == kind):
+            if (
+                isinstance(data, dict)
+                and isinstance(data.get("aggregates"), dict)
+                and (kind is None or data.get("kind") == kind)
+            ):
                 docs.append((p, data))
         if not docs:
             return None
@@ -67,18 +71,26 @@ def results_table_section(patterns: str | Sequence[str], title: str, *, key: str
         columns = []
         for p, data in docs:
             model = data.get("model") if isinstance(data.get("model"), dict) else {}
-            columns.append({"label": model.get("name") or p.parent.name, "status": data.get("status"),
-                            "error": data.get("error"), "suite": (data.get("suite") or {}).get("name")
-                            if isinstance(data.get("suite"), dict) else None,
-                            "link": copy_in(files, run_dir, p), "flat": flatten_aggregates(data["aggregates"])})
+            columns.append(
+                {
+                    "label": model.get("name") or p.parent.name,
+                    "status": data.get("status"),
+                    "error": data.get("error"),
+                    "suite": (data.get("suite") or {}).get("name") if isinstance(data.get("suite"), dict) else None,
+                    "link": copy_in(files, run_dir, p),
+                    "flat": flatten_aggregates(data["aggregates"]),
+                }
+            )
         names: list[str] = []
         for c in columns:
             names += [n for n in c["flat"] if n not in names]
-        rows = [{"name": n, "cells": [_cell(c["flat"].get(n)) if n in c["flat"] else "" for c in columns]}
-                for n in names]
+        rows = [
+            {"name": n, "cells": [_cell(c["flat"].get(n)) if n in c["flat"] else "" for c in columns]} for n in names
+        ]
         body = render("sections/results.html.jinja", columns=columns, rows=rows)
-        return Section(key, title, body, summary=f"{len(columns)} results file(s), {len(rows)} aggregate rows",
-                       files=files)
+        return Section(
+            key, title, body, summary=f"{len(columns)} results file(s), {len(rows)} aggregate rows", files=files
+        )
 
     section.__doc__ = f"{title}: aggregates of {', '.join(pats)} side by side."
     return section

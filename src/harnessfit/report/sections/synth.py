@@ -27,5 +27,9 @@ def section(run_dir: Path) -> Section | None:
         double[f.get("kind")] += int(f.get("double_encoded_calls") or 0)
     rows = [{"kind": k, "kept": kept[k], "skipped": dropped[k], "double": double[k]} for k in kinds]
     body = render("sections/synth.html.jinja", m=m, rows=rows, skipped=skipped)
-    return Section("synth", "Synthesised sessions", body,
-                   summary=f"{len(files)} sessions recorded through the real Pi, {len(skipped)} skipped")
+    return Section(
+        "synth",
+        "Synthesised sessions",
+        body,
+        summary=f"{len(files)} sessions recorded through the real Pi, {len(skipped)} skipped",
+    )

@@ -22,29 +22,61 @@ from harnessfit.report.site import Section, render
 __all__ = ["SFT_CURVES", "GRPO_CURVES", "training_section", "read_rows", "resource_envelope"]
 
 SFT_CURVES: tuple[Curve, ...] = (
-    Curve("loss", "Validation loss (log scale)", "loss", ("eval_loss", "loss"), log=True,
-          labels={"eval_loss": "validation", "loss": "train"}),
-    Curve("token_accuracy", "Token accuracy", "mean token accuracy",
-          ("eval_mean_token_accuracy", "mean_token_accuracy"),
-          labels={"eval_mean_token_accuracy": "validation", "mean_token_accuracy": "train"}),
+    Curve(
+        "loss",
+        "Validation loss (log scale)",
+        "loss",
+        ("eval_loss", "loss"),
+        log=True,
+        labels={"eval_loss": "validation", "loss": "train"},
+    ),
+    Curve(
+        "token_accuracy",
+        "Token accuracy",
+        "mean token accuracy",
+        ("eval_mean_token_accuracy", "mean_token_accuracy"),
+        labels={"eval_mean_token_accuracy": "validation", "mean_token_accuracy": "train"},
+    ),
     Curve("learning_rate", "Learning rate", "learning rate", ("learning_rate",), labels={"learning_rate": "lr"}),
 )
 
 # TRL's GRPOTrainer logs ``reward``, ``reward_std``, ``rewards/<reward function>/mean``, ``kl``, ``entropy``,
 # ``completions/mean_length`` … (GRPOTrainer._generate_and_score_completions / compute_loss in trl 1.x).
 GRPO_CURVES: tuple[Curve, ...] = (
-    Curve("reward", "Reward and its components", "reward", ("reward", "rewards/*/mean", "eval_reward",
-                                                            "eval_rewards/*/mean"), labels={"reward": "total"}),
+    Curve(
+        "reward",
+        "Reward and its components",
+        "reward",
+        ("reward", "rewards/*/mean", "eval_reward", "eval_rewards/*/mean"),
+        labels={"reward": "total"},
+    ),
     Curve("kl", "KL to the reference, entropy", "nats", ("kl", "entropy")),
-    Curve("completion_length", "Completion length", "tokens",
-          ("completions/mean_length", "completions/max_length", "completions/clipped_ratio")),
-    Curve("loss", "Loss (log scale)", "loss", ("eval_loss", "loss"), log=True,
-          labels={"eval_loss": "validation", "loss": "train"}),
+    Curve(
+        "completion_length",
+        "Completion length",
+        "tokens",
+        ("completions/mean_length", "completions/max_length", "completions/clipped_ratio"),
+    ),
+    Curve(
+        "loss",
+        "Loss (log scale)",
+        "loss",
+        ("eval_loss", "loss"),
+        log=True,
+        labels={"eval_loss": "validation", "loss": "train"},
+    ),
     Curve("learning_rate", "Learning rate", "learning rate", ("learning_rate",), labels={"learning_rate": "lr"}),
 )
 
-_RESULT_FIRST = ("status", "stop_reason", "global_step", "initial_val_loss", "final_val_loss", "best_val_loss",
-                 "best_step")
+_RESULT_FIRST = (
+    "status",
+    "stop_reason",
+    "global_step",
+    "initial_val_loss",
+    "final_val_loss",
+    "best_val_loss",
+    "best_step",
+)
 
 
 def read_rows(path: Path) -> list[dict[str, Any]]:
@@ -73,8 +105,11 @@ def resource_envelope(folder: Path, guard_name: str) -> tuple[list[dict[str, Any
 
 def _result_rows(result: dict[str, Any]) -> list[tuple[str, Any]]:
     first = [(k, result[k]) for k in _RESULT_FIRST if k in result]
-    rest = [(k, v) for k, v in result.items() if k not in _RESULT_FIRST and isinstance(v, (int, float, str, bool))
-            and not k.endswith(("_dir", "_path"))]
+    rest = [
+        (k, v)
+        for k, v in result.items()
+        if k not in _RESULT_FIRST and isinstance(v, (int, float, str, bool)) and not k.endswith(("_dir", "_path"))
+    ]
     return first + rest
 
 
@@ -88,10 +123,17 @@ def _recipe_rows(recipe: dict[str, Any]) -> list[tuple[str, Any]]:
     return rows
 
 
-def training_section(folder: str, title: str, *, key: str | None = None, curves: Sequence[Curve] = SFT_CURVES,
-                     metrics_name: str = "metrics.jsonl", guard_name: str = "guard.jsonl",
-                     result_name: str = "result.json",
-                     report_names: Sequence[str] = ("train_report.md",)) -> Callable[[Path], Section | None]:
+def training_section(
+    folder: str,
+    title: str,
+    *,
+    key: str | None = None,
+    curves: Sequence[Curve] = SFT_CURVES,
+    metrics_name: str = "metrics.jsonl",
+    guard_name: str = "guard.jsonl",
+    result_name: str = "result.json",
+    report_names: Sequence[str] = ("train_report.md",),
+) -> Callable[[Path], Section | None]:
     """The section function for the training run in ``RUN_DIR/<folder>`` (absent when it has no metrics, result or
     guard file; a run still in its first steps shows its resource envelope already)."""
     key = key or folder.replace("/", "-")
@@ -112,22 +154,36 @@ def training_section(folder: str, title: str, *, key: str | None = None, curves:
         result = orjson.loads((d / result_name).read_bytes()) if (d / result_name).is_file() else {}
         recipe = orjson.loads((d / "recipe.json").read_bytes()) if (d / "recipe.json").is_file() else {}
         env, n_samples, interval = resource_envelope(d, guard_name)
-        links = {name: copy_in(files, run_dir, d / name)
-                 for name in (*report_names, result_name, metrics_name, guard_name, "recipe.json")}
+        links = {
+            name: copy_in(files, run_dir, d / name)
+            for name in (*report_names, result_name, metrics_name, guard_name, "recipe.json")
+        }
         evals = [r for r in rows if any(k.startswith("eval_") for k in r)]
         steps = max((int(r.get("step") or 0) for r in rows), default=0)
         data = result.get("data") if isinstance(result.get("data"), dict) else None
-        body = render("sections/training.html.jinja", result=_result_rows(result), recipe=_recipe_rows(recipe),
-                      data=data,
-                      figures=figures, env=env, n_samples=n_samples, interval=interval, links=links,
-                      stop_reason=result.get("stop_reason"), evals=evals[-12:], n_evals=len(evals), folder=folder)
+        body = render(
+            "sections/training.html.jinja",
+            result=_result_rows(result),
+            recipe=_recipe_rows(recipe),
+            data=data,
+            figures=figures,
+            env=env,
+            n_samples=n_samples,
+            interval=interval,
+            links=links,
+            stop_reason=result.get("stop_reason"),
+            evals=evals[-12:],
+            n_evals=len(evals),
+            folder=folder,
+        )
         status = result.get("status", "no result.json (still running, or it ended without one)")
         summary = f"{status}, {steps} optimizer steps"
         if result.get("initial_val_loss") is not None and result.get("final_val_loss") is not None:
             summary += f", validation loss {result['initial_val_loss']:.4g} → {result['final_val_loss']:.4g}"
         if data and data.get("train_actions") is not None:
-            summary += (f"; {data.get('actions_seen')} of {data['train_actions']} training actions seen"
-                        f" ({data.get('layout')})")
+            summary += (
+                f"; {data.get('actions_seen')} of {data['train_actions']} training actions seen ({data.get('layout')})"
+            )
         closest = next((r for r in env if r.get("closest")), None)
         if closest:
             summary += f"; closest stop rule: {closest['quantity']}"

@@ -11,12 +11,55 @@ from typing import Any
 
 from harnessfit.tasks.family import pick
 
-NOUNS = ("order", "invoice", "ticket", "parcel", "sensor", "player", "course", "recipe", "budget", "flight",
-         "garden", "engine", "account", "camera", "basket", "device", "student", "vendor", "meeting", "shelf",
-         "planet", "bridge", "lesson", "market", "router", "rocket", "harbor", "museum", "wallet", "tunnel")
+NOUNS = (
+    "order",
+    "invoice",
+    "ticket",
+    "parcel",
+    "sensor",
+    "player",
+    "course",
+    "recipe",
+    "budget",
+    "flight",
+    "garden",
+    "engine",
+    "account",
+    "camera",
+    "basket",
+    "device",
+    "student",
+    "vendor",
+    "meeting",
+    "shelf",
+    "planet",
+    "bridge",
+    "lesson",
+    "market",
+    "router",
+    "rocket",
+    "harbor",
+    "museum",
+    "wallet",
+    "tunnel",
+)
 
-CONSTANT_NAMES = ("MAX_ITEMS", "TIMEOUT_S", "RETRY_LIMIT", "PAGE_SIZE", "BATCH_SIZE", "CACHE_TTL", "MAX_USERS",
-                  "POOL_SIZE", "MIN_LENGTH", "MAX_DEPTH", "WORKERS", "QUEUE_LIMIT", "BACKOFF_S", "PORT_OFFSET")
+CONSTANT_NAMES = (
+    "MAX_ITEMS",
+    "TIMEOUT_S",
+    "RETRY_LIMIT",
+    "PAGE_SIZE",
+    "BATCH_SIZE",
+    "CACHE_TTL",
+    "MAX_USERS",
+    "POOL_SIZE",
+    "MIN_LENGTH",
+    "MAX_DEPTH",
+    "WORKERS",
+    "QUEUE_LIMIT",
+    "BACKOFF_S",
+    "PORT_OFFSET",
+)
 
 OK = "OK"
 
@@ -26,8 +69,10 @@ def read(path: str) -> dict[str, Any]:
 
 
 def edit(path: str, *pairs: tuple[str, str], expect: str | None = None) -> dict[str, Any]:
-    step: dict[str, Any] = {"tool": "edit", "args": {"path": path, "edits": [{"oldText": o, "newText": n}
-                                                                             for o, n in pairs]}}
+    step: dict[str, Any] = {
+        "tool": "edit",
+        "args": {"path": path, "edits": [{"oldText": o, "newText": n} for o, n in pairs]},
+    }
     if expect:
         step["expect"] = expect
     return step
@@ -53,35 +98,44 @@ def final(text: str, expect: str) -> dict[str, Any]:
 
 def validate_sentence(rng: random.Random, command: str) -> str:
     """A sentence asking for the validation command, worded one of several ways."""
-    return pick(rng, (
-        f"Validate with `{command}`.",
-        f"Then run `{command}` to validate the change.",
-        f"Run `{command}` afterwards to check your work.",
-        f"Check it with `{command}`.",
-        f"When you are done, run `{command}`; it must pass.",
-        f"Use `{command}` to confirm it works.",
-    ))
+    return pick(
+        rng,
+        (
+            f"Validate with `{command}`.",
+            f"Then run `{command}` to validate the change.",
+            f"Run `{command}` afterwards to check your work.",
+            f"Check it with `{command}`.",
+            f"When you are done, run `{command}`; it must pass.",
+            f"Use `{command}` to confirm it works.",
+        ),
+    )
 
 
 def recover_prompt(rng: random.Random, command: str, what: str) -> str:
     """A recover task's prompt: run the command first, fix ``what``, run it again."""
-    return pick(rng, (
-        f"Run `{command}`. It fails; fix {what} and re-run it until it passes.",
-        f"`{command}` is failing. Run it, read the error, fix {what}, and run it again.",
-        f"Make `{command}` pass: run it first, then fix {what} and re-run it.",
-        f"Run `{command}` and make it pass by fixing {what}. Re-run it to confirm.",
-    ))
+    return pick(
+        rng,
+        (
+            f"Run `{command}`. It fails; fix {what} and re-run it until it passes.",
+            f"`{command}` is failing. Run it, read the error, fix {what}, and run it again.",
+            f"Make `{command}` pass: run it first, then fix {what} and re-run it.",
+            f"Run `{command}` and make it pass by fixing {what}. Re-run it to confirm.",
+        ),
+    )
 
 
 def done(rng: random.Random, what: str, command: str) -> str:
     """A final answer: what changed, and that the validation passed."""
     lower = what[0].lower() + what[1:]
-    return pick(rng, (
-        f"{what}; `{command}` passes.",
-        f"Done: {lower}. `{command}` now passes.",
-        f"{what}, and `{command}` reports OK.",
-        f"I {lower}. The check `{command}` passes.",
-    ))
+    return pick(
+        rng,
+        (
+            f"{what}; `{command}` passes.",
+            f"Done: {lower}. `{command}` now passes.",
+            f"{what}, and `{command}` reports OK.",
+            f"I {lower}. The check `{command}` passes.",
+        ),
+    )
 
 
 def check_script(body: str, ok: str) -> str:
@@ -91,8 +145,10 @@ def check_script(body: str, ok: str) -> str:
 
 def hf_check(body: str) -> str:
     """The hidden checker (run as ``python3 -I hf_check.py``): imports the workspace's code after the stdlib."""
-    return ("import sys\n\nsys.path.append(\".\")  # the code under test, after the standard library\n\n"
-            f"{body.rstrip()}\nprint(\"checker passed\")\n")
+    return (
+        'import sys\n\nsys.path.append(".")  # the code under test, after the standard library\n\n'
+        f'{body.rstrip()}\nprint("checker passed")\n'
+    )
 
 
 def ident(rng: random.Random, *parts: tuple[str, ...]) -> str:

@@ -23,18 +23,34 @@ from harnessfit.tasks.family import TaskDraft, family, pick
 
 # (buggy body, fixed body, what a call with n returns when buggy/fixed), n-parameterised
 _OFF_BY_ONE = (
-    ("return list(range(1, n))", "return list(range(1, n + 1))", lambda n: list(range(1, n)),
-     lambda n: list(range(1, n + 1))),
-    ("return [i * i for i in range(1, n)]", "return [i * i for i in range(1, n + 1)]",
-     lambda n: [i * i for i in range(1, n)], lambda n: [i * i for i in range(1, n + 1)]),
+    (
+        "return list(range(1, n))",
+        "return list(range(1, n + 1))",
+        lambda n: list(range(1, n)),
+        lambda n: list(range(1, n + 1)),
+    ),
+    (
+        "return [i * i for i in range(1, n)]",
+        "return [i * i for i in range(1, n + 1)]",
+        lambda n: [i * i for i in range(1, n)],
+        lambda n: [i * i for i in range(1, n + 1)],
+    ),
     ("return sum(range(n))", "return sum(range(n + 1))", lambda n: sum(range(n)), lambda n: sum(range(n + 1))),
-    ("return [2 * i for i in range(1, n)]", "return [2 * i for i in range(1, n + 1)]",
-     lambda n: [2 * i for i in range(1, n)], lambda n: [2 * i for i in range(1, n + 1)]),
+    (
+        "return [2 * i for i in range(1, n)]",
+        "return [2 * i for i in range(1, n + 1)]",
+        lambda n: [2 * i for i in range(1, n)],
+        lambda n: [2 * i for i in range(1, n + 1)],
+    ),
 )
 
 
-@family("fix_off_by_one", split="train", kind=TaskKind.recover,
-        summary="a loop bound stops one short; the failing check shows the result, the fix moves the bound")
+@family(
+    "fix_off_by_one",
+    split="train",
+    kind=TaskKind.recover,
+    summary="a loop bound stops one short; the failing check shows the result, the fix moves the bound",
+)
 def fix_off_by_one(rng: random.Random) -> TaskDraft:
     noun = pick(rng, NOUNS)
     bug, fix, got_fn, want_fn = pick(rng, _OFF_BY_ONE)
@@ -44,31 +60,57 @@ def fix_off_by_one(rng: random.Random) -> TaskDraft:
     n = rng.randint(3, 7)
     got, want = got_fn(n), want_fn(n)
     fail = f"FAIL: {fn}({n}) returned {got!r}, expected {want!r}"
-    body = (f"from {module[:-3]} import {fn}\n\ngot = {fn}({n})\nif got != {want!r}:\n"
-            f"    raise SystemExit(f\"FAIL: {fn}({n}) returned {{got!r}}, expected {want!r}\")\n")
+    body = (
+        f"from {module[:-3]} import {fn}\n\ngot = {fn}({n})\nif got != {want!r}:\n"
+        f'    raise SystemExit(f"FAIL: {fn}({n}) returned {{got!r}}, expected {want!r}")\n'
+    )
     return TaskDraft(
-        kind=TaskKind.recover, prompt=recover_prompt(rng, cmd, f"the bug in {module}"), validation_command=cmd,
+        kind=TaskKind.recover,
+        prompt=recover_prompt(rng, cmd, f"the bug in {module}"),
+        validation_command=cmd,
         expected_change=[{"path": module, "contains": fix}],
         workspace={module: f"def {fn}(n):\n    {bug}\n", check: check_script(body, f"{fn} includes n")},
-        checker={"hf_check.py": hf_check(f"from {module[:-3]} import {fn}\n\n"
-                                         f"assert {fn}({n}) == {want!r}\nassert {fn}(9) == {want_fn(9)!r}\n")},
-        reference=[bash(cmd), read(module) | {"expect": fail}, edit(module, (bug, fix)), bash(cmd),
-                   final(done(rng, f"{fn} stopped one short; it now includes n", cmd), f"OK: {fn} includes n")])
+        checker={
+            "hf_check.py": hf_check(
+                f"from {module[:-3]} import {fn}\n\nassert {fn}({n}) == {want!r}\nassert {fn}(9) == {want_fn(9)!r}\n"
+            )
+        },
+        reference=[
+            bash(cmd),
+            read(module) | {"expect": fail},
+            edit(module, (bug, fix)),
+            bash(cmd),
+            final(done(rng, f"{fn} stopped one short; it now includes n", cmd), f"OK: {fn} includes n"),
+        ],
+    )
 
 
 # (function name stem, buggy expression, fixed expression); the expressions are evaluated by the task's own code
 _WRONG_OPERATOR = (
-    ("total", "a - b", "a + b"), ("difference", "a + b", "a - b"), ("product", "a + b", "a * b"),
-    ("largest", "min(a, b)", "max(a, b)"), ("smallest", "max(a, b)", "min(a, b)"),
+    ("total", "a - b", "a + b"),
+    ("difference", "a + b", "a - b"),
+    ("product", "a + b", "a * b"),
+    ("largest", "min(a, b)", "max(a, b)"),
+    ("smallest", "max(a, b)", "min(a, b)"),
     ("average", "(a + b) * 2", "(a + b) / 2"),
 )
-_VALUE = {"a - b": lambda a, b: a - b, "a + b": lambda a, b: a + b, "a * b": lambda a, b: a * b,
-          "min(a, b)": min, "max(a, b)": max, "(a + b) * 2": lambda a, b: (a + b) * 2,
-          "(a + b) / 2": lambda a, b: (a + b) / 2}
+_VALUE = {
+    "a - b": lambda a, b: a - b,
+    "a + b": lambda a, b: a + b,
+    "a * b": lambda a, b: a * b,
+    "min(a, b)": min,
+    "max(a, b)": max,
+    "(a + b) * 2": lambda a, b: (a + b) * 2,
+    "(a + b) / 2": lambda a, b: (a + b) / 2,
+}
 
 
-@family("fix_failing_test", split="train", kind=TaskKind.recover,
-        summary="a test file fails because a function uses the wrong operator; fix the function, not the test")
+@family(
+    "fix_failing_test",
+    split="train",
+    kind=TaskKind.recover,
+    summary="a test file fails because a function uses the wrong operator; fix the function, not the test",
+)
 def fix_failing_test(rng: random.Random) -> TaskDraft:
     noun = pick(rng, NOUNS)
     stem, bug, fix = pick(rng, _WRONG_OPERATOR)
@@ -80,22 +122,38 @@ def fix_failing_test(rng: random.Random) -> TaskDraft:
     wrong = _VALUE[bug](a, b)
     want = right(a, b)
     fail = f"FAIL: {fn}({a}, {b}) returned {wrong!r}, expected {want!r}"
-    body = (f"from {module[:-3]} import {fn}\n\ngot = {fn}({a}, {b})\nif got != {want!r}:\n"
-            f"    raise SystemExit(f\"FAIL: {fn}({a}, {b}) returned {{got!r}}, expected {want!r}\")\n")
+    body = (
+        f"from {module[:-3]} import {fn}\n\ngot = {fn}({a}, {b})\nif got != {want!r}:\n"
+        f'    raise SystemExit(f"FAIL: {fn}({a}, {b}) returned {{got!r}}, expected {want!r}")\n'
+    )
     return TaskDraft(
         kind=TaskKind.recover,
         prompt=recover_prompt(rng, cmd, f"{module} (the test is right; do not change {test})"),
         validation_command=cmd,
         expected_change=[{"path": module, "contains": fix}, {"path": module, "not_contains": bug}],
         workspace={module: f"def {fn}(a, b):\n    return {bug}\n", test: check_script(body, f"{fn} is right")},
-        checker={"hf_check.py": hf_check(f"from {module[:-3]} import {fn}\n\nassert {fn}({a}, {b}) == {want!r}\n"
-                                         f"assert {fn}(4, 6) == {right(4, 6)!r}\n")},
-        reference=[bash(cmd), read(module) | {"expect": fail}, edit(module, (f"return {bug}", f"return {fix}")),
-                   bash(cmd), final(done(rng, f"{fn} used {bug}; it now returns {fix}", cmd), f"OK: {fn} is right")])
+        checker={
+            "hf_check.py": hf_check(
+                f"from {module[:-3]} import {fn}\n\nassert {fn}({a}, {b}) == {want!r}\n"
+                f"assert {fn}(4, 6) == {right(4, 6)!r}\n"
+            )
+        },
+        reference=[
+            bash(cmd),
+            read(module) | {"expect": fail},
+            edit(module, (f"return {bug}", f"return {fix}")),
+            bash(cmd),
+            final(done(rng, f"{fn} used {bug}; it now returns {fix}", cmd), f"OK: {fn} is right"),
+        ],
+    )
 
 
-@family("recover_missing_file", split="train", kind=TaskKind.recover,
-        summary="the check fails because a data file is missing; its message says what to create")
+@family(
+    "recover_missing_file",
+    split="train",
+    kind=TaskKind.recover,
+    summary="the check fails because a data file is missing; its message says what to create",
+)
 def recover_missing_file(rng: random.Random) -> TaskDraft:
     noun = pick(rng, NOUNS)
     key = pick(rng, ("mode", "level", "name", "theme", "unit", "lang"))
@@ -106,31 +164,53 @@ def recover_missing_file(rng: random.Random) -> TaskDraft:
     content = json.dumps({key: value}) + "\n"
     fail = f"FAIL: {path} is missing; create it holding {json.dumps({key: value})}"
     loader = f"{noun}_data.py"
-    body = (f"import pathlib\n\nif not pathlib.Path({path!r}).is_file():\n    raise SystemExit({fail!r})\n"
-            f"from {loader[:-3]} import load\n\nif load() != {value!r}:\n"
-            f"    raise SystemExit(\"FAIL: load() returned \" + repr(load()) + \", expected {value!r}\")\n")
+    body = (
+        f"import pathlib\n\nif not pathlib.Path({path!r}).is_file():\n    raise SystemExit({fail!r})\n"
+        f"from {loader[:-3]} import load\n\nif load() != {value!r}:\n"
+        f'    raise SystemExit("FAIL: load() returned " + repr(load()) + ", expected {value!r}")\n'
+    )
     return TaskDraft(
-        kind=TaskKind.recover, prompt=recover_prompt(rng, cmd, "what its message names"), validation_command=cmd,
+        kind=TaskKind.recover,
+        prompt=recover_prompt(rng, cmd, "what its message names"),
+        validation_command=cmd,
         expected_change=[{"path": path, "exists": True}],
-        workspace={loader: (f"import json\n\n\ndef load():\n    with open({path!r}, encoding=\"utf-8\") as fh:\n"
-                            f"        return json.load(fh)[{key!r}]\n"),
-                   check: check_script(body, f"{noun} data loads")},
-        checker={"hf_check.py": hf_check(f"import json\n\nassert json.load(open({path!r})) == {{{key!r}: {value!r}}}\n"
-                                         f"from {loader[:-3]} import load\n\nassert load() == {value!r}\n")},
-        reference=[bash(cmd), write(path, content, expect=fail), bash(cmd),
-                   final(done(rng, f"{path} was missing; I created it with {key} {value!r}", cmd),
-                         f"OK: {noun} data loads")])
+        workspace={
+            loader: (
+                f'import json\n\n\ndef load():\n    with open({path!r}, encoding="utf-8") as fh:\n'
+                f"        return json.load(fh)[{key!r}]\n"
+            ),
+            check: check_script(body, f"{noun} data loads"),
+        },
+        checker={
+            "hf_check.py": hf_check(
+                f"import json\n\nassert json.load(open({path!r})) == {{{key!r}: {value!r}}}\n"
+                f"from {loader[:-3]} import load\n\nassert load() == {value!r}\n"
+            )
+        },
+        reference=[
+            bash(cmd),
+            write(path, content, expect=fail),
+            bash(cmd),
+            final(done(rng, f"{path} was missing; I created it with {key} {value!r}", cmd), f"OK: {noun} data loads"),
+        ],
+    )
 
 
 # (buggy, fixed, the fixed rule as a function of (left, right))
-_COMPARISONS = (("score > limit", "score >= limit", lambda x, y: x >= y),
-                ("age > minimum", "age >= minimum", lambda x, y: x >= y),
-                ("count < cap", "count <= cap", lambda x, y: x <= y),
-                ("size < maximum", "size <= maximum", lambda x, y: x <= y))
+_COMPARISONS = (
+    ("score > limit", "score >= limit", lambda x, y: x >= y),
+    ("age > minimum", "age >= minimum", lambda x, y: x >= y),
+    ("count < cap", "count <= cap", lambda x, y: x <= y),
+    ("size < maximum", "size <= maximum", lambda x, y: x <= y),
+)
 
 
-@family("fix_comparison", split="heldout", kind=TaskKind.recover,
-        summary="a boundary value is refused because a comparison is strict; the fix makes it inclusive")
+@family(
+    "fix_comparison",
+    split="heldout",
+    kind=TaskKind.recover,
+    summary="a boundary value is refused because a comparison is strict; the fix makes it inclusive",
+)
 def fix_comparison(rng: random.Random) -> TaskDraft:
     noun = pick(rng, NOUNS)
     bug, fix, rule = pick(rng, _COMPARISONS)
@@ -142,11 +222,25 @@ def fix_comparison(rng: random.Random) -> TaskDraft:
     fail = f"FAIL: {fn}({bound}, {bound}) returned False, expected True"
     body = f"from {module[:-3]} import {fn}\n\nif {fn}({bound}, {bound}) is not True:\n    raise SystemExit({fail!r})\n"
     return TaskDraft(
-        kind=TaskKind.recover, prompt=recover_prompt(rng, cmd, f"the rule in {module} so the boundary value counts"),
-        validation_command=cmd, expected_change=[{"path": module, "contains": fix}],
-        workspace={module: f"def {fn}({left}, {right}):\n    return {bug}\n",
-                   check: check_script(body, f"{fn} is inclusive")},
-        checker={"hf_check.py": hf_check(f"from {module[:-3]} import {fn}\n\nassert {fn}({bound}, {bound}) is True\n"
-                                         f"assert ({fn}(1, 9), {fn}(9, 1)) == {(rule(1, 9), rule(9, 1))!r}\n")},
-        reference=[bash(cmd), read(module) | {"expect": fail}, edit(module, (bug, fix)), bash(cmd),
-                   final(done(rng, f"{fn} now uses {op}=", cmd), f"OK: {fn} is inclusive")])
+        kind=TaskKind.recover,
+        prompt=recover_prompt(rng, cmd, f"the rule in {module} so the boundary value counts"),
+        validation_command=cmd,
+        expected_change=[{"path": module, "contains": fix}],
+        workspace={
+            module: f"def {fn}({left}, {right}):\n    return {bug}\n",
+            check: check_script(body, f"{fn} is inclusive"),
+        },
+        checker={
+            "hf_check.py": hf_check(
+                f"from {module[:-3]} import {fn}\n\nassert {fn}({bound}, {bound}) is True\n"
+                f"assert ({fn}(1, 9), {fn}(9, 1)) == {(rule(1, 9), rule(9, 1))!r}\n"
+            )
+        },
+        reference=[
+            bash(cmd),
+            read(module) | {"expect": fail},
+            edit(module, (bug, fix)),
+            bash(cmd),
+            final(done(rng, f"{fn} now uses {op}=", cmd), f"OK: {fn} is inclusive"),
+        ],
+    )

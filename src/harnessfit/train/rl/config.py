@@ -25,38 +25,66 @@ class HarnessfitRLConfig(GRPOConfig):
 
     command = "rl"  # `harnessfit train rl` (a class attribute, not a field)
 
-    suite: str | None = field(default=None, metadata={
-        "help": "Training task suite (`harnessfit tasks generate --split train ...`); also --suite DIR."})
+    suite: str | None = field(
+        default=None,
+        metadata={"help": "Training task suite (`harnessfit tasks generate --split train ...`); also --suite DIR."},
+    )
     model: str = field(default="smollm2-135m", metadata={"help": "Base model spec (alias, folder, HF id)."})
-    sft_adapter: str | None = field(default=None, metadata={
-        "help": "Start from this SFT adapter (OUT/adapter of `harnessfit train sft`), trained further; unset = a "
-        "fresh LoRA on the base."})
-    harness: str | None = field(default=None, metadata={
-        "help": "Target harness as pi@VERSION; default: the one the adapter was trained for, else the default."})
+    sft_adapter: str | None = field(
+        default=None,
+        metadata={
+            "help": "Start from this SFT adapter (OUT/adapter of `harnessfit train sft`), trained further; unset = a "
+            "fresh LoRA on the base."
+        },
+    )
+    harness: str | None = field(
+        default=None,
+        metadata={
+            "help": "Target harness as pi@VERSION; default: the one the adapter was trained for, else the default."
+        },
+    )
     tasks_per_step: int = field(default=2, metadata={"help": "Tasks per step (each run num_generations times)."})
     workers: int = field(default=2, metadata={"help": "Episodes run at once."})
     episode_max_turns: int = field(default=4, metadata={"help": "Turn cap of each episode."})
     episode_max_seconds: float = field(default=300.0, metadata={"help": "Wall-clock cap of each episode."})
-    max_seconds: float | None = field(default=None, metadata={
-        "help": "Wall-clock budget of the steps in seconds (counted from the first step of this invocation; the "
-        "held-out eval before and after is not in it): no new step starts once it is spent, a started step runs to "
-        "its end; unset = max_steps alone."})
-    eval_suite: str | None = field(default=None, metadata={
-        "help": "Held-out suite evaluated before the first step and after the last (OUT/eval_before, OUT/eval_after, "
-        "a before/after table in rl_report.md): a task folder, or `default` (examples/tasks/default, the demo's "
-        "held-out suite); unset = no held-out eval."})
+    max_seconds: float | None = field(
+        default=None,
+        metadata={
+            "help": "Wall-clock budget of the steps in seconds (counted from the first step of this invocation; the "
+            "held-out eval before and after is not in it): no new step starts once it is spent, a started step runs to "
+            "its end; unset = max_steps alone."
+        },
+    )
+    eval_suite: str | None = field(
+        default=None,
+        metadata={
+            "help": "Held-out suite evaluated before the first step and after the last (OUT/eval_before, OUT/eval_after, "
+            "a before/after table in rl_report.md): a task folder, or `default` (examples/tasks/default, the demo's "
+            "held-out suite); unset = no held-out eval."
+        },
+    )
     eval_seeds: int = field(default=3, metadata={"help": "Episodes per held-out task in each eval."})
-    rewards: dict | str | None = field(default=None, metadata={
-        "help": "Episode reward weights, name: weight (checker_passed, complete_loop, format, arguments_object, "
-        "schema_valid, tool_active, clean_end, turn_cap, runaway); unset = train.rl.rewards.DEFAULT_RL_WEIGHTS."})
+    rewards: dict | str | None = field(
+        default=None,
+        metadata={
+            "help": "Episode reward weights, name: weight (checker_passed, complete_loop, format, arguments_object, "
+            "schema_valid, tool_active, clean_end, turn_cap, runaway); unset = train.rl.rewards.DEFAULT_RL_WEIGHTS."
+        },
+    )
     lora_r: int = field(default=16, metadata={"help": "LoRA rank of a fresh adapter."})
     lora_alpha: int = field(default=32, metadata={"help": "LoRA alpha of a fresh adapter."})
-    lora_dropout: float = field(default=0.0, metadata={"help": "LoRA dropout (0: the captured logprobs are the "
-                                                        "policy's, no dropout noise in the ratio)."})
-    lora_target_modules: list[str] = field(default_factory=lambda: list(ATTENTION_PROJECTIONS), metadata={
-        "help": "Modules that get adapters (a fresh adapter)."})
-    guard: dict | str | None = field(default=None, metadata={
-        "help": "Health guard stop rules (as train sft/grpo): enabled, interval_s, min_host_mem_gib, ..."})
+    lora_dropout: float = field(
+        default=0.0,
+        metadata={"help": "LoRA dropout (0: the captured logprobs are the policy's, no dropout noise in the ratio)."},
+    )
+    lora_target_modules: list[str] = field(
+        default_factory=lambda: list(ATTENTION_PROJECTIONS),
+        metadata={"help": "Modules that get adapters (a fresh adapter)."},
+    )
+    guard: dict | str | None = field(
+        default=None,
+        metadata={"help": "Health guard stop rules (as train sft/grpo): enabled, interval_s, min_host_mem_gib, ..."},
+    )
     threads: int | None = field(default=None, metadata={"help": "torch CPU threads (unset = leave as is)."})
     # -- TRL defaults changed for episodes on a CPU
     num_generations: int | None = field(default=2, metadata={"help": "Episodes per task per step (G)."})
@@ -65,8 +93,9 @@ class HarnessfitRLConfig(GRPOConfig):
     learning_rate: float = field(default=1e-5, metadata={"help": "AdamW learning rate."})
     beta: float = field(default=0.0, metadata={"help": "KL coefficient to the base without the adapter (0 = off)."})
     per_device_train_batch_size: int = field(default=2, metadata={"help": "Unused by train rl (TRL's check)."})
-    use_cpu: bool = field(default=True, metadata={"help": "Train on the CPU (the engine serves from the same "
-                                                  "process)."})
+    use_cpu: bool = field(
+        default=True, metadata={"help": "Train on the CPU (the engine serves from the same process)."}
+    )
 
     def __post_init__(self) -> None:
         from harnessfit.train.rl.rewards import check_weights
@@ -80,8 +109,10 @@ class HarnessfitRLConfig(GRPOConfig):
         except ValueError as exc:
             raise ValueError(f"rewards: {exc}") from None
         if self.num_generations is None or self.num_generations < 2:
-            raise ValueError(f"num_generations={self.num_generations}: the advantage is relative to the group, so a "
-                             "task needs at least 2 episodes a step; set num_generations: 2 or more")
+            raise ValueError(
+                f"num_generations={self.num_generations}: the advantage is relative to the group, so a "
+                "task needs at least 2 episodes a step; set num_generations: 2 or more"
+            )
         if self.temperature <= 0:
             raise ValueError(f"temperature={self.temperature}: greedy episodes are all the same; set temperature > 0")
         if self.max_seconds is not None and self.max_seconds <= 0:

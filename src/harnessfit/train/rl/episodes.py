@@ -65,15 +65,27 @@ def turns_of(trace: dict[str, Any]) -> list[CapturedTurn]:
         if len(ids) != len(logps):
             raise ValueError(f"broken capture at {t.get('node_id')}: {len(ids)} sampled ids, {len(logps)} logprobs")
         meta = t.get("metadata") or {}
-        out.append(CapturedTurn(str(t.get("node_id", i)), list(t["prompt_token_ids"]), ids, logps,
-                        rewarded=not abandoned(t, raw[i + 1] if i + 1 < len(raw) else None),
-                        text=str((t.get("response") or {}).get("text", "")), finish_reason=meta.get("finish_reason")))
+        out.append(
+            CapturedTurn(
+                str(t.get("node_id", i)),
+                list(t["prompt_token_ids"]),
+                ids,
+                logps,
+                rewarded=not abandoned(t, raw[i + 1] if i + 1 < len(raw) else None),
+                text=str((t.get("response") or {}).get("text", "")),
+                finish_reason=meta.get("finish_reason"),
+            )
+        )
     return out
 
 
 def _start(turn: CapturedTurn) -> Segment:
-    seg = Segment(ids=list(turn.prompt), mask=[0] * len(turn.prompt), old_logps=[0.0] * len(turn.prompt),
-                  prompt_len=len(turn.prompt))
+    seg = Segment(
+        ids=list(turn.prompt),
+        mask=[0] * len(turn.prompt),
+        old_logps=[0.0] * len(turn.prompt),
+        prompt_len=len(turn.prompt),
+    )
     _append(seg, turn, [])
     return seg
 
@@ -90,8 +102,8 @@ def link_segments(turns: list[CapturedTurn]) -> list[Segment]:
     segments: list[Segment] = []
     for turn in turns:
         last = segments[-1] if segments else None
-        if last is not None and len(turn.prompt) >= len(last.ids) and turn.prompt[:len(last.ids)] == last.ids:
-            _append(last, turn, turn.prompt[len(last.ids):])
+        if last is not None and len(turn.prompt) >= len(last.ids) and turn.prompt[: len(last.ids)] == last.ids:
+            _append(last, turn, turn.prompt[len(last.ids) :])
         else:
             segments.append(_start(turn))
     return segments

@@ -53,8 +53,19 @@ def finished_eval(out_dir: Path, phase: str) -> Path | None:
         return None
 
 
-def eval_policy(cfg: Any, suite: Path, base: str, out_dir: Path, phase: str, *, harness: str, sandbox: bool,
-                context_window: int | None, label: str, on_episode: Callable[[Any], None] | None = None) -> Path:
+def eval_policy(
+    cfg: Any,
+    suite: Path,
+    base: str,
+    out_dir: Path,
+    phase: str,
+    *,
+    harness: str,
+    sandbox: bool,
+    context_window: int | None,
+    label: str,
+    on_episode: Callable[[Any], None] | None = None,
+) -> Path:
     """``run_eval`` of the policy served at ``base`` (``http://127.0.0.1:PORT``) on ``suite``, ``eval_seeds``
     episodes per task, into ``OUT/eval_<phase>`` (replaced); returns its ``results.json``."""
     from harnessfit.eval.episode_runner import Endpoint
@@ -63,9 +74,19 @@ def eval_policy(cfg: Any, suite: Path, base: str, out_dir: Path, phase: str, *, 
     folder = Path(out_dir) / f"eval_{phase}"
     shutil.rmtree(folder, ignore_errors=True)
     endpoint = Endpoint(f"{base}/v1", "policy", label, context_window, api_key=f"eval-{phase}")
-    run_eval(endpoint, suite, folder, seeds=cfg.eval_seeds, workers=cfg.workers, max_turns=cfg.episode_max_turns,
-             max_seconds=cfg.episode_max_seconds, sandbox=sandbox, harness=harness, progress=False,
-             on_episode=on_episode)
+    run_eval(
+        endpoint,
+        suite,
+        folder,
+        seeds=cfg.eval_seeds,
+        workers=cfg.workers,
+        max_turns=cfg.episode_max_turns,
+        max_seconds=cfg.episode_max_seconds,
+        sandbox=sandbox,
+        harness=harness,
+        progress=False,
+        on_episode=on_episode,
+    )
     return folder / "results.json"
 
 
@@ -86,8 +107,10 @@ class HeldoutEvals:
         if resumed:
             if finished_eval(self.out_dir, "before") is not None:
                 return {}
-            return {"before": "the run was resumed and its first invocation had not finished this eval; the "
-                    "starting policy is no longer the one loaded"}
+            return {
+                "before": "the run was resumed and its first invocation had not finished this eval; the "
+                "starting policy is no longer the one loaded"
+            }
         self._run(base, "before", f"before: {source or 'fresh LoRA on ' + str(self.cfg.model)}")
         return {}
 
@@ -103,13 +126,31 @@ class HeldoutEvals:
 
         assert self.suite is not None
         t0 = time.monotonic()
-        self.console.print(f"rl: held-out eval {phase}: {self.suite}, {self.cfg.eval_seeds} episode(s) per task",
-                           markup=False, highlight=False, soft_wrap=True)
-        path = eval_policy(self.cfg, self.suite, base, self.out_dir, phase, harness=self.settings.harness,
-                           sandbox=self.settings.sandbox, context_window=self.settings.context_window, label=label,
-                           on_episode=lambda ep: self.console.print(episode_line(ep, label=f"eval {phase}"),
-                                                                    markup=False, highlight=False, soft_wrap=True))
+        self.console.print(
+            f"rl: held-out eval {phase}: {self.suite}, {self.cfg.eval_seeds} episode(s) per task",
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
+        path = eval_policy(
+            self.cfg,
+            self.suite,
+            base,
+            self.out_dir,
+            phase,
+            harness=self.settings.harness,
+            sandbox=self.settings.sandbox,
+            context_window=self.settings.context_window,
+            label=label,
+            on_episode=lambda ep: self.console.print(
+                episode_line(ep, label=f"eval {phase}"), markup=False, highlight=False, soft_wrap=True
+            ),
+        )
         self.seconds[f"eval_{phase}"] = time.monotonic() - t0
         rate = load_results(path).aggregates.get("rates", {}).get("complete_loop", {})
-        self.console.print(f"rl: held-out {phase}: complete loops {rate.get('successes')}/{rate.get('n')}",
-                           markup=False, highlight=False, soft_wrap=True)
+        self.console.print(
+            f"rl: held-out {phase}: complete loops {rate.get('successes')}/{rate.get('n')}",
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )

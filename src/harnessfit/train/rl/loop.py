@@ -71,12 +71,21 @@ def _settings(cfg: Any, policy: Any, sandbox: bool) -> RolloutSettings:
     spec = model_harness(cfg.harness, cfg.model, cfg.sft_adapter, stage="train rl")
     card = load_harness(spec)
     names = [n for n in cfg.rewards if n in TURN_COMPONENTS]
-    reward_set = RewardSet({n: 1.0 for n in names} or {"format": 1.0}, tokenizer=policy.tokenizer,
-                           stop_ids=policy.stop_ids, card=card)
-    return RolloutSettings(harness=spec, card=load_card_or_none(harness=spec), weights=dict(cfg.rewards),
-                           reward_set=reward_set, tools=[{"function": {"name": n}} for n in card.default_tools],
-                           max_turns=cfg.episode_max_turns, max_seconds=cfg.episode_max_seconds,
-                           workers=cfg.workers, sandbox=sandbox, context_window=policy.engine.context_window)
+    reward_set = RewardSet(
+        {n: 1.0 for n in names} or {"format": 1.0}, tokenizer=policy.tokenizer, stop_ids=policy.stop_ids, card=card
+    )
+    return RolloutSettings(
+        harness=spec,
+        card=load_card_or_none(harness=spec),
+        weights=dict(cfg.rewards),
+        reward_set=reward_set,
+        tools=[{"function": {"name": n}} for n in card.default_tools],
+        max_turns=cfg.episode_max_turns,
+        max_seconds=cfg.episode_max_seconds,
+        workers=cfg.workers,
+        sandbox=sandbox,
+        context_window=policy.engine.context_window,
+    )
 
 
 def _step_row(step: int, rollouts: list[Rollout], update: dict[str, Any], seconds: float) -> dict[str, Any]:
@@ -86,10 +95,19 @@ def _step_row(step: int, rollouts: list[Rollout], update: dict[str, Any], second
         groups.setdefault(r.task_id, []).append(r)
     zero = sum(1 for g in groups.values() if all(r.advantage in (None, 0.0) for r in g))
     loops = [bool(r.metrics.complete_loop) for r in rollouts if r.metrics is not None and r.reward.reward is not None]
-    return {"step": step, "episodes": len(rollouts), "scored": len(scored), "unscored": len(rollouts) - len(scored),
-            "reward_mean": sum(r.reward.reward for r in scored) / len(scored) if scored else None,  # type: ignore[misc]
-            "complete_loop_rate": sum(loops) / len(loops) if loops else None, "groups": len(groups),
-            "zero_variance_groups": zero, "tasks": sorted(groups), "seconds": round(seconds, 1), **update}
+    return {
+        "step": step,
+        "episodes": len(rollouts),
+        "scored": len(scored),
+        "unscored": len(rollouts) - len(scored),
+        "reward_mean": sum(r.reward.reward for r in scored) / len(scored) if scored else None,  # type: ignore[misc]
+        "complete_loop_rate": sum(loops) / len(loops) if loops else None,
+        "groups": len(groups),
+        "zero_variance_groups": zero,
+        "tasks": sorted(groups),
+        "seconds": round(seconds, 1),
+        **update,
+    }
 
 
 def _advantages(rollouts: list[Rollout], scale: str) -> None:
@@ -117,8 +135,15 @@ class StepsEnd:
     ended: str
 
 
-def run_steps(first: int, last: int, do_step: Callable[[int], None], *, max_seconds: float | None,
-              should_stop: Callable[[], str | None], clock: Callable[[], float] = time.monotonic) -> StepsEnd:
+def run_steps(
+    first: int,
+    last: int,
+    do_step: Callable[[int], None],
+    *,
+    max_seconds: float | None,
+    should_stop: Callable[[], str | None],
+    clock: Callable[[], float] = time.monotonic,
+) -> StepsEnd:
     """``do_step(n)`` for ``n`` in ``first..last``. The time budget: no step starts once ``max_seconds`` have passed
     since the first began (a started step runs to its end); the health guard (``should_stop``) is asked after each."""
     started, step = clock(), first - 1
@@ -140,8 +165,15 @@ def _guard_stop(guard: Any) -> str | None:
     return reason.reason if reason is not None else "health guard"
 
 
-def train_rl(cfg: Any, out_dir: Path, *, resume: bool = False, reading_source: Any = None,
-             sandbox: bool = True, progress: bool = True) -> RLResult:
+def train_rl(
+    cfg: Any,
+    out_dir: Path,
+    *,
+    resume: bool = False,
+    reading_source: Any = None,
+    sandbox: bool = True,
+    progress: bool = True,
+) -> RLResult:
     """Run ``cfg.max_steps`` steps on ``cfg.suite`` (see the module docstring), within ``cfg.max_seconds``, with the
     held-out eval before and after when ``cfg.eval_suite`` is set; ``reading_source`` replaces the health guard's
     sensors (tests)."""
@@ -156,10 +188,15 @@ def train_rl(cfg: Any, out_dir: Path, *, resume: bool = False, reading_source: A
     out_dir.mkdir(parents=True, exist_ok=True)
     found = refuse_or_resume(out_dir, resume)
     policy, settings, updater, first = _start(cfg, found, sandbox, console)
-    (out_dir / "recipe.json").write_bytes(orjson.dumps({**getattr(cfg, "recipe_record", {}), "resolved": cfg.to_dict(),
-                                                        "harness": settings.harness}, default=str))
-    console.print(f"[dim]rl:[/] {len(tasks)} tasks, {cfg.tasks_per_step} a step x {cfg.num_generations} episodes, "
-                  f"{escape(settings.harness)}, policy {escape(policy.adapter_source or 'fresh LoRA on ' + cfg.model)}")
+    (out_dir / "recipe.json").write_bytes(
+        orjson.dumps(
+            {**getattr(cfg, "recipe_record", {}), "resolved": cfg.to_dict(), "harness": settings.harness}, default=str
+        )
+    )
+    console.print(
+        f"[dim]rl:[/] {len(tasks)} tasks, {cfg.tasks_per_step} a step x {cfg.num_generations} episodes, "
+        f"{escape(settings.harness)}, policy {escape(policy.adapter_source or 'fresh LoRA on ' + cfg.model)}"
+    )
     guard = HealthGuard(cfg.guard_rules, out_dir, reading_source).start() if cfg.guard_rules.enabled else None
     writer, adapter_dir = _tb(out_dir), None
     missing: dict[str, str] = {}  # held-out evals that did not run, and why
@@ -173,8 +210,9 @@ def train_rl(cfg: Any, out_dir: Path, *, resume: bool = False, reading_source: A
         with PolicyServer(policy.engine, out_dir / "capture", max_queue=max(4, cfg.workers)) as server:
             missing.update(held.before(server.base, policy.adapter_source, resumed=found is not None))
             t_steps = time.monotonic()
-            end = run_steps(first, cfg.max_steps, do_step, max_seconds=cfg.max_seconds,
-                            should_stop=lambda: _guard_stop(guard))
+            end = run_steps(
+                first, cfg.max_steps, do_step, max_seconds=cfg.max_seconds, should_stop=lambda: _guard_stop(guard)
+            )
             seconds = {"steps": time.monotonic() - t_steps}
             console.print(f"[dim]rl:[/] {escape(end.ended)}")
             if end.stop is None:
@@ -188,9 +226,19 @@ def train_rl(cfg: Any, out_dir: Path, *, resume: bool = False, reading_source: A
             guard.close()
     status = "stopped" if end.stop else "completed"
     seconds = {k: round(v, 1) for k, v in {**held.seconds, **seconds, "total": time.monotonic() - t0}.items()}
-    (out_dir / "run.json").write_bytes(orjson.dumps({"status": status, "steps": end.step, "ended": end.ended,
-                                                     "stop_reason": end.stop, "seconds": seconds,
-                                                     "missing_evals": missing}, option=orjson.OPT_INDENT_2))
+    (out_dir / "run.json").write_bytes(
+        orjson.dumps(
+            {
+                "status": status,
+                "steps": end.step,
+                "ended": end.ended,
+                "stop_reason": end.stop,
+                "seconds": seconds,
+                "missing_evals": missing,
+            },
+            option=orjson.OPT_INDENT_2,
+        )
+    )
     report = write_rl_report(out_dir, status=status, stop_reason=end.stop, ended=end.ended, missing_evals=missing)
     return RLResult(out_dir, end.step, status, adapter_dir, report, end.stop, end.ended, seconds)
 
@@ -234,8 +282,18 @@ def _start(cfg: Any, found: Any, sandbox: bool, console: Console) -> tuple[Any, 
     return policy, settings, updater, found[0] + 1
 
 
-def _one_step(cfg: Any, step: int, tasks: list[Any], base: str, out_dir: Path, settings: RolloutSettings,
-              updater: Any, writer: Any, console: Console, progress: bool) -> None:
+def _one_step(
+    cfg: Any,
+    step: int,
+    tasks: list[Any],
+    base: str,
+    out_dir: Path,
+    settings: RolloutSettings,
+    updater: Any,
+    writer: Any,
+    console: Console,
+    progress: bool,
+) -> None:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from harnessfit.eval.run import episode_line
@@ -243,8 +301,15 @@ def _one_step(cfg: Any, step: int, tasks: list[Any], base: str, out_dir: Path, s
     t0 = time.monotonic()
     chosen = pick_tasks(tasks, step, cfg.tasks_per_step, cfg.seed)
     run_dir = out_dir / "rollouts" / f"step-{step:04d}"
-    with Progress(TextColumn(f"rl step {step} episodes"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  console=console, disable=not (progress and console.is_terminal), transient=True) as bar:
+    with Progress(
+        TextColumn(f"rl step {step} episodes"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        disable=not (progress and console.is_terminal),
+        transient=True,
+    ) as bar:
         tid = bar.add_task("episodes", total=len(chosen) * cfg.num_generations)
 
         def done(ro: Rollout) -> None:
@@ -269,9 +334,14 @@ def _one_step(cfg: Any, step: int, tasks: list[Any], base: str, out_dir: Path, s
         if isinstance(value, (int, float)) and not isinstance(value, bool) and value == value:
             writer.add_scalar(f"rl/{key}", value, step)
     writer.flush()
-    console.print(f"rl step {step}: reward {row['reward_mean']}, complete loops {row['complete_loop_rate']}, "
-                  f"{row['unscored']} unscored, {row['zero_variance_groups']}/{row['groups']} zero-variance groups, "
-                  f"loss {update.get('loss')}", markup=False, highlight=False, soft_wrap=True)
+    console.print(
+        f"rl step {step}: reward {row['reward_mean']}, complete loops {row['complete_loop_rate']}, "
+        f"{row['unscored']} unscored, {row['zero_variance_groups']}/{row['groups']} zero-variance groups, "
+        f"loss {update.get('loss')}",
+        markup=False,
+        highlight=False,
+        soft_wrap=True,
+    )
     if row["groups"] and row["zero_variance_groups"] == row["groups"]:
         console.print(f"[yellow]rl step {step}: every group has zero variance: no update signal[/]")
 
@@ -285,7 +355,14 @@ def _save_adapter(cfg: Any, policy: Any, settings: RolloutSettings, out_dir: Pat
     shutil.rmtree(adapter_dir, ignore_errors=True)
     policy.model.save_pretrained(str(adapter_dir), selected_adapters=["default"])
     policy.tokenizer.save_pretrained(str(adapter_dir))
-    meta = {"harness": settings.harness, "base_model": cfg.model, "sft_adapter": cfg.sft_adapter,
-            "stop_token_ids": policy.stop_ids, "global_step": step, "trainer": "rl", "suite": cfg.suite}
+    meta = {
+        "harness": settings.harness,
+        "base_model": cfg.model,
+        "sft_adapter": cfg.sft_adapter,
+        "stop_token_ids": policy.stop_ids,
+        "global_step": step,
+        "trainer": "rl",
+        "suite": cfg.suite,
+    }
     (adapter_dir / ADAPTER_META).write_bytes(orjson.dumps(meta, option=orjson.OPT_INDENT_2, default=str))
     return adapter_dir

@@ -49,8 +49,9 @@ class PolicyServer:
         self._sock = bind(0)
         self.base = f"http://{HOST}:{self._sock.getsockname()[1]}"
         self._server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False))
-        self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [self._sock]}, daemon=True,
-                                        name="harnessfit-rl-server")
+        self._thread = threading.Thread(
+            target=self._server.run, kwargs={"sockets": [self._sock]}, daemon=True, name="harnessfit-rl-server"
+        )
 
     def __enter__(self) -> PolicyServer:
         self._thread.start()
@@ -103,13 +104,20 @@ def load_policy(cfg: Any, resume_adapter: Path | None = None) -> Policy:
             first = next((ln for ln in str(exc).splitlines() if ln.strip()), type(exc).__name__)
             raise UserError(f"cannot load the adapter {start} on {cfg.model}: {first[:200]}") from None
     else:
-        model = get_peft_model(net, LoraConfig(r=cfg.lora_r, lora_alpha=cfg.lora_alpha, lora_dropout=cfg.lora_dropout,
-                                               target_modules=cfg.lora_target_modules, task_type="CAUSAL_LM"))
+        model = get_peft_model(
+            net,
+            LoraConfig(
+                r=cfg.lora_r,
+                lora_alpha=cfg.lora_alpha,
+                lora_dropout=cfg.lora_dropout,
+                target_modules=cfg.lora_target_modules,
+                task_type="CAUSAL_LM",
+            ),
+        )
     disable_dropout_in_model(model)  # the captured logprobs come from the model in eval mode
     model.eval()
     stop_ids = collect_stop_ids(tok, source)
-    engine = PolicyEngine(model, tok, stop_ids=stop_ids, max_tokens=cfg.max_completion_length or 256,
-                          model_id="policy")
+    engine = PolicyEngine(model, tok, stop_ids=stop_ids, max_tokens=cfg.max_completion_length or 256, model_id="policy")
     engine.temperature = float(cfg.temperature)
     engine.published = published_facts(cfg.model, source.adapter)
     return Policy(model, tok, stop_ids, engine, str(start) if start else None)

@@ -43,24 +43,32 @@ def rl_section(out_dir: Path) -> list[str]:
     out_dir = Path(out_dir)
     steps = list(read_jsonl(out_dir / "metrics.jsonl", bad_lines="skip", objects_only=True, missing_ok=True))
     episodes = list(read_jsonl(out_dir / "episodes.jsonl", bad_lines="skip", objects_only=True, missing_ok=True))
-    lines = ["## RL in the harness (train rl)", "",
-             "Per step: the mean episode reward and the complete-loop rate over the scored episodes (an unscored "
-             "episode — sandbox failure, checker never ran — is left out, never counted as 0), and the episodes "
-             "behind each point.", "",
-             "| step | reward | complete loops | scored / episodes | zero-variance groups | loss | episodes |",
-             "|---:|---:|---:|---:|---:|---:|---|"]
+    lines = [
+        "## RL in the harness (train rl)",
+        "",
+        "Per step: the mean episode reward and the complete-loop rate over the scored episodes (an unscored "
+        "episode — sandbox failure, checker never ran — is left out, never counted as 0), and the episodes "
+        "behind each point.",
+        "",
+        "| step | reward | complete loops | scored / episodes | zero-variance groups | loss | episodes |",
+        "|---:|---:|---:|---:|---:|---:|---|",
+    ]
     for s in steps:
         behind = [e for e in episodes if e.get("step") == s["step"]]
-        lines.append(f"| {s['step']} | {_f(s.get('reward_mean'))} | {_f(s.get('complete_loop_rate'))} | "
-                     f"{s.get('scored')} / {s.get('episodes')} | {s.get('zero_variance_groups')} / {s.get('groups')} "
-                     f"| {_f(s.get('loss'))} | {_episode_links(behind)} |")
+        lines.append(
+            f"| {s['step']} | {_f(s.get('reward_mean'))} | {_f(s.get('complete_loop_rate'))} | "
+            f"{s.get('scored')} / {s.get('episodes')} | {s.get('zero_variance_groups')} / {s.get('groups')} "
+            f"| {_f(s.get('loss'))} | {_episode_links(behind)} |"
+        )
     if not steps:
         lines.append("| – | – | – | – | – | – | no step finished |")
     unscored = [e for e in episodes if e.get("reward") is None]
     if unscored:
         lines += ["", "Unscored episodes:", ""]
-        lines += [f"- step {e['step']} {_md(e['task_id'])} g{e['group_index']}: {_md(e.get('unscored') or '')[:200]}"
-                  for e in unscored]
+        lines += [
+            f"- step {e['step']} {_md(e['task_id'])} g{e['group_index']}: {_md(e.get('unscored') or '')[:200]}"
+            for e in unscored
+        ]
     return lines
 
 
@@ -79,10 +87,13 @@ def heldout_section(out_dir: Path, *, missing: dict[str, str] | None = None) -> 
     if done:
         results = [load_results(path) for _, path in done]
         suite = results[0].suite
-        lines += [f"Suite `{_md(suite.get('name'))}` ({len(suite.get('tasks', []))} tasks), "
-                  f"{results[0].config.get('seeds')} episode(s) per task: the policy served by the training process "
-                  "at its sampling temperature, under the training episodes' caps. Cells: rate [95% Wilson CI] "
-                  "(successes/n); the episodes are in " + ", ".join(f"`eval_{p}/`" for p, _ in done) + ".", ""]
+        lines += [
+            f"Suite `{_md(suite.get('name'))}` ({len(suite.get('tasks', []))} tasks), "
+            f"{results[0].config.get('seeds')} episode(s) per task: the policy served by the training process "
+            "at its sampling temperature, under the training episodes' caps. Cells: rate [95% Wilson CI] "
+            "(successes/n); the episodes are in " + ", ".join(f"`eval_{p}/`" for p, _ in done) + ".",
+            "",
+        ]
         if len({r.suite.get("sha256") for r in results}) > 1:
             lines += ["> Warning: the two evals ran different task suites; the rates are not comparable.", ""]
         rows = [r for r in compare_rows(results) if r.key in HELDOUT_ROWS]
@@ -94,8 +105,14 @@ def heldout_section(out_dir: Path, *, missing: dict[str, str] | None = None) -> 
     return lines + ["", *[f"- no {p} eval: {_md(why)}" for p, why in missing.items()]]
 
 
-def write_rl_report(out_dir: Path, *, status: str = "completed", stop_reason: str | None = None,
-                    ended: str | None = None, missing_evals: dict[str, str] | None = None) -> Path:
+def write_rl_report(
+    out_dir: Path,
+    *,
+    status: str = "completed",
+    stop_reason: str | None = None,
+    ended: str | None = None,
+    missing_evals: dict[str, str] | None = None,
+) -> Path:
     """``OUT/rl_report.md``: the status line, why the run ended, ``rl_section`` and ``heldout_section``."""
     head = [f"# train rl: {status}" + (f" ({_md(stop_reason)})" if stop_reason else ""), ""]
     if ended:

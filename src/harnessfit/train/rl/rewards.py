@@ -22,14 +22,30 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["EPISODE_COMPONENTS", "TURN_COMPONENTS", "PENALTIES", "DEFAULT_RL_WEIGHTS", "EpisodeReward",
-           "episode_reward", "check_weights", "group_advantages", "turn_scores"]
+__all__ = [
+    "EPISODE_COMPONENTS",
+    "TURN_COMPONENTS",
+    "PENALTIES",
+    "DEFAULT_RL_WEIGHTS",
+    "EpisodeReward",
+    "episode_reward",
+    "check_weights",
+    "group_advantages",
+    "turn_scores",
+]
 
 EPISODE_COMPONENTS = ("checker_passed", "complete_loop")
 TURN_COMPONENTS = ("format", "arguments_object", "schema_valid", "tool_active", "clean_end")
 PENALTIES = ("turn_cap", "runaway")
-DEFAULT_RL_WEIGHTS: dict[str, float] = {"checker_passed": 1.0, "complete_loop": 1.0, "format": 0.25,
-                                        "schema_valid": 0.25, "clean_end": 0.25, "turn_cap": 0.5, "runaway": 0.5}
+DEFAULT_RL_WEIGHTS: dict[str, float] = {
+    "checker_passed": 1.0,
+    "complete_loop": 1.0,
+    "format": 0.25,
+    "schema_valid": 0.25,
+    "clean_end": 0.25,
+    "turn_cap": 0.5,
+    "runaway": 0.5,
+}
 
 
 @dataclass
@@ -70,17 +86,21 @@ def _unscored(facts: Any, metrics: Any) -> str | None:
     return None
 
 
-def episode_reward(facts: Any, metrics: Any, turn_values: dict[str, float | None],
-                   weights: dict[str, float]) -> EpisodeReward:
+def episode_reward(
+    facts: Any, metrics: Any, turn_values: dict[str, float | None], weights: dict[str, float]
+) -> EpisodeReward:
     """The reward of one episode from the eval's facts and metrics and the per-turn component means."""
     why = _unscored(facts, metrics)
     names = [n for n in weights if weights[n] != 0]
     if why is not None:
         return EpisodeReward(None, {n: None for n in names}, why)
     values: dict[str, float | None] = {
-        "checker_passed": float(metrics.checker_passed), "complete_loop": float(metrics.complete_loop),
+        "checker_passed": float(metrics.checker_passed),
+        "complete_loop": float(metrics.complete_loop),
         "turn_cap": -1.0 if metrics.turn_cap_hit else 0.0,
-        "runaway": -1.0 if (metrics.runaway or metrics.timed_out) else 0.0, **turn_values}
+        "runaway": -1.0 if (metrics.runaway or metrics.timed_out) else 0.0,
+        **turn_values,
+    }
     num = den = penalty = 0.0
     for name in names:
         if name in TURN_COMPONENTS and name not in values:
@@ -95,8 +115,9 @@ def episode_reward(facts: Any, metrics: Any, turn_values: dict[str, float | None
     return EpisodeReward((num / den if den else 0.0) + penalty, {n: values.get(n) for n in names})
 
 
-def turn_scores(reward_set: Any, turns: list[Any], tools: list[dict[str, Any]], names: list[str]
-                ) -> dict[str, float | None]:
+def turn_scores(
+    reward_set: Any, turns: list[Any], tools: list[dict[str, Any]], names: list[str]
+) -> dict[str, float | None]:
     """Mean over the rewarded turns of each per-turn component (``RewardSet``'s parse and the registry's
     functions on the captured ids); empty when no turn was rewarded (``episode_reward`` then leaves the per-turn
     components out of the mean — an absent turn is not an unscorable one)."""

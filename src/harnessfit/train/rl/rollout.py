@@ -60,14 +60,28 @@ class Rollout:
 
     def row(self) -> dict[str, Any]:
         m = self.metrics
-        return {"step": self.step, "task_id": self.task_id, "group_index": self.group_index, "key": self.key,
-                "episode_dir": self.episode_dir, "status": self.facts.status, "error": self.facts.error,
-                "reward": self.reward.reward, "components": self.reward.components, "unscored": self.reward.unscored,
-                "advantage": self.advantage, "complete_loop": m.complete_loop if m else None,
-                "checker_passed": m.checker_passed if m else None, "turn_cap_hit": self.facts.turn_cap_hit,
-                "turns": len(self.turns), "rewarded_turns": sum(t.rewarded for t in self.turns),
-                "segments": len(self.segments), "sampled_tokens": sum(s.sampled for s in self.segments),
-                "capture_error": self.capture_error, "wall_seconds": self.facts.wall_seconds}
+        return {
+            "step": self.step,
+            "task_id": self.task_id,
+            "group_index": self.group_index,
+            "key": self.key,
+            "episode_dir": self.episode_dir,
+            "status": self.facts.status,
+            "error": self.facts.error,
+            "reward": self.reward.reward,
+            "components": self.reward.components,
+            "unscored": self.reward.unscored,
+            "advantage": self.advantage,
+            "complete_loop": m.complete_loop if m else None,
+            "checker_passed": m.checker_passed if m else None,
+            "turn_cap_hit": self.facts.turn_cap_hit,
+            "turns": len(self.turns),
+            "rewarded_turns": sum(t.rewarded for t in self.turns),
+            "segments": len(self.segments),
+            "sampled_tokens": sum(s.sampled for s in self.segments),
+            "capture_error": self.capture_error,
+            "wall_seconds": self.facts.wall_seconds,
+        }
 
 
 def episode_name(step: int, task_id: str, g: int) -> str:
@@ -88,8 +102,16 @@ def _score(facts: Any, task: Any, run_dir: Path, s: RolloutSettings) -> Any:
 def _one(step: int, task: Any, g: int, base: str, capture_dir: Path, run_dir: Path, s: RolloutSettings) -> Rollout:
     key = episode_name(step, task.id, g)
     endpoint = Endpoint(f"{base}/v1", "policy", "policy", s.context_window, api_key=key)
-    facts = run_episode(task, g, endpoint, run_dir, harness=s.harness, sandbox=s.sandbox, max_turns=s.max_turns,
-                        max_seconds=s.max_seconds)
+    facts = run_episode(
+        task,
+        g,
+        endpoint,
+        run_dir,
+        harness=s.harness,
+        sandbox=s.sandbox,
+        max_turns=s.max_turns,
+        max_seconds=s.max_seconds,
+    )
     metrics = _score(facts, task, run_dir, s)
     ro = Rollout(step, task.id, g, key, str(Path(facts.events_file).parent), facts, metrics)
     try:
@@ -106,8 +128,16 @@ def _one(step: int, task: Any, g: int, base: str, capture_dir: Path, run_dir: Pa
     return ro
 
 
-def run_rollouts(step: int, tasks: Sequence[Any], generations: int, base: str, capture_dir: Path, run_dir: Path,
-                 settings: RolloutSettings, on_done: Callable[[Rollout], None] | None = None) -> list[Rollout]:
+def run_rollouts(
+    step: int,
+    tasks: Sequence[Any],
+    generations: int,
+    base: str,
+    capture_dir: Path,
+    run_dir: Path,
+    settings: RolloutSettings,
+    on_done: Callable[[Rollout], None] | None = None,
+) -> list[Rollout]:
     """``generations`` episodes of every task, ``settings.workers`` at once; ``on_done`` after each."""
     jobs = [(task, g) for task in tasks for g in range(generations)]
     out: list[Rollout] = []

@@ -29,8 +29,10 @@ def save_state(out_dir: Path, step: int, model: Any, optimizer: Any) -> None:
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
     model.save_pretrained(str(tmp / "adapter"), selected_adapters=["default"])
-    torch.save({"optimizer": optimizer.state_dict(), "torch_rng": torch.get_rng_state(),
-                "python_rng": random.getstate()}, tmp / "optimizer.pt")
+    torch.save(
+        {"optimizer": optimizer.state_dict(), "torch_rng": torch.get_rng_state(), "python_rng": random.getstate()},
+        tmp / "optimizer.pt",
+    )
     (tmp / "state.json").write_bytes(orjson.dumps({"step": step}))
     shutil.rmtree(old, ignore_errors=True)
     if final.exists():
@@ -66,8 +68,10 @@ def refuse_or_resume(out_dir: Path, resume: bool) -> tuple[int, Path, dict[str, 
     state is refused, so a finished or interrupted run is never overwritten by mistake."""
     found = load_state(out_dir)
     if found is not None and not resume:
-        raise UserError(f"{out_dir} holds the state of a train rl run (step {found[0]}): pass --resume to continue, "
-                        "or choose another --out")
+        raise UserError(
+            f"{out_dir} holds the state of a train rl run (step {found[0]}): pass --resume to continue, "
+            "or choose another --out"
+        )
     if found is None:
         for name in LOGS:
             (out_dir / name).unlink(missing_ok=True)

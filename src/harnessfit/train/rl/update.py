@@ -30,12 +30,16 @@ def segment_inputs(seg: Any, advantage: float, n_tokens: int) -> dict[str, torch
     """One segment as TRL's ``_compute_loss`` inputs (batch of one)."""
     p = seg.prompt_len
     ids = torch.tensor([seg.ids], dtype=torch.long)
-    return {"prompt_ids": ids[:, :p], "prompt_mask": torch.ones_like(ids[:, :p]),
-            "completion_ids": ids[:, p:], "completion_mask": torch.ones_like(ids[:, p:]),
-            "tool_mask": torch.tensor([seg.mask[p:]], dtype=torch.long),
-            "old_per_token_logps": torch.tensor([seg.old_logps[p:]], dtype=torch.float32),
-            "advantages": torch.tensor([float(advantage)], dtype=torch.float32),
-            "num_items_in_batch": torch.tensor(float(n_tokens))}
+    return {
+        "prompt_ids": ids[:, :p],
+        "prompt_mask": torch.ones_like(ids[:, :p]),
+        "completion_ids": ids[:, p:],
+        "completion_mask": torch.ones_like(ids[:, p:]),
+        "tool_mask": torch.tensor([seg.mask[p:]], dtype=torch.long),
+        "old_per_token_logps": torch.tensor([seg.old_logps[p:]], dtype=torch.float32),
+        "advantages": torch.tensor([float(advantage)], dtype=torch.float32),
+        "num_items_in_batch": torch.tensor(float(n_tokens)),
+    }
 
 
 def _never(*_: Any, **__: Any) -> list[float]:
@@ -50,8 +54,13 @@ class Updater:
         from trl import GRPOTrainer
 
         self.cfg, self.model = cfg, model
-        self.trainer = GRPOTrainer(model=model, reward_funcs=[_never], args=cfg, processing_class=tokenizer,
-                                   train_dataset=Dataset.from_list([{"prompt": "unused"}]))
+        self.trainer = GRPOTrainer(
+            model=model,
+            reward_funcs=[_never],
+            args=cfg,
+            processing_class=tokenizer,
+            train_dataset=Dataset.from_list([{"prompt": "unused"}]),
+        )
         params = [p for p in model.parameters() if p.requires_grad]
         self.optimizer = torch.optim.AdamW(params, lr=cfg.learning_rate, weight_decay=cfg.weight_decay)
 
@@ -59,7 +68,8 @@ class Updater:
         ids = torch.cat([inputs["prompt_ids"], inputs["completion_ids"]], dim=1)
         with torch.no_grad(), self.model.disable_adapter():
             logps, _ = self.trainer._get_per_token_logps_and_entropies(
-                self.model, ids, torch.ones_like(ids), inputs["completion_ids"].size(1))
+                self.model, ids, torch.ones_like(ids), inputs["completion_ids"].size(1)
+            )
         return logps
 
     def step(self, batch: Sequence[tuple[Any, float]]) -> dict[str, float]:
@@ -83,7 +93,8 @@ class Updater:
                 loss.backward()
                 total += float(loss.detach())
             grad_norm = torch.nn.utils.clip_grad_norm_(
-                [p for p in self.model.parameters() if p.requires_grad], self.cfg.max_grad_norm)
+                [p for p in self.model.parameters() if p.requires_grad], self.cfg.max_grad_norm
+            )
             self.optimizer.step()
         finally:
             self.optimizer.zero_grad(set_to_none=True)

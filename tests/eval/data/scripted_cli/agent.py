@@ -15,13 +15,34 @@ import urllib.request
 from pathlib import Path
 
 TOOLS = [
-    {"type": "function", "function": {"name": "bash", "description": "Run a shell command.", "parameters": {
-        "type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]}}},
-    {"type": "function", "function": {"name": "read", "description": "Read a file.", "parameters": {
-        "type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}}},
-    {"type": "function", "function": {"name": "write", "description": "Write a file.", "parameters": {
-        "type": "object", "properties": {"path": {"type": "string"}, "content": {"type": "string"}},
-        "required": ["path", "content"]}}},
+    {
+        "type": "function",
+        "function": {
+            "name": "bash",
+            "description": "Run a shell command.",
+            "parameters": {"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]},
+        },
+    },
+    {
+        "type": "function",
+        "function": {
+            "name": "read",
+            "description": "Read a file.",
+            "parameters": {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]},
+        },
+    },
+    {
+        "type": "function",
+        "function": {
+            "name": "write",
+            "description": "Write a file.",
+            "parameters": {
+                "type": "object",
+                "properties": {"path": {"type": "string"}, "content": {"type": "string"}},
+                "required": ["path", "content"],
+            },
+        },
+    },
 ]
 
 
@@ -55,23 +76,34 @@ def main(base_url, model, session_dir, max_turns, prompt):
     record({"k": "user", "text": prompt})
     for _turn in range(int(max_turns)):
         body = json.dumps({"model": model, "messages": messages, "tools": TOOLS}).encode()
-        request = urllib.request.Request(base_url.rstrip("/") + "/chat/completions", data=body,
-                                         headers={"Content-Type": "application/json"})
+        request = urllib.request.Request(
+            base_url.rstrip("/") + "/chat/completions", data=body, headers={"Content-Type": "application/json"}
+        )
         with urllib.request.urlopen(request, timeout=60) as response:
             answer = json.loads(response.read())
         reply = answer["choices"][0]["message"]
         calls = reply.get("tool_calls") or []
-        record({"k": "model", "text": reply.get("content") or "", "usage": answer.get("usage") or {},
-                "calls": [{"id": c["id"], "tool": c["function"]["name"], "args": c["function"]["arguments"]}
-                          for c in calls]})
+        record(
+            {
+                "k": "model",
+                "text": reply.get("content") or "",
+                "usage": answer.get("usage") or {},
+                "calls": [
+                    {"id": c["id"], "tool": c["function"]["name"], "args": c["function"]["arguments"]} for c in calls
+                ],
+            }
+        )
         messages.append({"role": "assistant", "content": reply.get("content"), "tool_calls": calls or None})
         if not calls:
             return 0
         for call in calls:
             try:
                 args = json.loads(call["function"]["arguments"])
-                out, error = run_tool(call["function"]["name"], args) if isinstance(args, dict) else (
-                    "arguments are not an object", True)
+                out, error = (
+                    run_tool(call["function"]["name"], args)
+                    if isinstance(args, dict)
+                    else ("arguments are not an object", True)
+                )
             except ValueError:
                 out, error = "arguments are not JSON", True
             record({"k": "tool", "id": call["id"], "tool": call["function"]["name"], "out": out, "error": error})

@@ -7,10 +7,40 @@ from collections.abc import Iterator
 
 from harnessfit.dataset.redact.rule import Joined, Rule
 
-_EMAIL = re.compile(r"(?<![A-Za-z0-9._%+-])[A-Za-z0-9._%+-]{1,64}@(?:[A-Za-z0-9-]{1,63}\.)+[A-Za-z]{2,24}(?![A-Za-z0-9-])")
+_EMAIL = re.compile(
+    r"(?<![A-Za-z0-9._%+-])[A-Za-z0-9._%+-]{1,64}@(?:[A-Za-z0-9-]{1,63}\.)+[A-Za-z]{2,24}(?![A-Za-z0-9-])"
+)
 _SKIP_DOMAINS = re.compile(r"(?i)(?:^|\.)(?:example\.(?:com|org|net)|[a-z0-9-]+\.(?:invalid|test|example|localhost))$")
-_FILE_EXTENSIONS = {"png", "jpg", "jpeg", "gif", "svg", "webp", "ico", "js", "ts", "tsx", "jsx", "mjs", "cjs", "json",
-                    "css", "scss", "md", "py", "html", "txt", "yml", "yaml", "toml", "lock", "map", "wasm", "rs", "go"}
+_FILE_EXTENSIONS = {
+    "png",
+    "jpg",
+    "jpeg",
+    "gif",
+    "svg",
+    "webp",
+    "ico",
+    "js",
+    "ts",
+    "tsx",
+    "jsx",
+    "mjs",
+    "cjs",
+    "json",
+    "css",
+    "scss",
+    "md",
+    "py",
+    "html",
+    "txt",
+    "yml",
+    "yaml",
+    "toml",
+    "lock",
+    "map",
+    "wasm",
+    "rs",
+    "go",
+}
 _LOCAL_TAIL = re.compile(r"[A-Za-z0-9._%+-]{1,65}\Z")
 
 
@@ -34,6 +64,13 @@ def _starts(joined: Joined) -> Iterator[int]:
 
 
 EMAIL: list[Rule] = [
-    Rule("email", _EMAIL, literals=("@",), accept=_accept, starts=_starts, placeholder="email",
-         examples=("contact jane.roe@corp-mail.io", "x.y@a.b.co")),
+    Rule(
+        "email",
+        _EMAIL,
+        literals=("@",),
+        accept=_accept,
+        starts=_starts,
+        placeholder="email",
+        examples=("contact jane.roe@corp-mail.io", "x.y@a.b.co"),
+    ),
 ]

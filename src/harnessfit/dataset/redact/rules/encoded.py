@@ -12,8 +12,25 @@ import re
 from harnessfit.dataset.redact.rule import Rule
 
 # token prefixes (from tokens.py) and what base64 makes of them when the token starts the encoded text
-_PREFIXES = ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "glpat-", "sk-", "xoxb-", "xoxp-", "hf_", "npm_",
-             "AKIA", "ASIA", "pypi-AgE", "sk_live_", "rk_live_")
+_PREFIXES = (
+    "ghp_",
+    "gho_",
+    "ghu_",
+    "ghs_",
+    "ghr_",
+    "github_pat_",
+    "glpat-",
+    "sk-",
+    "xoxb-",
+    "xoxp-",
+    "hf_",
+    "npm_",
+    "AKIA",
+    "ASIA",
+    "pypi-AgE",
+    "sk_live_",
+    "rk_live_",
+)
 _ENCODED = tuple(sorted({base64.b64encode(p.encode())[: (len(p) * 4) // 3].decode() for p in _PREFIXES}))
 
 
@@ -35,9 +52,14 @@ def _holds_token(value: str, text: str = "", start: int = 0) -> bool:
 _GH = "ghp_" + "Ab3dE6gH9jK2mN5pQ8sT1vW4yZ7bC0eF3hJ6"  # assembled: no token-shaped string in the source
 
 ENCODED: list[Rule] = [
-    Rule("base64_token", re.compile(r"(?<![A-Za-z0-9+/_-])(?:" + "|".join(map(re.escape, _ENCODED))
-                                    + r")[A-Za-z0-9+/_-]{12,}={0,2}"),
-         literals=_ENCODED, accept=_holds_token,
-         examples=("echo " + base64.b64encode(_GH.encode()).decode() + " | base64 -d",
-                   "data:\n  token: " + base64.b64encode((_GH + "\n").encode()).decode())),
+    Rule(
+        "base64_token",
+        re.compile(r"(?<![A-Za-z0-9+/_-])(?:" + "|".join(map(re.escape, _ENCODED)) + r")[A-Za-z0-9+/_-]{12,}={0,2}"),
+        literals=_ENCODED,
+        accept=_holds_token,
+        examples=(
+            "echo " + base64.b64encode(_GH.encode()).decode() + " | base64 -d",
+            "data:\n  token: " + base64.b64encode((_GH + "\n").encode()).decode(),
+        ),
+    ),
 ]

@@ -26,8 +26,10 @@ _DATA_URI = re.compile(r";base64,$")
 _BASE64_WORD = re.compile(r"(?i)base64|b64|atob|btoa")
 # a secret's name right before the token: only a quote, ``:``/``=`` and spaces between (``api-token: ``,
 # ``aws_secret_access_key = ``, ``"password": "``, ``Authorization: Basic ``)
-_SECRET_NAME = re.compile(r"(?i)(?:key|secret|token|passw|pwd|auth|credential|bearer|basic|signature|private)[\w-]*"
-                          r"[\"']?[ \t]*[:=]?[ \t]*[\"'(]?[ \t]*$")
+_SECRET_NAME = re.compile(
+    r"(?i)(?:key|secret|token|passw|pwd|auth|credential|bearer|basic|signature|private)[\w-]*"
+    r"[\"']?[ \t]*[:=]?[ \t]*[\"'(]?[ \t]*$"
+)
 _MIN_LEN = 24
 _SWITCH_SHARE = 0.35
 # the characters of _TOKEN's lookbehind class: every match is made of them and sits inside a maximal run of them
@@ -64,7 +66,7 @@ def _accept(token: str, text: str, start: int) -> bool:
     cls = [0 if ch.islower() else 1 if ch.isupper() else 2 if ch.isdigit() else 3 for ch in body]
     if sum(a != b for a, b in pairwise(cls)) < _SWITCH_SHARE * len(body):
         return False
-    if _HASH_PREFIX.search(text[max(0, start - 24):start]):
+    if _HASH_PREFIX.search(text[max(0, start - 24) : start]):
         return False
     if not named and _base64_data(token, before):
         return False
@@ -73,9 +75,9 @@ def _accept(token: str, text: str, start: int) -> bool:
     line_end = text.find("\n", start)
     line_end = len(text) if line_end < 0 else line_end
     if text[line_start:line_end].strip() == token:
-        prev_line = text[text.rfind("\n", 0, max(0, line_start - 1)) + 1:max(0, line_start - 1)].strip()
+        prev_line = text[text.rfind("\n", 0, max(0, line_start - 1)) + 1 : max(0, line_start - 1)].strip()
         nxt_end = text.find("\n", line_end + 1)
-        next_line = text[line_end + 1:(len(text) if nxt_end < 0 else nxt_end)].strip()
+        next_line = text[line_end + 1 : (len(text) if nxt_end < 0 else nxt_end)].strip()
         if any(len(x) >= 60 and re.fullmatch(r"[A-Za-z0-9+/=]+", x) for x in (prev_line, next_line)):
             return False
     return True
@@ -107,6 +109,11 @@ def _starts(joined: Joined) -> list[int]:
 
 
 ENTROPY: list[Rule] = [
-    Rule("high_entropy", _TOKEN, accept=_accept, starts=_starts,
-         examples=("Q2xhdWRlQ29kZVRlc3RUb2tlbjEyMzQ1Njc4OTA", "key a1B2c3D4e5F6g7H8i9J0k1L2m3N4 end")),
+    Rule(
+        "high_entropy",
+        _TOKEN,
+        accept=_accept,
+        starts=_starts,
+        examples=("Q2xhdWRlQ29kZVRlc3RUb2tlbjEyMzQ1Njc4OTA", "key a1B2c3D4e5F6g7H8i9J0k1L2m3N4 end"),
+    ),
 ]

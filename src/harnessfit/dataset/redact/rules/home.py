@@ -8,10 +8,40 @@ import re
 
 from harnessfit.dataset.redact.rule import Joined, Rule
 
-_HOME = re.compile(r"(?P<pre>/home/|/Users/|[A-Za-z]:(?:\\\\|\\|/)Users(?:\\\\|\\|/))(?P<name>[A-Za-z0-9][A-Za-z0-9._-]{0,63})(?![A-Za-z0-9._-])")
-_GENERIC_USERS = {"user", "username", "users", "me", "you", "shared", "public", "default", "runner", "ubuntu", "node",
-                  "root", "admin", "guest", "app", "vscode", "codespace", "coder", "jovyan", "linuxbrew", "all", "your",
-                  "yourname", "name", "example", "someone", "test", "dev", "work"}
+_HOME = re.compile(
+    r"(?P<pre>/home/|/Users/|[A-Za-z]:(?:\\\\|\\|/)Users(?:\\\\|\\|/))(?P<name>[A-Za-z0-9][A-Za-z0-9._-]{0,63})(?![A-Za-z0-9._-])"
+)
+_GENERIC_USERS = {
+    "user",
+    "username",
+    "users",
+    "me",
+    "you",
+    "shared",
+    "public",
+    "default",
+    "runner",
+    "ubuntu",
+    "node",
+    "root",
+    "admin",
+    "guest",
+    "app",
+    "vscode",
+    "codespace",
+    "coder",
+    "jovyan",
+    "linuxbrew",
+    "all",
+    "your",
+    "yourname",
+    "name",
+    "example",
+    "someone",
+    "test",
+    "dev",
+    "work",
+}
 _PLACEHOLDER_USER = re.compile(r"^user\d+$")
 
 
@@ -34,11 +64,31 @@ def _starts(joined: Joined) -> list[int]:
 # ``~/.claude/projects/``. The name runs to the next dash: a name holding a dash (or a dot Claude Code dashed) keeps
 # its tail, which the conversation's own cwd then maps whole (``substitute`` reads ``-home-<name>`` too).
 _ENCODED_HOME = re.compile(
-    r"""(?<![^/\\\s"'=:,(\[-])-{1,2}(?:home|Users)-(?P<name>[A-Za-z0-9][A-Za-z0-9._]{0,63})(?![A-Za-z0-9._])""")
+    r"""(?<![^/\\\s"'=:,(\[-])-{1,2}(?:home|Users)-(?P<name>[A-Za-z0-9][A-Za-z0-9._]{0,63})(?![A-Za-z0-9._])"""
+)
 
 HOME: list[Rule] = [
-    Rule("home_user", _HOME, literals=("/home/", "Users"), value="name", accept=_accept, starts=_starts,
-         placeholder="user", examples=("cd /home/alice/app", "C:\\Users\\bob\\src", "/Users/carol/x")),
-    Rule("home_user", _ENCODED_HOME, literals=("-home-", "-Users-"), value="name", accept=_accept, placeholder="user",
-         examples=("sessions/--home-dave-proj--/s.jsonl", "~/.claude/projects/-Users-erin-app/u.jsonl", "C--Users-fay-x")),
+    Rule(
+        "home_user",
+        _HOME,
+        literals=("/home/", "Users"),
+        value="name",
+        accept=_accept,
+        starts=_starts,
+        placeholder="user",
+        examples=("cd /home/alice/app", "C:\\Users\\bob\\src", "/Users/carol/x"),
+    ),
+    Rule(
+        "home_user",
+        _ENCODED_HOME,
+        literals=("-home-", "-Users-"),
+        value="name",
+        accept=_accept,
+        placeholder="user",
+        examples=(
+            "sessions/--home-dave-proj--/s.jsonl",
+            "~/.claude/projects/-Users-erin-app/u.jsonl",
+            "C--Users-fay-x",
+        ),
+    ),
 ]
