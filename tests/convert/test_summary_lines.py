@@ -26,7 +26,9 @@ def test_convert_names_the_recording_pis_and_the_labels_each_target_gives(traces
     assert r.exit_code == 0, r.output
     calls, labels = _pi_labels(tmp_path / "new")
     lines = r.output.splitlines()
-    assert f"Pi sessions recorded by pi@{'|'.join(FAMILY)} (1 file, {calls} calls); labels per target:" in lines
+    # the session's layout fits the 0.x cards; its own words date it older (harness.pi.texts.text_releases)
+    dated = f"Pi sessions recorded by pi@{'|'.join(FAMILY)} (1 file, {calls} calls; their Pi-authored texts are in the "
+    assert any(line.startswith(dated) and line.endswith("; labels per target:") for line in lines), r.output
     assert f"  pi@{NEWEST_PI_VERSION} (this run): {labels}" in lines
     # at tier content (the default) the line splits the labels per fidelity tier (a Pi session has no altered result)
     assert f"tool calls → labels: {calls} → {labels} (fidelity byte {labels}, content 0)" in lines

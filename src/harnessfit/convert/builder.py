@@ -330,6 +330,7 @@ def build_draft(
         recorded = recorded_pi_versions(traj)
         check = versions_to_check(recorded, card)
         draft.recorded = "|".join(recorded.versions) or "unknown"
+        draft.recorded_texts = recorded.texts_label()
         draft.transformed(f"pi.recorded:{draft.recorded}")
     b = _Context(
         draft, get_mapping(traj.source), MapContext(card=card, trajectory=traj, cwd=cwd), policy, rules, recorded, check

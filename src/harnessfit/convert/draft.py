@@ -168,6 +168,9 @@ class Draft:
     recorded: str | None = None
     """A Pi session's recording Pis (``harness.recorded``), ``|``-joined, or ``"unknown"``; ``None`` for other
     formats."""
+    recorded_texts: str | None = None
+    """The releases whose words a Pi session's Pi-authored texts are in (``Recorded.texts_label``), ``None`` when
+    its texts tell nothing or for other formats."""
 
     def transformed(self, *names: str) -> None:
         """Record transformations (each once, in first-seen order)."""

@@ -155,6 +155,7 @@ def convert_trajectory(
         cut,
         draft.dropped_calls if draft is not None else [],
         recorded=draft.recorded if draft is not None else None,
+        recorded_texts=draft.recorded_texts if draft is not None else None,
         altered=[n.result_step if n.result_step is not None else n.step + 1 for n in draft.altered_results]
         if draft is not None
         else (),

@@ -22,7 +22,8 @@ of that kind from the call's trajectory would make the call a label (the other p
 ranks the blockers by the calls they would unlock, per format — what to fix first.
 
 **Recording Pis.** A Pi session names no release; ``harness.recorded`` lists the Pis that could have written it.
-``pi_recorded`` groups the Pi sessions by that list: their labels at this run's target, and ``labels_at_recorder``,
+``pi_recorded`` groups the Pi sessions by that list and by the releases whose words their Pi-authored texts are in
+(``texts_fit``, when the texts tell: ``Recorded.texts``): their labels at this run's target, and ``labels_at_recorder``,
 the labels with every finding of this run but ``harness_version_mismatch`` (targeting a Pi that recorded them: no
 version difference, the other findings as they are). The convert and build summaries print one line per candidate
 target from it (``recorded_lines``); no second conversion runs.
@@ -34,7 +35,8 @@ tables)::
      "total":     {"calls", "labels", "dropped": {policy: n}, "lost": {reason: n}},
      "by_format": {format: {"files", "calls", "labels", "dropped", "lost"}},
      "labels_by_fidelity": {"byte": n, "content": n},      # only in a tier-content run, also in total/by_format
-     "pi_recorded": [{"versions": "0.73.1|0.79.10|0.82.0", "files", "calls", "labels", "labels_at_recorder"}, …],
+     "pi_recorded": [{"versions": "0.73.1|0.79.10|0.82.0", "texts_fit": "0.13.2–0.30.2", "files", "calls", "labels",
+                      "labels_at_recorder"}, …],
      "blockers":  [{"format", "reason", "tool", "unlocks", "example": {"file", "detail"}}, …],  # most first
      "files":     [{"file", "format", "calls", "labels", "dropped", "lost"}, …]}
 """
@@ -88,6 +90,7 @@ class CallFates:
     examples: dict[Kind, str] = field(default_factory=dict)
     side_branch: bool = False
     recorded: str | None = None
+    recorded_texts: str | None = None
     at_recorder: list[bool] = field(default_factory=list)
     content: list[bool] = field(default_factory=list)
     """Per call: a label whose context holds an altered result (tier ``content``)."""
@@ -112,12 +115,14 @@ def call_fates(
     dropped: Sequence[CallDropped],
     recorded: str | None = None,
     altered: Sequence[int] = (),
+    recorded_texts: str | None = None,
 ) -> CallFates:
     """The fate of every source call of ``traj`` given the gates' ``findings`` (``cut``: the smallest
     ``GateFinding.cut``, ``None`` when no finding limits the labels) and the calls the builder dropped; ``recorded``: a
-    Pi session's recording Pis (``CallFates.at_recorder`` is then filled); ``altered``: the steps of results on the wire rendered
-    from altered output (a label after one is of tier ``content``)."""
-    out = CallFates(side_branch="side_branch" in traj.flags, recorded=recorded)
+    Pi session's recording Pis (``CallFates.at_recorder`` is then filled); ``altered``: the steps of results on the
+    wire rendered from altered output (a label after one is of tier ``content``); ``recorded_texts``: the releases its
+    Pi-authored texts fit (``Recorded.texts_label``)."""
+    out = CallFates(side_branch="side_branch" in traj.flags, recorded=recorded, recorded_texts=recorded_texts)
     drops = {(d.step, d.index): d.policy for d in dropped} if dropped else None
     cutting = sorted((f for f in findings if f.cut is not None), key=lambda f: f.cut) if findings else []  # type: ignore[arg-type,return-value]
     kinds: list[Kind] = []
@@ -220,6 +225,7 @@ class FileYield:
     blockers: Counter[Kind] = field(default_factory=Counter)
     examples: dict[Kind, str] = field(default_factory=dict)
     recorded: str | None = None  # a Pi session's recording Pis (``CallFates.recorded``)
+    recorded_texts: str | None = None  # the releases its Pi-authored texts fit (``CallFates.recorded_texts``)
     at_recorder: int = 0  # its calls that are labels when targeting a Pi that recorded it
     content_labels: int = 0  # its labels of tier content (the rest are byte)
     _seen: set[tuple[str, str, int]] = field(default_factory=set, repr=False)
@@ -228,6 +234,7 @@ class FileYield:
         """Count one trajectory's calls (a side branch's calls that an earlier trajectory holds are not counted
         again)."""
         self.recorded = self.recorded or fates.recorded
+        self.recorded_texts = self.recorded_texts or fates.recorded_texts
         at_recorder = fates.at_recorder or [False] * len(fates.fates)
         content = fates.content or [False] * len(fates.fates)
         for key, fate, unlock, rec, altered in zip(
@@ -317,12 +324,19 @@ class YieldReport:
     def _recorded(self) -> list[dict[str, Any]]:
         """Per set of Pis that could have recorded a Pi session: its files, calls, labels at this run's target and
         labels when targeting one of those Pis (``labels_at_recorder``)."""
-        groups: dict[str, dict[str, Any]] = {}
+        groups: dict[tuple[str, str], dict[str, Any]] = {}
         for f in self.files:
             if f.recorded is not None and f.calls:
-                g = groups.setdefault(
-                    f.recorded, {"versions": f.recorded, "files": 0, "calls": 0, "labels": 0, "labels_at_recorder": 0}
-                )
+                g = groups.get((f.recorded, f.recorded_texts or ""))
+                if g is None:
+                    g = groups[(f.recorded, f.recorded_texts or "")] = {
+                        "versions": f.recorded,
+                        **({"texts_fit": f.recorded_texts} if f.recorded_texts else {}),
+                        "files": 0,
+                        "calls": 0,
+                        "labels": 0,
+                        "labels_at_recorder": 0,
+                    }
                 g["files"] += 1
                 g["calls"] += f.calls
                 g["labels"] += f.labels
@@ -438,6 +452,8 @@ def recorded_lines(doc: dict[str, Any], card_id: str) -> list[str]:
     lines: list[str] = []
     for g in doc.get("pi_recorded") or []:
         files = f"{g['files']} file{'s' if g['files'] != 1 else ''}, {g['calls']} calls"
+        if g.get("texts_fit"):
+            files += f"; their Pi-authored texts are in the words of pi {g['texts_fit']}"
         if g["versions"] == "unknown":
             lines.append(
                 f"Pi sessions recorded by a Pi without a committed card ({files}): converted as "

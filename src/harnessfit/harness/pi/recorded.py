@@ -14,6 +14,12 @@
    file cannot tell 0.73.1, 0.79.10 and 0.82.0 apart;
 3. no committed card of that family: the version is unknown (``"unknown"``) and the session is treated as the target.
 
+Apart from the committed cards, the session's own Pi-authored texts date it (``Recorded.texts``,
+``harness.pi.texts.text_releases``): the releases read for the text catalogue that write every one of them. A 0.x
+session with no system message fits the layout of 0.73.1–0.82.0, yet its ``Successfully replaced text in {path}.
+Changed …`` edit results were last written by 0.30.2; the summary says so, so a user sees that no committed card
+recorded it.
+
 Then the calls narrow it (``" and refusals"``): a card that could have recorded the session refuses exactly the
 calls whose recorded result is one of its refusal texts (``card.refused``) and runs the others — for example a 0.x
 session whose ``edit`` with an extra property was answered "Validation failed" was not recorded by 0.82.0, whose
@@ -44,12 +50,13 @@ import functools
 import json
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from harnessfit.core.trajectory import Trajectory
 from harnessfit.harness.card import REFUSAL_KEYS, HarnessCard, load_card
 from harnessfit.harness.diff import CardDiff, card_diff
+from harnessfit.harness.pi.texts import releases_label, text_releases
 from harnessfit.harness.versions import PI_CARD_VERSIONS
 
 __all__ = ["Recorded", "recorded_pi_versions", "versions_to_check", "call_difference", "committed_card"]
@@ -62,10 +69,17 @@ class Recorded:
 
     versions: tuple[str, ...]
     how: str
+    texts: tuple[str, ...] | None = field(default=None, compare=False)
+    """The releases read for the text catalogue whose words every Pi-authored text of the session is in
+    (``text_releases``: ``()`` several releases', ``None`` the texts tell nothing)."""
 
     def label(self) -> str:
         """``pi@0.73.1|0.79.10|0.82.0 (session layout)``: how a ledger row or a transformation names it."""
         return f"pi@{'|'.join(self.versions) or '?'} ({self.how})"
+
+    def texts_label(self) -> str | None:
+        """``0.13.2–0.30.2``: the releases the session's texts fit, for a summary line (``releases_label``)."""
+        return releases_label(self.texts)
 
 
 @functools.cache
@@ -142,10 +156,11 @@ def recorded_pi_versions(
     (``_verdict``, ``_result_key``), and a whole candidate's ``_agrees``/``_templated`` for the cards whose
     ``_agree_signature``/``_template_signature`` is equal; ``tests/harness/test_recorded.py`` holds both equal on
     every real Pi session."""
+    texts = text_releases((name, result) for name, _, result in _answered_calls(traj))
     system = next((s for s in traj.steps if s.role == "system"), None)
     found = tuple(v for v in versions if _keeps_system_message(v) == (system is not None))
     if not found:
-        return Recorded((), "unknown")
+        return Recorded((), "unknown", texts)
     how = "session layout"
     if system is not None:
         tools = system.meta.get("tool_parameters") if isinstance(system.meta.get("tool_parameters"), dict) else {}
@@ -186,7 +201,7 @@ def recorded_pi_versions(
         wording = tuple(v for v in found if made[v] == some)
         if wording and wording != found:
             found, how = wording, how + " and results"
-    return Recorded(found, how)
+    return Recorded(found, how, texts)
 
 
 def versions_to_check(recorded: Recorded, target: HarnessCard) -> tuple[str, ...]:

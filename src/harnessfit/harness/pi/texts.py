@@ -59,7 +59,42 @@ __all__ = [
     "STRICT_TOOLS",
     "wording_tool",
     "authored_start",
+    "RELEASES_READ",
+    "text_releases",
+    "releases_label",
 ]
+
+RELEASES_READ: tuple[str, ...] = (
+    "0.7.6",
+    "0.13.2",
+    "0.27.9",
+    "0.30.2",
+    "0.31.1",
+    "0.32.3",
+    "0.37.2",
+    "0.37.8",
+    "0.45.7",
+    "0.49.3",
+    "0.50.3",
+    "0.50.7",
+    "0.55.4",
+    "0.60.0",
+    "0.62.0",
+    "0.63.0",
+    "0.63.1",
+    "0.63.2",
+    "0.65.2",
+    "0.70.6",
+    "0.72.1",
+    "0.73.0",
+    "0.73.1",
+    "0.79.10",
+    "0.82.0",
+    "0.84.0",
+    "0.85.0",
+    "1.6.0",
+)
+"""The releases whose package source the catalogue's ranges were read from (module docstring), oldest first."""
 
 _T = "dist/core/tools/"  # where a release's tools live (0.7.6–0.13.x: dist/tools/)
 
@@ -517,3 +552,49 @@ def text_violations(card: HarnessCard, messages: Iterable[Mapping[str, Any]]) ->
                 f"message {n} ({tool}): Pi {w.releases()}'s {w.key} text {w.template!r}, not Pi {card.version}'s"
             )
     return out
+
+
+def _fitting_releases(tool: str, text: str) -> frozenset[str] | None:
+    """The releases read (``RELEASES_READ``) that write ``text`` as a result of ``tool``, judged by the catalogue's
+    own wordings (``WORDINGS``, whose ranges were read from each release's source): the releases of every wording
+    that makes the text with the most fixed text. ``None`` when the text tells nothing: no catalogue wording with
+    fixed text makes it (the environment's text alone, or a wording only a committed card's capture holds, whose
+    older releases were not read)."""
+    best, found = 0, []
+    for w in WORDINGS:
+        if w.tool not in (None, tool):
+            continue
+        pattern, fixed, _, head, tail = _compiled(w.template)
+        if fixed == 0 or fixed < best or not (text.startswith(head) and text.endswith(tail)):
+            continue
+        if pattern.match(text) is None:
+            continue
+        if fixed > best:
+            best, found = fixed, []
+        found.append(w)
+    if not found:
+        return None
+    return frozenset(r for r in RELEASES_READ if any(w.written_by(r) for w in found))
+
+
+def text_releases(results: Iterable[tuple[str, str]]) -> tuple[str, ...] | None:
+    """The releases read that write every Pi-authored text among ``results`` ((tool, result text) pairs of one
+    session), oldest first: how a session's own words date it where its layout cannot (a 0.x session's edit results
+    ``Successfully replaced text in …`` fit only releases before 0.63.1). ``()`` when no release writes them all
+    (texts of several releases: a session continued after an update); ``None`` when no text tells anything."""
+    fit: frozenset[str] | None = None
+    for tool, text in results:
+        releases = _fitting_releases(tool, text)
+        if releases is not None:
+            fit = releases if fit is None else fit & releases
+    return None if fit is None else tuple(r for r in RELEASES_READ if r in fit)
+
+
+def releases_label(releases: tuple[str, ...] | None) -> str | None:
+    """``text_releases`` for a summary line: ``0.31.1–0.62.0`` (the oldest and newest release read that fit),
+    ``several releases`` when none fits all, ``None`` when the texts tell nothing."""
+    if releases is None:
+        return None
+    if not releases:
+        return "several releases"
+    return releases[0] if len(releases) == 1 else f"{releases[0]}–{releases[-1]}"
