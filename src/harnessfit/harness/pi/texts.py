@@ -560,7 +560,7 @@ def _fitting_releases(tool: str, text: str) -> frozenset[str] | None:
     that makes the text with the most fixed text. ``None`` when the text tells nothing: no catalogue wording with
     fixed text makes it (the environment's text alone, or a wording only a committed card's capture holds, whose
     older releases were not read)."""
-    best, found = 0, []
+    best, found = 0, list[Wording]()
     for w in WORDINGS:
         if w.tool not in (None, tool):
             continue
