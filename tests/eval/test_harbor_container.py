@@ -97,6 +97,9 @@ def test_oracle_and_nop_in_podman_scored_from_reward_json(pi_installed, podman, 
         assert f.backend == "podman" and "stood in by" in f.image and "python:3.11-slim" in f.image
         assert f.verifier.reward_files["reward.txt"].strip() == "0"  # Harbor reads reward.json first
         assert f.rewards["style"] == 0.5
+        # the task's memory and process caps, where the engine enforces them (results say which held)
+        assert ("memory_bytes" in f.sandbox_policy["agent"]["caps"]) == podman.limits
+        assert f.sandbox_policy["checker"]["caps"] == f.sandbox_policy["agent"]["caps"]
         rewards[model] = f.reward
     assert rewards == {"scripted:oracle": 1.0, "scripted:nop": 0.0}
     assert results.config["env"] == "podman"
@@ -118,3 +121,53 @@ def test_outputs_outside_the_working_folder_reach_the_verifier(pi_installed, pod
         assert ("/output" in carried) == (model == "scripted:oracle")  # the image's empty /output is no change
         assert ep.facts.sandbox_policy["checker"]["carried in"] == carried
     assert rewards == {"scripted:oracle": 1.0, "scripted:nop": 0.0}
+
+
+@pytest.mark.slow
+def test_memory_and_process_caps_hold_in_the_container(podman):
+    """Where the engine enforces them, a container runs under the task's memory and process caps: the cgroup the
+    container sees holds the memory cap, and a process past the cap cannot start."""
+    import subprocess
+
+    if not podman.limits:
+        pytest.skip("this engine's cgroups refuse --memory/--pids-limit (the results record no caps)")
+    from harnessfit.eval.images import BASE_IMAGE
+
+    mem, procs = 96 << 20, 16
+    script = (
+        "import os, subprocess\n"
+        "p = '/sys/fs/cgroup/memory/memory.limit_in_bytes'\n"
+        "q = '/sys/fs/cgroup/memory.max'\n"
+        "print(open(p if os.path.exists(p) else q).read().strip())\n"
+        "kids = []\n"
+        "try:\n"
+        "    for _ in range(40):\n"
+        "        kids.append(subprocess.Popen(['sleep', '5']))\n"
+        "    print('started', len(kids))\n"
+        "except OSError:\n"
+        "    print('refused after', len(kids))\n"
+    )
+    flags = podman.cap_flags(mem, procs)
+    out = subprocess.run(
+        [
+            podman.exe,
+            "run",
+            "--rm",
+            "--network",
+            "none",
+            *podman.run_flags,
+            *flags,
+            BASE_IMAGE,
+            "python3",
+            "-c",
+            script,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.returncode == 0, out.stderr
+    limit, started = out.stdout.split("\n")[:2]
+    assert int(limit) == mem
+    assert started.startswith("refused after") and int(started.split()[-1]) < procs
+    assert podman.enforced_caps(mem, procs) == {"memory_bytes": mem, "processes": procs}

@@ -56,6 +56,18 @@ class ContainerEngine:
     name: str  # "podman" or "docker"
     exe: str
     run_flags: tuple[str, ...] = field(default=())  # e.g. ("--runtime", "runc", "--ulimit", "nofile=1024:1024")
+    limits: bool = False  # whether --memory / --pids-limit take effect here (probed: cgroups may not allow them)
+
+    def cap_flags(self, memory_bytes: int, processes: int) -> tuple[str, ...]:
+        """The resource caps of a container (memory without extra swap, processes), when the engine enforces
+        them here; () otherwise (the results say which caps held: ``enforced_caps``)."""
+        if not self.limits:
+            return ()
+        return ("--memory", str(memory_bytes), "--memory-swap", str(memory_bytes), "--pids-limit", str(processes))
+
+    def enforced_caps(self, memory_bytes: int, processes: int) -> dict[str, int]:
+        """The caps ``cap_flags`` sets, for the episode's recorded policy ({} where none is enforced)."""
+        return {"memory_bytes": memory_bytes, "processes": processes} if self.limits else {}
 
     def cmd(self, *args: str) -> list[str]:
         return [self.exe, *args]
@@ -121,6 +133,18 @@ def _probe(name: str, exe: str, image: str) -> tuple[tuple[str, ...] | None, str
     return None, why
 
 
+_PROBE_CAPS = ("--memory", "268435456", "--memory-swap", "268435456", "--pids-limit", "256")
+
+
+def _limits_work(exe: str, flags: tuple[str, ...], image: str) -> bool:
+    """Whether a container started with memory and process caps runs (a cgroup setup may refuse them)."""
+    try:
+        proc = _run([exe, "run", "--rm", "--network", "none", *flags, *_PROBE_CAPS, image, "true"])
+    except subprocess.TimeoutExpired:
+        return False
+    return proc.returncode == 0
+
+
 @functools.lru_cache(maxsize=4)
 def detect_engine(asked: str | None = None, image: str = BASE_IMAGE) -> ContainerEngine:
     """The container engine to use (``asked``: ``podman`` or ``docker``; None: podman, then docker)."""
@@ -134,7 +158,7 @@ def detect_engine(asked: str | None = None, image: str = BASE_IMAGE) -> Containe
             continue
         flags, why = _probe(name, exe, image)
         if flags is not None:
-            return ContainerEngine(name, exe, flags)
+            return ContainerEngine(name, exe, flags, limits=_limits_work(exe, flags, image))
         problems.append(why)
     raise UserError("no container engine can run a container here: " + "; ".join(problems))
 

@@ -7,7 +7,10 @@ read-only at ``/hf/endpoint`` and the sandbox launcher (``sandbox.LAUNCHER_JS``)
 address inside the container and pipes each connection to it. Node (``/hf/bin/node``) and the installed Pi (at
 its own host path) are bound read-only; Pi's HOME seed is ``/hf/home`` and its session folder the host path it
 is written to. The working folder (the image's ``WORKDIR``) is copied out before and after the agent ran: what
-it changed is the episode's expected change, and what the verifier sees.
+it changed is the episode's expected change, and what the verifier sees. Caps: the wall clock and the output
+cap as on the host backend; the task's memory (no extra swap) and process caps as ``--memory``/``--pids-limit``
+where the engine enforces them here (``ContainerEngine.limits``, probed: a cgroup setup may refuse them); the
+episode's policy records which caps held.
 
 The verifier follows Harbor's order (harbor-framework/harbor, ``src/harbor/verifier/verifier.py``
 ``Verifier.verify``; ``src/harbor/trial/trial.py`` runs it after the agent stopped): ``tests/`` is put at
@@ -32,6 +35,7 @@ from typing import Any
 
 from harnessfit.eval.backends.carry import carry_in, carry_out
 from harnessfit.eval.backends.container_image import TaskImage, image_path, prepare_image
+from harnessfit.eval.caps import Caps
 from harnessfit.eval.episode import EpisodeFacts
 from harnessfit.eval.episode_runner import Endpoint, episode_dirname, run_contained
 from harnessfit.eval.harbor_verifier import tree_digest
@@ -142,6 +146,7 @@ def _agent(
     expose_solution: bool,
 ) -> None:
     sessions, runner, seed_dir = ep_dir / "sessions", ep_dir / "runner", ep_dir / "runner" / "home"
+    caps = Caps.from_limits(task.limits)  # memory and processes: cap_flags, where the engine enforces them
     for d in (sessions, seed_dir, runner / "etc"):
         d.mkdir(parents=True, exist_ok=True)
     agent = get_harness(harness)
@@ -159,6 +164,7 @@ def _agent(
             tools=tools,
             max_turns=turns,
             context_window=endpoint.context_window,
+            api_key=endpoint.api_key,
         ),
     )
     write_launcher(runner)
@@ -195,6 +201,7 @@ def _agent(
             "--name",
             name,
             *engine.run_flags,
+            *engine.cap_flags(caps.memory_bytes, caps.processes),
             *network,
             "-w",
             prepared.workdir,
@@ -239,6 +246,7 @@ def _agent(
             "image": prepared.image,
             "network": policy,
             "read_only": [m.split(":")[1] for m in mounts if m.endswith(":ro")],
+            "caps": engine.enforced_caps(caps.memory_bytes, caps.processes),
             "to the verifier": carried,
         }
     }
@@ -267,6 +275,7 @@ def _host_env() -> dict[str, str]:
 
 def _verify(task, prepared: TaskImage, ep_dir: Path, facts: EpisodeFacts, engine: ContainerEngine) -> None:
     """``tests/test.sh`` in a fresh container of the image, the agent's working folder bound in (Harbor's order)."""
+    caps = Caps.from_limits(task.limits)
     from harnessfit.eval.harbor_verifier import record_not_run, record_verifier
     from harnessfit.eval.safefs import copy_into
 
@@ -294,6 +303,7 @@ def _verify(task, prepared: TaskImage, ep_dir: Path, facts: EpisodeFacts, engine
         "--name",
         name,
         *engine.run_flags,
+        *engine.cap_flags(caps.memory_bytes, caps.processes),
         "--network",
         "none",
         "-w",
@@ -338,6 +348,7 @@ def _verify(task, prepared: TaskImage, ep_dir: Path, facts: EpisodeFacts, engine
             "image": prepared.image,
             "network": "none",
             "fresh container": True,
+            "caps": engine.enforced_caps(caps.memory_bytes, caps.processes),
             "carried in": carried,
             **plan.describe(),
         },
