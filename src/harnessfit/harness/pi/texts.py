@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING, Any
 
 from harnessfit.core.rejection import Failure, Reason
 from harnessfit.harness.pi.results import js_length, over_pi_limits
-from harnessfit.harness.versions import parse_version
+from harnessfit.harness.versions import PI_CARD_VERSIONS, parse_version
 
 if TYPE_CHECKING:
     from harnessfit.harness.card import HarnessCard
@@ -64,35 +64,16 @@ __all__ = [
     "releases_label",
 ]
 
-RELEASES_READ: tuple[str, ...] = (
-    "0.7.6",
-    "0.13.2",
-    "0.27.9",
-    "0.30.2",
-    "0.31.1",
-    "0.32.3",
-    "0.37.2",
-    "0.37.8",
-    "0.45.7",
-    "0.49.3",
-    "0.50.3",
-    "0.50.7",
-    "0.55.4",
-    "0.60.0",
-    "0.62.0",
-    "0.63.0",
-    "0.63.1",
-    "0.63.2",
-    "0.65.2",
-    "0.70.6",
-    "0.72.1",
-    "0.73.0",
-    "0.73.1",
-    "0.79.10",
-    "0.82.0",
-    "0.84.0",
-    "0.85.0",
-    "1.6.0",
+RELEASES_READ: tuple[str, ...] = tuple(
+    sorted(
+        {
+            *("0.7.6", "0.13.2", "0.27.9", "0.30.2", "0.31.1", "0.32.3", "0.37.2", "0.37.8", "0.45.7", "0.49.3"),
+            *("0.50.3", "0.50.7", "0.55.4", "0.60.0", "0.62.0", "0.63.0", "0.63.1", "0.63.2", "0.65.2", "0.70.6"),
+            *("0.72.1", "0.73.0", "0.84.0", "0.85.0"),
+            *PI_CARD_VERSIONS,  # the committed cards' releases (harness.versions, their one source)
+        },
+        key=parse_version,
+    )
 )
 """The releases whose package source the catalogue's ranges were read from (module docstring), oldest first."""
 
