@@ -119,8 +119,8 @@ def test_none_leaves_the_group_and_a_group_needs_two_scored_episodes() -> None:
 
 def test_reward_weights_are_checked() -> None:
     assert check_weights(None)["checker_passed"] == 1.0
-    with pytest.raises(ValueError, match="unknown RL reward component 'judge'"):
-        check_weights({"judge": 1.0})
+    with pytest.raises(ValueError, match="unknown RL reward component 'reference_match'"):
+        check_weights({"reference_match": 1.0})  # a single-turn component: no reference turn in an episode
     with pytest.raises(ValueError, match="no score component"):
         check_weights({"turn_cap": 1.0})
 

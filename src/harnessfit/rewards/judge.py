@@ -145,11 +145,15 @@ class JudgeClient:
 
     def score_many(self, samples: list[Sample]) -> list[Verdict]:
         """One verdict per sample, in order (blocking; runs its own event loop)."""
-        if not samples:
-            return []
-        return asyncio.run(self._all(samples))
+        return self.ask_many([judge_messages(s, self.settings) for s in samples])
 
-    async def _all(self, samples: list[Sample]) -> list[Verdict]:
+    def ask_many(self, requests: list[list[dict[str, str]]]) -> list[Verdict]:
+        """One verdict per request (a chat's messages: the rubric and what to grade), in order (blocking)."""
+        if not requests:
+            return []
+        return asyncio.run(self._all(requests))
+
+    async def _all(self, requests: list[list[dict[str, str]]]) -> list[Verdict]:
         import httpx
 
         limit = asyncio.Semaphore(self.settings.concurrency)
@@ -159,18 +163,18 @@ class JudgeClient:
             timeout=httpx.Timeout(self.settings.timeout_s),
         ) as client:
 
-            async def one(sample: Sample) -> Verdict:
+            async def one(messages: list[dict[str, str]]) -> Verdict:
                 async with limit:
-                    return await self._one(client, sample)
+                    return await self._one(client, messages)
 
-            return list(await asyncio.gather(*(one(s) for s in samples)))
+            return list(await asyncio.gather(*(one(m) for m in requests)))
 
-    async def _one(self, client, sample: Sample) -> Verdict:
+    async def _one(self, client, messages: list[dict[str, str]]) -> Verdict:
         import httpx
 
         body = {
             "model": self.settings.model,
-            "messages": judge_messages(sample, self.settings),
+            "messages": messages,
             "temperature": self.settings.temperature,
             "max_tokens": self.settings.max_tokens,
             "stream": False,

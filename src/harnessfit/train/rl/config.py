@@ -68,7 +68,16 @@ class HarnessfitRLConfig(GRPOConfig):
         default=None,
         metadata={
             "help": "Episode reward weights, name: weight (checker_passed, complete_loop, format, arguments_object, "
-            "schema_valid, tool_active, clean_end, turn_cap, runaway); unset = train.rl.rewards.DEFAULT_RL_WEIGHTS."
+            "schema_valid, tool_active, clean_end, judge, turn_cap, runaway); unset = train.rl.rewards.DEFAULT_RL_WEIGHTS "
+            "(no judge)."
+        },
+    )
+    judge: dict | str | None = field(
+        default=None,
+        metadata={
+            "help": "LLM judge over the whole episode (the judge reward component; asked only when rewards.judge has "
+            "a weight), an OpenAI-compatible endpoint: base_url, model, api_key_env, timeout_s (60), retries (1), "
+            "max_tokens (400), temperature (0), context_chars (12000: of the episode's turns)."
         },
     )
     lora_r: int = field(default=16, metadata={"help": "LoRA rank of a fresh adapter."})
@@ -98,6 +107,7 @@ class HarnessfitRLConfig(GRPOConfig):
     )
 
     def __post_init__(self) -> None:
+        from harnessfit.rewards import JudgeSettings
         from harnessfit.train.rl.rewards import check_weights
 
         try:
@@ -108,6 +118,16 @@ class HarnessfitRLConfig(GRPOConfig):
             self.rewards = check_weights(_as_dict(self.rewards, "rewards") or None)
         except ValueError as exc:
             raise ValueError(f"rewards: {exc}") from None
+        try:
+            self.judge = JudgeSettings(**_as_dict(self.judge, "judge")).model_dump()
+        except Exception as exc:  # noqa: BLE001 - pydantic or JSON: one message
+            raise _pydantic_error(exc, "judge") from None
+        if self.rewards.get("judge") and not (self.judge["base_url"] and self.judge["model"]):
+            raise ValueError(
+                "rewards.judge has a weight but judge.base_url / judge.model are unset: point judge at an "
+                "OpenAI-compatible endpoint (judge: {base_url: http://HOST:PORT/v1, model: NAME}) or drop judge "
+                "from rewards"
+            )
         if self.num_generations is None or self.num_generations < 2:
             raise ValueError(
                 f"num_generations={self.num_generations}: the advantage is relative to the group, so a "

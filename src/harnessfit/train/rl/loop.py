@@ -67,6 +67,7 @@ def _settings(cfg: Any, policy: Any, sandbox: bool) -> RolloutSettings:
     from harnessfit.harness.card import load_harness
     from harnessfit.harness.versions import model_harness
     from harnessfit.rewards.combine import RewardSet
+    from harnessfit.train.rl.judge import judge_client
 
     spec = model_harness(cfg.harness, cfg.model, cfg.sft_adapter, stage="train rl")
     card = load_harness(spec)
@@ -85,6 +86,7 @@ def _settings(cfg: Any, policy: Any, sandbox: bool) -> RolloutSettings:
         workers=cfg.workers,
         sandbox=sandbox,
         context_window=policy.engine.context_window,
+        judge=judge_client(cfg.judge) if cfg.rewards.get("judge") else None,
     )
 
 

@@ -7,6 +7,8 @@ One episode's reward is built from named components, each a number or ``None``:
 - the per-turn verifiable components of ``harnessfit.rewards`` (``format``, ``arguments_object``,
   ``schema_valid``, ``tool_active``, ``clean_end``; score): each rewarded turn's completion decoded from its
   captured ids and scored by the registry's own function, averaged over the episode's rewarded turns;
+- ``judge`` (score, off unless weighted): an LLM judge's verdict on the whole episode (``train.rl.judge``), 0–1;
+  None when the judge was unreachable or gave no usable verdict (never 0);
 - ``turn_cap`` and ``runaway`` (penalties): -1 when the episode ran into the turn cap, or was killed for its output
   or the wall clock (0 otherwise).
 
@@ -32,9 +34,10 @@ __all__ = [
     "check_weights",
     "group_advantages",
     "turn_scores",
+    "unscored_reason",
 ]
 
-EPISODE_COMPONENTS = ("checker_passed", "complete_loop")
+EPISODE_COMPONENTS = ("checker_passed", "complete_loop", "judge")
 TURN_COMPONENTS = ("format", "arguments_object", "schema_valid", "tool_active", "clean_end")
 PENALTIES = ("turn_cap", "runaway")
 DEFAULT_RL_WEIGHTS: dict[str, float] = {
@@ -74,7 +77,8 @@ def check_weights(mapping: dict[str, Any] | None) -> dict[str, float]:
     return out
 
 
-def _unscored(facts: Any, metrics: Any) -> str | None:
+def unscored_reason(facts: Any, metrics: Any) -> str | None:
+    """Why the environment could not score the episode (its reward is then None), or None when it could."""
     from harnessfit.eval.episode import UNSCORING_FLAGS
 
     if getattr(facts, "status", None) != "success" or metrics is None:
@@ -87,10 +91,15 @@ def _unscored(facts: Any, metrics: Any) -> str | None:
 
 
 def episode_reward(
-    facts: Any, metrics: Any, turn_values: dict[str, float | None], weights: dict[str, float]
+    facts: Any,
+    metrics: Any,
+    turn_values: dict[str, float | None],
+    weights: dict[str, float],
+    reasons: dict[str, str] | None = None,
 ) -> EpisodeReward:
-    """The reward of one episode from the eval's facts and metrics and the per-turn component means."""
-    why = _unscored(facts, metrics)
+    """The reward of one episode from the eval's facts and metrics, the per-turn component means and the judge's
+    score (in ``turn_values`` under ``judge``); ``reasons`` says why a component is None (the judge's reason)."""
+    why = unscored_reason(facts, metrics)
     names = [n for n in weights if weights[n] != 0]
     if why is not None:
         return EpisodeReward(None, {n: None for n in names}, why)
@@ -107,7 +116,8 @@ def episode_reward(
             continue  # no rewarded turn: nothing to average
         value = values.get(name)
         if value is None:
-            return EpisodeReward(None, {n: values.get(n) for n in names}, f"{name} is unscorable")
+            why = f"{name} is unscorable" + (f": {reasons[name]}" if reasons and reasons.get(name) else "")
+            return EpisodeReward(None, {n: values.get(n) for n in names}, why)
         if name in PENALTIES:
             penalty += weights[name] * value
         else:

@@ -3,7 +3,8 @@
 An episode is the eval's own: ``eval.episode_runner.run_episode`` (the sandbox, the caps, the independent checker) and
 ``eval.scorers.score_episode`` (the same metrics ``eval agent`` reports). Its turns come from the engine's capture
 (``serve.capture.training_trace``), linked by token prefix (``train.rl.episodes``); its reward from the metrics and
-the per-turn components (``train.rl.rewards``). The run folder keeps every episode (``rollouts/step-NNNN/episodes/
+the per-turn components (``train.rl.rewards``), and — when weighted — the LLM judge's verdict on the episode's
+transcript as the eval recorded it (``train.rl.judge``). The run folder keeps every episode (``rollouts/step-NNNN/episodes/
 <task>/seed-<g>``) so the report links each point to the episodes behind it.
 """
 
@@ -20,7 +21,7 @@ from harnessfit.eval.episode_runner import Endpoint, run_episode
 from harnessfit.eval.scorers import score_episode
 from harnessfit.serve.capture import episode_key, training_trace
 from harnessfit.train.rl.episodes import CapturedTurn, Segment, link_segments, turns_of
-from harnessfit.train.rl.rewards import EpisodeReward, episode_reward, turn_scores
+from harnessfit.train.rl.rewards import EpisodeReward, episode_reward, turn_scores, unscored_reason
 
 __all__ = ["Rollout", "RolloutSettings", "run_rollouts", "episode_name"]
 
@@ -39,6 +40,7 @@ class RolloutSettings:
     workers: int
     sandbox: bool = True
     context_window: int | None = None
+    judge: Any = None  # rewards.judge.JudgeClient when the judge component has a weight, else None
 
 
 @dataclass
@@ -57,6 +59,7 @@ class Rollout:
     reward: EpisodeReward = field(default_factory=lambda: EpisodeReward(None, {}, "not run"))
     advantage: float | None = None
     capture_error: str | None = None
+    judge: Any = None  # the judge's Verdict (None: not asked)
 
     def row(self) -> dict[str, Any]:
         m = self.metrics
@@ -81,6 +84,11 @@ class Rollout:
             "sampled_tokens": sum(s.sampled for s in self.segments),
             "capture_error": self.capture_error,
             "wall_seconds": self.facts.wall_seconds,
+            **(
+                {"judge_critique": self.judge.critique, "judge_reason": self.judge.reason}
+                if self.judge is not None
+                else {}
+            ),
         }
 
 
@@ -97,6 +105,20 @@ def _score(facts: Any, task: Any, run_dir: Path, s: RolloutSettings) -> Any:
     except Exception as exc:  # noqa: BLE001 - a scorer crash makes the episode unscored (as eval.run does)
         facts.status, facts.error = "error", f"scorer failed: {type(exc).__name__}: {exc}"
         return None
+
+
+def _judge(facts: Any, task: Any, run_dir: Path, s: RolloutSettings) -> Any:
+    """The judge's verdict on the episode as the eval recorded it (the messages its metrics were scored from)."""
+    from harnessfit.eval.record import record_episode
+    from harnessfit.rewards.judge import Verdict
+    from harnessfit.train.rl.judge import judge_episode
+
+    try:
+        messages = record_episode(facts, task, run_dir, s.card, s.harness).messages
+    except Exception as exc:  # noqa: BLE001 - an unreadable record leaves the judge unscorable, as a bad reply does
+        return Verdict(None, reason=f"no transcript: {type(exc).__name__}: {exc}"[:300])
+    names = [str((t.get("function") or {}).get("name")) for t in s.tools]
+    return judge_episode(s.judge, task.prompt, messages, facts, names)
 
 
 def _one(step: int, task: Any, g: int, base: str, capture_dir: Path, run_dir: Path, s: RolloutSettings) -> Rollout:
@@ -122,7 +144,13 @@ def _one(step: int, task: Any, g: int, base: str, capture_dir: Path, run_dir: Pa
     except ValueError as exc:  # a broken capture is never trained on, and unscores the episode
         ro.capture_error = str(exc)
     values = turn_scores(s.reward_set, ro.turns, s.tools, list(s.weights))
-    ro.reward = episode_reward(facts, metrics, values, s.weights)
+    reasons: dict[str, str] = {}
+    if s.judge is not None and s.weights.get("judge") and unscored_reason(facts, metrics) is None:
+        ro.judge = _judge(facts, task, run_dir, s)
+        values["judge"] = ro.judge.score
+        if ro.judge.reason:
+            reasons["judge"] = ro.judge.reason
+    ro.reward = episode_reward(facts, metrics, values, s.weights, reasons)
     if ro.capture_error and ro.reward.reward is not None:
         ro.reward = EpisodeReward(None, ro.reward.components, f"capture: {ro.capture_error[:200]}")
     return ro
