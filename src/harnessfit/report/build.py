@@ -86,7 +86,7 @@ def report_folders(
     if not stages:
         raise UserError(
             f"no stage output found under {', '.join(map(str, folders))}: a report reads folders written "
-            "by harnessfit convert, build, audit, train sft/grpo, eval agent and synth"
+            "by harnessfit convert, build, audit, train sft/grpo/rl, eval agent and synth"
         )
     view, notes = canonical_view(stages)
     try:
@@ -143,7 +143,7 @@ def build_report(
     if not built:
         raise UserError(
             f"{shown or run_dir}: no stage folder found that the report knows (harness/, synth/, "
-            "convert/, dataset/, audit/, train/, grpo/, eval/, results.json)"
+            "convert/, dataset/, audit/, train/, grpo/, rl/, eval/, results.json)"
             + (f"; unreadable: {', '.join(skipped)}" if skipped else "")
         )
     keys = [s.key for s in built]

@@ -12,10 +12,12 @@ is told by its own metadata file, never by its folder's name:
 | audit | ``audit.json`` and ``tokenized/meta.json`` |
 | train | ``result.json`` with ``global_step`` and ``recipe.json`` of a ``HarnessfitSFTConfig`` |
 | grpo | ``grpo_stats.json`` or ``completions.jsonl`` beside ``recipe.json`` of a ``HarnessfitGRPOConfig`` |
+| rl | ``metrics.jsonl`` or ``episodes.jsonl`` beside ``recipe.json`` of a ``HarnessfitRLConfig`` (or ``rl_report.md``) |
 | eval | ``results.json`` of an agent eval (``episodes``) |
 | synth | ``manifest.json`` with ``"stage": "synth"`` |
 
-``canonical_view`` lays the found stages out as the sections expect, as symbolic links in a temporary folder (the
+``canonical_view`` lays the found stages out as the sections expect (an rl run's held-out evals ``eval_before/`` and
+``eval_after/`` also as eval folders), as symbolic links in a temporary folder (the
 sections copy what they show into the report, so nothing points back into the view). A folder already in the demo's
 layout is used as it is.
 """
@@ -39,6 +41,7 @@ STAGE_FOLDERS = {
     "audit": "audit",
     "train": "train",
     "grpo": "grpo",
+    "rl": "rl",
     "synth": "synth",
 }
 _CANONICAL = (
@@ -48,6 +51,7 @@ _CANONICAL = (
     "audit",
     "train",
     "grpo",
+    "rl",
     "eval",
     "convert",
     "raw",
@@ -77,6 +81,9 @@ def stage_of(folder: Path) -> str | None:
     cls = _config_class(f)
     if cls == "HarnessfitGRPOConfig" and ((f / "grpo_stats.json").is_file() or (f / "completions.jsonl").is_file()):
         return "grpo"
+    rl_logs = (f / "metrics.jsonl").is_file() or (f / "episodes.jsonl").is_file()
+    if rl_logs and (cls == "HarnessfitRLConfig" or (f / "rl_report.md").is_file()):
+        return "rl"
     if cls == "HarnessfitSFTConfig" and "global_step" in (read_json_object(f / "result.json") or {}):
         return "train"
     if (f / "results.json").is_file() and "episodes" in (read_json_object(f / "results.json") or {}):
@@ -126,7 +133,7 @@ def canonical_view(stages: dict[str, list[Path]]) -> tuple[Path, list[str]]:
     notes: list[str] = []
     for kind, folders in stages.items():
         if kind == "eval":
-            (view / "eval").mkdir()
+            (view / "eval").mkdir(exist_ok=True)
             names: set[str] = set()
             for folder in folders:
                 name = folder.name
@@ -136,6 +143,11 @@ def canonical_view(stages: dict[str, list[Path]]) -> tuple[Path, list[str]]:
                 os.symlink(folder, view / "eval" / name)
             continue
         os.symlink(folders[0], view / STAGE_FOLDERS[kind])
+        if kind == "rl":  # its held-out evals are eval folders too: the eval section gives them episode pages
+            for phase in ("eval_before", "eval_after"):
+                if (folders[0] / phase / "results.json").is_file():
+                    (view / "eval").mkdir(exist_ok=True)
+                    os.symlink(folders[0] / phase, view / "eval" / f"rl-{phase}")
         if len(folders) > 1:
             notes.append(
                 f"{len(folders)} {kind} folders found: showing {folders[0]}, not "

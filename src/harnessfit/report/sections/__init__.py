@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from harnessfit.report.sections import audit, convert, dataset, evals, funnel, grpo, harness, run, synth
+from harnessfit.report.sections import audit, convert, dataset, evals, funnel, grpo, harness, rl, run, synth
 from harnessfit.report.sections.results import results_table_section
 from harnessfit.report.sections.training import GRPO_CURVES, SFT_CURVES, training_section
 from harnessfit.report.site import Section
@@ -32,6 +32,7 @@ SECTIONS: dict[str, SectionFn] = {
     "audit": audit.section,
     "train": training_section("train", "SFT training", curves=SFT_CURVES),
     "grpo": grpo.section,
+    "rl": rl.section,
     "eval": evals.section,
     "raw": results_table_section("raw/*/*/results.json", "Raw one-shot suites (no tools)", key="raw", kind="raw"),
     "pairwise": results_table_section(

@@ -5,7 +5,7 @@ Run folder::
     OUT/metrics.jsonl      one row per step: reward and complete-loop rate, unscored and zero-variance groups,
                            TRL's loss metrics (loss, clip ratios, entropy, kl), sampled tokens, seconds
     OUT/episodes.jsonl     one row per episode: every reward component (None with why), advantage, turns,
-                           segments, sampled tokens, and its folder under rollouts/
+                           segments, sampled tokens, its folder under rollouts/, and its eval facts and metrics
     OUT/rollouts/step-NNNN/episodes/<task>/seed-<g>/   the eval's episode folders (events, session, checker)
     OUT/capture/<key>.jsonl                            the engine's capture of each episode (outside the sandbox)
     OUT/tb/                TensorBoard scalars        OUT/state/   resume state (``train.rl.state``)
@@ -192,7 +192,13 @@ def train_rl(
     policy, settings, updater, first = _start(cfg, found, sandbox, console)
     (out_dir / "recipe.json").write_bytes(
         orjson.dumps(
-            {**getattr(cfg, "recipe_record", {}), "resolved": cfg.to_dict(), "harness": settings.harness}, default=str
+            {
+                **getattr(cfg, "recipe_record", {}),
+                "config_class": type(cfg).__name__,
+                "resolved": cfg.to_dict(),
+                "harness": settings.harness,
+            },
+            default=str,
         )
     )
     console.print(

@@ -89,7 +89,15 @@ class Rollout:
                 if self.judge is not None
                 else {}
             ),
+            # the eval's own record of the episode (its files are relative to rollouts/step-NNNN): the report's
+            # episode pages are built from them, as for an eval's results.json
+            "facts": _dump(self.facts),
+            "metrics": _dump(m),
         }
+
+
+def _dump(model: Any) -> dict[str, Any] | None:
+    return model.model_dump(mode="json") if hasattr(model, "model_dump") else None
 
 
 def episode_name(step: int, task_id: str, g: int) -> str:
