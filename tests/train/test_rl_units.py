@@ -262,3 +262,30 @@ def test_report_has_the_held_out_before_after_table_with_intervals(tmp_path: Pat
     assert "different task suites" in text  # the two fixtures ran different suites: said, not hidden
     (tmp_path / "none").mkdir()
     assert "Held-out" not in write_rl_report(tmp_path / "none").read_text()  # no eval asked for: no section
+
+
+def test_resume_drops_the_capture_of_a_step_the_kill_cut_short(tmp_path: Path) -> None:
+    """The engine's capture appends to an episode's file (a restarted server continues its numbering): a step 2
+    killed half-way left turns under the keys the resumed step 2 uses again, which would join the new episode's
+    trace. Resuming after step 1 drops them (and that step's episode folders); step 1's and the evals' stay."""
+    import torch
+
+    from harnessfit.train.rl.rollout import episode_name
+    from harnessfit.train.rl.state import refuse_or_resume, save_state
+
+    class _Model:
+        def save_pretrained(self, path: str, selected_adapters: list[str]) -> None:
+            Path(path).mkdir(parents=True)
+
+    opt = torch.optim.AdamW([torch.nn.Parameter(torch.zeros(2))], lr=0.1)
+    save_state(tmp_path, 1, _Model(), opt)
+    capture = tmp_path / "capture"
+    capture.mkdir()
+    names = [episode_name(1, "t", 0), episode_name(2, "t", 0), episode_name(12, "t-s0002", 1), "eval-before"]
+    for name in names:
+        (capture / f"{name}.jsonl").write_text("{}\n")
+    for step in (1, 2):
+        (tmp_path / "rollouts" / f"step-{step:04d}" / "episodes").mkdir(parents=True)
+    refuse_or_resume(tmp_path, resume=True)
+    assert sorted(p.stem for p in capture.iterdir()) == sorted([names[0], "eval-before"])
+    assert [p.name for p in (tmp_path / "rollouts").iterdir()] == ["step-0001"]

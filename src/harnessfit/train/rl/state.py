@@ -1,13 +1,16 @@
 """Resumable run state of ``train rl``: after every step ``OUT/state/`` holds the adapter, the optimizer, the step
 and the RNG states, replaced atomically (written beside, then renamed), so a kill -9 at any moment leaves either
 the previous step's state or this one's. ``--resume`` continues after the saved step; the per-step logs
-(``metrics.jsonl``, ``episodes.jsonl``) are cut back to it so each curve stays single.
+(``metrics.jsonl``, ``episodes.jsonl``) are cut back to it so each curve stays single, and what a step cut short by
+the kill left — its episodes' capture files (the capture appends, so the rerun's turns would join them) and its
+episode folders — is removed.
 """
 
 from __future__ import annotations
 
 import os
 import random
+import re
 import shutil
 from pathlib import Path
 from typing import Any
@@ -17,10 +20,12 @@ import torch
 
 from harnessfit.errors import UserError
 
-__all__ = ["STATE", "save_state", "load_state", "trim_logs", "refuse_or_resume"]
+__all__ = ["STATE", "save_state", "load_state", "trim_logs", "trim_steps", "refuse_or_resume"]
 
 STATE = "state"
 LOGS = ("metrics.jsonl", "episodes.jsonl")
+_CAPTURE_STEP = re.compile(r"^s(\d+)-")  # an episode's capture file: train.rl.rollout.episode_name, s<step>-<task>-g<g>
+_ROLLOUT_STEP = re.compile(r"^step-(\d+)$")
 
 
 def save_state(out_dir: Path, step: int, model: Any, optimizer: Any) -> None:
@@ -63,6 +68,17 @@ def trim_logs(out_dir: Path, step: int) -> None:
         path.write_bytes(b"".join(ln + b"\n" for ln in keep))
 
 
+def trim_steps(out_dir: Path, step: int) -> None:
+    """Remove the capture files and episode folders of the steps after ``step`` (a step killed half-way)."""
+    for path in (out_dir / "capture").glob("*.jsonl"):
+        if (m := _CAPTURE_STEP.match(path.stem)) and int(m.group(1)) > step:
+            path.unlink()
+    rollouts = out_dir / "rollouts"
+    for folder in rollouts.iterdir() if rollouts.is_dir() else ():
+        if (m := _ROLLOUT_STEP.match(folder.name)) and int(m.group(1)) > step:
+            shutil.rmtree(folder)
+
+
 def refuse_or_resume(out_dir: Path, resume: bool) -> tuple[int, Path, dict[str, Any]] | None:
     """The state to resume from (``--resume``), or None for a fresh start; a fresh start in a folder holding a
     state is refused, so a finished or interrupted run is never overwritten by mistake."""
@@ -77,4 +93,5 @@ def refuse_or_resume(out_dir: Path, resume: bool) -> tuple[int, Path, dict[str, 
             (out_dir / name).unlink(missing_ok=True)
         return None
     trim_logs(out_dir, found[0])
+    trim_steps(out_dir, found[0])
     return found
