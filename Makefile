@@ -33,7 +33,7 @@ $(STAMP): pyproject.toml
 setup: $(STAMP) $(if $(strip $(GPU)),gpu)
 	$(BIN)/harnessfit harness install pi $(if $(strip $(PI_VERSION)),--version $(PI_VERSION))
 	$(BIN)/harnessfit eval toolchain   # the raw checkers' pinned svelte compiler + autofixer (ruff comes from pip)
-	$(BIN)/python -m harnessfit.eval.verifier_tools   # pinned verifier tools Harbor tests install offline (pytest, pytest-json-ctrf, uv)
+	$(BIN)/python -c "from harnessfit.eval.verifier_tools import main; raise SystemExit(main())"   # pinned verifier tools Harbor tests install offline (pytest, pytest-json-ctrf, uv)
 	@{ command -v rg >/dev/null && { command -v fd >/dev/null || command -v fdfind >/dev/null; }; } || { [ "$$(id -u)" = 0 ] && (apt-get update -qq && apt-get install -y -qq ripgrep fd-find >/dev/null) || echo "note: ripgrep/fd not installed; Pi's grep/find (the tools profile, pi@V+tools) cannot run"; }   # Pi looks for rg and fd/fdfind on the PATH and, offline, downloads neither
 	@command -v chromium >/dev/null || { [ "$$(id -u)" = 0 ] && (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) || echo "note: chromium not installed; the browser test of the HTML report skips (and fails under CI)"; }
 

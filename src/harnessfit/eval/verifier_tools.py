@@ -162,7 +162,7 @@ def uv_env(wheels_inside: str, python: str) -> dict[str, str]:
 
 
 def main() -> int:
-    """``python -m harnessfit.eval.verifier_tools`` (``make setup``): fetch ``VERIFIER_TOOLS`` into the wheel cache
+    """``make setup`` runs this: fetch ``VERIFIER_TOOLS`` into the wheel cache
     and unpack each pinned uv."""
     try:
         print(fetch_wheels(VERIFIER_TOOLS))
