@@ -36,6 +36,8 @@ FUNCTION_IMPORTS_CHECKED = (
     "errors",
     "npm",
     "paths",
+    "cli",
+    "tokens",
 )
 
 
