@@ -38,6 +38,7 @@ FUNCTION_IMPORTS_CHECKED = (
     "paths",
     "cli",
     "tokens",
+    "report",
 )
 
 
