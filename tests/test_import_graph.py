@@ -39,6 +39,8 @@ FUNCTION_IMPORTS_CHECKED = (
     "cli",
     "tokens",
     "report",
+    "harness",
+    "serve",
 )
 
 
