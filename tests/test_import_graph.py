@@ -41,6 +41,7 @@ FUNCTION_IMPORTS_CHECKED = (
     "report",
     "harness",
     "serve",
+    "dataset",
 )
 
 
