@@ -42,6 +42,7 @@ FUNCTION_IMPORTS_CHECKED = (
     "harness",
     "serve",
     "dataset",
+    "eval",
 )
 
 
