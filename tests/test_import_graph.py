@@ -43,6 +43,7 @@ FUNCTION_IMPORTS_CHECKED = (
     "serve",
     "dataset",
     "eval",
+    "demo",
 )
 
 
