@@ -75,6 +75,7 @@ def check_weights(mapping: dict[str, Any] | None) -> dict[str, float]:
 
 
 def _unscored(facts: Any, metrics: Any) -> str | None:
+    # heavy: eval pulls fastapi/uvicorn (its endpoint); rewards stays light
     from harnessfit.eval.episode import UNSCORING_FLAGS
 
     if getattr(facts, "status", None) != "success" or metrics is None:
