@@ -8,9 +8,7 @@ from typing import Annotated
 import typer
 
 from harnessfit.convert.yields import recorded_lines
-from harnessfit.dataset.build import build_dataset
 from harnessfit.dataset.config import config_from_values, load_build_config
-from harnessfit.dataset.verify import verify_dataset
 from harnessfit.errors import UserError
 
 __all__ = ["register"]
@@ -123,6 +121,9 @@ def register(app: typer.Typer) -> None:
         ] = None,
     ) -> None:
         """Build a training set: read → convert → redact → dedup → grouped split → export (+ ledger, card, manifest)."""
+        # the CLI loads a stage only when its command runs: the build pulls datasketch/scipy (~0.5 s of start-up)
+        from harnessfit.dataset.build import build_dataset
+
         if config is None and not inputs:
             raise UserError("give a build config (harnessfit build CONFIG) or --inputs PATH [--out DIR]")
         if config is not None:
@@ -153,6 +154,9 @@ def register(app: typer.Typer) -> None:
         workers: Annotated[int, typer.Option(help="worker processes for the rebuild")] = 1,
     ) -> None:
         """Rebuild a dataset in memory from its manifest and compare byte for byte; exit 1 on any difference."""
+        # the CLI loads a stage only when its command runs: the rebuild pulls datasketch/scipy (~0.5 s of start-up)
+        from harnessfit.dataset.verify import verify_dataset
+
         result = verify_dataset(folder, workers=workers, progress=True)
         typer.echo(result.message())
         if not result.ok:

@@ -23,7 +23,6 @@ import orjson
 from rich.console import Console
 from rich.markup import escape
 
-from harnessfit.dataset.build import build_dataset
 from harnessfit.dataset.config import config_from_values
 from harnessfit.demo.raw_probes import report_section, run_raw_and_probes
 from harnessfit.errors import UserError
@@ -114,7 +113,9 @@ class _Steps:
 
 def run_demo(plan: DemoPlan, console: Console | None = None) -> Path:
     """Run every stage; returns the path of ``report.md``."""
-    # heavy: eval, report, synth and the card capture pull fastapi/uvicorn, train torch/trl; loaded when the demo runs
+    # heavy: eval, report, synth and the card capture pull fastapi/uvicorn, train torch/trl, the dataset build
+    # datasketch/scipy; loaded when the demo runs
+    from harnessfit.dataset.build import build_dataset
     from harnessfit.eval import run_eval
     from harnessfit.harness.pi.capture import capture_pi
     from harnessfit.report import compare
