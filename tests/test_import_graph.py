@@ -5,9 +5,11 @@ functions included, is an edge ``harnessfit.<package> -> harnessfit.<package>``;
 ``models.toolcalls`` and the reward components to the top-level ``rewards`` package. A new cycle fails the test;
 cut it by moving the shared piece below both packages, not by listing an edge here.
 
-An import inside a function hides its module-level dependency; in the packages listed in
-``FUNCTION_IMPORTS_CHECKED`` every function-level ``harnessfit`` import carries its reason in a comment (on its line
-or on the comment line just above its block of imports). Packages not listed yet are checked for cycles only.
+An import inside a function hides its module-level dependency; in every package and every module directly under
+src/harnessfit (``FUNCTION_IMPORTS_CHECKED``) each function-level ``harnessfit`` import carries its reason in a
+comment (on its line or on the comment line just above its block of imports): a heavy dependency it would pull at
+import time (torch, transformers, trl, fastapi/uvicorn, numba…), a command loading its stage only when it runs, or a
+real import-order need.
 """
 
 from __future__ import annotations
@@ -22,8 +24,31 @@ SRC = Path(__file__).resolve().parents[1] / "src"
 # (importer, imported) -> why the edge is still there. Removing the edge makes the graph acyclic.
 ALLOWED_CYCLE_EDGES: dict[tuple[str, str], str] = {}
 
-# packages whose function-level harnessfit imports must each say why (the list only grows)
-FUNCTION_IMPORTS_CHECKED = ("core", "models", "rewards", "pipeline", "formats")
+# the packages and top-level modules (``cli``, ``errors``, ``npm``, ``paths``) whose function-level harnessfit imports
+# must each say why: all of them (``test_every_package_and_top_level_module_is_checked``)
+FUNCTION_IMPORTS_CHECKED = (
+    "cli",
+    "convert",
+    "core",
+    "dataset",
+    "demo",
+    "endpoint",
+    "errors",
+    "eval",
+    "formats",
+    "harness",
+    "models",
+    "npm",
+    "paths",
+    "pipeline",
+    "report",
+    "rewards",
+    "serve",
+    "synth",
+    "tasks",
+    "tokens",
+    "train",
+)
 
 
 def _module_name(path: Path) -> str:
@@ -174,3 +199,21 @@ def test_function_level_imports_say_why() -> None:
     dependency (torch, transformers, trl, peft, vllm) or a real import-order need, and say which in a comment."""
     missing = unexplained_function_imports(FUNCTION_IMPORTS_CHECKED)
     assert not missing, f"function-level harnessfit imports without a reason: {missing}"
+
+
+def package_nodes() -> set[str]:
+    """The graph's nodes: every package under src/harnessfit and every module directly in it (``cli.py`` -> ``cli``)."""
+    root = SRC / "harnessfit"
+    packages = {p.parent.name for p in root.glob("*/__init__.py")}
+    modules = {p.stem for p in root.glob("*.py") if p.name != "__init__.py"}
+    return packages | modules
+
+
+def test_every_package_and_top_level_module_is_checked() -> None:
+    nodes = package_nodes()
+    assert {"cli", "errors", "eval", "train"} <= nodes  # top-level modules are nodes beside the packages
+    assert _package(_module_name(SRC / "harnessfit" / "cli.py")) == "cli"
+    assert set(FUNCTION_IMPORTS_CHECKED) == nodes, (
+        f"not checked: {sorted(nodes - set(FUNCTION_IMPORTS_CHECKED))}; "
+        f"no such package: {sorted(set(FUNCTION_IMPORTS_CHECKED) - nodes)}"
+    )

@@ -12,7 +12,19 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
+from harnessfit import __version__
+from harnessfit.convert import commands as convert_cmds
+from harnessfit.dataset import commands as dataset_cmds
+from harnessfit.demo import commands as demo_cmds
 from harnessfit.errors import UserError
+from harnessfit.eval import commands as eval_cmds
+from harnessfit.harness import commands as harness_cmds
+from harnessfit.report import commands as report_cmds
+from harnessfit.serve import commands as serve_cmds
+from harnessfit.synth import commands as synth_cmds
+from harnessfit.tasks import commands as tasks_cmds
+from harnessfit.tokens import commands as tokens_cmds
+from harnessfit.train import commands as train_cmds
 
 __all__ = ["app", "main"]
 
@@ -29,24 +41,10 @@ app = typer.Typer(
 @app.command()
 def version() -> None:
     """Print harnessfit's version."""
-    from harnessfit import __version__
-
     typer.echo(__version__)
 
 
 def _register_all() -> None:
-    from harnessfit.convert import commands as convert_cmds
-    from harnessfit.dataset import commands as dataset_cmds
-    from harnessfit.demo import commands as demo_cmds
-    from harnessfit.eval import commands as eval_cmds
-    from harnessfit.harness import commands as harness_cmds
-    from harnessfit.report import commands as report_cmds
-    from harnessfit.serve import commands as serve_cmds
-    from harnessfit.synth import commands as synth_cmds
-    from harnessfit.tasks import commands as tasks_cmds
-    from harnessfit.tokens import commands as tokens_cmds
-    from harnessfit.train import commands as train_cmds
-
     for mod in (
         harness_cmds,
         convert_cmds,

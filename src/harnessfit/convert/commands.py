@@ -6,6 +6,13 @@ from pathlib import Path
 
 import typer
 
+from harnessfit.convert.policy import FIDELITY_TIERS, ConvertPolicy
+from harnessfit.convert.run import convert
+from harnessfit.convert.yields import recorded_lines
+from harnessfit.core.rejection import Reason
+from harnessfit.errors import UserError
+from harnessfit.harness.card import load_harness
+
 __all__ = ["register"]
 
 
@@ -54,12 +61,6 @@ def _convert_cmd(
     from rich.markup import escape
     from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn, TransferSpeedColumn
     from rich.table import Table
-
-    from harnessfit.convert.policy import FIDELITY_TIERS, ConvertPolicy
-    from harnessfit.convert.run import convert
-    from harnessfit.core.rejection import Reason
-    from harnessfit.errors import UserError
-    from harnessfit.harness.card import load_harness
 
     if fidelity not in FIDELITY_TIERS:
         raise UserError(f"--fidelity must be one of {', '.join(FIDELITY_TIERS)} (got {fidelity!r})")
@@ -121,8 +122,6 @@ def _print_yield(out_console, summary) -> None:
     """The yield table, the recording Pis' lines, calls → labels (per fidelity tier at tier content) and the
     accounting identity."""
     from rich.table import Table
-
-    from harnessfit.convert.yields import recorded_lines
 
     acc = summary.accounting
     ydoc = summary.yields.as_dict()

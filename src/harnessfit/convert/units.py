@@ -32,7 +32,7 @@ from harnessfit.convert.policy import ConvertPolicy
 from harnessfit.convert.wire import DEFAULT_POLICY, convert_trajectory
 from harnessfit.convert.yields import FileYield, YieldReport
 from harnessfit.core.conversation import Conversation
-from harnessfit.core.rejection import Rejection, excerpt
+from harnessfit.core.rejection import Reason, Rejection, excerpt, reject
 from harnessfit.core.trajectory import Trajectory
 from harnessfit.formats.registry import Unit, iter_units, read_unit
 from harnessfit.pipeline.executor import ordered_map
@@ -121,8 +121,6 @@ def _convert_unit(
             try:
                 outcome = convert_trajectory(record, card, install_dir=install_dir, policy=policy)
             except Exception as exc:  # noqa: BLE001 - a converter bug on odd data must not stop the run
-                from harnessfit.core.rejection import Reason, reject
-
                 res.outputs.append(
                     reject(
                         record,

@@ -21,6 +21,7 @@ from typing import Any
 import orjson
 from pydantic import BaseModel
 
+from harnessfit import __version__
 from harnessfit.convert.yields import YieldReport, render_yield
 from harnessfit.core.conversation import Conversation
 from harnessfit.core.jsonio import sha256_file
@@ -31,7 +32,7 @@ from harnessfit.dataset.dedup import Deduper
 from harnessfit.dataset.exports import write_exports
 from harnessfit.dataset.probe import measure_false_positive_rate, measure_planted_recall
 from harnessfit.dataset.redact import Redactor, Scrubber
-from harnessfit.dataset.sink import MANIFEST_FORMAT, Sink
+from harnessfit.dataset.sink import MANIFEST_FORMAT, DiskSink, Sink
 from harnessfit.dataset.split import assign_splits, check_no_overlap
 from harnessfit.dataset.stages import Collector, Settings, records
 from harnessfit.errors import UserError
@@ -134,8 +135,6 @@ def input_rows_of(files: list[Path], out_dir: Path, scrubber: Scrubber | None) -
 
 
 def _versions() -> dict[str, str]:
-    from harnessfit import __version__
-
     v = {"harnessfit": __version__, "python": f"{sys.version_info.major}.{sys.version_info.minor}"}
     for name in _PACKAGES:
         try:
@@ -415,8 +414,6 @@ def build_dataset(
     """Build onto disk: ``out`` (default: ``config.out`` resolved against ``base_dir``). The inputs are checked
     first; the dataset is written beside ``out`` and swapped in only when complete (``DiskSink``), so a build that
     fails or is killed leaves the previous dataset as it was."""
-    from harnessfit.dataset.sink import DiskSink
-
     out_dir = (Path(out) if out is not None else base_dir / config.out).resolve()
     inputs = [Path(i.path) for i in config.resolved_inputs(base_dir)]
     for p in inputs:

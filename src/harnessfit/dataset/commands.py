@@ -7,6 +7,10 @@ from typing import Annotated
 
 import typer
 
+from harnessfit.convert.yields import recorded_lines
+from harnessfit.dataset.config import config_from_values, load_build_config
+from harnessfit.errors import UserError
+
 __all__ = ["register"]
 
 
@@ -14,8 +18,6 @@ def _summary(report, out_dir: Path) -> None:
     from rich.console import Console
     from rich.markup import escape
     from rich.table import Table
-
-    from harnessfit.convert.yields import recorded_lines
 
     m = report.manifest
     c = m["counts"]
@@ -119,9 +121,8 @@ def register(app: typer.Typer) -> None:
         ] = None,
     ) -> None:
         """Build a training set: read → convert → redact → dedup → grouped split → export (+ ledger, card, manifest)."""
+        # the CLI loads a stage only when its command runs: the build pulls datasketch/scipy (~0.5 s of start-up)
         from harnessfit.dataset.build import build_dataset
-        from harnessfit.dataset.config import config_from_values, load_build_config
-        from harnessfit.errors import UserError
 
         if config is None and not inputs:
             raise UserError("give a build config (harnessfit build CONFIG) or --inputs PATH [--out DIR]")
@@ -153,6 +154,7 @@ def register(app: typer.Typer) -> None:
         workers: Annotated[int, typer.Option(help="worker processes for the rebuild")] = 1,
     ) -> None:
         """Rebuild a dataset in memory from its manifest and compare byte for byte; exit 1 on any difference."""
+        # the CLI loads a stage only when its command runs: the rebuild pulls datasketch/scipy (~0.5 s of start-up)
         from harnessfit.dataset.verify import verify_dataset
 
         result = verify_dataset(folder, workers=workers, progress=True)

@@ -9,8 +9,9 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from harnessfit.convert.policy import ConvertPolicy
 from harnessfit.errors import UserError
-from harnessfit.harness.versions import DEFAULT_PI_VERSION, harness_profile, harness_spec, parse_harness
+from harnessfit.harness.versions import DEFAULT_PI_VERSION, PROFILES, harness_profile, harness_spec, parse_harness
 
 __all__ = [
     "InputSpec",
@@ -44,8 +45,6 @@ class ConvertConfig(_Strict):
     ui_tools: dict[str, list[str]] = Field(default_factory=dict)
 
     def policy(self, fidelity: str = "content") -> Any:
-        from harnessfit.convert.policy import ConvertPolicy
-
         return ConvertPolicy(
             drop_ui_tools=self.drop_ui_tools,
             ui_tools={k: tuple(v) for k, v in sorted(self.ui_tools.items())},
@@ -141,8 +140,6 @@ class BuildConfig(_Strict):
     @field_validator("harness_profile")
     @classmethod
     def _profile(cls, v: str | None) -> str | None:
-        from harnessfit.harness.versions import PROFILES
-
         if v is not None and v not in PROFILES:
             raise ValueError(f"unknown harness profile {v!r} (known: {', '.join(PROFILES)})")
         return v

@@ -12,6 +12,7 @@ __all__ = ["warm"]
 
 def warm() -> None:
     """Compile every kernel the build calls (or load it from the disk cache)."""
+    # heavy: numba; the kernel modules compile (or load from the disk cache) on import, only when warm() runs
     from harnessfit.dataset.dedup import kernel as dedup_kernel
     from harnessfit.dataset.redact import kernels as redaction_kernels
 

@@ -26,6 +26,8 @@ from harnessfit.dataset.build import (
 from harnessfit.dataset.config import BuildConfig
 from harnessfit.dataset.sink import CompareSink
 from harnessfit.errors import UserError
+from harnessfit.harness.card import load_harness
+from harnessfit.harness.pi_texts import text_violations
 from harnessfit.pipeline.output import unlisted_entries
 
 __all__ = ["VerifyResult", "verify_dataset", "read_manifest"]
@@ -125,9 +127,6 @@ def verify_dataset(folder: Path, *, workers: int = 1, progress: bool = False) ->
 def _check_texts(folder: Path, manifest: dict[str, Any]) -> VerifyResult | None:
     """The first kept context holding a tool-result text the dataset's target Pi does not write, as a failed
     ``VerifyResult``; ``None`` when there is none."""
-    from harnessfit.harness.card import load_harness
-    from harnessfit.harness.pi_texts import text_violations
-
     card = load_harness(manifest.get("harness"))
     for part, field in (("sft", "messages"), ("decision_points", "state")):
         for path in sorted((folder / part).glob("*.jsonl")):

@@ -7,6 +7,8 @@ from typing import Annotated
 
 import typer
 
+from harnessfit.demo.pipeline import DemoPlan, run_demo
+
 __all__ = ["register"]
 
 
@@ -35,8 +37,6 @@ def demo(
 ) -> None:
     """Run everything on CPU: capture Pi's card → synth + real traces → build → audit → short SFT → serve base and
     tuned → eval both in the real Pi → report.md with the before/after table."""
-    from harnessfit.demo.pipeline import DemoPlan, run_demo
-
     plan = DemoPlan(out=out, model=model, seeds=seeds, judge=judge, raw_prompts=raw_prompts or None)
     if no_traces:
         plan.traces = None

@@ -23,7 +23,13 @@ import orjson
 from rich.console import Console
 from rich.markup import escape
 
+from harnessfit.dataset.config import config_from_values
+from harnessfit.demo.raw_probes import report_section, run_raw_and_probes
 from harnessfit.errors import UserError
+from harnessfit.harness.card import card_path
+from harnessfit.harness.pi import DEFAULT_PI_VERSION, install_pi
+from harnessfit.harness.versions import harness_spec
+from harnessfit.tokens import audit
 
 __all__ = ["DemoPlan", "run_demo", "examples_dir"]
 
@@ -107,19 +113,15 @@ class _Steps:
 
 def run_demo(plan: DemoPlan, console: Console | None = None) -> Path:
     """Run every stage; returns the path of ``report.md``."""
+    # heavy: eval, report, synth and the card capture pull fastapi/uvicorn, train torch/trl, the dataset build
+    # datasketch/scipy; loaded when the demo runs
     from harnessfit.dataset.build import build_dataset
-    from harnessfit.dataset.config import config_from_values
-    from harnessfit.demo.raw_probes import run_raw_and_probes
     from harnessfit.eval import run_eval
-    from harnessfit.harness.card import card_path
-    from harnessfit.harness.pi import DEFAULT_PI_VERSION, install_pi
     from harnessfit.harness.pi.capture import capture_pi
-    from harnessfit.harness.versions import harness_spec
     from harnessfit.report import compare
     from harnessfit.report.build import build_report
     from harnessfit.report.sections.run import STEPS_FILE
     from harnessfit.synth import synth
-    from harnessfit.tokens import audit
     from harnessfit.train import load_sft_config, train_sft
 
     console = console or Console()
@@ -264,6 +266,7 @@ def run_demo(plan: DemoPlan, console: Console | None = None) -> Path:
 
 def _tasks(plan: DemoPlan, out: Path) -> dict[str, Any]:
     """Generate the training (and held-out) family instances unless the plan names a training suite."""
+    # heavy: the task families pull eval (fastapi/uvicorn); loaded when the demo generates tasks
     from harnessfit.tasks import families_in
     from harnessfit.tasks.generate import generate_tasks, per_kind_counts
 
@@ -350,8 +353,6 @@ def _suite_lines(tasks: dict[str, Any]) -> list[str]:
 
 
 def _write_report(out: Path, facts: dict[str, Any], table_md: Path, heldout_md: Path | None = None) -> Path:
-    from harnessfit.demo.raw_probes import report_section
-
     card, build, aud, train = facts["card"], facts["build"], facts["audit"], facts["train"]
     counts = build["counts"]
     reasons = ", ".join(f"{k} {v}" for k, v in counts["rejected_by_reason"].items()) or "none"

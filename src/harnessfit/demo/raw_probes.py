@@ -30,6 +30,7 @@ def run_raw_and_probes(
     judge: str | None = None,
 ) -> dict[str, Any]:
     """Run everything into ``out/raw/<suite>/{base,tuned}`` and ``out/probe/{base,tuned}``; returns the tables."""
+    # heavy: eval pulls fastapi/uvicorn (its endpoint); loaded when the demo runs the raw and probe evals
     from harnessfit.eval.episode_runner import Endpoint
     from harnessfit.eval.pairwise import run_pairwise
     from harnessfit.eval.probe import compare_probes, run_probe

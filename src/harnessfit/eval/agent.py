@@ -9,8 +9,9 @@ from typing import Any
 
 from harnessfit.errors import UserError
 from harnessfit.eval.episode import Episode
-from harnessfit.eval.results import EvalResults, harness_label
+from harnessfit.eval.results import EvalResults, harness_label, write_results
 from harnessfit.eval.run import default_suite, run_eval
+from harnessfit.serve.bestof import summarise_log, summary_markdown
 
 __all__ = ["agent_eval", "summary_lines"]
 
@@ -76,9 +77,6 @@ def agent_eval(
 def _add_best_of(results: EvalResults, out: Path) -> dict[str, Any]:
     """Summarise the best-of-N log into ``bestof.json``, the results' aggregates and ``results.md``."""
     import orjson
-
-    from harnessfit.eval.results import write_results
-    from harnessfit.serve.bestof import summarise_log, summary_markdown
 
     summary = summarise_log(out / "bestof.jsonl")
     (out / "bestof.json").write_bytes(orjson.dumps(summary, option=orjson.OPT_INDENT_2))

@@ -6,6 +6,13 @@ from pathlib import Path
 
 import typer
 
+from harnessfit.eval.agent import agent_eval, summary_lines
+from harnessfit.eval.compare import compare
+from harnessfit.eval.pairwise import commands as pairwise_cmds
+from harnessfit.eval.probe import commands as probe_cmds
+from harnessfit.eval.raw import commands as raw_cmds
+from harnessfit.eval.run import episode_line
+
 __all__ = ["register"]
 
 eval_app = typer.Typer(help="Evaluate models inside the real harness (Pi) on task suites.", no_args_is_help=True)
@@ -83,9 +90,6 @@ def agent(
     ),
 ) -> None:
     """Run every task x seed through the real harness CLI (Pi) against one model; write results JSON + Markdown."""
-    from harnessfit.eval.agent import agent_eval, summary_lines
-    from harnessfit.eval.run import episode_line
-
     results, best = agent_eval(
         model,
         endpoint,
@@ -116,18 +120,12 @@ def compare_cmd(
     out: Path = typer.Option(Path("runs/compare.md"), "--out", help="Markdown file to write (+ .json beside it)."),
 ) -> None:
     """Side-by-side before/after table of two or more eval results."""
-    from harnessfit.eval.compare import compare
-
     path = compare(results, out)
     typer.echo(path.read_text(encoding="utf-8"))
 
 
 def register(app: typer.Typer) -> None:
     """Add this stage's commands to the main app."""
-    from harnessfit.eval.pairwise import commands as pairwise_cmds
-    from harnessfit.eval.probe import commands as probe_cmds
-    from harnessfit.eval.raw import commands as raw_cmds
-
     raw_cmds.register(eval_app)
     pairwise_cmds.register(eval_app)
     probe_cmds.register(app)

@@ -27,6 +27,7 @@ import os
 import stat
 from pathlib import Path
 
+from harnessfit.eval.episode import VerifierOutput
 from harnessfit.eval.safefs import read_regular
 
 __all__ = ["REWARD_FILES", "parse_reward", "record_verifier", "read_reward_files", "tail", "tree_digest"]
@@ -149,8 +150,6 @@ def record_verifier(facts, ep_dir: Path, logs: Path, code: int | None, killed: s
     """Fill an episode's checker facts from what ``tests/test.sh`` left: the reward (``parse_reward`` on ``logs``),
     every named reward, the verifier's output tails (``ep_dir/checker.txt``, ``checker.stderr.txt``) and reward
     files. The checker counts as passed only at full reward (1.0); a verifier the runner stopped has none."""
-    from harnessfit.eval.episode import VerifierOutput
-
     reward, rewards, problem = parse_reward(logs)
     facts.reward, facts.rewards = reward, rewards
     if killed is not None:
@@ -173,8 +172,6 @@ def record_verifier(facts, ep_dir: Path, logs: Path, code: int | None, killed: s
 def record_not_run(facts, problem: str) -> None:
     """The verifier was not run (``test.sh`` needs what an offline verifier cannot give): no reward, the checker
     failed, ``problem`` the one-line reason."""
-    from harnessfit.eval.episode import VerifierOutput
-
     facts.reward, facts.rewards, facts.checker_exit_code = None, None, 1
     facts.verifier = VerifierOutput(exit_code=None, problem=problem)
     facts.checker_output = f"[harnessfit] test.sh not run: {problem}"

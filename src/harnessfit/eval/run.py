@@ -22,6 +22,7 @@ from harnessfit.errors import UserError
 from harnessfit.eval.backends.container import run_container_episode
 from harnessfit.eval.episode import UNSCORING_FLAGS, Episode, EpisodeFacts
 from harnessfit.eval.episode_runner import NO_SANDBOX, Endpoint, run_episode
+from harnessfit.eval.harbor import load_harbor_suite
 from harnessfit.eval.images import ContainerEngine, detect_engine
 from harnessfit.eval.results import EvalResults, aggregate
 from harnessfit.eval.sandbox import require_sandbox
@@ -29,6 +30,7 @@ from harnessfit.eval.scorers import load_card_or_none, score_episode
 from harnessfit.eval.scripted_models import Responder, responder_for
 from harnessfit.eval.task import Task, load_suite
 from harnessfit.harness.base import get_harness
+from harnessfit.harness.scripted import ScriptedEndpoint
 from harnessfit.harness.versions import harness_profile, model_harness, normalise_harness, parse_harness, stage_harness
 
 __all__ = [
@@ -47,8 +49,6 @@ def load_any_suite(suite: Path | str) -> tuple[Path, list[Any], str]:
     """(folder, tasks, format) of a suite: ``harbor:DIR`` for Harbor task folders, else a harnessfit suite."""
     text = str(suite)
     if text.startswith("harbor:"):
-        from harnessfit.eval.harbor import load_harbor_suite
-
         folder = Path(text.removeprefix("harbor:"))
         return folder, load_harbor_suite(folder), "harbor"
     return Path(suite), load_suite(Path(suite)), "harnessfit"
@@ -116,8 +116,6 @@ def open_endpoint(
         yield model
         return
     if responder is not None or model.startswith("scripted:"):
-        from harnessfit.harness.scripted import ScriptedEndpoint
-
         resp = responder or responder_for(model, tasks)
         name = model if model.startswith("scripted:") else f"scripted:{model}"
         with ScriptedEndpoint(resp, model_id=name.replace(":", "-")) as ep:
@@ -130,6 +128,7 @@ def open_endpoint(
         yield Endpoint(base, model_id or str(models[0]["id"]), served_label(entry, model_id or models[0]["id"]))
         return
     try:
+        # caught below: an install without serve gets the --endpoint advice instead of a traceback
         from harnessfit.serve import start_server
     except ImportError as exc:
         raise UserError(

@@ -129,6 +129,7 @@ class Harness(ABC):
 
     def card(self, version: str, profile: str | None = None) -> HarnessCard | None:
         """The committed card of ``version`` (and ``profile``), or None when there is none."""
+        # import order: harness.card imports this module at its top; base stays light (no jsonschema)
         from harnessfit.harness.card import card_path, load_card
 
         if not card_path(self.name, version, profile).is_file():
@@ -157,6 +158,7 @@ class Harness(ABC):
     ) -> list[Violation]:
         """The call checked as the harness checks it (``HarnessCard.validate_call``). This default is plain JSON
         Schema: text that is not one JSON object, or an object the schema rejects, is an error."""
+        # import order: harness.card imports this module at its top
         from harnessfit.harness.card import ViolationCode, schema_violations, violation
 
         if name not in active_tools or card.schema(name) is None:

@@ -66,7 +66,8 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 from harnessfit.core.jsonio import sha256_bytes
 from harnessfit.errors import UserError
-from harnessfit.harness.versions import DEFAULT_PI_VERSION
+from harnessfit.harness.base import get_harness
+from harnessfit.harness.versions import DEFAULT_PI_VERSION, PI_CARD_VERSIONS, harness_profile, parse_harness
 from harnessfit.paths import harness_dir
 
 __all__ = [
@@ -357,8 +358,6 @@ class HarnessCard(BaseModel):
         return self._harness().validate_call(self, name, arguments, active)
 
     def _harness(self) -> Any:
-        from harnessfit.harness.base import get_harness
-
         return get_harness(self.harness)
 
     def tool_validator(self, name: str) -> tuple[dict[str, Any], Any, Callable[[Any], bool] | None] | None:
@@ -547,8 +546,6 @@ def card_from_json(data: bytes, source: str = "card") -> HarnessCard:
 def load_harness(spec: str | None) -> HarnessCard:
     """The committed card a harness spec names: ``pi@0.82.0`` → card pi-0.82.0, ``pi@0.82.0+tools``
     → its tools profile; ``None`` → the default (the newest committed card)."""
-    from harnessfit.harness.versions import harness_profile, parse_harness
-
     name, version = parse_harness(spec)
     return load_card(name, version, harness_profile(spec))
 
@@ -557,8 +554,6 @@ def load_card(name: str = "pi", version: str = DEFAULT_PI_VERSION, profile: str 
     """The committed card for ``name``/``version``, or for one of its profiles (``profile="tools"``)."""
     path = card_path(name, version, profile)
     if not path.is_file():
-        from harnessfit.harness.versions import PI_CARD_VERSIONS
-
         if profile:
             raise UserError(
                 f"no {profile!r} card for {name} {version}: run `harnessfit harness capture {name} --version "

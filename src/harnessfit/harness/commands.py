@@ -14,6 +14,10 @@ from rich.console import Console
 from rich.markup import escape
 
 from harnessfit.errors import UserError
+from harnessfit.harness.card import card_path, load_card, load_harness
+from harnessfit.harness.diff import card_diff
+from harnessfit.harness.pi import install_pi, installed_package
+from harnessfit.harness.pi.capture import capture_pi
 from harnessfit.harness.versions import DEFAULT_PI_VERSION
 
 __all__ = ["register"]
@@ -55,8 +59,6 @@ def install_cmd(
     ] = "auto",
 ) -> None:
     """Install the harness CLI from npm into harnessfit's own folder (idempotent) and check `pi --version`."""
-    from harnessfit.harness.pi import install_pi, installed_package
-
     _check_harness(harness)
     console = Console(stderr=True)
     binary = install_pi(
@@ -86,9 +88,6 @@ def capture_cmd(
     ] = None,
 ) -> None:
     """Run the real harness against a scripted endpoint, build its HarnessCard, and diff it with the committed one."""
-    from harnessfit.harness.card import card_path
-    from harnessfit.harness.pi.capture import capture_pi
-
     _check_harness(harness)
     console = Console(stderr=True)
     card = capture_pi(
@@ -128,8 +127,6 @@ def _print_diff(old: bytes, new: bytes, name: str) -> None:
 
 
 def _card_of(spec: str):
-    from harnessfit.harness.card import load_harness
-
     if "@" not in spec:
         raise UserError(f"give a harness version as pi@VERSION, got {spec!r}")
     return load_harness(spec)
@@ -143,8 +140,6 @@ def diff_cmd(
 ) -> None:
     """What differs between two committed harness cards, section by section (prompt as a unified diff, tools,
     serialisation, result and error texts, probe behaviour, CLI switches, session format)."""
-    from harnessfit.harness.diff import card_diff
-
     diff = card_diff(_card_of(a), _card_of(b))
     if as_json:
         typer.echo(orjson.dumps(diff.to_json(), option=orjson.OPT_INDENT_2).decode())
@@ -167,8 +162,6 @@ def render_cmd(
     version: VersionOpt = DEFAULT_PI_VERSION,
 ) -> None:
     """Print the exact system prompt and tools the harness would send for a working directory and date."""
-    from harnessfit.harness.card import load_card
-
     _check_harness(harness)
     card = load_card(harness, version)
     day = date or _dt.date.today().isoformat()
@@ -197,8 +190,6 @@ def card_cmd(
     version: VersionOpt = DEFAULT_PI_VERSION,
 ) -> None:
     """Print a summary of the committed HarnessCard (id, hash, tools, result and error texts)."""
-    from harnessfit.harness.card import card_path, load_card
-
     _check_harness(harness)
     card = load_card(harness, version)
     typer.echo(f"card     {card.id}  ({card_path(harness, version)})")
@@ -220,8 +211,6 @@ def validate_cmd(
     version: VersionOpt = DEFAULT_PI_VERSION,
 ) -> None:
     """Check one tool call against the card; exit 1 when the harness would refuse it (errors), 0 otherwise."""
-    from harnessfit.harness.card import load_card
-
     _check_harness(harness)
     found = load_card(harness, version).validate_call(name, arguments)
     if not found:

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from harnessfit.errors import UserError
+from harnessfit.harness.base import DEFAULT_HARNESS, harness_class, harness_names
 
 __all__ = [
     "PI_CARD_VERSIONS",
@@ -92,8 +93,6 @@ captured from the real CLI with those tools on (``harnessfit harness capture pi 
 def _split(spec: str | None) -> tuple[str, str, str | None]:
     """(name, version or "", profile) of a spec; the name must be a registered harness (``harness.base``) and the
     profile one of its ``profiles``."""
-    from harnessfit.harness.base import DEFAULT_HARNESS, harness_class, harness_names
-
     text = (spec or DEFAULT_HARNESS).strip()
     name, _, version = text.partition("@")
     cls = harness_class(name)

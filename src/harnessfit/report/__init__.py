@@ -2,13 +2,6 @@
 and the Markdown/JSON before/after tables of eval results (``compare``, made in eval/compare.py)."""
 
 from harnessfit.eval.compare import compare, compare_table
+from harnessfit.report.build import build_report
 
 __all__ = ["compare", "compare_table", "build_report"]
-
-
-def __getattr__(name: str):
-    if name == "build_report":  # imported on use: the tables stay cheap to import
-        from harnessfit.report.build import build_report
-
-        return build_report
-    raise AttributeError(name)

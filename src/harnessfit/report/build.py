@@ -17,7 +17,10 @@ from pathlib import Path
 
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from harnessfit import __version__
 from harnessfit.errors import UserError
+from harnessfit.report.locate import canonical_view, find_stages, is_canonical
+from harnessfit.report.sections import SECTIONS
 from harnessfit.report.site import MARKER, FileSource, Page, Section, render
 
 __all__ = ["ReportResult", "build_report"]
@@ -70,8 +73,6 @@ def report_folders(
     """The report of a run laid out any way: one folder in the demo's layout is read as it is; otherwise the stages
     are found by their own metadata files under ``folders`` (``report.locate``) and shown together. The report goes
     to ``out``, by default ``FOLDER/report`` for one folder (several need ``out``)."""
-    from harnessfit.report.locate import canonical_view, find_stages, is_canonical
-
     folders = [Path(f) for f in folders]
     if not folders:
         raise UserError("give at least one run folder")
@@ -122,9 +123,6 @@ def build_report(
     the run's folder name and path on the pages (``report_folders`` passes the folders it was given); ``notes`` go
     on the index page.
     """
-    from harnessfit import __version__
-    from harnessfit.report.sections import SECTIONS
-
     run_dir = Path(run_dir).resolve()
     if not run_dir.is_dir():
         raise UserError(f"run folder not found: {run_dir}")

@@ -6,6 +6,10 @@ from pathlib import Path
 
 import typer
 
+from harnessfit.report.build import build_report, report_folders
+from harnessfit.report.site import MARKER
+from harnessfit.report.view import HOST, serve_folder
+
 __all__ = ["register"]
 
 
@@ -21,8 +25,6 @@ def report_cmd(
     workers: int = typer.Option(2, "--workers", help="Pi session exports made in parallel."),
 ) -> None:
     """Write a static HTML report of a run (one section per stage, a page per eval episode); opens from disk."""
-    from harnessfit.report.build import report_folders
-
     res = report_folders(run_dirs, out, workers=workers, progress=True)
     for key, why in res.skipped.items():
         typer.echo(f"warning: section {key} left out: {why}", err=True)
@@ -35,10 +37,6 @@ def view_cmd(
     port: int = typer.Option(8000, "--port", help="Port on 127.0.0.1 (0 picks a free one)."),
 ) -> None:
     """Serve a run's HTML report on 127.0.0.1 until Ctrl-C (builds or refreshes RUN_DIR/report first)."""
-    from harnessfit.report.build import build_report
-    from harnessfit.report.site import MARKER
-    from harnessfit.report.view import HOST, serve_folder
-
     folder = Path(run_dir)
     if not (folder / MARKER).is_file():
         folder = build_report(folder, progress=True).index.parent

@@ -17,6 +17,7 @@ import orjson
 
 from harnessfit.core.jsonio import dumps_compact_str
 from harnessfit.eval.episode import Episode
+from harnessfit.eval.task import load_task
 from harnessfit.harness.base import Harness, get_harness
 
 __all__ = ["MAX_TEXT", "episode_view", "tool_call_view"]
@@ -155,8 +156,6 @@ def _tail(path: Path, limit: int = 4000) -> str:
 
 
 def _task_facts(suite_path: str | None, task_id: str, run_folder: Path) -> dict[str, Any] | None:
-    from harnessfit.eval.task import load_task
-
     if not suite_path:
         return None
     for base in (Path(suite_path), run_folder / suite_path):

@@ -16,6 +16,8 @@ from typing import Any
 
 from markupsafe import Markup
 
+from harnessfit.eval.results import fmt_rate as _fmt
+
 __all__ = ["MARKER", "Section", "Page", "FileSource", "render", "rel_url", "fmt_rate", "fmt_num", "markdown_html"]
 
 MARKER = ".harnessfit-report"  # marks a folder the report builder wrote, so a rebuild may replace its files
@@ -54,8 +56,6 @@ def rel_url(here: str, target: str) -> str:
 
 def fmt_rate(r: dict[str, Any] | None) -> str:
     """``25% [5–70] (1/4)`` from a rate dict of ``eval.stats.Rate.as_dict``; ``n/a`` when nothing was scored."""
-    from harnessfit.eval.results import fmt_rate as _fmt
-
     return "n/a" if not r else _fmt(r)
 
 

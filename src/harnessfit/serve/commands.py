@@ -6,6 +6,10 @@ from pathlib import Path
 
 import typer
 
+from harnessfit.errors import UserError
+from harnessfit.serve.probe_endpoint import probe_endpoint, served_model
+from harnessfit.serve.serving import serve_model
+
 __all__ = ["register"]
 
 
@@ -83,8 +87,6 @@ def serve_command(
     ready_file: Path | None = typer.Option(None, "--ready-file", hidden=True),
 ) -> None:
     """Serve MODEL as an OpenAI-compatible endpoint on 127.0.0.1 (/v1/models, /v1/chat/completions)."""
-    from harnessfit.serve.serving import serve_model
-
     serve_model(
         model,
         adapter=adapter,
@@ -122,9 +124,6 @@ def probe_endpoint_command(
 ) -> None:
     """Check an endpoint can feed RL training from what it sampled: token ids, processed logprobs (fatal), a tool
     call for a trivial prompt (warning). Exit 1 with one line naming what is missing and the fix."""
-    from harnessfit.errors import UserError
-    from harnessfit.serve.probe_endpoint import probe_endpoint, served_model
-
     report = probe_endpoint(base_url, model_id or served_model(base_url, timeout), timeout=timeout)
     for check in report.checks:
         typer.echo(f"{'ok  ' if check.ok else ('FAIL' if check.fatal else 'warn')} {check.name}: {check.detail}")

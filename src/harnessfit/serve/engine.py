@@ -23,6 +23,9 @@ from pathlib import Path
 from typing import Any
 
 from harnessfit.errors import UserError
+from harnessfit.harness.card import load_harness
+from harnessfit.harness.versions import trained_harness
+from harnessfit.models import apply_adapter, load_model, load_tokenizer
 from harnessfit.serve.protocol import ApiError, ChatRequest, template_messages, template_tools
 from harnessfit.serve.sources import ServeSource, collect_stop_ids, resolve_source
 
@@ -396,15 +399,11 @@ def load_engine(
     """Load everything the built-in backend needs (the slow part of start-up, ~seconds on the embedded model)."""
     import torch
 
-    from harnessfit.models import load_model, load_tokenizer
-
     torch.set_num_threads(max(1, threads))
     source = resolve_source(model, adapter=adapter, tokenizer=tokenizer)
     tok = load_tokenizer(str(source.tokenizer_dir or model), template="auto")
     net = load_model(model)
     if source.adapter is not None:
-        from harnessfit.models import apply_adapter
-
         net = apply_adapter(net, source.adapter, base_hint=model).merge_and_unload()
     net.eval()
     stop_ids = collect_stop_ids(tok, source)
@@ -417,8 +416,6 @@ def published_facts(model: str, adapter: Path | None) -> dict[str, Any]:
     """What ``/v1/models`` tells a client about the served model (the ``harnessfit`` key of its entry): the model and
     adapter as given, and the harness they were trained for with that card's digest (None for a base model), so
     ``eval agent --endpoint`` runs the Pi the model learned instead of guessing."""
-    from harnessfit.harness.versions import trained_harness
-
     found = trained_harness(model, adapter)
     facts: dict[str, Any] = {
         "model": str(model),
@@ -428,8 +425,6 @@ def published_facts(model: str, adapter: Path | None) -> dict[str, Any]:
     }
     if found:
         try:
-            from harnessfit.harness.card import load_harness
-
             facts["card_sha256"] = load_harness(found[0]).sha256
         except Exception:  # noqa: BLE001 - a card not committed here: the harness name still says which Pi
             pass

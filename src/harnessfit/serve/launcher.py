@@ -23,6 +23,8 @@ from typing import Any
 import orjson
 
 from harnessfit.errors import UserError
+from harnessfit.harness.base import get_harness
+from harnessfit.serve.vllm import prepare_vllm, vllm_available
 
 __all__ = ["BACKENDS", "ServerHandle", "choose_backend", "start_server", "write_harness_config"]
 
@@ -33,8 +35,6 @@ _LIVE: set[ServerHandle] = set()
 def choose_backend(backend: str) -> str:
     """``auto`` → ``vllm`` only when a vLLM program is found (``vllm_executable``) and CUDA is available, else
     ``builtin``."""
-    from harnessfit.serve.vllm import vllm_available
-
     if backend not in BACKENDS:
         raise UserError(f"unknown backend {backend!r}: use one of {', '.join(BACKENDS)}")
     if backend == "auto":
@@ -250,8 +250,6 @@ def start_server(
         )
         run_env.setdefault("OMP_NUM_THREADS", str(threads))
     else:
-        from harnessfit.serve.vllm import prepare_vllm
-
         real_port = port or _free_port()
         launch = prepare_vllm(
             model,
@@ -302,8 +300,6 @@ def write_harness_config(
     talk to the server as ``--model local/<handle.model_id>``) into ``agent_dir`` for a running server; returns
     ``agent_dir``. The context window is ``context_window`` if given, else the server's own (``handle.context_window``:
     the built-in backend's model context, vLLM's max model length), and 32768 only when neither is known."""
-    from harnessfit.harness.base import get_harness
-
     get_harness(harness).write_client_config(
         Path(agent_dir),
         handle.base_url,

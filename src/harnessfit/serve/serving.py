@@ -11,7 +11,10 @@ from typing import Any
 import typer
 
 from harnessfit.errors import UserError
+from harnessfit.harness.base import get_harness
+from harnessfit.harness.versions import model_harness, parse_harness
 from harnessfit.serve.launcher import _free_port, choose_backend
+from harnessfit.serve.vllm import prepare_vllm
 
 __all__ = ["serve_model"]
 
@@ -56,6 +59,7 @@ def serve_model(
     if kind == "vllm":
         _serve_vllm(model, adapter, tokenizer, port, max_tokens, model_id, config_dir, target)
         return
+    # heavy: the engine and the server pull fastapi/uvicorn; only the built-in backend's run needs them
     from harnessfit.serve.engine import load_engine
     from harnessfit.serve.server import serve_engine
 
@@ -65,7 +69,7 @@ def serve_model(
     )
     engine.default_temperature = temperature
     if best_of > 1:
-        from harnessfit.serve.bestof import BestOfEngine, CardVerifier
+        from harnessfit.serve.bestof import BestOfEngine, CardVerifier  # heavy: pulls fastapi (via the engine)
 
         engine = BestOfEngine(engine, best_of, CardVerifier(), temperature=best_of_temperature, log_path=best_of_log)
         typer.echo(f"best of {best_of} candidates per request, verified by the harness card", err=True)
@@ -87,9 +91,6 @@ def serve_model(
 def _config_harness(harness: str | None, model: str, adapter: Path | None) -> str:
     """The harness spec the config is for: ``--harness``, which must be the one the adapter (or merged model) was
     trained for, else that one, else the default; it must be installed (checked before a model is loaded)."""
-    from harnessfit.harness.base import get_harness
-    from harnessfit.harness.versions import model_harness, parse_harness
-
     spec = model_harness(harness, model, adapter, stage="serve --pi-config")
     get_harness(spec).binary(parse_harness(spec)[1])
     return spec
@@ -100,17 +101,12 @@ def _write_config(
 ) -> None:
     """The harness's client config for this server in ``folder``, and one line on how to run it against it: its
     binary, its isolation flags, the config folder."""
-    from harnessfit.harness.base import get_harness
-    from harnessfit.harness.versions import parse_harness
-
     agent = get_harness(spec)
     agent.write_client_config(folder, base_url, model_id, context_window=context_window, max_tokens=max_tokens)
     typer.echo(agent.client_config_note(folder, model_id, parse_harness(spec)[1]), err=True)
 
 
 def _serve_vllm(model, adapter, tokenizer, port, max_tokens, model_id, config_dir, target=None) -> None:
-    from harnessfit.serve.vllm import prepare_vllm
-
     real_port = port or _free_port()
     workdir = Path(tempfile.mkdtemp(prefix="harnessfit-vllm-"))
     launch = prepare_vllm(

@@ -7,14 +7,19 @@ from pathlib import Path
 
 import typer
 
+from harnessfit.errors import UserError
+from harnessfit.eval.run import default_suite, episode_line
+from harnessfit.eval.task import suite_families
+from harnessfit.harness.versions import parse_harness
+from harnessfit.synth import synth
+from harnessfit.synth.targeting import choose_tasks, target_from_eval
+
 __all__ = ["register"]
 
 _HARNESS_HELP = "Pi to run, as pi@VERSION (an installed version: `harnessfit harness install pi --version V`)."
 
 
 def _pi_version(harness: str | None) -> str:
-    from harnessfit.harness.versions import parse_harness
-
     return parse_harness(harness)[1]
 
 
@@ -43,16 +48,9 @@ def synth_cmd(
     limit: int = typer.Option(None, "--limit", help="With --from-eval: how many tasks to record."),
 ) -> None:
     """Record real Pi session files of the golden solver (and contrast examples) for `harnessfit build`."""
-    from harnessfit.errors import UserError
-    from harnessfit.eval.run import default_suite, episode_line
-    from harnessfit.synth import synth
-
     suite = suite or default_suite()
     notes = None
     if from_eval is not None:
-        from harnessfit.eval.task import suite_families
-        from harnessfit.synth.targeting import choose_tasks, target_from_eval
-
         if not limit or limit < 1 or task:
             raise UserError("--from-eval needs --limit N (how many tasks to record) and no --task")
         families = sorted({fam for fam, split in suite_families(suite).values() if split == "train"})

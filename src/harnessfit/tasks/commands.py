@@ -6,6 +6,11 @@ from pathlib import Path
 
 import typer
 
+from harnessfit.errors import UserError
+from harnessfit.tasks.family import families_in, get_family
+from harnessfit.tasks.generate import generate_tasks, per_kind_counts
+from harnessfit.tasks.harbor_import import import_harbor
+
 __all__ = ["register"]
 
 tasks_app = typer.Typer(
@@ -16,8 +21,6 @@ tasks_app = typer.Typer(
 @tasks_app.command("list")
 def list_cmd() -> None:
     """One family per line: name, split (train / heldout), kind, what it asks."""
-    from harnessfit.tasks.family import families_in
-
     for fam in families_in():
         typer.echo(f"{fam.name}\t{fam.split}\t{fam.kind.value}\t{fam.summary}")
 
@@ -47,17 +50,11 @@ def generate_cmd(
     force: bool = typer.Option(False, "--force", help="Replace a non-empty --out."),
 ) -> None:
     """Write N instances of each family as task folders (a suite `eval agent --suite` and `synth` take)."""
-    from harnessfit.errors import UserError
-    from harnessfit.tasks.family import families_in, get_family
-    from harnessfit.tasks.generate import generate_tasks
-
     if split not in (None, "train", "heldout"):
         raise UserError(f"--split must be train or heldout (got {split!r})")
     if all_ == bool(families):
         raise UserError("name the families to generate, or pass --all (not both)")
     chosen = families_in(split) if all_ else [get_family(name) for name in families]  # type: ignore[arg-type]
-    from harnessfit.tasks.generate import per_kind_counts
-
     counts = per_kind_counts(chosen, per_kind) if per_kind else n
     manifest = generate_tasks(
         chosen, out, n=counts, seed=seed, check=check, force=force, progress=lambda line: typer.echo(line)
@@ -77,9 +74,6 @@ def import_cmd(
     force: bool = typer.Option(False, "--force", help="Replace a non-empty --out."),
 ) -> None:
     """Convert Harbor tasks into task folders (checked in the sandbox); the rest listed with the reason."""
-    from harnessfit.errors import UserError
-    from harnessfit.tasks.harbor_import import import_harbor
-
     if fmt != "harbor":
         raise UserError(f"unknown task format {fmt!r} (harbor)")
     written, skipped = import_harbor(source, out, force=force)

@@ -22,6 +22,9 @@ from pydantic import BaseModel, Field, ValidationError
 from harnessfit.core import jsonio
 from harnessfit.core.records import SFTRecord
 from harnessfit.errors import UserError
+from harnessfit.harness.versions import recorded_harness, stage_harness
+from harnessfit.models import load_tokenizer, native_context_length, resolve_model, stop_token_ids, template_info
+from harnessfit.models.templates import has_generation_markers
 from harnessfit.tokens.chains import (
     BREAK_EXPLANATIONS,
     ActionRender,
@@ -32,6 +35,7 @@ from harnessfit.tokens.chains import (
     chain_run,
     split_runs,
 )
+from harnessfit.tokens.output import write_outputs
 from harnessfit.tokens.render import MaskViolation, Problem, RecordError, special_texts
 
 __all__ = [
@@ -245,8 +249,6 @@ def _count_lines(dataset_dir: Path) -> int:
 
 def _dataset_harness(dataset_dir: Path, requested: str | None) -> str:
     """The harness the audit targets: the dataset manifest's (``--harness`` must agree with it), else the default."""
-    from harnessfit.harness.versions import recorded_harness, stage_harness
-
     path = dataset_dir / "manifest.json"
     try:
         recorded = recorded_harness(jsonio.loads(path.read_bytes())) if path.is_file() else None
@@ -328,9 +330,6 @@ def _render_all(
     """Render and tokenize every run of the dataset's records once, as chains, into ``state``."""
     from rich.progress import Progress
 
-    from harnessfit.models import stop_token_ids
-    from harnessfit.models.templates import has_generation_markers
-
     eot = set(stop_token_ids(tokenizer))
     specials = special_texts(tokenizer)
     with_spans = has_generation_markers(tokenizer.chat_template)
@@ -385,9 +384,6 @@ def audit(
     (``chains.chain_run``), in this process (there is no worker count: the runs are rendered in order); the
     per-action counts and checks are the ones a per-action render gives. ``harness`` (``pi@VERSION``) must be the
     one the dataset was built for (default: that one); it is recorded for training."""
-    from harnessfit.models import load_tokenizer, native_context_length, resolve_model, template_info
-    from harnessfit.tokens.output import write_outputs
-
     dataset_dir = Path(dataset_dir)
     if not dataset_dir.is_dir():
         raise UserError(f"dataset folder not found: {dataset_dir}")

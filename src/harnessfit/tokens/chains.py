@@ -38,6 +38,8 @@ from typing import Any
 import numpy as np
 
 from harnessfit.core.records import SFTRecord
+from harnessfit.models import stop_token_ids
+from harnessfit.models.templates import has_generation_markers
 from harnessfit.tokens.render import (
     MaskViolation,
     RecordError,
@@ -382,9 +384,6 @@ def chain_run(
     after the last special token of each action's prompt and of its whole render) are tokenized in one batch and
     must be the head's tokens at those places; then the mask checks run on the head's tokens and chains are linked
     downward with the definition's rules."""
-    from harnessfit.models import stop_token_ids
-    from harnessfit.models.templates import has_generation_markers
-
     eot_set = frozenset(stop_token_ids(tokenizer) if eot is None else eot)
     specials = special_texts(tokenizer) if specials is None else specials
     spans_on = has_generation_markers(tokenizer.chat_template) if with_spans is None else with_spans

@@ -6,12 +6,13 @@ from pathlib import Path
 
 import typer
 
+from harnessfit.errors import UserError
+from harnessfit.tokens.audit import audit
+
 __all__ = ["register"]
 
 
 def _parse_caps(text: str | None) -> list[int] | None:
-    from harnessfit.errors import UserError
-
     if not text:
         return None
     try:
@@ -58,8 +59,6 @@ def audit_command(
     decision, and the tokenized training set (audit.json, audit.md, lengths.png, tokenized/, tokenizer/)."""
     from rich.console import Console
     from rich.markup import escape
-
-    from harnessfit.tokens.audit import audit
 
     out_dir = out or dataset.resolve().parent / f"{dataset.resolve().name}-audit"
     report = audit(

@@ -13,6 +13,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from harnessfit.core import jsonio
+from harnessfit.models import model_revision, stop_token_ids
 
 __all__ = ["TOKENIZED_FORMAT", "TOKENIZED_SCHEMA", "write_outputs", "read_tokenized", "render_markdown"]
 
@@ -180,8 +181,6 @@ def write_outputs(
     lengths: list[int],
     break_rows: list[dict[str, Any]] | None = None,
 ) -> None:
-    from harnessfit.models import stop_token_ids
-
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     tok_dir = out_dir / "tokenized"
@@ -194,8 +193,6 @@ def write_outputs(
     for split in sorted(set(report.splits) | set(by_split)):
         _write_split(tok_dir / f"{split}.parquet", by_split.get(split, []))
         report.tokenized[split] = len(by_split.get(split, []))
-
-    from harnessfit.models import model_revision
 
     revision = model_revision(resolved)
     meta = {

@@ -18,7 +18,9 @@ from typing import Any
 import orjson
 
 from harnessfit.core.records import SFTRecord
+from harnessfit.models import stop_token_ids
 from harnessfit.models.messages import MessageError, content_text, to_template_message
+from harnessfit.models.templates import has_generation_markers
 
 __all__ = [
     "MaskViolation",
@@ -319,11 +321,7 @@ def render_many(
     tokens (``eot``, default ``harnessfit.models.stop_token_ids(tokenizer)``) are the ids the server stops on.
     ``verify="full"`` tokenizes the whole prefix; ``"tail"`` (default, same answer, much faster) tokenizes only
     the prefix after its last special token, because added tokens cut the text before BPE sees it."""
-    from harnessfit.models.templates import has_generation_markers
-
     with_spans = has_generation_markers(tokenizer.chat_template)
-    from harnessfit.models import stop_token_ids
-
     eot_set = frozenset(stop_token_ids(tokenizer) if eot is None else eot)
     specials = special_texts(tokenizer)
     results: list[Rendered | RecordError | None] = [None] * len(records)

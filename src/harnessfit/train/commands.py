@@ -11,6 +11,9 @@ from typing import Any
 
 import typer
 
+from harnessfit.errors import UserError
+from harnessfit.train.merge import merge_adapter
+
 __all__ = ["register"]
 
 _PASS_THROUGH = {"allow_extra_args": True, "ignore_unknown_options": True, "help_option_names": []}
@@ -22,7 +25,7 @@ def _fmt(x: float | None) -> str:
 
 def _stop_if_stopped(res: Any) -> None:
     """A run the health guard stopped ends as one line with exit code 3 (a train or GRPO result)."""
-    from harnessfit.errors import UserError
+    # heavy: train.run pulls torch/transformers/peft (CLI start-up)
     from harnessfit.train.run import STOPPED_EXIT_CODE
 
     if res.status == "stopped":
@@ -63,6 +66,7 @@ def register(app: typer.Typer) -> None:
         """Train a LoRA adapter as RECIPE says; exits 3 when the health guard stopped the run."""
         from rich.console import Console
 
+        # the CLI loads a stage only when its command runs: config and the trainer pull torch/transformers/trl
         from harnessfit.train.config import HarnessfitSFTConfig, parse_cli
         from harnessfit.train.sft import train_sft
 
@@ -95,6 +99,7 @@ def register(app: typer.Typer) -> None:
         """GRPO on the decision points as RECIPE says; exits 3 when the health guard stopped the run."""
         from rich.console import Console
 
+        # the CLI loads a stage only when its command runs: config and the trainer pull torch/transformers/trl
         from harnessfit.train.config import HarnessfitGRPOConfig, parse_cli
         from harnessfit.train.grpo import train_grpo
 
@@ -129,6 +134,7 @@ def register(app: typer.Typer) -> None:
         sampled token; exits 3 when the health guard stopped the run."""
         from rich.console import Console
 
+        # the CLI loads a stage only when its command runs: config and the trainer pull torch/transformers/trl
         from harnessfit.train.config import load_config, parse_cli
         from harnessfit.train.rl.config import HarnessfitRLConfig
         from harnessfit.train.rl.loop import train_rl
@@ -159,8 +165,6 @@ def register(app: typer.Typer) -> None:
         dtype: str = typer.Option("auto", "--dtype", help="auto (keep base dtype), bf16 or fp32."),
     ) -> None:
         """Merge an adapter into its pinned base model (tokenizer with the training template + generation_config)."""
-        from harnessfit.train.merge import merge_adapter
-
         typer.echo(f"merged model: {merge_adapter(adapter, out, dtype=dtype)}")
 
     app.add_typer(train_app, name="train")

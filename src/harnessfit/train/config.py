@@ -24,6 +24,8 @@ import yaml
 from trl import GRPOConfig, SFTConfig, TrlParser
 
 from harnessfit.errors import UserError
+from harnessfit.rewards import JudgeSettings, reward_weights
+from harnessfit.serve.vllm import vllm_available
 from harnessfit.train.guard_rules import GuardRules
 
 __all__ = [
@@ -521,8 +523,6 @@ class HarnessfitGRPOConfig(_HarnessfitFields, GRPOConfig):
 
     def __post_init__(self) -> None:
         self._harnessfit_checks()
-        from harnessfit.rewards import JudgeSettings, reward_weights
-
         try:
             self.rewards = reward_weights(_as_dict(self.rewards, "rewards") or None)
         except Exception as exc:  # noqa: BLE001 - pydantic or our own check: one message
@@ -560,8 +560,6 @@ class HarnessfitGRPOConfig(_HarnessfitFields, GRPOConfig):
             )
         if self.use_vllm is None:  # TRL runs vLLM in this process (colocate) or its own server: it must import here
             import importlib.util
-
-            from harnessfit.serve.vllm import vllm_available
 
             self.use_vllm = vllm_available() and importlib.util.find_spec("vllm") is not None
         elif self.use_vllm:

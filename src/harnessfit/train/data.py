@@ -26,6 +26,7 @@ from datasets import Dataset
 from pydantic import BaseModel
 
 from harnessfit.core.jsonio import loads
+from harnessfit.core.records import record_fidelity
 from harnessfit.errors import UserError
 
 __all__ = [
@@ -141,8 +142,6 @@ def _actions(table, i: int, ids_: list[int], mask: list[int]) -> list[tuple[str,
 def sft_fidelity(dataset_dir: Path, split: str, lowest: str) -> dict[str, str]:
     """``{SFT record id: tier}`` of the records of ``split`` below the lowest tier a run selects (empty for
     ``content``, which takes every tier): read from the build's ``sft/<split>.jsonl``."""
-    from harnessfit.core.records import record_fidelity
-
     if lowest == "content":
         return {}
     path = Path(dataset_dir) / "sft" / f"{split}.jsonl"

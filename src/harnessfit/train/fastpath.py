@@ -13,6 +13,7 @@ from typing import Any
 import torch
 from pydantic import BaseModel
 
+from harnessfit.errors import UserError
 from harnessfit.train.config import HarnessfitSFTConfig
 
 __all__ = ["FastPath", "plan_fast_path", "activation_bytes_estimate"]
@@ -78,8 +79,6 @@ def plan_fast_path(recipe: HarnessfitSFTConfig, model_cfg: Any, lengths: list[in
         if quant == "none":
             notes.append("QLoRA (NF4) needs CUDA + bitsandbytes: training plain LoRA on full-precision weights")
     elif quant == "nf4" and not _has("bitsandbytes"):
-        from harnessfit.errors import UserError
-
         raise UserError("quantization: nf4 needs bitsandbytes: pip install bitsandbytes, or set quantization: auto")
 
     attn = recipe.attn_implementation
@@ -130,8 +129,6 @@ def plan_fast_path(recipe: HarnessfitSFTConfig, model_cfg: Any, lengths: list[in
     liger = recipe.liger
     liger_on = (on_gpu and _has("liger_kernel")) if liger == "auto" else liger == "on"
     if liger_on and not _has("liger_kernel"):
-        from harnessfit.errors import UserError
-
         raise UserError("liger: on needs liger-kernel installed (GPU only); set liger: auto")
     if liger == "auto" and on_gpu and not liger_on:
         notes.append("liger-kernel not installed: standard layers (TRL's chunked LM-head loss is still used)")

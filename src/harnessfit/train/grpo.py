@@ -35,9 +35,15 @@ from trl import GRPOTrainer
 
 from harnessfit.core.jsonio import write_jsonl
 from harnessfit.errors import UserError
+from harnessfit.eval import run_eval
+from harnessfit.eval.compare import compare
 from harnessfit.harness.card import load_harness
+from harnessfit.harness.versions import normalise_harness, recorded_harness, stage_harness
+from harnessfit.models import load_model
+from harnessfit.pipeline.funnel import grpo_warnings
 from harnessfit.train.config import HarnessfitGRPOConfig
 from harnessfit.train.grpo_data import DecisionPoints, dataset_dir_of, load_decision_points, load_heldout_points
+from harnessfit.train.grpo_report import write_grpo_report
 from harnessfit.train.guard import ReadingSource
 from harnessfit.train.run import (
     Audited,
@@ -148,8 +154,6 @@ def load_policy(cfg: HarnessfitGRPOConfig, audited: Audited) -> tuple[Any, Any, 
     Returns (model, peft_config or None, notes)."""
     from peft import LoraConfig, PeftModel
 
-    from harnessfit.models import load_model
-
     quant, attn, notes = _placement(cfg)
     device = f"cuda:{int(os.environ.get('LOCAL_RANK', '0'))}" if quant == "nf4" else "cpu"
     model = load_model(
@@ -201,8 +205,6 @@ def _check_sft_adapter(path: Path, audited: Audited) -> None:
 def _target(cfg: HarnessfitGRPOConfig, audited: Audited, dataset_dir: Path) -> str:
     """The harness (``pi@VERSION``) the run trains for: the one the audit (else the dataset) was made for —
     ``cfg.harness`` must agree with it (``harness.versions.stage_harness``) — else the default."""
-    from harnessfit.harness.versions import recorded_harness, stage_harness
-
     manifest = dataset_dir / "manifest.json"
     recorded = recorded_harness(audited.meta) or (
         recorded_harness(orjson.loads(manifest.read_bytes())) if manifest.is_file() else None
@@ -219,7 +221,9 @@ def _target(cfg: HarnessfitGRPOConfig, audited: Audited, dataset_dir: Path) -> s
 def _heldout(
     cfg, model, tokenizer, points: DecisionPoints | None, rewards, run: RunDir, which: str, console: Console
 ) -> dict[str, Any] | None:
-    from harnessfit.train.heldout import HELDOUT_FILES, evaluate_points, write
+    # import order: loading the module rewards.combine rebinds the name harnessfit.rewards.combine (the function) to
+    # it for later importers; loaded on use (the function/module name clash is issue 31's naming item)
+    from harnessfit.train.heldout import HELDOUT_FILES, evaluate_points, write  # loads rewards.combine
 
     if points is None or rank() != 0:
         return None
@@ -256,6 +260,8 @@ def train_grpo(
     ``resume`` continues from the newest complete checkpoint. ``reading_source`` replaces the health guard's
     sensors; ``judge_client`` replaces the judge built from ``cfg.judge`` (tests); ``extra_callbacks`` are added to
     the trainer's (a benchmark's step clock)."""
+    # import order: loading the module rewards.combine rebinds the name harnessfit.rewards.combine (the function) to
+    # it for later importers; loaded on use (the function/module name clash is issue 31's naming item)
     from harnessfit.rewards.combine import RewardSet
 
     console = Console(stderr=True)
@@ -376,8 +382,6 @@ def train_grpo(
 
 
 def _finish(run: RunDir, trainer, callbacks, status, before, after, table, notes) -> GRPOResult:
-    from harnessfit.train.grpo_report import write_grpo_report
-
     report_path, stats = (None, {})
     stop = callbacks.stop_reason()
     if rank() == 0:
@@ -406,8 +410,6 @@ def _finish(run: RunDir, trainer, callbacks, status, before, after, table, notes
         (run.out_dir / "result.json").write_bytes(
             orjson.dumps(result.model_dump(mode="json"), option=orjson.OPT_INDENT_2)
         )
-        from harnessfit.pipeline.funnel import grpo_warnings
-
         for warning in grpo_warnings(run.out_dir):  # every group zero-variance: nothing was learned
             Console(stderr=True).print(f"[yellow]warning:[/] {escape(warning)}")
     return result
@@ -423,10 +425,6 @@ def in_harness_eval(
     """The suite through the real harness ``target`` (the run's) with the starting policy (base, or base + SFT
     adapter) and the GRPO adapter, and the before/after table (``eval agent`` + ``eval compare``'s public
     functions)."""
-    from harnessfit.eval import run_eval
-    from harnessfit.eval.compare import compare
-    from harnessfit.harness.versions import normalise_harness
-
     common: dict[str, Any] = {
         "seeds": 1,
         "workers": 1,

@@ -17,7 +17,9 @@ from typing import Any
 import orjson
 from pydantic import BaseModel
 
+from harnessfit.core.records import record_fidelity
 from harnessfit.errors import UserError
+from harnessfit.models.messages import MessageError, to_template_messages
 
 __all__ = [
     "DPSkip",
@@ -97,8 +99,6 @@ def render_state(tokenizer, state: list[dict[str, Any]], tools: list[dict[str, A
     """Prompt text and token ids of a conversation state: template messages, the tools, the generation prompt,
     tokenized without extra special tokens (the template writes them) — ``serve.engine.render_prompt`` for the
     same request. The trainer tokenizes the text the same way (``HarnessfitGRPOTrainer``)."""
-    from harnessfit.models.messages import to_template_messages
-
     text = tokenizer.apply_chat_template(
         to_template_messages(state), tools=tools or None, add_generation_prompt=True, tokenize=False
     )
@@ -117,9 +117,6 @@ def load_decision_points(
 ) -> DecisionPoints:
     """Read and render one split's decision points in file order (see the module docstring); ``fidelity="byte"``
     keeps only points whose state is byte-exact (a point without the field is: its build was at tier byte)."""
-    from harnessfit.core.records import record_fidelity
-    from harnessfit.models.messages import MessageError
-
     path = dataset_dir / "decision_points" / f"{split}.jsonl"
     if not path.is_file():
         have = ", ".join(sorted(p.stem for p in (dataset_dir / "decision_points").glob("*.jsonl"))) or "nothing"
@@ -226,6 +223,7 @@ def load_heldout_points(dataset_dir: Path, wanted: str, tokenizer, **kwargs: Any
     and test in turn (the first with usable points wins; a candidate without is said and skipped); a named split is
     used as it is. None with the reason when no candidate has usable points: GRPO then trains without the held-out
     before/after instead of stopping."""
+    # heavy: train.data pulls datasets/pyarrow; this module stays light for the report and the eval
     from harnessfit.train.data import EVAL_SPLIT_NAMES
 
     folder = dataset_dir / "decision_points"

@@ -231,7 +231,9 @@ _ROWS = [  # label, key, formatter
 
 
 def _heldout_table(out_dir: Path) -> list[str]:
-    from harnessfit.train.heldout import HELDOUT_FILES
+    # import order: loading the module rewards.combine rebinds the name harnessfit.rewards.combine (the function) to
+    # it for later importers; loaded on use (the function/module name clash is issue 31's naming item)
+    from harnessfit.train.heldout import HELDOUT_FILES  # loads rewards.combine
 
     found = {k: orjson.loads((out_dir / f).read_bytes()) for k, f in HELDOUT_FILES.items() if (out_dir / f).is_file()}
     if not found:

@@ -8,6 +8,7 @@ from pathlib import Path
 import orjson
 
 from harnessfit.errors import UserError
+from harnessfit.models import apply_adapter, load_error, resolve_model
 
 __all__ = ["merge_adapter"]
 
@@ -21,8 +22,6 @@ def merge_adapter(adapter_dir: Path, out_dir: Path, *, dtype: str = "auto") -> P
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer, GenerationConfig
 
-    from harnessfit.models import apply_adapter, load_error
-
     adapter_dir = Path(adapter_dir)
     cfg_path = adapter_dir / "adapter_config.json"
     if not cfg_path.is_file():
@@ -35,8 +34,6 @@ def merge_adapter(adapter_dir: Path, out_dir: Path, *, dtype: str = "auto") -> P
     if Path(base).is_absolute() and not Path(base).is_dir():
         spec = meta.get("base_model")
         if spec:
-            from harnessfit.models import resolve_model
-
             base = str(resolve_model(spec))
         if not Path(base).is_dir():
             raise UserError(
@@ -45,6 +42,7 @@ def merge_adapter(adapter_dir: Path, out_dir: Path, *, dtype: str = "auto") -> P
             )
     pinned = meta.get("base_model_revision")
     if pinned and pinned.startswith("sha256:") and Path(base).is_dir():
+        # heavy: train.run pulls torch/transformers/peft; a merge without a pinned revision needs none of it
         from harnessfit.train.run import model_fingerprint
 
         now = model_fingerprint(Path(base))

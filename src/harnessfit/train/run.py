@@ -25,6 +25,7 @@ from transformers import TrainerCallback
 
 from harnessfit.core.jsonio import read_jsonl, write_jsonl
 from harnessfit.errors import UserError
+from harnessfit.models import load_error, model_revision, resolve_model, template_info
 from harnessfit.train.guard import HealthGuard, ReadingSource
 from harnessfit.train.guard_rules import GuardRules
 
@@ -156,7 +157,7 @@ def open_audit(audit_dir: str | None, model: str | None) -> Audited:
     name what differs and the fix)."""
     from transformers import AutoTokenizer
 
-    from harnessfit.models import load_error, resolve_model
+    # heavy: train.data pulls datasets/pyarrow (run itself does not)
     from harnessfit.train.data import load_meta
 
     if not audit_dir:
@@ -185,8 +186,6 @@ def open_audit(audit_dir: str | None, model: str | None) -> Audited:
 
 def check_matches_audit(meta: dict, audit_dir: Path, spec: str, resolved: Path | str, tokenizer) -> None:
     """Training must use the base model and the template the audit tokenized with; say which differs and the fix."""
-    from harnessfit.models import model_revision, template_info
-
     for key in ("resolved", "template_sha256"):
         if key not in meta:
             raise UserError(

@@ -19,10 +19,16 @@ from rich.markup import escape
 
 from harnessfit.core.jsonio import read_jsonl, write_jsonl
 from harnessfit.errors import UserError
+from harnessfit.harness.versions import harness_recorded_in, stage_harness
+from harnessfit.models import load_error, load_model
+from harnessfit.pipeline.funnel import train_warnings
 from harnessfit.train.config import HarnessfitSFTConfig
 from harnessfit.train.data import TokenizedSplit, find_eval_splits, load_split, sft_fidelity
 from harnessfit.train.fastpath import FastPath, plan_fast_path
+from harnessfit.train.grpo_data import dataset_dir_of
 from harnessfit.train.guard import ReadingSource
+from harnessfit.train.loss import ActionCollator, ActionWeightedSFTTrainer
+from harnessfit.train.report import write_report
 from harnessfit.train.run import (
     STOPPED_EXIT_CODE,
     Audited,
@@ -69,8 +75,6 @@ def _load_model(spec: str, fp: FastPath):
     (this process's GPU under accelerate), then Liger kernels when the fast path asks for them."""
     import os
 
-    from harnessfit.models import load_model
-
     device = (
         f"cuda:{int(os.environ.get('LOCAL_RANK', '0'))}" if fp.device == "cuda" and fp.quantization == "nf4" else "cpu"
     )
@@ -104,8 +108,6 @@ def _curve_summary(metrics_path: Path) -> dict:
 def _audit_harness(audit_dir: str | None, requested: str | None) -> str:
     """The harness the run trains for: the audit's (``harness`` must agree with it), else the default. An audit
     folder that cannot be read is left to ``open_audit``'s errors."""
-    from harnessfit.harness.versions import harness_recorded_in, stage_harness
-
     path = Path(audit_dir).expanduser().resolve() if audit_dir else None
     found = harness_recorded_in(path)
     return stage_harness(
@@ -142,8 +144,6 @@ def _below_tier(audit_dir: Path, cfg: HarnessfitSFTConfig, split: str) -> dict[s
     """The actions of ``split`` whose tier the recipe does not select (``fidelity: byte``), read from the build."""
     if cfg.fidelity == "content":
         return {}
-    from harnessfit.train.grpo_data import dataset_dir_of
-
     return sft_fidelity(dataset_dir_of(audit_dir, None), split, cfg.fidelity)
 
 
@@ -234,8 +234,6 @@ def build_trainer(
     LoRA adapter on the fast path's model."""
     from peft import LoraConfig
 
-    from harnessfit.train.loss import ActionCollator, ActionWeightedSFTTrainer
-
     model = _load_model(audited.model_path, fp)
     lora = LoraConfig(
         r=cfg.lora_r,
@@ -279,8 +277,6 @@ def train_sft(
     must be the one the audit recorded (default: that one); the adapter records it for serving and eval.
     """
     from transformers import AutoConfig
-
-    from harnessfit.models import load_error
 
     console = Console(stderr=True)
     if cfg.threads:
@@ -359,8 +355,6 @@ def _finish(
         torch.distributed.barrier()
     summary = _curve_summary(run.metrics_path)
     if trainer.is_world_process_zero():
-        from harnessfit.train.report import write_report
-
         report_path = write_report(
             run.out_dir,
             recipe=cfg,
@@ -391,8 +385,6 @@ def _finish(
         (run.out_dir / "result.json").write_bytes(
             orjson.dumps(result.model_dump(mode="json"), option=orjson.OPT_INDENT_2)
         )
-        from harnessfit.pipeline.funnel import train_warnings
-
         for warning in train_warnings(run.out_dir):  # a run that learned from very little says so, not just "completed"
             Console(stderr=True).print(f"[yellow]warning:[/] {escape(warning)}")
     return result

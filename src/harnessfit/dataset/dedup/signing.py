@@ -84,6 +84,7 @@ def _class(ch: str) -> int:
 def _tables(lower: bool) -> tuple[np.ndarray, np.ndarray]:
     """The kernel's per-code-point tables for one mode: the mapped form (lower case, or the code point itself) and
     that form's token class (0 for whitespace); filled for ASCII now and for other code points when first met."""
+    # heavy: numba, loaded by the first compiled pass (commands that build no dataset never load it)
     from harnessfit.dataset.dedup.kernel import UNKNOWN
 
     got = _TABLES.get(lower)
@@ -98,6 +99,7 @@ def _tables(lower: bool) -> tuple[np.ndarray, np.ndarray]:
 def _fill(tables: tuple[np.ndarray, np.ndarray], cp: np.ndarray, lower: bool) -> None:
     """Enter the code points of ``cp`` that the tables do not hold yet; one whose lower case is several characters
     or depends on context (final sigma) is marked ``OWN_LOWER`` (then the caller lower-cases the string itself)."""
+    # heavy: numba, loaded by the first compiled pass (commands that build no dataset never load it)
     from harnessfit.dataset.dedup.kernel import OWN_LOWER, UNKNOWN
 
     low, cls = tables
@@ -114,6 +116,7 @@ def _fill(tables: tuple[np.ndarray, np.ndarray], cp: np.ndarray, lower: bool) ->
 def _compiled(
     texts: list[str], *, normalise: bool, key: bool, near_chars: int, num_perm: int, shingle_size: int, seed: int
 ) -> list[tuple[str | None, np.ndarray]]:
+    # heavy: numba, loaded by the first compiled pass (commands that build no dataset never load it)
     from harnessfit.dataset.dedup import kernel
 
     encoded = [t.encode("utf-8", "surrogatepass") for t in texts]

@@ -179,6 +179,7 @@ class Scanner:
 
 def _to_char_offsets(out: dict[Literal, list[int]], raw: bytes) -> None:
     """Byte offsets -> character offsets, in place, in one compiled pass over ``raw``."""
+    # heavy: numba, loaded by the first compiled pass (commands that build no dataset never load it)
     from harnessfit.dataset.redact import kernels
 
     flat = np.fromiter((at for offs in out.values() for at in offs), dtype=np.int64)
@@ -255,6 +256,7 @@ class _Pass:
         if compiled is None:
             return guard.search(self.text) is not None
         if self._compiled is None:
+            # heavy: numba, loaded by the first compiled pass (commands that build no dataset never load it)
             from harnessfit.dataset.redact import kernels
 
             self._compiled = kernels.dot_colon_guards(np.frombuffer(self.raw, dtype=np.uint8))

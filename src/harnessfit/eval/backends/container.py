@@ -38,8 +38,9 @@ from harnessfit.eval.backends.container_image import TaskImage, image_path, prep
 from harnessfit.eval.caps import Caps
 from harnessfit.eval.episode import EpisodeFacts
 from harnessfit.eval.episode_runner import Endpoint, episode_dirname, run_contained
-from harnessfit.eval.harbor_verifier import tree_digest
+from harnessfit.eval.harbor_verifier import record_not_run, record_verifier, tree_digest
 from harnessfit.eval.images import BASE_PYTHON, ContainerEngine
+from harnessfit.eval.safefs import copy_into
 from harnessfit.eval.sandbox import EndpointForwarder, write_launcher
 from harnessfit.eval.verifier_tools import INSTALLER_BIN, read_test_sh, uv_bin, uv_env
 from harnessfit.eval.wheels import VERIFIER_TOOLS, WHEELS_INSIDE, fetch_wheels, offline_pip_env, pip_requirements
@@ -276,9 +277,6 @@ def _host_env() -> dict[str, str]:
 def _verify(task, prepared: TaskImage, ep_dir: Path, facts: EpisodeFacts, engine: ContainerEngine) -> None:
     """``tests/test.sh`` in a fresh container of the image, the agent's working folder bound in (Harbor's order)."""
     caps = Caps.from_limits(task.limits)
-    from harnessfit.eval.harbor_verifier import record_not_run, record_verifier
-    from harnessfit.eval.safefs import copy_into
-
     tests, logs = ep_dir / "tests", ep_dir / "verifier"
     for folder in (tests, logs):
         if folder.exists():

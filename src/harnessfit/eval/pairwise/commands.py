@@ -6,6 +6,8 @@ from pathlib import Path
 
 import typer
 
+from harnessfit.eval.pairwise import run_pairwise
+
 __all__ = ["register"]
 
 
@@ -26,8 +28,6 @@ def pairwise(
     out: Path = typer.Option(Path("runs/pairwise"), "--out", help="Output folder (results.json, results.md)."),
 ) -> None:
     """Judge two raw runs blind, each pair twice with the order reversed; report stable wins, flips, the rubric."""
-    from harnessfit.eval.pairwise import run_pairwise
-
     res = run_pairwise(
         results_a,
         results_b,

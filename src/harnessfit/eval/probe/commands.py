@@ -6,6 +6,9 @@ from pathlib import Path
 
 import typer
 
+from harnessfit.eval.probe import probe_with_compare, run_probe
+from harnessfit.harness.versions import parse_harness
+
 __all__ = ["register"]
 
 
@@ -42,9 +45,6 @@ def probe(
     ),
 ) -> None:
     """Probe a model's raw tool-use behaviour under the harness's real system prompt and tools."""
-    from harnessfit.eval.probe import probe_with_compare, run_probe
-    from harnessfit.harness.versions import parse_harness
-
     kwargs = {
         "samples": samples,
         "temperature": temperature,

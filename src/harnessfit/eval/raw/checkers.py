@@ -46,10 +46,12 @@ LANGUAGES = ("svelte", "python")
 def checker_for(language: str) -> BaseChecker:
     """The checker of a suite's ``language``."""
     if language == "svelte":
+        # import order: svelte.py and python.py import BaseChecker from this module
         from harnessfit.eval.raw.svelte import SvelteChecker
 
         return SvelteChecker()
     if language == "python":
+        # import order: svelte.py and python.py import BaseChecker from this module
         from harnessfit.eval.raw.python import PythonChecker
 
         return PythonChecker()

@@ -6,6 +6,9 @@ from pathlib import Path
 
 import typer
 
+from harnessfit.errors import UserError
+from harnessfit.eval.raw import install_toolchains, run_raw
+
 __all__ = ["register"]
 
 _DEFAULT_SUITE = Path("examples/raw/svelte-components")
@@ -36,9 +39,6 @@ def raw(
     out: Path = typer.Option(Path("runs/raw"), "--out", help="Output folder (results.json, results.md)."),
 ) -> None:
     """Answer a raw suite's frozen prompts without tools; check the code with the language's real toolchain."""
-    from harnessfit.errors import UserError
-    from harnessfit.eval.raw import run_raw
-
     if (model is None) == (endpoint is None):
         raise UserError("give exactly one of --model SPEC or --endpoint URL")
     extra = {"adapter": adapter} if adapter is not None else {}
@@ -63,8 +63,6 @@ def raw(
 
 def toolchain() -> None:
     """Install the raw checkers' pinned toolchain (svelte compiler, @sveltejs/mcp autofixer) in harnessfit's folder."""
-    from harnessfit.eval.raw import install_toolchains
-
     for tool, version in install_toolchains().items():
         typer.echo(f"{tool} {version}")
 

@@ -341,6 +341,7 @@ def isolation_flags(options: Sequence[str]) -> list[str]:
 def run_flags(version: str) -> tuple[str, ...]:
     """The isolation flags of unattended runs of Pi ``version``: the committed card's (captured from this CLI's
     ``--help`` and re-checked against it in CI), else derived from the installed CLI's ``--help``."""
+    # harness.card pulls jsonschema: harness.pi stays light for the source formats (see harness/pi/__init__.py)
     from harnessfit.harness.card import card_path, load_card
 
     if card_path("pi", version).is_file():

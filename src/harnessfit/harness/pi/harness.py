@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harnessfit.harness.base import EpisodeSetup, Harness, Launch, Transcript, register_harness
-from harnessfit.harness.pi import arguments, cli, episode, session
+from harnessfit.harness.pi import arguments, cli, episode, session, texts
+from harnessfit.harness.pi.export import export_producer
 from harnessfit.harness.versions import DEFAULT_PI_VERSION, PROFILES
 
 if TYPE_CHECKING:
@@ -45,6 +46,7 @@ class PiHarness(Harness):
     def capture_card(
         self, version: str, *, profile: str | None = None, progress: Callable[[str], None] | None = None
     ) -> HarnessCard:
+        # heavy: capture drives the scripted endpoint (fastapi/uvicorn); only a card capture needs it
         from harnessfit.harness.pi.capture import capture_pi
 
         return capture_pi(version, profile=profile, progress=progress)
@@ -61,8 +63,6 @@ class PiHarness(Harness):
 
     @property
     def texts(self) -> Any:
-        from harnessfit.harness.pi import texts
-
         return texts
 
     def launch(self, version: str, setup: EpisodeSetup) -> Launch:
@@ -88,8 +88,6 @@ class PiHarness(Harness):
         return None if refusal is None else REFUSAL_REASONS.get(refusal, f"pi_{refusal}")
 
     def session_export(self, session: Path, version: str) -> tuple[str, Callable[[Path], None]] | None:
-        from harnessfit.harness.pi.export import export_producer
-
         return ".pi.html", export_producer(session, version)
 
     def write_client_config(

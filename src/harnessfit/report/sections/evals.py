@@ -21,7 +21,9 @@ from harnessfit.errors import UserError
 from harnessfit.eval.compare import column_labels, compare_rows
 from harnessfit.eval.episode import FAILURES, Episode
 from harnessfit.eval.results import RATE_METRICS, EvalResults, harness_title, load_results
+from harnessfit.eval.scorers import load_card_or_none
 from harnessfit.harness.base import DEFAULT_HARNESS, get_harness
+from harnessfit.report.episodes import episode_view
 from harnessfit.report.figures import intervals_svg
 from harnessfit.report.sections._files import copy_in
 from harnessfit.report.site import MARKER, Page, Section, render
@@ -170,8 +172,6 @@ def _episode_row(run: AgentRun, ep: Episode) -> dict[str, Any]:
 
 
 def _episode_pages(run: AgentRun, files: dict, run_dir: Path, card: Any) -> list[Page]:
-    from harnessfit.report.episodes import episode_view
-
     pages = []
     spec = run.results.harness
     agent, title = get_harness(spec), harness_title(run.results)
@@ -230,8 +230,6 @@ def section(run_dir: Path) -> Section | None:
     runs = find_agent_runs(run_dir)
     if not runs:
         return None
-    from harnessfit.eval.scorers import load_card_or_none
-
     card = load_card_or_none()  # the default harness's card; a run of another harness is shown with its own
     files: dict = {}
     pages: list[Page] = []

@@ -7,6 +7,7 @@ from typing import Any
 
 import orjson
 
+from harnessfit.harness.card import HarnessCard, card_path
 from harnessfit.report.sections._files import copy_in
 from harnessfit.report.site import Section, render
 
@@ -25,8 +26,6 @@ def _card_facts(path: Path) -> dict[str, Any]:
         "params": (data.get("request") or {}).get("params") or {},
     }
     try:
-        from harnessfit.harness.card import HarnessCard, card_path
-
         card = HarnessCard.model_validate(data)
         facts["id"], facts["sha256"] = card.id, card.sha256
         committed = card_path(card.harness, card.version)

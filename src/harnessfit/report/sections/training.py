@@ -15,9 +15,12 @@ from typing import Any
 
 import orjson
 
+from harnessfit.eval.scorers import read_jsonl_tolerant
 from harnessfit.report.figures import Curve, curve_svg
 from harnessfit.report.sections._files import copy_in
 from harnessfit.report.site import Section, render
+from harnessfit.train.guard import envelope
+from harnessfit.train.guard_rules import GuardRules
 
 __all__ = ["SFT_CURVES", "GRPO_CURVES", "training_section", "read_rows", "resource_envelope"]
 
@@ -81,8 +84,6 @@ _RESULT_FIRST = (
 
 def read_rows(path: Path) -> list[dict[str, Any]]:
     """Rows of a JSONL file; a broken line (a killed run) is skipped."""
-    from harnessfit.eval.scorers import read_jsonl_tolerant
-
     return read_jsonl_tolerant(path)
 
 
@@ -91,9 +92,6 @@ def resource_envelope(folder: Path, guard_name: str) -> tuple[list[dict[str, Any
     samples = [s for s in read_rows(folder / guard_name) if "error" not in s]
     if not samples:
         return [], 0, None
-    from harnessfit.train.guard import envelope
-    from harnessfit.train.guard_rules import GuardRules
-
     rules = GuardRules()
     recipe = folder / "recipe.json"
     if recipe.is_file():

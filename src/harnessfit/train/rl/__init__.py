@@ -15,11 +15,11 @@ __all__ = ["HarnessfitRLConfig", "train_rl"]
 
 def __getattr__(name: str):
     if name == "HarnessfitRLConfig":
-        from harnessfit.train.rl.config import HarnessfitRLConfig
+        from harnessfit.train.rl.config import HarnessfitRLConfig  # heavy: pulls torch/trl, on use only
 
         return HarnessfitRLConfig
     if name == "train_rl":
-        from harnessfit.train.rl.loop import train_rl
+        from harnessfit.train.rl.loop import train_rl  # heavy: pulls torch and fastapi/uvicorn, on use only
 
         return train_rl
     raise AttributeError(name)

@@ -13,8 +13,10 @@ from pathlib import Path
 
 from trl import GRPOConfig
 
+from harnessfit.rewards import JudgeSettings
 from harnessfit.train.config import ATTENTION_PROJECTIONS, _as_dict, _pydantic_error
 from harnessfit.train.guard_rules import GuardRules
+from harnessfit.train.rl.rewards import check_weights
 
 __all__ = ["HarnessfitRLConfig"]
 
@@ -107,9 +109,6 @@ class HarnessfitRLConfig(GRPOConfig):
     )
 
     def __post_init__(self) -> None:
-        from harnessfit.rewards import JudgeSettings
-        from harnessfit.train.rl.rewards import check_weights
-
         try:
             self.guard = GuardRules(**_as_dict(self.guard, "guard")).model_dump()
         except Exception as exc:  # noqa: BLE001 - pydantic or JSON: one message

@@ -33,6 +33,7 @@ def eval_suite_path(value: str | None) -> Path | None:
     if not value:
         return None
     if value == "default":
+        # heavy: eval pulls fastapi/uvicorn (its endpoint); loaded when an RL run evaluates
         from harnessfit.eval.run import default_suite
 
         return default_suite()
@@ -44,6 +45,7 @@ def eval_suite_path(value: str | None) -> Path | None:
 
 def finished_eval(out_dir: Path, phase: str) -> Path | None:
     """``OUT/eval_<phase>/results.json`` when that eval finished (status ``success``), else None."""
+    # heavy: eval pulls fastapi/uvicorn (its endpoint); loaded when an RL run evaluates
     from harnessfit.eval.results import load_results
 
     path = Path(out_dir) / f"eval_{phase}" / "results.json"
@@ -68,6 +70,7 @@ def eval_policy(
 ) -> Path:
     """``run_eval`` of the policy served at ``base`` (``http://127.0.0.1:PORT``) on ``suite``, ``eval_seeds``
     episodes per task, into ``OUT/eval_<phase>`` (replaced); returns its ``results.json``."""
+    # heavy: eval pulls fastapi/uvicorn (its endpoint); loaded when an RL run evaluates
     from harnessfit.eval.episode_runner import Endpoint
     from harnessfit.eval.run import run_eval
 
@@ -121,6 +124,7 @@ class HeldoutEvals:
         return {}
 
     def _run(self, base: str, phase: str, label: str) -> None:
+        # heavy: eval pulls fastapi/uvicorn (its endpoint); loaded when an RL run evaluates
         from harnessfit.eval.results import load_results
         from harnessfit.eval.run import episode_line
 

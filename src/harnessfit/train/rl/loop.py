@@ -30,9 +30,22 @@ from rich.console import Console
 from rich.markup import escape
 
 from harnessfit.errors import UserError
+from harnessfit.eval.episode import Episode
+from harnessfit.eval.run import episode_line
+from harnessfit.eval.sandbox import require_sandbox
+from harnessfit.eval.scorers import load_card_or_none
+from harnessfit.eval.task import load_suite
+from harnessfit.harness.card import load_harness
+from harnessfit.harness.versions import model_harness
+from harnessfit.train.guard import HealthGuard
+from harnessfit.train.rl.heldout import HeldoutEvals, eval_suite_path
+from harnessfit.train.rl.policy import PolicyServer, load_policy
+from harnessfit.train.rl.report import write_rl_report
 from harnessfit.train.rl.rewards import TURN_COMPONENTS, group_advantages
 from harnessfit.train.rl.rollout import Rollout, RolloutSettings, run_rollouts
 from harnessfit.train.rl.state import refuse_or_resume, save_state
+from harnessfit.train.rl.update import Updater
+from harnessfit.train.run import ADAPTER_META
 
 __all__ = ["RLResult", "StepsEnd", "train_rl", "run_steps", "pick_tasks"]
 
@@ -63,9 +76,8 @@ def _append(path: Path, row: dict[str, Any]) -> None:
 
 
 def _settings(cfg: Any, policy: Any, sandbox: bool) -> RolloutSettings:
-    from harnessfit.eval.scorers import load_card_or_none
-    from harnessfit.harness.card import load_harness
-    from harnessfit.harness.versions import model_harness
+    # import order: loading the module rewards.combine rebinds the name harnessfit.rewards.combine (the function) to
+    # it for later importers; loaded on use (the function/module name clash is issue 31's naming item)
     from harnessfit.rewards.combine import RewardSet
     from harnessfit.train.rl.judge import judge_client
 
@@ -179,11 +191,6 @@ def train_rl(
     """Run ``cfg.max_steps`` steps on ``cfg.suite`` (see the module docstring), within ``cfg.max_seconds``, with the
     held-out eval before and after when ``cfg.eval_suite`` is set; ``reading_source`` replaces the health guard's
     sensors (tests)."""
-    from harnessfit.train.guard import HealthGuard
-    from harnessfit.train.rl.heldout import HeldoutEvals
-    from harnessfit.train.rl.policy import PolicyServer
-    from harnessfit.train.rl.report import write_rl_report
-
     console, t0 = Console(stderr=True), time.monotonic()
     tasks, held_suite = _load_suites(cfg, sandbox)
     out_dir = Path(out_dir).resolve()
@@ -253,10 +260,6 @@ def train_rl(
 
 def _load_suites(cfg: Any, sandbox: bool) -> tuple[list[Any], Path | None]:
     """The training tasks and the held-out suite (None: unset): one-line errors before any loading."""
-    from harnessfit.eval.sandbox import require_sandbox
-    from harnessfit.eval.task import load_suite
-    from harnessfit.train.rl.heldout import eval_suite_path
-
     if not cfg.suite:
         raise UserError("give the training suite: `harnessfit train rl RECIPE --suite DIR` (or suite: in the recipe)")
     tasks = load_suite(Path(cfg.suite))
@@ -274,9 +277,6 @@ def _load_suites(cfg: Any, sandbox: bool) -> tuple[list[Any], Path | None]:
 
 def _start(cfg: Any, found: Any, sandbox: bool, console: Console) -> tuple[Any, RolloutSettings, Any, int]:
     """The policy (resumed or starting), the rollout settings, the updater and the first step to run."""
-    from harnessfit.train.rl.policy import load_policy
-    from harnessfit.train.rl.update import Updater
-
     policy = load_policy(cfg, found[1] if found else None)
     settings = _settings(cfg, policy, sandbox)
     updater = Updater(cfg, policy.model, policy.tokenizer)
@@ -304,8 +304,6 @@ def _one_step(
 ) -> None:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from harnessfit.eval.run import episode_line
-
     t0 = time.monotonic()
     chosen = pick_tasks(tasks, step, cfg.tasks_per_step, cfg.seed)
     run_dir = out_dir / "rollouts" / f"step-{step:04d}"
@@ -322,8 +320,6 @@ def _one_step(
 
         def done(ro: Rollout) -> None:
             bar.advance(tid)
-            from harnessfit.eval.episode import Episode
-
             line = episode_line(Episode(facts=ro.facts, metrics=ro.metrics), label=f"rl step {step}")
             reward = "unscored" if ro.reward.reward is None else f"{ro.reward.reward:.3f}"
             console.print(f"{line}, reward {reward}", markup=False, highlight=False, soft_wrap=True)
@@ -356,8 +352,6 @@ def _one_step(
 
 def _save_adapter(cfg: Any, policy: Any, settings: RolloutSettings, out_dir: Path, step: int) -> Path:
     import shutil
-
-    from harnessfit.train.run import ADAPTER_META
 
     adapter_dir = out_dir / "adapter"
     shutil.rmtree(adapter_dir, ignore_errors=True)

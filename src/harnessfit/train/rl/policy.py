@@ -19,7 +19,12 @@ from pathlib import Path
 from typing import Any
 
 from harnessfit.errors import UserError
-from harnessfit.serve.engine import Engine
+from harnessfit.models import load_model, load_tokenizer
+from harnessfit.serve.app import create_app
+from harnessfit.serve.capture import CaptureStore
+from harnessfit.serve.engine import Engine, published_facts
+from harnessfit.serve.server import HOST, bind
+from harnessfit.serve.sources import collect_stop_ids, resolve_source
 
 __all__ = ["PolicyEngine", "PolicyServer", "Policy", "load_policy"]
 
@@ -38,10 +43,6 @@ class PolicyServer:
 
     def __init__(self, engine: Engine, capture_dir: Path, *, max_queue: int) -> None:
         import uvicorn
-
-        from harnessfit.serve.app import create_app
-        from harnessfit.serve.capture import CaptureStore
-        from harnessfit.serve.server import HOST, bind
 
         self.engine = engine
         self.store = CaptureStore(capture_dir)
@@ -87,10 +88,6 @@ def load_policy(cfg: Any, resume_adapter: Path | None = None) -> Policy:
     else a fresh one from the ``lora_*`` fields; the tokenizer is the SFT adapter's (its training template)."""
     from peft import LoraConfig, PeftModel, get_peft_model
     from trl.trainer.utils import disable_dropout_in_model
-
-    from harnessfit.models import load_model, load_tokenizer
-    from harnessfit.serve.engine import published_facts
-    from harnessfit.serve.sources import collect_stop_ids, resolve_source
 
     sft = Path(cfg.sft_adapter) if cfg.sft_adapter else None
     source = resolve_source(cfg.model, adapter=sft)

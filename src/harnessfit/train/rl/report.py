@@ -75,6 +75,7 @@ def rl_section(out_dir: Path) -> list[str]:
 def heldout_section(out_dir: Path, *, missing: dict[str, str] | None = None) -> list[str]:
     """The held-out before/after table of the finished evals, and why one is missing (``missing``: phase → reason);
     no lines when neither eval was asked for."""
+    # heavy: eval pulls fastapi/uvicorn (its endpoint); loaded when the held-out table is written
     from harnessfit.eval.compare import compare_rows
     from harnessfit.eval.results import load_results
 

@@ -79,6 +79,7 @@ def check_weights(mapping: dict[str, Any] | None) -> dict[str, float]:
 
 def unscored_reason(facts: Any, metrics: Any) -> str | None:
     """Why the environment could not score the episode (its reward is then None), or None when it could."""
+    # heavy: eval pulls fastapi/uvicorn (its endpoint); rewards stays light
     from harnessfit.eval.episode import UNSCORING_FLAGS
 
     if getattr(facts, "status", None) != "success" or metrics is None:

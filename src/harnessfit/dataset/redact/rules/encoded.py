@@ -10,6 +10,7 @@ import binascii
 import re
 
 from harnessfit.dataset.redact.rule import Rule
+from harnessfit.dataset.redact.rules.tokens import TOKENS
 
 # token prefixes (from tokens.py) and what base64 makes of them when the token starts the encoded text
 _PREFIXES = (
@@ -36,8 +37,6 @@ _ENCODED = tuple(sorted({base64.b64encode(p.encode())[: (len(p) * 4) // 3].decod
 
 def _holds_token(value: str, text: str = "", start: int = 0) -> bool:
     """The value decodes (standard or URL-safe base64) to text holding one of the known token shapes."""
-    from harnessfit.dataset.redact.rules.tokens import TOKENS
-
     padded = value + "=" * (-len(value) % 4)
     for decode in (base64.b64decode, base64.urlsafe_b64decode):
         try:

@@ -99,6 +99,7 @@ def _starts(joined: Joined) -> list[int]:
     switches than the run. Skipping the other runs changes no finding: matches of different runs never overlap.
     One compiled pass over the UTF-8 (run characters are ASCII, so its runs are the text's) instead of a regex
     attempt at every position."""
+    # heavy: numba, loaded by the first compiled pass (commands that build no dataset never load it)
     from harnessfit.dataset.redact import kernels
 
     utf8 = np.frombuffer(joined.raw, dtype=np.uint8)
