@@ -15,13 +15,19 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 from harnessfit.core.jsonio import read_json_object
+from harnessfit.eval.episode import Episode, EpisodeFacts, EpisodeMetrics
+from harnessfit.eval.scorers import load_card_or_none
+from harnessfit.eval.stats import rate
+from harnessfit.report.episodes import episode_view
 from harnessfit.report.figures import Curve, curve_svg
 from harnessfit.report.sections._files import copy_in
 from harnessfit.report.sections.training import read_rows
 from harnessfit.report.site import Page, Section, fmt_num, fmt_rate, markdown_html, render
+from harnessfit.train.rl.report import heldout_section
 
 __all__ = ["section", "FOLDER", "RL_CURVE", "episode_page_path"]
 
@@ -54,8 +60,6 @@ def _read_json(path: Path) -> dict[str, Any]:
 
 def _step_rate(behind: list[dict[str, Any]]) -> dict[str, Any] | None:
     """The complete-loop rate of a step's scored episodes with its Wilson interval (None: none scored)."""
-    from harnessfit.eval.stats import rate
-
     loops = [
         bool(e["complete_loop"]) for e in behind if e.get("reward") is not None and e.get("complete_loop") is not None
     ]
@@ -63,12 +67,6 @@ def _step_rate(behind: list[dict[str, Any]]) -> dict[str, Any] | None:
 
 
 def _episode_page(d: Path, row: dict[str, Any], recipe: dict[str, Any], files: dict, run_dir: Path) -> Page:
-    from types import SimpleNamespace
-
-    from harnessfit.eval.episode import Episode, EpisodeFacts, EpisodeMetrics
-    from harnessfit.eval.scorers import load_card_or_none
-    from harnessfit.report.episodes import episode_view
-
     path = episode_page_path(row)
     facts = EpisodeFacts.model_validate(row["facts"])
     metrics = EpisodeMetrics.model_validate(row["metrics"]) if row.get("metrics") else None
@@ -128,8 +126,6 @@ def _episode_link(
 
 
 def _heldout(d: Path, run: dict[str, Any]) -> Any:
-    from harnessfit.train.rl.report import heldout_section
-
     lines = heldout_section(d, missing=run.get("missing_evals") or None)
     return markdown_html("\n".join(lines[2:])) if lines else None  # its own heading is the template's
 

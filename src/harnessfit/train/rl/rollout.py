@@ -18,9 +18,12 @@ from typing import Any
 
 from harnessfit.errors import UserError
 from harnessfit.eval.episode_runner import Endpoint, run_episode
+from harnessfit.eval.record import record_episode
 from harnessfit.eval.scorers import score_episode
+from harnessfit.rewards.judge import Verdict
 from harnessfit.serve.capture import episode_key, training_trace
 from harnessfit.train.rl.episodes import CapturedTurn, Segment, link_segments, turns_of
+from harnessfit.train.rl.judge import judge_episode
 from harnessfit.train.rl.rewards import EpisodeReward, episode_reward, turn_scores, unscored_reason
 
 __all__ = ["Rollout", "RolloutSettings", "run_rollouts", "episode_name"]
@@ -117,10 +120,6 @@ def _score(facts: Any, task: Any, run_dir: Path, s: RolloutSettings) -> Any:
 
 def _judge(facts: Any, task: Any, run_dir: Path, s: RolloutSettings) -> Any:
     """The judge's verdict on the episode as the eval recorded it (the messages its metrics were scored from)."""
-    from harnessfit.eval.record import record_episode
-    from harnessfit.rewards.judge import Verdict
-    from harnessfit.train.rl.judge import judge_episode
-
     try:
         messages = record_episode(facts, task, run_dir, s.card, s.harness).messages
     except Exception as exc:  # noqa: BLE001 - an unreadable record leaves the judge unscorable, as a bad reply does
