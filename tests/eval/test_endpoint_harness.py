@@ -92,5 +92,5 @@ def test_an_endpoint_that_does_not_say_gets_the_default_stated(tmp_path: Path, c
         entry = httpx.get(server.base_url + "/models", timeout=10).json()["data"][0]
         assert entry["harnessfit"]["harness"] is None  # a base model: trained for no harness
         capfd.readouterr()
-        assert _eval_harness(None, None, server.base_url, None) == (NEWEST_PI_VERSION, None)
+        assert _eval_harness(None, server.base_url, None) == f"pi@{NEWEST_PI_VERSION}"
         assert f"does not say which harness its model was trained for: running {NEW}" in capfd.readouterr().err
