@@ -22,7 +22,9 @@ from harnessfit.dataset.config import config_from_values
 from harnessfit.dataset.verify import verify_dataset
 
 BEFORE_TIERS = {  # sha256 of every output, built by commit cf571f5 (main before tiers, after the sub-agent and
-    # optional-tool mapping landed: they changed the ledger and manifest on purpose), same layout and config
+    # optional-tool mapping landed: they changed the ledger and manifest on purpose), same layout and config;
+    # yield.json and manifest.json re-pinned when Pi sessions were dated by their own words (``texts_fit`` in the
+    # yield's ``pi_recorded``), every other file as cf571f5 wrote it
     "traces": {
         "README.md": "c19c1ade45c6f839ddc637a0cc2457ab7a6f9d2e9feec4b0ee0f38b8471af33c",
         "conversations/test.jsonl": "84877a9c06d064a66b1b5c7af42454ae8eafc3a5b4c03ccba35bac8175b02368",
@@ -33,7 +35,7 @@ BEFORE_TIERS = {  # sha256 of every output, built by commit cf571f5 (main before
         "decision_points/validation.jsonl": "8c445cf55600604c59bf367cb0d577234636bde0a7713d2397f1b5e692c5dfc2",
         "ledger.jsonl": "646cc741274d9e2ce17b14e9b02cb2a3a5adcc1e7c859c4ad59eabd40f11ca35",
         "ledger_summary.json": "2d6009689a7433b34d7a536f54254bd8721b7174e6c94db74bedbf555951d5e1",
-        "manifest.json": "80a6c4275ee9db35dbd30ca2f8d7309ca18cc621e5a3e563eb728e71a57ded84",
+        "manifest.json": "ebceedc34780e1c884d83115d74183f2941c1faad3698f3473791ac45fe2aa00",
         "parquet/conversations/test.parquet": "a91322f28da4e7bda0e4aba980221aca71fe3c8d2f748a4465b7991209006385",
         "parquet/conversations/train.parquet": "bbcb07e40188671dc6b0fde16cf8a8093690a9b17da38150226a7fa3989dc4c4",
         "parquet/conversations/validation.parquet": "2a2ba15d6001fdf67b02c886c4c0b19abca90d66c580af226447736f352830be",
@@ -46,7 +48,7 @@ BEFORE_TIERS = {  # sha256 of every output, built by commit cf571f5 (main before
         "sft/test.jsonl": "03ff81a8b1b9e25accfec5a5d7fbf05f79ff88da55a6a1740d9616213dfe8363",
         "sft/train.jsonl": "5729f19a746faad4eb0195e389beb63a2a6e4585f1f291cbf8f2306804442ded",
         "sft/validation.jsonl": "91abdcff3cf0443eacf75c9ffe58dd7a70830a239052d7de0c1c947574c8d133",
-        "yield.json": "a0fce0f3ffac603b8ffe01cb6a426e7f9ea3340370881774132d258541b771a6",
+        "yield.json": "04d1d74d4dbe0c6be01bbe2a95c1dfe657bcd7c57dccc979a09bf3f78c8091e4",
         "yield.md": "3a8a9ea8ea7b48176f59a066374b3a297a13d8c66c74f2f72cea7024cd0c8bd4",
     },
     "traces-extra": {
@@ -59,7 +61,7 @@ BEFORE_TIERS = {  # sha256 of every output, built by commit cf571f5 (main before
         "decision_points/validation.jsonl": "e874297bfa73149285fca83c888ba2c53775fe59b0a0bc185ef4037c3b93a4e4",
         "ledger.jsonl": "5ae38d8cae66043d0a988aa941f785286aba894a958f72ef0c4d33a47553fd2f",
         "ledger_summary.json": "4a43e5da10f99c16ca23968c767e1f06e7f8ae2f899a1ef20e51316b30a24193",
-        "manifest.json": "7c199a2b645905c00bdcd12e4459f7634ec39d7b490187d4bd5428ce740ba938",
+        "manifest.json": "afb964feb9c5b592349b0a77f343e43b3b1cb80806aa1af90f766d69beb395e8",
         "parquet/conversations/test.parquet": "732a9afcfb4a710dcfc7d28a416d51f14e0571e4b719d7625e8219bead824fa1",
         "parquet/conversations/train.parquet": "f3ce6f1d21122b2209ed23eed79aac1997e74912bcbce66320b9528e99cb4944",
         "parquet/conversations/validation.parquet": "000cfb21bec978850f92d5589a07155e808f8df39d22d0a9b103b5ca7619d9f9",
@@ -72,7 +74,7 @@ BEFORE_TIERS = {  # sha256 of every output, built by commit cf571f5 (main before
         "sft/test.jsonl": "6e86e7416d60df014340edbc83da7432589a654039cb7830aa1c82741693fa1e",
         "sft/train.jsonl": "bc4d2c3910ff66560cf74daa14cad468b5f4fecdbe1b8b67134fca19a97521e9",
         "sft/validation.jsonl": "79852642719c290ce21ac961c81a8b8c3213adbd22b502885ff9ac508d698048",
-        "yield.json": "9aece9811dbe9833b3a1a553267b115f9ceec00dab4609119aaae635d3e27d8b",
+        "yield.json": "c768ff64cbf9032bccb96ea7f2dae7839d94e909aa68c0112b18ca7c51d1da72",
         "yield.md": "da6e475bb1bb5623fa44ea11236c80892d79585c796a8efb4a449287a5c93cad",
     },
 }
