@@ -85,6 +85,8 @@ def test_the_verifier_gets_what_the_agent_changed_outside_system_paths():
         "/srv",
         "/srv/app/out",
         "/opt/tool/run",
+        "/pytest.ini",  # a file in "/", an ancestor of /tests: it would configure the verifier's pytest
+        "/conftest.py",
     ]
     roots, deleted = carried_roots(
         changed,

@@ -47,11 +47,17 @@ def carried_roots(changed: list[str], deleted: list[str], protected: list[str]) 
     """(the top-most changed paths to carry, the deletions not reproduced) from a container's diff.
 
     ``protected`` are the working folder and every bind destination: neither they, what is under them, nor their
-    parent folders are carried (a parent would drag them along)."""
+    parent folders are carried (a parent would drag them along). Nor is an entry directly in ``/`` with nothing
+    changed under it (a file such as ``/pytest.ini`` or ``/conftest.py``): ``/`` is an ancestor of ``/tests``, so
+    pytest would read it as the verifier's configuration — the agent must not reach what it is scored from."""
+
+    folders = {p.rsplit("/", 1)[0] for p in changed}
 
     def allowed(path: str) -> bool:
         if path == "/" or under(path, [*SYSTEM_PATHS, *RUNNER_PATHS, *protected]):
             return False
+        if path.count("/") == 1 and path not in folders:  # an entry of its own in "/" (e.g. /pytest.ini,
+            return False  # /conftest.py): "/" is an ancestor of /tests, whose tools read config from there
         return not any(under(p, [path]) for p in protected)
 
     roots: list[str] = []
