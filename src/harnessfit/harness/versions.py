@@ -22,6 +22,7 @@
 
 from __future__ import annotations
 
+import functools
 import platform
 import re
 from collections.abc import Mapping
@@ -70,9 +71,11 @@ PRIVATE_NODE_VERSION = "22.23.5"
 _VERSION = re.compile(r"(\d+)\.(\d+)\.(\d+)(?:-[0-9A-Za-z.-]+)?(?:\+[0-9A-Za-z.-]+)?")
 
 
+@functools.lru_cache(maxsize=1024)
 def parse_version(version: str) -> tuple[int, int, int]:
     """``"0.82.0"`` → ``(0, 82, 0)`` (a pre-release or build suffix is kept out of the tuple); a UserError for
-    anything that is not an exact version (``latest``, ``0.82``, ``^1.0.0``)."""
+    anything that is not an exact version (``latest``, ``0.82``, ``^1.0.0``). Cached: conversion asks it of the same
+    few strings for every text it dates."""
     m = _VERSION.fullmatch(version.strip())
     if m is None:
         raise UserError(f"not an exact Pi version: {version!r} (give one like 0.82.0)")

@@ -555,7 +555,13 @@ def _fitting_releases(tool: str, text: str) -> frozenset[str] | None:
         found.append(w)
     if not found:
         return None
-    return frozenset(r for r in RELEASES_READ if any(w.written_by(r) for w in found))
+    return _releases_writing(tuple(found))
+
+
+@functools.lru_cache(maxsize=256)
+def _releases_writing(wordings: tuple[Wording, ...]) -> frozenset[str]:
+    """The releases read that write any of ``wordings`` (cached: a session asks it of the same few wordings)."""
+    return frozenset(r for r in RELEASES_READ if any(w.written_by(r) for w in wordings))
 
 
 def text_releases(results: Iterable[tuple[str, str]]) -> tuple[str, ...] | None:
