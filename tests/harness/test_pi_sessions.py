@@ -4,8 +4,9 @@ with no rejection, a build for the newest card from 0.73.1 sessions rejects exac
 differ, and sessions written by the newest read back and convert: the golden solver and the contrast model record real
 sessions through ``synth`` under the newest committed Pi; the Pi reader turns each into one trajectory (1.x keeps
 the system prompt in the session as a ``system`` message), and every trajectory converts against that version's
-card with no rejection (contrast sessions, whose first call is double-encoded, are refused for that reason as under
-0.73.1). Under every committed version, a session converts to exactly the request Pi sent (the oracle test)."""
+card with no rejection (contrast sessions, whose first call is double-encoded, keep that call as context only: the
+newest Pi's refusal is in its card's words). Under every committed version, a session converts to exactly the request
+Pi sent (the oracle tests, one with a refused call)."""
 
 from __future__ import annotations
 
@@ -77,10 +78,13 @@ def test_reader_and_converter_handle_every_session(recorded: tuple[Path, dict]) 
         conv = to_conversation(traj, card)
         if row["kind"] == "contrast":
             # the first call was a JSON string: 1.x stores {} plus argumentsError, the reader gives back the text
-            # as sent, and the call is kept out of SFT data for the same reason as under 0.73.1
+            # as sent; the newest card writes that refusal, so the call stays in the context (as Pi replays it, {})
+            # and is no label, and the recovery after it is
             bad = next(c for s in traj.steps for c in s.tool_calls if isinstance(c.arguments, str))
             assert isinstance(orjson.loads(bad.arguments), str)
-            assert isinstance(conv, Rejection) and conv.reason == Reason.arguments_double_encoded, conv
+            assert isinstance(conv, Conversation), (row["path"], conv)
+            assert conv.meta.context_only == [2]
+            assert conv.messages[2]["tool_calls"][0]["function"]["arguments"] == "{}"
             continue
         assert isinstance(conv, Conversation), (row["path"], conv)
         assert conv.messages[0] == {"role": "system", "content": card.render_system_prompt(traj.cwd, traj.date or day)}
@@ -155,6 +159,42 @@ def test_a_session_converts_to_exactly_what_pi_sent(version: str, tmp_path: Path
     last = ep.requests[-1]
     assert conv.messages[:-1] == last["messages"] and conv.tools == last["tools"]
     assert conv.messages[-1] == {"role": "assistant", "content": "Done."}
+
+
+@pytest.mark.parametrize("version", PI_CARD_VERSIONS)
+def test_a_refused_call_converts_to_exactly_what_pi_sent_after_it(version: str, tmp_path: Path) -> None:
+    """The oracle for a refused call: the model's first call is a JSON string of its arguments. Under a Pi whose card
+    writes the parse refusal, the session converts to exactly the request Pi sent after the refusal and after the
+    retry (the refused turn is context only); under one that does not, the trajectory is cut at that call."""
+    from harnessfit.harness.pi import pi_command, pi_env, run_pi, write_pi_agent_config
+    from harnessfit.harness.scripted import Reply, ScriptedEndpoint
+
+    install_pi(version)
+    card = load_card("pi", version)
+    cwd = tmp_path / "w"
+    cwd.mkdir()
+    (cwd / "a.txt").write_text("one\n")
+    script = [
+        Reply(text="Reading.", tool_calls=[("read", orjson.dumps('{"path":"a.txt"}').decode())]),
+        Reply(tool_calls=[("read", '{"path":"a.txt"}')]),
+        Reply(text="It says one."),
+    ]
+    with ScriptedEndpoint(script, model_id="m") as ep:
+        write_pi_agent_config(tmp_path / "h" / ".pi" / "agent", ep.base_url, "m")
+        run = run_pi(
+            pi_command(version, "m", "Read a.txt.", session_dir=tmp_path / "s"), cwd=cwd, env=pi_env(tmp_path / "h")
+        )
+    assert run.stop_reason() == "stop" and len(ep.requests) == len(script)
+    (session,) = sorted((tmp_path / "s").glob("*.jsonl"))
+    (traj,) = list(PiReader().read(session))
+    conv = to_conversation(traj, card)
+    if "invalid_arguments" not in card.errors:
+        assert isinstance(conv, Rejection) and conv.reason == Reason.arguments_double_encoded, conv
+        return
+    assert isinstance(conv, Conversation), conv
+    assert conv.meta.context_only == [2]
+    assert conv.messages[:4] == ep.requests[1]["messages"]  # the context of the retry: what Pi sent
+    assert conv.messages[:-1] == ep.requests[-1]["messages"] and conv.tools == ep.requests[-1]["tools"]
 
 
 SYNTH_TASKS = ("create_hello_script", "edit_constant")  # a write, and a read + edit + bash

@@ -18,6 +18,7 @@ from harnessfit.convert.draft import (
     CallDropped,
     CallFailed,
     CallInvalid,
+    CallRefusedInContext,
     CallVersionDiffers,
     Draft,
     ImagesSeen,
@@ -180,7 +181,11 @@ def _wire_calls(
     for n, pc in enumerate(pieces):
         if pc.transformations:
             draft.transformed(*pc.transformations)
-        verdict = card.validate_call(pc.name, pc.arguments)
+        # a call Pi refused, kept as context with its refusal (``PiCall.refused``), is no label: it is noted as such
+        # and never validated (Pi replays it as stored; the card would refuse the stored ``{}``)
+        verdict = () if pc.refused else card.validate_call(pc.name, pc.arguments)
+        if pc.refused:
+            draft.refused_in_context.append(CallRefusedInContext(i, pc.name, call))
         arguments = pc.arguments
         if verdict:
             errors = [v for v in verdict if v.severity == "error"]

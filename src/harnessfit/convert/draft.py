@@ -30,6 +30,7 @@ __all__ = [
     "ResultFailed",
     "ResultAltered",
     "CallInvalid",
+    "CallRefusedInContext",
     "CallDropped",
     "CallVersionDiffers",
     "OrphanResult",
@@ -70,6 +71,17 @@ class ResultAltered:
     result_step: int | None
     alterations: tuple[str, ...]
     message: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class CallRefusedInContext:
+    """A call of assistant step ``step`` that Pi refused before running it, kept in the context with its refusal in
+    the target's words (``formats.base.PiCall.refused``): the turns after it are exact, the turn itself is no
+    label."""
+
+    step: int
+    name: str
+    call: ToolCall
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,6 +168,7 @@ class Draft:
     failed_results: list[ResultFailed] = field(default_factory=list)
     altered_results: list[ResultAltered] = field(default_factory=list)
     invalid_calls: list[CallInvalid] = field(default_factory=list)
+    refused_in_context: list[CallRefusedInContext] = field(default_factory=list)
     dropped_calls: list[CallDropped] = field(default_factory=list)
     version_mismatches: list[CallVersionDiffers] = field(default_factory=list)
     orphan_results: list[OrphanResult] = field(default_factory=list)
@@ -185,6 +198,19 @@ class Draft:
             return []
         marks = {id(n.message): n.alterations for n in self.altered_results}
         return [(k, marks[id(m)]) for k, m in enumerate(messages) if id(m) in marks]
+
+    def context_only(self, messages: list[dict[str, Any]]) -> list[int]:
+        """Indices in ``messages`` (these messages or a prefix of them) of the assistant messages that are context
+        only: their turn holds a call kept with its refusal (``refused_in_context``)."""
+        if not self.refused_in_context:
+            return []
+        steps = {n.step for n in self.refused_in_context}
+        marked = {
+            id(m)
+            for m, s in zip(self.messages, self.message_steps, strict=True)
+            if s in steps and m["role"] == "assistant"
+        }
+        return [k for k, m in enumerate(messages) if id(m) in marked]
 
     def add(self, step: int, *msgs: dict[str, Any]) -> None:
         """Append wire messages that came from trajectory step ``step``."""

@@ -26,7 +26,7 @@ the rules that depend on Pi's version are in ``convert.history``, chosen by the 
   kind of repair, so the model learns the call the schema describes. (Pi itself replays the call as stored: this is
   the one place where a conversation's history differs from Pi's replay, on purpose.) Calls with an error are
   rejected (the ``invalid_call`` gate: ``schema_violation`` / ``unsupported_tool`` / ``arguments_double_encoded``),
-  never repaired.
+  never repaired, except a refusal kept as context (``ConversationMeta.context_only`` below).
 - Pi sessions recorded under another Pi than the card's (``harness.recorded``: the version is read from the
   session's system message or layout; ``pi.recorded:<versions>`` is recorded): each call is checked against the
   card diff of every version that could have recorded it, and a call whose tool verdict or result template differs
@@ -37,6 +37,9 @@ the rules that depend on Pi's version are in ``convert.history``, chosen by the 
   ``drop:ui_only:<tool>``); nothing is merged: an answer is never glued to another turn.
 - ``ConversationMeta.labels_from``: messages before it are history only (the kept messages after a compaction
   summary were written before the compaction, with another context), so no record trains on them.
+- ``ConversationMeta.context_only``: assistant messages whose turn holds a call Pi refused before running it and whose
+  refusal the session holds in the target's words (``formats.pi.mapping.refusal_in_context``): on the wire as Pi
+  replays them, followed by the refusal, and never labels; the turns after them are.
 
 The builder (``convert.builder.build_draft``) only builds: what may make the conversation inexact is noted on the
 ``Draft`` (``convert.draft``), and
@@ -94,6 +97,7 @@ def _meta(
     labels_from: int,
     prefix: PrefixInfo | None = None,
     altered: list[tuple[int, tuple[str, ...]]] | None = None,
+    context_only: list[int] | None = None,
 ) -> ConversationMeta:
     p = traj.provenance
     return ConversationMeta(
@@ -111,6 +115,7 @@ def _meta(
         labels_from=labels_from,
         prefix=prefix,
         altered=[AlteredResult(message=k, alterations=list(a)) for k, a in altered] if altered else None,
+        context_only=context_only or None,
     )
 
 
@@ -126,8 +131,12 @@ def _prefix(draft: Draft, cut: int | None) -> tuple[list[dict[str, Any]], int, i
     while end > 1 and kept[end - 1][1]["role"] == "user":
         end -= 1
     kept = kept[:end]
-    labels = sum(1 for n, m in kept if n >= draft.labels_from and m["role"] == "assistant")
-    return [m for _, m in kept], labels, sum(1 for n, _ in kept if n < draft.labels_from)
+    msgs = [m for _, m in kept]
+    no_label = set(draft.context_only(msgs))
+    labels = sum(
+        1 for k, (n, m) in enumerate(kept) if n >= draft.labels_from and m["role"] == "assistant" and k not in no_label
+    )
+    return msgs, labels, sum(1 for n, _ in kept if n < draft.labels_from)
 
 
 def convert_trajectory(
@@ -159,6 +168,7 @@ def convert_trajectory(
         altered=[n.result_step if n.result_step is not None else n.step + 1 for n in draft.altered_results]
         if draft is not None
         else (),
+        refused=[n.step for n in draft.refused_in_context] if draft is not None else (),
     )
     if not found_all:
         assert draft is not None
@@ -167,7 +177,12 @@ def convert_trajectory(
             messages=draft.messages,
             tools=card_wire_tools(card),
             meta=_meta(
-                traj, card, draft.transformations, draft.labels_from, altered=draft.alterations_in(draft.messages)
+                traj,
+                card,
+                draft.transformations,
+                draft.labels_from,
+                altered=draft.alterations_in(draft.messages),
+                context_only=draft.context_only(draft.messages),
             ),
         )
         return Outcome(conv, None, fates)
@@ -185,7 +200,15 @@ def convert_trajectory(
                 id=content_id("prefix", card.id, traj.id),
                 messages=msgs,
                 tools=card_wire_tools(card),
-                meta=_meta(traj, card, draft.transformations, labels_from, info, draft.alterations_in(msgs)),
+                meta=_meta(
+                    traj,
+                    card,
+                    draft.transformations,
+                    labels_from,
+                    info,
+                    draft.alterations_in(msgs),
+                    draft.context_only(msgs),
+                ),
             )
     return Outcome(rejection, prefix, fates)
 

@@ -116,12 +116,15 @@ def call_fates(
     recorded: str | None = None,
     altered: Sequence[int] = (),
     recorded_texts: str | None = None,
+    refused: Sequence[int] = (),
 ) -> CallFates:
     """The fate of every source call of ``traj`` given the gates' ``findings`` (``cut``: the smallest
     ``GateFinding.cut``, ``None`` when no finding limits the labels) and the calls the builder dropped; ``recorded``: a
     Pi session's recording Pis (``CallFates.at_recorder`` is then filled); ``altered``: the steps of results on the
     wire rendered from altered output (a label after one is of tier ``content``); ``recorded_texts``: the releases its
-    Pi-authored texts fit (``Recorded.texts_label``)."""
+    Pi-authored texts fit (``Recorded.texts_label``); ``refused``: the steps whose turn holds a call Pi refused, kept
+    in the context with its refusal (``convert.draft.CallRefusedInContext``): their calls are lost as labels
+    (``arguments_double_encoded``) without cutting the ones after them."""
     out = CallFates(side_branch="side_branch" in traj.flags, recorded=recorded, recorded_texts=recorded_texts)
     drops = {(d.step, d.index): d.policy for d in dropped} if dropped else None
     cutting = sorted((f for f in findings if f.cut is not None), key=lambda f: f.cut) if findings else []  # type: ignore[arg-type,return-value]
@@ -136,6 +139,7 @@ def call_fates(
     seen: dict[tuple[str, str], int] = {}
     keys, fates, unlocks = out.keys, out.fates, out.unlock
     aborted = Reason.aborted_or_error_turn.value
+    refused_steps = set(refused)
 
     def lost_at(i: int) -> tuple[str, Kind | None]:
         reason = cutting[0].reason.value
@@ -156,6 +160,8 @@ def call_fates(
             continue
         if step.stop_reason in ("aborted", "error"):
             fate, unlock = aborted, None
+        elif (cut is None or i < cut) and i in refused_steps:
+            fate, unlock = Reason.arguments_double_encoded.value, None
         elif cut is None or i < cut:
             fate, unlock = LABEL, None
         else:

@@ -64,11 +64,17 @@ class ConversationMeta(BaseModel):
     """The tool messages rendered from altered output (fidelity tier ``content``); absent (``None``, and then left
     out of the JSON form, so a byte-tier record is written as before tiers existed) when every byte is known."""
 
+    context_only: list[int] | None = None
+    """Indices of assistant messages that are context only, never labels: a call Pi refused before running it, kept
+    as Pi replays it with its refusal (``formats.base.PiCall.refused``), so the turns after it learn the recovery.
+    Absent (``None``, left out of the JSON form like ``altered``) when there is none."""
+
     @model_serializer(mode="wrap")
     def _without_absent_altered(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
         data = handler(self)
-        if data.get("altered", 0) is None:
-            del data["altered"]
+        for key in ("altered", "context_only"):
+            if data.get(key, 0) is None:
+                del data[key]
         return data
 
 

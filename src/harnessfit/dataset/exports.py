@@ -62,9 +62,11 @@ def _parse_args(call: dict[str, Any]) -> dict[str, Any]:
 
 def _labels(conv: dict[str, Any]) -> list[int]:
     """Indices of the assistant messages that are labels: from ``meta.labels_from`` on (the ones before it are
-    history only, e.g. what a Pi compaction kept)."""
+    history only, e.g. what a Pi compaction kept), except those in ``meta.context_only`` (a call Pi refused, kept
+    with its refusal)."""
     first = conv["meta"].get("labels_from") or 0
-    return [i for i, m in enumerate(conv["messages"]) if m.get("role") == "assistant" and i >= first]
+    skip = set(conv["meta"].get("context_only") or ())
+    return [i for i, m in enumerate(conv["messages"]) if m.get("role") == "assistant" and i >= first and i not in skip]
 
 
 def _tier(conv: dict[str, Any], i: int, tiers: bool) -> dict[str, Any]:

@@ -71,6 +71,10 @@ class DemoPlan:
     eval_workers: int = 1  # 1: base and tuned side by side, one episode each; N: one model at a time, N episodes
     serve_max_tokens: int = 80
     synth_seeds: int = 1
+    # contrast sessions (the first call double-encoded, Pi's refusal, then the whole solution): since a refused call
+    # stays in the context (``ConversationMeta.context_only``) their recoveries are SFT labels, about as many tokens
+    # again as the golden sessions; the demo leaves them out to stay within its 15 minutes, the bench takes them
+    contrast: bool = False
     # raw suites and probes (harnessfit.demo.raw_probes): short caps and one sample keep them to a few minutes
     raw_suites: list[Path] | None = None
     probes: Path | None = None
@@ -159,7 +163,7 @@ def run_demo(plan: DemoPlan, console: Console | None = None) -> Path:
     facts["tasks"] = steps.run("generate tasks (training and held-out families)", lambda: _tasks(plan, out))
     facts["synth"] = steps.run(
         "synthesise training sessions (golden solver through real Pi, training suite)",
-        lambda: synth(plan.train_suite, out / "synth", seeds=plan.synth_seeds, workers=2, contrast=True),
+        lambda: synth(plan.train_suite, out / "synth", seeds=plan.synth_seeds, workers=2, contrast=plan.contrast),
     )
 
     def _build() -> dict[str, Any]:

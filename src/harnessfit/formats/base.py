@@ -114,6 +114,10 @@ class PiCall:
     arguments: dict[str, Any]
     result: str | Failure | Altered | None
     transformations: tuple[str, ...] = ()
+    refused: bool = False
+    """Pi refused the call before running it and ``result`` is that refusal in the target Pi's words: the call stays
+    in the context as the target Pi replays it (so the turns after it are exact and show the recovery), and is never
+    a label."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,8 +8,10 @@ manifest lists every file with its SHA-256 and every skipped episode with why. A
 ``/workspace/<task>/seed-<n>`` as its working folder instead of the folder the episode ran in, so the dataset built
 from it does not depend on where the project was cloned.
 
-`harnessfit build` rejects the contrast sessions as ``arguments_double_encoded`` (Pi stores the string it parsed,
-and a refused call must never become an SFT label); they are there for preference/RL pairs and for the ledger.
+A refused call is never an SFT label. Under a Pi that stores the refused text as ``argumentsError`` and whose card
+has its refusal (1.6.0), `harnessfit build` keeps a contrast session with that first turn as context only
+(``ConversationMeta.context_only``): the retry and the rest are labels, learnt after Pi's refusal. Under older
+targets the session is rejected as ``arguments_double_encoded`` and serves preference/RL pairs and the ledger.
 """
 
 from __future__ import annotations

@@ -9,18 +9,53 @@
   cannot write from what the session holds is a ``Failure`` for the result (``harness_version_mismatch`` naming the
   template), and an ``edit``/``write`` result in no known wording is ``unknown_pi_text``. Recorded as
   ``pi.text_rerendered:<key>``.
+- A call Pi refused before running it, whose refusal the session holds in the target's exact words (argument text
+  that is JSON but not an object, under a Pi that stores it as ``argumentsError``: ``refusal_in_context``), stays in
+  the context as Pi replays it, ``{}``, with its refusal, so the turns after it are labels; it is never one
+  (``PiCall.refused``). Recorded as ``pi.refused_call_in_context``.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+import orjson
+
 from harnessfit.core.rejection import Reason, excerpt
 from harnessfit.core.trajectory import Step, ToolCall
 from harnessfit.formats.base import Failure, MapContext, MapOutcome, PiCall, parse_arguments, result_text
+from harnessfit.harness.card import HarnessCard
 from harnessfit.harness.pi_texts import in_target_words, parse_text
 
 __all__ = ["PiMapping"]
+
+
+def refusal_in_context(call: ToolCall, result: Step | None, card: HarnessCard) -> PiCall | None:
+    """The refused call as context (``PiCall.refused``) when the session holds exactly what the target Pi would have
+    sent after it; ``None`` otherwise (the caller cuts there).
+
+    From pi-ai 1.x (``utils/json-parse.js`` ``parseToolCallArguments``) Pi parses the model's argument text, and text
+    that parses to something other than an object is stored as ``arguments: {}`` with ``argumentsError`` (the reader
+    gives that text back as the call's arguments, ``formats.pi.entries.call_arguments``). The agent loop then answers
+    with ``Invalid arguments for tool "NAME": <reason>\n\nReceived arguments:\n<text>`` (``utils/validation.js``)
+    without running the tool, and the provider replays the call as ``JSON.stringify(arguments)``, i.e. ``{}``
+    (``api/openai-completions.js``). So when the target card has those two texts (``invalid_arguments``,
+    ``arguments_not_object``) and the recorded result is that text to the byte, the context after the call is the
+    target's: the call is kept with ``{}`` and its refusal. Argument text that does not parse at all is refused
+    with node's own ``JSON.parse`` message, which is not re-derived here, so that case stays a cut."""
+    template, reason = card.errors.get("invalid_arguments"), card.errors.get("arguments_not_object")
+    text = result_text(result)
+    if template is None or reason is None or text is None or not isinstance(call.arguments, str):
+        return None
+    try:
+        value = orjson.loads(call.arguments)
+    except orjson.JSONDecodeError:
+        return None
+    if isinstance(value, dict):
+        return None
+    if text != template.format(name=call.name, reason=reason, raw=call.arguments):
+        return None
+    return PiCall(call.name, {}, text, ("pi.refused_call_in_context",), refused=True)
 
 
 class PiMapping:
@@ -30,6 +65,9 @@ class PiMapping:
         if isinstance(call.arguments, str) and call.arguments.strip():
             # A Pi session stores the arguments Pi *parsed* from the wire, so a string here is not wire text to
             # parse: the model sent a JSON string instead of an object (double encoding) and Pi refused it.
+            kept = refusal_in_context(call, result, ctx.card)
+            if kept is not None:
+                return kept
             return Failure(
                 Reason.arguments_double_encoded,
                 f"{call.name}: the session stores the arguments as a string ({excerpt(call.arguments, 80)!r}): the model sent "
