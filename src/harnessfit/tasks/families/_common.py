@@ -151,6 +151,12 @@ def hf_check(body: str) -> str:
     )
 
 
+def checker_files(body: str) -> dict[str, str]:
+    """The hidden checker of a task whose validation script is ``check_script(body, …)``: the same checks, each
+    failure an ``AssertionError`` (a non-zero exit whatever the script's own messages)."""
+    return {"hf_check.py": hf_check(body.replace("raise SystemExit", "raise AssertionError"))}
+
+
 def ident(rng: random.Random, *parts: tuple[str, ...]) -> str:
     """A snake_case name from one choice per part."""
     return "_".join(pick(rng, p) for p in parts)

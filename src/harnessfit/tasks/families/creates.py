@@ -10,9 +10,9 @@ from harnessfit.tasks.families._common import (
     NOUNS,
     bash,
     check_script,
+    checker_files,
     done,
     final,
-    hf_check,
     read,
     validate_sentence,
     write,
@@ -107,7 +107,7 @@ def _module_draft(rng: random.Random, funcs: tuple, split_word: str) -> TaskDraf
         validation_command=cmd,
         expected_change=[{"path": module, "contains": f"def {name}"}],
         workspace={check: check_script(body, f"{name} works")},
-        checker={"hf_check.py": hf_check(body.replace("raise SystemExit", "raise AssertionError"))},
+        checker=checker_files(body),
         reference=[
             write(module, f"def {name}({param}):\n    {impl}\n"),
             bash(cmd),
@@ -180,7 +180,7 @@ def cli_script(rng: random.Random) -> TaskDraft:
         validation_command=cmd,
         expected_change=[{"path": script, "exists": True}],
         workspace={check: check_script(body, f"{script} prints the right thing")},
-        checker={"hf_check.py": hf_check(body.replace("raise SystemExit", "raise AssertionError"))},
+        checker=checker_files(body),
         reference=[
             write(script, f"import sys\n\n{impl}\n"),
             bash(cmd),
@@ -235,7 +235,7 @@ def answer_from_files(rng: random.Random) -> TaskDraft:
         validation_command=cmd,
         expected_change=[{"path": "answer.txt", "exists": True}],
         workspace={conf: text, check: check_script(body, "answer.txt is right")},
-        checker={"hf_check.py": hf_check(body.replace("raise SystemExit", "raise AssertionError"))},
+        checker=checker_files(body),
         reference=[
             read(conf),
             write("answer.txt", want + "\n"),

@@ -11,6 +11,7 @@ from harnessfit.tasks.families._common import (
     NOUNS,
     bash,
     check_script,
+    checker_files,
     done,
     edit,
     final,
@@ -60,7 +61,7 @@ def edit_constant(rng: random.Random) -> TaskDraft:
         validation_command=cmd,
         expected_change=[{"path": module, "contains": f"{target} = {new}\n"}],
         workspace={module: src, check: check_script(body, f"{noun} settings are right")},
-        checker={"hf_check.py": hf_check(body.replace("raise SystemExit", "raise AssertionError"))},
+        checker=checker_files(body),
         reference=[
             read(module),
             edit(module, (f"{target} = {old}\n", f"{target} = {new}\n")),
@@ -180,7 +181,7 @@ def config_json(rng: random.Random) -> TaskDraft:
         validation_command=cmd,
         expected_change=[{"path": path, "contains": f'"{key}": {js_new}'}],
         workspace={path: text, check: check_script(body, f"{path} is right")},
-        checker={"hf_check.py": hf_check(body.replace("raise SystemExit", "raise AssertionError"))},
+        checker=checker_files(body),
         reference=[
             read(path),
             edit(path, (f'"{key}": {js_old}', f'"{key}": {js_new}')),
@@ -246,7 +247,7 @@ def rename_across_files(rng: random.Random) -> TaskDraft:
         validation_command=cmd,
         expected_change=[{"path": lib, "contains": f"def {new}("}, {"path": app, "not_contains": old}],
         workspace={lib: lib_src, app: app_src, check: check_script(body, f"{old} is now {new}")},
-        checker={"hf_check.py": hf_check(body.replace("raise SystemExit", "raise AssertionError"))},
+        checker=checker_files(body),
         reference=[
             read(lib),
             edit(lib, (f"def {old}(", f"def {new}(")),
@@ -297,7 +298,7 @@ def add_parameter(rng: random.Random) -> TaskDraft:
         validation_command=cmd,
         expected_change=[{"path": lib, "contains": "suffix"}, {"path": app, "contains": "suffix="}],
         workspace={lib: lib_src, app: app_src, check: check_script(body, f"{fn} takes a suffix")},
-        checker={"hf_check.py": hf_check(body.replace("raise SystemExit", "raise AssertionError"))},
+        checker=checker_files(body),
         reference=[
             read(lib),
             edit(
@@ -368,7 +369,7 @@ def multi_file_refactor(rng: random.Random) -> TaskDraft:
             {"path": b, "contains": f"from constants import {const}"},
         ],
         workspace={**srcs, "constants.py": f"{const} = {value}\n", check: check_script(body, "one shared constant")},
-        checker={"hf_check.py": hf_check(body.replace("raise SystemExit", "raise AssertionError"))},
+        checker=checker_files(body),
         reference=[
             *steps,
             bash(cmd),
