@@ -64,3 +64,16 @@ def test_synth_writes_pi_sessions(pi_installed, small_suite, tmp_path):
     golden_create = next(f for f in manifest["files"] if f["kind"] == "golden" and f["task"] == "create_hello_script")
     msgs = [r for r in _lines(out / golden_create["path"]) if r["type"] == "message"]
     assert sum(1 for r in msgs if r["message"]["role"] == "assistant") == 3  # write, validate, answer: ends promptly
+
+
+def test_synth_twice_writes_the_same_bytes(pi_installed, small_suite, tmp_path):
+    """Pi writes a fresh session id, random entry ids, wall-clock times and durations into every session; the kept
+    copy pins them (``synth.session_copy``), so two runs of the same tasks on the same day give identical files."""
+    digests = []
+    for n in (1, 2):
+        out = tmp_path / f"synth-{n}"
+        res = CliRunner().invoke(app, ["synth", "--suite", str(small_suite), "--out", str(out), "--workers", "2"])
+        assert res.exit_code == 0, res.output
+        manifest = orjson.loads((out / "manifest.json").read_bytes())
+        digests.append(sorted((f["path"], f["sha256"]) for f in manifest["files"]))
+    assert digests[0] == digests[1] and len(digests[0]) == 4

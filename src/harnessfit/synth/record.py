@@ -6,7 +6,8 @@ a failing validation, create-and-validate that ends promptly) and, as contrast e
 session shows the corrected call and the rest of the solution). Only episodes whose loop completed are kept; the
 manifest lists every file with its SHA-256 and every skipped episode with why. A kept session names
 ``/workspace/<task>/seed-<n>`` as its working folder instead of the folder the episode ran in, so the dataset built
-from it does not depend on where the project was cloned.
+from it does not depend on where the project was cloned, and its ids and timestamps are pinned
+(``synth.session_copy``), so the same tasks synthesised on the same day give the same bytes.
 
 A refused call is never an SFT label. Under a Pi that stores the refused text as ``argumentsError`` and whose card
 has its refusal (1.6.0), `harnessfit build` keeps a contrast session with that first turn as context only
@@ -30,29 +31,13 @@ from harnessfit.eval.run import run_eval
 from harnessfit.eval.task import Task, load_suite, suite_families
 from harnessfit.harness.pi import DEFAULT_PI_VERSION, installed_package
 from harnessfit.harness.versions import harness_spec
+from harnessfit.synth.session_copy import copy_session
 
 __all__ = ["synth", "SYNTH_KINDS", "WORKSPACE_ROOT"]
 
 SYNTH_KINDS = {"golden": "scripted:golden", "contrast": "scripted:recovering"}
 CHUNK = 48  # tasks per eval run: what a kill can lose
 WORKSPACE_ROOT = "/workspace"  # the working folder a kept session names, whatever folder the episode ran in
-
-
-def _copy_session(src: Path, dst: Path, workspace: str) -> None:
-    """Copy a Pi session file, naming ``workspace`` instead of the episode's real working folder (the header's
-    ``cwd`` and any other mention of that folder). The build groups a session without a repository by its working
-    folder, so a real path (under the project's clone, perhaps ``/home/<user>``) would make the dataset's groups,
-    splits and redactions depend on where the project lives."""
-    data = src.read_bytes()
-    lines = data.split(b"\n", 1)
-    header = orjson.loads(lines[0])
-    real = header.get("cwd")
-    if header.get("type") != "session" or not isinstance(real, str) or not real:
-        raise UserError(f"{src}: not a Pi session file (its first line has no session header with a cwd)")
-    header["cwd"] = workspace
-    rest = lines[1] if len(lines) > 1 else b""
-    old, new = orjson.dumps(real)[1:-1], orjson.dumps(workspace)[1:-1]  # as they appear inside JSON strings
-    dst.write_bytes(orjson.dumps(header) + b"\n" + rest.replace(old, new))
 
 
 def _same_run(path: Path, spec: dict[str, Any], resume: bool) -> None:
@@ -178,7 +163,8 @@ def _keep(ep: Episode, kind: str, run_dir: Path, out_dir: Path, families: dict[s
         )
         return {**base, "kept": False, "reason": why}
     dst = out_dir / "sessions" / kind / f"{f.task_id}-s{f.seed}.jsonl"
-    _copy_session(run_dir / f.session_file, dst, f"{WORKSPACE_ROOT}/{f.task_id}/seed-{f.seed}")
+    workspace = f"{WORKSPACE_ROOT}/{f.task_id}/seed-{f.seed}"
+    copy_session(run_dir / f.session_file, dst, workspace, f"{kind}/{f.task_id}/seed-{f.seed}")
     return {
         **base,
         "kept": True,
