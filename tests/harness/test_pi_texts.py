@@ -11,8 +11,16 @@ from pathlib import Path
 import pytest
 
 from harnessfit.core.rejection import Failure, Reason
+from harnessfit.formats.pi.reader import PiReader
 from harnessfit.harness.card import card_from_json, load_card
-from harnessfit.harness.pi.texts import WORDINGS, card_wordings, in_target_words, parse_text, text_violations
+from harnessfit.harness.pi.texts import (
+    WORDINGS,
+    card_wordings,
+    in_target_words,
+    parse_text,
+    parse_text_fast,
+    text_violations,
+)
 
 CARDS_DIR = Path(__file__).resolve().parents[2] / "src" / "harnessfit" / "harness" / "cards"
 CARDS = sorted(CARDS_DIR.glob("pi-*.json"))
@@ -166,3 +174,33 @@ def test_the_verifier_names_each_text_the_target_does_not_write() -> None:
     found = text_violations(NEW, messages)
     assert [v.split(":")[0] for v in found] == ["message 1 (write)", "message 2 (read)", "message 3 (edit)"]
     assert text_violations(OLD, messages[:2]) == []
+
+
+def _result_texts() -> list[tuple[str, str]]:
+    """(tool, result text) of every answered call in the shared Pi sessions, plus every catalogue and card template
+    rendered with sample values (so each wording is met at least once)."""
+    shared = Path(__file__).resolve().parents[2].parent / "shared"
+    out: list[tuple[str, str]] = []
+    for path in sorted((shared / "traces" / "pi").glob("*.jsonl")) + sorted(
+        (shared / "traces-extra" / "pi").glob("*.jsonl")
+    ):
+        for traj in PiReader().read(path):
+            if not hasattr(traj, "steps"):
+                continue
+            names = {c.id: c.name for s in traj.steps for c in s.tool_calls}
+            out += [(names.get(s.tool_call_id or "", ""), s.text or "") for s in traj.steps if s.role == "tool"]
+    samples = {"path": "a.py", "bytes": "12", "content": "x = 1\n", "output": "ok", "n": "2"}
+    for w in (*WORDINGS, *card_wordings(NEW), *card_wordings(OLD)):
+        names = [n for _, n, _, _ in string.Formatter().parse(w.template) if n]
+        text = w.template.format(**{n: samples.get(n, "7") for n in names})
+        out += [(tool, text) for tool in ("read", "bash", "edit", "write", w.tool or "read")]
+    assert len(out) > 500, len(out)
+    return out
+
+
+def test_the_fast_parse_is_the_definition() -> None:
+    """``parse_text_fast`` (candidates ranked once per card and tool) answers as ``parse_text`` on every result of
+    the shared Pi sessions and every template, for the newest and an older card."""
+    for tool, text in _result_texts():
+        for card in (NEW, OLD):
+            assert parse_text_fast(card, tool, text) == parse_text(card, tool, text), (card.id, tool, text[:80])

@@ -25,7 +25,7 @@ from harnessfit.core.rejection import Reason, excerpt
 from harnessfit.core.trajectory import Step, ToolCall
 from harnessfit.formats.base import Failure, MapContext, MapOutcome, PiCall, parse_arguments, result_text
 from harnessfit.harness.card import HarnessCard
-from harnessfit.harness.pi_texts import in_target_words, parse_text
+from harnessfit.harness.pi_texts import in_target_words, parse_text_fast
 
 __all__ = ["PiMapping"]
 
@@ -89,7 +89,7 @@ class PiMapping:
             ):
                 rendered = text  # the target refuses the call: it is cut at its own turn, its result is never seen
             if isinstance(rendered, str) and rendered != text:
-                parsed = parse_text(ctx.card, call.name, text)
+                parsed = parse_text_fast(ctx.card, call.name, text)
                 transformations = (f"pi.text_rerendered:{parsed.wording.key if parsed else '?'}",)
         if call.name == "edit" and "edits" not in args and {"oldText", "newText"} <= set(args):
             upgraded: dict[str, Any] = {"path": args.get("path")}
