@@ -60,7 +60,7 @@ def test_end_of_turn_token_is_not_truncation(eot_audit, tmp_path) -> None:
     # masks every completion as truncated
     from harnessfit.harness.card import load_card
     from harnessfit.models import load_model
-    from harnessfit.rewards.combine import RewardSet
+    from harnessfit.rewards.reward_set import RewardSet
     from harnessfit.train.grpo import HarnessfitGRPOTrainer
     from harnessfit.train.grpo_data import load_decision_points
 

@@ -120,7 +120,7 @@ def test_unscorable_completion_is_none_in_the_combined_reward(tmp_path) -> None:
 
     from harnessfit.harness.card import load_card
     from harnessfit.models import load_tokenizer
-    from harnessfit.rewards.combine import RewardSet
+    from harnessfit.rewards.reward_set import RewardSet
 
     tok = load_tokenizer("smollm2-135m")
     eot = tok.convert_tokens_to_ids("<|im_end|>")

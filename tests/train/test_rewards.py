@@ -113,7 +113,7 @@ def test_combine_weighted_mean_plus_penalties_and_none() -> None:
 
 def test_reward_set_decodes_ids_and_sees_the_end_of_turn(tmp_path) -> None:
     from harnessfit.models import load_tokenizer
-    from harnessfit.rewards.combine import RewardSet
+    from harnessfit.rewards.reward_set import RewardSet
 
     tok = load_tokenizer("smollm2-135m")
     eot = tok.convert_tokens_to_ids("<|im_end|>")

@@ -208,8 +208,8 @@ class JudgeSettings(BaseModel):
 
 def __getattr__(name: str) -> Any:
     if name == "RewardSet":
-        # combine imports this module's names, so it can only be imported once they are all defined
-        from harnessfit.rewards.combine import RewardSet
+        # reward_set imports this module's names, so it can only be imported once they are all defined
+        from harnessfit.rewards.reward_set import RewardSet
 
         return RewardSet
     raise AttributeError(name)

@@ -41,10 +41,12 @@ from harnessfit.harness.card import load_harness
 from harnessfit.harness.versions import normalise_harness, recorded_harness, stage_harness
 from harnessfit.models import load_model
 from harnessfit.pipeline.funnel import grpo_warnings
+from harnessfit.rewards.reward_set import RewardSet
 from harnessfit.train.config import HarnessfitGRPOConfig
 from harnessfit.train.grpo_data import DecisionPoints, dataset_dir_of, load_decision_points, load_heldout_points
 from harnessfit.train.grpo_report import write_grpo_report
 from harnessfit.train.guard import ReadingSource
+from harnessfit.train.heldout import HELDOUT_FILES, evaluate_points, write
 from harnessfit.train.run import (
     Audited,
     RunDir,
@@ -221,10 +223,6 @@ def _target(cfg: HarnessfitGRPOConfig, audited: Audited, dataset_dir: Path) -> s
 def _heldout(
     cfg, model, tokenizer, points: DecisionPoints | None, rewards, run: RunDir, which: str, console: Console
 ) -> dict[str, Any] | None:
-    # import order: loading the module rewards.combine rebinds the name harnessfit.rewards.combine (the function) to
-    # it for later importers; loaded on use (the function/module name clash is issue 31's naming item)
-    from harnessfit.train.heldout import HELDOUT_FILES, evaluate_points, write  # loads rewards.combine
-
     if points is None or rank() != 0:
         return None
     path = run.out_dir / HELDOUT_FILES[which]
@@ -260,10 +258,6 @@ def train_grpo(
     ``resume`` continues from the newest complete checkpoint. ``reading_source`` replaces the health guard's
     sensors; ``judge_client`` replaces the judge built from ``cfg.judge`` (tests); ``extra_callbacks`` are added to
     the trainer's (a benchmark's step clock)."""
-    # import order: loading the module rewards.combine rebinds the name harnessfit.rewards.combine (the function) to
-    # it for later importers; loaded on use (the function/module name clash is issue 31's naming item)
-    from harnessfit.rewards.combine import RewardSet
-
     console = Console(stderr=True)
     if cfg.threads:
         torch.set_num_threads(cfg.threads)

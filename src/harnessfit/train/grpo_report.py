@@ -21,6 +21,7 @@ from typing import Any
 import orjson
 
 from harnessfit.core.jsonio import read_jsonl
+from harnessfit.train.heldout import HELDOUT_FILES
 from harnessfit.train.report import plot_series
 
 __all__ = ["read_completions", "grpo_stats", "write_grpo_report", "first_last_steps"]
@@ -231,10 +232,6 @@ _ROWS = [  # label, key, formatter
 
 
 def _heldout_table(out_dir: Path) -> list[str]:
-    # import order: loading the module rewards.combine rebinds the name harnessfit.rewards.combine (the function) to
-    # it for later importers; loaded on use (the function/module name clash is issue 31's naming item)
-    from harnessfit.train.heldout import HELDOUT_FILES  # loads rewards.combine
-
     found = {k: orjson.loads((out_dir / f).read_bytes()) for k, f in HELDOUT_FILES.items() if (out_dir / f).is_file()}
     if not found:
         return ["No held-out evaluation in this run (heldout: false, or the run stopped before it)."]

@@ -16,7 +16,7 @@ from typing import Any
 
 import orjson
 
-from harnessfit.rewards.combine import RewardSet, Scored
+from harnessfit.rewards.reward_set import RewardSet, Scored
 
 __all__ = ["generate", "evaluate_points", "summarise", "write", "HELDOUT_FILES"]
 

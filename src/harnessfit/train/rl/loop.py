@@ -37,8 +37,10 @@ from harnessfit.eval.scorers import load_card_or_none
 from harnessfit.eval.task import load_suite
 from harnessfit.harness.card import load_harness
 from harnessfit.harness.versions import model_harness
+from harnessfit.rewards.reward_set import RewardSet
 from harnessfit.train.guard import HealthGuard
 from harnessfit.train.rl.heldout import HeldoutEvals, eval_suite_path
+from harnessfit.train.rl.judge import judge_client
 from harnessfit.train.rl.policy import PolicyServer, load_policy
 from harnessfit.train.rl.report import write_rl_report
 from harnessfit.train.rl.rewards import TURN_COMPONENTS, group_advantages
@@ -76,11 +78,6 @@ def _append(path: Path, row: dict[str, Any]) -> None:
 
 
 def _settings(cfg: Any, policy: Any, sandbox: bool) -> RolloutSettings:
-    # import order: loading the module rewards.combine rebinds the name harnessfit.rewards.combine (the function) to
-    # it for later importers; loaded on use (the function/module name clash is issue 31's naming item)
-    from harnessfit.rewards.combine import RewardSet
-    from harnessfit.train.rl.judge import judge_client
-
     spec = model_harness(cfg.harness, cfg.model, cfg.sft_adapter, stage="train rl")
     card = load_harness(spec)
     names = [n for n in cfg.rewards if n in TURN_COMPONENTS]

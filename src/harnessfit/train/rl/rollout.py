@@ -36,7 +36,7 @@ class RolloutSettings:
     harness: str
     card: Any
     weights: dict[str, float]
-    reward_set: Any  # rewards.combine.RewardSet over the per-turn components
+    reward_set: Any  # rewards.reward_set.RewardSet over the per-turn components
     tools: list[dict[str, Any]]
     max_turns: int
     max_seconds: float
