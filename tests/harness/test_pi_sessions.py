@@ -127,36 +127,42 @@ def test_golden_solver_scores_every_task_under_the_newest_pi(tmp_path: Path) -> 
     assert f"in Pi {NEWEST_PI_VERSION}: complete loop {agg['scored']}/{agg['scored']}" in res.stdout
 
 
-@pytest.mark.parametrize("version", PI_CARD_VERSIONS)
-def test_a_session_converts_to_exactly_what_pi_sent(version: str, tmp_path: Path) -> None:
-    """The oracle: Pi ``version`` runs a scripted round trip (text, parallel calls, an edit), its session file is read
-    back and converted against its card, and the conversation equals the last request Pi sent (plus the final
-    answer) — for every session layout the committed versions write."""
+def _round_trip(version: str, tmp_path: Path, text: str, script: list, prompt: str) -> tuple[object, list[dict]]:
+    """Pi ``version`` runs ``script`` (scripted replies) on a folder holding ``a.txt`` = ``text``; its session file is
+    read back and converted against its card. The conversion and every request Pi sent."""
     from harnessfit.harness.pi import pi_command, pi_env, run_pi, write_pi_agent_config
-    from harnessfit.harness.scripted import Reply, ScriptedEndpoint
+    from harnessfit.harness.scripted import ScriptedEndpoint
 
     install_pi(version)
     card = load_card("pi", version)
     cwd = tmp_path / "w"
     cwd.mkdir()
-    (cwd / "a.txt").write_text("one\ntwo\n")
+    (cwd / "a.txt").write_text(text)
+    with ScriptedEndpoint(script, model_id="m") as ep:
+        write_pi_agent_config(tmp_path / "h" / ".pi" / "agent", ep.base_url, "m")
+        run = run_pi(pi_command(version, "m", prompt, session_dir=tmp_path / "s"), cwd=cwd, env=pi_env(tmp_path / "h"))
+    assert run.stop_reason() == "stop" and len(ep.requests) == len(script)
+    (session,) = sorted((tmp_path / "s").glob("*.jsonl"))
+    (traj,) = list(PiReader().read(session))
+    return to_conversation(traj, card), ep.requests
+
+
+@pytest.mark.parametrize("version", PI_CARD_VERSIONS)
+def test_a_session_converts_to_exactly_what_pi_sent(version: str, tmp_path: Path) -> None:
+    """The oracle: Pi ``version`` runs a scripted round trip (text, parallel calls, an edit), its session file is read
+    back and converted against its card, and the conversation equals the last request Pi sent (plus the final
+    answer) — for every session layout the committed versions write."""
+    from harnessfit.harness.scripted import Reply
+
     script = [
         Reply(text="Looking.", tool_calls=[("read", '{"path":"a.txt"}')]),
         Reply(tool_calls=[("bash", '{"command":"wc -l a.txt"}'), ("write", '{"path":"b.txt","content":"hi\\n"}')]),
         Reply(tool_calls=[("edit", '{"path":"b.txt","edits":[{"oldText":"hi","newText":"ho"}]}')]),
         Reply(text="Done."),
     ]
-    with ScriptedEndpoint(script, model_id="m") as ep:
-        write_pi_agent_config(tmp_path / "h" / ".pi" / "agent", ep.base_url, "m")
-        run = run_pi(
-            pi_command(version, "m", "Do it.", session_dir=tmp_path / "s"), cwd=cwd, env=pi_env(tmp_path / "h")
-        )
-    assert run.stop_reason() == "stop" and len(ep.requests) == len(script)
-    (session,) = sorted((tmp_path / "s").glob("*.jsonl"))
-    (traj,) = list(PiReader().read(session))
-    conv = to_conversation(traj, card)
+    conv, requests = _round_trip(version, tmp_path, "one\ntwo\n", script, "Do it.")
     assert isinstance(conv, Conversation), conv
-    last = ep.requests[-1]
+    last = requests[-1]
     assert conv.messages[:-1] == last["messages"] and conv.tools == last["tools"]
     assert conv.messages[-1] == {"role": "assistant", "content": "Done."}
 
@@ -166,35 +172,21 @@ def test_a_refused_call_converts_to_exactly_what_pi_sent_after_it(version: str, 
     """The oracle for a refused call: the model's first call is a JSON string of its arguments. Under a Pi whose card
     writes the parse refusal, the session converts to exactly the request Pi sent after the refusal and after the
     retry (the refused turn is context only); under one that does not, the trajectory is cut at that call."""
-    from harnessfit.harness.pi import pi_command, pi_env, run_pi, write_pi_agent_config
-    from harnessfit.harness.scripted import Reply, ScriptedEndpoint
+    from harnessfit.harness.scripted import Reply
 
-    install_pi(version)
-    card = load_card("pi", version)
-    cwd = tmp_path / "w"
-    cwd.mkdir()
-    (cwd / "a.txt").write_text("one\n")
     script = [
         Reply(text="Reading.", tool_calls=[("read", orjson.dumps('{"path":"a.txt"}').decode())]),
         Reply(tool_calls=[("read", '{"path":"a.txt"}')]),
         Reply(text="It says one."),
     ]
-    with ScriptedEndpoint(script, model_id="m") as ep:
-        write_pi_agent_config(tmp_path / "h" / ".pi" / "agent", ep.base_url, "m")
-        run = run_pi(
-            pi_command(version, "m", "Read a.txt.", session_dir=tmp_path / "s"), cwd=cwd, env=pi_env(tmp_path / "h")
-        )
-    assert run.stop_reason() == "stop" and len(ep.requests) == len(script)
-    (session,) = sorted((tmp_path / "s").glob("*.jsonl"))
-    (traj,) = list(PiReader().read(session))
-    conv = to_conversation(traj, card)
-    if "invalid_arguments" not in card.errors:
+    conv, requests = _round_trip(version, tmp_path, "one\n", script, "Read a.txt.")
+    if "invalid_arguments" not in load_card("pi", version).errors:
         assert isinstance(conv, Rejection) and conv.reason == Reason.arguments_double_encoded, conv
         return
     assert isinstance(conv, Conversation), conv
     assert conv.meta.context_only == [2]
-    assert conv.messages[:4] == ep.requests[1]["messages"]  # the context of the retry: what Pi sent
-    assert conv.messages[:-1] == ep.requests[-1]["messages"] and conv.tools == ep.requests[-1]["tools"]
+    assert conv.messages[:4] == requests[1]["messages"]  # the context of the retry: what Pi sent
+    assert conv.messages[:-1] == requests[-1]["messages"] and conv.tools == requests[-1]["tools"]
 
 
 SYNTH_TASKS = ("create_hello_script", "edit_constant")  # a write, and a read + edit + bash
