@@ -8,6 +8,8 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from harnessfit.convert import convert_trajectory
 from harnessfit.core import Conversation, Reason, Rejection
@@ -22,13 +24,21 @@ def _refusal(card, name: str = "read", raw: str = SENT) -> str:
     return card.errors["invalid_arguments"].format(name=name, reason=card.errors["arguments_not_object"], raw=raw)
 
 
-def _session(tmp_path: Path, refusal: str, *, stored_error: str | None = None) -> Path:
+def _session(
+    tmp_path: Path,
+    refusal: str,
+    *,
+    stored_error: str | None = None,
+    raw: str = SENT,
+    reverse_keys: bool = False,
+    newline: str = "\n",
+) -> Path:
     """A Pi 1.x session: a double-encoded read (stored as ``{}`` + ``argumentsError``) and its refusal, the read
     again with an object, its result, an answer."""
     error = (
         stored_error
         if stored_error is not None
-        else f"Tool arguments must be a JSON object\n\nReceived arguments:\n{SENT}"
+        else f"Tool arguments must be a JSON object\n\nReceived arguments:\n{raw}"
     )
 
     def msg(eid, parent, message):
@@ -59,7 +69,9 @@ def _session(tmp_path: Path, refusal: str, *, stored_error: str | None = None) -
         msg("a3", "r2", assistant([{"type": "text", "text": "It says one."}], "stop")),
     ]
     path = tmp_path / "s.jsonl"
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    if reverse_keys:  # another writer's key order: Pi reads entries by key
+        rows = [json.loads(json.dumps(r), object_pairs_hook=lambda kv: dict(reversed(kv))) for r in rows]
+    path.write_bytes("".join(json.dumps(r) + newline for r in rows).encode())
     return path
 
 
@@ -130,3 +142,24 @@ def test_a_target_that_writes_no_such_refusal_cuts(tmp_path: Path) -> None:
     assert "invalid_arguments" not in older.errors
     out = _convert(_session(tmp_path, _refusal(newest)), older)
     assert isinstance(out.record, Rejection) and out.record.reason == Reason.arguments_double_encoded
+
+
+NOT_OBJECTS = st.one_of(
+    st.text(max_size=40), st.integers(), st.booleans(), st.none(), st.lists(st.integers(), max_size=3)
+)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(value=NOT_OBJECTS, reverse_keys=st.booleans(), crlf=st.booleans())
+def test_any_json_that_is_no_object_is_kept_whatever_the_layout(tmp_path: Path, value, reverse_keys, crlf) -> None:
+    """Whatever JSON value that is not an object the model sent (pi-ai refuses each alike), in whatever key order and
+    line ending the file has, the refused turn is context only and the retry a label."""
+    card = load_card("pi", "1.6.0")
+    raw = json.dumps(value)
+    path = _session(
+        tmp_path, _refusal(card, raw=raw), raw=raw, reverse_keys=reverse_keys, newline="\r\n" if crlf else "\n"
+    )
+    out = _convert(path, card)
+    assert isinstance(out.record, Conversation), out.record
+    assert out.record.meta.context_only == [2]
+    assert out.calls.fates == [Reason.arguments_double_encoded.value, "label"]
