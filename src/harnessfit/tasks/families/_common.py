@@ -125,7 +125,8 @@ def recover_prompt(rng: random.Random, command: str, what: str) -> str:
 
 
 def done(rng: random.Random, what: str, command: str) -> str:
-    """A final answer: what changed, and that the validation passed."""
+    """A final answer: what changed, and that the validation passed. ``what`` is a sentence ("Set X to 5 in m.py",
+    "f now defaults to …"), so no wording may put a subject in front of it."""
     lower = what[0].lower() + what[1:]
     return pick(
         rng,
@@ -133,7 +134,7 @@ def done(rng: random.Random, what: str, command: str) -> str:
             f"{what}; `{command}` passes.",
             f"Done: {lower}. `{command}` now passes.",
             f"{what}, and `{command}` reports OK.",
-            f"I {lower}. The check `{command}` passes.",
+            f"Finished: {lower}. The check `{command}` passes.",
         ),
     )
 
