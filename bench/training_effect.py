@@ -85,6 +85,8 @@ def main() -> None:
     ap.add_argument("--recipe", type=Path, default=None, help="training recipe (default: the demo's)")
     ap.add_argument("--no-contrast", dest="contrast", action="store_false",
                     help="leave out the contrast sessions (a refused double-encoded first call, then the recovery)")
+    ap.add_argument("--retry", action="store_true",
+                    help="add the retry sessions (a failed first edit kept as context only, then the exact edit)")
     ap.add_argument("--from-run", type=Path, default=None,
                     help="run nothing: print the JSON of a finished run (e.g. `harnessfit demo --out DIR`)")
     a = ap.parse_args()
@@ -110,14 +112,14 @@ def main() -> None:
     plan = DemoPlan(out=out, traces=a.traces, seeds=a.seeds, synth_seeds=a.synth_seeds, recipe=a.recipe,
                     family_per_kind=a.per_kind, heldout_instances=a.heldout_instances, family_seed=a.family_seed,
                     eval_max_turns=None, eval_max_seconds=None, serve_max_tokens=a.max_tokens, static=False,
-                    eval_workers=2, contrast=a.contrast)
+                    eval_workers=2, contrast=a.contrast, retry=a.retry)
     # the trainer prints its log lines (PrinterCallback) to stdout: keep stdout for the one JSON object
     with contextlib.redirect_stdout(sys.stderr):
         run_demo(plan, console=Console(stderr=True))
     result = run_summary(out, {"seeds": a.seeds, "synth_seeds": a.synth_seeds, "per_kind": a.per_kind,
                                "heldout_instances": a.heldout_instances, "family_seed": a.family_seed,
                                "max_tokens": a.max_tokens, "traces": str(a.traces) if a.traces else None,
-                               "contrast": a.contrast},
+                               "contrast": a.contrast, "retry": a.retry},
                          wall_s=round(time.perf_counter() - t0, 1))
     print(json.dumps(result, indent=1))
     if tmp is not None:

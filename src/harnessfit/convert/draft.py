@@ -199,12 +199,18 @@ class Draft:
         marks = {id(n.message): n.alterations for n in self.altered_results}
         return [(k, marks[id(m)]) for k, m in enumerate(messages) if id(m) in marks]
 
+    def marked_context_only(self) -> list[int]:
+        """Steps of assistant turns the session marks as context only (``meta["context_only"]``: a deliberate
+        mistake its recorder planted, ``formats.pi.entries.CONTEXT_ONLY_ENTRY``)."""
+        return [i for i, s in enumerate(self.trajectory.steps) if s.role == "assistant" and s.meta.get("context_only")]
+
     def context_only(self, messages: list[dict[str, Any]]) -> list[int]:
         """Indices in ``messages`` (these messages or a prefix of them) of the assistant messages that are context
-        only: their turn holds a call kept with its refusal (``refused_in_context``)."""
-        if not self.refused_in_context:
+        only: their turn holds a call kept with its refusal (``refused_in_context``), or the session marks it so
+        (``marked_context_only``)."""
+        steps = {n.step for n in self.refused_in_context} | set(self.marked_context_only())
+        if not steps:
             return []
-        steps = {n.step for n in self.refused_in_context}
         marked = {
             id(m)
             for m, s in zip(self.messages, self.message_steps, strict=True)

@@ -39,7 +39,9 @@ the rules that depend on Pi's version are in ``convert.history``, chosen by the 
   summary were written before the compaction, with another context), so no record trains on them.
 - ``ConversationMeta.context_only``: assistant messages whose turn holds a call Pi refused before running it and whose
   refusal the session holds in the target's words (``formats.pi.mapping.refusal_in_context``): on the wire as Pi
-  replays them, followed by the refusal, and never labels; the turns after them are.
+  replays them, followed by the refusal, and never labels; the turns after them are. A Pi session can also mark an
+  assistant message context only (``formats.pi.entries.CONTEXT_ONLY_ENTRY``: a mistake ``harnessfit synth`` planted);
+  it stays on the wire as recorded, and its calls' fate is ``marked_context_only``.
 
 The builder (``convert.builder.build_draft``) only builds: what may make the conversation inexact is noted on the
 ``Draft`` (``convert.draft``), and
@@ -169,6 +171,7 @@ def convert_trajectory(
         if draft is not None
         else (),
         refused=[n.step for n in draft.refused_in_context] if draft is not None else (),
+        marked=draft.marked_context_only() if draft is not None else (),
     )
     if not found_all:
         assert draft is not None

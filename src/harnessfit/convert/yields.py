@@ -117,6 +117,7 @@ def call_fates(
     altered: Sequence[int] = (),
     recorded_texts: str | None = None,
     refused: Sequence[int] = (),
+    marked: Sequence[int] = (),
 ) -> CallFates:
     """The fate of every source call of ``traj`` given the gates' ``findings`` (``cut``: the smallest
     ``GateFinding.cut``, ``None`` when no finding limits the labels) and the calls the builder dropped; ``recorded``: a
@@ -124,7 +125,8 @@ def call_fates(
     wire rendered from altered output (a label after one is of tier ``content``); ``recorded_texts``: the releases its
     Pi-authored texts fit (``Recorded.texts_label``); ``refused``: the steps whose turn holds a call Pi refused, kept
     in the context with its refusal (``convert.draft.CallRefusedInContext``): their calls are lost as labels
-    (``arguments_double_encoded``) without cutting the ones after them."""
+    (``arguments_double_encoded``) without cutting the ones after them; ``marked``: the steps the session marks as
+    context only (``Draft.marked_context_only``), lost as labels (``marked_context_only``) the same way."""
     out = CallFates(side_branch="side_branch" in traj.flags, recorded=recorded, recorded_texts=recorded_texts)
     drops = {(d.step, d.index): d.policy for d in dropped} if dropped else None
     cutting = sorted((f for f in findings if f.cut is not None), key=lambda f: f.cut) if findings else []  # type: ignore[arg-type,return-value]
@@ -140,6 +142,7 @@ def call_fates(
     keys, fates, unlocks = out.keys, out.fates, out.unlock
     aborted = Reason.aborted_or_error_turn.value
     refused_steps = set(refused)
+    marked_steps = set(marked)
 
     def lost_at(i: int) -> tuple[str, Kind | None]:
         reason = cutting[0].reason.value
@@ -162,6 +165,8 @@ def call_fates(
             fate, unlock = aborted, None
         elif (cut is None or i < cut) and i in refused_steps:
             fate, unlock = Reason.arguments_double_encoded.value, None
+        elif (cut is None or i < cut) and i in marked_steps:
+            fate, unlock = Reason.marked_context_only.value, None
         elif cut is None or i < cut:
             fate, unlock = LABEL, None
         else:

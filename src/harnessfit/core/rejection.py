@@ -46,7 +46,8 @@ class Reason(StrEnum):
 
     A call's problem is either in the call (``unsupported_tool``, ``ui_only_call`` — a UI-only call that could not be
     dropped without changing what the model saw —, ``unmappable_arguments``, ``arguments_double_encoded``,
-    ``schema_violation``, ``user_rejected_call``: the call is no training label) or in its result
+    ``schema_violation``, ``user_rejected_call``, ``marked_context_only`` — a deliberate mistake the recording marks, kept
+    in the context —: the call is no training label) or in its result
     (``unmappable_result``, ``unknown_pi_text``, ``missing_tool_result``, a result's ``image_content``: the call is an
     exact label, the context after it is not)."""
 
@@ -67,6 +68,7 @@ class Reason(StrEnum):
     unmappable_arguments = "unmappable_arguments"
     unmappable_result = "unmappable_result"
     arguments_double_encoded = "arguments_double_encoded"
+    marked_context_only = "marked_context_only"  # a turn its session marks as context only (a planted mistake)
     schema_violation = "schema_violation"
     harness_version_mismatch = "harness_version_mismatch"
     unknown_pi_text = "unknown_pi_text"  # a Pi session's result in a wording no known Pi release writes

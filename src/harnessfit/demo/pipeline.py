@@ -75,6 +75,8 @@ class DemoPlan:
     # stays in the context (``ConversationMeta.context_only``) their recoveries are SFT labels, about as many tokens
     # again as the golden sessions; the demo leaves them out to stay within its 15 minutes, the bench takes them
     contrast: bool = False
+    # retry sessions (a failed first edit kept as context only, then the exact edit): off in the demo for its budget
+    retry: bool = False
     # raw suites and probes (harnessfit.demo.raw_probes): short caps and one sample keep them to a few minutes
     raw_suites: list[Path] | None = None
     probes: Path | None = None
@@ -163,7 +165,9 @@ def run_demo(plan: DemoPlan, console: Console | None = None) -> Path:
     facts["tasks"] = steps.run("generate tasks (training and held-out families)", lambda: _tasks(plan, out))
     facts["synth"] = steps.run(
         "synthesise training sessions (golden solver through real Pi, training suite)",
-        lambda: synth(plan.train_suite, out / "synth", seeds=plan.synth_seeds, workers=2, contrast=plan.contrast),
+        lambda: synth(
+            plan.train_suite, out / "synth", seeds=plan.synth_seeds, workers=2, contrast=plan.contrast, retry=plan.retry
+        ),
     )
 
     def _build() -> dict[str, Any]:

@@ -9,6 +9,10 @@ user message (the task prompt) and the step from the number of assistant turns a
 - ``double-encode``: the same calls, arguments sent as a JSON string of the object (Pi rejects them).
 - ``recovering``: the first call double-encoded, then — after Pi's validation error — the whole reference with
   object arguments (a contrast example for training data).
+- ``mis-edit``: the reference, but its first ``edit`` is preceded by that edit gone wrong — every ``newText`` equal
+  to its ``oldText`` (Pi: no changes made) or, for every other task, every ``oldText`` as the edit would leave it
+  (Pi: text not found), as a small model's edits go wrong — then the exact edit and the rest (a retry example for
+  training data: ``harnessfit synth`` marks the failed edit context only). A task without an edit gets ``golden``.
 - ``runaway``: streams text without end.
 - ``never-stop``: calls a harmless tool forever, never answers.
 - ``oracle``: a Harbor task's ``solution/solve.sh`` (``bash /solution/solve.sh`` through Pi's bash tool; the
@@ -32,6 +36,8 @@ __all__ = [
     "golden",
     "double_encode",
     "recovering",
+    "mis_edit",
+    "first_edit",
     "runaway",
     "never_stop",
     "escape",
@@ -137,6 +143,48 @@ def recovering(tasks: Sequence[Task]) -> Responder:
     return respond
 
 
+def first_edit(task: Task) -> int | None:
+    """Index of the task's first reference ``edit`` step, ``None`` when it has none."""
+    return next((k for k, step in enumerate(task.reference) if step.tool == "edit"), None)
+
+
+def _wrong_edit(step: ReferenceStep, task_id: str) -> Reply:
+    """``step`` (an edit) gone wrong in one of two ways, chosen by the task id so a suite gets both."""
+    same = sum(task_id.encode()) % 2 == 0
+
+    def wrong(e: Any) -> Any:
+        if not (isinstance(e, dict) and isinstance(e.get("oldText"), str) and isinstance(e.get("newText"), str)):
+            return e
+        return {**e, "newText": e["oldText"]} if same else {**e, "oldText": e["newText"]}
+
+    args = dict(step.args or {})
+    if isinstance(args.get("edits"), list):
+        args["edits"] = [wrong(e) for e in args["edits"]]
+    else:  # the legacy form: one oldText/newText pair beside the path
+        args = wrong(args)
+    return Reply(tool_calls=[("edit", dumps_compact_str(args))])
+
+
+def mis_edit(tasks: Sequence[Task]) -> Responder:
+    reference = golden(tasks)
+
+    def respond(body: dict, index: int) -> Reply:
+        task = _task_for(tasks, body)
+        k = first_edit(task) if task is not None else None
+        if task is None or k is None:
+            return reference(body, index)
+        i = _assistant_turns(body)
+        if i == k:
+            return _wrong_edit(task.reference[k], task.id)
+        j = i if i < k else i - 1
+        if j >= len(task.reference):
+            return Reply(text="mis-edit solver: reference solution exhausted")
+        step = task.reference[j]
+        return _checked(step, body) or _play(step)
+
+    return respond
+
+
 def runaway(tasks: Sequence[Task]) -> Responder:
     def respond(body: dict, index: int) -> Reply:
         return Reply(text="Let me think about this ", endless=True)
@@ -193,6 +241,7 @@ SCRIPTED_MODELS: dict[str, Callable[[Sequence[Task]], Responder]] = {
     "golden": golden,
     "double-encode": double_encode,
     "recovering": recovering,
+    "mis-edit": mis_edit,
     "runaway": runaway,
     "never-stop": never_stop,
     "oracle": oracle,

@@ -36,6 +36,12 @@ def synth_cmd(
     contrast: bool = typer.Option(
         True, "--contrast/--no-contrast", help="Also record the double-encoded-then-recovered contrast sessions."
     ),
+    retry: bool = typer.Option(
+        False,
+        "--retry/--no-retry",
+        help="Also record retry sessions on tasks with an edit: a failed first edit (kept as context only), "
+        "then the exact one.",
+    ),
     harness: str = typer.Option(None, "--harness", help=_HARNESS_HELP + " Default: the newest committed card."),
     task: list[str] = typer.Option(None, "--task", help="Only these task ids (repeatable)."),
     resume: bool = typer.Option(False, "--resume", help="Continue a killed run in --out: only missing episodes run."),
@@ -66,6 +72,7 @@ def synth_cmd(
         seeds=seeds,
         workers=workers,
         contrast=contrast,
+        retry=retry,
         pi_version=_pi_version(harness),
         task_ids=task or None,
         resume=resume,

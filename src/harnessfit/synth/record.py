@@ -3,7 +3,10 @@
 ``synth`` plays the golden solver on every task x seed (sessions that show read → edit → validate, recover after
 a failing validation, create-and-validate that ends promptly) and, as contrast examples, the recovering solver
 (its first call's arguments are a JSON string of the object: Pi rejects it with its validation error, and the
-session shows the corrected call and the rest of the solution). Only episodes whose loop completed are kept; the
+session shows the corrected call and the rest of the solution). With ``retry``, every task with an edit is also
+played by the mis-edit solver: its first edit goes wrong as a small model's edits do (nothing changed, or text not
+found), Pi says so, and the next call is the exact edit. The kept copy marks the failed edit context only
+(``formats.pi.entries.CONTEXT_ONLY_ENTRY``), so the build learns the retry and never the mistake. Only episodes whose loop completed are kept; the
 manifest lists every file with its SHA-256 and every skipped episode with why. A kept session names
 ``/workspace/<task>/seed-<n>`` as its working folder instead of the folder the episode ran in, so the dataset built
 from it does not depend on where the project was cloned, and its ids and timestamps are pinned
@@ -28,14 +31,15 @@ from harnessfit.core.jsonio import read_jsonl, sha256_file
 from harnessfit.errors import UserError
 from harnessfit.eval.episode import UNSCORING_FLAGS, Episode
 from harnessfit.eval.run import run_eval
+from harnessfit.eval.scripted_models import first_edit
 from harnessfit.eval.task import Task, load_suite, suite_families
 from harnessfit.harness.pi import DEFAULT_PI_VERSION, installed_package
 from harnessfit.harness.versions import harness_spec
 from harnessfit.synth.session_copy import copy_session
 
-__all__ = ["synth", "SYNTH_KINDS", "WORKSPACE_ROOT"]
+__all__ = ["synth", "SYNTH_KINDS", "WORKSPACE_ROOT", "failed_edit"]
 
-SYNTH_KINDS = {"golden": "scripted:golden", "contrast": "scripted:recovering"}
+SYNTH_KINDS = {"golden": "scripted:golden", "contrast": "scripted:recovering", "retry": "scripted:mis-edit"}
 CHUNK = 48  # tasks per eval run: what a kill can lose
 WORKSPACE_ROOT = "/workspace"  # the working folder a kept session names, whatever folder the episode ran in
 
@@ -81,6 +85,7 @@ def synth(
     seeds: int = 1,
     workers: int = 2,
     contrast: bool = True,
+    retry: bool = False,
     pi_version: str = DEFAULT_PI_VERSION,
     progress: bool = True,
     on_episode: Callable[[Episode], None] | None = None,
@@ -89,7 +94,8 @@ def synth(
     chunk: int = CHUNK,
     notes: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Write ``out_dir/sessions/{golden,contrast}/<task>-s<seed>.jsonl`` (real Pi v3 sessions) + ``manifest.json``.
+    """Write ``out_dir/sessions/{golden,contrast,retry}/<task>-s<seed>.jsonl`` (real Pi v3 sessions) +
+    ``manifest.json`` (``contrast`` and ``retry``: those kinds too; ``retry`` only for tasks with an edit).
 
     Episodes run ``chunk`` tasks at a time (``workers`` at once); each one's outcome is appended to
     ``out_dir/progress.jsonl`` as soon as its chunk ends, so a killed run continues with ``resume=True`` and runs
@@ -117,16 +123,24 @@ def synth(
     out_dir.mkdir(parents=True, exist_ok=True)
     _same_run(
         out_dir / "run.json",
-        {"suite": str(Path(suite_dir).resolve()), "seeds": seeds, "contrast": contrast, "pi_version": pi_version},
+        {
+            "suite": str(Path(suite_dir).resolve()),
+            "seeds": seeds,
+            "contrast": contrast,
+            **({"retry": True} if retry else {}),  # absent when off: runs begun before retry existed resume as before
+            "pi_version": pi_version,
+        },
         resume,
     )
     # a line cut short by a kill is skipped: its episode runs again
     rows = list(read_jsonl(ledger, bad_lines="skip", objects_only=True, missing_ok=True))
     done = {(r["kind"], r["task"], r["seed"]) for r in rows}
-    kinds = {k: v for k, v in SYNTH_KINDS.items() if contrast or k == "golden"}
+    wanted = {"golden": True, "contrast": contrast, "retry": retry}
+    kinds = {k: v for k, v in SYNTH_KINDS.items() if wanted[k]}
     with ledger.open("ab") as log:
         for kind, model in kinds.items():
-            pending = _pending(tasks, seeds, kind, done)
+            playable = [t for t in tasks if first_edit(t) is not None] if kind == "retry" else tasks
+            pending = _pending(playable, seeds, kind, done)
             (out_dir / "sessions" / kind).mkdir(parents=True, exist_ok=True)
             for start in range(0, len(pending), chunk):
                 part = _next_part(out_dir / "runs" / kind)
@@ -164,7 +178,22 @@ def _keep(ep: Episode, kind: str, run_dir: Path, out_dir: Path, families: dict[s
         return {**base, "kept": False, "reason": why}
     dst = out_dir / "sessions" / kind / f"{f.task_id}-s{f.seed}.jsonl"
     workspace = f"{WORKSPACE_ROOT}/{f.task_id}/seed-{f.seed}"
-    copy_session(run_dir / f.session_file, dst, workspace, f"{kind}/{f.task_id}/seed-{f.seed}")
+    planted: list[tuple[str, str]] = []
+
+    def marks(entries: list[dict[str, Any]]) -> list[tuple[str, str]]:
+        planted.extend(failed_edit(entries))
+        return planted
+
+    copy_session(
+        run_dir / f.session_file,
+        dst,
+        workspace,
+        f"{kind}/{f.task_id}/seed-{f.seed}",
+        marks if kind == "retry" else None,
+    )
+    if kind == "retry" and not planted:  # never keep a retry session whose mistake would be a label
+        dst.unlink()
+        return {**base, "kept": False, "reason": "the planted edit did not fail"}
     return {
         **base,
         "kept": True,
@@ -172,6 +201,25 @@ def _keep(ep: Episode, kind: str, run_dir: Path, out_dir: Path, families: dict[s
         "sha256": sha256_file(dst),
         "double_encoded_calls": m.double_encoded_arguments,
     }
+
+
+def failed_edit(entries: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    """(entry id, why) of the first assistant message whose ``edit`` call Pi answered with an error: the mis-edit
+    solver's planted mistake. Empty when no edit failed."""
+    errors = {
+        m.get("toolCallId"): m
+        for e in entries
+        if isinstance(m := e.get("message"), dict) and m.get("role") == "toolResult" and m.get("isError")
+    }
+    for e in entries:
+        msg = e.get("message")
+        if not isinstance(msg, dict) or msg.get("role") != "assistant":
+            continue
+        for part in msg.get("content") or []:
+            failed = isinstance(part, dict) and part.get("type") == "toolCall" and part.get("id") in errors
+            if failed and part.get("name") == "edit":
+                return [(str(e["id"]), "planted mistake: an edit that fails (harnessfit synth, retry)")]
+    return []
 
 
 def _write_manifest(

@@ -15,14 +15,19 @@ from __future__ import annotations
 import datetime
 import hashlib
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import orjson
 
 from harnessfit.errors import UserError
+from harnessfit.formats.pi.entries import CONTEXT_ONLY_ENTRY
 
-__all__ = ["copy_session", "pin_session"]
+__all__ = ["copy_session", "pin_session", "Marks"]
+
+Marks = Callable[[list[dict[str, Any]]], list[tuple[str, str]]]
+"""Given a session's entries (pinned), the (entry id, why) of each assistant message to mark context only."""
 
 _NAMESPACE = uuid.UUID("6f1c2f0e-2b7a-4b1e-9a51-7d3c0e4f5a10")  # harnessfit's namespace for pinned session ids
 
@@ -68,12 +73,35 @@ def pin_session(header: dict[str, Any], entries: list[dict[str, Any]], key: str)
                 msg["responseId"] = f"response-{n}"
 
 
-def copy_session(src: Path, dst: Path, workspace: str, key: str) -> None:
+def _append_marks(entries: list[dict[str, Any]], marks: list[tuple[str, str]], key: str) -> None:
+    """Append one context-only marker per mark at the end of the active path (each the child of the entry before),
+    with ids and timestamps continuing ``pin_session``'s."""
+    if not marks or not entries:
+        return
+    salt = hashlib.sha256(key.encode()).hexdigest()[:4]
+    last = entries[-1]
+    for target, why in marks:
+        n = len(entries)
+        moment = datetime.datetime.fromisoformat(str(last.get("timestamp")).replace("Z", "+00:00"))
+        entry = {
+            "type": "custom",
+            "customType": CONTEXT_ONLY_ENTRY,
+            "data": {"targetId": target, "why": why},
+            "id": f"{salt}{n:04x}",
+            "parentId": last.get("id"),
+            "timestamp": _iso(moment + datetime.timedelta(milliseconds=1)),
+        }
+        entries.append(entry)
+        last = entry
+
+
+def copy_session(src: Path, dst: Path, workspace: str, key: str, marks: Marks | None = None) -> None:
     """Copy a Pi session file, naming ``workspace`` instead of the episode's real working folder (the header's
     ``cwd`` and any other mention of that folder) and pinning what changes from run to run (``pin_session``). The
     build groups a session without a repository by its working folder, so a real path (under the project's clone,
     perhaps ``/home/<user>``) would make the dataset's groups, splits and redactions depend on where the project
-    lives."""
+    lives. ``marks`` names assistant messages to mark context only: a marker entry
+    (``formats.pi.entries.CONTEXT_ONLY_ENTRY``, a custom entry Pi never sends) is appended for each."""
     lines = [line for line in src.read_bytes().split(b"\n") if line.strip()]
     header = orjson.loads(lines[0]) if lines else None
     real = header.get("cwd") if isinstance(header, dict) else None
@@ -83,4 +111,6 @@ def copy_session(src: Path, dst: Path, workspace: str, key: str) -> None:
     entries = [orjson.loads(line.replace(old, new)) for line in lines[1:]]
     header["cwd"] = workspace
     pin_session(header, entries, key)
+    if marks is not None:
+        _append_marks(entries, marks(entries), key)
     dst.write_bytes(b"".join(orjson.dumps(row) + b"\n" for row in [header, *entries]))

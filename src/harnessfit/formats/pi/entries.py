@@ -18,9 +18,11 @@ __all__ = [
     "BRANCH_SUFFIX",
     "COMPACTION_PREFIX",
     "COMPACTION_SUFFIX",
+    "CONTEXT_ONLY_ENTRY",
     "Node",
     "call_arguments",
     "context",
+    "context_only_target",
     "sent_arguments",
     "system_text",
 ]
@@ -200,6 +202,24 @@ def _as_blocks(content: Any) -> Any:
     return [{"type": "text", "text": content}] if isinstance(content, str) else content
 
 
+CONTEXT_ONLY_ENTRY = "harnessfit.context_only"
+"""``customType`` of the custom entry (Pi's ``CustomEntry``, which sends nothing to the model) that marks an assistant
+message as context only: ``data`` is ``{"targetId": <the message entry's id>, "why": <one line>}``. ``harnessfit
+synth`` writes it after a deliberate mistake it planted (a retry session's failed edit): the turns after it learn the
+recovery, the mistake itself is never a label."""
+
+
+def context_only_target(entry: dict[str, Any]) -> tuple[str, str] | None:
+    """(target entry id, why) when ``entry`` is a context-only marker (``CONTEXT_ONLY_ENTRY``), else ``None``."""
+    if entry.get("type") != "custom" or entry.get("customType") != CONTEXT_ONLY_ENTRY:
+        return None
+    data = entry.get("data")
+    if not isinstance(data, dict) or not isinstance(data.get("targetId"), str):
+        return None
+    why = data.get("why")
+    return data["targetId"], why if isinstance(why, str) and why else "marked context only"
+
+
 @dataclass
 class Node:
     """One session entry after migration: its id, parent id, line and the entry itself."""
@@ -232,9 +252,13 @@ def context(path_nodes: list[Node]) -> tuple[list[Step], list[str]]:
         selected += [(node, "after") for node in path_nodes[compaction + 1 :]]
         notes.append("pi.compaction_applied")
     edits: dict[str, Any] = {}
+    marked: dict[str, str] = {}
     for node, _ in selected:
         if node.entry.get("type") == "context_edit" and isinstance(node.entry.get("targetId"), str):
             edits[node.entry["targetId"]] = node.entry.get("replacement")
+        target = context_only_target(node.entry)
+        if target is not None:
+            marked[target[0]] = target[1]
     steps: list[Step] = []
     for node, role in selected:
         entry_steps = _entry_steps(node, role, notes)
@@ -243,6 +267,12 @@ def context(path_nodes: list[Node]) -> tuple[list[Step], list[str]]:
         if role in ("summary", "kept"):
             for s in entry_steps:
                 s.meta["history_only"] = True
+        if node.eid in marked:
+            for s in entry_steps:
+                if s.role == "assistant":
+                    s.meta["context_only"] = marked[node.eid]
+            if "pi.context_only_marked" not in notes:
+                notes.append("pi.context_only_marked")
         steps += entry_steps
     return steps, notes
 

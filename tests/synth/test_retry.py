@@ -1,0 +1,74 @@
+"""Retry sessions through the real Pi: the mis-edit solver's first edit fails in Pi's own words, the kept copy marks
+that turn context only, and the build learns the exact edit after the failure and never the mistake."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import orjson
+import pytest
+
+from harnessfit.convert import convert_trajectory
+from harnessfit.core import Conversation, Reason
+from harnessfit.formats.pi.entries import CONTEXT_ONLY_ENTRY
+from harnessfit.formats.pi.reader import PiReader
+from harnessfit.harness.card import load_card
+from harnessfit.harness.pi import DEFAULT_PI_VERSION
+from harnessfit.synth import synth
+from harnessfit.tasks import get_family
+from harnessfit.tasks.generate import generate_tasks
+
+pytestmark = [pytest.mark.pi, pytest.mark.slow]
+
+
+def _convert(path: Path, card):
+    (traj,) = list(PiReader().read(path))
+    return convert_trajectory(traj, card)
+
+
+def _without_ids(messages: list[dict]) -> str:
+    text = orjson.dumps(messages).decode()
+    return re.sub(r'"(id|tool_call_id)":"call_[0-9_]+"', "", text)
+
+
+def test_retry_sessions_keep_the_failed_edit_as_context_only(pi_installed, tmp_path: Path) -> None:
+    fams = [get_family(f) for f in ("edit_string", "rename_across_files", "create_module")]
+    generate_tasks(fams, tmp_path / "suite", n=2, seed=4)
+    manifest = synth(tmp_path / "suite", tmp_path / "synth", contrast=False, retry=True, progress=False)
+    assert manifest["skipped"] == []
+    by_kind: dict[str, set[str]] = {}
+    for f in manifest["files"]:
+        by_kind.setdefault(f["kind"], set()).add(f["task"])
+    # every task has a golden session; only the tasks with an edit have a retry session
+    assert len(by_kind["golden"]) == 6
+    assert by_kind["retry"] == {t for t in by_kind["golden"] if not t.startswith("create_module")}
+    card = load_card("pi", DEFAULT_PI_VERSION)
+    mistakes = set()
+    for f in manifest["files"]:
+        if f["kind"] != "retry":
+            continue
+        path = tmp_path / "synth" / f["path"]
+        rows = [orjson.loads(x) for x in path.read_bytes().splitlines() if x.strip()]
+        (marker,) = [r for r in rows if r.get("customType") == CONTEXT_ONLY_ENTRY]
+        planted = next(r for r in rows if r.get("id") == marker["data"]["targetId"])
+        (call,) = [p for p in planted["message"]["content"] if p["type"] == "toolCall"]
+        answer = next(
+            r["message"] for r in rows if r["type"] == "message" and r["message"].get("toolCallId") == call["id"]
+        )
+        assert call["name"] == "edit" and answer["isError"]
+        text = answer["content"][0]["text"]
+        mistakes.add(text.split(" ")[0])
+        assert text.startswith(("Could not find the exact text in", "No changes made to"))
+        retry = _convert(path, card)
+        golden = _convert(tmp_path / "synth" / "sessions" / "golden" / path.name, card)
+        assert isinstance(retry.record, Conversation) and isinstance(golden.record, Conversation), retry.record
+        # the failed edit and its error are on the wire, context only; every other call is the golden session's label
+        (k,) = retry.record.meta.context_only
+        assert retry.record.messages[k]["tool_calls"][0]["function"]["name"] == "edit"
+        assert retry.record.messages[k + 1]["content"] == text
+        assert retry.calls.fates.count(Reason.marked_context_only.value) == 1
+        assert retry.calls.labels == golden.calls.labels
+        rest = [m for i, m in enumerate(retry.record.messages) if i not in (k, k + 1)]
+        assert _without_ids(rest) == _without_ids(golden.record.messages)  # the endpoint numbers call ids by turn
+    assert mistakes == {"Could", "No"}  # both mistakes: text not found, and an edit that changes nothing
