@@ -8,14 +8,19 @@ from pathlib import Path
 
 import orjson
 import pytest
+from typer.testing import CliRunner
 
+from harnessfit.cli import app
 from harnessfit.convert import convert_trajectory
 from harnessfit.core import Conversation, Reason
+from harnessfit.eval import run_eval
 from harnessfit.formats.pi.entries import CONTEXT_ONLY_ENTRY
 from harnessfit.formats.pi.reader import PiReader
 from harnessfit.harness.card import load_card
 from harnessfit.harness.pi import DEFAULT_PI_VERSION
+from harnessfit.report.sections.synth import section
 from harnessfit.synth import synth
+from harnessfit.synth.targeting import target_from_eval
 from harnessfit.tasks import get_family
 from harnessfit.tasks.generate import generate_tasks
 
@@ -72,3 +77,32 @@ def test_retry_sessions_keep_the_failed_edit_as_context_only(pi_installed, tmp_p
         rest = [m for i, m in enumerate(retry.record.messages) if i not in (k, k + 1)]
         assert _without_ids(rest) == _without_ids(golden.record.messages)  # the endpoint numbers call ids by turn
     assert mistakes == {"Could", "No"}  # both mistakes: text not found, and an edit that changes nothing
+
+
+def test_an_edit_pi_could_not_apply_turns_on_the_retry_sessions(pi_installed, tmp_path: Path) -> None:
+    """`synth --from-eval` reads the failed edit from the eval run (Pi's tool error on an edit) and records retry
+    sessions without being asked; the manifest and the report say which failure asked for them."""
+    generate_tasks([get_family("edit_constant"), get_family("create_module")], tmp_path / "suite", n=2, seed=3)
+    one = [p.name for p in sorted((tmp_path / "suite").iterdir()) if p.name.startswith("edit_constant")][:1]
+    # read, then the failed edit, then the turn cap: the episode shows an edit Pi could not apply
+    run_eval("scripted:mis-edit", tmp_path / "suite", tmp_path / "eval", task_ids=one, max_turns=2, progress=False)
+    targeting = target_from_eval(tmp_path / "eval", ["edit_constant", "create_module"])
+    assert targeting.failures["failed_edit"] == 1 and targeting.variants == {"retry": ["failed_edit"]}
+    assert targeting.weights["edit_constant"] > targeting.weights["create_module"]
+    out = tmp_path / "synth"
+    args = ["synth", "--suite", str(tmp_path / "suite"), "--out", str(out), "--from-eval", str(tmp_path / "eval")]
+    res = CliRunner().invoke(app, [*args, "--limit", "3", "--no-contrast"])
+    assert res.exit_code == 0, res.output
+    assert "retry sessions: on (failed_edit)" in res.output
+    manifest = orjson.loads((out / "manifest.json").read_bytes())
+    assert manifest["notes"]["targeting"]["variants"] == {"retry": ["failed_edit"]}
+    retry = {f["task"] for f in manifest["files"] if f["kind"] == "retry"}
+    golden = {f["task"] for f in manifest["files"] if f["kind"] == "golden"}
+    assert retry and retry == {t for t in golden if t.startswith("edit_constant")}
+    assert "recorded because of: failed_edit" in section(tmp_path).body
+    # asked not to, it records none
+    res = CliRunner().invoke(
+        app, [*args[:4], str(tmp_path / "s2"), *args[5:], "--limit", "3", "--no-contrast", "--no-retry"]
+    )
+    assert res.exit_code == 0, res.output
+    assert {f["kind"] for f in orjson.loads((tmp_path / "s2" / "manifest.json").read_bytes())["files"]} == {"golden"}

@@ -36,11 +36,12 @@ def synth_cmd(
     contrast: bool = typer.Option(
         True, "--contrast/--no-contrast", help="Also record the double-encoded-then-recovered contrast sessions."
     ),
-    retry: bool = typer.Option(
-        False,
+    retry: bool | None = typer.Option(
+        None,
         "--retry/--no-retry",
         help="Also record retry sessions on tasks with an edit: a failed first edit (kept as context only), "
-        "then the exact one.",
+        "then the exact one. Default: off, or with --from-eval on when the run shows an edit Pi could not apply.",
+        show_default=False,
     ),
     harness: str = typer.Option(None, "--harness", help=_HARNESS_HELP + " Default: the newest committed card."),
     task: list[str] = typer.Option(None, "--task", help="Only these task ids (repeatable)."),
@@ -66,13 +67,16 @@ def synth_cmd(
         for failure, n in targeting.failures.items():
             typer.echo(f"{failure}: {n} episode(s) → {', '.join(targeting.drove.get(failure, [])) or '(none)'}")
         typer.echo("tasks per family: " + ", ".join(f"{f} {n}" for f, n in targeting.chosen.items()))
+        if retry is None and "retry" in targeting.variants:
+            retry = True
+            typer.echo(f"retry sessions: on ({', '.join(targeting.variants['retry'])})")
     manifest = synth(
         suite,
         out,
         seeds=seeds,
         workers=workers,
         contrast=contrast,
-        retry=retry,
+        retry=bool(retry),
         pi_version=_pi_version(harness),
         task_ids=task or None,
         resume=resume,

@@ -3,8 +3,9 @@
 Each failure an episode shows is answered by the families whose golden sessions demonstrate what was missing
 (``ANSWERS``: the failure, the families, and why). A family's weight is 1 plus, for every failure, the number of
 episodes that showed it spread over the families that answer it; ``choose_tasks`` then takes instances from a
-generated training suite in proportion to the weights. The returned ``Targeting`` is written into the synthesis
-manifest, so the report can say which failures drove which data.
+generated training suite in proportion to the weights. Some failures also ask for a session variant (``VARIANTS``:
+an edit Pi could not apply asks for the retry sessions, ``synth(retry=True)``). The returned ``Targeting`` is
+written into the synthesis manifest, so the report can say which failures drove which data.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from harnessfit.eval.episode import Episode
 from harnessfit.eval.results import load_results
 from harnessfit.eval.task import suite_families
 
-__all__ = ["ANSWERS", "Targeting", "failures_of", "target_from_eval", "choose_tasks"]
+__all__ = ["ANSWERS", "VARIANTS", "Targeting", "failures_of", "target_from_eval", "choose_tasks"]
 
 _FINISH = ("create_module", "cli_script", "answer_from_files", "edit_constant", "config_json", "edit_string")
 _EDITS = (
@@ -46,7 +47,14 @@ ANSWERS: dict[str, tuple[tuple[str, ...], str]] = {
     "no_validation": (_RECOVER, "sessions that run the validation command first and again after the fix"),
     "expected_change_missing": (_EDITS, "exact edits of the named text"),
     "checker_failed": (_RECOVER, "a failing check read, then exactly that repaired"),
+    "failed_edit": (
+        (*_EDITS, "fix_off_by_one", "fix_failing_test"),
+        "retry sessions: an edit Pi could not apply (context only), then the exact edit",
+    ),
 }
+
+# failure -> the synth variant whose sessions show the missing behaviour
+VARIANTS: dict[str, str] = {"failed_edit": "retry"}
 
 
 @dataclass
@@ -60,6 +68,7 @@ class Targeting:
     reasons: dict[str, str] = field(default_factory=dict)  # failure -> why its families answer it
     drove: dict[str, list[str]] = field(default_factory=dict)  # failure -> the families whose weight it raised
     chosen: dict[str, int] = field(default_factory=dict)  # family -> tasks chosen (filled by choose_tasks)
+    variants: dict[str, list[str]] = field(default_factory=dict)  # synth variant -> the failures that asked for it
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -81,6 +90,7 @@ def failures_of(ep: Episode) -> list[str]:
             ("no_validation", not m.validation_used),
             ("expected_change_missing", not m.expected_change),
             ("checker_failed", not m.checker_passed),
+            ("failed_edit", m.pi_tool_errors.get("edit", 0) > 0),
         )
         if hit
     ]
@@ -108,6 +118,10 @@ def target_from_eval(run_dir: Path, families: list[str]) -> Targeting:
         weights={k: round(v, 3) for k, v in sorted(weights.items())},
         reasons={k: ANSWERS[k][1] for k in sorted(counts) if k in ANSWERS},
         drove=drove,
+        variants={
+            v: sorted(f for f in counts if VARIANTS.get(f) == v)
+            for v in sorted({VARIANTS[f] for f in counts if f in VARIANTS})
+        },
     )
 
 
