@@ -46,8 +46,8 @@ class Reason(StrEnum):
 
     A call's problem is either in the call (``unsupported_tool``, ``ui_only_call`` — a UI-only call that could not be
     dropped without changing what the model saw —, ``unmappable_arguments``, ``arguments_double_encoded``,
-    ``schema_violation``, ``user_rejected_call``, ``marked_context_only`` — a deliberate mistake the recording marks, kept
-    in the context —: the call is no training label) or in its result
+    ``schema_violation``, ``user_rejected_call``, ``marked_context_only`` — a deliberate mistake the recording
+    marks, kept in the context —: the call is no training label) or in its result
     (``unmappable_result``, ``unknown_pi_text``, ``missing_tool_result``, a result's ``image_content``: the call is an
     exact label, the context after it is not)."""
 

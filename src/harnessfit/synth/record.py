@@ -6,11 +6,12 @@ a failing validation, create-and-validate that ends promptly) and, as contrast e
 session shows the corrected call and the rest of the solution). With ``retry``, every task with an edit is also
 played by the mis-edit solver: its first edit goes wrong as a small model's edits do (nothing changed, or text not
 found), Pi says so, and the next call is the exact edit. The kept copy marks the failed edit context only
-(``formats.pi.entries.CONTEXT_ONLY_ENTRY``), so the build learns the retry and never the mistake. Only episodes whose loop completed are kept; the
-manifest lists every file with its SHA-256 and every skipped episode with why. A kept session names
-``/workspace/<task>/seed-<n>`` as its working folder instead of the folder the episode ran in, so the dataset built
-from it does not depend on where the project was cloned, and its ids and timestamps are pinned
-(``synth.session_copy``), so the same tasks synthesised on the same day give the same bytes.
+(``formats.pi.entries.CONTEXT_ONLY_ENTRY``), so the build learns the retry and never the mistake.
+
+Only episodes whose loop completed are kept; the manifest lists every file with its SHA-256 and every skipped
+episode with why. A kept session names ``/workspace/<task>/seed-<n>`` as its working folder instead of the folder
+the episode ran in, so the dataset built from it does not depend on where the project was cloned, and its ids and
+timestamps are pinned (``synth.session_copy``), so the same tasks synthesised on the same day give the same bytes.
 
 A refused call is never an SFT label. Under a Pi that stores the refused text as ``argumentsError`` and whose card
 has its refusal (1.6.0), `harnessfit build` keeps a contrast session with that first turn as context only
