@@ -82,7 +82,10 @@ def _append_marks(entries: list[dict[str, Any]], marks: list[tuple[str, str]], k
     last = entries[-1]
     for target, why in marks:
         n = len(entries)
-        moment = datetime.datetime.fromisoformat(str(last.get("timestamp")).replace("Z", "+00:00"))
+        try:
+            moment = datetime.datetime.fromisoformat(str(last.get("timestamp")).replace("Z", "+00:00"))
+        except ValueError:  # an entry without a timestamp: the marker takes the day's start
+            moment = _day_start(last.get("timestamp"))
         entry = {
             "type": "custom",
             "customType": CONTEXT_ONLY_ENTRY,
