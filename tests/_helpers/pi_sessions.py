@@ -15,7 +15,50 @@ import orjson
 
 from harnessfit.harness.card import HarnessCard, load_card
 
-__all__ = ["Session", "branchy_session", "Call", "CWD", "DATE", "keeps_system", "write_session", "ordinary_calls"]
+__all__ = [
+    "Session",
+    "branchy_session",
+    "Call",
+    "CWD",
+    "DATE",
+    "keeps_system",
+    "write_session",
+    "ordinary_calls",
+    "message_entry",
+    "assistant_message",
+    "tool_result",
+    "write_rows",
+]
+
+
+def message_entry(eid: str, parent: str | None, message: dict[str, Any]) -> dict[str, Any]:
+    """A v3 ``message`` entry holding ``message``."""
+    return {"type": "message", "id": eid, "parentId": parent, "timestamp": "2026-11-01T10:00:00Z", "message": message}
+
+
+def assistant_message(blocks: list[dict[str, Any]], stop: str) -> dict[str, Any]:
+    return {"role": "assistant", "content": blocks, "stopReason": stop, "model": "m", "provider": "p"}
+
+
+def tool_result(cid: str, name: str, text: str, err: bool = False) -> dict[str, Any]:
+    content = [{"type": "text", "text": text}]
+    return {"role": "toolResult", "toolCallId": cid, "toolName": name, "content": content, "isError": err}
+
+
+def write_rows(path: Path, rows: list[dict[str, Any]], *, reverse_keys: bool = False, newline: str = "\n") -> Path:
+    """One JSON line per row; ``reverse_keys``: every object's keys in reverse order (Pi reads entries by key)."""
+    if reverse_keys:
+        rows = [_reversed(r) for r in rows]
+    path.write_bytes("".join(orjson.dumps(r).decode() + newline for r in rows).encode())
+    return path
+
+
+def _reversed(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _reversed(v) for k, v in reversed(list(value.items()))}
+    if isinstance(value, list):
+        return [_reversed(v) for v in value]
+    return value
 
 
 class Session:

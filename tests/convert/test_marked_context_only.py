@@ -7,10 +7,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from _helpers.pi_sessions import assistant_message, message_entry, tool_result, write_rows
 from harnessfit.convert import convert_trajectory
 from harnessfit.core import Conversation, Reason
 from harnessfit.dataset.exports import decision_points, sft_records
@@ -29,37 +29,21 @@ NO_MATCH = (
 def _rows(target: str | None, *, marker_first: bool = False) -> list[dict]:
     """A session: read a.py, an edit that fails, the exact edit, an answer; a marker naming ``target``."""
 
-    def msg(eid, parent, message):
-        return {
-            "type": "message",
-            "id": eid,
-            "parentId": parent,
-            "timestamp": "2026-11-01T10:00:00Z",
-            "message": message,
-        }
-
-    def assistant(blocks, stop):
-        return {"role": "assistant", "content": blocks, "stopReason": stop, "model": "m", "provider": "p"}
-
     def call(cid, name, args):
         return {"type": "toolCall", "id": cid, "name": name, "arguments": args}
-
-    def result(cid, name, text, err=False):
-        content = [{"type": "text", "text": text}]
-        return {"role": "toolResult", "toolCallId": cid, "toolName": name, "content": content, "isError": err}
 
     wrong = {"path": "a.py", "edits": [{"oldText": "X = 2\n", "newText": "X = 2\n"}]}
     right = {"path": "a.py", "edits": [{"oldText": "X = 1\n", "newText": "X = 2\n"}]}
     rows = [
         {"type": "session", "version": 3, "id": "s1", "timestamp": "2026-11-01T10:00:00.000Z", "cwd": "/work/p"},
-        msg("u1", None, {"role": "user", "content": [{"type": "text", "text": "Set X to 2 in a.py."}]}),
-        msg("a1", "u1", assistant([call("c1", "read", {"path": "a.py"})], "toolUse")),
-        msg("r1", "a1", result("c1", "read", "X = 1\n")),
-        msg("a2", "r1", assistant([call("c2", "edit", wrong)], "toolUse")),
-        msg("r2", "a2", result("c2", "edit", NO_MATCH, True)),
-        msg("a3", "r2", assistant([call("c3", "edit", right)], "toolUse")),
-        msg("r3", "a3", result("c3", "edit", "Successfully replaced 1 block(s) in a.py.")),
-        msg("a4", "r3", assistant([{"type": "text", "text": "X is 2 now."}], "stop")),
+        message_entry("u1", None, {"role": "user", "content": [{"type": "text", "text": "Set X to 2 in a.py."}]}),
+        message_entry("a1", "u1", assistant_message([call("c1", "read", {"path": "a.py"})], "toolUse")),
+        message_entry("r1", "a1", tool_result("c1", "read", "X = 1\n")),
+        message_entry("a2", "r1", assistant_message([call("c2", "edit", wrong)], "toolUse")),
+        message_entry("r2", "a2", tool_result("c2", "edit", NO_MATCH, True)),
+        message_entry("a3", "r2", assistant_message([call("c3", "edit", right)], "toolUse")),
+        message_entry("r3", "a3", tool_result("c3", "edit", "Successfully replaced 1 block(s) in a.py.")),
+        message_entry("a4", "r3", assistant_message([{"type": "text", "text": "X is 2 now."}], "stop")),
     ]
     if target is not None:
         marker = {
@@ -79,17 +63,21 @@ def _rows(target: str | None, *, marker_first: bool = False) -> list[dict]:
     return rows
 
 
-def _convert(tmp_path: Path, rows: list[dict], card):
-    path = tmp_path / "s.jsonl"
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+def _convert(tmp_path: Path, rows: list[dict], card, *, reverse_keys: bool = False, newline: str = "\n"):
+    path = write_rows(tmp_path / "s.jsonl", rows, reverse_keys=reverse_keys, newline=newline)
     (traj,) = list(PiReader().read(path))
     return convert_trajectory(traj, card)
 
 
-@pytest.mark.parametrize("marker_first", [False, True])
-def test_the_marked_turn_is_context_only_and_the_retry_a_label(tmp_path: Path, marker_first: bool) -> None:
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(marker_first=st.booleans(), reverse_keys=st.booleans(), crlf=st.booleans())
+def test_the_marked_turn_is_context_only_and_the_retry_a_label(
+    tmp_path: Path, marker_first: bool, reverse_keys: bool, crlf: bool
+) -> None:
+    """Wherever the marker sits on the path, whatever key order and line ending the file has."""
     card = load_card("pi", "1.6.0")
-    out = _convert(tmp_path, _rows("a2", marker_first=marker_first), card)
+    rows = _rows("a2", marker_first=marker_first)
+    out = _convert(tmp_path, rows, card, reverse_keys=reverse_keys, newline="\r\n" if crlf else "\n")
     conv = out.record
     assert isinstance(conv, Conversation), conv
     roles = [m["role"] for m in conv.messages]

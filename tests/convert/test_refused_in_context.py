@@ -11,6 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from _helpers.pi_sessions import assistant_message, message_entry, tool_result, write_rows
 from harnessfit.convert import convert_trajectory
 from harnessfit.core import Conversation, Reason, Rejection
 from harnessfit.dataset.exports import decision_points, sft_records
@@ -41,38 +42,18 @@ def _session(
         else f"Tool arguments must be a JSON object\n\nReceived arguments:\n{raw}"
     )
 
-    def msg(eid, parent, message):
-        return {
-            "type": "message",
-            "id": eid,
-            "parentId": parent,
-            "timestamp": "2026-11-01T10:00:00Z",
-            "message": message,
-        }
-
-    def assistant(blocks, stop):
-        return {"role": "assistant", "content": blocks, "stopReason": stop, "model": "m", "provider": "p"}
-
-    def result(cid, text, err):
-        content = [{"type": "text", "text": text}]
-        return {"role": "toolResult", "toolCallId": cid, "toolName": "read", "content": content, "isError": err}
-
     bad = {"type": "toolCall", "id": "c1", "name": "read", "arguments": {}, "argumentsError": error}
     good = {"type": "toolCall", "id": "c2", "name": "read", "arguments": {"path": "a.txt"}}
     rows = [
         {"type": "session", "version": 3, "id": "s1", "timestamp": "2026-11-01T10:00:00.000Z", "cwd": "/work/p"},
-        msg("u1", None, {"role": "user", "content": [{"type": "text", "text": "Read a.txt."}]}),
-        msg("a1", "u1", assistant([{"type": "text", "text": "Reading."}, bad], "toolUse")),
-        msg("r1", "a1", result("c1", refusal, True)),
-        msg("a2", "r1", assistant([good], "toolUse")),
-        msg("r2", "a2", result("c2", "one\n", False)),
-        msg("a3", "r2", assistant([{"type": "text", "text": "It says one."}], "stop")),
+        message_entry("u1", None, {"role": "user", "content": [{"type": "text", "text": "Read a.txt."}]}),
+        message_entry("a1", "u1", assistant_message([{"type": "text", "text": "Reading."}, bad], "toolUse")),
+        message_entry("r1", "a1", tool_result("c1", "read", refusal, True)),
+        message_entry("a2", "r1", assistant_message([good], "toolUse")),
+        message_entry("r2", "a2", tool_result("c2", "read", "one\n")),
+        message_entry("a3", "r2", assistant_message([{"type": "text", "text": "It says one."}], "stop")),
     ]
-    path = tmp_path / "s.jsonl"
-    if reverse_keys:  # another writer's key order: Pi reads entries by key
-        rows = [json.loads(json.dumps(r), object_pairs_hook=lambda kv: dict(reversed(kv))) for r in rows]
-    path.write_bytes("".join(json.dumps(r) + newline for r in rows).encode())
-    return path
+    return write_rows(tmp_path / "s.jsonl", rows, reverse_keys=reverse_keys, newline=newline)
 
 
 def _convert(path: Path, card):
