@@ -13,8 +13,8 @@ VOCAB = 64
 EOS = 1
 
 
-def make_tiny_model(folder: Path, *, seed: int = 0, vocab: int = VOCAB) -> Path:
-    """Random-initialised 2-layer Llama (config only, no download) + a word-level tokenizer, saved like a HF folder."""
+def make_tiny_model(folder: Path, *, seed: int = 0, vocab: int = VOCAB, layers: int = 2) -> Path:
+    """Random-initialised Llama (2 layers unless ``layers``) (config only, no download) + a word-level tokenizer, saved like a HF folder."""
     import torch
     from tokenizers import Tokenizer, models
     from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
@@ -24,7 +24,7 @@ def make_tiny_model(folder: Path, *, seed: int = 0, vocab: int = VOCAB) -> Path:
         vocab_size=vocab,
         hidden_size=32,
         intermediate_size=64,
-        num_hidden_layers=2,
+        num_hidden_layers=layers,
         num_attention_heads=4,
         num_key_value_heads=2,
         max_position_embeddings=512,

@@ -296,6 +296,14 @@ class HarnessfitSFTConfig(_HarnessfitFields, SFTConfig):
     padding_free: bool = field(
         default=True, metadata={"help": "Pack a micro-batch into one row with per-record position ids (no padding)."}
     )
+    trunk_cache: Literal["auto", "on", "off"] = field(
+        default="auto",
+        metadata={
+            "help": "Compute the frozen lower layers (below the first adapted one) once per row and reuse them on later "
+            "passes: the same loss and gradients, fewer layers per step. auto = on when rows are seen more than once "
+            "by one process and the cache fits a quarter of free host memory (rows beyond that are recomputed)."
+        },
+    )
     completion_only_loss: bool | None = field(
         default=True, metadata={"help": "Loss on the audit's assistant masks only."}
     )
@@ -331,6 +339,8 @@ class HarnessfitSFTConfig(_HarnessfitFields, SFTConfig):
 
     def __post_init__(self) -> None:
         self._harnessfit_checks()
+        if isinstance(self.trunk_cache, bool):  # YAML reads `on`/`off` as booleans
+            self.trunk_cache = "on" if self.trunk_cache else "off"
         if self.max_length is not None:
             raise ValueError(
                 f"max_length={self.max_length} would truncate audited records (and cut their "

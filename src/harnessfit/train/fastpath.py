@@ -15,6 +15,7 @@ from pydantic import BaseModel
 
 from harnessfit.errors import UserError
 from harnessfit.train.config import HarnessfitSFTConfig
+from harnessfit.train.trunk import trunk_cache_bytes
 
 __all__ = ["FastPath", "plan_fast_path", "activation_bytes_estimate"]
 
@@ -35,6 +36,7 @@ class FastPath(BaseModel):
     gradient_checkpointing: bool
     liger: bool
     torch_compile: bool
+    trunk_cache_bytes: int = 0  # memory the trunk cache may hold (0 = no cache; ``train.trunk``)
     memory_estimate_gib: float | None = None
     notes: list[str] = []
 
@@ -134,6 +136,7 @@ def plan_fast_path(recipe: HarnessfitSFTConfig, model_cfg: Any, lengths: list[in
         notes.append("liger-kernel not installed: standard layers (TRL's chunked LM-head loss is still used)")
 
     compile_on = bool(recipe.torch_compile)
+    trunk = _trunk_budget(recipe, model_cfg, lengths, dtype_bytes, world_size, notes)
     return FastPath(
         device=device,
         dtype=dtype,
@@ -146,6 +149,36 @@ def plan_fast_path(recipe: HarnessfitSFTConfig, model_cfg: Any, lengths: list[in
         gradient_checkpointing=gc_on,
         liger=liger_on,
         torch_compile=compile_on,
+        trunk_cache_bytes=trunk,
         memory_estimate_gib=round(est_gib, 2),
         notes=notes,
     )
+
+
+def _trunk_budget(
+    recipe: HarnessfitSFTConfig, model_cfg: Any, lengths: list[int], dtype_bytes: int, world_size: int, notes: list
+) -> int:
+    """Bytes the trunk cache may hold: 0 (off) when the recipe says off, or (auto) when no row is seen twice or
+    several processes train; else what every row needs, capped at a quarter of the host's free memory."""
+    import psutil  # only here: the one place that sizes a cache against host memory
+
+    mode = recipe.trunk_cache
+    if mode == "off":
+        return 0
+    n_rows = max(1, len(lengths))
+    steps = recipe.max_steps if recipe.max_steps and recipe.max_steps > 0 else None
+    passes = steps * recipe.records_per_step() * world_size / n_rows if steps else float(recipe.num_train_epochs)
+    if mode == "auto" and passes <= 1:
+        notes.append("trunk cache off: each row is trained on once, so there is nothing to reuse")
+        return 0
+    if mode == "auto" and world_size > 1:
+        notes.append("trunk cache off with several processes (set trunk_cache: on to use it)")
+        return 0
+    need = trunk_cache_bytes(lengths, model_cfg, dtype_bytes)
+    cap = psutil.virtual_memory().available // 4
+    budget = min(need, cap)
+    notes.append(
+        f"trunk cache on: frozen lower layers computed once per row, {budget / GIB:.2f} GiB "
+        f"({'all rows' if budget >= need else f'of the {need / GIB:.2f} GiB all rows need'})"
+    )
+    return max(1, budget)

@@ -16,6 +16,8 @@ action's mean, or each token), so it compares across layouts.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -23,10 +25,31 @@ import torch
 from trl import SFTTrainer
 from trl.trainer.sft_trainer import DataCollatorForLanguageModeling
 
+from harnessfit.train.trunk import TrunkCache
+
 __all__ = ["LossWeighting", "ActionCollator", "ActionWeightedSFTTrainer", "action_losses"]
 
 LossWeighting = Literal["per_action", "per_token"]
 _EXTRA = ("action_index", "loss_items", "rows")
+
+
+@contextmanager
+def _supervised_positions_only(on: bool) -> Iterator[None]:
+    """TRL's fused LM head projects only the supervised positions where Triton runs, and every position elsewhere,
+    so that a compiled graph keeps one shape per batch (``trl/trainer/utils.py``, ``compact = _use_triton(...)``).
+    Eager training recompiles nothing, and on a CPU scoring every position of a chain costs about ten times the
+    head's work (a chain supervises about 1 token in 10: 177 of 1,861 in a median synth chain, 4 s of a 10 s step).
+    While ``on``, the fused forward compacts on every device; the log-probabilities are the same numbers
+    (``tests/train/test_trunk_cache.py``). Off under ``torch_compile``, where TRL's reason holds."""
+    from trl.trainer import utils as trl_utils  # only here: the seam is TRL's, patched for the call's duration
+
+    original = trl_utils._use_triton
+    if on:
+        trl_utils._use_triton = lambda device: True
+    try:
+        yield
+    finally:
+        trl_utils._use_triton = original
 
 
 @dataclass
@@ -77,11 +100,15 @@ class ActionWeightedSFTTrainer(SFTTrainer):
     # divide again by the accumulation steps
     loss_is_scaled_for_ga = True
 
-    def __init__(self, *args: Any, weighting: LossWeighting = "per_action", **kwargs: Any) -> None:
+    def __init__(
+        self, *args: Any, weighting: LossWeighting = "per_action", trunk_budget: int | None = None, **kwargs: Any
+    ) -> None:
         self.weighting = weighting
         self.rows_seen: set[int] = set()
         self.supervised_seen = 0
         super().__init__(*args, **kwargs)
+        # frozen lower layers computed once per row (``train.trunk``) when the fast path asks for it
+        self.trunk = TrunkCache(self.model, budget_bytes=trunk_budget) if trunk_budget else None
 
     def get_batch_samples(self, epoch_iterator, num_batches, device):
         batches, num_items = super().get_batch_samples(epoch_iterator, num_batches, device)
@@ -91,9 +118,15 @@ class ActionWeightedSFTTrainer(SFTTrainer):
                 num_items = self.accelerator.gather(num_items).sum()
         return batches, num_items
 
-    def _weighted_nll(self, model, inputs: dict[str, Any]):
-        """Forward with the fused LM head; per-label-position nll (zero where not supervised) and the outputs."""
-        outputs = model(**inputs, use_cache=False, fused_lm_head=True)
+    def _weighted_nll(self, model, inputs: dict[str, Any], rows: list[int] | None = None):
+        """Forward with the fused LM head; per-label-position nll (zero where not supervised) and the outputs. A
+        training batch goes through the trunk cache when there is one (the same numbers, fewer layers run)."""
+        with _supervised_positions_only(not self.args.torch_compile):
+            outputs = None
+            if self.trunk is not None and rows is not None and model.training:
+                outputs = self.trunk.forward(model, inputs, rows)
+            if outputs is None:
+                outputs = model(**inputs, use_cache=False, fused_lm_head=True)
         return -outputs.log_probs, outputs
 
     def _token_weights(self, index: torch.Tensor, dtype) -> torch.Tensor:
@@ -129,7 +162,7 @@ class ActionWeightedSFTTrainer(SFTTrainer):
         items = inputs.pop("loss_items")
         rows = inputs.pop("rows")
         mode = "train" if self.model.training else "eval"
-        nll, outputs = self._weighted_nll(model, inputs)
+        nll, outputs = self._weighted_nll(model, inputs, rows.tolist())
         w = self._token_weights(index.to(nll.device), nll.dtype)
         denom = items if num_items_in_batch is None else num_items_in_batch
         loss = (nll * w).sum() / torch.as_tensor(denom, device=nll.device).clamp(min=1)

@@ -207,6 +207,7 @@ def _data_facts(
         "supervised_tokens_seen": sup,
         "train_seconds": round(seconds, 2) if seconds else None,
         "supervised_tokens_per_second": round(sup / seconds, 2) if seconds else None,
+        "trunk_cache": trainer.trunk.facts() if trainer.trunk is not None else None,
     }
 
 
@@ -258,6 +259,7 @@ def build_trainer(
         callbacks=callbacks.callbacks,
         data_collator=collator,
         weighting=cfg.loss_weighting,
+        trunk_budget=fp.trunk_cache_bytes or None,
     )
 
 
@@ -302,6 +304,8 @@ def train_sft(
     callbacks.callbacks.extend(extra_callbacks)
     try:
         trainer = build_trainer(cfg, audited, train, evalset, fp, callbacks)
+        if rank() == 0 and trainer.trunk is not None:
+            console.print(f"[dim]train:[/] {escape(trainer.trunk.describe())}")
         output = trainer.train(resume_from_checkpoint=str(run.resume_from) if run.resume_from else None)
     finally:
         callbacks.close()
