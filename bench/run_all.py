@@ -43,6 +43,7 @@ def plans(full: bool) -> dict[str, list[str]]:
         "audit": ["audit_throughput.py", *([] if full else ["--convs", "4"])],
         "train": ["train_throughput.py", *(["--device", "cuda"] if full and gpu else ["--device", "cpu", "--shape", "tiny"])],
         "train_tokens": ["train_tokens.py", *([] if full else ["--no-train", "--no-audit-compare"])],
+        "train_cpu_step": ["train_cpu_step.py", *([] if full else ["--steps", "1"])],
     }
 
 

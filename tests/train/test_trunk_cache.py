@@ -174,6 +174,9 @@ def test_two_passes_train_the_same_adapter_with_and_without_the_cache(tiny_chain
     for name, w in w_off.items():
         torch.testing.assert_close(w_on[name], w, atol=1e-5, rtol=1e-4)
     assert json.loads((tmp_path / "on" / "recipe.json").read_text())["resolved"]["trunk_cache"] == "on"
+    report = (tmp_path / "on" / "train_report.md").read_text()
+    rows = on.data["train_rows"]
+    assert f"the output of layers 0-0 was computed {rows} times and read from the cache {rows} times" in report
 
 
 def test_the_fused_head_scores_only_supervised_positions_with_the_same_numbers(tmp_path, monkeypatch) -> None:

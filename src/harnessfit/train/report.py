@@ -106,7 +106,22 @@ def _data_lines(data: dict | None) -> list[str]:
     ]
     if data.get("eval_note"):
         lines.append(f"- {data['eval_note']}.")
+    trunk = data.get("trunk_cache")
+    if trunk:
+        lines.append(f"- {_trunk_line(trunk)}.")
     return lines
+
+
+def _trunk_line(t: dict) -> str:
+    """What the trunk cache (``train.trunk``) did, in one sentence."""
+    if not t.get("frozen_layers"):
+        return "trunk cache: no frozen layer below the adapters, every step ran all layers"
+    if t.get("verified") is False:
+        return "trunk cache off: its first batch did not match the whole forward, every step ran all layers"
+    return (
+        f"trunk cache: the output of layers 0-{t['frozen_layers'] - 1} was computed {t['rows_computed']} times and "
+        f"read from the cache {t['steps_from_cache']} times ({t['rows_cached']} rows held, {t['cached_mib']} MiB)"
+    )
 
 
 def write_report(
