@@ -78,3 +78,43 @@ def test_scores_invalid_calls_and_final_answer(tmp_path: Path, default_suite: Pa
     assert m.finished_with_response and not m.complete_loop
     assert m.failure == "double_encoded_arguments"
     assert m.turns == 5 and m.tokens_total == 550 and m.stop_reason == "stop"
+
+
+def _score(tmp_path: Path, task, msgs, checker_exit_code=0, expected_change=True):
+    rows = [{"type": "session", "version": 3, "id": "x", "cwd": "/w"}] + [_msg(i, m) for i, m in enumerate(msgs)]
+    (tmp_path / "s.jsonl").write_bytes(b"\n".join(orjson.dumps(r) for r in rows) + b"\n")
+    facts = EpisodeFacts(
+        task_id=task.id,
+        seed=0,
+        sandbox="bwrap",
+        max_turns=8,
+        events_file="none.jsonl",
+        stderr_file="none.txt",
+        session_file="s.jsonl",
+        pi_exit_code=0,
+        expected_change=expected_change,
+        checker_exit_code=checker_exit_code,
+    )
+    return score_episode(facts, task, tmp_path, load_card_or_none())
+
+
+def test_a_call_the_endpoint_could_not_parse_is_an_invalid_call_and_no_answer(tmp_path: Path, default_suite: Path):
+    """The endpoint leaves a <tool_call> block that does not parse in the reply's text (what the model wrote): the
+    model tried a call, so it counts as an invalid call, and a final "answer" that is such a block is no answer."""
+    task = load_task(default_suite / "edit_greeting")
+    broken = '<tool_call>\n{"name": "edit", "arguments": {"path": "greet.py", "edits": [{"oldText": "a"}}\n</tool_call>'
+    msgs = [
+        {"role": "user", "content": [{"type": "text", "text": task.prompt}]},
+        _assistant([("c1", "read", {"path": "greet.py"})]),
+        _result("c1", "read", "print('Hello')\n", False),
+        _assistant(text=broken, stop="stop"),
+    ]
+    m = _score(tmp_path, task, msgs, checker_exit_code=1, expected_change=False)
+    assert (m.tool_calls_total, m.tool_calls_valid, m.tool_calls_invalid) == (2, 1, 1)
+    assert m.invalid_by_reason == {"malformed_tool_call": 1}
+    assert not m.finished_with_response and m.failure == "invalid_tool_calls"
+    # the same episode answered in words after a successful edit is a complete loop, with no malformed call
+    msgs[-1] = _assistant(text="Done: greet.py now says hello to the user.", stop="stop")
+    m = _score(tmp_path, task, msgs)
+    assert m.tool_calls_total == 1 and m.tool_calls_invalid == 0 and m.invalid_by_reason == {}
+    assert m.finished_with_response and m.complete_loop

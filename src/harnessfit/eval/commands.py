@@ -11,6 +11,7 @@ from harnessfit.eval.compare import compare
 from harnessfit.eval.pairwise import commands as pairwise_cmds
 from harnessfit.eval.probe import commands as probe_cmds
 from harnessfit.eval.raw import commands as raw_cmds
+from harnessfit.eval.rescore import rate_changes, rescore
 from harnessfit.eval.run import episode_line
 
 __all__ = ["register"]
@@ -122,6 +123,17 @@ def compare_cmd(
     """Side-by-side before/after table of two or more eval results."""
     path = compare(results, out)
     typer.echo(path.read_text(encoding="utf-8"))
+
+
+@eval_app.command("rescore")
+def rescore_cmd(
+    run: Path = typer.Argument(..., help="A finished eval agent run: its folder or its results.json."),
+    suite: Path = typer.Option(None, "--suite", help="The suite it ran (default: the path its results name)."),
+) -> None:
+    """Score a finished run's episodes again with the current scorers; rewrite its results and say what changed."""
+    before, after = rescore(run, suite)
+    changes = rate_changes(before, after)
+    typer.echo("\n".join(changes) if changes else "no aggregate changed")
 
 
 def register(app: typer.Typer) -> None:

@@ -16,6 +16,7 @@ from harnessfit.eval.episode import FAILURE_RULES, INTEGRITY_FLAGS, EpisodeFacts
 from harnessfit.eval.record import EpisodeRecord, load_card_or_none, read_jsonl_tolerant, record_episode, text_of
 from harnessfit.eval.scoring import SCORERS, Unscored, scorer
 from harnessfit.eval.task import Task
+from harnessfit.models.toolcalls import OPEN_TAG
 
 __all__ = ["read_jsonl_tolerant", "score_episode", "load_card_or_none", "integrity_flag", "BUILTIN_METRICS"]
 
@@ -65,6 +66,8 @@ def finished_with_response(ep: EpisodeRecord) -> bool:
         return False
     if any(isinstance(p, dict) and p.get("type") == "toolCall" for p in last.get("content") or []):
         return False
+    if _malformed_calls(last):  # the "answer" is a call the endpoint could not parse, not a reply
+        return False
     return ep.facts.killed is None and not ep.facts.turn_cap_hit and ep.facts.cap_hit is None
 
 
@@ -76,9 +79,24 @@ def checker_passed(ep: EpisodeRecord) -> bool:
 # --- the tool calls ---------------------------------------------------------------------------------------------
 
 
+MALFORMED = "malformed_tool_call"
+
+
+def _malformed_calls(message: dict[str, Any]) -> int:
+    """Calls written in the served template's markup that did not parse (a ``<tool_call>`` block whose text is not a
+    call): the endpoint leaves such a block in the reply's text as the model wrote it (``models.toolcalls``), so Pi
+    never sees a call, but the model did try one. Counted as invalid calls (``malformed_tool_call``), as the probes
+    count them (``eval/probe/probes.py``)."""
+    return text_of(message).count(OPEN_TAG)
+
+
+def _malformed_total(ep: EpisodeRecord) -> int:
+    return sum(_malformed_calls(m) for m in ep.assistants)
+
+
 @scorer()
 def tool_calls_total(ep: EpisodeRecord) -> int:
-    return len(ep.calls)
+    return len(ep.calls) + _malformed_total(ep)
 
 
 @scorer()
@@ -88,12 +106,15 @@ def tool_calls_valid(ep: EpisodeRecord) -> int:
 
 @scorer()
 def tool_calls_invalid(ep: EpisodeRecord) -> int:
-    return sum(1 for c in ep.calls if c.problems)
+    return sum(1 for c in ep.calls if c.problems) + _malformed_total(ep)
 
 
 @scorer()
 def invalid_by_reason(ep: EpisodeRecord) -> dict[str, int]:
-    return dict(sorted(Counter(why for c in ep.calls for why in c.problems).items()))
+    counts = Counter(why for c in ep.calls for why in c.problems)
+    if malformed := _malformed_total(ep):
+        counts[MALFORMED] += malformed
+    return dict(sorted(counts.items()))
 
 
 @scorer()
