@@ -16,7 +16,7 @@ from harnessfit.train.trunk import TrunkCache, frozen_depth
 UPPER = r".*\.layers\.(2|3)\.self_attn\.(q|v)_proj"
 
 
-def _model(tmp_path, targets=UPPER, layers: int = 4):
+def _model(tmp_path, targets=UPPER, layers: int = 4, dropout: float = 0.0):
     from peft import LoraConfig, get_peft_model
     from transformers import AutoModelForCausalLM
     from trl.trainer.utils import add_fused_lm_head
@@ -24,7 +24,7 @@ def _model(tmp_path, targets=UPPER, layers: int = 4):
     folder = make_tiny_model(tmp_path / f"m{layers}", layers=layers, seed=3)
     base = AutoModelForCausalLM.from_pretrained(folder, attn_implementation="sdpa", dtype=torch.float32)
     add_fused_lm_head(base, outputs=("log_probs", "entropy", "is_top1"))
-    model = get_peft_model(base, LoraConfig(r=4, lora_alpha=8, lora_dropout=0.0, target_modules=targets))
+    model = get_peft_model(base, LoraConfig(r=4, lora_alpha=8, lora_dropout=dropout, target_modules=targets))
     torch.manual_seed(0)
     for name, p in model.named_parameters():
         if "lora_B" in name:  # non-zero adapters, so the upper layers' output depends on them
@@ -104,6 +104,16 @@ def test_a_full_budget_keeps_nothing_but_still_gives_the_same_numbers(tmp_path) 
         got = cache.forward(model, dict(inputs), [0, 1, 2]).log_probs
     torch.testing.assert_close(got, plain, atol=1e-5, rtol=1e-5)
     assert cache.rows == {} and cache.facts()["rows_cached"] == 0 and cache.misses == 3
+
+
+def test_adapter_dropout_above_the_trunk_does_not_turn_the_cache_off(tmp_path) -> None:
+    """Dropout in the adapted layers makes two training forwards differ, but not the trunk: the self-check compares
+    in eval mode, and the model is back in training mode after it."""
+    model = _model(tmp_path, dropout=0.3)
+    assert frozen_depth(model) == 2
+    cache = TrunkCache(model, budget_bytes=2**30)
+    assert cache.forward(model, _packed(_rows()), [0, 1, 2]) is not None
+    assert cache.verified is True and model.training
 
 
 def test_no_cache_where_it_cannot_apply(tmp_path) -> None:

@@ -199,9 +199,15 @@ class TrunkCache:
             return model(**rest, inputs_embeds=embeds, use_cache=False, fused_lm_head=True)
 
     def _agrees(self, model: Any, backbone: Any, inputs: dict, rest: dict, embeds: torch.Tensor) -> bool:
-        """Per-token log-probabilities of one batch, whole forward vs cached trunk: equal within ``_TOLERANCE``."""
-        with torch.no_grad():
-            plain = model(**inputs, use_cache=False, fused_lm_head=True).log_probs
-            with _upper_layers(backbone, self.depth):
-                cached = model(**rest, inputs_embeds=embeds, use_cache=False, fused_lm_head=True).log_probs
+        """Per-token log-probabilities of one batch, whole forward vs cached trunk: equal within ``_TOLERANCE``. Both
+        run in eval mode, so the adapters' own dropout (above the trunk) does not make them differ."""
+        was_training = model.training
+        model.eval()
+        try:
+            with torch.no_grad():
+                plain = model(**inputs, use_cache=False, fused_lm_head=True).log_probs
+                with _upper_layers(backbone, self.depth):
+                    cached = model(**rest, inputs_embeds=embeds, use_cache=False, fused_lm_head=True).log_probs
+        finally:
+            model.train(was_training)
         return plain.shape == cached.shape and bool(torch.allclose(plain, cached, atol=_TOLERANCE, rtol=_TOLERANCE))
