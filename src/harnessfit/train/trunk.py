@@ -33,7 +33,9 @@ class _Reached(Exception):
 
 
 def _backbone(model: Any) -> Any:
-    """The decoder stack (the module holding ``layers``) of a causal LM, PEFT-wrapped or not."""
+    """The decoder stack (the module holding ``layers``) of a causal LM, PEFT- or DDP-wrapped or not; None if it has
+    no such stack."""
+    model = getattr(model, "module", model)  # DistributedDataParallel holds the model as .module
     base = model.get_base_model() if hasattr(model, "get_base_model") else model
     inner = getattr(base, getattr(base, "base_model_prefix", "model"), None)
     return inner if inner is not None and hasattr(inner, "layers") else None
@@ -145,7 +147,8 @@ class TrunkCache:
         return f"trunk cache: layers 0-{self.depth - 1} are frozen; their output is computed once per row"
 
     def facts(self) -> dict[str, Any]:
-        """What the cache did, for the run's report."""
+        """What the cache did, for the run's report (``steps_from_cache``: row visits served from the cache, one per
+        step at one row per step; ``rows_computed``: row visits whose trunk was computed)."""
         return {
             "frozen_layers": self.depth,
             "verified": self.verified,
@@ -185,6 +188,8 @@ class TrunkCache:
         if not self.active:
             return None
         backbone = _backbone(model)
+        if backbone is None:
+            return None
         embeds = self._embeds(backbone, inputs, rows)
         if embeds is None:
             return None
