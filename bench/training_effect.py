@@ -83,6 +83,8 @@ def main() -> None:
     ap.add_argument("--max-tokens", type=int, default=160, help="output cap per model turn (an edit call needs ~100)")
     ap.add_argument("--traces", type=Path, default=None, help="real traces to add to the synthesised sessions")
     ap.add_argument("--recipe", type=Path, default=None, help="training recipe (default: the demo's)")
+    ap.add_argument("--epochs", type=float, default=None, help="passes over the training chains (default: the "
+                    "recipe's num_train_epochs)")
     ap.add_argument("--no-contrast", dest="contrast", action="store_false",
                     help="leave out the contrast sessions (a refused double-encoded first call, then the recovery)")
     ap.add_argument("--retry", action="store_true",
@@ -110,16 +112,16 @@ def main() -> None:
     t0 = time.perf_counter()
     # each task's own turn and time limits (the demo shortens them), no raw suites or probes
     plan = DemoPlan(out=out, traces=a.traces, seeds=a.seeds, synth_seeds=a.synth_seeds, recipe=a.recipe,
-                    family_per_kind=a.per_kind, heldout_instances=a.heldout_instances, family_seed=a.family_seed,
-                    eval_max_turns=None, eval_max_seconds=None, serve_max_tokens=a.max_tokens, static=False,
-                    eval_workers=2, contrast=a.contrast, retry=a.retry)
+                    epochs=a.epochs, family_per_kind=a.per_kind, heldout_instances=a.heldout_instances,
+                    family_seed=a.family_seed, eval_max_turns=None, eval_max_seconds=None,
+                    serve_max_tokens=a.max_tokens, static=False, eval_workers=2, contrast=a.contrast, retry=a.retry)
     # the trainer prints its log lines (PrinterCallback) to stdout: keep stdout for the one JSON object
     with contextlib.redirect_stdout(sys.stderr):
         run_demo(plan, console=Console(stderr=True))
     result = run_summary(out, {"seeds": a.seeds, "synth_seeds": a.synth_seeds, "per_kind": a.per_kind,
                                "heldout_instances": a.heldout_instances, "family_seed": a.family_seed,
                                "max_tokens": a.max_tokens, "traces": str(a.traces) if a.traces else None,
-                               "contrast": a.contrast, "retry": a.retry},
+                               "contrast": a.contrast, "retry": a.retry, "epochs": a.epochs},
                          wall_s=round(time.perf_counter() - t0, 1))
     print(json.dumps(result, indent=1))
     if tmp is not None:

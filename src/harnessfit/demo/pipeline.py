@@ -17,7 +17,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 from rich.console import Console
@@ -31,7 +31,10 @@ from harnessfit.harness.pi import DEFAULT_PI_VERSION, install_pi
 from harnessfit.harness.versions import harness_spec
 from harnessfit.tokens import audit
 
-__all__ = ["DemoPlan", "run_demo", "examples_dir"]
+if TYPE_CHECKING:
+    from harnessfit.train.config import HarnessfitSFTConfig
+
+__all__ = ["DemoPlan", "run_demo", "demo_recipe", "examples_dir"]
 
 
 def examples_dir() -> Path:
@@ -65,6 +68,7 @@ class DemoPlan:
     heldout_instances: int = 1  # instances per held-out family
     family_seed: int = 0
     recipe: Path | None = None
+    epochs: float | None = None  # None: the recipe's num_train_epochs
     seeds: int = 1
     eval_max_turns: int | None = 3  # None: each task's own limits
     eval_max_seconds: float | None = 60.0
@@ -117,6 +121,17 @@ class _Steps:
         return result
 
 
+def demo_recipe(plan: DemoPlan, audit_dir: Path) -> HarnessfitSFTConfig:
+    """The SFT config the demo trains with: ``plan.recipe`` on the audit at ``audit_dir``, with ``plan.epochs``
+    passes when given (the bench varies them without a recipe file of its own)."""
+    from harnessfit.train import load_sft_config  # heavy (torch, trl): loaded when the demo trains
+
+    overrides: dict[str, Any] = {"audit_dir": str(audit_dir), "model": plan.model}
+    if plan.epochs is not None:
+        overrides["num_train_epochs"] = plan.epochs
+    return load_sft_config(plan.recipe, **overrides)
+
+
 def run_demo(plan: DemoPlan, console: Console | None = None) -> Path:
     """Run every stage; returns the path of ``report.md``."""
     # heavy: eval, report, synth and the card capture pull fastapi/uvicorn, train torch/trl, the dataset build
@@ -128,7 +143,7 @@ def run_demo(plan: DemoPlan, console: Console | None = None) -> Path:
     from harnessfit.report.build import build_report
     from harnessfit.report.sections.run import STEPS_FILE
     from harnessfit.synth import synth
-    from harnessfit.train import load_sft_config, train_sft
+    from harnessfit.train import train_sft
 
     console = console or Console()
     plan = plan.resolved()
@@ -191,7 +206,7 @@ def run_demo(plan: DemoPlan, console: Console | None = None) -> Path:
     facts["audit"] = steps.run("audit tokens with the real tokenizer and template", _audit)
 
     def _train() -> dict[str, Any]:
-        recipe = load_sft_config(plan.recipe, audit_dir=str(out / "audit"), model=plan.model)
+        recipe = demo_recipe(plan, out / "audit")
         res = train_sft(recipe, out / "train")
         return res.model_dump(mode="json")
 
