@@ -4,15 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import orjson
-
-from harnessfit.eval.episode import EpisodeFacts
+from _helpers.episodes import recorded_episode
 from harnessfit.eval.scorers import load_card_or_none, score_episode
 from harnessfit.eval.task import load_task
-
-
-def _msg(i: int, message: dict) -> dict:
-    return {"type": "message", "id": f"{i:08x}", "parentId": f"{i - 1:08x}" if i else None, "message": message}
 
 
 def _assistant(calls=(), text=None, stop="toolUse"):
@@ -51,20 +45,7 @@ def test_scores_invalid_calls_and_final_answer(tmp_path: Path, default_suite: Pa
         _result("c4", "bash", "FAIL\n\nCommand exited with code 1", True),
         _assistant(text="I could not finish.", stop="stop"),
     ]
-    rows = [{"type": "session", "version": 3, "id": "x", "cwd": "/w"}] + [_msg(i, m) for i, m in enumerate(msgs)]
-    (tmp_path / "s.jsonl").write_bytes(b"\n".join(orjson.dumps(r) for r in rows) + b"\n")
-    facts = EpisodeFacts(
-        task_id=task.id,
-        seed=0,
-        sandbox="bwrap",
-        max_turns=8,
-        events_file="none.jsonl",
-        stderr_file="none.txt",
-        session_file="s.jsonl",
-        pi_exit_code=0,
-        expected_change=False,
-        checker_exit_code=1,
-    )
+    facts = recorded_episode(tmp_path, task.id, msgs, expected_change=False, checker_exit_code=1)
     card = load_card_or_none()
     m = score_episode(facts, task, tmp_path, card)
     assert m.tool_calls_total == 4 and m.tool_calls_valid == 1 and m.tool_calls_invalid == 3
@@ -81,19 +62,8 @@ def test_scores_invalid_calls_and_final_answer(tmp_path: Path, default_suite: Pa
 
 
 def _score(tmp_path: Path, task, msgs, checker_exit_code=0, expected_change=True):
-    rows = [{"type": "session", "version": 3, "id": "x", "cwd": "/w"}] + [_msg(i, m) for i, m in enumerate(msgs)]
-    (tmp_path / "s.jsonl").write_bytes(b"\n".join(orjson.dumps(r) for r in rows) + b"\n")
-    facts = EpisodeFacts(
-        task_id=task.id,
-        seed=0,
-        sandbox="bwrap",
-        max_turns=8,
-        events_file="none.jsonl",
-        stderr_file="none.txt",
-        session_file="s.jsonl",
-        pi_exit_code=0,
-        expected_change=expected_change,
-        checker_exit_code=checker_exit_code,
+    facts = recorded_episode(
+        tmp_path, task.id, msgs, expected_change=expected_change, checker_exit_code=checker_exit_code
     )
     return score_episode(facts, task, tmp_path, load_card_or_none())
 

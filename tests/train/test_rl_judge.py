@@ -8,10 +8,9 @@ from __future__ import annotations
 from pathlib import Path
 from types import SimpleNamespace
 
-import orjson
 import pytest
 
-from harnessfit.eval.episode import EpisodeFacts
+from _helpers.episodes import recorded_episode
 from harnessfit.eval.task import load_task
 from harnessfit.harness.scripted import Reply, ScriptedEndpoint
 from harnessfit.train.rl.config import HarnessfitRLConfig
@@ -48,22 +47,7 @@ def _messages(prompt: str) -> list[dict]:
 def _episode(tmp_path: Path, default_suite: Path):
     """A finished episode's record as the runner leaves it (a session file; no event stream)."""
     task = load_task(default_suite / "edit_greeting")
-    rows = [{"type": "session", "version": 3, "id": "x", "cwd": "/w"}]
-    for i, m in enumerate(_messages(task.prompt)):
-        rows.append({"type": "message", "id": f"{i:08x}", "parentId": f"{i - 1:08x}" if i else None, "message": m})
-    (tmp_path / "s.jsonl").write_bytes(b"\n".join(orjson.dumps(r) for r in rows) + b"\n")
-    facts = EpisodeFacts(
-        task_id=task.id,
-        seed=0,
-        sandbox="bwrap",
-        max_turns=8,
-        events_file="none.jsonl",
-        stderr_file="none.txt",
-        session_file="s.jsonl",
-        pi_exit_code=0,
-        expected_change=True,
-        checker_exit_code=0,
-    )
+    facts = recorded_episode(tmp_path, task.id, _messages(task.prompt), expected_change=True, checker_exit_code=0)
     return task, facts
 
 
