@@ -137,24 +137,25 @@ def _body(task, turns: int) -> dict:
     return {"messages": msgs}
 
 
-def test_the_mis_edit_solver_plants_one_failed_edit_then_plays_the_reference() -> None:
+def test_the_mis_edit_solver_plants_one_failed_edit_rereads_then_plays_the_reference() -> None:
     seen = set()
     for task_id in ("t-a", "t-b", "t-c", "t-d"):
         task = _task(task_id)
         assert first_edit(task) == 1
         respond = mis_edit([task])
-        played = [respond(_body(task, n), 0) for n in range(5)]
+        played = [respond(_body(task, n), 0) for n in range(6)]
         assert played[0].tool_calls == [("read", '{"path":"a.py"}')]
         name, args = played[1].tool_calls[0]
         (wrong,) = json.loads(args)["edits"]
         assert name == "edit" and wrong != {"oldText": "X = 1\n", "newText": "X = 2\n"}
         seen.add("no change" if wrong == {"oldText": "X = 1\n", "newText": "X = 1\n"} else "not found")
         assert wrong in ({"oldText": "X = 1\n", "newText": "X = 1\n"}, {"oldText": "X = 2\n", "newText": "X = 2\n"})
-        assert played[2].tool_calls == [
+        assert played[2].tool_calls == [("read", '{"path":"a.py"}')]  # after Pi's error: the file again
+        assert played[3].tool_calls == [
             ("edit", '{"path":"a.py","edits":[{"oldText":"X = 1\\n","newText":"X = 2\\n"}]}')
         ]
-        assert played[3].tool_calls == [("bash", '{"command":"python3 check.py"}')]
-        assert played[4].text == "X is 2."
+        assert played[4].tool_calls == [("bash", '{"command":"python3 check.py"}')]
+        assert played[5].text == "X is 2."
     assert seen == {"no change", "not found"}  # a suite gets both kinds of mistake
 
 
@@ -162,3 +163,17 @@ def test_a_task_without_an_edit_is_played_as_the_golden_solver() -> None:
     task = _task("t-a").model_copy(update={"reference": [ReferenceStep(final="Nothing to do.")]})
     assert first_edit(task) is None
     assert mis_edit([task])(_body(task, 0), 0).text == "Nothing to do."
+
+
+def test_the_mis_edit_solver_checks_the_edits_expectation_before_its_mistake() -> None:
+    """An edit step's ``expect`` is about the result before it (a recover task's failing check), so the solver
+    checks it before planting the mistake, and not again after Pi's error and the re-read."""
+    task = _task("t-a")
+    steps = list(task.reference)
+    steps[1] = steps[1].model_copy(update={"expect": "FAIL"})
+    task = task.model_copy(update={"reference": steps})
+    respond = mis_edit([task])
+    assert "golden solver stopped" in (respond(_body(task, 1), 0).text or "")  # the last result says OK, not FAIL
+    fails = {"messages": [*_body(task, 1)["messages"][:-1], {"role": "tool", "content": "FAIL: X is 1"}]}
+    assert respond(fails, 0).tool_calls[0][0] == "edit"
+    assert respond(_body(task, 3), 0).tool_calls[0][0] == "edit"  # after the re-read: the exact edit, unchecked

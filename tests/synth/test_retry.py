@@ -68,13 +68,17 @@ def test_retry_sessions_keep_the_failed_edit_as_context_only(pi_installed, tmp_p
         retry = _convert(path, card)
         golden = _convert(tmp_path / "synth" / "sessions" / "golden" / path.name, card)
         assert isinstance(retry.record, Conversation) and isinstance(golden.record, Conversation), retry.record
-        # the failed edit and its error are on the wire, context only; every other call is the golden session's label
+        # the failed edit and its error are on the wire, context only; then a re-read of the file (a label); every
+        # other call is the golden session's label
         (k,) = retry.record.meta.context_only
         assert retry.record.messages[k]["tool_calls"][0]["function"]["name"] == "edit"
         assert retry.record.messages[k + 1]["content"] == text
+        (reread,) = retry.record.messages[k + 2]["tool_calls"]
+        assert reread["function"]["name"] == "read"
+        assert orjson.loads(reread["function"]["arguments"]) == {"path": call["arguments"]["path"]}
         assert retry.calls.fates.count(Reason.marked_context_only.value) == 1
-        assert retry.calls.labels == golden.calls.labels
-        rest = [m for i, m in enumerate(retry.record.messages) if i not in (k, k + 1)]
+        assert retry.calls.labels == golden.calls.labels + 1
+        rest = [m for i, m in enumerate(retry.record.messages) if i not in range(k, k + 4)]
         assert _without_ids(rest) == _without_ids(golden.record.messages)  # the endpoint numbers call ids by turn
     assert mistakes == {"Could", "No"}  # both mistakes: text not found, and an edit that changes nothing
 

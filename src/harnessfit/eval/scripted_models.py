@@ -11,8 +11,11 @@ user message (the task prompt) and the step from the number of assistant turns a
   object arguments (a contrast example for training data).
 - ``mis-edit``: the reference, but its first ``edit`` is preceded by that edit gone wrong — every ``newText`` equal
   to its ``oldText`` (Pi: no changes made) or, for every other task, every ``oldText`` as the edit would leave it
-  (Pi: text not found), as a small model's edits go wrong — then the exact edit and the rest (a retry example for
-  training data: ``harnessfit synth`` marks the failed edit context only). A task without an edit gets ``golden``.
+  (Pi: text not found), as a small model's edits go wrong — then a fresh ``read`` of the file, the exact edit and
+  the rest (a retry example for training data: ``harnessfit synth`` marks the failed edit context only). The re-read
+  makes the step after Pi's error a different call from the one that failed, with the file's text just above the
+  edit that copies from it: a tuned model that learnt "failed edit → the edit again" sent its failed call unchanged
+  until the turn cap. A task without an edit gets ``golden``.
 - ``runaway``: streams text without end.
 - ``never-stop``: calls a harmless tool forever, never answers.
 - ``oracle``: a Harbor task's ``solution/solve.sh`` (``bash /solution/solve.sh`` through Pi's bash tool; the
@@ -173,10 +176,14 @@ def mis_edit(tasks: Sequence[Task]) -> Responder:
         k = first_edit(task) if task is not None else None
         if task is None or k is None:
             return reference(body, index)
-        i = _assistant_turns(body)
-        if i == k:
-            return _wrong_edit(task.reference[k], task.id)
-        j = i if i < k else i - 1
+        i, planted = _assistant_turns(body), task.reference[k]
+        if i == k:  # the edit's own `expect` is about the result before it, so it is checked here
+            return _checked(planted, body) or _wrong_edit(planted, task.id)
+        if i == k + 1:
+            return Reply(tool_calls=[("read", dumps_compact_str({"path": (planted.args or {}).get("path")}))])
+        if i == k + 2:
+            return _play(planted)
+        j = i if i < k else i - 2
         if j >= len(task.reference):
             return Reply(text="mis-edit solver: reference solution exhausted")
         step = task.reference[j]

@@ -5,8 +5,9 @@ a failing validation, create-and-validate that ends promptly) and, as contrast e
 (its first call's arguments are a JSON string of the object: Pi rejects it with its validation error, and the
 session shows the corrected call and the rest of the solution). With ``retry``, every task with an edit is also
 played by the mis-edit solver: its first edit goes wrong as a small model's edits do (nothing changed, or text not
-found), Pi says so, and the next call is the exact edit. The kept copy marks the failed edit context only
-(``formats.pi.entries.CONTEXT_ONLY_ENTRY``), so the build learns the retry and never the mistake.
+found), Pi says so, the next call reads the file again and the one after it is the exact edit. The kept copy marks
+the failed edit context only (``formats.pi.entries.CONTEXT_ONLY_ENTRY``), so the build learns the re-read and the
+retry and never the mistake.
 
 Only episodes whose loop completed are kept; the manifest lists every file with its SHA-256 and every skipped
 episode with why. A kept session names ``/workspace/<task>/seed-<n>`` as its working folder instead of the folder
