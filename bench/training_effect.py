@@ -88,7 +88,8 @@ def main() -> None:
     ap.add_argument("--no-contrast", dest="contrast", action="store_false",
                     help="leave out the contrast sessions (a refused double-encoded first call, then the recovery)")
     ap.add_argument("--retry", action="store_true",
-                    help="add the retry sessions (a failed first edit kept as context only, then the exact edit)")
+                    help="add the retry sessions (a failed first edit kept as context only, a re-read of the file, "
+                         "then the exact edit)")
     ap.add_argument("--from-run", type=Path, default=None,
                     help="run nothing: print the JSON of a finished run (e.g. `harnessfit demo --out DIR`)")
     a = ap.parse_args()
