@@ -14,7 +14,7 @@ from _helpers.pi_sessions import assistant_message, message_entry, tool_result, 
 from harnessfit.convert import convert_trajectory
 from harnessfit.core import Conversation, Reason
 from harnessfit.dataset.exports import decision_points, sft_records
-from harnessfit.eval.scripted_models import first_edit, mis_edit
+from harnessfit.eval.scripted_models import first_edit, mis_edit, planted_step
 from harnessfit.eval.task import ReferenceStep, Task
 from harnessfit.formats.pi.entries import CONTEXT_ONLY_ENTRY
 from harnessfit.formats.pi.reader import PiReader
@@ -177,3 +177,21 @@ def test_the_mis_edit_solver_checks_the_edits_expectation_before_its_mistake() -
     fails = {"messages": [*_body(task, 1)["messages"][:-1], {"role": "tool", "content": "FAIL: X is 1"}]}
     assert respond(fails, 0).tool_calls[0][0] == "edit"
     assert respond(_body(task, 3), 0).tool_calls[0][0] == "edit"  # after the re-read: the exact edit, unchecked
+
+
+def test_a_create_task_gets_an_edit_of_the_missing_file_then_the_write() -> None:
+    task = _task("t-a").model_copy(
+        update={
+            "reference": [
+                ReferenceStep(tool="write", args={"path": "b.py", "content": "Y = 1\n"}),
+                ReferenceStep(tool="bash", args={"command": "python3 check.py"}),
+                ReferenceStep(final="Created b.py.", expect="OK"),
+            ]
+        }
+    )
+    assert first_edit(task) is None and planted_step(task) == 0
+    played = [mis_edit([task])(_body(task, n), 0) for n in range(4)]
+    assert played[0].tool_calls == [("edit", '{"path":"b.py","edits":[{"oldText":"","newText":"Y = 1\\n"}]}')]
+    assert played[1].tool_calls == [("write", '{"path":"b.py","content":"Y = 1\\n"}')]  # no re-read: no file yet
+    assert played[2].tool_calls == [("bash", '{"command":"python3 check.py"}')]
+    assert played[3].text == "Created b.py."

@@ -45,9 +45,9 @@ def test_retry_sessions_keep_the_failed_edit_as_context_only(pi_installed, tmp_p
     by_kind: dict[str, set[str]] = {}
     for f in manifest["files"]:
         by_kind.setdefault(f["kind"], set()).add(f["task"])
-    # every task has a golden session; only the tasks with an edit have a retry session
+    # every task has a golden session and a retry session (an edit gone wrong, or a file created with `edit`)
     assert len(by_kind["golden"]) == 6
-    assert by_kind["retry"] == {t for t in by_kind["golden"] if not t.startswith("create_module")}
+    assert by_kind["retry"] == by_kind["golden"]
     card = load_card("pi", DEFAULT_PI_VERSION)
     mistakes = set()
     for f in manifest["files"]:
@@ -63,10 +63,14 @@ def test_retry_sessions_keep_the_failed_edit_as_context_only(pi_installed, tmp_p
         )
         assert call["name"] == "edit" and answer["isError"]
         text = answer["content"][0]["text"]
-        mistakes.add(text.split(" ")[0])
-        assert text.startswith(("Could not find the exact text in", "No changes made to"))
         retry = _convert(path, card)
         golden = _convert(tmp_path / "synth" / "sessions" / "golden" / path.name, card)
+        if f["task"].startswith("create_module"):
+            _check_create_retry(retry, golden, call, text)
+            mistakes.add("Could not edit")
+            continue
+        mistakes.add(text.split(" ")[0])
+        assert text.startswith(("Could not find the exact text in", "No changes made to"))
         assert isinstance(retry.record, Conversation) and isinstance(golden.record, Conversation), retry.record
         # the failed edit and its error are on the wire, context only; then a re-read of the file (a label); every
         # other call is the golden session's label
@@ -80,7 +84,25 @@ def test_retry_sessions_keep_the_failed_edit_as_context_only(pi_installed, tmp_p
         assert retry.calls.labels == golden.calls.labels + 1
         rest = [m for i, m in enumerate(retry.record.messages) if i not in range(k, k + 4)]
         assert _without_ids(rest) == _without_ids(golden.record.messages)  # the endpoint numbers call ids by turn
-    assert mistakes == {"Could", "No"}  # both mistakes: text not found, and an edit that changes nothing
+    # the three mistakes: text not found, an edit that changes nothing, a new file sent to `edit`
+    assert mistakes == {"Could", "No", "Could not edit"}
+
+
+def _check_create_retry(retry, golden, call: dict, text: str) -> None:
+    """A create task's retry: an ``edit`` of the file that does not exist yet, Pi's error in its own words (context
+    only), then the golden session's write and the rest as labels."""
+    ((edit,),) = [call["arguments"]["edits"]]
+    assert text == f"Could not edit file: {call['arguments']['path']}. Error code: ENOENT."
+    assert isinstance(retry.record, Conversation) and isinstance(golden.record, Conversation), retry.record
+    (k,) = retry.record.meta.context_only
+    assert retry.record.messages[k]["tool_calls"][0]["function"]["name"] == "edit"
+    assert retry.record.messages[k + 1]["content"] == text
+    (write,) = retry.record.messages[k + 2]["tool_calls"]
+    assert write["function"]["name"] == "write"
+    assert orjson.loads(write["function"]["arguments"])["content"] == edit["newText"] and edit["oldText"] == ""
+    assert retry.calls.labels == golden.calls.labels
+    rest = [m for i, m in enumerate(retry.record.messages) if i not in (k, k + 1)]
+    assert _without_ids(rest) == _without_ids(golden.record.messages)
 
 
 def test_an_edit_pi_could_not_apply_turns_on_the_retry_sessions(pi_installed, tmp_path: Path) -> None:
@@ -102,7 +124,7 @@ def test_an_edit_pi_could_not_apply_turns_on_the_retry_sessions(pi_installed, tm
     assert manifest["notes"]["targeting"]["variants"] == {"retry": ["failed_edit"]}
     retry = {f["task"] for f in manifest["files"] if f["kind"] == "retry"}
     golden = {f["task"] for f in manifest["files"] if f["kind"] == "golden"}
-    assert retry and retry == {t for t in golden if t.startswith("edit_constant")}
+    assert retry == golden and any(t.startswith("edit_constant") for t in retry)  # create tasks have one too
     assert "recorded because of: failed_edit" in section(tmp_path).body
     # asked not to, it records none
     res = CliRunner().invoke(

@@ -79,7 +79,8 @@ class DemoPlan:
     # stays in the context (``ConversationMeta.context_only``) their recoveries are SFT labels, about as many tokens
     # again as the golden sessions; the demo leaves them out to stay within its 15 minutes, the bench takes them
     contrast: bool = False
-    # retry sessions (a failed first edit kept as context only, then the exact edit): off in the demo for its budget
+    # retry sessions (a failed first edit kept as context only, a re-read, then the exact edit): off in the demo for
+    # its budget
     retry: bool = False
     # raw suites and probes (harnessfit.demo.raw_probes): short caps and one sample keep them to a few minutes
     raw_suites: list[Path] | None = None

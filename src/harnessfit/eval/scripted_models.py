@@ -15,7 +15,9 @@ user message (the task prompt) and the step from the number of assistant turns a
   the rest (a retry example for training data: ``harnessfit synth`` marks the failed edit context only). The re-read
   makes the step after Pi's error a different call from the one that failed, with the file's text just above the
   edit that copies from it: a tuned model that learnt "failed edit → the edit again" sent its failed call unchanged
-  until the turn cap. A task without an edit gets ``golden``.
+  until the turn cap. A task that creates a file instead (a ``write`` and no ``edit``) gets the create-file mistake
+  small models make: an ``edit`` of the file that does not exist yet, its content as new text (Pi: could not edit
+  the file, ``ENOENT``), then the ``write`` and the rest. A task with neither gets ``golden``.
 - ``runaway``: streams text without end.
 - ``never-stop``: calls a harmless tool forever, never answers.
 - ``oracle``: a Harbor task's ``solution/solve.sh`` (``bash /solution/solve.sh`` through Pi's bash tool; the
@@ -41,6 +43,7 @@ __all__ = [
     "recovering",
     "mis_edit",
     "first_edit",
+    "planted_step",
     "runaway",
     "never_stop",
     "escape",
@@ -151,6 +154,13 @@ def first_edit(task: Task) -> int | None:
     return next((k for k, step in enumerate(task.reference) if step.tool == "edit"), None)
 
 
+def planted_step(task: Task) -> int | None:
+    """The reference step the mis-edit solver gets wrong first: the first ``edit``, or lacking one the first
+    ``write``; ``None`` when the task has neither."""
+    k = first_edit(task)
+    return k if k is not None else next((k for k, step in enumerate(task.reference) if step.tool == "write"), None)
+
+
 def _wrong_edit(step: ReferenceStep, task_id: str) -> Reply:
     """``step`` (an edit) gone wrong in one of two ways, chosen by the task id so a suite gets both."""
     same = sum(task_id.encode()) % 2 == 0
@@ -168,22 +178,33 @@ def _wrong_edit(step: ReferenceStep, task_id: str) -> Reply:
     return Reply(tool_calls=[("edit", dumps_compact_str(args))])
 
 
+def _edit_to_create(step: ReferenceStep) -> Reply:
+    """``step`` (a write) sent as an ``edit`` of the file that does not exist yet, its content as the new text: the
+    tool a model that has learnt edits reaches for. Pi's edit checks the file first (``tools/edit.js``: ``access``)
+    and answers ``Could not edit file: {path}. Error code: ENOENT.`` without writing anything."""
+    args = step.args or {}
+    edits = [{"oldText": "", "newText": args.get("content")}]
+    return Reply(tool_calls=[("edit", dumps_compact_str({"path": args.get("path"), "edits": edits}))])
+
+
 def mis_edit(tasks: Sequence[Task]) -> Responder:
     reference = golden(tasks)
 
     def respond(body: dict, index: int) -> Reply:
         task = _task_for(tasks, body)
-        k = first_edit(task) if task is not None else None
+        k = planted_step(task) if task is not None else None
         if task is None or k is None:
             return reference(body, index)
         i, planted = _assistant_turns(body), task.reference[k]
-        if i == k:  # the edit's own `expect` is about the result before it, so it is checked here
-            return _checked(planted, body) or _wrong_edit(planted, task.id)
-        if i == k + 1:
+        edit = planted.tool == "edit"
+        reread = 1 if edit else 0  # an edit: Pi's error, the file read again, the exact edit; a create: the write
+        if i == k:  # the step's own `expect` is about the result before it, so it is checked here
+            return _checked(planted, body) or (_wrong_edit(planted, task.id) if edit else _edit_to_create(planted))
+        if reread and i == k + 1:
             return Reply(tool_calls=[("read", dumps_compact_str({"path": (planted.args or {}).get("path")}))])
-        if i == k + 2:
+        if i == k + 1 + reread:
             return _play(planted)
-        j = i if i < k else i - 2
+        j = i if i < k else i - 1 - reread
         if j >= len(task.reference):
             return Reply(text="mis-edit solver: reference solution exhausted")
         step = task.reference[j]

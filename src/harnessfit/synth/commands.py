@@ -39,8 +39,9 @@ def synth_cmd(
     retry: bool | None = typer.Option(
         None,
         "--retry/--no-retry",
-        help="Also record retry sessions on tasks with an edit: a failed first edit (kept as context only), "
-        "then the exact one. Default: off, or with --from-eval on when the run shows an edit Pi could not apply.",
+        help="Also record retry sessions: a failed first edit (kept as context only), a re-read of the file, then "
+        "the exact edit; on a create task, an edit of the missing file (context only), then the write. "
+        "Default: off, or with --from-eval on when the run shows an edit Pi could not apply.",
         show_default=False,
     ),
     harness: str = typer.Option(None, "--harness", help=_HARNESS_HELP + " Default: the newest committed card."),

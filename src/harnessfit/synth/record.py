@@ -5,9 +5,10 @@ a failing validation, create-and-validate that ends promptly) and, as contrast e
 (its first call's arguments are a JSON string of the object: Pi rejects it with its validation error, and the
 session shows the corrected call and the rest of the solution). With ``retry``, every task with an edit is also
 played by the mis-edit solver: its first edit goes wrong as a small model's edits do (nothing changed, or text not
-found), Pi says so, the next call reads the file again and the one after it is the exact edit. The kept copy marks
-the failed edit context only (``formats.pi.entries.CONTEXT_ONLY_ENTRY``), so the build learns the re-read and the
-retry and never the mistake.
+found), Pi says so, the next call reads the file again and the one after it is the exact edit; a task that creates
+a file instead first sends the new file to ``edit``, Pi says it cannot edit a file that is not there, and the next
+call is the write. The kept copy marks the failed edit context only (``formats.pi.entries.CONTEXT_ONLY_ENTRY``), so
+the build learns what follows the error and never the mistake.
 
 Only episodes whose loop completed are kept; the manifest lists every file with its SHA-256 and every skipped
 episode with why. A kept session names ``/workspace/<task>/seed-<n>`` as its working folder instead of the folder
@@ -33,7 +34,7 @@ from harnessfit.core.jsonio import read_jsonl, sha256_file
 from harnessfit.errors import UserError
 from harnessfit.eval.episode import UNSCORING_FLAGS, Episode
 from harnessfit.eval.run import run_eval
-from harnessfit.eval.scripted_models import first_edit
+from harnessfit.eval.scripted_models import planted_step
 from harnessfit.eval.task import Task, load_suite, suite_families
 from harnessfit.harness.pi import DEFAULT_PI_VERSION, installed_package
 from harnessfit.harness.versions import harness_spec
@@ -97,7 +98,7 @@ def synth(
     notes: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Write ``out_dir/sessions/{golden,contrast,retry}/<task>-s<seed>.jsonl`` (real Pi v3 sessions) +
-    ``manifest.json`` (``contrast`` and ``retry``: those kinds too; ``retry`` only for tasks with an edit).
+    ``manifest.json`` (``contrast`` and ``retry``: those kinds too; ``retry`` only for tasks with an edit or a write).
 
     Episodes run ``chunk`` tasks at a time (``workers`` at once); each one's outcome is appended to
     ``out_dir/progress.jsonl`` as soon as its chunk ends, so a killed run continues with ``resume=True`` and runs
@@ -141,7 +142,7 @@ def synth(
     kinds = {k: v for k, v in SYNTH_KINDS.items() if wanted[k]}
     with ledger.open("ab") as log:
         for kind, model in kinds.items():
-            playable = [t for t in tasks if first_edit(t) is not None] if kind == "retry" else tasks
+            playable = [t for t in tasks if planted_step(t) is not None] if kind == "retry" else tasks
             pending = _pending(playable, seeds, kind, done)
             (out_dir / "sessions" / kind).mkdir(parents=True, exist_ok=True)
             for start in range(0, len(pending), chunk):

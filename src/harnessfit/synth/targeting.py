@@ -49,7 +49,7 @@ ANSWERS: dict[str, tuple[tuple[str, ...], str]] = {
     "checker_failed": (_RECOVER, "a failing check read, then exactly that repaired"),
     "failed_edit": (
         (*_EDITS, "fix_off_by_one", "fix_failing_test"),
-        "retry sessions: an edit Pi could not apply (context only), then the exact edit",
+        "retry sessions: an edit Pi could not apply (context only), the file read again, then the exact edit",
     ),
 }
 
