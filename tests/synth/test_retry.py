@@ -91,7 +91,7 @@ def test_retry_sessions_keep_the_failed_edit_as_context_only(pi_installed, tmp_p
 def _check_create_retry(retry, golden, call: dict, text: str) -> None:
     """A create task's retry: an ``edit`` of the file that does not exist yet, Pi's error in its own words (context
     only), then the golden session's write and the rest as labels."""
-    ((edit,),) = [call["arguments"]["edits"]]
+    (edit,) = call["arguments"]["edits"]
     assert text == f"Could not edit file: {call['arguments']['path']}. Error code: ENOENT."
     assert isinstance(retry.record, Conversation) and isinstance(golden.record, Conversation), retry.record
     (k,) = retry.record.meta.context_only
