@@ -66,43 +66,37 @@ def test_retry_sessions_keep_the_failed_edit_as_context_only(pi_installed, tmp_p
         retry = _convert(path, card)
         golden = _convert(tmp_path / "synth" / "sessions" / "golden" / path.name, card)
         if f["task"].startswith("create_module"):
-            _check_create_retry(retry, golden, call, text)
+            # a create task: an `edit` of the file that is not there yet, Pi's error, then the golden write
+            (edit,) = call["arguments"]["edits"]
+            assert text == f"Could not edit file: {call['arguments']['path']}. Error code: ENOENT."
+            write = _check_retry(retry, golden, text, then="write", added=0)
+            assert orjson.loads(write["function"]["arguments"])["content"] == edit["newText"] and edit["oldText"] == ""
             mistakes.add("Could not edit")
             continue
         mistakes.add(text.split(" ")[0])
         assert text.startswith(("Could not find the exact text in", "No changes made to"))
-        assert isinstance(retry.record, Conversation) and isinstance(golden.record, Conversation), retry.record
-        # the failed edit and its error are on the wire, context only; then a re-read of the file (a label); every
-        # other call is the golden session's label
-        (k,) = retry.record.meta.context_only
-        assert retry.record.messages[k]["tool_calls"][0]["function"]["name"] == "edit"
-        assert retry.record.messages[k + 1]["content"] == text
-        (reread,) = retry.record.messages[k + 2]["tool_calls"]
-        assert reread["function"]["name"] == "read"
+        # an edit task: then a re-read of the file (a label) before the golden session's exact edit
+        reread = _check_retry(retry, golden, text, then="read", added=1)
         assert orjson.loads(reread["function"]["arguments"]) == {"path": call["arguments"]["path"]}
-        assert retry.calls.fates.count(Reason.marked_context_only.value) == 1
-        assert retry.calls.labels == golden.calls.labels + 1
-        rest = [m for i, m in enumerate(retry.record.messages) if i not in range(k, k + 4)]
-        assert _without_ids(rest) == _without_ids(golden.record.messages)  # the endpoint numbers call ids by turn
     # the three mistakes: text not found, an edit that changes nothing, a new file sent to `edit`
     assert mistakes == {"Could", "No", "Could not edit"}
 
 
-def _check_create_retry(retry, golden, call: dict, text: str) -> None:
-    """A create task's retry: an ``edit`` of the file that does not exist yet, Pi's error in its own words (context
-    only), then the golden session's write and the rest as labels."""
-    (edit,) = call["arguments"]["edits"]
-    assert text == f"Could not edit file: {call['arguments']['path']}. Error code: ENOENT."
+def _check_retry(retry, golden, text: str, *, then: str, added: int) -> dict:
+    """The planted edit and Pi's error ``text`` are on the wire, context only; the call after them is to ``then``;
+    the retry has ``added`` labelled calls more than its golden twin, right after the error, and is otherwise the
+    golden session (call ids aside: the endpoint numbers them by turn). Returns the call after the error."""
     assert isinstance(retry.record, Conversation) and isinstance(golden.record, Conversation), retry.record
     (k,) = retry.record.meta.context_only
     assert retry.record.messages[k]["tool_calls"][0]["function"]["name"] == "edit"
     assert retry.record.messages[k + 1]["content"] == text
-    (write,) = retry.record.messages[k + 2]["tool_calls"]
-    assert write["function"]["name"] == "write"
-    assert orjson.loads(write["function"]["arguments"])["content"] == edit["newText"] and edit["oldText"] == ""
-    assert retry.calls.labels == golden.calls.labels
-    rest = [m for i, m in enumerate(retry.record.messages) if i not in (k, k + 1)]
+    (after,) = retry.record.messages[k + 2]["tool_calls"]
+    assert after["function"]["name"] == then
+    assert retry.calls.fates.count(Reason.marked_context_only.value) == 1
+    assert retry.calls.labels == golden.calls.labels + added
+    rest = [m for i, m in enumerate(retry.record.messages) if i not in range(k, k + 2 + 2 * added)]
     assert _without_ids(rest) == _without_ids(golden.record.messages)
+    return after
 
 
 def test_an_edit_pi_could_not_apply_turns_on_the_retry_sessions(pi_installed, tmp_path: Path) -> None:
