@@ -21,6 +21,15 @@ from harnessfit.tasks.families._common import (
 )
 from harnessfit.tasks.family import TaskDraft, family, pick
 
+# (between the name and the value, after the value): spacing and annotations real settings modules use
+_CONSTANT_LAYOUTS = (
+    (" = ", ""),
+    ("=", ""),
+    (": int = ", ""),
+    (" = ", "  # tuned by hand"),
+    (None, ""),  # names padded so the "=" signs line up
+)
+
 
 @family(
     "edit_constant",
@@ -37,7 +46,14 @@ def edit_constant(rng: random.Random) -> TaskDraft:
     new = old + rng.randint(1, 40) * pick(rng, (1, -1)) if old > 41 else old + rng.randint(1, 40)
     module, check = f"{noun}_settings.py", f"check_{noun}_settings.py"
     cmd = f"python3 {check}"
-    src = f'"""Settings of the {noun} service."""\n\n' + "".join(f"{n} = {v}\n" for n, v in values.items())
+    # the file's layout varies, so the old text has to be copied from what `read` shows, not recited from habit
+    eq, tail = pick(rng, _CONSTANT_LAYOUTS)
+    width = max(map(len, names))
+
+    def line(name: str, value: int) -> str:
+        return f"{name}{eq or ' ' * (width - len(name)) + ' = '}{value}{tail}\n"
+
+    src = f'"""Settings of the {noun} service."""\n\n' + "".join(line(n, v) for n, v in values.items())
     want = {**values, target: new}
     body = (
         f"import {module[:-3]} as s\n\nwant = {want!r}\n"
@@ -59,12 +75,12 @@ def edit_constant(rng: random.Random) -> TaskDraft:
         kind=TaskKind.edit,
         prompt=f"{prompt}\n{validate_sentence(rng, cmd)}",
         validation_command=cmd,
-        expected_change=[{"path": module, "contains": f"{target} = {new}\n"}],
+        expected_change=[{"path": module, "contains": line(target, new)}],
         workspace={module: src, check: check_script(body, f"{noun} settings are right")},
         checker=checker_files(body),
         reference=[
             read(module),
-            edit(module, (f"{target} = {old}\n", f"{target} = {new}\n")),
+            edit(module, (line(target, old), line(target, new))),
             bash(cmd),
             final(done(rng, f"Set {target} to {new} in {module}", cmd), f"OK: {noun} settings are right"),
         ],
@@ -98,7 +114,9 @@ def edit_string(rng: random.Random) -> TaskDraft:
     old, new = pick(rng, _LABELS)
     sep = pick(rng, (": ", " - ", " = "))
     fn = f"{noun}_label"
-    module, check = f"{noun}_labels.py", f"check_{noun}_labels.py"
+    # the module's name is not the function's: the path is taken from the prompt, not guessed from the function
+    module = f"{noun}_{pick(rng, ('labels', 'text', 'display', 'views', 'format'))}.py"
+    check = f"check_{noun}_labels.py"
     cmd = f"python3 {check}"
     src = f'def {fn}(value):\n    return "{old}{sep}" + str(value)\n'
     arg, shown = pick(rng, (("42", "42"), ("'abc'", "abc"), ("7", "7"), ("'x1'", "x1")))

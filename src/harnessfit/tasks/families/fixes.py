@@ -3,6 +3,7 @@ and runs the command again — the short recoveries small models lack."""
 
 from __future__ import annotations
 
+import ast
 import json
 import random
 
@@ -11,6 +12,7 @@ from harnessfit.tasks.families._common import (
     NOUNS,
     bash,
     check_script,
+    checker_files,
     done,
     edit,
     final,
@@ -144,6 +146,58 @@ def fix_failing_test(rng: random.Random) -> TaskDraft:
             edit(module, (f"return {bug}", f"return {fix}")),
             bash(cmd),
             final(done(rng, f"{fn} used {bug}; it now returns {fix}", cmd), f"OK: {fn} is right"),
+        ],
+    )
+
+
+# (function stem, what the code returns, what the check expects): literals only, so the repair is copying the value
+# the failure message states into the return statement; the prompt never names the value
+_WRONG_VALUES = (
+    ("unit", '"km"', '"miles"'),
+    ("currency", '"EUR"', '"USD"'),
+    ("status", '"draft"', '"ready"'),
+    ("separator", '","', '";"'),
+    ("language", '"de"', '"fr"'),
+    ("limit", "10", "12"),
+    ("version", "3", "4"),
+    ("ratio", "0.5", "0.25"),
+    ("enabled", "False", "True"),
+    ("tags", '["new"]', '["new", "sale"]'),
+)
+
+
+@family(
+    "fix_return_value",
+    split="train",
+    kind=TaskKind.recover,
+    summary="a function returns the wrong literal; the failing check states the value it expects",
+)
+def fix_return_value(rng: random.Random) -> TaskDraft:
+    noun = pick(rng, NOUNS)
+    stem, bug, fix = pick(rng, _WRONG_VALUES)
+    fn = f"{noun}_{stem}"
+    module = f"{noun}_{pick(rng, ('defaults', 'info', 'meta', 'values'))}.py"
+    check = f"check_{noun}_{stem}.py"
+    cmd = f"python3 {check}"
+    got, want = ast.literal_eval(bug), ast.literal_eval(fix)
+    fail = f"FAIL: {fn}() returned {got!r}, expected {want!r}"
+    body = (
+        f"from {module[:-3]} import {fn}\n\ngot = {fn}()\nif got != {want!r}:\n"
+        f'    raise SystemExit(f"FAIL: {fn}() returned {{got!r}}, expected {want!r}")\n'
+    )
+    return TaskDraft(
+        kind=TaskKind.recover,
+        prompt=recover_prompt(rng, cmd, f"the value {fn} returns in {module}"),
+        validation_command=cmd,
+        expected_change=[{"path": module, "contains": f"return {fix}"}],
+        workspace={module: f"def {fn}():\n    return {bug}\n", check: check_script(body, f"{fn} is right")},
+        checker=checker_files(body),
+        reference=[
+            bash(cmd),
+            read(module) | {"expect": fail},
+            edit(module, (f"return {bug}", f"return {fix}")),
+            bash(cmd),
+            final(done(rng, f"{fn} returned {got!r}; it now returns {want!r}", cmd), f"OK: {fn} is right"),
         ],
     )
 
