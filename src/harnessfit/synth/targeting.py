@@ -32,7 +32,7 @@ _EDITS = (
     "multi_file_refactor",
     "js_edit",
 )
-_RECOVER = ("fix_off_by_one", "fix_failing_test", "recover_missing_file")
+_RECOVER = ("fix_off_by_one", "fix_failing_test", "fix_return_value", "recover_missing_file")
 
 # failure -> (families whose sessions show the missing behaviour, why)
 ANSWERS: dict[str, tuple[tuple[str, ...], str]] = {
@@ -48,7 +48,7 @@ ANSWERS: dict[str, tuple[tuple[str, ...], str]] = {
     "expected_change_missing": (_EDITS, "exact edits of the named text"),
     "checker_failed": (_RECOVER, "a failing check read, then exactly that repaired"),
     "failed_edit": (
-        (*_EDITS, "fix_off_by_one", "fix_failing_test"),
+        (*_EDITS, "fix_off_by_one", "fix_failing_test", "fix_return_value"),
         "retry sessions: an edit Pi could not apply (context only), the file read again, then the exact edit",
     ),
 }

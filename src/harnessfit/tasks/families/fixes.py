@@ -23,26 +23,50 @@ from harnessfit.tasks.families._common import (
 )
 from harnessfit.tasks.family import TaskDraft, family, pick
 
-# (buggy body, fixed body, what a call with n returns when buggy/fixed), n-parameterised
+# (buggy body, fixed body, what a call with n returns when buggy/fixed, what the bug did), n-parameterised; the bound
+# is off in both directions, so the repair is read from the failure (short or long), not always "add + 1"
 _OFF_BY_ONE = (
     (
         "return list(range(1, n))",
         "return list(range(1, n + 1))",
         lambda n: list(range(1, n)),
         lambda n: list(range(1, n + 1)),
+        "stopped one short; it now includes n",
     ),
     (
         "return [i * i for i in range(1, n)]",
         "return [i * i for i in range(1, n + 1)]",
         lambda n: [i * i for i in range(1, n)],
         lambda n: [i * i for i in range(1, n + 1)],
+        "stopped one short; it now includes n",
     ),
-    ("return sum(range(n))", "return sum(range(n + 1))", lambda n: sum(range(n)), lambda n: sum(range(n + 1))),
+    (
+        "return sum(range(n))",
+        "return sum(range(n + 1))",
+        lambda n: sum(range(n)),
+        lambda n: sum(range(n + 1)),
+        "stopped one short; it now includes n",
+    ),
     (
         "return [2 * i for i in range(1, n)]",
         "return [2 * i for i in range(1, n + 1)]",
         lambda n: [2 * i for i in range(1, n)],
         lambda n: [2 * i for i in range(1, n + 1)],
+        "stopped one short; it now includes n",
+    ),
+    (
+        "return list(range(n + 1))",
+        "return list(range(n))",
+        lambda n: list(range(n + 1)),
+        lambda n: list(range(n)),
+        "went one too far; it now stops before n",
+    ),
+    (
+        "return [3 * i for i in range(n + 1)]",
+        "return [3 * i for i in range(n)]",
+        lambda n: [3 * i for i in range(n + 1)],
+        lambda n: [3 * i for i in range(n)],
+        "went one too far; it now stops before n",
     ),
 )
 
@@ -51,11 +75,11 @@ _OFF_BY_ONE = (
     "fix_off_by_one",
     split="train",
     kind=TaskKind.recover,
-    summary="a loop bound stops one short; the failing check shows the result, the fix moves the bound",
+    summary="a loop bound is off by one (short or long); the failing check shows the result, the fix moves the bound",
 )
 def fix_off_by_one(rng: random.Random) -> TaskDraft:
     noun = pick(rng, NOUNS)
-    bug, fix, got_fn, want_fn = pick(rng, _OFF_BY_ONE)
+    bug, fix, got_fn, want_fn, what = pick(rng, _OFF_BY_ONE)
     fn = f"{noun}_{pick(rng, ('upto', 'series', 'values', 'steps'))}"
     module, check = f"{noun}_math.py", f"check_{noun}_math.py"
     cmd = f"python3 {check}"
@@ -71,7 +95,7 @@ def fix_off_by_one(rng: random.Random) -> TaskDraft:
         prompt=recover_prompt(rng, cmd, f"the bug in {module}"),
         validation_command=cmd,
         expected_change=[{"path": module, "contains": fix}],
-        workspace={module: f"def {fn}(n):\n    {bug}\n", check: check_script(body, f"{fn} includes n")},
+        workspace={module: f"def {fn}(n):\n    {bug}\n", check: check_script(body, f"{fn} has the right bound")},
         checker={
             "hf_check.py": hf_check(
                 f"from {module[:-3]} import {fn}\n\nassert {fn}({n}) == {want!r}\nassert {fn}(9) == {want_fn(9)!r}\n"
@@ -82,7 +106,7 @@ def fix_off_by_one(rng: random.Random) -> TaskDraft:
             read(module) | {"expect": fail},
             edit(module, (bug, fix)),
             bash(cmd),
-            final(done(rng, f"{fn} stopped one short; it now includes n", cmd), f"OK: {fn} includes n"),
+            final(done(rng, f"{fn} {what}", cmd), f"OK: {fn} has the right bound"),
         ],
     )
 
