@@ -26,7 +26,7 @@ from pathlib import Path
 from harnessfit.eval.stats import rate
 
 RATES = ("complete_loop", "expected_change", "validation_used", "final_validation_clean", "finished_with_response",
-         "checker_passed", "turn_cap_hit", "runaway")
+         "checker_passed", "turn_cap_hit", "runaway", "repeated_failed_call")
 
 
 def summarize(results_path: Path) -> dict:
@@ -38,7 +38,7 @@ def summarize(results_path: Path) -> dict:
     scored = [e for e in res.episodes if e.metrics is not None]
     ran = sum(1 for e in scored if e.metrics.tool_calls_valid > 0)
     return {"episodes": agg["episodes"], "scored": agg["scored"],
-            **{k: agg["rates"][k] for k in RATES},
+            **{k: agg["rates"][k] for k in RATES if k in agg["rates"]},  # runs older than a metric lack it
             "valid_tool_calls": agg["tool_calls"]["valid_rate"],
             "tool_calls_total": agg["tool_calls"]["total"],
             "episodes_with_a_tool_call_pi_ran": rate(ran, len(scored)).as_dict(),

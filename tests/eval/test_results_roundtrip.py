@@ -33,7 +33,10 @@ FAMILIES = {
 
 
 # metrics added after the fixtures were written (issue 32): checked for their own values, left out of the comparison
-ADDED = {"final_validation_clean": "Final validation clean"}
+ADDED = {
+    "final_validation_clean": "Final validation clean",
+    "repeated_failed_call": "Repeated a failed call",
+}
 
 
 def _without_added(obj):
@@ -71,6 +74,8 @@ def test_eval_results_rescored_byte_for_byte(run: str, tmp_path: Path, default_s
     assert _without_added(rescored) == stored
     # the golden solver's last validation run passes; the model that never stops never runs it
     assert {e["final_validation_clean"] for e in rescored} == {run == "eval-golden"}
+    # the double-encoding model sends its refused call again unchanged in one of its episodes; nothing else repeats
+    assert [e["repeated_failed_call"] for e in rescored].count(True) == (run == "eval-double-encode")
     assert _without_added(aggregate(results.episodes, results.config["seeds"])) == results.aggregates
     write_results(results, tmp_path)
     assert _without_added(orjson.loads((tmp_path / "results.json").read_bytes())) == orjson.loads(
@@ -109,6 +114,7 @@ def test_the_verdicts_and_rates_keep_their_order() -> None:
         ("final_validation_clean", True),
         ("finished_with_response", True),
         ("checker_passed", True),
+        ("repeated_failed_call", False),
         ("runaway", False),
         ("turn_cap_hit", False),
         ("timed_out", False),

@@ -88,3 +88,40 @@ def test_a_call_the_endpoint_could_not_parse_is_an_invalid_call_and_no_answer(tm
     m = _score(tmp_path, task, msgs)
     assert m.tool_calls_total == 1 and m.tool_calls_invalid == 0 and m.invalid_by_reason == {}
     assert m.finished_with_response and m.complete_loop
+
+
+def test_a_failed_call_sent_again_with_the_files_unchanged_is_a_repeat(tmp_path: Path, default_suite: Path):
+    """Same tool, same arguments, after Pi refused it or could not run it, with no successful edit or write between:
+    a repeat. Re-running the failing check after an edit that worked is the loop doing its job, not a repeat."""
+    task = load_task(default_suite / "edit_greeting")
+    miss = {"path": "greet.py", "edits": [{"oldText": "Hi", "newText": "Hey"}]}
+    check = {"command": "python3 check_greet.py"}
+    no_match = "Could not find the exact text in greet.py. The old text must match exactly including all whitespace."
+
+    def episode(*steps):
+        msgs = [{"role": "user", "content": [{"type": "text", "text": task.prompt}]}]
+        for i, (name, args, text, err) in enumerate(steps):
+            msgs += [_assistant([(f"c{i}", name, args)]), _result(f"c{i}", name, text, err)]
+        msgs.append(_assistant(text="Stopped.", stop="stop"))
+        return _score(tmp_path, task, msgs, checker_exit_code=1, expected_change=False)
+
+    failed_edit = ("edit", miss, no_match, True)
+    read = ("read", {"path": "greet.py"}, 'def greet(name):\n    return "Hello, " + name + "!"\n', False)
+    assert episode(failed_edit, read, failed_edit).repeated_failed_call  # a re-read changes no file
+    refused = (
+        "edit",
+        {"path": "greet.py", "content": "x"},
+        'Validation failed for tool "edit":\n  - edits: missing',
+        True,
+    )
+    assert episode(refused, refused).repeated_failed_call
+    fail_check = ("bash", check, "FAIL\n\nCommand exited with code 1", True)
+    fixed = (
+        "edit",
+        {**miss, "edits": [{"oldText": "Hello", "newText": "Hey"}]},
+        "Successfully replaced 1 block(s)",
+        False,
+    )
+    assert episode(fail_check, fail_check).repeated_failed_call
+    assert not episode(fail_check, fixed, fail_check).repeated_failed_call
+    assert not episode(failed_edit, read, fixed).repeated_failed_call  # a different call after the error

@@ -130,6 +130,7 @@ class EpisodeMetrics(BaseModel):
     pi_tool_errors: dict[str, int] = Field(default_factory=dict)  # valid calls whose execution failed, by tool
     repaired_by_reason: dict[str, int] = Field(default_factory=dict)  # card warnings: Pi repaired the call and ran it
     double_encoded_arguments: int
+    repeated_failed_call: bool = False  # results written before this metric existed read as False
     runaway: bool
     timed_out: bool
     turn_cap_hit: bool

@@ -8,6 +8,7 @@ The scorers are registered in the order their rates and means appear in results.
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -132,6 +133,27 @@ def repaired_by_reason(ep: EpisodeRecord) -> dict[str, int]:
 @scorer()
 def double_encoded_arguments(ep: EpisodeRecord) -> int:
     return sum(1 for c in ep.calls if c.double_encoded)
+
+
+_CHANGES_FILES = ("edit", "write")
+
+
+@scorer(aggregate="rate", label="Repeated a failed call (the same call again, no file changed since)", good=False)
+def repeated_failed_call(ep: EpisodeRecord) -> bool:
+    """The agent sent a call that Pi had refused or could not run (same tool, same arguments) again, with no
+    successful edit or write in between: nothing it could see had changed, so the same answer was coming. Re-running
+    a failing check after a successful edit is not a repeat; re-running it with the files untouched is. This is how
+    small models spend their turn caps: one failed call, sent until the cap."""
+    failed_since_change: set[str] = set()
+    for c in ep.calls:
+        key = c.name + "\0" + json.dumps(c.arguments, sort_keys=True, default=str)
+        if key in failed_since_change:
+            return True
+        if c.problems or c.failed:
+            failed_since_change.add(key)
+        elif c.answered and c.name in _CHANGES_FILES:
+            failed_since_change.clear()
+    return False
 
 
 # --- the caps and the endpoint (rates in this order) -------------------------------------------------------------
