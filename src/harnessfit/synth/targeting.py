@@ -27,12 +27,13 @@ _EDITS = (
     "edit_constant",
     "edit_string",
     "config_json",
+    "edit_list_item",
     "rename_across_files",
     "add_parameter",
     "multi_file_refactor",
     "js_edit",
 )
-_RECOVER = ("fix_off_by_one", "fix_failing_test", "fix_return_value", "recover_missing_file")
+_RECOVER = ("fix_off_by_one", "fix_failing_test", "fix_return_value", "fix_name_error", "recover_missing_file")
 
 # failure -> (families whose sessions show the missing behaviour, why)
 ANSWERS: dict[str, tuple[tuple[str, ...], str]] = {
@@ -48,7 +49,7 @@ ANSWERS: dict[str, tuple[tuple[str, ...], str]] = {
     "expected_change_missing": (_EDITS, "exact edits of the named text"),
     "checker_failed": (_RECOVER, "a failing check read, then exactly that repaired"),
     "failed_edit": (
-        (*_EDITS, "fix_off_by_one", "fix_failing_test", "fix_return_value"),
+        (*_EDITS, "fix_off_by_one", "fix_failing_test", "fix_return_value", "fix_name_error"),
         "retry sessions: an edit Pi could not apply (context only), the file read again, then the exact edit",
     ),
 }

@@ -78,6 +78,56 @@ _MODULE_FUNCS = (
         "return max(numbers)",
         (("[3, 9, 2]", "9"), ("[-1]", "-1")),
     ),
+    ("repeat_text", "text", "returns text written twice", "return text * 2", (("'ab'", "'abab'"), ("''", "''"))),
+    (
+        "total_length",
+        "words",
+        "returns the total number of characters of the strings in the list words",
+        "return sum(len(w) for w in words)",
+        (("['ab', 'cde']", "5"), ("[]", "0")),
+    ),
+    (
+        "count_positive",
+        "numbers",
+        "returns how many numbers in the list are greater than 0",
+        "return sum(1 for n in numbers if n > 0)",
+        (("[3, -1, 0, 2]", "2"), ("[]", "0")),
+    ),
+    (
+        "min_of",
+        "numbers",
+        "returns the smallest number in the non-empty list numbers",
+        "return min(numbers)",
+        (("[3, 9, 2]", "2"), ("[7]", "7")),
+    ),
+    (
+        "word_lengths",
+        "text",
+        "returns the list of the lengths of the whitespace-separated words of text",
+        "return [len(w) for w in text.split()]",
+        (("'ab cde'", "[2, 3]"), ("''", "[]")),
+    ),
+    (
+        "title_words",
+        "text",
+        "returns text with the first letter of every word in upper case and the rest in lower case",
+        "return text.title()",
+        (("'hello big world'", "'Hello Big World'"), ("''", "''")),
+    ),
+    (
+        "join_words",
+        "words",
+        "returns the strings of the list words joined by single spaces",
+        'return " ".join(words)',
+        (("['a', 'b']", "'a b'"), ("[]", "''")),
+    ),
+    (
+        "is_even",
+        "n",
+        "returns True when the integer n is even, else False",
+        "return n % 2 == 0",
+        (("4", "True"), ("7", "False")),
+    ),
 )
 
 

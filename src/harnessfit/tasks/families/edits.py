@@ -209,6 +209,67 @@ def config_json(rng: random.Random) -> TaskDraft:
     )
 
 
+# (list name, a pool of its items): one item is swapped for one the list does not hold
+_LISTS = (
+    ("ALLOWED_HOSTS", ("localhost", "example.org", "api.local", "static.local", "intranet")),
+    ("LANGUAGES", ("en", "de", "fr", "es", "it", "nl")),
+    ("EXTENSIONS", (".py", ".md", ".txt", ".toml", ".cfg", ".ini")),
+    ("COLORS", ("red", "green", "blue", "teal", "amber", "gray")),
+    ("ROLES", ("admin", "editor", "viewer", "guest", "owner")),
+)
+
+
+@family(
+    "edit_list_item",
+    split="train",
+    kind=TaskKind.edit,
+    summary="replace one string in a list literal, on one line or one item per line, keeping the others",
+)
+def edit_list_item(rng: random.Random) -> TaskDraft:
+    noun = pick(rng, NOUNS)
+    name, pool = pick(rng, _LISTS)
+    items = rng.sample(pool, 4)
+    shown, new = items[:3], items[3]
+    old = shown[rng.randrange(3)]
+    module = f"{noun}_{pick(rng, ('config', 'options', 'lists', 'constants'))}.py"
+    check = f"check_{noun}_{name.lower()}.py"
+    cmd = f"python3 {check}"
+    want = [new if i == old else i for i in shown]
+    if pick(rng, ("one line", "one per line")) == "one line":
+        src = f"{name} = [{', '.join(json.dumps(i) for i in shown)}]\n"
+    else:
+        src = f"{name} = [\n" + "".join(f"    {json.dumps(i)},\n" for i in shown) + "]\n"
+    body = (
+        f"from {module[:-3]} import {name}\n\nif {name} != {want!r}:\n"
+        f'    raise SystemExit(f"FAIL: {name} is {{{name}!r}}, expected {want!r}")\n'
+    )
+    prompt = pick(
+        rng,
+        (
+            f'In {module}, replace "{old}" with "{new}" in {name}.',
+            f'{name} in {module} should hold "{new}" where it now holds "{old}". Keep the other entries.',
+            f'Swap the entry "{old}" of {name} ({module}) for "{new}".',
+        ),
+    )
+    return TaskDraft(
+        kind=TaskKind.edit,
+        prompt=f"{prompt}\n{validate_sentence(rng, cmd)}",
+        validation_command=cmd,
+        expected_change=[
+            {"path": module, "contains": json.dumps(new)},
+            {"path": module, "not_contains": json.dumps(old)},
+        ],
+        workspace={module: src, check: check_script(body, f"{name} is right")},
+        checker=checker_files(body),
+        reference=[
+            read(module),
+            edit(module, (json.dumps(old), json.dumps(new))),
+            bash(cmd),
+            final(done(rng, f'Replaced "{old}" with "{new}" in {name}', cmd), f"OK: {name} is right"),
+        ],
+    )
+
+
 _VERBS = ("load", "parse", "fetch", "build", "count", "format", "check", "score")
 _NEW_VERBS = {
     "load": "read",

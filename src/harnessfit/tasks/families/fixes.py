@@ -226,6 +226,66 @@ def fix_return_value(rng: random.Random) -> TaskDraft:
     )
 
 
+# (helper, its body, what it returns); the caller misspells the helper, so the check dies with a NameError whose
+# last traceback line names the misspelled name
+_HELPERS = (
+    ("_clean", "return text.strip()", str.strip),
+    ("_tidy", 'return " ".join(text.split())', lambda t: " ".join(t.split())),
+    ("_prepare", "return text.strip().lower()", lambda t: t.strip().lower()),
+    ("_shorten", "return text[:5]", lambda t: t[:5]),
+    ("_trim", 'return text.strip(" .")', lambda t: t.strip(" .")),
+)
+
+
+def _misspell(rng: random.Random, name: str) -> str:
+    """``name`` with two adjacent letters after its underscore swapped (never the same name)."""
+    while True:
+        i = rng.randrange(1, len(name) - 1)
+        typo = name[:i] + name[i + 1] + name[i] + name[i + 2 :]
+        if typo != name:
+            return typo
+
+
+@family(
+    "fix_name_error",
+    split="train",
+    kind=TaskKind.recover,
+    summary="a function calls a misspelled helper; the check's traceback ends in the NameError that names it",
+)
+def fix_name_error(rng: random.Random) -> TaskDraft:
+    noun = pick(rng, NOUNS)
+    helper, impl, apply = pick(rng, _HELPERS)
+    typo = _misspell(rng, helper)
+    fn = f"{pick(rng, ('format', 'render', 'show', 'label'))}_{noun}"
+    module, check = f"{noun}_text.py", f"check_{noun}_text.py"
+    cmd = f"python3 {check}"
+    arg = pick(rng, ("  Hello World  ", " a  b ", "Ticket.  ", "Done. "))
+    want = f"<{apply(arg)}>"
+    src = f'def {helper}(text):\n    {impl}\n\n\ndef {fn}(text):\n    return "<" + {typo}(text) + ">"\n'
+    fail = f"NameError: name '{typo}' is not defined"
+    body = (
+        f"from {module[:-3]} import {fn}\n\ngot = {fn}({arg!r})\nif got != {want!r}:\n"
+        f'    raise SystemExit(f"FAIL: {fn}({arg!r}) returned {{got!r}}, expected {want!r}")\n'
+    )
+    return TaskDraft(
+        kind=TaskKind.recover,
+        prompt=recover_prompt(rng, cmd, f"the error in {module}"),
+        validation_command=cmd,
+        expected_change=[{"path": module, "contains": f'"<" + {helper}(text)'}],
+        workspace={module: src, check: check_script(body, f"{fn} works")},
+        checker=checker_files(body),
+        reference=[
+            bash(cmd),
+            read(module) | {"expect": fail},
+            edit(module, (f"{typo}(text)", f"{helper}(text)")),
+            bash(cmd),
+            final(
+                done(rng, f"{fn} called {typo}, which does not exist; it now calls {helper}", cmd), f"OK: {fn} works"
+            ),
+        ],
+    )
+
+
 @family(
     "recover_missing_file",
     split="train",
