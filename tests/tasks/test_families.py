@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import random
 from pathlib import Path
 
 import orjson
@@ -114,3 +115,25 @@ def test_demo_generates_training_and_held_out_suites(tmp_path: Path) -> None:
     given = DemoPlan(out=tmp_path, traces=None, train_suite=plan.train_suite).resolved()
     assert _tasks(given, tmp_path) == {"generated": False, "train_suite": str(plan.train_suite)}
     assert given.heldout_suite is None  # a named training suite: no held-out families are assumed
+
+
+def _changed_lines(fam, n: int = 40) -> set[str]:
+    """The lines a family's golden plans write (edits' new text, written files), over ``n`` instances."""
+    lines = set()
+    for i in range(n):
+        for step in fam.build(random.Random(f"leak-{i}")).reference:
+            args = step.get("args") or {}
+            for text in [e["newText"] for e in args.get("edits", [])] + [args.get("content", "")]:
+                lines |= {
+                    ln.strip() for ln in text.splitlines() if len(ln.strip()) >= 8 and not ln.strip().startswith("def ")
+                }
+    return lines
+
+
+def test_no_training_family_writes_a_held_out_answer() -> None:
+    """A held-out family's answers (the lines its golden plans write) appear in no training family's golden plans:
+    training on the answer would make the held-out figures measure recall, not generalisation."""
+    held = set().union(*(_changed_lines(f) for f in families_in("heldout")))
+    assert held  # the held-out plans do write lines
+    for fam in families_in("train"):
+        assert not (_changed_lines(fam) & held), fam.name

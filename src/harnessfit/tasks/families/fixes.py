@@ -34,10 +34,10 @@ _OFF_BY_ONE = (
         "stopped one short; it now includes n",
     ),
     (
-        "return [i * i for i in range(1, n)]",
-        "return [i * i for i in range(1, n + 1)]",
-        lambda n: [i * i for i in range(1, n)],
-        lambda n: [i * i for i in range(1, n + 1)],
+        "return [i + 10 for i in range(1, n)]",
+        "return [i + 10 for i in range(1, n + 1)]",
+        lambda n: [i + 10 for i in range(1, n)],
+        lambda n: [i + 10 for i in range(1, n + 1)],
         "stopped one short; it now includes n",
     ),
     (
