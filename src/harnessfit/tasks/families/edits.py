@@ -380,13 +380,8 @@ def add_parameter(rng: random.Random) -> TaskDraft:
         checker=checker_files(body),
         reference=[
             read(lib),
-            edit(
-                lib,
-                (
-                    f'def {fn}(name):\n    return "{noun}: " + name\n',
-                    f'def {fn}(name, suffix=""):\n    return "{noun}: " + name + suffix\n',
-                ),
-            ),
+            # two small edits, each the least text that is unique, rather than the whole function again
+            edit(lib, (f"def {fn}(name):", f'def {fn}(name, suffix=""):'), ("+ name\n", "+ name + suffix\n")),
             read(app),
             edit(app, (f'{fn}("demo")', f'{fn}("demo", suffix={suffix!r})')),
             bash(cmd),
