@@ -124,9 +124,8 @@ def _changed_lines(fam, n: int = 40) -> set[str]:
         for step in fam.build(random.Random(f"leak-{i}")).reference:
             args = step.get("args") or {}
             for text in [e["newText"] for e in args.get("edits", [])] + [args.get("content", "")]:
-                lines |= {
-                    ln.strip() for ln in text.splitlines() if len(ln.strip()) >= 8 and not ln.strip().startswith("def ")
-                }
+                stripped = (ln.strip() for ln in text.splitlines())
+                lines |= {ln for ln in stripped if len(ln) >= 8 and not ln.startswith("def ")}
     return lines
 
 

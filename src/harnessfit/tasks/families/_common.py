@@ -139,6 +139,15 @@ def done(rng: random.Random, what: str, command: str) -> str:
     )
 
 
+def returns_check(call: str, want: str) -> str:
+    """Validation-script lines: ``call`` (source text) must return the value the literal ``want`` spells; else the
+    script exits with ``FAIL: {call} returned {got!r}, expected {want}`` — the message a recover task's golden plan
+    reads before its fix."""
+    return (
+        f'got = {call}\nif got != {want}:\n    raise SystemExit(f"FAIL: {call} returned {{got!r}}, expected {want}")\n'
+    )
+
+
 def check_script(body: str, ok: str) -> str:
     """A validation script: ``body`` raises ``SystemExit("FAIL: …")`` on a problem; then it prints ``OK: ok``."""
     return f"{body.rstrip()}\nprint({f'{OK}: {ok}'!r})\n"

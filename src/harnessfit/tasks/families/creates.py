@@ -14,6 +14,7 @@ from harnessfit.tasks.families._common import (
     done,
     final,
     read,
+    returns_check,
     validate_sentence,
     write,
 )
@@ -137,11 +138,7 @@ def _module_draft(rng: random.Random, funcs: tuple, split_word: str) -> TaskDraf
     module = pick(rng, (f"{noun}_tools.py", f"{name}.py", f"{noun}_{split_word}.py"))
     check = f"check_{module[:-3]}.py"
     cmd = f"python3 {check}"
-    lines = "".join(
-        f"got = {name}({arg})\nif got != {want}:\n"
-        f'    raise SystemExit(f"FAIL: {name}({arg}) returned {{got!r}}, expected {want}")\n'
-        for arg, want in cases
-    )
+    lines = "".join(returns_check(f"{name}({arg})", want) for arg, want in cases)
     body = f"from {module[:-3]} import {name}\n\n{lines}"
     prompt = pick(
         rng,

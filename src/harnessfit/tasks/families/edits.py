@@ -17,6 +17,7 @@ from harnessfit.tasks.families._common import (
     final,
     hf_check,
     read,
+    returns_check,
     validate_sentence,
 )
 from harnessfit.tasks.family import TaskDraft, family, pick
@@ -121,11 +122,7 @@ def edit_string(rng: random.Random) -> TaskDraft:
     src = f'def {fn}(value):\n    return "{old}{sep}" + str(value)\n'
     arg, shown = pick(rng, (("42", "42"), ("'abc'", "abc"), ("7", "7"), ("'x1'", "x1")))
     want = f"{new}{sep}{shown}"
-    body = (
-        f"from {module[:-3]} import {fn}\n\ngot = {fn}({arg})\n"
-        f"if got != {want!r}:\n"
-        f'    raise SystemExit(f"FAIL: {fn}({arg}) returned {{got!r}}, expected {want!r}")\n'
-    )
+    body = f"from {module[:-3]} import {fn}\n\n" + returns_check(f"{fn}({arg})", repr(want))
     prompt = pick(
         rng,
         (

@@ -19,6 +19,7 @@ from harnessfit.tasks.families._common import (
     hf_check,
     read,
     recover_prompt,
+    returns_check,
     write,
 )
 from harnessfit.tasks.family import TaskDraft, family, pick
@@ -86,10 +87,7 @@ def fix_off_by_one(rng: random.Random) -> TaskDraft:
     n = rng.randint(3, 7)
     got, want = got_fn(n), want_fn(n)
     fail = f"FAIL: {fn}({n}) returned {got!r}, expected {want!r}"
-    body = (
-        f"from {module[:-3]} import {fn}\n\ngot = {fn}({n})\nif got != {want!r}:\n"
-        f'    raise SystemExit(f"FAIL: {fn}({n}) returned {{got!r}}, expected {want!r}")\n'
-    )
+    body = f"from {module[:-3]} import {fn}\n\n" + returns_check(f"{fn}({n})", repr(want))
     return TaskDraft(
         kind=TaskKind.recover,
         prompt=recover_prompt(rng, cmd, f"the bug in {module}"),
@@ -148,10 +146,7 @@ def fix_failing_test(rng: random.Random) -> TaskDraft:
     wrong = _VALUE[bug](a, b)
     want = right(a, b)
     fail = f"FAIL: {fn}({a}, {b}) returned {wrong!r}, expected {want!r}"
-    body = (
-        f"from {module[:-3]} import {fn}\n\ngot = {fn}({a}, {b})\nif got != {want!r}:\n"
-        f'    raise SystemExit(f"FAIL: {fn}({a}, {b}) returned {{got!r}}, expected {want!r}")\n'
-    )
+    body = f"from {module[:-3]} import {fn}\n\n" + returns_check(f"{fn}({a}, {b})", repr(want))
     return TaskDraft(
         kind=TaskKind.recover,
         prompt=recover_prompt(rng, cmd, f"{module} (the test is right; do not change {test})"),
@@ -205,10 +200,7 @@ def fix_return_value(rng: random.Random) -> TaskDraft:
     cmd = f"python3 {check}"
     got, want = ast.literal_eval(bug), ast.literal_eval(fix)
     fail = f"FAIL: {fn}() returned {got!r}, expected {want!r}"
-    body = (
-        f"from {module[:-3]} import {fn}\n\ngot = {fn}()\nif got != {want!r}:\n"
-        f'    raise SystemExit(f"FAIL: {fn}() returned {{got!r}}, expected {want!r}")\n'
-    )
+    body = f"from {module[:-3]} import {fn}\n\n" + returns_check(f"{fn}()", repr(want))
     return TaskDraft(
         kind=TaskKind.recover,
         prompt=recover_prompt(rng, cmd, f"the value {fn} returns in {module}"),
@@ -263,10 +255,7 @@ def fix_name_error(rng: random.Random) -> TaskDraft:
     want = f"<{apply(arg)}>"
     src = f'def {helper}(text):\n    {impl}\n\n\ndef {fn}(text):\n    return "<" + {typo}(text) + ">"\n'
     fail = f"NameError: name '{typo}' is not defined"
-    body = (
-        f"from {module[:-3]} import {fn}\n\ngot = {fn}({arg!r})\nif got != {want!r}:\n"
-        f'    raise SystemExit(f"FAIL: {fn}({arg!r}) returned {{got!r}}, expected {want!r}")\n'
-    )
+    body = f"from {module[:-3]} import {fn}\n\n" + returns_check(f"{fn}({arg!r})", repr(want))
     return TaskDraft(
         kind=TaskKind.recover,
         prompt=recover_prompt(rng, cmd, f"the error in {module}"),
