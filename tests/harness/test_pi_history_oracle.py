@@ -318,8 +318,14 @@ def resume(version: str, root: Path, cuts: Sequence[Path]) -> list[dict[str, Any
             copy.write_bytes(cut.read_bytes())
             before = len(ep.requests)
             rpc.send({"id": "s", "type": "switch_session", "sessionPath": str(copy)})
-            rpc.wait(lambda e: e.get("type") == "response" and e.get("id") == "s")
+            try:
+                rpc.wait(lambda e: e.get("type") == "response" and e.get("id") == "s")
+            except AssertionError as exc:
+                raise AssertionError(f"{cut.name}: {exc}") from None
             rpc.prompt(PROMPT)
+            # Pi goes on after agent_end (compaction check, settling); switching then races with that work
+            # (a CI run once got "Invalid array length" from switch_session), so wait until Pi says it is idle.
+            rpc.idle()
             assert len(ep.requests) == before + 1, f"{cut.name}: Pi sent {len(ep.requests) - before} requests"
             sent.append(ep.requests[-1])
     return sent
