@@ -68,6 +68,36 @@ def test_never_stopping_model_hits_turn_cap(pi_installed, small_suite, tmp_path)
         assert m.stop_reason == "aborted"
 
 
+@pytest.mark.slow
+def test_an_answer_on_the_last_allowed_turn_is_no_cap_hit(pi_installed, small_suite, tmp_path):
+    """The golden solver given exactly as many turns as its reference has steps: its last turn is the answer, Pi
+    ends the run itself, and the loop is complete; one turn fewer and the cap stops it."""
+    from harnessfit.eval.task import load_suite
+
+    for task in load_suite(small_suite):
+        steps = len(task.reference)
+        exact = run_eval(
+            "scripted:golden",
+            small_suite,
+            tmp_path / f"x{task.id}",
+            task_ids=[task.id],
+            max_turns=steps,
+            progress=False,
+        )
+        (ep,) = exact.episodes
+        assert ep.metrics.complete_loop and not ep.metrics.turn_cap_hit and ep.metrics.turns == steps
+        short = run_eval(
+            "scripted:golden",
+            small_suite,
+            tmp_path / f"s{task.id}",
+            task_ids=[task.id],
+            max_turns=steps - 1,
+            progress=False,
+        )
+        (ep,) = short.episodes
+        assert ep.metrics.turn_cap_hit and ep.metrics.failure == "turn_cap"
+
+
 def test_runaway_model_via_cli(pi_installed, small_suite, tmp_path):
     out = tmp_path / "ra"
     res = CliRunner().invoke(

@@ -42,11 +42,15 @@ SKIP_EVENTS = (b'{"type":"message_update"', b'{"type":"tool_execution_update"')
 
 
 def turn_cap_extension(max_turns: int) -> str:
+    """A Pi extension that aborts the agent after its ``max_turns``-th model turn when that turn called tools (Pi
+    would ask the model again); a last turn that only answers ends the run by itself and is no cap hit. ``turn_end``
+    carries the turn's ``toolResults`` in every targeted version (``pi-agent-core/dist/agent-loop.js``: empty when the
+    message had no tool call)."""
     return (
         "// written by harnessfit eval: abort the agent once it has used its model turns\n"
         "export default function (pi) {\n"
         '  pi.on("turn_end", (event, ctx) => {\n'
-        f"    if (event.turnIndex + 1 >= {max_turns}) {{\n"
+        f"    if (event.turnIndex + 1 >= {max_turns} && (event.toolResults || []).length > 0) {{\n"
         f'      console.error("{TURN_CAP_MARKER}");\n'
         "      ctx.abort();\n"
         "    }\n"
