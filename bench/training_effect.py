@@ -90,6 +90,9 @@ def main() -> None:
     ap.add_argument("--retry", action="store_true",
                     help="add the retry sessions (a failed first edit kept as context only, a re-read of the file, "
                          "then the exact edit)")
+    ap.add_argument("--second-try", action="store_true",
+                    help="add the second-try sessions (a wrong first change kept as context only, the failing "
+                         "check, a re-read of the file, then the repair of the wrong lines)")
     ap.add_argument("--from-run", type=Path, default=None,
                     help="run nothing: print the JSON of a finished run (e.g. `harnessfit demo --out DIR`)")
     a = ap.parse_args()
@@ -115,14 +118,16 @@ def main() -> None:
     plan = DemoPlan(out=out, traces=a.traces, seeds=a.seeds, synth_seeds=a.synth_seeds, recipe=a.recipe,
                     epochs=a.epochs, family_per_kind=a.per_kind, heldout_instances=a.heldout_instances,
                     family_seed=a.family_seed, eval_max_turns=None, eval_max_seconds=None,
-                    serve_max_tokens=a.max_tokens, static=False, eval_workers=2, contrast=a.contrast, retry=a.retry)
+                    serve_max_tokens=a.max_tokens, static=False, eval_workers=2, contrast=a.contrast, retry=a.retry,
+                    second_try=a.second_try)
     # the trainer prints its log lines (PrinterCallback) to stdout: keep stdout for the one JSON object
     with contextlib.redirect_stdout(sys.stderr):
         run_demo(plan, console=Console(stderr=True))
     result = run_summary(out, {"seeds": a.seeds, "synth_seeds": a.synth_seeds, "per_kind": a.per_kind,
                                "heldout_instances": a.heldout_instances, "family_seed": a.family_seed,
                                "max_tokens": a.max_tokens, "traces": str(a.traces) if a.traces else None,
-                               "contrast": a.contrast, "retry": a.retry, "epochs": a.epochs},
+                               "contrast": a.contrast, "retry": a.retry, "second_try": a.second_try,
+                               "epochs": a.epochs},
                          wall_s=round(time.perf_counter() - t0, 1))
     print(json.dumps(result, indent=1))
     if tmp is not None:

@@ -174,3 +174,59 @@ def test_isolated_or_non_python_checkers_load(command):
     from harnessfit.eval.task import Checker
 
     assert Checker(command=command).command == command
+
+
+def test_a_decoy_is_the_same_call_gone_wrong():
+    from pydantic import ValidationError
+
+    from harnessfit.eval.task import ReferenceStep
+
+    edit = {"path": "m.py", "edits": [{"oldText": "a < b", "newText": "a <= b"}]}
+    step = ReferenceStep(
+        tool="edit", args=edit, decoy={"path": "m.py", "edits": [{"oldText": "a < b", "newText": "a > b"}]}
+    )
+    assert step.decoy_texts() == ("a > b", "a <= b")
+    write = ReferenceStep(
+        tool="write", args={"path": "n.py", "content": "x = 1\n"}, decoy={"path": "n.py", "content": "x = 2\n"}
+    )
+    assert write.decoy_texts() == ("x = 2\n", "x = 1\n")
+    bad = [
+        ("edit", edit, {"path": "other.py", "edits": [{"oldText": "a < b", "newText": "a > b"}]}),  # another file
+        ("edit", edit, {"path": "m.py", "edits": [{"oldText": "a", "newText": "a > b"}]}),  # another oldText
+        ("edit", edit, edit),  # the step itself
+        ("bash", {"command": "true"}, {"command": "false"}),  # only an edit or a write
+    ]
+    for tool, args, decoy in bad:
+        with pytest.raises(ValidationError, match="decoy"):
+            ReferenceStep(tool=tool, args=args, decoy=decoy)
+
+
+@pytest.mark.parametrize(
+    ("wrong", "right", "current", "want"),
+    [
+        # one line differs: that line, without the newline both share
+        (
+            "def f(n):\n    return n - 1\n",
+            "def f(n):\n    return n + 1\n",
+            "def f(n):\n    return n - 1\n",
+            ("    return n - 1", "    return n + 1"),
+        ),
+        # a fragment inside a line: the fragment
+        (
+            "trim(text)",
+            "_trim(text)",
+            'def g(text):\n    return "<" + trim(text) + ">"\n',
+            ("trim(text)", "_trim(text)"),
+        ),
+        # the differing line is not unique in the file: widened until it is
+        ("a\nb\nc\n", "a\nB\nc\n", "b\na\nb\nc\n", ("a\nb", "a\nB")),
+        # a line added
+        ("a\nb\n", "a\nb\nc\n", "a\nb\n", ("b", "b\nc")),
+    ],
+)
+def test_the_repair_edits_only_the_wrong_lines(wrong, right, current, want):
+    from harnessfit.eval.task import repair_edit
+
+    old, new = repair_edit(wrong, right, current)
+    assert (old, new) == want
+    assert current.count(old) == 1 and current.replace(old, new) == current.replace(wrong, right)

@@ -82,6 +82,9 @@ class DemoPlan:
     # retry sessions (a failed first edit kept as context only, a re-read, then the exact edit): off in the demo for
     # its budget
     retry: bool = False
+    # second-try sessions (a wrong first change kept as context only, the failing check, a re-read, the repair):
+    # off in the demo for its budget
+    second_try: bool = False
     # raw suites and probes (harnessfit.demo.raw_probes): short caps and one sample keep them to a few minutes
     raw_suites: list[Path] | None = None
     probes: Path | None = None
@@ -182,7 +185,13 @@ def run_demo(plan: DemoPlan, console: Console | None = None) -> Path:
     facts["synth"] = steps.run(
         "synthesise training sessions (golden solver through real Pi, training suite)",
         lambda: synth(
-            plan.train_suite, out / "synth", seeds=plan.synth_seeds, workers=2, contrast=plan.contrast, retry=plan.retry
+            plan.train_suite,
+            out / "synth",
+            seeds=plan.synth_seeds,
+            workers=2,
+            contrast=plan.contrast,
+            retry=plan.retry,
+            second_try=plan.second_try,
         ),
     )
 

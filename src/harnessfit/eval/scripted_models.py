@@ -18,6 +18,12 @@ user message (the task prompt) and the step from the number of assistant turns a
   until the turn cap. A task that creates a file instead (a ``write`` and no ``edit``) gets the create-file mistake
   small models make: an ``edit`` of the file that does not exist yet, its content as new text (Pi: could not edit
   the file, ``ENOENT``), then the ``write`` and the rest. A task with neither gets ``golden``.
+- ``second-try``: the reference, but the first step with a ``decoy`` (``eval.task.ReferenceStep``) is played as its
+  decoy first: Pi applies it, the solver runs the validation command, sees it fail, reads the file and repairs the
+  wrong lines with one exact edit (``repair_edit``: old text as the file now has it), then the rest (a second-try
+  example for training data: ``harnessfit synth`` marks the decoy context only). It shows what a tuned model that
+  sent its stale first edit again until the turn cap lacked: after its own change fails, the file is read again and
+  the next edit starts from what is there now. A task without a decoy gets ``golden``.
 - ``runaway``: streams text without end.
 - ``never-stop``: calls a harmless tool forever, never answers.
 - ``oracle``: a Harbor task's ``solution/solve.sh`` (``bash /solution/solve.sh`` through Pi's bash tool; the
@@ -32,7 +38,7 @@ from typing import Any
 
 from harnessfit.core.jsonio import dumps_compact_str
 from harnessfit.errors import UserError
-from harnessfit.eval.task import ReferenceStep, Task
+from harnessfit.eval.task import ReferenceStep, Task, repair_edit
 from harnessfit.harness.scripted import Reply
 
 __all__ = [
@@ -44,6 +50,8 @@ __all__ = [
     "mis_edit",
     "first_edit",
     "planted_step",
+    "second_try",
+    "decoy_step",
     "runaway",
     "never_stop",
     "escape",
@@ -213,6 +221,46 @@ def mis_edit(tasks: Sequence[Task]) -> Responder:
     return respond
 
 
+def decoy_step(task: Task) -> int | None:
+    """Index of the task's first reference step with a ``decoy``, ``None`` when it has none."""
+    return next((k for k, step in enumerate(task.reference) if step.decoy is not None), None)
+
+
+# Pi's bash tool ends the result of a command that exited non-zero with this line (every targeted version)
+_EXIT_STATUS = "Command exited with code"
+
+
+def second_try(tasks: Sequence[Task]) -> Responder:
+    reference = golden(tasks)
+
+    def respond(body: dict, index: int) -> Reply:
+        task = _task_for(tasks, body)
+        k = decoy_step(task) if task is not None else None
+        if task is None or k is None:
+            return reference(body, index)
+        i, step = _assistant_turns(body), task.reference[k]
+        path = (step.args or {}).get("path")
+        if i == k:
+            return _checked(step, body) or Reply(tool_calls=[(str(step.tool), dumps_compact_str(step.decoy))])
+        if i == k + 1:
+            return Reply(tool_calls=[("bash", dumps_compact_str({"command": task.validation_command}))])
+        if i == k + 2:
+            if _EXIT_STATUS not in _last_tool_result(body):
+                return Reply(text="second-try solver stopped: the validation passed after the decoy")
+            return Reply(tool_calls=[("read", dumps_compact_str({"path": path}))])
+        if i == k + 3:
+            old, new = repair_edit(*step.decoy_texts(), _last_tool_result(body))
+            return Reply(
+                tool_calls=[("edit", dumps_compact_str({"path": path, "edits": [{"oldText": old, "newText": new}]}))]
+            )
+        j = i if i < k else i - 3
+        if j >= len(task.reference):
+            return Reply(text="second-try solver: reference solution exhausted")
+        return _checked(task.reference[j], body) or _play(task.reference[j])
+
+    return respond
+
+
 def runaway(tasks: Sequence[Task]) -> Responder:
     def respond(body: dict, index: int) -> Reply:
         return Reply(text="Let me think about this ", endless=True)
@@ -270,6 +318,7 @@ SCRIPTED_MODELS: dict[str, Callable[[Sequence[Task]], Responder]] = {
     "double-encode": double_encode,
     "recovering": recovering,
     "mis-edit": mis_edit,
+    "second-try": second_try,
     "runaway": runaway,
     "never-stop": never_stop,
     "oracle": oracle,

@@ -32,6 +32,7 @@ __all__ = [
     "Checker",
     "Limits",
     "ReferenceStep",
+    "repair_edit",
     "Task",
     "load_task",
     "load_suite",
@@ -148,12 +149,18 @@ class ReferenceStep(_Strict):
 
     ``expect`` (optional) is text the previous tool result must contain before this step is played — the golden
     solver reads tool results (e.g. a recover task sees the first validation fail before fixing).
+
+    ``decoy`` (optional, on an ``edit`` with one entry or a ``write``) is the arguments of the same call gone wrong
+    the way a model's first attempt does: Pi applies it, and the validation command still fails. An edit's decoy
+    keeps the path and ``oldText`` and writes another ``newText``; a write's keeps the path. The second-try solver
+    plays it first, then validates, reads the file and repairs it with ``repair_edit`` (``eval.scripted_models``).
     """
 
     tool: Literal["read", "bash", "edit", "write"] | None = None
     args: dict[str, Any] | None = None
     final: str | None = None
     expect: str | None = None
+    decoy: dict[str, Any] | None = None
 
     @model_validator(mode="after")
     def _call_or_final(self) -> ReferenceStep:
@@ -161,7 +168,52 @@ class ReferenceStep(_Strict):
             raise ValueError("a reference step is either a tool call (tool + args) or a final answer (final)")
         if self.tool is not None and self.args is None:
             raise ValueError(f"reference step calling {self.tool!r} needs args")
+        if self.decoy is not None:
+            self.decoy_texts()  # raises when the decoy is not one of the two shapes
         return self
+
+    def decoy_texts(self) -> tuple[str, str]:
+        """(the decoy's text, the step's own): the ``newText`` of an edit's one entry, or a write's ``content``."""
+        args, decoy = self.args or {}, self.decoy or {}
+        if self.tool == "write" and decoy.get("path") == args.get("path"):
+            wrong, right = decoy.get("content"), args.get("content")
+        elif self.tool == "edit" and decoy.get("path") == args.get("path"):
+            own, other = args.get("edits"), decoy.get("edits")
+            one = [e[0] for e in (own, other) if isinstance(e, list) and len(e) == 1 and isinstance(e[0], dict)]
+            if len(one) != 2 or one[0].get("oldText") != one[1].get("oldText"):
+                raise ValueError("an edit's decoy has one entry with the step's path and oldText")
+            wrong, right = one[1].get("newText"), one[0].get("newText")
+        else:
+            raise ValueError("a decoy is on an edit or a write, with the step's path")
+        if not isinstance(wrong, str) or not isinstance(right, str) or wrong == right:
+            raise ValueError("a decoy writes text of its own, not the step's")
+        return wrong, right
+
+
+def repair_edit(wrong: str, right: str, current: str) -> tuple[str, str]:
+    """The ``(oldText, newText)`` that turns ``wrong`` into ``right`` where ``current`` (the file as read) holds it:
+    the smallest run of whole lines where the two differ, widened a line at a time until it occurs exactly once in
+    ``current`` (Pi's edit needs one match), a trailing newline both share left out. A decoy whose whole text is not
+    unique in the file gets a repair Pi refuses; ``tasks.check`` rejects such a task."""
+    a, b = wrong.splitlines(keepends=True), right.splitlines(keepends=True)
+    head = 0
+    while head < min(len(a), len(b)) and a[head] == b[head]:
+        head += 1
+    tail = 0
+    while tail < min(len(a), len(b)) - head and a[len(a) - 1 - tail] == b[len(b) - 1 - tail]:
+        tail += 1
+    while True:
+        old, new = "".join(a[head : len(a) - tail]), "".join(b[head : len(b) - tail])
+        if old.endswith("\n") and new.endswith("\n"):
+            old, new = old[:-1], new[:-1]
+        if old and current.count(old) == 1:
+            return old, new
+        if head == 0 and tail == 0:
+            return old or wrong, new if old else right
+        if head > 0:
+            head -= 1
+        else:
+            tail -= 1
 
 
 class Task(_Strict):

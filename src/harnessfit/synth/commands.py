@@ -44,6 +44,14 @@ def synth_cmd(
         "Default: off, or with --from-eval on when the run shows an edit Pi could not apply.",
         show_default=False,
     ),
+    second_try: bool | None = typer.Option(
+        None,
+        "--second-try/--no-second-try",
+        help="Also record second-try sessions on tasks whose golden plan has a decoy: a wrong first change that Pi "
+        "applies (kept as context only), the validation failing, a re-read of the file, then the repair of the "
+        "wrong lines. Default: off, or with --from-eval on when the run shows a failed call sent again unchanged.",
+        show_default=False,
+    ),
     harness: str = typer.Option(None, "--harness", help=_HARNESS_HELP + " Default: the newest committed card."),
     task: list[str] = typer.Option(None, "--task", help="Only these task ids (repeatable)."),
     resume: bool = typer.Option(False, "--resume", help="Continue a killed run in --out: only missing episodes run."),
@@ -71,6 +79,9 @@ def synth_cmd(
         if retry is None and "retry" in targeting.variants:
             retry = True
             typer.echo(f"retry sessions: on ({', '.join(targeting.variants['retry'])})")
+        if second_try is None and "second-try" in targeting.variants:
+            second_try = True
+            typer.echo(f"second-try sessions: on ({', '.join(targeting.variants['second-try'])})")
     manifest = synth(
         suite,
         out,
@@ -78,6 +89,7 @@ def synth_cmd(
         workers=workers,
         contrast=contrast,
         retry=bool(retry),
+        second_try=bool(second_try),
         pi_version=_pi_version(harness),
         task_ids=task or None,
         resume=resume,

@@ -8,7 +8,10 @@ played by the mis-edit solver: its first edit goes wrong as a small model's edit
 found), Pi says so, the next call reads the file again and the one after it is the exact edit; a task that creates
 a file instead first sends the new file to ``edit``, Pi says it cannot edit a file that is not there, and the next
 call is the write. The kept copy marks the failed edit context only (``formats.pi.entries.CONTEXT_ONLY_ENTRY``), so
-the build learns what follows the error and never the mistake.
+the build learns what follows the error and never the mistake. With ``second_try``, every task whose golden plan
+has a decoy is also played by the second-try solver: its first change applies but is wrong (the decoy), the
+validation fails, the next calls read the file and repair exactly the wrong lines; the decoy is marked context only
+the same way, so the labels are the validation, the re-read and the repair.
 
 Only episodes whose loop completed are kept; the manifest lists every file with its SHA-256 and every skipped
 episode with why. A kept session names ``/workspace/<task>/seed-<n>`` as its working folder instead of the folder
@@ -34,15 +37,20 @@ from harnessfit.core.jsonio import read_jsonl, sha256_file
 from harnessfit.errors import UserError
 from harnessfit.eval.episode import UNSCORING_FLAGS, Episode
 from harnessfit.eval.run import run_eval
-from harnessfit.eval.scripted_models import planted_step
+from harnessfit.eval.scripted_models import decoy_step, planted_step
 from harnessfit.eval.task import Task, load_suite, suite_families
 from harnessfit.harness.pi import DEFAULT_PI_VERSION, installed_package
 from harnessfit.harness.versions import harness_spec
 from harnessfit.synth.session_copy import copy_session
 
-__all__ = ["synth", "SYNTH_KINDS", "WORKSPACE_ROOT", "failed_edit"]
+__all__ = ["synth", "SYNTH_KINDS", "WORKSPACE_ROOT", "failed_edit", "first_change"]
 
-SYNTH_KINDS = {"golden": "scripted:golden", "contrast": "scripted:recovering", "retry": "scripted:mis-edit"}
+SYNTH_KINDS = {
+    "golden": "scripted:golden",
+    "contrast": "scripted:recovering",
+    "retry": "scripted:mis-edit",
+    "second-try": "scripted:second-try",
+}
 CHUNK = 48  # tasks per eval run: what a kill can lose
 WORKSPACE_ROOT = "/workspace"  # the working folder a kept session names, whatever folder the episode ran in
 
@@ -89,6 +97,7 @@ def synth(
     workers: int = 2,
     contrast: bool = True,
     retry: bool = False,
+    second_try: bool = False,
     pi_version: str = DEFAULT_PI_VERSION,
     progress: bool = True,
     on_episode: Callable[[Episode], None] | None = None,
@@ -97,8 +106,9 @@ def synth(
     chunk: int = CHUNK,
     notes: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Write ``out_dir/sessions/{golden,contrast,retry}/<task>-s<seed>.jsonl`` (real Pi v3 sessions) +
-    ``manifest.json`` (``contrast`` and ``retry``: those kinds too; ``retry`` only for tasks with an edit or a write).
+    """Write ``out_dir/sessions/{golden,contrast,retry,second-try}/<task>-s<seed>.jsonl`` (real Pi v3 sessions) +
+    ``manifest.json`` (``contrast``, ``retry`` and ``second_try``: those kinds too; ``retry`` only for tasks with an
+    edit or a write, ``second-try`` only for tasks whose golden plan has a decoy).
 
     Episodes run ``chunk`` tasks at a time (``workers`` at once); each one's outcome is appended to
     ``out_dir/progress.jsonl`` as soon as its chunk ends, so a killed run continues with ``resume=True`` and runs
@@ -131,6 +141,7 @@ def synth(
             "seeds": seeds,
             "contrast": contrast,
             **({"retry": True} if retry else {}),  # absent when off: runs begun before retry existed resume as before
+            **({"second_try": True} if second_try else {}),
             "pi_version": pi_version,
         },
         resume,
@@ -138,11 +149,12 @@ def synth(
     # a line cut short by a kill is skipped: its episode runs again
     rows = list(read_jsonl(ledger, bad_lines="skip", objects_only=True, missing_ok=True))
     done = {(r["kind"], r["task"], r["seed"]) for r in rows}
-    wanted = {"golden": True, "contrast": contrast, "retry": retry}
+    wanted = {"golden": True, "contrast": contrast, "retry": retry, "second-try": second_try}
+    plays = {"retry": planted_step, "second-try": decoy_step}
     kinds = {k: v for k, v in SYNTH_KINDS.items() if wanted[k]}
     with ledger.open("ab") as log:
         for kind, model in kinds.items():
-            playable = [t for t in tasks if planted_step(t) is not None] if kind == "retry" else tasks
+            playable = [t for t in tasks if plays[kind](t) is not None] if kind in plays else tasks
             pending = _pending(playable, seeds, kind, done)
             (out_dir / "sessions" / kind).mkdir(parents=True, exist_ok=True)
             for start in range(0, len(pending), chunk):
@@ -184,7 +196,7 @@ def _keep(ep: Episode, kind: str, run_dir: Path, out_dir: Path, families: dict[s
     planted: list[tuple[str, str]] = []
 
     def marks(entries: list[dict[str, Any]]) -> list[tuple[str, str]]:
-        planted.extend(failed_edit(entries))
+        planted.extend(failed_edit(entries) if kind == "retry" else first_change(entries))
         return planted
 
     copy_session(
@@ -192,11 +204,12 @@ def _keep(ep: Episode, kind: str, run_dir: Path, out_dir: Path, families: dict[s
         dst,
         workspace,
         f"{kind}/{f.task_id}/seed-{f.seed}",
-        marks if kind == "retry" else None,
+        marks if kind in ("retry", "second-try") else None,
     )
-    if kind == "retry" and not planted:  # never keep a retry session whose mistake would be a label
+    if kind in ("retry", "second-try") and not planted:  # never keep a session whose mistake would be a label
         dst.unlink()
-        return {**base, "kept": False, "reason": "the planted edit did not fail"}
+        why = "the planted edit did not fail" if kind == "retry" else "no change to mark as the decoy"
+        return {**base, "kept": False, "reason": why}
     return {
         **base,
         "kept": True,
@@ -222,6 +235,18 @@ def failed_edit(entries: list[dict[str, Any]]) -> list[tuple[str, str]]:
             failed = isinstance(part, dict) and part.get("type") == "toolCall" and part.get("id") in errors
             if failed and part.get("name") == "edit":
                 return [(str(e["id"]), "planted mistake: an edit that fails (harnessfit synth, retry)")]
+    return []
+
+
+def first_change(entries: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    """(entry id, why) of the first assistant message that calls ``edit`` or ``write``: the second-try solver's
+    decoy, which Pi applied. Empty when there is none."""
+    for e in entries:
+        msg = e.get("message")
+        if isinstance(msg, dict) and msg.get("role") == "assistant":
+            for part in msg.get("content") or []:
+                if isinstance(part, dict) and part.get("type") == "toolCall" and part.get("name") in ("edit", "write"):
+                    return [(str(e["id"]), "planted mistake: a wrong first change (harnessfit synth, second try)")]
     return []
 
 

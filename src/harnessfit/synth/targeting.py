@@ -4,7 +4,8 @@ Each failure an episode shows is answered by the families whose golden sessions 
 (``ANSWERS``: the failure, the families, and why). A family's weight is 1 plus, for every failure, the number of
 episodes that showed it spread over the families that answer it; ``choose_tasks`` then takes instances from a
 generated training suite in proportion to the weights. Some failures also ask for a session variant (``VARIANTS``:
-an edit Pi could not apply asks for the retry sessions, ``synth(retry=True)``). The returned ``Targeting`` is
+an edit Pi could not apply asks for the retry sessions, ``synth(retry=True)``; a failed call sent again with no
+change between asks for the second-try sessions, ``synth(second_try=True)``). The returned ``Targeting`` is
 written into the synthesis manifest, so the report can say which failures drove which data.
 """
 
@@ -34,6 +35,15 @@ _EDITS = (
     "js_edit",
 )
 _RECOVER = ("fix_off_by_one", "fix_failing_test", "fix_return_value", "fix_name_error", "recover_missing_file")
+# the families whose golden plans carry a decoy (the second-try sessions)
+_SECOND_TRY = (
+    "fix_off_by_one",
+    "fix_failing_test",
+    "fix_return_value",
+    "fix_name_error",
+    "create_module",
+    "cli_script",
+)
 
 # failure -> (families whose sessions show the missing behaviour, why)
 ANSWERS: dict[str, tuple[tuple[str, ...], str]] = {
@@ -52,10 +62,15 @@ ANSWERS: dict[str, tuple[tuple[str, ...], str]] = {
         (*_EDITS, "fix_off_by_one", "fix_failing_test", "fix_return_value", "fix_name_error"),
         "retry sessions: an edit Pi could not apply (context only), the file read again, then the exact edit",
     ),
+    "repeated_failed_call": (
+        _SECOND_TRY,
+        "second-try sessions: a wrong first change (context only), the check failing, the file read again, then "
+        "the wrong lines repaired",
+    ),
 }
 
 # failure -> the synth variant whose sessions show the missing behaviour
-VARIANTS: dict[str, str] = {"failed_edit": "retry"}
+VARIANTS: dict[str, str] = {"failed_edit": "retry", "repeated_failed_call": "second-try"}
 
 
 @dataclass
@@ -92,6 +107,7 @@ def failures_of(ep: Episode) -> list[str]:
             ("expected_change_missing", not m.expected_change),
             ("checker_failed", not m.checker_passed),
             ("failed_edit", m.pi_tool_errors.get("edit", 0) > 0),
+            ("repeated_failed_call", m.repeated_failed_call),
         )
         if hit
     ]

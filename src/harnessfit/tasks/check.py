@@ -2,7 +2,9 @@
 
 A sound task: every reference step applies (an edit's ``oldText`` occurs exactly once, as Pi's edit tool requires),
 every ``expect`` is in the previous step's output, the expected change holds afterwards, and the hidden checker
-passes after the plan and fails on the untouched workspace. This is a generator's self-test on the host — the code
+passes after the plan and fails on the untouched workspace. A step with a ``decoy`` is also played as the decoy:
+the validation command must then fail, and the second-try solver's repair (``eval.task.repair_edit``) must leave the
+file as the step itself does. This is a generator's self-test on the host — the code
 is the generator's own — not an evaluation: episodes run through Pi in the sandbox (``eval/episode_runner.py``).
 """
 
@@ -14,7 +16,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from harnessfit.eval.task import Task
+from harnessfit.eval.task import ReferenceStep, Task, repair_edit
 
 __all__ = ["TaskProblem", "check_task"]
 
@@ -35,6 +37,10 @@ def _apply(task: Task, ws: Path) -> None:
         if step.expect is not None and step.expect not in last:
             raise TaskProblem(f"{task.id}: step {i} expects {step.expect!r}, the previous output was {last[-300:]!r}")
         args = step.args or {}
+        if step.decoy is not None:
+            with tempfile.TemporaryDirectory(prefix="hf-decoy-") as tmp:
+                shutil.copytree(ws, Path(tmp) / "ws")
+                _check_decoy(task, i, step, Path(tmp) / "ws")
         if step.tool == "read":
             path = ws / args["path"]
             if not path.is_file():
@@ -59,6 +65,27 @@ def _apply(task: Task, ws: Path) -> None:
             last = ""
         elif step.tool == "bash":
             _, last = _run(args["command"], ws)
+
+
+def _check_decoy(task: Task, k: int, step: ReferenceStep, ws: Path) -> None:
+    """``ws`` holds the workspace as it is before step ``k``: play the decoy there, validate, repair, compare."""
+    path = ws / (step.args or {})["path"]
+    before = path.read_text(encoding="utf-8") if path.is_file() else ""
+    wrong, right = step.decoy_texts()
+    old = (step.args or {}).get("edits", [{}])[0].get("oldText") if step.tool == "edit" else None
+    if old is not None and before.count(old) != 1:
+        raise TaskProblem(f"{task.id}: step {k}'s decoy: {old!r} does not occur once")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(before.replace(old, wrong) if old is not None else wrong, encoding="utf-8")
+    rc, out = _run(task.validation_command, ws)
+    if rc == 0:
+        raise TaskProblem(f"{task.id}: step {k}'s decoy passes the validation command: {out[-300:]!r}")
+    current = path.read_text(encoding="utf-8")
+    fix_old, fix_new = repair_edit(wrong, right, current)
+    if current.count(fix_old) != 1:
+        raise TaskProblem(f"{task.id}: step {k}'s repair {fix_old!r} does not occur once after the decoy")
+    if current.replace(fix_old, fix_new) != (before.replace(old, right) if old is not None else right):
+        raise TaskProblem(f"{task.id}: step {k}'s repair does not leave the file as the step does")
 
 
 def _checker_passes(task: Task, ws: Path) -> tuple[bool, str]:

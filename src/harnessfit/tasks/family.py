@@ -33,7 +33,8 @@ class TaskDraft:
     """One task before it is written: what ``task.yaml`` says plus the files of ``workspace/`` and ``checker/``.
 
     ``reference`` steps are task.yaml's: ``{"tool": ..., "args": {...}}`` (with an optional ``expect``: text the
-    previous tool result must hold) and a last ``{"final": ...}``. ``checker`` files are copied into the workspace
+    previous tool result must hold, and on an edit or a write an optional ``decoy``: the same call gone wrong, which
+    the second-try solver plays first) and a last ``{"final": ...}``. ``checker`` files are copied into the workspace
     only after the agent stopped; the default checker command runs ``hf_check.py`` isolated.
     """
 

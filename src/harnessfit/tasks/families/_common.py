@@ -68,20 +68,28 @@ def read(path: str) -> dict[str, Any]:
     return {"tool": "read", "args": {"path": path}}
 
 
-def edit(path: str, *pairs: tuple[str, str], expect: str | None = None) -> dict[str, Any]:
+def edit(path: str, *pairs: tuple[str, str], expect: str | None = None, decoy: str | None = None) -> dict[str, Any]:
+    """An edit step; ``decoy`` (one pair only) is a wrong ``newText`` for it: the second-try solver's first attempt
+    (``eval.task.ReferenceStep``)."""
     step: dict[str, Any] = {
         "tool": "edit",
         "args": {"path": path, "edits": [{"oldText": o, "newText": n} for o, n in pairs]},
     }
     if expect:
         step["expect"] = expect
+    if decoy is not None:
+        ((old, _new),) = pairs
+        step["decoy"] = {"path": path, "edits": [{"oldText": old, "newText": decoy}]}
     return step
 
 
-def write(path: str, content: str, expect: str | None = None) -> dict[str, Any]:
+def write(path: str, content: str, expect: str | None = None, decoy: str | None = None) -> dict[str, Any]:
+    """A write step; ``decoy`` is wrong content for the same file (the second-try solver's first attempt)."""
     step: dict[str, Any] = {"tool": "write", "args": {"path": path, "content": content}}
     if expect:
         step["expect"] = expect
+    if decoy is not None:
+        step["decoy"] = {"path": path, "content": decoy}
     return step
 
 

@@ -132,6 +132,14 @@ _MODULE_FUNCS = (
 )
 
 
+def _neighbour(funcs: tuple, name: str) -> str:
+    """A second-try decoy: the body of the next function of the table that takes the same parameter, else of the
+    next one (a small model's first attempt is often the nearest function it knows)."""
+    k = next(i for i, f in enumerate(funcs) if f[0] == name)
+    later = [f for f in funcs[k + 1 :] + funcs[:k] if f[3] != funcs[k][3]]
+    return next((f for f in later if f[1] == funcs[k][1]), later[0])[3]
+
+
 def _module_draft(rng: random.Random, funcs: tuple, split_word: str) -> TaskDraft:
     noun = pick(rng, NOUNS)
     name, param, does, impl, cases = pick(rng, funcs)
@@ -156,7 +164,11 @@ def _module_draft(rng: random.Random, funcs: tuple, split_word: str) -> TaskDraf
         workspace={check: check_script(body, f"{name} works")},
         checker=checker_files(body),
         reference=[
-            write(module, f"def {name}({param}):\n    {impl}\n"),
+            write(
+                module,
+                f"def {name}({param}):\n    {impl}\n",
+                decoy=f"def {name}({param}):\n    {_neighbour(funcs, name)}\n",
+            ),
             bash(cmd),
             final(done(rng, f"Created {module} with {name}", cmd), f"OK: {name} works"),
         ],
@@ -195,6 +207,12 @@ _SCRIPTS = (
 )
 
 
+def _next_script(impl: str) -> str:
+    """A second-try decoy: the body of the next script of the table."""
+    k = next(i for i, entry in enumerate(_SCRIPTS) if entry[1] == impl)
+    return _SCRIPTS[(k + 1) % len(_SCRIPTS)][1]
+
+
 @family(
     "cli_script",
     split="train",
@@ -229,7 +247,7 @@ def cli_script(rng: random.Random) -> TaskDraft:
         workspace={check: check_script(body, f"{script} prints the right thing")},
         checker=checker_files(body),
         reference=[
-            write(script, f"import sys\n\n{impl}\n"),
+            write(script, f"import sys\n\n{impl}\n", decoy=f"import sys\n\n{_next_script(impl)}\n"),
             bash(cmd),
             final(done(rng, f"Created {script}", cmd), f"OK: {script} prints the right thing"),
         ],

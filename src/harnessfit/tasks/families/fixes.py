@@ -102,11 +102,16 @@ def fix_off_by_one(rng: random.Random) -> TaskDraft:
         reference=[
             bash(cmd),
             read(module) | {"expect": fail},
-            edit(module, (bug, fix)),
+            edit(module, (bug, fix), decoy=_wrong_way(bug, fix)),
             bash(cmd),
             final(done(rng, f"{fn} {what}", cmd), f"OK: {fn} has the right bound"),
         ],
     )
+
+
+def _wrong_way(bug: str, fix: str) -> str:
+    """The bound moved the wrong way (a second-try decoy): one shorter still, or one further still."""
+    return fix.replace("n + 1", "n - 1") if "n + 1" in fix else bug.replace("n + 1", "n + 2")
 
 
 # (function name stem, buggy expression, fixed expression); the expressions are evaluated by the task's own code
@@ -127,6 +132,12 @@ _VALUE = {
     "(a + b) * 2": lambda a, b: (a + b) * 2,
     "(a + b) / 2": lambda a, b: (a + b) / 2,
 }
+
+
+def _other_operator(bug: str, fix: str, a: int, b: int) -> str:
+    """A second-try decoy: the first other expression of the table that is also wrong for (a, b)."""
+    want = _VALUE[fix](a, b)
+    return next(e for e in _VALUE if e not in (bug, fix) and _VALUE[e](a, b) != want)
 
 
 @family(
@@ -162,26 +173,26 @@ def fix_failing_test(rng: random.Random) -> TaskDraft:
         reference=[
             bash(cmd),
             read(module) | {"expect": fail},
-            edit(module, (f"return {bug}", f"return {fix}")),
+            edit(module, (f"return {bug}", f"return {fix}"), decoy=f"return {_other_operator(bug, fix, a, b)}"),
             bash(cmd),
             final(done(rng, f"{fn} used {bug}; it now returns {fix}", cmd), f"OK: {fn} is right"),
         ],
     )
 
 
-# (function stem, what the code returns, what the check expects): literals only, so the repair is copying the value
+# (function stem, what the code returns, what the check expects, a near miss for the second try): literals only, so the repair is copying the value
 # the failure message states into the return statement; the prompt never names the value
 _WRONG_VALUES = (
-    ("unit", '"km"', '"miles"'),
-    ("currency", '"EUR"', '"USD"'),
-    ("status", '"draft"', '"ready"'),
-    ("separator", '","', '";"'),
-    ("language", '"de"', '"fr"'),
-    ("limit", "10", "12"),
-    ("version", "3", "4"),
-    ("ratio", "0.5", "0.25"),
-    ("enabled", "False", "True"),
-    ("tags", '["new"]', '["new", "sale"]'),
+    ("unit", '"km"', '"miles"', '"mile"'),
+    ("currency", '"EUR"', '"USD"', '"usd"'),
+    ("status", '"draft"', '"ready"', '"Ready"'),
+    ("separator", '","', '";"', '":"'),
+    ("language", '"de"', '"fr"', '"FR"'),
+    ("limit", "10", "12", "11"),
+    ("version", "3", "4", "5"),
+    ("ratio", "0.5", "0.25", "0.2"),
+    ("enabled", "False", "True", '"True"'),
+    ("tags", '["new"]', '["new", "sale"]', '["sale"]'),
 )
 
 
@@ -193,7 +204,7 @@ _WRONG_VALUES = (
 )
 def fix_return_value(rng: random.Random) -> TaskDraft:
     noun = pick(rng, NOUNS)
-    stem, bug, fix = pick(rng, _WRONG_VALUES)
+    stem, bug, fix, near = pick(rng, _WRONG_VALUES)
     fn = f"{noun}_{stem}"
     module = f"{noun}_{pick(rng, ('defaults', 'info', 'meta', 'values'))}.py"
     check = f"check_{noun}_{stem}.py"
@@ -211,7 +222,7 @@ def fix_return_value(rng: random.Random) -> TaskDraft:
         reference=[
             bash(cmd),
             read(module) | {"expect": fail},
-            edit(module, (f"return {bug}", f"return {fix}")),
+            edit(module, (f"return {bug}", f"return {fix}"), decoy=f"return {near}"),
             bash(cmd),
             final(done(rng, f"{fn} returned {got!r}; it now returns {want!r}", cmd), f"OK: {fn} is right"),
         ],
@@ -236,6 +247,12 @@ def _misspell(rng: random.Random, name: str) -> str:
         typo = name[:i] + name[i + 1] + name[i] + name[i + 2 :]
         if typo != name:
             return typo
+
+
+def _other_typo(name: str, typo: str) -> str:
+    """A second-try decoy: ``name`` misspelt another way than ``typo`` (the first other swap of adjacent letters)."""
+    swaps = (name[:i] + name[i + 1] + name[i] + name[i + 2 :] for i in range(1, len(name) - 1))
+    return next(t for t in swaps if t not in (name, typo))
 
 
 @family(
@@ -266,7 +283,7 @@ def fix_name_error(rng: random.Random) -> TaskDraft:
         reference=[
             bash(cmd),
             read(module) | {"expect": fail},
-            edit(module, (f"{typo}(text)", f"{helper}(text)")),
+            edit(module, (f"{typo}(text)", f"{helper}(text)"), decoy=f"{_other_typo(helper, typo)}(text)"),
             bash(cmd),
             final(
                 done(rng, f"{fn} called {typo}, which does not exist; it now calls {helper}", cmd), f"OK: {fn} works"
