@@ -180,8 +180,8 @@ def fix_failing_test(rng: random.Random) -> TaskDraft:
     )
 
 
-# (function stem, what the code returns, what the check expects, a near miss for the second try): literals only, so the repair is copying the value
-# the failure message states into the return statement; the prompt never names the value
+# (function stem, what the code returns, what the check expects, a near miss for the second try): literals only, so
+# the repair is copying the value the failure message states into the return statement; the prompt never names it
 _WRONG_VALUES = (
     ("unit", '"km"', '"miles"', '"mile"'),
     ("currency", '"EUR"', '"USD"', '"usd"'),
