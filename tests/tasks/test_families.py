@@ -117,22 +117,26 @@ def test_demo_generates_training_and_held_out_suites(tmp_path: Path) -> None:
     assert given.heldout_suite is None  # a named training suite: no held-out families are assumed
 
 
-def _changed_lines(fam, n: int = 40) -> set[str]:
-    """The lines a family's golden plans write (edits' new text, written files), over ``n`` instances."""
+def _changed_lines(fam, n: int = 40, *, decoys: bool = False) -> set[str]:
+    """The lines a family's golden plans write (edits' new text, written files), over ``n`` instances; with
+    ``decoys``, its decoys' lines too (a second-try session shows the decoy, and its repair quotes it as old text)."""
     lines = set()
     for i in range(n):
         for step in fam.build(random.Random(f"leak-{i}")).reference:
-            args = step.get("args") or {}
-            for text in [e["newText"] for e in args.get("edits", [])] + [args.get("content", "")]:
+            calls = [step.get("args") or {}] + ([step["decoy"]] if decoys and step.get("decoy") else [])
+            texts = [
+                t for args in calls for t in [e["newText"] for e in args.get("edits", [])] + [args.get("content", "")]
+            ]
+            for text in texts:
                 stripped = (ln.strip() for ln in text.splitlines())
                 lines |= {ln for ln in stripped if len(ln) >= 8 and not ln.startswith("def ")}
     return lines
 
 
 def test_no_training_family_writes_a_held_out_answer() -> None:
-    """A held-out family's answers (the lines its golden plans write) appear in no training family's golden plans:
-    training on the answer would make the held-out figures measure recall, not generalisation."""
+    """A held-out family's answers (the lines its golden plans write) appear in no training family's golden plans or
+    decoys: training on the answer would make the held-out figures measure recall, not generalisation."""
     held = set().union(*(_changed_lines(f) for f in families_in("heldout")))
     assert held  # the held-out plans do write lines
     for fam in families_in("train"):
-        assert not (_changed_lines(fam) & held), fam.name
+        assert not (_changed_lines(fam, decoys=True) & held), fam.name
