@@ -195,6 +195,15 @@ def _edit_to_create(step: ReferenceStep) -> Reply:
     return Reply(tool_calls=[("edit", dumps_compact_str({"path": args.get("path"), "edits": edits}))])
 
 
+def _shifted(task: Task, body: dict, i: int, k: int, inserted: int, solver: str) -> Reply:
+    """Turn ``i`` of a solver that plays ``inserted`` turns of its own from reference step ``k`` on: the reference
+    step it stands for (before ``k`` the same index, after it ``inserted`` fewer), checked and played."""
+    j = i if i < k else i - inserted
+    if j >= len(task.reference):
+        return Reply(text=f"{solver} solver: reference solution exhausted")
+    return _checked(task.reference[j], body) or _play(task.reference[j])
+
+
 def mis_edit(tasks: Sequence[Task]) -> Responder:
     reference = golden(tasks)
 
@@ -212,11 +221,7 @@ def mis_edit(tasks: Sequence[Task]) -> Responder:
             return Reply(tool_calls=[("read", dumps_compact_str({"path": (planted.args or {}).get("path")}))])
         if i == k + 1 + reread:
             return _play(planted)
-        j = i if i < k else i - 1 - reread
-        if j >= len(task.reference):
-            return Reply(text="mis-edit solver: reference solution exhausted")
-        step = task.reference[j]
-        return _checked(step, body) or _play(step)
+        return _shifted(task, body, i, k, 1 + reread, "mis-edit")
 
     return respond
 
@@ -253,10 +258,7 @@ def second_try(tasks: Sequence[Task]) -> Responder:
             return Reply(
                 tool_calls=[("edit", dumps_compact_str({"path": path, "edits": [{"oldText": old, "newText": new}]}))]
             )
-        j = i if i < k else i - 3
-        if j >= len(task.reference):
-            return Reply(text="second-try solver: reference solution exhausted")
-        return _checked(task.reference[j], body) or _play(task.reference[j])
+        return _shifted(task, body, i, k, 3, "second-try")
 
     return respond
 
