@@ -354,21 +354,23 @@ def test_generic_results_table(tmp_path: Path) -> None:
     assert results_table_section("eval/none/*.json", "x", key="x")(tmp_path) is None
 
 
-def test_raw_pairwise_and_probe_sections_read_their_own_kind(tmp_path: Path) -> None:
+def test_raw_direct_pairwise_and_probe_sections_read_their_own_kind(tmp_path: Path) -> None:
     rate = {"successes": 1, "n": 10, "rate": 0.1, "ci95_low": 0.02, "ci95_high": 0.4}
     for rel, kind, agg in (
         ("raw/python-functions/base", "raw", {"rates": {"fully_clean": rate}}),
         ("raw/python-functions/pairwise", "pairwise", {"flip_rate": rate}),
         ("probe/base", "probe", {"rates": {"tool_call": rate}}),
+        ("direct/base/heldout", "direct", {"rates": {"checker_passed": rate}}),
     ):
         (tmp_path / rel).mkdir(parents=True)
         (tmp_path / rel / "results.json").write_bytes(
             orjson.dumps({"kind": kind, "version": 1, "status": "success", "aggregates": agg})
         )
-    got = {name: SECTIONS[name](tmp_path) for name in ("raw", "pairwise", "probe")}
+    got = {name: SECTIONS[name](tmp_path) for name in ("raw", "direct", "pairwise", "probe")}
     assert "fully_clean" in str(got["raw"].body) and "flip_rate" not in str(got["raw"].body)  # the glob also matches
     assert "flip_rate" in str(got["pairwise"].body)  # pairwise/: kind decides
     assert "tool_call" in str(got["probe"].body)
+    assert "checker_passed" in str(got["direct"].body) and "fully_clean" not in str(got["direct"].body)
 
 
 def test_view_serves_on_loopback_only(run: Path) -> None:

@@ -6,13 +6,15 @@ from pathlib import Path
 
 import typer
 
+from harnessfit.errors import UserError
 from harnessfit.eval.agent import agent_eval, summary_lines
 from harnessfit.eval.compare import compare
+from harnessfit.eval.direct import run_direct
 from harnessfit.eval.pairwise import commands as pairwise_cmds
 from harnessfit.eval.probe import commands as probe_cmds
 from harnessfit.eval.raw import commands as raw_cmds
 from harnessfit.eval.rescore import rate_changes, rescore
-from harnessfit.eval.run import episode_line
+from harnessfit.eval.run import default_suite, episode_line
 
 __all__ = ["register"]
 
@@ -134,6 +136,44 @@ def rescore_cmd(
     before, after = rescore(run, suite)
     changes = rate_changes(before, after)
     typer.echo("\n".join(changes) if changes else "no aggregate changed")
+
+
+@eval_app.command("direct")
+def direct_cmd(
+    model: str = typer.Option(None, "--model", help="Model spec to serve (embedded alias, local folder, HF id)."),
+    endpoint: str = typer.Option(None, "--endpoint", help="Running OpenAI-compatible endpoint (instead of --model)."),
+    suite: Path = typer.Option(
+        None, "--suite", help="Task suite folder (<task>/task.yaml). Default: examples/tasks/default."
+    ),
+    seeds: int = typer.Option(1, "--seeds", help="Answers per task."),
+    temperature: float = typer.Option(
+        None, "--temperature", help="Sampling temperature (default: 0 for one seed, 0.7 for several)."
+    ),
+    max_tokens: int = typer.Option(512, "--max-tokens", help="Output cap per answer."),
+    task: list[str] = typer.Option(None, "--task", help="Only these task ids (repeatable)."),
+    adapter: Path = typer.Option(None, "--adapter", help="LoRA adapter folder for --model (served by harnessfit)."),
+    no_sandbox: bool = typer.Option(False, "--no-sandbox", help="Run the checkers without bubblewrap."),
+    out: Path = typer.Option(Path("runs/direct"), "--out", help="Output folder (results.json, results.md, answers/)."),
+) -> None:
+    """Answer each task in one reply without the harness (its prompt and files given, the new files asked for);
+    the task's own checker judges the folder. Can the model write the change at all?"""
+    if (model is None) == (endpoint is None):
+        raise UserError("give exactly one of --model SPEC or --endpoint URL")
+    extra = {"adapter": adapter} if adapter is not None else {}
+    res = run_direct(
+        model or endpoint,
+        suite or default_suite(),
+        out,
+        seeds=seeds,
+        temperature=temperature,
+        max_tokens=max_tokens,
+        task_ids=task or None,
+        sandbox=not no_sandbox,
+        **extra,
+    )
+    cells = ", ".join(f"{k.replace('_', ' ')} {v['successes']}/{v['n']}" for k, v in res.aggregates["rates"].items())
+    typer.echo(f"{res.model['name']} on {res.suite['name']}: {cells} (unscored {res.aggregates['unscored']})")
+    typer.echo(f"wrote {out / 'results.json'} and {out / 'results.md'}")
 
 
 def register(app: typer.Typer) -> None:

@@ -53,6 +53,7 @@ from harnessfit.harness.versions import parse_harness
 
 __all__ = [
     "Endpoint",
+    "run_checker",
     "run_episode",
     "run_contained",
     "checker_env",
@@ -363,14 +364,26 @@ def run_episode(
 def _check(task: Task, workspace: Path, ep_dir: Path, facts: EpisodeFacts, *, sandboxed: bool) -> None:
     """Expected change, then the checker's files copied in (no link followed) and the checker run, isolated."""
     facts.expected_change = all(change.holds(workspace) for change in task.expected_change)
+    code, out, policy = run_checker(task, workspace, ep_dir, sandboxed=sandboxed)
+    if policy is not None:
+        facts.sandbox_policy = {**(facts.sandbox_policy or {}), "checker": policy}
+    facts.checker_exit_code = code
+    facts.checker_output = out
+
+
+def run_checker(task: Task, workspace: Path, ep_dir: Path, *, sandboxed: bool) -> tuple[int, str, dict | None]:
+    """Copy the task's checker files into ``workspace`` (no link followed) and run its checker there, isolated: in
+    the sandbox with no network (``sandboxed``), else on the host with a scratch HOME and a PATH without ``ep_dir``.
+    Returns the exit code (-1 when killed at a cap), the last 2,000 characters of its output, and the sandbox policy
+    it ran under (None on the host). Output files: ``ep_dir/checker.txt`` and ``checker.stderr.txt``."""
     copy_into(task.checker_dir, workspace)
     check = ["bash", "-c", task.checker.command]
-    scratch = None
+    scratch, policy = None, None
     try:
         if sandboxed:
             spec = SandboxSpec(read_write=[workspace], caps=Caps.from_limits(task.limits))  # no network at all
             env = checker_env(SANDBOX_HOME, sandbox_path())
-            facts.sandbox_policy = {**(facts.sandbox_policy or {}), "checker": spec.describe()}
+            policy = spec.describe()
         else:
             spec = None
             scratch = Path(tempfile.mkdtemp(prefix="hf-checker-home-"))
@@ -390,8 +403,7 @@ def _check(task: Task, workspace: Path, ep_dir: Path, facts: EpisodeFacts, *, sa
     finally:
         if scratch is not None:
             shutil.rmtree(scratch, ignore_errors=True)
-    facts.checker_exit_code = ccode if ckilled is None else -1
     out = (ep_dir / "checker.txt").read_text(errors="replace") + (ep_dir / "checker.stderr.txt").read_text(
         errors="replace"
     )
-    facts.checker_output = out[-2000:]
+    return (ccode if ckilled is None else -1), out[-2000:], policy

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from harnessfit.eval.task import ReferenceStep, Task, repair_edit
 
-__all__ = ["TaskProblem", "check_task"]
+__all__ = ["TaskProblem", "check_task", "play_reference"]
 
 
 class TaskProblem(Exception):
@@ -31,7 +31,8 @@ def _run(command: str, cwd: Path, timeout: float = 30.0) -> tuple[int, str]:
     return proc.returncode, proc.stdout + proc.stderr
 
 
-def _apply(task: Task, ws: Path) -> None:
+def play_reference(task: Task, ws: Path) -> None:
+    """Play the golden plan on the folder ``ws`` (a copy of the task's workspace), checking each step as Pi would."""
     last = ""
     for i, step in enumerate(task.reference):
         if step.expect is not None and step.expect not in last:
@@ -103,7 +104,7 @@ def check_task(task: Task) -> None:
                 shutil.copytree(task.workspace_dir, ws)
             else:
                 ws.mkdir()
-        _apply(task, solved)
+        play_reference(task, solved)
         missing = [c.path for c in task.expected_change if not c.holds(solved)]
         if missing:
             raise TaskProblem(f"{task.id}: after the golden plan the expected change does not hold for {missing}")

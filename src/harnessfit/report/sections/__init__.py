@@ -38,5 +38,8 @@ SECTIONS: dict[str, SectionFn] = {
     "pairwise": results_table_section(
         "raw/*/pairwise/results.json", "Blinded pairwise review", key="pairwise", kind="pairwise"
     ),
+    "direct": results_table_section(
+        "direct/*/*/results.json", "Direct answers (no harness, the task's checker)", key="direct", kind="direct"
+    ),
     "probe": results_table_section("probe/*/results.json", "Base-model probes", key="probe", kind="probe"),
 }
