@@ -199,3 +199,20 @@ def test_cli_against_a_running_endpoint(tmp_path: Path) -> None:
     assert "checker passed 8/8" in proc.stdout
     data = json.loads((tmp_path / "out" / "results.json").read_text())
     assert data["kind"] == "direct" and data["status"] == "success"
+
+
+def test_a_reply_never_writes_through_a_link_in_the_folder(tmp_path: Path) -> None:
+    task = load_suite(default_suite())[0]
+    suite = tmp_path / "suite"
+    shutil.copytree(task.root, suite / task.id)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (suite / task.id / "workspace" / "linked").symlink_to(outside, target_is_directory=True)
+
+    def respond(body: dict, index: int) -> Reply:
+        return Reply(text="### linked/pwned.py\n```\nprint(1)\n```\n")
+
+    res = run_direct("x", suite, tmp_path / "out", responder=respond, sandbox=False, progress=False)
+    assert res.answers[0].files == ["linked/pwned.py"] and list(outside.iterdir()) == []
+    judged = tmp_path / "out" / "answers" / task.id / "seed-0" / "workspace" / "linked"
+    assert judged.is_dir() and not judged.is_symlink() and (judged / "pwned.py").read_text() == "print(1)\n"

@@ -41,6 +41,7 @@ from harnessfit.eval.raw.extract import find_blocks
 from harnessfit.eval.raw.run import default_temperature
 from harnessfit.eval.results import fmt_rate
 from harnessfit.eval.run import open_endpoint
+from harnessfit.eval.safefs import copy_into, relative_parts
 from harnessfit.eval.sandbox import require_sandbox
 from harnessfit.eval.stats import rate
 from harnessfit.eval.task import Task, load_suite, suite_families
@@ -103,8 +104,10 @@ def _heading_path(line: str, known: set[str]) -> str | None:
 
 
 def _inside(path: str) -> bool:
-    p = PurePosixPath(path)
-    return not p.is_absolute() and ".." not in p.parts and "\\" not in path and p.as_posix() not in ("", ".")
+    try:
+        return "\\" not in path and bool(relative_parts(path))
+    except ValueError:
+        return False
 
 
 @dataclass
@@ -264,13 +267,11 @@ def _answer(
     if task.workspace_dir.is_dir():
         shutil.copytree(task.workspace_dir, workspace, symlinks=True)
     workspace.mkdir(exist_ok=True)
+    staging = ep_dir / "reply"  # a fresh folder, then copied in without following any link the fixture holds
     for rel, text in taken.files.items():
-        target = workspace / rel
-        if target.is_symlink() or (target.exists() and not target.is_file()):
-            answer.findings.append("not_a_file")
-            continue
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(text, encoding="utf-8")
+        (staging / rel).parent.mkdir(parents=True, exist_ok=True)
+        (staging / rel).write_text(text, encoding="utf-8")
+    copy_into(staging, workspace)
     answer.expected_change = all(c.holds(workspace) for c in task.expected_change)
     answer.checker_exit_code, answer.checker_output, _ = run_checker(task, workspace, ep_dir, sandboxed=sandbox)
     return answer
