@@ -52,6 +52,39 @@ def _in_pi(run: Path, name: str) -> dict | None:
     return {k: rates[k] for k in ("complete_loop", "checker_passed", "expected_change") if k in rates}
 
 
+def measure(run: Path, *, max_tokens: int = 384, train_per_family: int = 1, out: Path | None = None) -> dict:
+    """Direct answers of the run's base and tuned model on its suites, beside the run's in-Pi figures."""
+    from harnessfit.eval.direct import run_direct
+    from harnessfit.eval.run import default_suite
+
+    adapter = run / "train" / "adapter"
+    out = out or run / "direct"
+    facts = json.loads((run / "facts.json").read_text()) if (run / "facts.json").is_file() else {}
+    model = facts.get("plan", {}).get("model", "smollm2-135m")
+    result: dict = {"bench": "direct_ceiling", "run": str(run), "model": model, "max_tokens": max_tokens,
+                    "direct": {}, "seconds": {}}
+    with tempfile.TemporaryDirectory(prefix="bench_direct_") as tmp:
+        suites = {"default": default_suite(), "heldout": run / "tasks" / "heldout"}
+        sample = _train_sample(run, train_per_family, Path(tmp) / "train-sample")
+        if sample is not None:
+            suites["train_sample"] = sample
+        suites = {k: v for k, v in suites.items() if v.is_dir()}
+        for who, extra in (("base", {}), ("tuned", {"adapter": adapter})):
+            result["direct"][who] = {}
+            for name, suite in suites.items():
+                t0 = time.perf_counter()
+                with contextlib.redirect_stdout(sys.stderr):
+                    res = run_direct(model, suite, out / who / name, max_tokens=max_tokens, progress=False, **extra)
+                agg = res.aggregates
+                result["direct"][who][name] = {"answers": agg["answers"], "scored": agg["scored"], **agg["rates"],
+                                               "stopped_at_token_cap": agg["stopped_at_token_cap"],
+                                               "per_family": agg["per_family"]}
+                result["seconds"][f"{who} {name}"] = round(time.perf_counter() - t0, 1)
+    result["in_pi"] = {f"{who} {name}": _in_pi(run, folder) for who in ("base", "tuned")
+                       for name, folder in (("default", who), ("heldout", f"{who}-heldout"))}
+    return result
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--run", type=Path, required=True, help="finished training_effect / demo run folder")
@@ -60,39 +93,10 @@ def main() -> int:
     ap.add_argument("--out", type=Path, default=None,
                     help="where the direct results go (default: RUN/direct, which `harnessfit report RUN` shows)")
     a = ap.parse_args()
-    adapter = a.run / "train" / "adapter"
-    if not adapter.is_dir():
+    if not (a.run / "train" / "adapter").is_dir():
         sys.exit(f"{a.run}: no train/adapter (not a finished run)")
-
-    from harnessfit.eval.direct import run_direct
-    from harnessfit.eval.run import default_suite
-
-    tmp = tempfile.TemporaryDirectory(prefix="bench_direct_")
-    out = a.out or a.run / "direct"
-    suites = {"default": default_suite(), "heldout": a.run / "tasks" / "heldout"}
-    sample = _train_sample(a.run, a.train_per_family, Path(tmp.name) / "train-sample")
-    if sample is not None:
-        suites["train_sample"] = sample
-    suites = {k: v for k, v in suites.items() if v.is_dir()}
-    result: dict = {"bench": "direct_ceiling", "run": str(a.run), "max_tokens": a.max_tokens, "direct": {},
-                    "seconds": {}}
-    model = json.loads((a.run / "facts.json").read_text()).get("plan", {}).get("model", "smollm2-135m") \
-        if (a.run / "facts.json").is_file() else "smollm2-135m"
-    for who, extra in (("base", {}), ("tuned", {"adapter": adapter})):
-        result["direct"][who] = {}
-        for name, suite in suites.items():
-            t0 = time.perf_counter()
-            with contextlib.redirect_stdout(sys.stderr):
-                res = run_direct(model, suite, out / who / name, max_tokens=a.max_tokens, progress=False, **extra)
-            agg = res.aggregates
-            result["direct"][who][name] = {"answers": agg["answers"], "scored": agg["scored"], **agg["rates"],
-                                           "stopped_at_token_cap": agg["stopped_at_token_cap"],
-                                           "per_family": agg["per_family"]}
-            result["seconds"][f"{who} {name}"] = round(time.perf_counter() - t0, 1)
-    result["in_pi"] = {f"{who} {name}": _in_pi(a.run, folder) for who in ("base", "tuned")
-                       for name, folder in (("default", who), ("heldout", f"{who}-heldout"))}
-    print(json.dumps(result, indent=1))
-    tmp.cleanup()
+    print(json.dumps(measure(a.run, max_tokens=a.max_tokens, train_per_family=a.train_per_family, out=a.out),
+                     indent=1))
     return 0
 
 

@@ -11,6 +11,8 @@ valid-call rate, what training read and saw, and the seconds of every step. Budg
 
     .venv/bin/python bench/training_effect.py --out /tmp/effect > bench/results/training_effect-$(date +%F).json
     .venv/bin/python bench/training_effect.py --from-run out/demo   # the same JSON from a finished demo folder
+
+``--direct`` then answers the run's suites without the harness (``bench/direct_ceiling.py``): loop or content?
 """
 
 from __future__ import annotations
@@ -93,6 +95,9 @@ def main() -> None:
     ap.add_argument("--second-try", action="store_true",
                     help="add the second-try sessions (a wrong first change kept as context only, the failing "
                          "check, a re-read of the file, then the repair of the wrong lines)")
+    ap.add_argument("--direct", action="store_true",
+                    help="then answer the run's suites directly, without the harness (`bench/direct_ceiling.py`), "
+                         "base and tuned: can the model write the change at all? (adds about 15 minutes)")
     ap.add_argument("--from-run", type=Path, default=None,
                     help="run nothing: print the JSON of a finished run (e.g. `harnessfit demo --out DIR`)")
     a = ap.parse_args()
@@ -129,6 +134,12 @@ def main() -> None:
                                "contrast": a.contrast, "retry": a.retry, "second_try": a.second_try,
                                "epochs": a.epochs},
                          wall_s=round(time.perf_counter() - t0, 1))
+    if a.direct:
+        from direct_ceiling import measure  # bench/ is the script's folder, so it is on sys.path
+
+        t1 = time.perf_counter()
+        result["direct"] = measure(out)
+        result["wall_s_with_direct"] = round(result["wall_s"] + time.perf_counter() - t1, 1)
     print(json.dumps(result, indent=1))
     if tmp is not None:
         tmp.cleanup()

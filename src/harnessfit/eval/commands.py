@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -159,7 +160,7 @@ def direct_cmd(
     the task's own checker judges the folder. Can the model write the change at all?"""
     if (model is None) == (endpoint is None):
         raise UserError("give exactly one of --model SPEC or --endpoint URL")
-    extra = {"adapter": adapter} if adapter is not None else {}
+    extra: dict[str, Any] = {"adapter": adapter} if adapter is not None else {}
     res = run_direct(
         model or endpoint,
         suite or default_suite(),

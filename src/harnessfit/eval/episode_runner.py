@@ -371,7 +371,9 @@ def _check(task: Task, workspace: Path, ep_dir: Path, facts: EpisodeFacts, *, sa
     facts.checker_output = out
 
 
-def run_checker(task: Task, workspace: Path, ep_dir: Path, *, sandboxed: bool) -> tuple[int, str, dict | None]:
+def run_checker(
+    task: Task, workspace: Path, ep_dir: Path, *, sandboxed: bool
+) -> tuple[int | None, str, dict[str, Any] | None]:
     """Copy the task's checker files into ``workspace`` (no link followed) and run its checker there, isolated: in
     the sandbox with no network (``sandboxed``), else on the host with a scratch HOME and a PATH without ``ep_dir``.
     Returns the exit code (-1 when killed at a cap), the last 2,000 characters of its output, and the sandbox policy
