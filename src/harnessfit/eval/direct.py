@@ -7,9 +7,10 @@ a copy of the task's folder and the task's own hidden checker judges them, exact
 (``eval.episode_runner.run_checker``: sandboxed, no network). Nothing runs for the model; it cannot validate.
 
 So ``checker_passed`` here is the share of tasks whose change the model can write when handed everything an agent
-would have had to read — for a base model, an upper bound of sorts on what an agent loop built on it can do without
-learning the task's content; for a tuned model, also a sign of what the adapter did to plain chat. The inspect_ai and
-raw-suite evals answer other questions (a fixed prompt, a toolchain check), so this is its own small runner.
+would have had to read: for a base model, what it brings to a task before any training on that task's content (an
+agent may still do better by running the check and trying again); for a tuned model, also a sign of what the adapter
+did to plain chat. The raw suites answer another question (a frozen prompt, a toolchain check, no task folder and no
+checker), so this is its own small runner.
 
 **Reply rule** (one definition, ``files_from_reply``). Fenced blocks are found as ``eval.raw.extract`` finds them.
 A block belongs to the path on the nearest non-blank line above its opening fence when that line, after removing
