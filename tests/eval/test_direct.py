@@ -102,7 +102,10 @@ def _replier(suite: Path, tmp_path: Path, *, golden: bool):
     replies: dict[str, str] = {}
     for task in load_suite(suite):
         ws = tmp_path / "played" / task.id
-        shutil.copytree(task.workspace_dir, ws) if task.workspace_dir.is_dir() else ws.mkdir(parents=True)
+        if task.workspace_dir.is_dir():
+            shutil.copytree(task.workspace_dir, ws)
+        else:
+            ws.mkdir(parents=True)
         if golden:
             play_reference(task, ws)
         parts = []
@@ -216,3 +219,21 @@ def test_a_reply_never_writes_through_a_link_in_the_folder(tmp_path: Path) -> No
     assert res.answers[0].files == ["linked/pwned.py"] and list(outside.iterdir()) == []
     judged = tmp_path / "out" / "answers" / task.id / "seed-0" / "workspace" / "linked"
     assert judged.is_dir() and not judged.is_symlink() and (judged / "pwned.py").read_text() == "print(1)\n"
+
+
+@pytest.mark.slow  # serves the embedded model (about 30 s)
+def test_the_embedded_model_answers_and_is_judged(tmp_path: Path) -> None:
+    task = load_suite(default_suite())[0]
+    res = run_direct(
+        "smollm2-135m",
+        default_suite(),
+        tmp_path / "out",
+        task_ids=[task.id],
+        max_tokens=48,
+        sandbox=False,
+        progress=False,
+    )
+    answer = res.answers[0]
+    assert res.status == "success" and answer.status == "success" and answer.reply
+    assert answer.scored and answer.checker_exit_code is not None and answer.finish_reason in ("stop", "length")
+    assert res.model["name"] == "smollm2-135m" and res.aggregates["scored"] == 1
