@@ -237,3 +237,4 @@ def test_the_embedded_model_answers_and_is_judged(tmp_path: Path) -> None:
     assert res.status == "success" and answer.status == "success" and answer.reply
     assert answer.scored and answer.checker_exit_code is not None and answer.finish_reason in ("stop", "length")
     assert res.model["name"] == "smollm2-135m" and res.aggregates["scored"] == 1
+    assert "adapter" not in res.model  # a served adapter is named beside the model (`smollm2-135m + train/adapter`)

@@ -317,6 +317,10 @@ def run_direct(
     with results.lifecycle(out_dir):
         with open_endpoint(endpoint_or_model, [], responder=responder, **serve_kwargs) as endpoint:
             results.model = {"name": endpoint.label, "model_id": endpoint.model_id}
+            adapter = serve_kwargs.get("adapter")
+            if adapter is not None:  # named as ``served_label`` names a served adapter: its last two path parts
+                results.model["name"] += " + " + "/".join(Path(str(adapter)).parts[-2:])
+                results.model["adapter"] = str(adapter)
             columns = (TextColumn("direct {task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
             with Progress(*columns, disable=not progress, transient=True) as bar:
                 tid = bar.add_task(f"{suite['name']} · {endpoint.label}", total=len(jobs))
