@@ -39,9 +39,9 @@ from harnessfit.eval.client import ChatError, chat
 from harnessfit.eval.episode_runner import Endpoint, run_checker
 from harnessfit.eval.files import ResultsHeader, md_cell
 from harnessfit.eval.raw.extract import find_blocks
-from harnessfit.eval.raw.run import default_temperature
+from harnessfit.eval.raw.run import sampling_temperature
 from harnessfit.eval.results import fmt_rate
-from harnessfit.eval.run import open_endpoint
+from harnessfit.eval.run import only_tasks, open_endpoint
 from harnessfit.eval.safefs import copy_into, relative_parts
 from harnessfit.eval.sandbox import require_sandbox
 from harnessfit.eval.stats import rate
@@ -298,16 +298,9 @@ def run_direct(
         raise UserError("--seeds and --max-tokens must be at least 1")
     if isinstance(endpoint_or_model, str) and endpoint_or_model.startswith("scripted:") and responder is None:
         raise UserError("scripted models play agent tasks through Pi, not direct answers: pass a model or --endpoint")
-    tasks = load_suite(Path(suite_dir))
+    tasks = only_tasks(load_suite(Path(suite_dir)), task_ids, Path(suite_dir))
     families = {k: fam for k, (fam, _split) in suite_families(Path(suite_dir)).items()}
-    if task_ids:
-        unknown = sorted(set(task_ids) - {t.id for t in tasks})
-        if unknown:
-            raise UserError(f"unknown task id(s) {', '.join(unknown)} in {suite_dir}")
-        tasks = [t for t in tasks if t.id in set(task_ids)]
-    temp = default_temperature(seeds) if temperature is None else temperature
-    if seeds > 1 and temp == 0:
-        raise UserError("several --seeds with --temperature 0 give the same answer each time: raise the temperature")
+    temp = sampling_temperature(seeds, temperature)
     sandbox_status = require_sandbox() if sandbox else "none (--no-sandbox)"
     config = {"seeds": seeds, "temperature": temp, "max_tokens": max_tokens, "sandbox": sandbox_status}
     suite = {"name": Path(suite_dir).name, "path": str(suite_dir), "tasks": [t.id for t in tasks]}

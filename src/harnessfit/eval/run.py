@@ -35,6 +35,7 @@ from harnessfit.harness.versions import harness_profile, model_harness, normalis
 
 __all__ = [
     "run_eval",
+    "only_tasks",
     "open_endpoint",
     "resolve_model_id",
     "endpoint_models",
@@ -157,12 +158,17 @@ def _load_tasks(suite: Path | str, task_ids: Sequence[str] | None) -> tuple[Path
     """``load_any_suite``, keeping the tasks named in ``task_ids`` (all when none are named; an unknown id is a
     UserError)."""
     suite_dir, tasks, fmt = load_any_suite(suite)
+    return suite_dir, only_tasks(tasks, task_ids, suite_dir), fmt
+
+
+def only_tasks(tasks: list[Any], task_ids: Sequence[str] | None, suite_dir: Path) -> list[Any]:
+    """The tasks named in ``task_ids`` (all when none are named); an unknown id is a UserError."""
     if not task_ids:
-        return suite_dir, tasks, fmt
+        return tasks
     unknown = sorted(set(task_ids) - {t.id for t in tasks})
     if unknown:
         raise UserError(f"unknown task id(s) {', '.join(unknown)} in {suite_dir}")
-    return suite_dir, [t for t in tasks if t.id in set(task_ids)], fmt
+    return [t for t in tasks if t.id in set(task_ids)]
 
 
 def _profile_tools(agent: Any, version: str, profile: str | None) -> tuple[str, ...] | None:
