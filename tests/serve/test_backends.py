@@ -100,6 +100,11 @@ def test_prepare_vllm_writes_training_template_and_every_stop_id(scripted_factor
     gen = json.loads((launch.files["generation"] / "generation_config.json").read_text())
     assert scripted_factory.token_id("<|im_end|>") in gen["eos_token_id"]
     assert gen["max_new_tokens"] == 64
+    # Pi names no temperature; vLLM would then sample at 1.0 unless its generation config names one: greedy by default
+    assert gen["temperature"] == 0.0 and gen["do_sample"] is False
+    hot = prepare_vllm(str(scripted_hello), workdir=tmp_path / "hot", port=9001, max_tokens=64, temperature=0.7)
+    hot_gen = json.loads((hot.files["generation"] / "generation_config.json").read_text())
+    assert hot_gen["temperature"] == 0.7 and hot_gen["do_sample"] is True
     assert f"adapter={adapter}" in launch.command
     assert launch.command[launch.command.index("--max-lora-rank") + 1] == "8"
     assert launch.context_window == 384  # the model's own context, what vLLM serves without --max-model-len
@@ -226,3 +231,13 @@ def test_vllm_program_comes_from_env_or_its_own_virtualenv(tmp_path: Path, monke
     assert launch.command[:2] == [str(other), "serve"]
     monkeypatch.setenv("HARNESSFIT_VLLM", str(tmp_path / "missing"))
     assert vllm_executable() is None
+
+
+def test_the_builtin_server_is_started_with_the_eval_temperature(tmp_path: Path) -> None:
+    from harnessfit.serve.launcher import _builtin_command
+
+    common = dict(adapter=None, tokenizer=None, port=0, max_tokens=64, model_id=None, threads=1, best_of=1,
+                  best_of_log=None, max_queue=None)  # fmt: skip
+    cmd = _builtin_command("smollm2-135m", tmp_path / "ready.json", temperature=0.7, **common)
+    assert cmd[cmd.index("--temperature") + 1] == "0.7"
+    assert "--temperature" not in _builtin_command("smollm2-135m", tmp_path / "ready.json", **common)

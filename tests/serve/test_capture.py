@@ -64,8 +64,13 @@ def test_captured_logprobs_score_the_captured_ids(tmp_path: Path) -> None:
             body = {"model": "m", "messages": [{"role": "user", "content": "Name three colours."}], **extra}
             r = client.post("/v1/chat/completions", json=body, headers={"Authorization": f"Bearer {key}"})
             assert r.status_code == 200, r.text
+        engine.default_temperature = 2.0  # `serve --temperature 2.0`: what a request naming none (Pi's) samples at
+        body = {"model": "m", "messages": [{"role": "user", "content": "Name three colours."}], "seed": 4}
+        r = client.post("/v1/chat/completions", json=body, headers={"Authorization": "Bearer ep-server"})
+        assert r.status_code == 200, r.text
 
-    for key, temperature in (("ep-greedy", 1.0), ("ep-hot", 2.0)):
+    assert training_trace(tmp_path, "ep-server")["turns"][0]["metadata"]["sampling"]["temperature"] == 2.0
+    for key, temperature in (("ep-greedy", 1.0), ("ep-hot", 2.0), ("ep-server", 2.0)):
         (turn,) = training_trace(tmp_path, key)["turns"]
         prompt, sampled = turn["prompt_token_ids"], turn["completion_token_ids"]
         assert 0 < len(sampled) <= 12 and len(turn["per_token_logps"]) == len(sampled)

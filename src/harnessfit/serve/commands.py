@@ -81,8 +81,8 @@ def serve_command(
         min=0.0,
         max=2.0,
         help="Sampling temperature "
-        "for requests that name none (Pi sends none; default greedy): RL "
-        "rollouts sample at the training temperature; built-in backend.",
+        "for requests that name none (Pi sends none; default 0, greedy): RL "
+        "rollouts sample at the training temperature, `eval agent --seeds N` at 0.7.",
     ),
     ready_file: Path | None = typer.Option(None, "--ready-file", hidden=True),
 ) -> None:

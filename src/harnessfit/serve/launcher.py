@@ -154,6 +154,7 @@ def _builtin_command(
     best_of: int,
     best_of_log: Path | None,
     max_queue: int | None,
+    temperature: float | None = None,
 ) -> list[str]:
     """The ``harnessfit serve`` command line of the built-in backend, writing ``ready`` once it serves."""
     cmd = [
@@ -185,6 +186,8 @@ def _builtin_command(
             cmd += ["--best-of-log", str(best_of_log)]
     if max_queue is not None:
         cmd += ["--max-queue", str(max_queue)]
+    if temperature is not None:
+        cmd += ["--temperature", str(temperature)]
     return cmd
 
 
@@ -218,13 +221,15 @@ def start_server(
     best_of: int = 1,
     best_of_log: Path | None = None,
     max_queue: int | None = None,
+    temperature: float | None = None,
 ) -> ServerHandle:
     """Launch ``harnessfit serve`` (built-in) or ``vllm serve`` as a subprocess; return once it answers.
 
     ``port=0`` picks a free port. ``timeout`` defaults to 300 s (built-in) / 900 s (vLLM). The log goes to
     ``log_path`` (default: a temporary folder removed by ``stop()``). ``best_of`` > 1 serves the best of that many
     candidates verified by the harness card (``serve.bestof``; built-in backend), logging each request to
-    ``best_of_log``. ``max_queue`` bounds the requests admitted at once (``serve --max-queue``).
+    ``best_of_log``. ``max_queue`` bounds the requests admitted at once (``serve --max-queue``). ``temperature``:
+    the server's sampling temperature for requests that name none, as Pi's (``serve --temperature``; default greedy).
     """
     kind = choose_backend(backend)
     if best_of > 1 and kind != "builtin":
@@ -247,6 +252,7 @@ def start_server(
             best_of=best_of,
             best_of_log=best_of_log,
             max_queue=max_queue,
+            temperature=temperature,
         )
         run_env.setdefault("OMP_NUM_THREADS", str(threads))
     else:
@@ -259,6 +265,7 @@ def start_server(
             tokenizer=tokenizer,
             max_tokens=max_tokens,
             model_id=model_id,
+            temperature=temperature,
         )
         cmd = launch.command
     with log.open("ab") as fh:

@@ -52,12 +52,10 @@ def serve_model(
             "--capture-dir needs the built-in backend without --best-of (vLLM returns token ids and "
             "logprobs itself: --return-tokens-as-token-ids --logprobs-mode processed_logprobs)"
         )
-    if temperature is not None and kind == "vllm":
-        raise UserError("--temperature is the built-in backend's default; vLLM takes it from the request")
     if verifier not in ("card",):
         raise UserError(f"unknown --verifier {verifier!r}: use card")
     if kind == "vllm":
-        _serve_vllm(model, adapter, tokenizer, port, max_tokens, model_id, config_dir, target)
+        _serve_vllm(model, adapter, tokenizer, port, max_tokens, model_id, config_dir, target, temperature)
         return
     # heavy: the engine and the server pull fastapi/uvicorn; only the built-in backend's run needs them
     from harnessfit.serve.engine import load_engine
@@ -106,7 +104,9 @@ def _write_config(
     typer.echo(agent.client_config_note(folder, model_id, parse_harness(spec)[1]), err=True)
 
 
-def _serve_vllm(model, adapter, tokenizer, port, max_tokens, model_id, config_dir, target=None) -> None:
+def _serve_vllm(
+    model, adapter, tokenizer, port, max_tokens, model_id, config_dir, target=None, temperature=None
+) -> None:
     real_port = port or _free_port()
     workdir = Path(tempfile.mkdtemp(prefix="harnessfit-vllm-"))
     launch = prepare_vllm(
@@ -117,6 +117,7 @@ def _serve_vllm(model, adapter, tokenizer, port, max_tokens, model_id, config_di
         tokenizer=tokenizer,
         max_tokens=max_tokens,
         model_id=model_id,
+        temperature=temperature,
     )
     base_url = f"http://127.0.0.1:{real_port}/v1"
     if config_dir is not None:

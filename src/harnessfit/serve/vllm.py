@@ -3,8 +3,10 @@
 Why a builder and not vLLM's defaults: vLLM would otherwise use the model's native chat template (SmolLM2's ignores
 tools), stop only on what its own generation config says, and not parse tool calls. The launcher pins each of these:
 the training template as a ``--chat-template`` file, Hermes tool-call parsing (the ``<tool_call>`` format the
-template teaches), a ``--generation-config`` folder whose ``eos_token_id`` lists every stop id and whose
-``max_new_tokens`` is the server's output cap, LoRA adapters as named modules, and loopback only.
+template teaches), a ``--generation-config`` folder whose ``eos_token_id`` lists every stop id, whose
+``max_new_tokens`` is the server's output cap and whose ``temperature`` is the server's (0, greedy, unless asked:
+vLLM samples a request that names no temperature, as Pi's do not, at its generation config's, else at 1.0), LoRA
+adapters as named modules, and loopback only.
 
 vLLM's ``hermes`` parser re-serialises arguments it parses; the built-in backend is the reference for "arguments
 exactly as written". Requests may still ask for more than ``max_new_tokens`` on vLLM (it is a default there).
@@ -131,9 +133,11 @@ def prepare_vllm(
     max_tokens: int = 512,
     max_model_len: int | None = None,
     model_id: str | None = None,
+    temperature: float | None = None,
 ) -> VllmLaunch:
     """Resolve the model/adapter/tokenizer like the built-in backend does, write the template and generation config
-    files into ``workdir``, and return the command. Needs no GPU (tokenizer files only)."""
+    files into ``workdir``, and return the command. Needs no GPU (tokenizer files only). ``temperature``: for
+    requests that name none (``serve --temperature``; default 0, greedy, as the built-in backend)."""
     source = resolve_source(model, adapter=adapter, tokenizer=tokenizer)
     tok = load_tokenizer(str(source.tokenizer_dir or model), template="auto")
     workdir.mkdir(parents=True, exist_ok=True)
@@ -142,7 +146,8 @@ def prepare_vllm(
     gen_dir = workdir / "generation"
     gen_dir.mkdir(exist_ok=True)
     stops = collect_stop_ids(tok, source)
-    gen = {"eos_token_id": stops, "max_new_tokens": max_tokens, "do_sample": False}
+    temp = temperature or 0.0
+    gen = {"eos_token_id": stops, "max_new_tokens": max_tokens, "do_sample": temp > 0, "temperature": temp}
     (gen_dir / "generation_config.json").write_text(json.dumps(gen, indent=2) + "\n")
     base_name = Path(source.model).name if source.model_is_local else source.model
     if source.adapter is not None:
