@@ -75,8 +75,8 @@ def run_summary(out: Path, plan: dict, wall_s: float | None = None) -> dict:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, default=None, help="keep the run here (default: a temporary folder)")
-    ap.add_argument("--seeds", type=int, default=1, help="eval runs per default-suite task, per model (greedy "
-                    "decoding: seeds differ only in the episode's folder name in the prompt)")
+    ap.add_argument("--seeds", type=int, default=1, help="eval runs per default-suite task, per model (one: greedy; "
+                    "several: sampled at 0.7, `eval agent`'s rule; `bench/sampled_seeds.py` re-runs a finished run so)")
     ap.add_argument("--synth-seeds", type=int, default=1, help="golden-solver recordings per training task")
     ap.add_argument("--per-kind", type=int, default=36, help="generated training tasks per kind (edit, recover, "
                     "create), spread evenly over the kind's families")

@@ -7,8 +7,10 @@ import pytest
 from typer.testing import CliRunner
 
 from harnessfit.cli import app
+from harnessfit.errors import UserError
+from harnessfit.eval.episode_runner import Endpoint
 from harnessfit.eval.results import load_results
-from harnessfit.eval.run import run_eval
+from harnessfit.eval.run import run_eval, served_temperature
 
 pytestmark = [pytest.mark.pi]
 
@@ -124,6 +126,7 @@ def test_runaway_model_via_cli(pi_installed, small_suite, tmp_path):
     assert ep.facts.killed == "output_cap" and ep.facts.output_bytes > 2 * 1024 * 1024
     assert ep.metrics.runaway and ep.metrics.failure == "runaway"
     assert not ep.metrics.finished_with_response
+    assert results.config["temperature"] is None  # a scripted model does not sample
 
 
 def test_cli_rejects_unknown_scripted_model(tmp_path, small_suite):
@@ -207,3 +210,43 @@ def test_golden_solver_under_the_tools_profile_via_cli(pi_installed, small_suite
 
 def _first_task(suite) -> str:
     return sorted(p.name for p in suite.iterdir() if (p / "task.yaml").is_file())[0]
+
+
+def test_a_served_model_is_greedy_for_one_seed_and_samples_for_several():
+    assert served_temperature("smollm2-135m", 1, None) == 0.0
+    assert served_temperature("/models/qwen", 3, None) == 0.7  # seeds are independent tries, not one episode repeated
+    assert served_temperature("smollm2-135m", 3, 1.0) == 1.0 and served_temperature("m", 1, 0.3) == 0.3
+    with pytest.raises(UserError, match="same answer each time"):
+        served_temperature("smollm2-135m", 3, 0.0)
+    # no server is started for these: the endpoint samples as it was started, a scripted model does not sample
+    for target in ("http://127.0.0.1:8000/v1", "scripted:golden", Endpoint("http://127.0.0.1:1/v1", "m", "m")):
+        assert served_temperature(target, 3, None) is None
+        with pytest.raises(UserError, match="an endpoint samples as it was started"):
+            served_temperature(target, 1, 0.7)
+
+
+def test_cli_refuses_a_temperature_for_an_endpoint_in_one_line(small_suite, tmp_path):
+    res = CliRunner().invoke(
+        app,
+        ["eval", "agent", "--endpoint", "http://127.0.0.1:9/v1", "--temperature", "0.7", "--suite", str(small_suite),
+         "--out", str(tmp_path / "x")],
+    )  # fmt: skip
+    assert isinstance(res.exception, UserError) and "harnessfit serve --temperature" in str(res.exception)
+    assert not (tmp_path / "x" / "results.json").exists()  # refused before any episode or results file
+
+
+@pytest.mark.slow  # serves the embedded model (about 40 s)
+def test_several_seeds_of_a_served_model_are_sampled_and_the_results_say_so(pi_installed, small_suite, tmp_path):
+    res = run_eval(
+        "smollm2-135m",
+        small_suite,
+        tmp_path / "out",
+        seeds=2,
+        task_ids=["create_hello_script"],
+        max_turns=1,
+        max_tokens=16,
+        sandbox=False,
+        progress=False,
+    )
+    assert res.status == "success" and res.config["temperature"] == 0.7 and len(res.episodes) == 2
+    assert "seeds 2 (sampled at temperature 0.7)" in (tmp_path / "out" / "results.md").read_text()

@@ -36,6 +36,7 @@ def agent_eval(
     harness: str | None,
     env: str = "auto",
     on_episode: Callable[[Episode], None] | None,
+    temperature: float | None = None,
 ) -> tuple[EvalResults, dict[str, Any] | None]:
     """Run ``eval agent`` (exactly one of ``model`` and ``endpoint``); returns the results and, with ``best_of`` > 1,
     the best-of-N summary (also in ``out/bestof.json`` and the results), else None."""
@@ -67,6 +68,7 @@ def agent_eval(
         harness=harness,
         env=env,
         on_episode=on_episode,
+        temperature=temperature,
         **extra,
     )
     if best_of > 1 and (out / "bestof.jsonl").is_file() and (out / "bestof.jsonl").stat().st_size:

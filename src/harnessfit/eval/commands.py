@@ -50,6 +50,14 @@ def agent(
         "examples/tasks/default (found from any working folder).",
     ),
     seeds: int = typer.Option(1, "--seeds", help="Runs per task (pass@k / pass^k use them)."),
+    temperature: float = typer.Option(
+        None,
+        "--temperature",
+        min=0.0,
+        max=2.0,
+        help="Sampling temperature of the server started for --model (default: 0 for one seed, 0.7 for several, "
+        "so seeds are independent tries); an --endpoint samples as it was started.",
+    ),
     workers: int = typer.Option(1, "--workers", help="Episodes run in parallel."),
     out: Path = typer.Option(Path("runs/eval"), "--out", help="Output folder (results.json, results.md, episodes/)."),
     max_turns: int = typer.Option(None, "--max-turns", help="Override every task's turn cap."),
@@ -113,6 +121,7 @@ def agent(
         harness=harness,
         env=env,
         on_episode=lambda ep: typer.echo(episode_line(ep), err=True),
+        temperature=temperature,
     )
     for line in summary_lines(results, out, best_of, best):
         typer.echo(line)

@@ -39,9 +39,8 @@ from harnessfit.eval.client import ChatError, chat
 from harnessfit.eval.episode_runner import Endpoint, run_checker
 from harnessfit.eval.files import ResultsHeader, md_cell
 from harnessfit.eval.raw.extract import find_blocks
-from harnessfit.eval.raw.run import sampling_temperature
 from harnessfit.eval.results import fmt_rate
-from harnessfit.eval.run import only_tasks, open_endpoint
+from harnessfit.eval.run import only_tasks, open_endpoint, sampling_temperature
 from harnessfit.eval.safefs import copy_into, relative_parts
 from harnessfit.eval.sandbox import require_sandbox
 from harnessfit.eval.stats import rate

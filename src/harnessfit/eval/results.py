@@ -162,6 +162,14 @@ def harness_label(results: EvalResults) -> str:
     return f"{harness_title(results)} {results.pi_version}"
 
 
+def _sampling(config: dict[str, Any]) -> str:
+    """How the served model sampled, where the eval started it (``config.temperature``; older runs lack it)."""
+    temp = config.get("temperature")
+    if temp is None:
+        return ""
+    return " (greedy)" if temp == 0 else f" (sampled at temperature {temp:g})"
+
+
 def render_markdown(results: EvalResults) -> str:
     agg = results.aggregates
     lines = [
@@ -169,7 +177,7 @@ def render_markdown(results: EvalResults) -> str:
         "",
         f"- status: **{results.status}**" + (f" — {results.error}" if results.error else ""),
         f"- sandbox: {results.sandbox}" + _policy_line(results),
-        f"- {harness_label(results)}; seeds {results.config.get('seeds')}; "
+        f"- {harness_label(results)}; seeds {results.config.get('seeds')}{_sampling(results.config)}; "
         f"episodes {agg.get('episodes', 0)} (scored {agg.get('scored', 0)}, unscored {agg.get('unscored', 0)})",
         "",
         "| Metric | Rate [95% CI] |",

@@ -36,6 +36,9 @@ from harnessfit.harness.versions import harness_profile, model_harness, normalis
 __all__ = [
     "run_eval",
     "only_tasks",
+    "default_temperature",
+    "sampling_temperature",
+    "served_temperature",
     "open_endpoint",
     "resolve_model_id",
     "endpoint_models",
@@ -161,6 +164,37 @@ def _load_tasks(suite: Path | str, task_ids: Sequence[str] | None) -> tuple[Path
     return suite_dir, only_tasks(tasks, task_ids, suite_dir), fmt
 
 
+def default_temperature(seeds: int) -> float:
+    """Greedy for one seed; 0.7 when several seeds should differ."""
+    return 0.0 if seeds == 1 else 0.7
+
+
+def sampling_temperature(seeds: int, temperature: float | None) -> float:
+    """``temperature``, or ``default_temperature(seeds)`` when none is given; a UserError for several seeds at 0.
+    The one seeds/temperature rule of every eval that samples a model (agent, raw, direct)."""
+    temp = default_temperature(seeds) if temperature is None else temperature
+    if seeds > 1 and temp == 0:
+        raise UserError("several --seeds with --temperature 0 give the same answer each time: raise the temperature")
+    return temp
+
+
+def served_temperature(target: Endpoint | str, seeds: int, temperature: float | None) -> float | None:
+    """The temperature the server this eval starts for ``target`` samples Pi's requests at (Pi names none):
+    ``sampling_temperature`` — greedy for one seed, 0.7 for several, so a task's seeds are independent tries and not
+    one greedy episode repeated. None where the eval starts no model server: an endpoint samples as it was started
+    (``harnessfit serve --temperature``) and a scripted model does not sample; asking either for a temperature is a
+    UserError."""
+    served = isinstance(target, str) and not target.startswith(("http://", "https://", "scripted:"))
+    if served:
+        return sampling_temperature(seeds, temperature)
+    if temperature is not None:
+        raise UserError(
+            "--temperature sets the server eval starts for --model; an endpoint samples as it was started "
+            "(`harnessfit serve --temperature T`) and a scripted model does not sample"
+        )
+    return None
+
+
 def only_tasks(tasks: list[Any], task_ids: Sequence[str] | None, suite_dir: Path) -> list[Any]:
     """The tasks named in ``task_ids`` (all when none are named); an unknown id is a UserError."""
     if not task_ids:
@@ -221,11 +255,13 @@ def _eval_config(
     spec: str,
     tools: tuple[str, ...] | None,
     env: str | None = None,
+    temperature: float | None = None,
 ) -> dict[str, Any]:
     """The results' ``config``: the run's settings (for Harbor suites, where tasks ran: ``env``), and the harness
     and its tools when a profile chose them."""
     config: dict[str, Any] = {
         "seeds": seeds,
+        "temperature": temperature,
         "workers": workers,
         "max_turns": max_turns,
         "max_seconds": max_seconds,
@@ -286,6 +322,7 @@ def run_eval(
     progress: bool = True,
     on_episode: Callable[[Episode], None] | None = None,
     env: str = "host",
+    temperature: float | None = None,
     **serve_kwargs: Any,
 ) -> EvalResults:
     """Run the suite ``seeds`` times against the model; writes ``out_dir/results.{json,md}`` (``status: started``
@@ -296,9 +333,14 @@ def run_eval(
     ``harness``: ``name@VERSION[+PROFILE]`` (``pi@1.6.0``; a profile runs that card profile's tools and scores
     against that card). A model harnessfit trained runs in the harness it was trained for by default, and another
     is refused (``harness.versions.stage_harness``); any other model runs in the default harness.
+    ``temperature``: of the server started for a model spec (``served_temperature``: default greedy for one seed,
+    0.7 for several); recorded in the results' ``config`` (null where an endpoint or a scripted model answers).
     """
     if seeds < 1 or workers < 1:
         raise UserError("--seeds and --workers must be at least 1")
+    temp = served_temperature(endpoint_or_model, seeds, temperature) if responder is None else None
+    if temp is not None:
+        serve_kwargs["temperature"] = temp
     out_dir = Path(out_dir)
     suite_dir, tasks, fmt = _load_tasks(suite_dir, task_ids)
     spec = _eval_harness(harness, endpoint_or_model, serve_kwargs.get("adapter"), model_id)
@@ -317,6 +359,7 @@ def run_eval(
         spec=spec,
         tools=tools,
         env=(engine.name if engine is not None else "host") if fmt == "harbor" else None,
+        temperature=temp,
     )
     results = EvalResults(
         model={"name": str(endpoint_or_model)},

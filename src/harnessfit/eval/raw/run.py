@@ -22,22 +22,9 @@ from harnessfit.eval.raw.extract import EXTRACTION_RULE_VERSION, extract
 from harnessfit.eval.raw.results import Completion, RawAnswer, RawResults, aggregate_raw
 from harnessfit.eval.raw.suite import RawPrompt, load_raw_suite
 from harnessfit.eval.raw.toolchain import ruff_binary, svelte_toolchain
-from harnessfit.eval.run import open_endpoint
+from harnessfit.eval.run import open_endpoint, sampling_temperature
 
-__all__ = ["run_raw", "check_answers", "default_temperature", "sampling_temperature"]
-
-
-def default_temperature(seeds: int) -> float:
-    """Greedy for one seed; 0.7 when several seeds should differ."""
-    return 0.0 if seeds == 1 else 0.7
-
-
-def sampling_temperature(seeds: int, temperature: float | None) -> float:
-    """``temperature``, or ``default_temperature(seeds)`` when none is given; a UserError for several seeds at 0."""
-    temp = default_temperature(seeds) if temperature is None else temperature
-    if seeds > 1 and temp == 0:
-        raise UserError("several --seeds with --temperature 0 give the same answer each time: raise the temperature")
-    return temp
+__all__ = ["run_raw", "check_answers"]
 
 
 def _ask(
