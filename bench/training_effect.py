@@ -12,6 +12,9 @@ valid-call rate, what training read and saw, and the seconds of every step. Budg
     .venv/bin/python bench/training_effect.py --out /tmp/effect > bench/results/training_effect-$(date +%F).json
     .venv/bin/python bench/training_effect.py --from-run out/demo   # the same JSON from a finished demo folder
 
+``--model SPEC`` trains and evaluates another base model (a local folder or a cached Hugging Face id, with a recipe
+that fits it, e.g. ``--recipe examples/recipes/qwen3-0.6b.yaml`` on a GPU); the embedded SmolLM2-135M is the default.
+
 ``--direct`` then answers the run's suites without the harness (``bench/direct_ceiling.py``): loop or content?
 """
 
@@ -75,6 +78,8 @@ def run_summary(out: Path, plan: dict, wall_s: float | None = None) -> dict:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, default=None, help="keep the run here (default: a temporary folder)")
+    ap.add_argument("--model", default="smollm2-135m", help="base model spec (a local folder, an HF id in the cache, "
+                    "or an embedded name; default: the embedded SmolLM2-135M); the recipe's own model is replaced")
     ap.add_argument("--seeds", type=int, default=1, help="eval runs per default-suite task, per model (one: greedy; "
                     "several: sampled at 0.7, `eval agent`'s rule; `bench/sampled_seeds.py` re-runs a finished run so)")
     ap.add_argument("--synth-seeds", type=int, default=1, help="golden-solver recordings per training task")
@@ -111,6 +116,13 @@ def main() -> None:
     from rich.console import Console
 
     from harnessfit.demo.pipeline import DemoPlan, run_demo
+    from harnessfit.errors import UserError
+    from harnessfit.models import resolve_model
+
+    try:
+        resolve_model(a.model)  # a model that cannot be loaded fails now, not after minutes of synthesis
+    except UserError as exc:
+        sys.exit(f"error: {exc}")
 
     tmp = None
     if a.out is None:
@@ -120,7 +132,7 @@ def main() -> None:
         out = a.out
     t0 = time.perf_counter()
     # each task's own turn and time limits (the demo shortens them), no raw suites or probes
-    plan = DemoPlan(out=out, traces=a.traces, seeds=a.seeds, synth_seeds=a.synth_seeds, recipe=a.recipe,
+    plan = DemoPlan(out=out, model=a.model, traces=a.traces, seeds=a.seeds, synth_seeds=a.synth_seeds, recipe=a.recipe,
                     epochs=a.epochs, family_per_kind=a.per_kind, heldout_instances=a.heldout_instances,
                     family_seed=a.family_seed, eval_max_turns=None, eval_max_seconds=None,
                     serve_max_tokens=a.max_tokens, static=False, eval_workers=2, contrast=a.contrast, retry=a.retry,
@@ -128,7 +140,7 @@ def main() -> None:
     # the trainer prints its log lines (PrinterCallback) to stdout: keep stdout for the one JSON object
     with contextlib.redirect_stdout(sys.stderr):
         run_demo(plan, console=Console(stderr=True))
-    result = run_summary(out, {"seeds": a.seeds, "synth_seeds": a.synth_seeds, "per_kind": a.per_kind,
+    result = run_summary(out, {"model": a.model, "seeds": a.seeds, "synth_seeds": a.synth_seeds, "per_kind": a.per_kind,
                                "heldout_instances": a.heldout_instances, "family_seed": a.family_seed,
                                "max_tokens": a.max_tokens, "traces": str(a.traces) if a.traces else None,
                                "contrast": a.contrast, "retry": a.retry, "second_try": a.second_try,

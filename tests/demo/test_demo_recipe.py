@@ -26,3 +26,9 @@ def test_the_demo_recipe_keeps_its_passes_unless_the_plan_names_them(tmp_path: P
         as_written.lora_r,
         as_written.lora_target_modules,
     )
+
+
+def test_the_plan_model_replaces_the_recipe_model(tmp_path: Path) -> None:
+    """`bench/training_effect.py --model SPEC`: another base model is trained (and evaluated) with the same recipe."""
+    plan = DemoPlan(out=tmp_path / "demo", traces=None, model="/models/qwen3-0.6b").resolved()
+    assert demo_recipe(plan, tmp_path / "audit").model == "/models/qwen3-0.6b"
