@@ -25,10 +25,9 @@ from pathlib import Path
 from training_effect import summarize  # bench/ is the script's folder, so it is on sys.path
 
 
-def _solved(results: Path) -> list[str]:
-    """Tasks with at least one complete loop."""
-    data = json.loads(results.read_text())
-    return sorted({e["facts"]["task_id"] for e in data["episodes"] if (e.get("metrics") or {}).get("complete_loop")})
+def _solved(res) -> list[str]:
+    """Tasks with at least one complete loop (``res``: the run's ``EvalResults``)."""
+    return sorted({e.facts.task_id for e in res.episodes if e.metrics is not None and e.metrics.complete_loop})
 
 
 def measure(run: Path, *, seeds: int, temperature: float | None = None, out: Path | None = None) -> dict:
@@ -48,18 +47,19 @@ def measure(run: Path, *, seeds: int, temperature: float | None = None, out: Pat
         for name, suite in suites.items():
             if not suite.is_dir():
                 continue
-            folder = out / (who if name == "default" else f"{who}-{name}")
+            tag = "" if name == "default" else f"-{name}"  # the run's own eval folders are named the same way
+            folder = out / f"{who}{tag}"
             t0 = time.perf_counter()
             with contextlib.redirect_stdout(sys.stderr):
                 res = run_eval(model, suite, folder, seeds=seeds, workers=2, temperature=temperature,
                                max_tokens=max_tokens, threads=1, tokenizer=run / "audit" / "tokenizer",
                                model_id=f"{model}-{who}", progress=False, **extra)
             result["temperature"] = res.config["temperature"]
-            greedy = run / "eval" / (who if name == "default" else f"{who}-heldout") / "results.json"
+            greedy = run / "eval" / f"{who}{tag}" / "results.json"
             result["models"][who][name] = {
                 **summarize(folder / "results.json"),
                 "pass_at_k": res.aggregates.get("pass_at_k"),
-                "tasks_solved_at_least_once": _solved(folder / "results.json"),
+                "tasks_solved_at_least_once": _solved(res),
                 "greedy_in_the_run": summarize(greedy) if greedy.is_file() else None,
             }
             result["seconds"][f"{who} {name}"] = round(time.perf_counter() - t0, 1)
